@@ -1,0 +1,117 @@
+"""Host-side helpers for batch-first Warp arrays: row views, masked env copies, finite checks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import OptionError
+
+
+def _wp():
+    import warp as wp
+
+    return wp
+
+
+def scalar_type(arr):
+    """The scalar type of a Warp array's dtype (float32 for vec3f, ...)."""
+    return getattr(arr.dtype, "_wp_scalar_type_", arr.dtype)
+
+
+def rows(arr, dtype=None):
+    """A zero-copy 2D view (n_envs, words) of a contiguous batch-first array.
+
+    ``dtype=None`` reinterprets as 32-bit words; otherwise as the given scalar type. The view keeps
+    a reference to ``arr`` so the memory outlives it.
+    """
+    wp = _wp()
+    if not arr.is_contiguous:
+        raise ValueError("rows() needs a contiguous array")
+    dtype = dtype or wp.uint32
+    nbytes = arr.size * wp.types.type_size_in_bytes(arr.dtype)
+    width = wp.types.type_size_in_bytes(dtype)
+    n_envs = arr.shape[0]
+    if n_envs == 0 or nbytes % (n_envs * width):
+        raise ValueError(f"array of {nbytes} bytes does not split into {n_envs} rows of {width}-byte words")
+    view = wp.array(ptr=arr.ptr, dtype=dtype, shape=(n_envs, nbytes // (n_envs * width)),
+                    device=arr.device)
+    view._polyphys_owner = arr
+    return view
+
+
+def copy_envs(dst, src, env_mask) -> None:
+    """dst[env] = src[env] for every env whose mask is non-zero (one kernel launch)."""
+    wp = _wp()
+    from .kernels.envs import copy_env_rows
+
+    if dst.shape != src.shape or dst.dtype != src.dtype:
+        raise ValueError(f"copy_envs: shapes/dtypes differ: {dst.shape} {dst.dtype} vs {src.shape} "
+                         f"{src.dtype}")
+    if dst.size == 0:
+        return
+    d, s = rows(dst), rows(src)
+    wp.launch(copy_env_rows, dim=d.shape, inputs=[env_mask, s], outputs=[d], device=dst.device)
+
+
+def finite_check_views(arrs: list) -> list:
+    """Scalar row views of the float arrays among ``arrs`` (ints and empty arrays are skipped)."""
+    wp = _wp()
+    out = []
+    for arr in arrs:
+        st = scalar_type(arr)
+        if arr.size and st in (wp.float32, wp.float64):
+            out.append(rows(arr, st))
+    return out
+
+
+def flag_nonfinite(views: list, flags) -> None:
+    """flags[env] = 1 where any value of an env row of a view is NaN/inf (one launch per view)."""
+    wp = _wp()
+    from .kernels.envs import flag_nonfinite_f32, flag_nonfinite_f64
+
+    for v in views:
+        kernel = flag_nonfinite_f64 if v.dtype == wp.float64 else flag_nonfinite_f32
+        wp.launch(kernel, dim=v.shape, inputs=[v], outputs=[flags], device=v.device)
+
+
+def normalize_envs_idx(envs_idx, n_envs: int, batched: bool, what: str = "envs_idx") -> np.ndarray:
+    """Validate envs_idx: None -> all envs; ints in [0, n_envs), no duplicates."""
+    if envs_idx is None:
+        return np.arange(n_envs, dtype=np.int64)
+    if not batched:
+        raise OptionError(f"{what} = {envs_idx!r}: the scene was built with n_envs=0 (no batch axis); "
+                          f"omit {what}")
+    idx = np.asarray(envs_idx)
+    if idx.ndim == 0:
+        idx = idx.reshape(1)
+    if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+        raise OptionError(f"{what} = {envs_idx!r}: expected a 1D sequence of integer env indices")
+    idx = idx.astype(np.int64)
+    bad = idx[(idx < 0) | (idx >= n_envs)]
+    if bad.size:
+        raise OptionError(f"{what} contains {bad.tolist()}: allowed env indices are 0..{n_envs - 1}")
+    uniq, counts = np.unique(idx, return_counts=True)
+    if (counts > 1).any():
+        raise OptionError(f"{what} contains duplicates {uniq[counts > 1].tolist()}: each env at most once")
+    return idx
+
+
+def env_mask_array(envs_idx: np.ndarray, n_envs: int, device: str):
+    wp = _wp()
+    mask = np.zeros(n_envs, dtype=np.int32)
+    mask[envs_idx] = 1
+    return wp.array(mask, dtype=wp.int32, device=device)
+
+
+def check_shape(name: str, value, expected: tuple, dtype=float) -> np.ndarray:
+    """Convert ``value`` to an array of exactly ``expected`` shape, or raise naming both shapes."""
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise OptionError(f"{name}: cannot convert {type(value).__name__} to a numeric array") from None
+    if arr.shape != tuple(expected):
+        raise OptionError(f"{name} has shape {arr.shape}; expected {tuple(expected)}")
+    if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[:5].tolist()
+        raise OptionError(f"{name} contains NaN/inf at {bad}; values must be finite")
+    return arr

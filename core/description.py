@@ -1,0 +1,335 @@
+"""EntityDescription: the solver-agnostic model an importer returns.
+
+Conventions (DESIGN "Data conventions"): SI units, quaternions (w, x, y, z), angles in radians.
+Bodies keep the frames of the source file (no inertia alignment), so for an MJCF file the q and dof
+order equals MuJoCo's qpos/qvel order. Geom sizes follow MuJoCo's convention (half sizes):
+sphere (r,), capsule/cylinder (r, half_length), box (hx, hy, hz), ellipsoid (rx, ry, rz),
+plane (hx, hy, grid spacing; 0 = infinite).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+
+JOINT_TYPES = ("fixed", "revolute", "prismatic", "spherical", "free")
+JOINT_NQ = {"fixed": 0, "revolute": 1, "prismatic": 1, "spherical": 4, "free": 7}
+JOINT_NDOF = {"fixed": 0, "revolute": 1, "prismatic": 1, "spherical": 3, "free": 6}
+GEOM_TYPES = ("plane", "sphere", "capsule", "cylinder", "box", "ellipsoid", "mesh", "hfield")
+
+IDENTITY_QUAT = (1.0, 0.0, 0.0, 0.0)
+
+
+def _f3(v):
+    return tuple(float(x) for x in np.asarray(v, dtype=float).reshape(3))
+
+
+def _f4(v):
+    return tuple(float(x) for x in np.asarray(v, dtype=float).reshape(4))
+
+
+@attrs.define(kw_only=True)
+class Inertial:
+    """Mass properties in the link frame: CoM position and the inertia tensor about the CoM."""
+
+    mass: float = 0.0
+    com: tuple = attrs.field(default=(0.0, 0.0, 0.0), converter=_f3)
+    inertia: np.ndarray = attrs.field(factory=lambda: np.zeros((3, 3)),
+                                      converter=lambda a: np.asarray(a, dtype=float).reshape(3, 3))
+
+
+@attrs.define(kw_only=True)
+class MeshData:
+    """Triangles in the geom frame (already scaled)."""
+
+    vertices: np.ndarray
+    faces: np.ndarray
+    name: str = ""
+    file: str | None = None
+
+
+@attrs.define(kw_only=True)
+class Link:
+    name: str
+    parent: int = -1                 # index into links; -1 is the world
+    pos: tuple = attrs.field(default=(0.0, 0.0, 0.0), converter=_f3)    # in the parent frame
+    quat: tuple = attrs.field(default=IDENTITY_QUAT, converter=_f4)
+    inertial: Inertial = attrs.field(factory=Inertial)
+    joints: list = attrs.field(factory=list)     # joint indices, applied in order
+    geoms: list = attrs.field(factory=list)      # geom indices
+    sites: list = attrs.field(factory=list)
+    gravcomp: float = 0.0
+
+
+@attrs.define(kw_only=True)
+class Joint:
+    name: str
+    type: str
+    link: int
+    pos: tuple = attrs.field(default=(0.0, 0.0, 0.0), converter=_f3)    # anchor in the link frame
+    axis: tuple = attrs.field(default=(0.0, 0.0, 1.0), converter=_f3)   # in the link frame
+    limited: bool = False
+    range: tuple = (0.0, 0.0)
+    ref: float = 0.0                 # q of the reference configuration (MuJoCo qpos0)
+    springref: float = 0.0
+    stiffness: float = 0.0
+    damping: float = 0.0
+    armature: float = 0.0
+    frictionloss: float = 0.0
+    solref_limit: tuple = (0.02, 1.0)
+    solimp_limit: tuple = (0.9, 0.95, 0.001, 0.5, 2.0)
+    solref_friction: tuple = (0.02, 1.0)
+    solimp_friction: tuple = (0.9, 0.95, 0.001, 0.5, 2.0)
+    margin: float = 0.0
+    q_start: int = -1                # filled by EntityDescription.finalize()
+    dof_start: int = -1
+
+    def __attrs_post_init__(self):
+        if self.type not in JOINT_TYPES:
+            from .errors import OptionError
+
+            raise OptionError(f"joint {self.name!r}: type {self.type!r} not in {JOINT_TYPES}")
+
+    @property
+    def n_qs(self) -> int:
+        return JOINT_NQ[self.type]
+
+    @property
+    def n_dofs(self) -> int:
+        return JOINT_NDOF[self.type]
+
+
+@attrs.define(kw_only=True)
+class Geom:
+    name: str
+    type: str
+    link: int
+    size: tuple = (0.0, 0.0, 0.0)
+    pos: tuple = attrs.field(default=(0.0, 0.0, 0.0), converter=_f3)
+    quat: tuple = attrs.field(default=IDENTITY_QUAT, converter=_f4)
+    role: str = "both"               # "collision", "visual" or "both"
+    contype: int = 1
+    conaffinity: int = 1
+    condim: int = 3
+    friction: tuple = (1.0, 0.005, 0.0001)
+    solref: tuple = (0.02, 1.0)
+    solimp: tuple = (0.9, 0.95, 0.001, 0.5, 2.0)
+    solmix: float = 1.0
+    priority: int = 0
+    margin: float = 0.0
+    gap: float = 0.0
+    group: int = 0
+    density: float = 1000.0
+    rgba: tuple = (0.5, 0.5, 0.5, 1.0)
+    mesh: MeshData | None = None
+    hfield: Any = None
+
+
+@attrs.define(kw_only=True)
+class Site:
+    name: str
+    link: int
+    pos: tuple = attrs.field(default=(0.0, 0.0, 0.0), converter=_f3)
+    quat: tuple = attrs.field(default=IDENTITY_QUAT, converter=_f4)
+    type: str = "sphere"
+    size: tuple = (0.01, 0.0, 0.0)
+
+
+@attrs.define(kw_only=True)
+class Actuator:
+    """MuJoCo's actuator model: force = gain·ctrl + bias0 + bias1·q + bias2·qdot (on the joint,
+    times gear). ``type`` records the shortcut it came from (motor/position/velocity/general)."""
+
+    name: str
+    type: str = "general"
+    joint: int = -1                  # transmission target (joint index); -1 for unsupported ones
+    target: str = ""                 # the transmission as written (joint/tendon/site name)
+    trntype: str = "joint"
+    gear: tuple = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    ctrllimited: bool = False
+    ctrlrange: tuple = (0.0, 0.0)
+    forcelimited: bool = False
+    forcerange: tuple = (0.0, 0.0)
+    gainprm: tuple = (1.0,) + (0.0,) * 9
+    biasprm: tuple = (0.0,) * 10
+    dyntype: str = "none"
+    gaintype: str = "fixed"
+    biastype: str = "none"
+
+
+@attrs.define(kw_only=True)
+class Equality:
+    name: str
+    type: str                        # "connect", "weld" or "joint"
+    obj1: int = -1                   # link (connect/weld) or joint (joint) index
+    obj2: int = -1                   # -1: the world
+    anchor: tuple = (0.0, 0.0, 0.0)
+    relpose: tuple = (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    torquescale: float = 1.0
+    polycoef: tuple = (0.0, 1.0, 0.0, 0.0, 0.0)
+    solref: tuple = (0.02, 1.0)
+    solimp: tuple = (0.9, 0.95, 0.001, 0.5, 2.0)
+    active: bool = True
+
+
+@attrs.define(kw_only=True)
+class Keyframe:
+    name: str
+    time: float = 0.0
+    qpos: np.ndarray | None = None
+    qvel: np.ndarray | None = None
+    ctrl: np.ndarray | None = None
+
+
+@attrs.define(kw_only=True)
+class EntityDescription:
+    """Links in topological order (a parent before its children), joints, geoms and the rest."""
+
+    name: str = "entity"
+    links: list = attrs.field(factory=list)
+    joints: list = attrs.field(factory=list)
+    geoms: list = attrs.field(factory=list)
+    sites: list = attrs.field(factory=list)
+    actuators: list = attrs.field(factory=list)
+    equalities: list = attrs.field(factory=list)
+    keyframes: list = attrs.field(factory=list)
+    contact_excludes: list = attrs.field(factory=list)   # (link_a, link_b)
+    contact_pairs: list = attrs.field(factory=list)      # dicts: geom1, geom2 and pair parameters
+    tendons: list = attrs.field(factory=list)            # parsed and reported, not simulated
+    options: dict = attrs.field(factory=dict)            # suggested SimOptions/RigidOptions values
+    defaults: dict = attrs.field(factory=dict)
+    warnings: list = attrs.field(factory=list)
+    source: str | None = None
+
+    def finalize(self) -> EntityDescription:
+        """Assign q_start/dof_start in link order then joint order (MuJoCo's qpos order) and check
+        the tree. Returns self."""
+        from .errors import OptionError
+
+        q = d = 0
+        seen = set()
+        for li, link in enumerate(self.links):
+            if link.parent >= li:
+                raise OptionError(f"link {link.name!r} (index {li}) has parent {link.parent}: links "
+                                  f"must come after their parent")
+            if link.name in seen:
+                raise OptionError(f"duplicate link name {link.name!r}")
+            seen.add(link.name)
+            for ji in link.joints:
+                j = self.joints[ji]
+                if j.link != li:
+                    raise OptionError(f"joint {j.name!r} lists link {j.link}, but link {li} owns it")
+                j.q_start, j.dof_start = q, d
+                q += j.n_qs
+                d += j.n_dofs
+        return self
+
+    @property
+    def n_links(self) -> int:
+        return len(self.links)
+
+    @property
+    def n_qs(self) -> int:
+        return sum(j.n_qs for j in self.joints)
+
+    @property
+    def n_dofs(self) -> int:
+        return sum(j.n_dofs for j in self.joints)
+
+    @property
+    def total_mass(self) -> float:
+        return float(sum(link.inertial.mass for link in self.links))
+
+    def qpos0(self) -> np.ndarray:
+        """The reference configuration (MuJoCo's qpos0) in q order."""
+        out = np.zeros(self.n_qs)
+        for link in self.links:
+            for ji in link.joints:
+                j = self.joints[ji]
+                if j.type in ("revolute", "prismatic"):
+                    out[j.q_start] = j.ref
+                elif j.type == "spherical":
+                    out[j.q_start:j.q_start + 4] = (1.0, 0.0, 0.0, 0.0)
+                elif j.type == "free":
+                    out[j.q_start:j.q_start + 3] = link.pos
+                    out[j.q_start + 3:j.q_start + 7] = link.quat
+        return out
+
+    def link_index(self, name: str) -> int:
+        for i, link in enumerate(self.links):
+            if link.name == name:
+                return i
+        raise KeyError(f"no link named {name!r}; links: {[lk.name for lk in self.links]}")
+
+    def joint_index(self, name: str) -> int:
+        for i, j in enumerate(self.joints):
+            if j.name == name:
+                return i
+        raise KeyError(f"no joint named {name!r}; joints: {[j.name for j in self.joints]}")
+
+
+def from_primitive(morph, name: str = "entity", density: float = 1000.0) -> EntityDescription:
+    """A one-link description of a primitive morph: a free root joint unless ``morph.fixed``.
+
+    Mass properties of the solid shape at ``density`` (a plane has none). The link frame is the
+    morph's frame; the root sits at ``morph.pos`` with ``morph.orientation``.
+    """
+    from . import morphs as M
+
+    geom_type, size, mass, com, inertia = _primitive_mass(morph, density)
+    link = Link(name=name, parent=-1, pos=morph.pos, quat=morph.orientation,
+                inertial=Inertial(mass=mass, com=com, inertia=inertia))
+    desc = EntityDescription(name=name, links=[link], source=type(morph).__name__)
+    geom = Geom(name=f"{name}_geom", type=geom_type, link=0, size=size, density=density)
+    if isinstance(morph, M.Mesh):
+        tm = morph.load_trimesh()
+        geom.mesh = MeshData(vertices=np.asarray(tm.vertices), faces=np.asarray(tm.faces),
+                             file=morph.file)
+    desc.geoms.append(geom)
+    link.geoms.append(0)
+    if not morph.fixed:
+        desc.joints.append(Joint(name=f"{name}_root", type="free", link=0))
+        link.joints.append(0)
+    return desc.finalize()
+
+
+def _primitive_mass(morph, rho):
+    from . import morphs as M
+
+    if isinstance(morph, M.Plane):
+        return "plane", (0.0, 0.0, 1.0), 0.0, np.zeros(3), np.zeros((3, 3))
+    if isinstance(morph, M.Box):
+        a, b, c = morph.size
+        m = rho * a * b * c
+        inertia = np.diag([m * (b * b + c * c), m * (a * a + c * c), m * (a * a + b * b)]) / 12.0
+        return "box", (a / 2, b / 2, c / 2), m, np.zeros(3), inertia
+    if isinstance(morph, M.Sphere):
+        r = morph.radius
+        m = rho * 4.0 / 3.0 * np.pi * r**3
+        return "sphere", (r, 0.0, 0.0), m, np.zeros(3), np.eye(3) * 0.4 * m * r * r
+    if isinstance(morph, M.Cylinder):
+        r, h = morph.radius, morph.height
+        m = rho * np.pi * r * r * h
+        ixx = m * (3 * r * r + h * h) / 12.0
+        return "cylinder", (r, h / 2, 0.0), m, np.zeros(3), np.diag([ixx, ixx, 0.5 * m * r * r])
+    if isinstance(morph, M.Capsule):
+        r, h = morph.radius, morph.height
+        mc = rho * np.pi * r * r * h
+        ms = rho * 4.0 / 3.0 * np.pi * r**3
+        izz = 0.5 * mc * r * r + 0.4 * ms * r * r
+        # hemispheres: own inertia plus parallel axis to their centroids (3r/8 from the flat face)
+        ixx = (mc * (3 * r * r + h * h) / 12.0
+               + ms * (0.4 * r * r + h * h / 4.0 + 3.0 * h * r / 8.0))
+        return "capsule", (r, h / 2, 0.0), mc + ms, np.zeros(3), np.diag([ixx, ixx, izz])
+    if isinstance(morph, M.Mesh):
+        tm = morph.load_trimesh()
+        if tm.is_volume:
+            tm.density = rho
+            m = float(tm.mass)
+            com = np.asarray(tm.center_mass)
+            inertia = np.asarray(tm.moment_inertia)   # about the CoM, in the mesh frame
+            return "mesh", (0.0, 0.0, 0.0), m, com, inertia
+        return "mesh", (0.0, 0.0, 0.0), 0.0, np.zeros(3), np.zeros((3, 3))
+    raise TypeError(f"not a primitive morph: {type(morph).__name__}")

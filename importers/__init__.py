@@ -1,0 +1,1 @@
+"""Built-in importer plugins of polyphys. Each registers through its own entry point."""

@@ -1,0 +1,1 @@
+"""polyphys.importers.mjcf (in development: registers nothing yet)."""

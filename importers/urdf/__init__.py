@@ -1,0 +1,1 @@
+"""polyphys.importers.urdf (in development: registers nothing yet)."""

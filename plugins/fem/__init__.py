@@ -1,0 +1,1 @@
+"""polyphys.plugins.fem (in development: registers nothing yet)."""

@@ -1,0 +1,91 @@
+"""KinematicSolver: q advances by the set dof velocities; links follow by forward kinematics."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from polyphys import morphs as M
+from polyphys.errors import OptionError
+from polyphys.importing import describe_morph
+from polyphys.interfaces import Solver
+from polyphys.kinematics import JointTree
+
+from .entity import KinematicEntity
+from .options import KinematicOptions
+
+
+class KinematicSolver(Solver):
+    options_type = KinematicOptions
+
+    def __init__(self, scene, options, spec):
+        super().__init__(scene, options, spec)
+        self._pending: list = []        # (description, base_pos, base_quat)
+
+    def add_entity(self, morph, material, surface=None, name=None, **kwargs):
+        if kwargs:
+            raise OptionError(f"kinematic add_entity: unknown arguments {sorted(kwargs)}")
+        if isinstance(morph, M.Plane):
+            raise OptionError("a Plane cannot be a kinematic entity (it is static); use a rigid plane")
+        desc = describe_morph(morph, self.scene._plugins)
+        if isinstance(morph, M.Primitive):
+            base = ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))   # the primitive's link holds its pose
+        else:
+            base = (morph.pos, morph.orientation)
+        self._pending.append((desc, *base))
+        entity = KinematicEntity(self, len(self.entities), morph, material, surface, name, desc)
+        self.entities.append(entity)
+        return entity
+
+    def build(self, layout):
+        self.layout = layout
+        self.tree = JointTree(self._pending)
+        t = self.tree
+        for e, ls, js, qs, ds in zip(self.entities, t.entity_link_start, t.entity_joint_start,
+                                     t.entity_q_start, t.entity_dof_start):
+            e._bind(ls, js, qs, ds)
+        n, dev = layout.n_envs, layout.device
+        import warp as wp
+
+        self.model = t.to_warp(n, layout.precision, dev)
+        m = self.model
+        npf = layout.np_float
+        self.qpos = wp.array(np.tile(t.qpos0, (n, 1)).astype(npf), dtype=m.scalar, device=dev)
+        self.qvel = wp.zeros((n, t.n_dofs), dtype=m.scalar, device=dev)
+        self.link_pos = wp.zeros((n, t.n_links), dtype=m.vec3, device=dev)
+        self.link_quat = wp.zeros((n, t.n_links), dtype=m.quat, device=dev)
+        self.link_vel = wp.zeros((n, t.n_links), dtype=m.vec3, device=dev)
+        self.link_ang = wp.zeros((n, t.n_links), dtype=m.vec3, device=dev)
+        self._parts = {}
+        for part in layout.partitions:
+            s = part.slice
+            pm = SimpleNamespace(**vars(m))
+            pm.root_pos, pm.root_quat = m.root_pos[s], m.root_quat[s]
+            self._parts[part.index] = SimpleNamespace(
+                model=pm, qpos=self.qpos[s], qvel=self.qvel[s], link_pos=self.link_pos[s],
+                link_quat=self.link_quat[s], link_vel=self.link_vel[s], link_ang=self.link_ang[s])
+        self.forward()
+
+    # -- stepping --------------------------------------------------------------------------------
+    def substep_pre_coupling(self, f, part):
+        p = self._parts[part.index]
+        JointTree.launch_integrate(p.model, self.layout.h, p.qvel, p.qpos)
+        JointTree.launch_fk(p.model, p.qpos, p.qvel, p.link_pos, p.link_quat, p.link_vel, p.link_ang)
+
+    def forward(self):
+        for part in self.layout.partitions:
+            p = self._parts[part.index]
+            JointTree.launch_fk(p.model, p.qpos, p.qvel, p.link_pos, p.link_quat, p.link_vel, p.link_ang)
+
+    def state_arrays(self):
+        return {"qpos": self.qpos, "qvel": self.qvel, "root_pos": self.model.root_pos,
+                "root_quat": self.model.root_quat, "link_pos": self.link_pos,
+                "link_quat": self.link_quat, "link_vel": self.link_vel, "link_ang": self.link_ang}
+
+    # -- host access used by the entities ------------------------------------------------------------
+    def _write_rows(self, arr, envs: np.ndarray, cols: slice, values: np.ndarray) -> None:
+        """arr[envs, cols] = values (host round trip; outside the step)."""
+        host = arr.numpy()
+        host[envs[:, None], np.arange(host.shape[1])[cols]] = values
+        arr.assign(host)

@@ -1,0 +1,1 @@
+"""polyphys.plugins.mpm (in development: registers nothing yet)."""

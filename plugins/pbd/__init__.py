@@ -1,0 +1,1 @@
+"""polyphys.plugins.pbd (in development: registers nothing yet)."""

@@ -1,0 +1,1 @@
+"""polyphys.plugins.rigid (in development: registers nothing yet)."""

@@ -1,0 +1,1 @@
+"""polyphys.plugins.sph (in development: registers nothing yet)."""
