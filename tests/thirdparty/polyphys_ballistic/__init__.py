@@ -1,0 +1,35 @@
+"""polyphys-ballistic: particles under gravity that bounce on the ground plane.
+
+This module is what the entry point ``ballistic = "polyphys_ballistic"`` names. It holds only the
+hookimpls, which return inert spec records: listing plugins (``polyphys plugins``) imports neither
+Warp nor the solver. The solver module is imported only when a scene adds a Ballistic entity.
+"""
+
+from polyphys import hookimpl
+from polyphys.specs import Capabilities, ContractScene, MaterialSpec, SolverSpec
+
+__version__ = "0.1.0"
+
+CAPABILITIES = Capabilities(
+    batch=True, reset_envs=True, checkpoint=True, differentiable=False,
+    devices=("cpu",), precisions=("32", "64"), deterministic=("cpu",),
+    notes="ballistic particles, ground bounce (restitution, Coulomb friction); CUDA not tested yet",
+)
+
+
+@hookimpl
+def polyphys_solvers():
+    return [SolverSpec(
+        name="ballistic",
+        target="polyphys_ballistic.solver:BallisticSolver",
+        options="polyphys_ballistic.options:BallisticOptions",
+        capabilities=CAPABILITIES,
+        contract=ContractScene(factory="polyphys_ballistic.contract:scene"),
+        description="particles under gravity bouncing on the ground z = 0",
+    )]
+
+
+@hookimpl
+def polyphys_materials():
+    return [MaterialSpec(name="Ballistic", target="polyphys_ballistic.materials:Ballistic",
+                         solver="ballistic")]

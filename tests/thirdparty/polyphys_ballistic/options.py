@@ -1,0 +1,24 @@
+"""Options of the ballistic solver: ``Scene(ballistic=BallisticOptions(...))``."""
+
+import math
+
+import attrs
+
+from polyphys.errors import OptionError
+from polyphys.options import positive
+
+
+def _finite(instance, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise OptionError(f"{type(instance).__name__}.{attribute.name} = {value!r}: must be a finite "
+                          f"number")
+
+
+@attrs.frozen(kw_only=True)
+class BallisticOptions:
+    """particle_size: lattice spacing (m) at which Box/Sphere morphs are sampled; also the particle
+    diameter (a particle touches the ground when its centre is particle_size/2 above it).
+    ground_height: z of the ground plane (m)."""
+
+    particle_size: float = attrs.field(default=0.05, validator=positive)
+    ground_height: float = attrs.field(default=0.0, validator=_finite)
