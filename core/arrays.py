@@ -115,3 +115,12 @@ def check_shape(name: str, value, expected: tuple, dtype=float) -> np.ndarray:
         bad = np.argwhere(~np.isfinite(arr))[:5].tolist()
         raise OptionError(f"{name} contains NaN/inf at {bad}; values must be finite")
     return arr
+
+
+def env_slice(arr, start: int, stop: int):
+    """``arr[start:stop]`` along the batch axis, also for arrays with a zero-length axis (which
+    Warp cannot slice: an empty array of the partition's shape stands in for it)."""
+    if arr.size == 0:
+        wp = _wp()
+        return wp.zeros((stop - start, *arr.shape[1:]), dtype=arr.dtype, device=arr.device)
+    return arr[start:stop]

@@ -202,6 +202,8 @@ class EntityDescription:
     defaults: dict = attrs.field(factory=dict)
     warnings: list = attrs.field(factory=list)
     source: str | None = None
+    # frames of links lumped into another link (URDF merge_fixed_links): name -> (link, pos, quat)
+    frames: dict = attrs.field(factory=dict)
 
     def finalize(self) -> EntityDescription:
         """Assign q_start/dof_start in link order then joint order (MuJoCo's qpos order) and check
@@ -333,3 +335,157 @@ def _primitive_mass(morph, rho):
             return "mesh", (0.0, 0.0, 0.0), m, com, inertia
         return "mesh", (0.0, 0.0, 0.0), 0.0, np.zeros(3), np.zeros((3, 3))
     raise TypeError(f"not a primitive morph: {type(morph).__name__}")
+
+
+# -- rotation and mass-property helpers shared by the importers ------------------------------------
+def quat_to_mat(q) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) -> 3x3 rotation matrix."""
+    w, x, y, z = (float(v) for v in np.asarray(q, dtype=float).reshape(4))
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def mat_to_quat(m) -> tuple:
+    """3x3 rotation matrix -> unit quaternion (w, x, y, z) with w >= 0 (Shepperd's method)."""
+    m = np.asarray(m, dtype=float)
+    tr = m[0, 0] + m[1, 1] + m[2, 2]
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        q = [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        q = [(m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s]
+    elif m[1, 1] > m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        q = [(m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s]
+    else:
+        s = 2.0 * np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        q = [(m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s]
+    q = np.asarray(q)
+    q = q / np.linalg.norm(q)
+    if q[0] < 0:
+        q = -q
+    return tuple(float(v) for v in q)
+
+
+def quat_mul(a, b) -> tuple:
+    aw, ax, ay, az = (float(v) for v in a)
+    bw, bx, by, bz = (float(v) for v in b)
+    return (aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw)
+
+
+def compose(pos_a, quat_a, pos_b, quat_b) -> tuple:
+    """Pose a∘b: frame b given in frame a, returned in a's parent frame."""
+    p = np.asarray(pos_a, float) + quat_to_mat(quat_a) @ np.asarray(pos_b, float)
+    q = np.asarray(quat_mul(quat_a, quat_b))
+    return tuple(float(v) for v in p), tuple(float(v) for v in q / np.linalg.norm(q))
+
+
+def inertial_in_frame(inertial: Inertial, pos, quat) -> Inertial:
+    """``inertial`` given in a child frame at (pos, quat) expressed in the parent frame."""
+    r = quat_to_mat(quat)
+    return Inertial(mass=inertial.mass, com=np.asarray(pos, float) + r @ np.asarray(inertial.com),
+                    inertia=r @ inertial.inertia @ r.T)
+
+
+def combine_inertials(parts) -> Inertial:
+    """Exact sum of rigid mass properties given in one frame (parallel-axis theorem)."""
+    parts = [p for p in parts if p.mass > 0]
+    m = float(sum(p.mass for p in parts))
+    if m <= 0:
+        return Inertial()
+    com = sum(p.mass * np.asarray(p.com) for p in parts) / m
+    inertia = np.zeros((3, 3))
+    for p in parts:
+        d = np.asarray(p.com) - com
+        inertia += p.inertia + p.mass * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+    return Inertial(mass=m, com=com, inertia=inertia)
+
+
+def check_inertial(inertial: Inertial, where: str, strict_triangle: bool = True) -> str | None:
+    """Raise OptionError for a negative mass or an inertia that is not positive semi-definite
+    (names ``where``). Returns a warning text when the principal moments violate A + B >= C and
+    ``strict_triangle`` is False (raises when it is True)."""
+    from .errors import OptionError
+
+    if not np.isfinite(inertial.mass) or inertial.mass < 0:
+        raise OptionError(f"{where}: mass = {inertial.mass!r}: must be a finite number >= 0")
+    i = inertial.inertia
+    if not np.all(np.isfinite(i)):
+        raise OptionError(f"{where}: inertia {i.tolist()} is not finite")
+    if np.max(np.abs(i - i.T)) > 1e-9 * max(1.0, np.max(np.abs(i))):
+        raise OptionError(f"{where}: inertia {i.tolist()} is not symmetric")
+    ev = np.linalg.eigvalsh(0.5 * (i + i.T))
+    scale = max(float(np.max(np.abs(ev))), 1e-300)
+    if ev[0] < -1e-9 * scale:
+        raise OptionError(f"{where}: inertia {i.tolist()} is not positive definite (principal "
+                          f"moments {ev.tolist()}); every principal moment must be >= 0")
+    a, b, c = ev
+    if a + b < c - 1e-6 * scale:
+        msg = (f"{where}: principal moments {ev.tolist()} violate the triangle inequality "
+               f"A + B >= C (no rigid body has such an inertia)")
+        if strict_triangle:
+            raise OptionError(msg)
+        return msg
+    return None
+
+
+def mesh_mass_properties(vertices, faces, shell: bool = False):
+    """Volume (or area for ``shell``), CoM and inertia about the CoM per unit density of a closed
+    triangle mesh, by signed tetrahedra from the origin (exact for any closed, consistently
+    oriented mesh; the divergence theorem). Shell: thin surface of unit areal density."""
+    v = np.asarray(vertices, dtype=float)
+    f = np.asarray(faces, dtype=np.int64)
+    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    if shell:
+        w = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+        total = float(w.sum())
+        com = (w[:, None] * (a + b + c) / 3.0).sum(0) / total
+        a, b, c = a - com, b - com, c - com
+        # second moment of a triangle: area/12 * (sum v v^T + (sum v)(sum v)^T)
+        s = a + b + c
+        cov = np.einsum("n,ni,nj->ij", w / 12.0, a, a) + np.einsum("n,ni,nj->ij", w / 12.0, b, b) \
+            + np.einsum("n,ni,nj->ij", w / 12.0, c, c) + np.einsum("n,ni,nj->ij", w / 12.0, s, s)
+    else:
+        w = np.einsum("ni,ni->n", a, np.cross(b, c)) / 6.0
+        total = float(w.sum())
+        com = (w[:, None] * (a + b + c) / 4.0).sum(0) / total
+        a, b, c = a - com, b - com, c - com
+        # second moment of a tetrahedron with apex at the origin: vol/20 * (sum v v^T + s s^T)
+        w = np.einsum("ni,ni->n", a, np.cross(b, c)) / 6.0
+        s = a + b + c
+        cov = (np.einsum("n,ni,nj->ij", w / 20.0, a, a) + np.einsum("n,ni,nj->ij", w / 20.0, b, b)
+               + np.einsum("n,ni,nj->ij", w / 20.0, c, c) + np.einsum("n,ni,nj->ij", w / 20.0, s, s))
+    inertia = np.trace(cov) * np.eye(3) - cov
+    return total, com, inertia
+
+
+def describe_to_dict(desc: EntityDescription) -> dict:
+    """A JSON-ready summary of a description (what ``polyphys inspect --json`` prints)."""
+    def _l(x):
+        return [float(v) for v in np.asarray(x, dtype=float).reshape(-1)]
+
+    links = [{"name": lk.name, "parent": (desc.links[lk.parent].name if lk.parent >= 0 else None),
+              "mass": float(lk.inertial.mass), "pos": _l(lk.pos), "quat": _l(lk.quat),
+              "com": _l(lk.inertial.com), "joints": [desc.joints[j].name for j in lk.joints]}
+             for lk in desc.links]
+    joints = [{"name": j.name, "type": j.type, "link": desc.links[j.link].name,
+               "q_start": int(j.q_start), "dof_start": int(j.dof_start), "n_qs": j.n_qs,
+               "n_dofs": j.n_dofs, "axis": _l(j.axis),
+               "range": (_l(j.range) if j.limited else None)} for j in desc.joints]
+    geoms = [{"name": g.name, "type": g.type, "link": desc.links[g.link].name, "role": g.role,
+              "size": _l(g.size), "pos": _l(g.pos), "quat": _l(g.quat)} for g in desc.geoms]
+    acts = [{"name": a.name, "type": a.type, "target": a.target, "trntype": a.trntype,
+             "joint": (desc.joints[a.joint].name if a.joint >= 0 else None), "gear": _l(a.gear),
+             "ctrlrange": (_l(a.ctrlrange) if a.ctrllimited else None)} for a in desc.actuators]
+    return {"name": desc.name, "source": desc.source, "total_mass": desc.total_mass,
+            "n_links": desc.n_links, "n_qs": desc.n_qs, "n_dofs": desc.n_dofs, "links": links,
+            "joints": joints, "geoms": geoms, "actuators": acts,
+            "equalities": [{"name": e.name, "type": e.type} for e in desc.equalities],
+            "tendons": [t.get("name", "") for t in desc.tendons],
+            "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in desc.options.items()},
+            "warnings": list(desc.warnings)}

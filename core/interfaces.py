@@ -209,7 +209,7 @@ class Solver:
         cache = self.__dict__.setdefault("_nan_views", {})
         if part.index not in cache:
             cache[part.index] = (arrays.finite_check_views(
-                [a[part.start:part.stop] for a in self.state_arrays().values()]), flags[part.start:part.stop])
+                [arrays.env_slice(a, part.start, part.stop) for a in self.state_arrays().values()]), flags[part.start:part.stop])
         views, part_flags = cache[part.index]
         arrays.flag_nonfinite(views, part_flags)
 

@@ -23,7 +23,7 @@ JOINT_FREE = wp.constant(4)
 def quat_exp_local(q: Any, w: Any, h: Any):
     """q * exp(h*w/2): right-multiply the rotation-vector increment h*w (local frame)."""
     angle = wp.length(w) * h
-    if angle > type(h)(0.0):
+    if wp.length(w) > type(h)(0.0):
         axis = wp.normalize(w)
         dq = wp.quat_from_axis_angle(axis, angle)
         return wp.normalize(q * dq)

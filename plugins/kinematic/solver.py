@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from polyphys import morphs as M
+from polyphys.arrays import env_slice
 from polyphys.errors import OptionError
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
@@ -59,12 +60,14 @@ class KinematicSolver(Solver):
         self.link_ang = wp.zeros((n, t.n_links), dtype=m.vec3, device=dev)
         self._parts = {}
         for part in layout.partitions:
-            s = part.slice
+            def cut(a, p=part):
+                return env_slice(a, p.start, p.stop)
+
             pm = SimpleNamespace(**vars(m))
-            pm.root_pos, pm.root_quat = m.root_pos[s], m.root_quat[s]
+            pm.root_pos, pm.root_quat = cut(m.root_pos), cut(m.root_quat)
             self._parts[part.index] = SimpleNamespace(
-                model=pm, qpos=self.qpos[s], qvel=self.qvel[s], link_pos=self.link_pos[s],
-                link_quat=self.link_quat[s], link_vel=self.link_vel[s], link_ang=self.link_ang[s])
+                model=pm, qpos=cut(self.qpos), qvel=cut(self.qvel), link_pos=cut(self.link_pos),
+                link_quat=cut(self.link_quat), link_vel=cut(self.link_vel), link_ang=cut(self.link_ang))
         self.forward()
 
     # -- stepping --------------------------------------------------------------------------------

@@ -1,0 +1,265 @@
+"""The ``polyphys`` command (also ``python -m polyphys``).
+
+``polyphys plugins [--json | --markdown]``  every registered plugin and its capabilities (imports no
+                                           plugin target and no Warp module)
+``polyphys run [SCENE.toml] [--out DIR] [--steps N] [--no-progress]``  the main job (core/run.py)
+``polyphys inspect FILE [--json]``           what an importer makes of a model file
+
+Bad input prints one line to stderr and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .errors import PolyphysError
+
+EXIT_USAGE = 2
+CAP_COLUMNS = ("batch", "reset_envs", "checkpoint", "differentiable", "devices", "precisions")
+
+
+class CliError(Exception):
+    """Bad input to the command line: one line on stderr, exit status 2."""
+
+
+# -- plugins --------------------------------------------------------------------------------------
+def plugin_rows() -> list[dict]:
+    from .registry import registry
+
+    return registry().plugin_rows()
+
+
+def _cap_cell(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def format_table(rows: list[dict], headers: list[str]) -> str:
+    widths = [len(h) for h in headers]
+    for r in rows:
+        widths = [max(w, len(str(c))) for w, c in zip(widths, r)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def plugins_table(rows: list[dict]) -> str:
+    headers = ["kind", "name", "distribution", "version", *CAP_COLUMNS]
+    cells = [[r["kind"], r["name"], r["distribution"], r["version"] or "-",
+              *(_cap_cell(r["capabilities"][c]) for c in CAP_COLUMNS)] for r in rows]
+    return format_table(cells, headers)
+
+
+def plugins_markdown(rows: list[dict]) -> str:
+    """The capability table for README/docs (generated from the registry)."""
+    from .registry import registry
+
+    head = ("| Plugin | Kind | Batch (n_envs > 0) | Per-env reset | Checkpoint | Differentiable | "
+            "Devices | Precisions | Distribution |")
+    out = [head, "|" + "---|" * 9]
+    for r in rows:
+        c = r["capabilities"]
+        out.append(f"| `{r['name']}` | {r['kind']} | {_cap_cell(c['batch'])} | "
+                   f"{_cap_cell(c['reset_envs'])} | {_cap_cell(c['checkpoint'])} | "
+                   f"{_cap_cell(c['differentiable'])} | {', '.join(c['devices'])} | "
+                   f"{', '.join(c['precisions'])} | {r['distribution']} {r['version']} |")
+    mats = registry().all("material")
+    if mats:
+        out += ["", "| Material | Solver |", "|---|---|"]
+        for m in mats:
+            name = (f"{m.spec.family}." if m.spec.family else "") + m.name
+            out.append(f"| `polyphys.materials.{name}` | `{m.spec.solver}` |")
+    return "\n".join(out)
+
+
+def cmd_plugins(args) -> int:
+    from .registry import registry
+
+    rows = plugin_rows()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    elif args.markdown:
+        print(plugins_markdown(rows))
+    else:
+        print(plugins_table(rows) if rows else "no plugin registered")
+        mats = registry().all("material")
+        if mats:
+            names = [(f"{m.spec.family}." if m.spec.family else "") + f"{m.name} ({m.spec.solver})"
+                     for m in mats]
+            print("\nmaterials: " + ", ".join(names))
+        reg = registry()
+        if not reg.autoload:
+            print("\nplugin autoloading is disabled (POLYPHYS_DISABLE_PLUGIN_AUTOLOAD)")
+        for msg in reg.load_failures:
+            print(f"\nnot loaded: {msg}")
+    return 0
+
+
+# -- run ------------------------------------------------------------------------------------------
+def cmd_run(args) -> int:
+    from . import run as runmod
+
+    if args.steps is not None and args.steps < 0:
+        raise CliError(f"--steps {args.steps}: must be an integer >= 0")
+    path = args.scene if args.scene is not None else runmod.default_scene_path()
+    plan = runmod.parse_file(path)
+    if not args.verbose:
+        try:
+            import warp as wp
+
+            wp.config.log_level = getattr(wp, "LOG_WARNING", 30)   # no init banner / module loads
+        except ImportError:   # the scene build reports a missing Warp itself
+            pass
+    progress = False if args.no_progress else sys.stderr.isatty()
+    result = runmod.run_plan(plan, out_dir=args.out, steps=args.steps, progress=progress,
+                             plot=not args.no_plot)
+    s = result.summary
+    tm = s["timings"]
+    rate = tm["env_steps_per_s"]
+    print(f"scene {s['scene']['name']!r}: {len(s['scene']['entities'])} entities, solvers "
+          f"{s['scene']['solvers']}, n_envs={s['n_envs']}, {s['steps']} steps "
+          f"(t = {s['final_time']:.4g} s)")
+    print(f"build {tm['build_s']:.2f} s, first step {tm['first_step_s']:.3f} s"
+          + (f", then {tm['mean_step_s'] * 1e6:.1f} us/step, {rate:,.0f} env-steps/s" if rate else ""))
+    for k, f in result.files.items():
+        print(f"{k}: {f}")
+    if "plot" not in result.files and not args.no_plot:
+        print("plot: skipped (matplotlib not installed: pip install 'polyphys[viz]')")
+    return 0
+
+
+# -- inspect --------------------------------------------------------------------------------------
+def description_dict(desc) -> dict:
+    """A JSON-able summary of an EntityDescription (uses ``description.describe_to_dict`` when the
+    core provides it)."""
+    try:
+        from .description import describe_to_dict
+    except ImportError:
+        describe_to_dict = None
+    if describe_to_dict is not None:
+        return describe_to_dict(desc)
+    links = desc.links
+    return {
+        "name": desc.name,
+        "source": desc.source,
+        "total_mass": desc.total_mass,
+        "n_links": len(links),
+        "n_qs": desc.n_qs,
+        "n_dofs": desc.n_dofs,
+        "links": [{"name": lk.name, "parent": links[lk.parent].name if lk.parent >= 0 else None,
+                   "mass": float(lk.inertial.mass)} for lk in links],
+        "joints": [{"name": j.name, "type": j.type, "link": links[j.link].name,
+                    "q_start": j.q_start, "dof_start": j.dof_start} for j in desc.joints],
+        "geoms": [{"name": g.name, "type": g.type, "link": links[g.link].name if g.link >= 0 else None,
+                   "role": g.role} for g in desc.geoms],
+        "actuators": [{"name": a.name, "type": a.type, "target": a.target} for a in desc.actuators],
+        "warnings": [str(w) for w in desc.warnings],
+    }
+
+
+def format_description(d: dict) -> str:
+    lines = [f"{d.get('name')}: {d.get('n_links', len(d.get('links', [])))} links, "
+             f"n_qs={d.get('n_qs')}, n_dofs={d.get('n_dofs')}, total mass {d.get('total_mass', 0):.6g} kg"]
+    if d.get("source"):
+        lines.append(f"source: {d['source']}")
+    lines += ["", "links:"]
+    lines.append(format_table([[lk["name"], lk.get("parent") if lk.get("parent") is not None else "world",
+                                f"{lk.get('mass', 0):.6g}"] for lk in d.get("links", [])],
+                              ["name", "parent", "mass [kg]"]))
+    if d.get("joints"):
+        lines += ["", "joints:"]
+        lines.append(format_table([[j["name"], j["type"], j.get("q_start"), j.get("dof_start")]
+                                   for j in d["joints"]], ["name", "type", "q_start", "dof_start"]))
+    if d.get("geoms"):
+        lines += ["", f"geoms: {len(d['geoms'])}"]
+        lines.append(format_table([[g.get("name"), g.get("type"), g.get("link"), g.get("role", "")]
+                                   for g in d["geoms"]], ["name", "type", "link", "role"]))
+    if d.get("actuators"):
+        lines += ["", "actuators:"]
+        lines.append(format_table([[a.get("name"), a.get("type"), a.get("target", "")]
+                                   for a in d["actuators"]], ["name", "type", "target"]))
+    for w in d.get("warnings", []):
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def cmd_inspect(args) -> int:
+    from .importing import describe
+
+    if not os.path.isfile(args.file):
+        raise CliError(f"inspect {args.file!r}: no such file (looked at {os.path.abspath(args.file)})")
+    desc = describe(args.file)
+    d = description_dict(desc)
+    if args.json:
+        print(json.dumps(d, indent=2, default=str))
+    else:
+        print(format_description(d))
+    return 0
+
+
+# -- entry point ----------------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):   # one line and exit 2, like every other bad input
+        raise CliError(f"{self.prog}: {message}")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    p = _Parser(prog="polyphys", description="polyphys: plugin-based multi-physics simulation")
+    p.add_argument("--version", action="version", version=f"polyphys {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    pp = sub.add_parser("plugins", help="list registered plugins and their capabilities")
+    fmt = pp.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="JSON list of plugin objects")
+    fmt.add_argument("--markdown", action="store_true", help="the capability table as Markdown")
+    pp.set_defaults(func=cmd_plugins)
+
+    pr = sub.add_parser("run", help="build and run a scene file; write a results folder")
+    pr.add_argument("scene", nargs="?", default=None,
+                    help="scene TOML file (default: the bundled default scene)")
+    pr.add_argument("--out", default=None, help="results folder (default: results/<scene name>)")
+    pr.add_argument("--steps", type=int, default=None, help="number of steps (overrides [run] steps)")
+    pr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pr.add_argument("--no-plot", action="store_true", help="do not write plot.png")
+    pr.add_argument("--verbose", action="store_true", help="keep Warp's messages")
+    pr.set_defaults(func=cmd_run)
+
+    pi = sub.add_parser("inspect", help="describe a model file (MJCF/URDF) through its importer")
+    pi.add_argument("file")
+    pi.add_argument("--json", action="store_true")
+    pi.set_defaults(func=cmd_inspect)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = make_parser()
+    try:
+        args = parser.parse_args(argv)
+        if getattr(args, "func", None) is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        return args.func(args)
+    except BrokenPipeError:   # `polyphys plugins | head`: stop quietly
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except (CliError, PolyphysError, OSError) as exc:
+        msg = str(exc).replace("\n", " ")
+        print(f"polyphys: error: {msg}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("polyphys: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":   # pragma: no cover
+    sys.exit(main())

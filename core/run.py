@@ -1,0 +1,652 @@
+"""The main job: build a scene from a declarative TOML file, step it, write a results folder.
+
+``polyphys run SCENE.toml`` (or :func:`run_file`) reads the file, validates every key before anything
+is built (an error names the key, the value and what is allowed), composes the scene through the
+registry, steps it, records entity getters and writes ``trajectories.npz``, ``summary.json`` and,
+when matplotlib is installed, ``plot.png``. The format is documented in examples/README.md and
+docs/running.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import time
+from importlib import resources
+from typing import Any
+
+import attrs
+
+from .errors import OptionError, PolyphysError
+
+try:   # Python 3.11+
+    import tomllib as _toml
+except ModuleNotFoundError:   # pragma: no cover - Python 3.10
+    import tomli as _toml
+
+TOP_KEYS = ("scene", "sim", "solvers", "couplers", "entities", "run")
+SCENE_KEYS = ("name", "description", "plugins", "couplers")
+ENTITY_KEYS = ("name", "morph", "material", "surface", "options", "init", "record")
+RUN_KEYS = ("n_envs", "steps", "record", "record_every")
+RECORD_KEYS = ("getter", "as", "args")
+# Morph classes a file can name; Description needs an in-memory object, so it is not offered.
+MORPH_TYPES = ("Plane", "Box", "Sphere", "Capsule", "Cylinder", "Mesh", "MJCF", "URDF")
+DEFAULT_STEPS = 100
+
+
+class SceneFileError(OptionError):
+    """A scene file that cannot be used as written; the message names the key and the value."""
+
+
+def default_scene_path() -> str:
+    """Path of the bundled default scene (package data, so the wheel carries it)."""
+    return str(resources.files("polyphys.scenes").joinpath("default.toml"))
+
+
+# -- parsing --------------------------------------------------------------------------------------
+@attrs.define
+class RecordItem:
+    getter: str
+    key: str                      # the name under which it is stored (``as`` or the getter name)
+    args: dict
+    explicit: bool                # named in the entity's own record list (then it must exist)
+
+
+@attrs.define
+class EntityPlan:
+    index: int
+    name: str | None
+    morph: Any
+    material: Any
+    surface: Any
+    options: dict
+    init: list                    # [(setter name, args tuple, kwargs dict)]
+    record: list | None           # [RecordItem] or None (use [run].record)
+
+
+@attrs.define
+class ScenePlan:
+    """Everything a scene file says, validated; nothing built yet."""
+
+    source: str
+    name: str
+    description: str
+    sim: Any
+    solver_options: dict
+    plugins: list | None
+    coupler: Any
+    entities: list
+    n_envs: int
+    steps: int
+    record: list
+    record_every: int
+
+
+def _fmt(value) -> str:
+    return repr(value)
+
+
+def _tuplify(value):
+    """TOML arrays become tuples (attrs option classes expect tuples), recursively."""
+    if isinstance(value, list):
+        return tuple(_tuplify(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuplify(v) for k, v in value.items()}
+    return value
+
+
+class _Parser:
+    def __init__(self, source: str, base_dir: str):
+        self.source = source
+        self.base_dir = base_dir
+
+    def err(self, key: str, value, allowed: str) -> SceneFileError:
+        return SceneFileError(f"{self.source}: {key} = {_fmt(value)}: {allowed}")
+
+    def table(self, key: str, value, allowed_keys=None) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.err(key, value, "must be a table")
+        if allowed_keys is not None:
+            for k in value:
+                if k not in allowed_keys:
+                    raise self.err(f"{key}.{k}" if key else k, value[k],
+                                   f"unknown key; allowed keys: {list(allowed_keys)}")
+        return value
+
+    def integer(self, key: str, value, lo: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+            raise self.err(key, value, f"must be an integer >= {lo}")
+        return value
+
+    def construct(self, key: str, cls, kwargs: dict):
+        """``cls(**kwargs)`` with errors turned into one line naming ``key``."""
+        fields = {f.name for f in attrs.fields(cls)} if attrs.has(cls) else None
+        if fields is not None:
+            for k, v in kwargs.items():
+                if k not in fields or k.startswith("_"):
+                    raise self.err(f"{key}.{k}", v, f"unknown field of {cls.__name__}; allowed: "
+                                                    f"{sorted(f for f in fields if not f.startswith('_'))}")
+        try:
+            return cls(**_tuplify(kwargs))
+        except PolyphysError as exc:
+            raise SceneFileError(f"{self.source}: {key}: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise SceneFileError(f"{self.source}: {key} = {_fmt(kwargs)}: {cls.__name__} refused it: "
+                                 f"{exc}") from None
+
+    # -- sections ---------------------------------------------------------------------------------
+    def parse(self, data: dict, default_name: str) -> ScenePlan:
+        from .options import SimOptions
+
+        self.table("", data, TOP_KEYS)
+        scene = self.table("scene", data.get("scene"), SCENE_KEYS)
+        name = scene.get("name", default_name)
+        if not isinstance(name, str) or not name:
+            raise self.err("scene.name", name, "must be a non-empty string")
+        description = scene.get("description", "")
+        if not isinstance(description, str):
+            raise self.err("scene.description", description, "must be a string")
+        plugins = scene.get("plugins")
+        if plugins is not None and (not isinstance(plugins, list)
+                                    or not all(isinstance(p, str) for p in plugins)):
+            raise self.err("scene.plugins", plugins, "must be a list of plugin names")
+        sim = self.construct("sim", SimOptions, self.table("sim", data.get("sim")))
+        solver_options = self.solvers(self.table("solvers", data.get("solvers")), plugins)
+        coupler = self.couplers(scene, self.table("couplers", data.get("couplers")), plugins)
+        run = self.table("run", data.get("run"), RUN_KEYS)
+        n_envs = self.integer("run.n_envs", run.get("n_envs", 0), 0)
+        steps = self.integer("run.steps", run.get("steps", DEFAULT_STEPS), 0)
+        record_every = self.integer("run.record_every", run.get("record_every", 1), 1)
+        record = self.record_list("run.record", run.get("record", ["get_pos"]), explicit=False)
+        ents = data.get("entities")
+        if ents is None or ents == []:
+            raise self.err("entities", ents, "a scene needs at least one [[entities]] table")
+        if not isinstance(ents, list):
+            raise self.err("entities", ents, "must be an array of tables ([[entities]])")
+        entities = [self.entity(i, e, plugins) for i, e in enumerate(ents)]
+        names = [e.name for e in entities if e.name is not None]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise self.err("entities[*].name", dup[0], "entity names must be unique")
+        return ScenePlan(source=self.source, name=name, description=description, sim=sim,
+                         solver_options=solver_options, plugins=plugins, coupler=coupler,
+                         entities=entities, n_envs=n_envs, steps=steps, record=record,
+                         record_every=record_every)
+
+    def solvers(self, tables: dict, plugins) -> dict:
+        from .registry import registry
+        from .specs import load_target
+
+        reg = registry()
+        out = {}
+        for sname, opts in tables.items():
+            key = f"solvers.{sname}"
+            opts = self.table(key, opts)
+            try:
+                rec = reg.get("solver", sname, frozenset(plugins) if plugins is not None else None)
+            except OptionError as exc:
+                raise self.err(key, opts, str(exc)) from None
+            if rec.spec.options is None:
+                if opts:
+                    raise self.err(key, opts, f"solver {sname!r} has no options; leave the table empty")
+                continue
+            out[sname] = self.construct(key, load_target(rec.spec.options), opts)
+        return out
+
+    def couplers(self, scene: dict, tables: dict, plugins):
+        from .registry import registry
+        from .specs import load_target
+
+        reg = registry()
+        pl = frozenset(plugins) if plugins is not None else None
+        names = scene.get("couplers")
+        if names is False:
+            if tables:
+                raise self.err("couplers", sorted(tables), "scene.couplers = false selects no coupler")
+            return False
+        if names is not None and names is not True and (
+                not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+            raise self.err("scene.couplers", names, "must be a list of coupler names, or false")
+        chosen: list = []
+        for cname in list(names or []) + [n for n in tables if n not in (names or [])]:
+            key = f"couplers.{cname}" if cname in tables else "scene.couplers"
+            try:
+                rec = reg.get("coupler", cname, pl)
+            except OptionError as exc:
+                raise self.err(key, cname, str(exc)) from None
+            opts = self.table(key, tables.get(cname))
+            if rec.spec.options is not None and cname in tables:
+                chosen.append(self.construct(key, load_target(rec.spec.options), opts))
+            elif opts:
+                raise self.err(key, opts, f"coupler {cname!r} has no options; leave the table empty")
+            else:
+                chosen.append(cname)
+        return chosen if chosen else None
+
+    def morph(self, key: str, spec) -> Any:
+        from . import morphs
+
+        spec = dict(self.table(key, spec))
+        mtype = spec.pop("type", None)
+        if mtype is None:
+            raise self.err(f"{key}.type", None, f"missing; known morph types: {list(MORPH_TYPES)}")
+        if mtype not in MORPH_TYPES:
+            raise self.err(f"{key}.type", mtype, f"unknown morph type; known: {list(MORPH_TYPES)}")
+        cls = getattr(morphs, mtype)
+        if "file" in spec and isinstance(spec["file"], str) and not os.path.isabs(spec["file"]):
+            spec["file"] = os.path.normpath(os.path.join(self.base_dir, spec["file"]))
+        return self.construct(key, cls, spec)
+
+    def material(self, key: str, spec, plugins) -> Any:
+        from . import materials
+        from .registry import registry
+
+        spec = dict(self.table(key, spec))
+        mtype = spec.pop("type", None)
+        recs = registry().all("material", frozenset(plugins) if plugins is not None else None)
+        known = sorted((f"{r.spec.family}." if r.spec.family else "") + r.name for r in recs)
+        if not isinstance(mtype, str):
+            raise self.err(f"{key}.type", mtype, f"must name a material; registered: {known}")
+        parts = mtype.split(".")
+        try:
+            cls = materials.lookup(parts[0])
+            for p in parts[1:]:
+                cls = getattr(cls, p)
+        except AttributeError:
+            raise self.err(f"{key}.type", mtype, f"unknown material; registered: {known}") from None
+        if not isinstance(cls, type):
+            raise self.err(f"{key}.type", mtype, f"is a material family, name one of its members; "
+                                                 f"registered: {known}")
+        return self.construct(key, cls, spec)
+
+    def record_list(self, key: str, value, explicit: bool) -> list:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise self.err(key, value, "must be a list of getter names (or tables {getter, as, args})")
+        out = []
+        for i, item in enumerate(value):
+            k = f"{key}[{i}]"
+            if isinstance(item, str):
+                item = {"getter": item}
+            item = self.table(k, item, RECORD_KEYS)
+            getter = item.get("getter")
+            if not isinstance(getter, str) or not getter.startswith("get_"):
+                raise self.err(f"{k}.getter", getter, "must be an entity getter name starting with 'get_'")
+            as_ = item.get("as", getter)
+            if not isinstance(as_, str) or not as_ or "/" in as_:
+                raise self.err(f"{k}.as", as_, "must be a non-empty name without '/'")
+            args = self.table(f"{k}.args", item.get("args"))
+            out.append(RecordItem(getter, as_, dict(args), explicit))
+        keys = [r.key for r in out]
+        dup = sorted({x for x in keys if keys.count(x) > 1})
+        if dup:
+            raise self.err(key, dup[0], "recorded twice under the same name; use 'as' to rename")
+        return out
+
+    def entity(self, i: int, spec, plugins) -> EntityPlan:
+        key = f"entities[{i}]"
+        spec = self.table(key, spec, ENTITY_KEYS)
+        name = spec.get("name")
+        if name is not None and (not isinstance(name, str) or not name or "/" in name):
+            raise self.err(f"{key}.name", name, "must be a non-empty string without '/'")
+        if "morph" not in spec:
+            raise self.err(f"{key}.morph", None, f"missing; e.g. morph = {{ type = \"Box\", "
+                                                 f"size = [0.1, 0.1, 0.1] }}; known types: {list(MORPH_TYPES)}")
+        if "material" not in spec:
+            raise self.err(f"{key}.material", None, "missing; e.g. material = { type = \"Kinematic\" }")
+        morph = self.morph(f"{key}.morph", spec["morph"])
+        material = self.material(f"{key}.material", spec["material"], plugins)
+        surface = None
+        if "surface" in spec:
+            from .materials import Surface
+
+            surface = self.construct(f"{key}.surface", Surface, self.table(f"{key}.surface", spec["surface"]))
+        options = _tuplify(self.table(f"{key}.options", spec.get("options")))
+        init = []
+        for setter, args in self.table(f"{key}.init", spec.get("init")).items():
+            if not setter.startswith("set_"):
+                raise self.err(f"{key}.init.{setter}", args, "init calls setters: names start with 'set_'")
+            if isinstance(args, dict):
+                init.append((setter, (), dict(args)))
+            else:
+                init.append((setter, (args,), {}))
+        record = None
+        if "record" in spec:
+            record = self.record_list(f"{key}.record", spec["record"], explicit=True)
+        return EntityPlan(i, name, morph, material, surface, options, init, record)
+
+
+def parse_file(path: str | os.PathLike) -> ScenePlan:
+    """Read and validate a scene file; builds nothing."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            data = _toml.load(fh)
+    except FileNotFoundError:
+        raise SceneFileError(f"{path}: no such scene file (looked at {os.path.abspath(path)})") from None
+    except _toml.TOMLDecodeError as exc:
+        raise SceneFileError(f"{path}: not valid TOML: {exc}") from None
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return _Parser(path, os.path.dirname(os.path.abspath(path))).parse(data, stem)
+
+
+def parse_string(text: str, source: str = "<string>", base_dir: str = ".") -> ScenePlan:
+    try:
+        data = _toml.loads(text)
+    except _toml.TOMLDecodeError as exc:
+        raise SceneFileError(f"{source}: not valid TOML: {exc}") from None
+    return _Parser(source, base_dir).parse(data, "scene")
+
+
+# -- building and running -----------------------------------------------------------------------
+def build_scene(plan: ScenePlan):
+    """Compose and build the scene a plan describes; apply the init setter calls. Returns
+    ``(scene, entities)``."""
+    from .scene import Scene
+
+    scene = Scene(sim=plan.sim, plugins=plan.plugins, coupler=plan.coupler, **plan.solver_options)
+    entities = []
+    for ep in plan.entities:
+        key = f"entities[{ep.index}]"
+        try:
+            entities.append(scene.add_entity(morph=ep.morph, material=ep.material, surface=ep.surface,
+                                             name=ep.name, **ep.options))
+        except PolyphysError as exc:
+            raise SceneFileError(f"{plan.source}: {key}: {exc}") from None
+    scene.build(n_envs=plan.n_envs)
+    for ep, ent in zip(plan.entities, entities):
+        for setter, args, kwargs in ep.init:
+            key = f"{plan.source}: entities[{ep.index}].init.{setter}"
+            fn = getattr(ent, setter, None)
+            if fn is None or not callable(fn):
+                known = sorted(n for n in dir(ent) if n.startswith("set_"))
+                raise SceneFileError(f"{key} = {_fmt(args[0] if args else kwargs)}: entity "
+                                     f"{_entity_name(ent, ep)!r} ({type(ent).__name__}) has no setter "
+                                     f"{setter!r}; its setters: {known}")
+            try:
+                fn(*args, **kwargs)
+            except PolyphysError as exc:
+                raise SceneFileError(f"{key} = {_fmt(args[0] if args else kwargs)}: {exc}") from None
+            except TypeError as exc:
+                raise SceneFileError(f"{key} = {_fmt(args[0] if args else kwargs)}: {exc}") from None
+    return scene, entities
+
+
+def _entity_name(ent, ep: EntityPlan) -> str:
+    return ep.name or getattr(ent, "name", None) or f"entity{ep.index}"
+
+
+def _recorders(plan: ScenePlan, entities) -> list:
+    """[(npz key, bound getter, kwargs)] for every entity and recorded getter."""
+    out = []
+    used = set()
+    for ep, ent in zip(plan.entities, entities):
+        ename = _entity_name(ent, ep)
+        items = ep.record if ep.record is not None else plan.record
+        for item in items:
+            fn = getattr(ent, item.getter, None)
+            if fn is None or not callable(fn):
+                if item.explicit:
+                    known = sorted(n for n in dir(ent) if n.startswith("get_"))
+                    raise SceneFileError(f"{plan.source}: entities[{ep.index}].record = {item.getter!r}: "
+                                         f"entity {ename!r} has no such getter; its getters: {known}")
+                continue
+            out.append((f"{ename}/{item.key}", fn, item.args, item.getter))
+            used.add(item.key)
+    uses_default = any(ep.record is None for ep in plan.entities)
+    for item in plan.record if uses_default else []:
+        if item.key not in used:
+            getters = {n for ent in entities for n in dir(ent) if n.startswith("get_")}
+            raise SceneFileError(f"{plan.source}: run.record = {item.getter!r}: no entity has this "
+                                 f"getter; getters of the scene's entities: {sorted(getters)}")
+    return out
+
+
+class Progress:
+    """A one-line progress bar on stderr (no dependency); silent when disabled."""
+
+    def __init__(self, total: int, enabled: bool, label: str = "steps", stream=None):
+        self.total, self.enabled, self.label = total, enabled and total > 0, label
+        self.stream = stream or sys.stderr
+        self.t0 = time.perf_counter()
+        self._last = -1.0
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if done < self.total and now - self._last < 0.1:
+            return
+        self._last = now
+        frac = done / self.total
+        width = 30
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        el = now - self.t0
+        eta = el / frac - el if frac > 0 else float("nan")
+        eta_s = f"{eta:5.1f}s" if math.isfinite(eta) else "  ?  "
+        self.stream.write(f"\r[{bar}] {done}/{self.total} {self.label}  {el:5.1f}s elapsed, eta {eta_s}")
+        if done >= self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+@attrs.define
+class RunResult:
+    out_dir: str
+    files: dict
+    summary: dict
+    trajectories: dict
+
+
+def _versions() -> dict:
+    from importlib import metadata
+
+    from . import __version__
+
+    out = {"polyphys": __version__, "python": platform.python_version()}
+    for dist in ("warp-lang", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _value_summary(arr) -> dict:
+    import numpy as np
+
+    a = np.asarray(arr, dtype=float)
+    finite = bool(np.all(np.isfinite(a)))
+    out = {"shape": list(a.shape), "all_finite": finite}
+    if a.size and finite:
+        out.update(min=float(a.min()), max=float(a.max()), mean=float(a.mean()))
+    if a.size <= 32:
+        out["value"] = a.tolist()
+    return out
+
+
+def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: int | None = None,
+             progress: bool | None = None, plot: bool = True) -> RunResult:
+    """Build, step and record a parsed scene; write the results folder."""
+    import numpy as np
+
+    if steps is not None:
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise OptionError(f"steps = {steps!r}: must be an integer >= 0")
+        plan.steps = steps
+    out_dir = os.fspath(out_dir) if out_dir is not None else os.path.join("results", plan.name)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    t0 = time.perf_counter()
+    scene, entities = build_scene(plan)
+    build_s = time.perf_counter() - t0
+    recs = _recorders(plan, entities)
+    data: dict[str, list] = {k: [] for k, *_ in recs}
+    times, step_idx = [], []
+
+    def record(step: int) -> None:
+        t = scene.get_time()
+        times.append(float(np.max(t)) if np.ndim(t) else float(t))
+        step_idx.append(step)
+        for key, fn, kwargs, _ in recs:
+            data[key].append(np.asarray(fn(**kwargs)))
+
+    record(0)
+    bar = Progress(plan.steps, progress)
+    first_step_s = 0.0
+    t_loop = time.perf_counter()
+    step_s = 0.0
+    for i in range(1, plan.steps + 1):
+        ts = time.perf_counter()
+        scene.step()
+        dt_step = time.perf_counter() - ts
+        if i == 1:
+            first_step_s = dt_step
+        else:
+            step_s += dt_step
+        if i % plan.record_every == 0 or i == plan.steps:
+            record(i)
+        bar.update(i)
+    loop_s = time.perf_counter() - t_loop
+    n_env = max(1, plan.n_envs)
+    timed = plan.steps - 1
+    traj = {"time": np.asarray(times), "step": np.asarray(step_idx, dtype=np.int64)}
+    for key, _, _, _ in recs:
+        traj[key] = np.stack(data[key]) if data[key] else np.zeros((0,))
+    os.makedirs(out_dir, exist_ok=True)
+    files = {"trajectories": os.path.join(out_dir, "trajectories.npz"),
+             "summary": os.path.join(out_dir, "summary.json")}
+    np.savez(files["trajectories"], **traj)
+    caps = scene.capabilities()
+    summary = {
+        "scene": {
+            "name": plan.name,
+            "file": os.path.abspath(plan.source) if os.path.exists(plan.source) else plan.source,
+            "description": plan.description,
+            "solvers": [s.name for s in scene.solvers],
+            "couplers": [c.name for c in scene.couplers],
+            "entities": [{"name": _entity_name(e, ep), "solver": e.solver.name,
+                          "morph": type(ep.morph).__name__, "material": type(ep.material).__name__}
+                         for ep, e in zip(plan.entities, entities)],
+            "capabilities": caps.to_dict(),
+            "sim": {k: (list(v) if isinstance(v, tuple) else v)
+                    for k, v in attrs.asdict(plan.sim).items()},
+        },
+        "n_envs": plan.n_envs,
+        "steps": plan.steps,
+        "record_every": plan.record_every,
+        "n_records": len(times),
+        "recorded": sorted(data),
+        "final_time": times[-1],
+        "timings": {
+            "build_s": build_s,
+            "first_step_s": first_step_s,
+            "step_s": step_s,
+            "loop_s": loop_s,
+            "mean_step_s": step_s / timed if timed > 0 else None,
+            "env_steps_per_s": n_env * timed / step_s if timed > 0 and step_s > 0 else None,
+            "note": "first_step_s includes kernel loading/compilation and graph capture; step_s, "
+                    "mean_step_s and env_steps_per_s cover steps 2..N (recording excluded)",
+        },
+        "final": {k: _value_summary(v[-1]) for k, v in traj.items() if k not in ("time", "step")},
+        "versions": _versions(),
+        "device": plan.sim.device,
+        "nan_resets": [list(x) for x in scene.nan_envs],
+    }
+    with open(files["summary"], "w") as fh:
+        json.dump(summary, fh, indent=2)
+    if plot:
+        path = write_plot(traj, os.path.join(out_dir, "plot.png"), plan.name)
+        if path is not None:
+            files["plot"] = path
+    return RunResult(out_dir=out_dir, files=files, summary=summary, trajectories=traj)
+
+
+def run_file(path: str | os.PathLike | None = None, out_dir=None, steps: int | None = None,
+             progress: bool | None = None, plot: bool = True) -> RunResult:
+    """``polyphys run``: parse ``path`` (default: the bundled default scene) and run it."""
+    plan = parse_file(path if path is not None else default_scene_path())
+    return run_plan(plan, out_dir=out_dir, steps=steps, progress=progress, plot=plot)
+
+
+# -- plotting -----------------------------------------------------------------------------------
+def _is_particles(key: str) -> bool:
+    return "particle" in key or "vert" in key
+
+
+def write_plot(traj: dict, path: str, title: str = "") -> str | None:
+    """A 3D view of every recorded position path, x/y/z over time per position getter (env 0, first
+    link), and for particle getters a 3D scatter of the final particle positions (env 0). Returns the
+    path, or None when matplotlib is not installed or nothing is plottable."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    import numpy as np
+
+    t = traj["time"]
+    n_rec = len(t)
+    series, clouds = [], []
+    for key, arr in traj.items():
+        if key in ("time", "step") or arr.ndim < 2 or arr.shape[-1] != 3 or arr.shape[0] != n_rec:
+            continue
+        if _is_particles(key):
+            final = arr[-1].reshape(-1, arr.shape[-2], 3) if arr.ndim > 2 else arr[-1][None]
+            clouds.append((key, final[0]))           # env 0
+        elif "pos" in key.rsplit("/", 1)[-1]:
+            a = arr
+            while a.ndim > 2:
+                a = a[:, 0]        # (n_rec, [env], [link], 3): env 0, first link
+            series.append((key, a))
+    if not series and not clouds:
+        return None
+    n = len(series) + len(clouds) + (1 if series else 0)
+    cols = min(n, 3)
+    rows = (n + cols - 1) // cols
+    fig = plt.figure(figsize=(5 * cols, 3.8 * rows))
+    i = 0
+    if series:
+        i += 1
+        ax = fig.add_subplot(rows, cols, i, projection="3d")
+        for key, a in series:
+            line, = ax.plot(a[:, 0], a[:, 1], a[:, 2], label=key)
+            ax.scatter(*a[-1], color=line.get_color(), s=12)
+        ax.set_title("paths (env 0; dot: final)", fontsize=9)
+        ax.set_xlabel("x [m]")
+        ax.set_ylabel("y [m]")
+        ax.set_zlabel("z [m]")
+        ax.legend(fontsize=7)
+    for key, a in series:
+        i += 1
+        ax = fig.add_subplot(rows, cols, i)
+        for c, lab in enumerate("xyz"):
+            ax.plot(t, a[:, c], label=lab)
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel("position [m]")
+        ax.set_title(key, fontsize=9)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    for key, pts in clouds:
+        i += 1
+        ax = fig.add_subplot(rows, cols, i, projection="3d")
+        p = np.asarray(pts).reshape(-1, 3)
+        ax.scatter(p[:, 0], p[:, 1], p[:, 2], s=2, c=p[:, 2], cmap="viridis")
+        ax.set_title(f"{key} (final, env 0)", fontsize=9)
+        ax.set_xlabel("x [m]")
+        ax.set_ylabel("y [m]")
+        ax.set_zlabel("z [m]")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

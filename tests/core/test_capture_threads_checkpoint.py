@@ -1,0 +1,141 @@
+"""Graph capture, CPU worker threads and checkpoints: all bit-identical to the plain path."""
+
+import numpy as np
+import pytest
+import warp as wp
+
+import polyphys
+from polyphys import SimOptions, morphs
+from polyphys.errors import CapabilityError, CheckpointError
+
+
+def _run(rec, steps=20, n_envs=5, **sim):
+    sc = polyphys.Scene(sim=SimOptions(dt=0.01, substeps=3, **sim), coupler="rec_coupler")
+    a = sc.add_entity(morphs.Box(), material=rec.RecA())
+    b = sc.add_entity(morphs.Box(), material=rec.RecB())
+    sc.build(n_envs=n_envs)
+    a.set_v(np.arange(n_envs * 3, dtype=float).reshape(n_envs, 3) * 0.1)
+    b.set_v(-np.arange(n_envs * 3, dtype=float).reshape(n_envs, 3) * 0.2)
+    for _ in range(steps):
+        sc.step()
+    return sc, a, b
+
+
+@pytest.mark.parametrize("precision", ["32", "64"])
+def test_captured_equals_uncaptured(rec, precision):
+    _, a1, b1 = _run(rec, graph_capture=False, cpu_threads=1, precision=precision)
+    _, a2, b2 = _run(rec, graph_capture=True, cpu_threads=1, precision=precision)
+    np.testing.assert_array_equal(a1.get_x(), a2.get_x())
+    np.testing.assert_array_equal(b1.get_x(), b2.get_x())
+
+
+def test_threads_equal_one_thread(rec):
+    sc1, a1, b1 = _run(rec, graph_capture=True, cpu_threads=1)
+    sc2, a2, b2 = _run(rec, graph_capture=True, cpu_threads=2)
+    assert len(sc2.layout.partitions) == 2 and len(sc1.layout.partitions) == 1
+    np.testing.assert_array_equal(a1.get_x(), a2.get_x())
+    np.testing.assert_array_equal(b1.get_x(), b2.get_x())
+    sc3, a3, _ = _run(rec, graph_capture=False, cpu_threads=2)
+    np.testing.assert_array_equal(a1.get_x(), a3.get_x())
+
+
+def test_replay_issues_no_python_launch(rec, monkeypatch):
+    sc, a, b = _run(rec, steps=3, graph_capture=True, cpu_threads=2)
+    calls = {"n": 0}
+    real = wp.launch
+
+    def counting(*args, **kw):
+        calls["n"] += 1
+        return real(*args, **kw)
+
+    monkeypatch.setattr(wp, "launch", counting)
+    rec.CALLS.clear()
+    x0 = a.get_x()
+    for _ in range(5):
+        sc.step()
+    assert calls["n"] == 0 and rec.CALLS == []       # no launch, no solver method ran
+    assert not np.array_equal(a.get_x(), x0)         # ... and yet the state advanced
+
+
+def test_checkpoint_round_trip_bit_exact(rec, tmp_path):
+    sc, a, b = _run(rec, steps=7)
+    path = sc.save_checkpoint(tmp_path / "ck.npz")
+    for _ in range(11):
+        sc.step()
+    ref_a, ref_b, ref_t = a.get_x(), b.get_x(), sc.get_time()
+    sc.load_checkpoint(path)
+    np.testing.assert_array_equal(sc.get_step_count(), [7] * 5)
+    for _ in range(11):
+        sc.step()
+    np.testing.assert_array_equal(a.get_x(), ref_a)
+    np.testing.assert_array_equal(b.get_x(), ref_b)
+    np.testing.assert_array_equal(sc.get_time(), ref_t)
+    # a freshly built identical scene loads it too
+    sc2, a2, b2 = _run(rec, steps=0)
+    sc2.load_checkpoint(path)
+    for _ in range(11):
+        sc2.step()
+    np.testing.assert_array_equal(a2.get_x(), ref_a)
+
+
+def test_checkpoint_from_another_scene_is_refused(rec, tmp_path):
+    sc, a, b = _run(rec, steps=1)
+    path = sc.save_checkpoint(tmp_path / "ck.npz")
+    other, _, _ = _run(rec, steps=0, n_envs=4)
+    with pytest.raises(CheckpointError, match="n_envs = 5.*has 4"):
+        other.load_checkpoint(path)
+    other2, _, _ = _run(rec, steps=0, precision="64")
+    with pytest.raises(CheckpointError, match="precision"):
+        other2.load_checkpoint(path)
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="not a polyphys checkpoint"):
+        sc.load_checkpoint(bad)
+
+
+def test_reset_state_registers_it(rec):
+    sc, a, b = _run(rec, steps=4)
+    st = sc.get_state()
+    for _ in range(3):
+        sc.step()
+    sc.reset(st)
+    np.testing.assert_array_equal(a.get_x(), st["solvers"]["rec_a"]["x"])
+    for _ in range(3):
+        sc.step()
+    sc.reset()                                         # back to the registered state, not build's
+    np.testing.assert_array_equal(a.get_x(), st["solvers"]["rec_a"]["x"])
+    np.testing.assert_array_equal(sc.get_step_count(), [0] * 5)
+
+
+def test_capability_errors(rec, tmp_path):
+    from polyphys.specs import Capabilities, MaterialSpec, SolverSpec
+
+    class Weak:
+        @polyphys.hookimpl
+        def polyphys_solvers(self):
+            return [SolverSpec(name="weak", target="recording_plugin:RecASolver",
+                               capabilities=Capabilities(batch=False))]
+
+        @polyphys.hookimpl
+        def polyphys_materials(self):
+            return [MaterialSpec(name="WeakMat", target="recording_plugin:RecA", solver="weak")]
+
+    w = Weak()
+    polyphys.register(w, name="weak")
+    try:
+        def scene(**sim):
+            sc = polyphys.Scene(sim=SimOptions(**sim), plugins=["weak"])
+            sc.add_entity(morphs.Box(), material=rec.RecA())
+            return sc
+
+        with pytest.raises(CapabilityError, match="'weak'.*'batch'"):
+            scene().build(n_envs=2)
+        with pytest.raises(CapabilityError, match="'weak'.*precisions=64"):
+            scene(precision="64").build()
+        sc = scene()
+        sc.build()
+        with pytest.raises(CapabilityError, match="'weak'.*'checkpoint'"):
+            sc.save_checkpoint(tmp_path / "x.npz")
+        assert sc.capabilities().checkpoint is False
+    finally:
+        polyphys.unregister(w)
