@@ -43,8 +43,8 @@ def _cap_cell(value) -> str:
 def format_table(rows: list[dict], headers: list[str]) -> str:
     widths = [len(h) for h in headers]
     for r in rows:
-        widths = [max(w, len(str(c))) for w, c in zip(widths, r)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+        widths = [max(w, len(str(c))) for w, c in zip(widths, r, strict=True)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()  # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
@@ -205,7 +205,7 @@ def cmd_inspect(args) -> int:
 # -- entry point ----------------------------------------------------------------------------------
 class _Parser(argparse.ArgumentParser):
     def error(self, message):   # one line and exit 2, like every other bad input
-        raise CliError(f"{self.prog}: {message}")
+        raise CliError(message if self.prog == "polyphys" else f"{self.prog}: {message}")
 
 
 def make_parser() -> argparse.ArgumentParser:

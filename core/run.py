@@ -296,8 +296,9 @@ class _Parser:
         if name is not None and (not isinstance(name, str) or not name or "/" in name):
             raise self.err(f"{key}.name", name, "must be a non-empty string without '/'")
         if "morph" not in spec:
-            raise self.err(f"{key}.morph", None, f"missing; e.g. morph = {{ type = \"Box\", "
-                                                 f"size = [0.1, 0.1, 0.1] }}; known types: {list(MORPH_TYPES)}")
+            raise self.err(f"{key}.morph", None,
+                           f"missing; e.g. morph = {{ type = \"Box\", size = [0.1, 0.1, 0.1] }}; "
+                           f"known types: {list(MORPH_TYPES)}")
         if "material" not in spec:
             raise self.err(f"{key}.material", None, "missing; e.g. material = { type = \"Kinematic\" }")
         morph = self.morph(f"{key}.morph", spec["morph"])
@@ -360,7 +361,7 @@ def build_scene(plan: ScenePlan):
         except PolyphysError as exc:
             raise SceneFileError(f"{plan.source}: {key}: {exc}") from None
     scene.build(n_envs=plan.n_envs)
-    for ep, ent in zip(plan.entities, entities):
+    for ep, ent in zip(plan.entities, entities, strict=True):
         for setter, args, kwargs in ep.init:
             key = f"{plan.source}: entities[{ep.index}].init.{setter}"
             fn = getattr(ent, setter, None)
@@ -386,7 +387,7 @@ def _recorders(plan: ScenePlan, entities) -> list:
     """[(npz key, bound getter, kwargs)] for every entity and recorded getter."""
     out = []
     used = set()
-    for ep, ent in zip(plan.entities, entities):
+    for ep, ent in zip(plan.entities, entities, strict=True):
         ename = _entity_name(ent, ep)
         items = ep.record if ep.record is not None else plan.record
         for item in items:
@@ -533,7 +534,7 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             "couplers": [c.name for c in scene.couplers],
             "entities": [{"name": _entity_name(e, ep), "solver": e.solver.name,
                           "morph": type(ep.morph).__name__, "material": type(ep.material).__name__}
-                         for ep, e in zip(plan.entities, entities)],
+                         for ep, e in zip(plan.entities, entities, strict=True)],
             "capabilities": caps.to_dict(),
             "sim": {k: (list(v) if isinstance(v, tuple) else v)
                     for k, v in attrs.asdict(plan.sim).items()},

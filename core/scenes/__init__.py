@@ -1,0 +1,1 @@
+"""Bundled scene files for ``polyphys run`` (package data)."""
