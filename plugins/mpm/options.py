@@ -1,0 +1,90 @@
+"""Options of the MPM solver: the simulation domain, its grid and its boundary conditions."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from polyphys.errors import OptionError
+from polyphys.options import non_negative, one_of, positive, vec3
+
+BOUNDARIES = ("sticky", "slip", "separate")
+
+
+def _planes(value):
+    """((point, normal), ...) -> tuple of (point3, unit normal3)."""
+    out = []
+    for item in value or ():
+        try:
+            p, n = item
+        except (TypeError, ValueError):
+            raise OptionError(f"MPMOptions.planes item {item!r}: expected (point, normal), each 3 numbers") \
+                from None
+        p, n = vec3(p), vec3(n)
+        norm = math.sqrt(sum(x * x for x in n))
+        if norm < 1e-12:
+            raise OptionError(f"MPMOptions.planes item {item!r}: the normal must be a non-zero vector")
+        out.append((p, tuple(x / norm for x in n)))
+    return tuple(out)
+
+
+@attrs.frozen(kw_only=True)
+class MPMOptions:
+    """MLS-MPM solver options (``Scene(mpm=MPMOptions(...))``).
+
+    lower_bound, upper_bound: corners of the simulation domain (m); every env has its own dense
+        grid over it. Particles must start inside the domain less ``boundary_padding`` cells.
+    grid_density: grid cells per metre (dx = 1/grid_density).
+    particle_size: lattice spacing of the particle sampler (m); None: dx/2 (8 particles per cell).
+    boundary: what the domain walls (the outer ``boundary_padding`` cells) and the static ``planes``
+        do to a grid velocity: "sticky" (zeroed), "slip" (normal component zeroed), "separate"
+        (normal component zeroed only when it points into the wall).
+    boundary_padding: width in cells of the wall layer (>= 3: the quadratic kernel reaches 1.5 cells).
+    friction: Coulomb friction coefficient of "slip"/"separate" walls and planes (0: frictionless).
+    planes: static planes ((point, normal), ...); grid nodes behind a plane (on the side opposite
+        to its normal) get the boundary condition above.
+    cfl_check: "error" (default) or "warn" when the substep exceeds the elastic-wave limit
+        h_max = cfl_number·dx/c, c = sqrt((λ+2μ)/ρ); "off" skips the check.
+    cfl_number: the Courant number of that limit.
+    """
+
+    lower_bound: tuple = attrs.field(default=(-1.0, -1.0, 0.0), converter=vec3)
+    upper_bound: tuple = attrs.field(default=(1.0, 1.0, 1.0), converter=vec3)
+    grid_density: float = attrs.field(default=64.0, validator=positive)
+    particle_size: float | None = attrs.field(default=None, validator=positive)
+    boundary: str = attrs.field(default="sticky", validator=one_of(*BOUNDARIES))
+    boundary_padding: int = attrs.field(default=3)
+    friction: float = attrs.field(default=0.0, validator=non_negative)
+    planes: tuple = attrs.field(default=(), converter=_planes)
+    cfl_check: str = attrs.field(default="error", validator=one_of("error", "warn", "off"))
+    cfl_number: float = attrs.field(default=0.5, validator=positive)
+
+    @boundary_padding.validator
+    def _check_padding(self, attribute, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 3:
+            raise OptionError(f"MPMOptions.boundary_padding = {value!r}: must be an integer >= 3 (the "
+                              f"quadratic B-spline reaches 1.5 cells around a particle)")
+
+    def __attrs_post_init__(self):
+        lo, hi = self.lower_bound, self.upper_bound
+        if not all(a < b for a, b in zip(lo, hi)):
+            raise OptionError(f"MPMOptions: lower_bound {lo} must be below upper_bound {hi} on every axis")
+        n = [math.ceil((b - a) * self.grid_density - 1e-9) for a, b in zip(lo, hi)]
+        if min(n) < 2 * self.boundary_padding + 2:
+            raise OptionError(f"MPMOptions: the domain {lo}..{hi} at grid_density {self.grid_density} has "
+                              f"{n} cells; each axis needs at least 2*boundary_padding+2 = "
+                              f"{2 * self.boundary_padding + 2} cells (raise grid_density or the domain)")
+
+    @property
+    def dx(self) -> float:
+        return 1.0 / self.grid_density
+
+    @property
+    def n_cells(self) -> tuple:
+        return tuple(math.ceil((b - a) * self.grid_density - 1e-9)
+                     for a, b in zip(self.lower_bound, self.upper_bound))
+
+    @property
+    def spacing(self) -> float:
+        return self.particle_size if self.particle_size is not None else 0.5 * self.dx

@@ -1,0 +1,259 @@
+"""MPMSolver: MLS-MPM with APIC transfers (quadratic B-splines) on a dense grid per env.
+
+Substep (h = dt/substeps): ``substep_pre_coupling`` = clear grid, P2G (with the plastic return
+mapping and the stress), grid update (gravity, walls, planes); the grid nodes are then exposed as
+``ParticleView`` carriers (kind "grid_nodes") so a coupler can change their velocity;
+``substep_post_coupling`` = G2P and advection. References: Hu et al., "A moving least squares
+material point method with displacement discontinuity and two-way rigid body coupling" (SIGGRAPH
+2018); Jiang et al., "The affine particle-in-cell method" (SIGGRAPH 2015); constitutive models in
+materials.py. Limitations: docs/mpm.md.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+
+from polyphys.errors import BuildError, OptionError, PolyphysWarning
+from polyphys.interfaces import Solver
+from polyphys.views import ParticleCarriers
+
+from .entity import MPMEntity
+from .materials import MPMMaterial
+from .options import BOUNDARIES, MPMOptions
+from .sampling import sample
+
+
+class MPMSolver(Solver):
+    options_type = MPMOptions
+
+    def __init__(self, scene, options, spec):
+        super().__init__(scene, options, spec)
+        self._clamp_warned = False
+        self._speed_warned = False
+
+    # -- composition ---------------------------------------------------------------------------
+    def add_entity(self, morph, material, surface=None, name=None, **kwargs):
+        if kwargs:
+            raise OptionError(f"mpm add_entity: unknown arguments {sorted(kwargs)}")
+        if type(material) is MPMMaterial or not isinstance(material, MPMMaterial):
+            raise OptionError(f"mpm add_entity: material {type(material).__name__} is not an MPM material; "
+                              f"use polyphys.materials.MPM.Elastic/ElastoPlastic/Snow/Sand/Liquid")
+        pos, vol = sample(morph, self.options.spacing)
+        entity = MPMEntity(self, len(self.entities), morph, material, surface, name, pos, vol)
+        self._check_inside(entity, pos)
+        self.entities.append(entity)
+        return entity
+
+    def _safe_box(self):
+        o = self.options
+        lo = np.asarray(o.lower_bound)
+        pad = o.boundary_padding * o.dx
+        hi_grid = lo + np.asarray(o.n_cells) * o.dx
+        return lo + pad, hi_grid - pad
+
+    def _check_inside(self, entity, pos: np.ndarray) -> None:
+        a, b = self._safe_box()
+        out = np.any((pos < a) | (pos > b), axis=1)
+        if out.any():
+            o = self.options
+            raise OptionError(
+                f"MPM entity {entity.name!r}: {int(out.sum())} of {len(pos)} particles lie outside the MPM "
+                f"domain lower_bound={o.lower_bound}, upper_bound={o.upper_bound} less its "
+                f"{o.boundary_padding}-cell wall layer, i.e. [{_fmt(a)}, {_fmt(b)}]; particles span "
+                f"[{_fmt(pos.min(0))}, {_fmt(pos.max(0))}]. Move the entity or enlarge the domain")
+
+    # -- build ---------------------------------------------------------------------------------
+    def build(self, layout):
+        import warp as wp
+
+        if layout.precision != "32":
+            raise BuildError(f"the MPM solver runs in float32 only; got precision {layout.precision!r}")
+        self.layout = layout
+        o, h = self.options, layout.h
+        self._check_resolution()
+        self._check_cfl(h)
+        start = 0
+        for e in self.entities:
+            e.start = start
+            start += e.n_particles
+        n_p = start
+        self.n_particles = n_p
+        n, dev = layout.n_envs, layout.device
+        cells = o.n_cells
+        self.n_nodes_axis = tuple(c + 1 for c in cells)
+        nx, ny, nz = self.n_nodes_axis
+        self.n_nodes = nx * ny * nz
+
+        # model: per-particle material parameters, shared by every env
+        typ = np.zeros(n_p, np.int32)
+        mu, lam, mass, vol = (np.zeros(n_p, np.float32) for _ in range(4))
+        par = np.zeros((n_p, 4), np.float32)
+        for e in self.entities:
+            code, p = e.material._code()
+            s = e._sl
+            typ[s], mu[s], lam[s] = code, e.material.mu, e.material.lam
+            par[s] = p
+            mass[s], vol[s] = e.particle_mass, e.particle_volume
+        f = lambda a, dt=float: wp.array(a, dtype=dt, device=dev)  # noqa: E731
+        self.model = SimpleNamespace(p_type=f(typ, wp.int32), p_mu=f(mu), p_lam=f(lam),
+                                     p_par=f(par, wp.vec4), p_mass=f(mass), p_vol=f(vol))
+        planes = o.planes
+        self.plane_pos = wp.array(np.array([p for p, _ in planes], np.float32).reshape(-1, 3),
+                                  dtype=wp.vec3, device=dev)
+        self.plane_nrm = wp.array(np.array([q for _, q in planes], np.float32).reshape(-1, 3),
+                                  dtype=wp.vec3, device=dev)
+
+        # state
+        init = np.concatenate([e.init_pos for e in self.entities]).astype(np.float32)
+        self.pos = wp.array(np.broadcast_to(init, (n, n_p, 3)).copy(), dtype=wp.vec3, device=dev)
+        self.vel = wp.zeros((n, n_p), dtype=wp.vec3, device=dev)
+        self.C = wp.zeros((n, n_p), dtype=wp.mat33, device=dev)
+        eye = np.broadcast_to(np.eye(3, dtype=np.float32), (n, n_p, 3, 3)).copy()
+        self.F = wp.array(eye, dtype=wp.mat33, device=dev)
+        self.Jp = wp.array(np.ones((n, n_p), np.float32), dtype=float, device=dev)
+        self.active = wp.array(np.ones((n, n_p), np.int32), dtype=wp.int32, device=dev)
+
+        # grid (scratch: cleared every substep, so not state)
+        self.grid_mv = wp.zeros((n, self.n_nodes), dtype=wp.vec3, device=dev)
+        self.grid_m = wp.zeros((n, self.n_nodes), dtype=float, device=dev)
+        self.grid_v = wp.zeros((n, self.n_nodes), dtype=wp.vec3, device=dev)
+        self.grid_active = wp.zeros((n, self.n_nodes), dtype=wp.int32, device=dev)
+        lo = np.asarray(o.lower_bound, np.float32)
+        idx = np.indices(self.n_nodes_axis).reshape(3, -1).T.astype(np.float32)
+        node_pos = (lo + idx * np.float32(o.dx)).astype(np.float32)
+        self.grid_pos = wp.array(np.broadcast_to(node_pos, (n, self.n_nodes, 3)).copy(), dtype=wp.vec3,
+                                 device=dev)
+        # device flags read after each step (not state)
+        self.clamp_flags = wp.zeros(n, dtype=wp.int32, device=dev)
+        self.vmax = wp.zeros(n, dtype=float, device=dev)
+
+        dx = float(o.dx)
+        self._consts = SimpleNamespace(
+            lo=wp.vec3(*lo.tolist()), dx=dx, inv_dx=float(o.grid_density), h=float(h),
+            gravity=wp.vec3(*layout.gravity), boundary=BOUNDARIES.index(o.boundary),
+            x_min=wp.vec3(*(lo + dx).tolist()),
+            x_max=wp.vec3(*(lo + (np.asarray(self.n_nodes_axis) - 2) * dx).tolist()))
+        self._parts = {}
+        for part in layout.partitions:
+            s = part.slice
+            self._parts[part.index] = SimpleNamespace(
+                n=part.n_envs, pos=self.pos[s], vel=self.vel[s], C=self.C[s], F=self.F[s], Jp=self.Jp[s],
+                active=self.active[s], grid_mv=self.grid_mv[s], grid_m=self.grid_m[s],
+                grid_v=self.grid_v[s], grid_active=self.grid_active[s], grid_pos=self.grid_pos[s],
+                clamp_flags=self.clamp_flags[s], vmax=self.vmax[s])
+
+    def _check_resolution(self) -> None:
+        o = self.options
+        ratio = o.dx / o.spacing
+        if ratio > 3.0 or ratio < 1.0:
+            warnings.warn(
+                f"MPMOptions: grid_density {o.grid_density} (dx = {o.dx:.4g} m) is "
+                f"{'too coarse' if ratio > 3 else 'too fine'} for particle_size {o.spacing:.4g} m "
+                f"({ratio ** 3:.3g} particles per cell; 8 is usual). Recommended grid_density = "
+                f"{0.5 / o.spacing:.4g} (dx = 2·particle_size)", PolyphysWarning, stacklevel=4)
+
+    def max_stable_substep(self) -> float:
+        """The elastic-wave limit h_max = cfl_number·dx/max(c) over this solver's materials."""
+        c = max(e.material.wave_speed for e in self.entities)
+        return self.options.cfl_number * self.options.dx / c
+
+    def _check_cfl(self, h: float) -> None:
+        o = self.options
+        if o.cfl_check == "off" or not self.entities:
+            return
+        h_max = self.max_stable_substep()
+        if h <= h_max:
+            return
+        e = max(self.entities, key=lambda e: e.material.wave_speed)
+        n_min = math.ceil(self.layout.dt / h_max)
+        msg = (f"MPM substep h = dt/substeps = {h:.4g} s exceeds the largest stable substep {h_max:.4g} s "
+               f"(cfl_number {o.cfl_number} · dx {o.dx:.4g} m / wave speed {e.material.wave_speed:.4g} m/s "
+               f"of entity {e.name!r}); use SimOptions(substeps>={n_min}) for dt={self.layout.dt}, or "
+               f"a lower E, or a coarser grid")
+        if o.cfl_check == "error":
+            raise BuildError(msg)
+        warnings.warn(msg, PolyphysWarning, stacklevel=4)
+
+    # -- stepping --------------------------------------------------------------------------------
+    def substep_pre_coupling(self, f, part):
+        import warp as wp
+
+        from .kernels import grid, transfer
+
+        p, k, m, o = self._parts[part.index], self._consts, self.model, self.options
+        nx, ny, nz = self.n_nodes_axis
+        wp.launch(grid.clear_grid, dim=(p.n, self.n_nodes), inputs=[], outputs=[p.grid_mv, p.grid_m])
+        wp.launch(transfer.p2g, dim=(p.n, self.n_particles),
+                  inputs=[m.p_type, m.p_mu, m.p_lam, m.p_par, m.p_mass, m.p_vol, k.lo, k.inv_dx, k.dx, ny, nz,
+                          k.h, p.pos, p.vel, p.C, p.active],
+                  outputs=[p.F, p.Jp, p.grid_mv, p.grid_m])
+        wp.launch(grid.grid_update, dim=(p.n, self.n_nodes),
+                  inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, k.boundary, float(o.friction),
+                          self.plane_pos, self.plane_nrm, k.gravity, k.h, p.grid_mv, p.grid_m],
+                  outputs=[p.grid_v, p.grid_active])
+
+    def substep_post_coupling(self, f, part):
+        import warp as wp
+
+        from .kernels import transfer
+
+        p, k = self._parts[part.index], self._consts
+        nx, ny, nz = self.n_nodes_axis
+        wp.launch(transfer.g2p, dim=(p.n, self.n_particles),
+                  inputs=[k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, p.grid_v, p.active],
+                  outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax])
+
+    def particle_carriers(self, part) -> ParticleCarriers:
+        """Grid nodes between the grid update and G2P: pos, vel (changed by a coupler), mass,
+        active (1 where the node carries mass)."""
+        p = self._parts[part.index]
+        return ParticleCarriers(pos=p.grid_pos, vel=p.grid_v, mass=p.grid_m, active=p.grid_active,
+                                kind="grid_nodes")
+
+    def state_arrays(self):
+        return {"pos": self.pos, "vel": self.vel, "C": self.C, "F": self.F, "Jp": self.Jp,
+                "active": self.active}
+
+    def check_after_step(self) -> None:
+        clamped = self.clamp_flags.numpy()
+        vmax = self.vmax.numpy()
+        envs = np.nonzero(clamped)[0]
+        if envs.size:
+            if not self._clamp_warned:
+                warnings.warn(f"MPM: particles in env(s) {envs.tolist()} reached the edge of the grid and "
+                              f"were held there; enlarge MPMOptions lower_bound/upper_bound",
+                              PolyphysWarning, stacklevel=4)
+                self._clamp_warned = True
+            self.clamp_flags.zero_()
+        h, dx = self.layout.h, self.options.dx
+        fast = np.nonzero(vmax * h > dx)[0]
+        if fast.size and not self._speed_warned:
+            e = int(fast[0])
+            warnings.warn(f"MPM: in env {e} a particle moved at {vmax[e]:.4g} m/s, more than one cell "
+                          f"(dx = {dx:.4g} m) per substep h = {h:.4g} s; the largest stable substep at that "
+                          f"speed is dx/v = {dx / vmax[e]:.4g} s (raise SimOptions.substeps)",
+                          PolyphysWarning, stacklevel=4)
+            self._speed_warned = True
+        self.vmax.zero_()
+
+    # -- host access used by the entities ------------------------------------------------------------
+    def _write(self, arr, envs: np.ndarray, cols: slice, values: np.ndarray) -> None:
+        """arr[envs, cols] = values (host round trip; outside the step)."""
+        host = arr.numpy().copy()
+        host[envs, cols] = values
+        arr.assign(host)
+
+    # -- diagnostics used by tests and examples ------------------------------------------------------
+    def particle_mass(self) -> np.ndarray:
+        return self.model.p_mass.numpy().astype(float)
+
+    def particle_volume(self) -> np.ndarray:
+        return self.model.p_vol.numpy().astype(float)
+
+
+def _fmt(v) -> str:
+    return "(" + ", ".join(f"{x:.4g}" for x in np.asarray(v, float)) + ")"
