@@ -7,7 +7,6 @@ there is no batch axis. Setters take ``envs_idx`` and write the solver's arrays 
 from __future__ import annotations
 
 import numpy as np
-
 from polyphys.interfaces import Entity
 
 

@@ -1,7 +1,6 @@
 """The Ballistic material: what one entity's particles are made of."""
 
 import attrs
-
 from polyphys.materials import Material
 from polyphys.options import in_range, non_negative, positive
 

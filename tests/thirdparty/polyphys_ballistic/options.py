@@ -3,7 +3,6 @@
 import math
 
 import attrs
-
 from polyphys.errors import OptionError
 from polyphys.options import positive
 

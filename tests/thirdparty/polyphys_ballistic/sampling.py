@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from polyphys import morphs as M
 from polyphys.errors import OptionError
 from polyphys.kinematics import quat_rotate

@@ -11,7 +11,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-
 from polyphys.errors import OptionError
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers
