@@ -10,7 +10,6 @@ import textwrap
 
 import numpy as np
 import pytest
-
 from polyphys import cli
 from polyphys import run as runmod
 from polyphys.registry import registry
