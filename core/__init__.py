@@ -23,7 +23,15 @@ from .errors import (
 from .hookspecs import hookimpl
 from .options import SimOptions
 from .registry import register, registry, unregister
-from .specs import Capabilities, ContractScene, CouplerSpec, ImporterSpec, MaterialSpec, SensorSpec, SolverSpec
+from .specs import (
+    Capabilities,
+    ContractScene,
+    CouplerSpec,
+    ImporterSpec,
+    MaterialSpec,
+    SensorSpec,
+    SolverSpec,
+)
 
 __version__ = "0.1.0"
 

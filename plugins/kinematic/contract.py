@@ -1,7 +1,6 @@
 """Contract scene of the kinematic solver: a free box moving and a fixed-base two-link arm."""
 
 import numpy as np
-
 from polyphys import morphs
 from polyphys.description import EntityDescription, Geom, Inertial, Joint, Link
 

@@ -1,7 +1,6 @@
 """The Kinematic material: an entity moved only by the poses and velocities you set."""
 
 import attrs
-
 from polyphys.materials import Material
 
 

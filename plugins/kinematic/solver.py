@@ -5,7 +5,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-
 from polyphys import morphs as M
 from polyphys.arrays import env_slice
 from polyphys.errors import OptionError

@@ -1,6 +1,5 @@
-import pytest
-
 import polyphys
+import pytest
 
 
 @pytest.fixture

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import warp as wp
-
 import polyphys
+import warp as wp
 from polyphys.interfaces import Coupler, Entity, Solver
 from polyphys.materials import Material
 from polyphys.specs import Capabilities, CouplerSpec, MaterialSpec, SolverSpec

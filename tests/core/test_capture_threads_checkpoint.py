@@ -1,10 +1,9 @@
 """Graph capture, CPU worker threads and checkpoints: all bit-identical to the plain path."""
 
 import numpy as np
+import polyphys
 import pytest
 import warp as wp
-
-import polyphys
 from polyphys import SimOptions, morphs
 from polyphys.errors import CapabilityError, CheckpointError
 

@@ -1,7 +1,6 @@
 """Every registered solver is run through what its capabilities promise (DESIGN "contract test")."""
 
 import pytest
-
 from polyphys import contract, registry
 
 

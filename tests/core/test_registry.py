@@ -5,9 +5,8 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 import polyphys
+import pytest
 from polyphys.errors import OptionError, PluginConflictError, PluginLoadError, PluginLoadWarning
 from polyphys.registry import reset_registry
 

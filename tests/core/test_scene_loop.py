@@ -1,9 +1,8 @@
 """The substep loop order, the fast path, callbacks, per-env reset isolation, time."""
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys import SimOptions, morphs
 from polyphys.errors import OptionError, SceneStateError
 

@@ -2,10 +2,9 @@
 q integration, SPEC S4 getters/setters and bad input."""
 
 import numpy as np
+import polyphys
 import pytest
 import warp as wp
-
-import polyphys
 from polyphys import SimOptions, morphs
 from polyphys.description import EntityDescription, Inertial, Joint, Link
 from polyphys.errors import OptionError
