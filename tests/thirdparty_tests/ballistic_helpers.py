@@ -5,6 +5,7 @@ installed: tests/thirdparty is on sys.path too, so an import alone would not tel
 from __future__ import annotations
 
 import importlib.metadata as md
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,11 +13,25 @@ import pytest
 DIST = "polyphys-ballistic"
 
 
+SOURCE = Path(__file__).resolve().parent.parent / "thirdparty"
+
+
+def installed() -> bool:
+    """True when polyphys-ballistic is installed in the environment (editable or not).
+
+    Metadata found in the source folder itself (a ``polyphys_ballistic.egg-info`` a build left in
+    tests/thirdparty, seen because tests/thirdparty is on sys.path) is not an install: a fresh
+    interpreter would not find the plugin."""
+    try:
+        dist = md.distribution(DIST)
+    except md.PackageNotFoundError:
+        return False
+    return Path(str(dist.locate_file(""))).resolve() != SOURCE
+
+
 def require_ballistic():
     """Skip the calling test module unless polyphys-ballistic is installed (with its entry point)."""
-    try:
-        md.distribution(DIST)
-    except md.PackageNotFoundError:
+    if not installed():
         pytest.skip(f"{DIST} is not installed (pip install -e tests/thirdparty)", allow_module_level=True)
     return pytest.importorskip("polyphys_ballistic")
 
