@@ -1,0 +1,276 @@
+"""Constitutive models of linear tetrahedra and the explicit (symplectic Euler) stage.
+
+F = Ds·Dm⁻¹ with Ds = [x1-x0, x2-x0, x3-x0]; the nodal elastic gradient of an element is
+V·P(F)·Dm⁻ᵀ (columns: vertices 1..3; vertex 0 gets minus their sum). Models (code):
+0 linear: P = 2μ ε + λ tr(ε) I, ε = sym(F) - I;
+1 corotated: F = R S (polar), P = R (2μ (S - I) + λ tr(S - I) I);
+2 stable Neo-Hookean (Smith et al. 2018): P = μ (1 - 1/(I_C + 1)) F + λ (J - α) ∂J/∂F.
+Stiffness-proportional Rayleigh damping uses the corotated linear differential with the rotation R
+of the element (identity for the linear model).
+"""
+
+import warp as wp
+
+MODEL_LINEAR = wp.constant(0)
+MODEL_COROTATED = wp.constant(1)
+MODEL_NEOHOOKEAN = wp.constant(2)
+
+
+@wp.func
+def ds_matrix(x: wp.array2d(dtype=wp.vec3), env: int, t: wp.vec4i):
+    x0 = x[env, t[0]]
+    return wp.matrix_from_cols(x[env, t[1]] - x0, x[env, t[2]] - x0, x[env, t[3]] - x0)
+
+
+@wp.func
+def ds_trial(x: wp.array2d(dtype=wp.vec3), d: wp.array2d(dtype=wp.vec3), s: float, env: int,
+             t: wp.vec4i):
+    """Ds at the trial positions x + s·d."""
+    x0 = x[env, t[0]] + s * d[env, t[0]]
+    return wp.matrix_from_cols(x[env, t[1]] + s * d[env, t[1]] - x0, x[env, t[2]] + s * d[env, t[2]] - x0,
+                               x[env, t[3]] + s * d[env, t[3]] - x0)
+
+
+@wp.func
+def polar_rotation(F: wp.mat33):
+    """Rotation R of the polar decomposition F = R S (proper: det R = +1, also for inverted F)."""
+    U = wp.mat33()
+    sig = wp.vec3()
+    V = wp.mat33()
+    wp.svd3(F, U, sig, V)
+    if wp.determinant(U) * wp.determinant(V) < 0.0:
+        k = int(0)
+        if sig[1] < sig[k]:
+            k = 1
+        if sig[2] < sig[k]:
+            k = 2
+        for r in range(3):
+            U[r, k] = -U[r, k]
+    return U * wp.transpose(V)
+
+
+@wp.func
+def cofactor(F: wp.mat33):
+    """∂J/∂F: columns f1×f2, f2×f0, f0×f1 of F's columns f0, f1, f2."""
+    f0 = wp.vec3(F[0, 0], F[1, 0], F[2, 0])
+    f1 = wp.vec3(F[0, 1], F[1, 1], F[2, 1])
+    f2 = wp.vec3(F[0, 2], F[1, 2], F[2, 2])
+    return wp.matrix_from_cols(wp.cross(f1, f2), wp.cross(f2, f0), wp.cross(f0, f1))
+
+
+@wp.func
+def cofactor_diff(F: wp.mat33, dF: wp.mat33):
+    """Directional derivative of ∂J/∂F along dF."""
+    f0 = wp.vec3(F[0, 0], F[1, 0], F[2, 0])
+    f1 = wp.vec3(F[0, 1], F[1, 1], F[2, 1])
+    f2 = wp.vec3(F[0, 2], F[1, 2], F[2, 2])
+    d0 = wp.vec3(dF[0, 0], dF[1, 0], dF[2, 0])
+    d1 = wp.vec3(dF[0, 1], dF[1, 1], dF[2, 1])
+    d2 = wp.vec3(dF[0, 2], dF[1, 2], dF[2, 2])
+    return wp.matrix_from_cols(wp.cross(d1, f2) + wp.cross(f1, d2), wp.cross(d2, f0) + wp.cross(f2, d0),
+                               wp.cross(d0, f1) + wp.cross(f0, d1))
+
+
+@wp.func
+def nh_alpha(mu: float, lam: float):
+    return 1.0 + 0.75 * mu / lam
+
+
+@wp.func
+def stress(model: int, mu: float, lam: float, F: wp.mat33):
+    """First Piola-Kirchhoff stress P(F)."""
+    I = wp.identity(n=3, dtype=float)
+    if model == MODEL_LINEAR:
+        eps = 0.5 * (F + wp.transpose(F)) - I
+        return 2.0 * mu * eps + lam * wp.trace(eps) * I
+    if model == MODEL_COROTATED:
+        R = polar_rotation(F)
+        S = wp.transpose(R) * F
+        S = 0.5 * (S + wp.transpose(S))
+        return R * (2.0 * mu * (S - I) + lam * wp.trace(S - I) * I)
+    ic = wp.ddot(F, F)
+    J = wp.determinant(F)
+    return mu * (1.0 - 1.0 / (ic + 1.0)) * F + lam * (J - nh_alpha(mu, lam)) * cofactor(F)
+
+
+@wp.func
+def energy_density(model: int, mu: float, lam: float, F: wp.mat33):
+    """Strain energy per rest volume Psi(F), zero at F = I."""
+    I = wp.identity(n=3, dtype=float)
+    if model == MODEL_LINEAR:
+        eps = 0.5 * (F + wp.transpose(F)) - I
+        tr = wp.trace(eps)
+        return mu * wp.ddot(eps, eps) + 0.5 * lam * tr * tr
+    if model == MODEL_COROTATED:
+        R = polar_rotation(F)
+        S = wp.transpose(R) * F
+        S = 0.5 * (S + wp.transpose(S)) - I
+        tr = wp.trace(S)
+        return mu * wp.ddot(S, S) + 0.5 * lam * tr * tr
+    ic = wp.ddot(F, F)
+    J = wp.determinant(F)
+    a = nh_alpha(mu, lam)
+    rest = 0.5 * lam * (1.0 - a) * (1.0 - a) - 0.5 * mu * wp.log(4.0)
+    return 0.5 * mu * (ic - 3.0) + 0.5 * lam * (J - a) * (J - a) - 0.5 * mu * wp.log(ic + 1.0) - rest
+
+
+@wp.func
+def corotated_diff(R: wp.mat33, mu: float, lam: float, dF: wp.mat33):
+    """R (μ (Rᵀ dF + dFᵀ R) + λ tr(Rᵀ dF) I): the corotated linear differential with R held fixed
+    (positive semi-definite)."""
+    A = wp.transpose(R) * dF
+    return R * (mu * (A + wp.transpose(A)) + lam * wp.trace(A) * wp.identity(n=3, dtype=float))
+
+
+@wp.func
+def stress_diff(model: int, mu: float, lam: float, F: wp.mat33, dF: wp.mat33):
+    """dP = ∂P/∂F : dF (the corotated model holds R fixed: the usual warped-stiffness Jacobian)."""
+    if model == MODEL_LINEAR:
+        return corotated_diff(wp.identity(n=3, dtype=float), mu, lam, dF)
+    if model == MODEL_COROTATED:
+        return corotated_diff(polar_rotation(F), mu, lam, dF)
+    ic = wp.ddot(F, F)
+    J = wp.determinant(F)
+    C = cofactor(F)
+    q = 1.0 / (ic + 1.0)
+    return (mu * (1.0 - q) * dF + (2.0 * mu * q * q * wp.ddot(F, dF)) * F + (lam * wp.ddot(C, dF)) * C
+            + lam * (J - nh_alpha(mu, lam)) * cofactor_diff(F, dF))
+
+
+@wp.func
+def damping_rotation(model: int, F: wp.mat33):
+    if model == MODEL_LINEAR:
+        return wp.identity(n=3, dtype=float)
+    return polar_rotation(F)
+
+
+@wp.func
+def scatter(out: wp.array2d(dtype=wp.vec3), env: int, t: wp.vec4i, H: wp.mat33, sign: float):
+    """out[vertex] += sign·(nodal vector): columns of H for vertices 1..3, minus their sum for 0."""
+    c1 = wp.vec3(H[0, 0], H[1, 0], H[2, 0])
+    c2 = wp.vec3(H[0, 1], H[1, 1], H[2, 1])
+    c3 = wp.vec3(H[0, 2], H[1, 2], H[2, 2])
+    wp.atomic_add(out, env, t[1], sign * c1)
+    wp.atomic_add(out, env, t[2], sign * c2)
+    wp.atomic_add(out, env, t[3], sign * c3)
+    wp.atomic_add(out, env, t[0], -sign * (c1 + c2 + c3))
+
+
+@wp.kernel
+def explicit_forces(
+    # Model:
+    tets: wp.array(dtype=wp.vec4i),
+    dm_inv: wp.array(dtype=wp.mat33),
+    rest_vol: wp.array(dtype=float),
+    model: wp.array(dtype=wp.int32),
+    mu: wp.array(dtype=float),
+    lam: wp.array(dtype=float),
+    mu_lin: wp.array(dtype=float),
+    lam_lin: wp.array(dtype=float),
+    beta: wp.array(dtype=float),
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    vel_in: wp.array2d(dtype=wp.vec3),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    force_out: wp.array2d(dtype=wp.vec3),
+):
+    """Elastic + stiffness-damping nodal forces of every active element (accumulated)."""
+    env, e = wp.tid()
+    if active_in[env, e] == 0:
+        return
+    t = tets[e]
+    Dinv = dm_inv[e]
+    F = ds_matrix(pos_in, env, t) * Dinv
+    m = model[e]
+    P = stress(m, mu[e], lam[e], F)
+    if beta[e] > 0.0:
+        dFv = ds_matrix(vel_in, env, t) * Dinv
+        P = P + beta[e] * corotated_diff(damping_rotation(m, F), mu_lin[e], lam_lin[e], dFv)
+    scatter(force_out, env, t, rest_vol[e] * P * wp.transpose(Dinv), -1.0)
+
+
+@wp.kernel
+def explicit_velocity(
+    # Model:
+    inv_mass: wp.array(dtype=float),
+    alpha: wp.array(dtype=float),
+    gravity: wp.vec3,
+    h: float,
+    fixed: wp.array2d(dtype=wp.int32),
+    # Data in:
+    force_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    vel_out: wp.array2d(dtype=wp.vec3),
+    force_out: wp.array2d(dtype=wp.vec3),
+):
+    """v += h (f/m + g - α v) (mass damping implicit in v); the force buffer is cleared."""
+    env, i = wp.tid()
+    f = force_in[env, i]
+    force_out[env, i] = wp.vec3(0.0)
+    if fixed[env, i] != 0:
+        vel_out[env, i] = wp.vec3(0.0)
+        return
+    v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+    vel_out[env, i] = v / (1.0 + h * alpha[i])
+
+
+@wp.kernel
+def integrate_positions(
+    # Model:
+    h: float,
+    fixed: wp.array2d(dtype=wp.int32),
+    plane_point: wp.array(dtype=wp.vec3),
+    plane_normal: wp.array(dtype=wp.vec3),
+    friction: float,
+    # Data in:
+    base_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    pos_out: wp.array2d(dtype=wp.vec3),
+    vel_out: wp.array2d(dtype=wp.vec3),
+):
+    """x = x_base + h v, then static planes: a vertex behind a plane is put back on it, its inward
+    normal velocity removed and its tangential velocity reduced by friction·|Δv_n| (Coulomb)."""
+    env, i = wp.tid()
+    if fixed[env, i] != 0:
+        return
+    v = vel_out[env, i]
+    x = base_in[env, i] + h * v
+    for k in range(plane_point.shape[0]):
+        n = plane_normal[k]
+        d = wp.dot(x - plane_point[k], n)
+        if d < 0.0:
+            x = x - d * n
+            vn = wp.dot(v, n)
+            if vn < 0.0:
+                vt = v - vn * n
+                lt = wp.length(vt)
+                scale = float(0.0)
+                if lt > 0.0:
+                    scale = wp.max(0.0, 1.0 - friction * (-vn) / lt)
+                v = vt * scale
+    pos_out[env, i] = x
+    vel_out[env, i] = v
+
+
+@wp.kernel
+def element_stress(
+    # Model:
+    tets: wp.array(dtype=wp.vec4i),
+    dm_inv: wp.array(dtype=wp.mat33),
+    model: wp.array(dtype=wp.int32),
+    mu: wp.array(dtype=float),
+    lam: wp.array(dtype=float),
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    F_out: wp.array2d(dtype=wp.mat33),
+    P_out: wp.array2d(dtype=wp.mat33),
+    psi_out: wp.array2d(dtype=float),
+):
+    """Deformation gradient, first Piola-Kirchhoff stress and energy density of every element."""
+    env, e = wp.tid()
+    F = ds_matrix(pos_in, env, tets[e]) * dm_inv[e]
+    F_out[env, e] = F
+    P_out[env, e] = stress(model[e], mu[e], lam[e], F)
+    psi_out[env, e] = energy_density(model[e], mu[e], lam[e], F)

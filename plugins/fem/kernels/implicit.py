@@ -1,0 +1,461 @@
+"""Backward Euler as the minimisation of the incremental potential (one substep, per env):
+
+    E(x) = Σ m/(2h²)|x - x̂|² - m g·(x - xₙ) + α m/(2h)|x - xₙ|²
+         + Σₑ Vₑ [Ψ(F(x)) + β/(2h) δF:D(Rₙ)[δF]],   x̂ = xₙ + h vₙ,  δF = Ds(x - xₙ) Dm⁻¹,
+
+(α, β: Rayleigh damping; D the corotated linear differential at the rotation Rₙ of the substep's
+start, so the damping term is a fixed convex quadratic), solved by Newton iterations whose linear
+systems are solved by Jacobi-preconditioned CG (matrix-free Hessian-vector products) followed by a
+backtracking line search on E. Every iteration count is fixed (the step is graph-captured); an env
+whose residual fell below its tolerance is masked out on the device.
+
+Per-env scalars live in one float64 buffer ``scal`` (n_envs, W) at the offsets of ``ScalarLayout``
+in solver.py: E0[k], Et[k, t], rz[k, j], pAp[k, j], step[k].
+"""
+
+import warp as wp
+
+from .elastic import corotated_diff, damping_rotation, ds_matrix, ds_trial, energy_density, scatter, \
+    stress, stress_diff
+
+
+@wp.func
+def cg_active(scal: wp.array2d(dtype=wp.float64), env: int, rz_k: int, rz0: int, j: int, cg_tol2: float,
+              newton_tol2: float, k: int):
+    """CG iteration j of Newton iteration k still runs for this env."""
+    r0 = scal[env, rz_k]
+    if r0 <= wp.float64(0.0):
+        return False
+    if k > 0 and r0 <= wp.float64(newton_tol2) * scal[env, rz0]:
+        return False
+    return scal[env, rz_k + j] > wp.float64(cg_tol2) * r0
+
+
+@wp.kernel
+def zero_scalars(
+    # Data out:
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    env, i = wp.tid()
+    scal_out[env, i] = wp.float64(0.0)
+
+
+@wp.kernel
+def begin_substep(
+    # Model:
+    h: float,
+    fixed: wp.array2d(dtype=wp.int32),
+    # Data in:
+    vel_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    pos_out: wp.array2d(dtype=wp.vec3),
+    pos_n_out: wp.array2d(dtype=wp.vec3),
+    pos_hat_out: wp.array2d(dtype=wp.vec3),
+):
+    """xₙ = x, x̂ = x + h v; the Newton start is x̂ (fixed vertices stay)."""
+    env, i = wp.tid()
+    x = pos_out[env, i]
+    pos_n_out[env, i] = x
+    xh = x + h * vel_in[env, i]
+    if fixed[env, i] != 0:
+        xh = x
+    pos_hat_out[env, i] = xh
+    pos_out[env, i] = xh
+
+
+@wp.kernel
+def rotations_at_start(
+    # Model:
+    tets: wp.array(dtype=wp.vec4i),
+    dm_inv: wp.array(dtype=wp.mat33),
+    model: wp.array(dtype=wp.int32),
+    # Data in:
+    pos_n_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    rot_out: wp.array2d(dtype=wp.mat33),
+):
+    env, e = wp.tid()
+    rot_out[env, e] = damping_rotation(model[e], ds_matrix(pos_n_in, env, tets[e]) * dm_inv[e])
+
+
+@wp.func
+def vertex_energy(m: float, alpha: float, h: float, g: wp.vec3, y: wp.vec3, xhat: wp.vec3, xn: wp.vec3):
+    a = y - xhat
+    b = y - xn
+    return m / (2.0 * h * h) * wp.dot(a, a) - m * wp.dot(g, b) + alpha * m / (2.0 * h) * wp.dot(b, b)
+
+
+@wp.kernel
+def gradient_vertices(
+    # Model:
+    mass: wp.array(dtype=float),
+    alpha: wp.array(dtype=float),
+    gravity: wp.vec3,
+    h: float,
+    e0: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    pos_n_in: wp.array2d(dtype=wp.vec3),
+    pos_hat_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    grad_out: wp.array2d(dtype=wp.vec3),
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    """Inertia, gravity and mass-damping part of the gradient (overwrites) and of E0."""
+    env, i = wp.tid()
+    m = mass[i]
+    x = pos_in[env, i]
+    xn = pos_n_in[env, i]
+    grad_out[env, i] = m / (h * h) * (x - pos_hat_in[env, i]) - m * gravity + alpha[i] * m / h * (x - xn)
+    en = vertex_energy(m, alpha[i], h, gravity, x, pos_hat_in[env, i], xn)
+    wp.atomic_add(scal_out, env, e0, wp.float64(en))
+
+
+@wp.kernel
+def gradient_elements(
+    # Model:
+    tets: wp.array(dtype=wp.vec4i),
+    dm_inv: wp.array(dtype=wp.mat33),
+    rest_vol: wp.array(dtype=float),
+    model: wp.array(dtype=wp.int32),
+    mu: wp.array(dtype=float),
+    lam: wp.array(dtype=float),
+    mu_lin: wp.array(dtype=float),
+    lam_lin: wp.array(dtype=float),
+    beta: wp.array(dtype=float),
+    h: float,
+    e0: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    pos_n_in: wp.array2d(dtype=wp.vec3),
+    rot_n_in: wp.array2d(dtype=wp.mat33),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    grad_out: wp.array2d(dtype=wp.vec3),
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    """Elastic and stiffness-damping part of the gradient (accumulated) and of E0."""
+    env, e = wp.tid()
+    if active_in[env, e] == 0:
+        return
+    t = tets[e]
+    Dinv = dm_inv[e]
+    Ds = ds_matrix(pos_in, env, t)
+    F = Ds * Dinv
+    m = model[e]
+    P = stress(m, mu[e], lam[e], F)
+    psi = energy_density(m, mu[e], lam[e], F)
+    if beta[e] > 0.0:
+        dF = (Ds - ds_matrix(pos_n_in, env, t)) * Dinv
+        D = corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
+        P = P + beta[e] / h * D
+        psi = psi + 0.5 * beta[e] / h * wp.ddot(dF, D)
+    scatter(grad_out, env, t, rest_vol[e] * P * wp.transpose(Dinv), 1.0)
+    wp.atomic_add(scal_out, env, e0, wp.float64(rest_vol[e] * psi))
+
+
+@wp.func
+def precond(m: float, alpha: float, h: float, diag_k: wp.vec3, kscale: float):
+    dd = (m / (h * h) + alpha * m / h) * wp.vec3(1.0) + kscale * diag_k
+    return wp.vec3(1.0 / dd[0], 1.0 / dd[1], 1.0 / dd[2])
+
+
+@wp.kernel
+def cg_init(
+    # Model:
+    mass: wp.array(dtype=float),
+    alpha: wp.array(dtype=float),
+    diag_k: wp.array(dtype=wp.vec3),
+    kscale: float,
+    h: float,
+    fixed: wp.array2d(dtype=wp.int32),
+    rz_k: int,
+    # Data in:
+    grad_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    r_out: wp.array2d(dtype=wp.vec3),
+    z_out: wp.array2d(dtype=wp.vec3),
+    p_out: wp.array2d(dtype=wp.vec3),
+    d_out: wp.array2d(dtype=wp.vec3),
+    ap_out: wp.array2d(dtype=wp.vec3),
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    """r = -g (0 at fixed vertices), z = M⁻¹r, p = z, d = 0; rz[k, 0] = r·z."""
+    env, i = wp.tid()
+    r = -grad_in[env, i]
+    if fixed[env, i] != 0:
+        r = wp.vec3(0.0)
+    z = wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r)
+    r_out[env, i] = r
+    z_out[env, i] = z
+    p_out[env, i] = z
+    d_out[env, i] = wp.vec3(0.0)
+    ap_out[env, i] = wp.vec3(0.0)
+    wp.atomic_add(scal_out, env, rz_k, wp.float64(wp.dot(r, z)))
+
+
+@wp.kernel
+def hessian_product(
+    # Model:
+    tets: wp.array(dtype=wp.vec4i),
+    dm_inv: wp.array(dtype=wp.mat33),
+    rest_vol: wp.array(dtype=float),
+    model: wp.array(dtype=wp.int32),
+    mu: wp.array(dtype=float),
+    lam: wp.array(dtype=float),
+    mu_lin: wp.array(dtype=float),
+    lam_lin: wp.array(dtype=float),
+    beta: wp.array(dtype=float),
+    h: float,
+    k: int,
+    j: int,
+    rz_k: int,
+    rz0: int,
+    cg_tol2: float,
+    newton_tol2: float,
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    rot_n_in: wp.array2d(dtype=wp.mat33),
+    active_in: wp.array2d(dtype=wp.int32),
+    p_in: wp.array2d(dtype=wp.vec3),
+    scal_in: wp.array2d(dtype=wp.float64),
+    # Data out:
+    ap_out: wp.array2d(dtype=wp.vec3),
+):
+    """Ap += (K(x) + β/h K_rot) p over the active elements."""
+    env, e = wp.tid()
+    if active_in[env, e] == 0:
+        return
+    if not cg_active(scal_in, env, rz_k, rz0, j, cg_tol2, newton_tol2, k):
+        return
+    t = tets[e]
+    Dinv = dm_inv[e]
+    F = ds_matrix(pos_in, env, t) * Dinv
+    dF = ds_matrix(p_in, env, t) * Dinv
+    m = model[e]
+    dP = stress_diff(m, mu[e], lam[e], F, dF)
+    if beta[e] > 0.0:
+        dP = dP + beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
+    scatter(ap_out, env, t, rest_vol[e] * dP * wp.transpose(Dinv), 1.0)
+
+
+@wp.kernel
+def cg_curvature(
+    # Model:
+    mass: wp.array(dtype=float),
+    alpha: wp.array(dtype=float),
+    h: float,
+    fixed: wp.array2d(dtype=wp.int32),
+    k: int,
+    j: int,
+    rz_k: int,
+    rz0: int,
+    pap_k: int,
+    cg_tol2: float,
+    newton_tol2: float,
+    # Data in:
+    p_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    ap_out: wp.array2d(dtype=wp.vec3),
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    """Ap += (M/h² + αM/h) p (0 at fixed vertices); pAp[k, j] = p·Ap."""
+    env, i = wp.tid()
+    if not cg_active(scal_out, env, rz_k, rz0, j, cg_tol2, newton_tol2, k):
+        return
+    p = p_in[env, i]
+    m = mass[i]
+    ap = ap_out[env, i] + (m / (h * h) + alpha[i] * m / h) * p
+    if fixed[env, i] != 0:
+        ap = wp.vec3(0.0)
+    ap_out[env, i] = ap
+    wp.atomic_add(scal_out, env, pap_k + j, wp.float64(wp.dot(p, ap)))
+
+
+@wp.kernel
+def cg_update(
+    # Model:
+    mass: wp.array(dtype=float),
+    alpha: wp.array(dtype=float),
+    diag_k: wp.array(dtype=wp.vec3),
+    kscale: float,
+    h: float,
+    k: int,
+    j: int,
+    rz_k: int,
+    rz0: int,
+    pap_k: int,
+    cg_tol2: float,
+    newton_tol2: float,
+    # Data in:
+    p_in: wp.array2d(dtype=wp.vec3),
+    ap_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    d_out: wp.array2d(dtype=wp.vec3),
+    r_out: wp.array2d(dtype=wp.vec3),
+    z_out: wp.array2d(dtype=wp.vec3),
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    """d += a p, r -= a Ap, z = M⁻¹ r, rz[k, j+1] = r·z with a = rz/pAp. Non-positive curvature
+    ends this env's CG (at j = 0 the preconditioned steepest-descent direction is kept)."""
+    env, i = wp.tid()
+    if not cg_active(scal_out, env, rz_k, rz0, j, cg_tol2, newton_tol2, k):
+        return
+    pap = scal_out[env, pap_k + j]
+    if pap <= wp.float64(0.0):
+        if j == 0:
+            d_out[env, i] = p_in[env, i]
+        return
+    a = float(scal_out[env, rz_k + j] / pap)
+    d_out[env, i] = d_out[env, i] + a * p_in[env, i]
+    r = r_out[env, i] - a * ap_in[env, i]
+    z = wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r)
+    r_out[env, i] = r
+    z_out[env, i] = z
+    wp.atomic_add(scal_out, env, rz_k + j + 1, wp.float64(wp.dot(r, z)))
+
+
+@wp.kernel
+def cg_direction(
+    # Model:
+    k: int,
+    j: int,
+    rz_k: int,
+    rz0: int,
+    cg_tol2: float,
+    newton_tol2: float,
+    # Data in:
+    z_in: wp.array2d(dtype=wp.vec3),
+    scal_in: wp.array2d(dtype=wp.float64),
+    # Data out:
+    p_out: wp.array2d(dtype=wp.vec3),
+    ap_out: wp.array2d(dtype=wp.vec3),
+):
+    """p = z + (rz[j+1]/rz[j]) p for envs whose CG continues; Ap = 0."""
+    env, i = wp.tid()
+    if not cg_active(scal_in, env, rz_k, rz0, j + 1, cg_tol2, newton_tol2, k):
+        return
+    b = float(scal_in[env, rz_k + j + 1] / scal_in[env, rz_k + j])
+    p_out[env, i] = z_in[env, i] + b * p_out[env, i]
+    ap_out[env, i] = wp.vec3(0.0)
+
+
+@wp.kernel
+def trial_energy_vertices(
+    # Model:
+    mass: wp.array(dtype=float),
+    alpha: wp.array(dtype=float),
+    gravity: wp.vec3,
+    h: float,
+    s: float,
+    et: int,
+    step_k: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    d_in: wp.array2d(dtype=wp.vec3),
+    pos_n_in: wp.array2d(dtype=wp.vec3),
+    pos_hat_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    env, i = wp.tid()
+    if scal_out[env, step_k] > wp.float64(0.0):
+        return
+    y = pos_in[env, i] + s * d_in[env, i]
+    en = vertex_energy(mass[i], alpha[i], h, gravity, y, pos_hat_in[env, i], pos_n_in[env, i])
+    wp.atomic_add(scal_out, env, et, wp.float64(en))
+
+
+@wp.kernel
+def trial_energy_elements(
+    # Model:
+    tets: wp.array(dtype=wp.vec4i),
+    dm_inv: wp.array(dtype=wp.mat33),
+    rest_vol: wp.array(dtype=float),
+    model: wp.array(dtype=wp.int32),
+    mu: wp.array(dtype=float),
+    lam: wp.array(dtype=float),
+    mu_lin: wp.array(dtype=float),
+    lam_lin: wp.array(dtype=float),
+    beta: wp.array(dtype=float),
+    h: float,
+    s: float,
+    et: int,
+    step_k: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    d_in: wp.array2d(dtype=wp.vec3),
+    pos_n_in: wp.array2d(dtype=wp.vec3),
+    rot_n_in: wp.array2d(dtype=wp.mat33),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    env, e = wp.tid()
+    if active_in[env, e] == 0:
+        return
+    if scal_out[env, step_k] > wp.float64(0.0):
+        return
+    t = tets[e]
+    Dinv = dm_inv[e]
+    Ds = ds_trial(pos_in, d_in, s, env, t)
+    F = Ds * Dinv
+    m = model[e]
+    psi = energy_density(m, mu[e], lam[e], F)
+    if beta[e] > 0.0:
+        dF = (Ds - ds_matrix(pos_n_in, env, t)) * Dinv
+        psi = psi + 0.5 * beta[e] / h * wp.ddot(dF, corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF))
+    wp.atomic_add(scal_out, env, et, wp.float64(rest_vol[e] * psi))
+
+
+@wp.kernel
+def line_search_accept(
+    # Model:
+    s: float,
+    e0: int,
+    et: int,
+    step_k: int,
+    # Data out:
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    """Accept the first trial step whose energy does not exceed E0."""
+    env = wp.tid()
+    if scal_out[env, step_k] > wp.float64(0.0):
+        return
+    if scal_out[env, et] <= scal_out[env, e0]:
+        scal_out[env, step_k] = wp.float64(s)
+
+
+@wp.kernel
+def apply_step(
+    # Model:
+    step_k: int,
+    # Data in:
+    d_in: wp.array2d(dtype=wp.vec3),
+    scal_in: wp.array2d(dtype=wp.float64),
+    # Data out:
+    pos_out: wp.array2d(dtype=wp.vec3),
+):
+    env, i = wp.tid()
+    s = float(scal_in[env, step_k])
+    if s > 0.0:
+        pos_out[env, i] = pos_out[env, i] + s * d_in[env, i]
+
+
+@wp.kernel
+def end_substep(
+    # Model:
+    h: float,
+    fixed: wp.array2d(dtype=wp.int32),
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    pos_n_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    vel_out: wp.array2d(dtype=wp.vec3),
+):
+    """v = (x - xₙ)/h (0 at fixed vertices)."""
+    env, i = wp.tid()
+    v = (pos_in[env, i] - pos_n_in[env, i]) / h
+    if fixed[env, i] != 0:
+        v = wp.vec3(0.0)
+    vel_out[env, i] = v

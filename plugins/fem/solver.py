@@ -1,0 +1,365 @@
+"""FEMSolver: linear tetrahedra with explicit (symplectic Euler) or implicit (backward Euler) steps.
+
+All entities share one vertex array (n_envs, n_vertices) and one element list; the mesh and the
+material parameters are the same in every env, positions, velocities, element ``active`` flags and
+fixed-vertex flags are per env. See docs/fem.md for the physics and the tolerances.
+"""
+
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+
+from polyphys import morphs as M
+from polyphys.errors import OptionError, PolyphysWarning
+from polyphys.interfaces import Solver
+from polyphys.views import ParticleCarriers, SurfaceMesh
+
+from . import mesh as fem_mesh
+from .entity import FEMEntity
+from .materials import FEMMaterial
+from .options import FEMOptions
+
+
+class ScalarLayout:
+    """Offsets of the per-env float64 scalars of the implicit solver (one buffer, one zeroing)."""
+
+    def __init__(self, K: int, J: int, L: int):
+        self.K, self.J, self.L = K, J, L
+        self.e0 = 0                       # E0[k]
+        self.et = K                       # Et[k, t]
+        self.rz = K + K * L               # rz[k, j], j = 0..J
+        self.pap = self.rz + K * (J + 1)  # pAp[k, j], j = 0..J-1
+        self.step = self.pap + K * J      # accepted step length of Newton iteration k
+        self.width = self.step + K
+
+
+class FEMSolver(Solver):
+    """Tetrahedral FEM. Explicit: v += h (f/m + g), x += h v (symplectic Euler), stable for h below
+    ~ the smallest edge over the P-wave speed. Implicit: backward Euler as the minimisation of the
+    incremental potential (Newton + Jacobi-PCG + backtracking line search; fixed iteration counts,
+    device-side masking per env). Static planes / the domain box act after the position update.
+
+    References: Smith, de Goes, Kim, "Stable Neo-Hookean Flesh Simulation", ACM TOG 2018;
+    Sifakis & Barbič, "FEM simulation of 3D deformable solids", SIGGRAPH course 2012.
+    Limitations: linear tets lock in bending and near incompressibility; no self-collision; no
+    contact between FEM bodies; float32 only.
+    """
+
+    options_type = FEMOptions
+
+    def __init__(self, scene, options, spec):
+        super().__init__(scene, options, spec)
+        self._pending: list = []
+
+    # -- entities --------------------------------------------------------------------------------
+    def add_entity(self, morph, material, surface=None, name=None, resolution=None, fixed=None, **kwargs):
+        """Add a deformable body. ``resolution``: cells along the longest edge (Box, voxelized
+        surfaces), three ints (Box), or cells across the diameter (Cylinder). ``fixed``: vertices
+        held in place in every env: local indices, a boolean mask, or a function of the rest
+        positions (n, 3) returning a mask."""
+        if kwargs:
+            raise OptionError(f"fem add_entity: unknown arguments {sorted(kwargs)}; allowed: resolution, "
+                              f"fixed")
+        if not isinstance(material, FEMMaterial):
+            raise OptionError(f"fem add_entity: material must be a polyphys.materials.FEM material, got "
+                              f"{type(material).__name__}")
+        if isinstance(morph, M.Plane):
+            raise OptionError("a Plane cannot be an FEM body; use FEMOptions(planes=...) or floor_height")
+        label = name or f"fem_{len(self.entities)}"
+        v_local, tets = fem_mesh.morph_tets(morph, resolution)
+        v_local = np.asarray(v_local, dtype=float)
+        tets = np.asarray(tets, dtype=np.int64)
+        used = np.unique(tets)
+        if len(used) < len(v_local):      # drop vertices no tet uses (they would have no mass)
+            remap = -np.ones(len(v_local), dtype=np.int64)
+            remap[used] = np.arange(len(used))
+            v_local, tets = v_local[used], remap[tets]
+        R = _quat_to_mat(morph.orientation)
+        verts = v_local @ R.T + np.asarray(morph.pos)
+        vol = fem_mesh.validate_tets(verts, tets, f"entity {label!r} ({type(morph).__name__})")
+        mask = np.zeros(len(verts), dtype=bool)
+        if getattr(morph, "fixed", False):
+            mask[:] = True
+        if fixed is not None:
+            mask |= _fixed_mask(fixed, verts, label)
+        entity = FEMEntity(self, len(self.entities), morph, material, surface, name, verts, tets, vol,
+                           fem_mesh.boundary_triangles(tets), mask)
+        self.entities.append(entity)
+        return entity
+
+    # -- build -----------------------------------------------------------------------------------
+    def build(self, layout):
+        import warp as wp
+
+        from .kernels import elastic, implicit  # noqa: F401  (module load before capture)
+
+        if layout.precision != "32":
+            raise OptionError(f"SimOptions.precision = {layout.precision!r}: the FEM solver supports '32'")
+        self.layout = layout
+        n, dev = layout.n_envs, layout.device
+        opts = self.options
+        v0, tets, vol, tris, mask0 = [], [], [], [], []
+        per_elem = {k: [] for k in ("model", "mu", "lam", "mu_lin", "lam_lin", "beta")}
+        alpha_v, rho_v = [], []
+        nv = ne = 0
+        for e in self.entities:
+            e._bind(nv, ne)
+            v0.append(e.rest_vertices)
+            tets.append(e.elements + nv)
+            tris.append(e.surface_triangles + nv)
+            vol.append(e.rest_volumes)
+            mask0.append(e._fixed0)
+            code, mu, lam = e.material.model_params()
+            mu_l, lam_l = e.material.lame
+            m = len(e.elements)
+            for k, val in zip(per_elem, (code, mu, lam, mu_l, lam_l, e.material.damping_stiffness)):
+                per_elem[k].append(np.full(m, val))
+            alpha_v.append(np.full(e.n_vertices, e.material.damping_mass))
+            rho_v.append(np.full(m, e.material.rho))
+            nv += e.n_vertices
+            ne += m
+        self.n_vertices, self.n_elements = nv, ne
+        v0 = np.concatenate(v0)
+        tets = np.concatenate(tets)
+        vol = np.concatenate(vol)
+        P = {k: np.concatenate(v) for k, v in per_elem.items()}
+        rho = np.concatenate(rho_v)
+        # lumped mass: a quarter of each tet's mass to each of its vertices
+        mass = np.zeros(nv)
+        np.add.at(mass, tets.reshape(-1), np.repeat(rho * vol / 4.0, 4))
+        x = v0[tets]
+        Dm = np.transpose(x[:, 1:] - x[:, :1], (0, 2, 1))
+        dm_inv = np.linalg.inv(Dm)
+        self._check_cfl(x, P, rho)
+        diag_k = _rest_stiffness_diagonal(tets, dm_inv, vol, P["mu_lin"], P["lam_lin"], nv)
+
+        f32 = np.float32
+        W = lambda a, dt=float: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
+        self.model = SimpleNamespace(
+            tets=W(tets.astype(np.int32), wp.vec4i), dm_inv=W(dm_inv.astype(f32), wp.mat33),
+            rest_vol=W(vol.astype(f32)), model=W(P["model"].astype(np.int32), wp.int32),
+            mu=W(P["mu"].astype(f32)), lam=W(P["lam"].astype(f32)), mu_lin=W(P["mu_lin"].astype(f32)),
+            lam_lin=W(P["lam_lin"].astype(f32)), beta=W(P["beta"].astype(f32)),
+            mass=W(mass.astype(f32)), inv_mass=W((1.0 / mass).astype(f32)),
+            alpha=W(np.concatenate(alpha_v).astype(f32)), diag_k=W(diag_k.astype(f32), wp.vec3))
+        planes = opts.all_planes()
+        self.model.plane_point = W(np.array([p for p, _ in planes], dtype=f32).reshape(-1, 3), wp.vec3)
+        self.model.plane_normal = W(np.array([q for _, q in planes], dtype=f32).reshape(-1, 3), wp.vec3)
+        self.triangles = W(np.concatenate(tris).astype(np.int32).reshape(-1, 3), wp.int32)
+        self.has_beta = bool((P["beta"] > 0).any())
+        # Jacobi preconditioner diagonal: M/h² + αM/h + (1 + β/h) diag(K_rest)
+        self.kscale = 1.0 + float(P["beta"].max()) / layout.h
+
+        # state
+        self.pos = W(np.tile(v0.astype(f32), (n, 1, 1)), wp.vec3)
+        self.vel = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
+        self.active = W(np.ones((n, ne), dtype=np.int32), wp.int32)
+        # per-env model data (not state; checkpointed through extra_state)
+        self.fixed = W(np.tile(np.concatenate(mask0).astype(np.int32), (n, 1)), wp.int32)
+        self.mass_env = W(np.tile(mass.astype(f32), (n, 1)))
+        self.carrier_active = W(np.ones((n, nv), dtype=np.int32), wp.int32)
+        # work arrays
+        self.force = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
+        self.pos_n = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
+        if opts.integrator == "implicit":
+            self.sl = ScalarLayout(opts.newton_iters, opts.cg_iters, opts.line_search_iters)
+            self.work = {k: wp.zeros((n, nv), dtype=wp.vec3, device=dev)
+                         for k in ("pos_hat", "grad", "d", "r", "z", "p", "ap")}
+            self.rot_n = wp.zeros((n, ne), dtype=wp.mat33, device=dev)
+            self.rot_n.assign(np.tile(np.eye(3, dtype=f32), (n, ne, 1, 1)))
+            self.scal = wp.zeros((n, self.sl.width), dtype=wp.float64, device=dev)
+        self._parts = {}
+        for part in layout.partitions:
+            s = part.slice
+            p = SimpleNamespace(n=part.n_envs, pos=self.pos[s], vel=self.vel[s], active=self.active[s],
+                                fixed=self.fixed[s], force=self.force[s], pos_n=self.pos_n[s],
+                                mass=self.mass_env[s], carrier_active=self.carrier_active[s])
+            if opts.integrator == "implicit":
+                for k, a in self.work.items():
+                    setattr(p, k, a[s])
+                p.rot_n, p.scal = self.rot_n[s], self.scal[s]
+            self._parts[part.index] = p
+        self._readback = None
+
+    def _check_cfl(self, x, P, rho):
+        """Warn when an explicit step exceeds the CFL limit h < min edge / P-wave speed."""
+        if self.options.integrator != "explicit":
+            return
+        edges = np.concatenate([x[:, 1:] - x[:, :1], x[:, [2, 3, 3]] - x[:, [1, 1, 2]]], axis=1)
+        lmin = np.linalg.norm(edges, axis=-1).min(axis=1)
+        cp = np.sqrt((P["lam_lin"] + 2 * P["mu_lin"]) / rho)
+        self.cfl_dt = float((lmin / cp).min())
+        h = self.layout.h
+        if h > self.cfl_dt:
+            warnings.warn(f"FEM explicit step h = {h:.3g} s exceeds the CFL estimate {self.cfl_dt:.3g} s "
+                          f"(min edge / P-wave speed): it will likely blow up; raise SimOptions.substeps "
+                          f"or use FEMOptions(integrator='implicit')", PolyphysWarning, stacklevel=4)
+
+    # -- stepping --------------------------------------------------------------------------------
+    def substep_pre_coupling(self, f, part):
+        import warp as wp
+
+        from .kernels import elastic as K
+
+        p, m, h = self._parts[part.index], self.model, self.layout.h
+        g = wp.vec3(*self.layout.gravity)
+        if self.options.integrator == "implicit":
+            self._implicit_solve(p, g, h)
+            return
+        wp.launch(K.explicit_forces, dim=(p.n, self.n_elements),
+                  inputs=[m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta,
+                          p.pos, p.vel, p.active], outputs=[p.force])
+        wp.launch(K.explicit_velocity, dim=(p.n, self.n_vertices),
+                  inputs=[m.inv_mass, m.alpha, g, h, p.fixed, p.force], outputs=[p.vel, p.force])
+
+    def substep_post_coupling(self, f, part):
+        import warp as wp
+
+        from .kernels import elastic as K
+
+        p, m = self._parts[part.index], self.model
+        base = p.pos_n if self.options.integrator == "implicit" else p.pos
+        wp.launch(K.integrate_positions, dim=(p.n, self.n_vertices),
+                  inputs=[self.layout.h, p.fixed, m.plane_point, m.plane_normal, float(self.options.friction),
+                          base], outputs=[p.pos, p.vel])
+
+    def _implicit_solve(self, p, g, h):
+        import warp as wp
+
+        from .kernels import implicit as I
+
+        m, o, sl = self.model, self.options, self.sl
+        nv, ne = self.n_vertices, self.n_elements
+        dv, de = (p.n, nv), (p.n, ne)
+        ct2, nt2 = float(o.cg_tol) ** 2, float(o.newton_tol) ** 2
+        kscale = self.kscale
+        mat = [m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta]
+        wp.launch(I.zero_scalars, dim=(p.n, sl.width), inputs=[], outputs=[p.scal])
+        wp.launch(I.begin_substep, dim=dv, inputs=[h, p.fixed, p.vel], outputs=[p.pos, p.pos_n, p.pos_hat])
+        if self.has_beta:
+            wp.launch(I.rotations_at_start, dim=de, inputs=[m.tets, m.dm_inv, m.model, p.pos_n],
+                      outputs=[p.rot_n])
+        rz0 = sl.rz
+        for k in range(sl.K):
+            e0, rz_k, pap_k, step_k = sl.e0 + k, sl.rz + k * (sl.J + 1), sl.pap + k * sl.J, sl.step + k
+            wp.launch(I.gradient_vertices, dim=dv,
+                      inputs=[m.mass, m.alpha, g, h, e0, p.pos, p.pos_n, p.pos_hat], outputs=[p.grad, p.scal])
+            wp.launch(I.gradient_elements, dim=de,
+                      inputs=[*mat, h, e0, p.pos, p.pos_n, p.rot_n, p.active], outputs=[p.grad, p.scal])
+            wp.launch(I.cg_init, dim=dv, inputs=[m.mass, m.alpha, m.diag_k, kscale, h, p.fixed, rz_k, p.grad],
+                      outputs=[p.r, p.z, p.p, p.d, p.ap, p.scal])
+            for j in range(sl.J):
+                wp.launch(I.hessian_product, dim=de,
+                          inputs=[*mat, h, k, j, rz_k, rz0, ct2, nt2, p.pos, p.rot_n, p.active, p.p, p.scal],
+                          outputs=[p.ap])
+                wp.launch(I.cg_curvature, dim=dv,
+                          inputs=[m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, pap_k, ct2, nt2, p.p],
+                          outputs=[p.ap, p.scal])
+                wp.launch(I.cg_update, dim=dv,
+                          inputs=[m.mass, m.alpha, m.diag_k, kscale, h, k, j, rz_k, rz0, pap_k, ct2, nt2,
+                                  p.p, p.ap], outputs=[p.d, p.r, p.z, p.scal])
+                if j + 1 < sl.J:
+                    wp.launch(I.cg_direction, dim=dv, inputs=[k, j, rz_k, rz0, ct2, nt2, p.z, p.scal],
+                              outputs=[p.p, p.ap])
+            for t in range(sl.L):
+                s, et = 0.5 ** t, sl.et + k * sl.L + t
+                wp.launch(I.trial_energy_vertices, dim=dv,
+                          inputs=[m.mass, m.alpha, g, h, s, et, step_k, p.pos, p.d, p.pos_n, p.pos_hat],
+                          outputs=[p.scal])
+                wp.launch(I.trial_energy_elements, dim=de,
+                          inputs=[*mat, h, s, et, step_k, p.pos, p.d, p.pos_n, p.rot_n, p.active],
+                          outputs=[p.scal])
+                wp.launch(I.line_search_accept, dim=p.n, inputs=[s, e0, et, step_k], outputs=[p.scal])
+            wp.launch(I.apply_step, dim=dv, inputs=[step_k, p.d, p.scal], outputs=[p.pos])
+        wp.launch(I.end_substep, dim=dv, inputs=[h, p.fixed, p.pos, p.pos_n], outputs=[p.vel])
+
+    # -- state -----------------------------------------------------------------------------------
+    def state_arrays(self):
+        return {"pos": self.pos, "vel": self.vel, "active": self.active}
+
+    def extra_state(self):
+        return {"fixed": self.fixed.numpy()}
+
+    def load_extra_state(self, data):
+        if "fixed" in data:
+            self.fixed.assign(np.asarray(data["fixed"], dtype=np.int32))
+
+    # -- views -----------------------------------------------------------------------------------
+    def particle_carriers(self, part):
+        """ParticleView over the vertices: a coupler may change ``vel`` between the velocity update
+        (pre-coupling) and the position update (post-coupling)."""
+        p = self._parts[part.index]
+        return ParticleCarriers(pos=p.pos, vel=p.vel, mass=p.mass, active=p.carrier_active, kind="particles")
+
+    def surface_mesh(self, part):
+        """SurfaceMeshView: the boundary triangles (outward oriented) over the shared vertex array."""
+        p = self._parts[part.index]
+        return SurfaceMesh(pos=p.pos, vel=p.vel, triangles=self.triangles)
+
+    # -- readbacks (outside the step) ---------------------------------------------------------------
+    def element_fields(self):
+        """(F, P, psi) of every element in every env, as NumPy arrays (float32)."""
+        import warp as wp
+
+        from .kernels import elastic as K
+
+        n, ne, dev = self.layout.n_envs, self.n_elements, self.device
+        if self._readback is None:
+            self._readback = (wp.zeros((n, ne), dtype=wp.mat33, device=dev),
+                              wp.zeros((n, ne), dtype=wp.mat33, device=dev),
+                              wp.zeros((n, ne), dtype=float, device=dev))
+        Fa, Pa, psi = self._readback
+        m = self.model
+        wp.launch(K.element_stress, dim=(n, ne), inputs=[m.tets, m.dm_inv, m.model, m.mu, m.lam, self.pos],
+                  outputs=[Fa, Pa, psi], device=dev)
+        return Fa.numpy(), Pa.numpy(), psi.numpy()
+
+    def _write(self, arr, envs: np.ndarray, cols: slice, values: np.ndarray) -> None:
+        host = arr.numpy()
+        host[envs[:, None], np.arange(host.shape[1])[cols]] = values
+        arr.assign(host)
+
+
+def _quat_to_mat(q):
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _fixed_mask(fixed, verts, label) -> np.ndarray:
+    n = len(verts)
+    if callable(fixed):
+        out = np.asarray(fixed(verts.copy()))
+        if out.shape != (n,):
+            raise OptionError(f"entity {label!r}: fixed(rest_positions) returned shape {out.shape}; expected "
+                              f"({n},) booleans")
+        return out.astype(bool)
+    arr = np.asarray(fixed)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise OptionError(f"entity {label!r}: fixed mask has shape {arr.shape}; expected ({n},)")
+        return arr
+    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= n):
+        raise OptionError(f"entity {label!r}: fixed = {fixed!r}: expected vertex indices in 0..{n - 1}, a "
+                          f"({n},) boolean mask or a function of the rest positions")
+    out = np.zeros(n, dtype=bool)
+    out[arr.reshape(-1).astype(np.int64)] = True
+    return out
+
+
+def _rest_stiffness_diagonal(tets, dm_inv, vol, mu, lam, nv) -> np.ndarray:
+    """Diagonal of the linear-elastic rest stiffness, per vertex and axis (Jacobi preconditioner):
+    K_aa,ii = V (μ |∇N_a|² + (μ + λ) (∇N_a)_i²)."""
+    grads = np.empty((len(tets), 4, 3))
+    grads[:, 1:] = dm_inv                       # rows of Dm⁻¹ are ∇N_1..∇N_3
+    grads[:, 0] = -dm_inv.sum(axis=1)
+    val = vol[:, None, None] * (mu[:, None, None] * (grads ** 2).sum(-1, keepdims=True)
+                                + (mu + lam)[:, None, None] * grads ** 2)
+    out = np.zeros((nv, 3))
+    np.add.at(out, tets.reshape(-1), val.reshape(-1, 3))
+    return out
+
