@@ -4,6 +4,9 @@ Per substep h (symplectic Euler): ``substep_pre_coupling`` adds g·h to every ac
 velocity; a coupler may then change the velocities (ParticleView); ``substep_post_coupling`` moves
 the particles by v·h and bounces those that reach the ground (kernels.advance_and_bounce).
 No particle–particle interaction: envs and particles are independent.
+
+This module is imported only when a scene adds a Ballistic entity, so it may import Warp at the top
+(importing compiles nothing: a kernel module compiles on its first launch, into Warp's cache).
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import warp as wp
 from polyphys.errors import OptionError
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers
 
+from . import kernels
 from .entity import BallisticEntity
 from .options import BallisticOptions
 from .sampling import sample_morph
@@ -35,8 +40,6 @@ class BallisticSolver(Solver):
 
     # -- build: allocate every array once --------------------------------------------------------
     def build(self, layout):
-        import warp as wp
-
         self.layout = layout
         n_envs, dev, npf = layout.n_envs, layout.device, layout.np_float
         s = layout.float_type
@@ -76,22 +79,14 @@ class BallisticSolver(Solver):
 
     # -- stepping (captured in a Warp graph: no host sync, no allocation) -------------------------
     def substep_pre_coupling(self, f, part):
-        import warp as wp
-
-        from .kernels import integrate_velocity
-
         p = self._parts[part.index]
-        wp.launch(integrate_velocity, dim=(part.n_envs, self.n_particles),
+        wp.launch(kernels.integrate_velocity, dim=(part.n_envs, self.n_particles),
                   inputs=[self.gravity, self.h, p.active, p.vel], outputs=[p.vel],
                   device=self.layout.device)
 
     def substep_post_coupling(self, f, part):
-        import warp as wp
-
-        from .kernels import advance_and_bounce
-
         p = self._parts[part.index]
-        wp.launch(advance_and_bounce, dim=(part.n_envs, self.n_particles),
+        wp.launch(kernels.advance_and_bounce, dim=(part.n_envs, self.n_particles),
                   inputs=[self.h, self.floor_z, self.restitution, self.friction, p.active, p.pos,
                           p.vel],
                   outputs=[p.pos, p.vel], device=self.layout.device)
