@@ -25,7 +25,7 @@ def polyphys_solvers():
         options="polyphys_ballistic.options:BallisticOptions",
         capabilities=CAPABILITIES,
         contract=ContractScene(factory="polyphys_ballistic.contract:scene"),
-        description="particles under gravity bouncing on the ground z = 0",
+        description="particles under gravity bouncing on a ground plane",
     )]
 
 

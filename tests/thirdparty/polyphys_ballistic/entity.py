@@ -11,10 +11,10 @@ from polyphys.interfaces import Entity
 
 
 class BallisticEntity(Entity):
-    def __init__(self, solver, idx, morph, material, surface, name, local_pos: np.ndarray):
+    def __init__(self, solver, idx, morph, material, surface, name, init_pos: np.ndarray):
         super().__init__(solver, idx, morph, material, surface, name)
-        self.init_pos = local_pos          # (n_particles, 3) world positions at build
-        self.n_particles = len(local_pos)
+        self.init_pos = init_pos           # (n_particles, 3) world positions at build
+        self.n_particles = len(init_pos)
         self.start = -1                    # first particle index in the solver (set at build)
 
     def _bind(self, start: int) -> None:
