@@ -360,7 +360,10 @@ def build_scene(plan: ScenePlan):
                                              name=ep.name, **ep.options))
         except PolyphysError as exc:
             raise SceneFileError(f"{plan.source}: {key}: {exc}") from None
-    scene.build(n_envs=plan.n_envs)
+    try:
+        scene.build(n_envs=plan.n_envs)
+    except PolyphysError as exc:
+        raise SceneFileError(f"{plan.source}: building the scene: {type(exc).__name__}: {exc}") from None
     for ep, ent in zip(plan.entities, entities, strict=True):
         for setter, args, kwargs in ep.init:
             key = f"{plan.source}: entities[{ep.index}].init.{setter}"
@@ -603,6 +606,9 @@ def write_plot(traj: dict, path: str, title: str = "") -> str | None:
         if _is_particles(key):
             final = arr[-1].reshape(-1, arr.shape[-2], 3) if arr.ndim > 2 else arr[-1][None]
             clouds.append((key, final[0]))           # env 0
+            if arr.ndim > 2:                         # the centroid's path: (n_rec, [env], 3)
+                c = arr.mean(axis=-2)
+                series.append((f"{key} (mean)", c[:, 0] if c.ndim > 2 else c))
         elif "pos" in key.rsplit("/", 1)[-1]:
             a = arr
             while a.ndim > 2:
@@ -621,6 +627,12 @@ def write_plot(traj: dict, path: str, title: str = "") -> str | None:
         for key, a in series:
             line, = ax.plot(a[:, 0], a[:, 1], a[:, 2], label=key)
             ax.scatter(*a[-1], color=line.get_color(), s=12)
+        pts = np.concatenate([a for _, a in series])
+        mid = (pts.max(0) + pts.min(0)) / 2
+        half = max(float((pts.max(0) - pts.min(0)).max()) / 2, 0.05) * 1.05   # equal axes
+        ax.set_xlim(mid[0] - half, mid[0] + half)
+        ax.set_ylim(mid[1] - half, mid[1] + half)
+        ax.set_zlim(mid[2] - half, mid[2] + half)
         ax.set_title("paths (env 0; dot: final)", fontsize=9)
         ax.set_xlabel("x [m]")
         ax.set_ylabel("y [m]")

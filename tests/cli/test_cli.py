@@ -300,7 +300,7 @@ def test_inspect_hand_written_mjcf(tmp_path, capsys):
     if not any(".xml" in r.spec.suffixes or "MJCF" in r.spec.morphs for r in registry().all("importer")):
         pytest.skip("no MJCF importer registered yet")
     f = tmp_path / "arm.xml"
-    f.write_text(ARM_XML)
+    f.write_text(ARM_XML.strip())
     assert cli.main(["inspect", str(f), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["n_qs"] == 2 and d["n_dofs"] == 2
