@@ -434,32 +434,48 @@ def check_inertial(inertial: Inertial, where: str, strict_triangle: bool = True)
     return None
 
 
-def mesh_mass_properties(vertices, faces, shell: bool = False):
-    """Volume (or area for ``shell``), CoM and inertia about the CoM per unit density of a closed
-    triangle mesh, by signed tetrahedra from the origin (exact for any closed, consistently
-    oriented mesh; the divergence theorem). Shell: thin surface of unit areal density."""
+def mesh_mass_properties(vertices, faces, shell: bool = False, mode: str = "exact"):
+    """Volume (or area for ``shell``), CoM and inertia about the CoM per unit density of a
+    triangle mesh.
+
+    ``mode="exact"``: signed tetrahedra from the origin (exact for any closed, consistently
+    oriented mesh; the divergence theorem). ``mode="legacy"``: MuJoCo's default ("legacy") rule,
+    unsigned pyramids from the area-weighted face centroid (for the CoM) and then from the CoM (for
+    volume and inertia); equal to exact for convex meshes. ``shell``: a thin surface of unit areal
+    density.
+    """
     v = np.asarray(vertices, dtype=float)
     f = np.asarray(faces, dtype=np.int64)
     a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    cross = np.cross(b - a, c - a)
+    area = 0.5 * np.linalg.norm(cross, axis=1)
+    cen = (a + b + c) / 3.0
     if shell:
-        w = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+        w = area
         total = float(w.sum())
-        com = (w[:, None] * (a + b + c) / 3.0).sum(0) / total
-        a, b, c = a - com, b - com, c - com
-        # second moment of a triangle: area/12 * (sum v v^T + (sum v)(sum v)^T)
-        s = a + b + c
-        cov = np.einsum("n,ni,nj->ij", w / 12.0, a, a) + np.einsum("n,ni,nj->ij", w / 12.0, b, b) \
-            + np.einsum("n,ni,nj->ij", w / 12.0, c, c) + np.einsum("n,ni,nj->ij", w / 12.0, s, s)
-    else:
+        com = (w[:, None] * cen).sum(0) / total
+        div = 12.0
+    elif mode == "legacy":
+        facecen = (area[:, None] * cen).sum(0) / area.sum()
+        w = np.abs(np.einsum("ni,ni->n", cen - facecen, cross)) / 6.0
+        com = (w[:, None] * (0.75 * cen + 0.25 * facecen)).sum(0) / w.sum()
+        w = np.abs(np.einsum("ni,ni->n", cen - com, cross)) / 6.0
+        total = float(w.sum())
+        div = 20.0
+    elif mode == "exact":
         w = np.einsum("ni,ni->n", a, np.cross(b, c)) / 6.0
         total = float(w.sum())
         com = (w[:, None] * (a + b + c) / 4.0).sum(0) / total
-        a, b, c = a - com, b - com, c - com
-        # second moment of a tetrahedron with apex at the origin: vol/20 * (sum v v^T + s s^T)
-        w = np.einsum("ni,ni->n", a, np.cross(b, c)) / 6.0
-        s = a + b + c
-        cov = (np.einsum("n,ni,nj->ij", w / 20.0, a, a) + np.einsum("n,ni,nj->ij", w / 20.0, b, b)
-               + np.einsum("n,ni,nj->ij", w / 20.0, c, c) + np.einsum("n,ni,nj->ij", w / 20.0, s, s))
+        w = np.einsum("ni,ni->n", cen - com, cross) / 6.0
+        div = 20.0
+    else:
+        raise ValueError(f"mesh_mass_properties mode = {mode!r}; allowed 'exact', 'legacy'")
+    a, b, c = a - com, b - com, c - com
+    s = a + b + c
+    # second moment: tetrahedron with apex at the CoM vol/20 * (sum v v^T + s s^T); triangle
+    # shell area/12 * (the same)
+    cov = (np.einsum("n,ni,nj->ij", w / div, a, a) + np.einsum("n,ni,nj->ij", w / div, b, b)
+           + np.einsum("n,ni,nj->ij", w / div, c, c) + np.einsum("n,ni,nj->ij", w / div, s, s))
     inertia = np.trace(cov) * np.eye(3) - cov
     return total, com, inertia
 
