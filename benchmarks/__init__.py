@@ -43,7 +43,7 @@ def machine_info() -> dict:
     except AttributeError:
         usable = os.cpu_count()
     try:
-        load = os.getloadavg()[0]
+        load = round(os.getloadavg()[0], 2)
     except (AttributeError, OSError):
         load = None
     return {
