@@ -1,0 +1,430 @@
+"""RigidEntity: getters and setters of SPEC §S1-S4 and the control API of a rigid joint tree.
+
+Getters return NumPy copies (batch axis first; none for n_envs=0). Setters write the device arrays
+in place outside the step and refresh kinematics and dynamics (``solver.forward()``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polyphys.description import EntityDescription
+from polyphys.errors import OptionError
+from polyphys.interfaces import Entity
+from polyphys.kinematics import quat_rotate
+
+CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
+
+
+class JointInfo:
+    """A joint with its global and entity-local q/dof indices."""
+
+    def __init__(self, desc_joint, q_start: int, dof_start: int, q_local: int, dof_local: int):
+        self.name = desc_joint.name
+        self.type = desc_joint.type
+        self.n_qs, self.n_dofs = desc_joint.n_qs, desc_joint.n_dofs
+        self.q_start, self.dof_start = q_start, dof_start
+        self.q_idx_local = list(range(q_local, q_local + self.n_qs))
+        self.dof_idx_local = list(range(dof_local, dof_local + self.n_dofs))
+        self.q_idx = list(range(q_start, q_start + self.n_qs))
+        self.dof_idx = list(range(dof_start, dof_start + self.n_dofs))
+
+    def __repr__(self):
+        return f"<Joint {self.name!r} {self.type} q_start={self.q_start} dof_start={self.dof_start}>"
+
+
+class RigidEntity(Entity):
+    def __init__(self, solver, idx, morph, material, surface, name, desc: EntityDescription):
+        super().__init__(solver, idx, morph, material, surface, name)
+        self.description = desc
+        self.n_qs, self.n_dofs, self.n_links = desc.n_qs, desc.n_dofs, desc.n_links
+        self.n_actuators = len(desc.actuators)
+
+    def _bind(self, link_start, joint_start, q_start, dof_start):
+        self.link_start, self.joint_start = link_start, joint_start
+        self.q_start, self.dof_start = q_start, dof_start
+        self.joints = [JointInfo(j, q_start + j.q_start, dof_start + j.dof_start, j.q_start, j.dof_start)
+                       for j in self.description.joints]
+        self._qs = slice(q_start, q_start + self.n_qs)
+        self._ds = slice(dof_start, dof_start + self.n_dofs)
+        self._ls = slice(link_start, link_start + self.n_links)
+        a0 = sum(e.n_actuators for e in self.solver.entities[:self.idx])
+        self._as = slice(a0, a0 + self.n_actuators)
+
+    @property
+    def links(self):
+        return [lk.name for lk in self.description.links]
+
+    @property
+    def actuators(self):
+        return [a.name for a in self.description.actuators]
+
+    def get_joint(self, name: str) -> JointInfo:
+        for j in self.joints:
+            if j.name == name:
+                return j
+        raise OptionError(f"entity {self.name!r} has no joint {name!r}; joints: {[j.name for j in self.joints]}")
+
+    # -- indices ---------------------------------------------------------------------------------
+    def _local_idx(self, idx, n: int, what: str) -> np.ndarray:
+        if idx is None:
+            return np.arange(n)
+        arr = np.asarray(idx).reshape(-1)
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise OptionError(f"{what} = {idx!r}: expected integer indices")
+        bad = arr[(arr < 0) | (arr >= n)]
+        if bad.size:
+            raise OptionError(f"{what} contains {bad.tolist()}: allowed 0..{n - 1} for entity {self.name!r}")
+        if len(np.unique(arr)) != arr.size:
+            raise OptionError(f"{what} = {arr.tolist()}: duplicate indices")
+        return arr.astype(np.int64)
+
+    def _read(self, arr, cols: slice, idx, envs):
+        a = arr.numpy()[:, cols]
+        if idx is not None:
+            a = a[:, idx]
+        return self._out(a.astype(float), envs)
+
+    def _set(self, arr, name, value, idx_local, n, base: int, envs_idx, what="dofs_idx_local"):
+        envs = self._envs(envs_idx)
+        idx = self._local_idx(idx_local, n, what)
+        vals = self._in(name, value, (len(idx),), envs)
+        self.solver._write(arr, envs, base + idx, vals)
+        return envs, idx
+
+    # -- q and dofs ------------------------------------------------------------------------------
+    def get_qpos(self, envs_idx=None):
+        """Generalized coordinates in q order (MuJoCo's qpos order for an MJCF model)."""
+        return self._read(self.solver.qpos, self._qs, None, self._envs(envs_idx))
+
+    def set_qpos(self, qpos, envs_idx=None, zero_velocity: bool = True):
+        """Write q (quaternions normalised); rigid set_qpos zeroes the velocity by default (SPEC S4)."""
+        envs = self._envs(envs_idx)
+        vals = self._normalize_quats(self._in("qpos", qpos, (self.n_qs,), envs))
+        self.solver._write(self.solver.qpos, envs, self._qs, vals)
+        if zero_velocity:
+            self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
+        self.solver.forward()
+
+    def _normalize_quats(self, vals):
+        vals = vals.copy()
+        for j in self.joints:
+            if j.type in ("free", "spherical"):
+                a = j.q_idx_local[0] + (3 if j.type == "free" else 0)
+                q = vals[:, a:a + 4]
+                n = np.linalg.norm(q, axis=1, keepdims=True)
+                if np.any(n < 1e-12):
+                    raise OptionError(f"qpos of joint {j.name!r}: a zero quaternion has no orientation")
+                vals[:, a:a + 4] = q / n
+        return vals
+
+    def get_dofs_position(self, dofs_idx_local=None, envs_idx=None):
+        """SPEC S4: revolute/prismatic q − ref; free (x, y, z, three angles); spherical three angles."""
+        envs = self._envs(envs_idx)
+        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
+        full = self.solver.tree.dofs_position(self.solver.qpos.numpy().astype(float))
+        return self._out(full[:, self._ds][:, idx], envs)
+
+    def set_dofs_position(self, position, dofs_idx_local=None, envs_idx=None, zero_velocity: bool = True):
+        envs = self._envs(envs_idx)
+        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
+        vals = self._in("position", position, (len(idx),), envs)
+        qpos = self.solver.qpos.numpy().astype(float)
+        dofs = self.solver.tree.dofs_position(qpos)
+        dofs[np.ix_(envs, self._ds.start + idx)] = vals
+        new = self.solver.tree.qpos_from_dofs_position(dofs, qpos)
+        self.solver._write(self.solver.qpos, envs, self._qs, new[envs][:, self._qs])
+        if zero_velocity:
+            self.solver._write(self.solver.qvel, envs, self._ds.start + idx, np.zeros((len(envs), len(idx))))
+        self.solver.forward()
+
+    def get_dofs_velocity(self, dofs_idx_local=None, envs_idx=None):
+        """Dof velocities in MuJoCo's qvel convention (free: world linear velocity of the link
+        origin, then angular velocity in the link frame; spherical: local angular velocity)."""
+        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
+        return self._read(self.solver.qvel, self._ds, idx, self._envs(envs_idx))
+
+    def set_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
+        self._set(self.solver.qvel, "velocity", velocity, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
+        self.solver.forward()
+
+    def get_qacc(self, envs_idx=None):
+        """Acceleration of the last step (or M⁻¹f after forward())."""
+        return self._read(self.solver.d.qacc, self._ds, None, self._envs(envs_idx))
+
+    # -- forces ----------------------------------------------------------------------------------
+    def get_qfrc(self, kind: str = "smooth", envs_idx=None):
+        """Generalized forces of the last forward/step: kind = bias (gravity, Coriolis, centrifugal;
+        MuJoCo qfrc_bias), passive, actuator (MJCF actuators), control (PD/velocity/force control),
+        external (gravity compensation and link wrenches), smooth (the total that M·qacc equals)."""
+        kinds = ("bias", "passive", "actuator", "control", "external", "smooth")
+        if kind not in kinds:
+            raise OptionError(f"get_qfrc(kind={kind!r}): allowed {list(kinds)}")
+        arr = getattr(self.solver.d, "qfrc_ext" if kind == "external" else f"qfrc_{kind}")
+        return self._read(arr, self._ds, None, self._envs(envs_idx))
+
+    def get_dofs_force(self, dofs_idx_local=None, envs_idx=None):
+        """Actuation force per dof: MJCF actuators plus PD/velocity/force control."""
+        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
+        envs = self._envs(envs_idx)
+        a = self.solver.d.qfrc_actuator.numpy() + self.solver.d.qfrc_control.numpy()
+        return self._out(a[:, self._ds][:, idx].astype(float), envs)
+
+    def get_mass_mat(self, envs_idx=None):
+        """The joint-space mass matrix (armature included) of this entity, (n_dofs, n_dofs) per env."""
+        envs = self._envs(envs_idx)
+        return self._out(self.solver.mass_matrix()[:, self._ds, self._ds], envs)
+
+    # -- control ---------------------------------------------------------------------------------
+    def _control(self, mode, arr, name, value, dofs_idx_local, envs_idx):
+        envs, idx = self._set(arr, name, value, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
+        if mode == CTRL_POSITION:
+            types = [self._dof_joint_type(i) for i in idx]
+            bad = [int(i) for i, t in zip(idx, types) if t not in ("revolute", "prismatic")]
+            if bad:
+                raise OptionError(f"control_dofs_position: dofs {bad} belong to free/spherical joints; "
+                                  f"position control is for revolute/prismatic dofs (use velocity)")
+        self.solver._write(self.solver.dof_mode, envs, self._ds.start + idx,
+                           np.full((len(envs), len(idx)), mode, np.int32))
+
+    def _dof_joint_type(self, i):
+        for j in self.joints:
+            if i in j.dof_idx_local:
+                return j.type
+        return None
+
+    def control_dofs_force(self, force, dofs_idx_local=None, envs_idx=None):
+        """Force (torque) on each dof, kept until changed (clamped to the dof force range)."""
+        self._control(CTRL_FORCE, self.solver.dof_target_force, "force", force, dofs_idx_local, envs_idx)
+
+    set_dofs_force = control_dofs_force
+
+    def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None):
+        """PD target in dofs-position units (q − ref): τ = kp·(target − pos) − kv·vel."""
+        self._control(CTRL_POSITION, self.solver.dof_target_pos, "position", position, dofs_idx_local,
+                      envs_idx)
+
+    def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
+        """Velocity target: τ = kv·(target − vel)."""
+        self._control(CTRL_VELOCITY, self.solver.dof_target_vel, "velocity", velocity, dofs_idx_local,
+                      envs_idx)
+
+    def _param(self, name, value, dofs_idx_local, envs_idx, check=None):
+        arr = getattr(self.solver.params, name)
+        envs = self._envs(envs_idx)
+        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
+        vals = self._in(name, value, (len(idx),), envs)
+        if check is not None:
+            check(vals)
+        self.solver._write(arr, envs, self._ds.start + idx, vals)
+        self.solver.forward()
+
+    @staticmethod
+    def _nonneg(what):
+        def check(vals):
+            if np.any(vals < 0):
+                raise OptionError(f"{what} = {vals.tolist()}: values must be >= 0")
+        return check
+
+    def set_dofs_kp(self, kp, dofs_idx_local=None, envs_idx=None):
+        self._param("dof_kp", kp, dofs_idx_local, envs_idx, self._nonneg("kp"))
+
+    def set_dofs_kv(self, kv, dofs_idx_local=None, envs_idx=None):
+        self._param("dof_kv", kv, dofs_idx_local, envs_idx, self._nonneg("kv"))
+
+    def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None):
+        lo = np.asarray(lower, float)
+        hi = np.asarray(upper, float)
+        if np.any(lo > hi):
+            raise OptionError(f"set_dofs_force_range: lower {lo.tolist()} > upper {hi.tolist()}")
+        self._param("dof_force_lo", lo, dofs_idx_local, envs_idx)
+        self._param("dof_force_hi", hi, dofs_idx_local, envs_idx)
+
+    def set_dofs_damping(self, damping, dofs_idx_local=None, envs_idx=None):
+        self._param("dof_damping", damping, dofs_idx_local, envs_idx, self._nonneg("damping"))
+
+    def set_dofs_armature(self, armature, dofs_idx_local=None, envs_idx=None):
+        self._param("dof_armature", armature, dofs_idx_local, envs_idx, self._nonneg("armature"))
+
+    def set_dofs_stiffness(self, stiffness, dofs_idx_local=None, envs_idx=None):
+        self._param("dof_stiffness", stiffness, dofs_idx_local, envs_idx, self._nonneg("stiffness"))
+
+    def get_dofs_param(self, name: str, dofs_idx_local=None, envs_idx=None):
+        """Per-env dof parameter: damping, armature, stiffness, kp, kv, force_lo, force_hi."""
+        key = f"dof_{name}"
+        if not hasattr(self.solver.params, key) or not key.startswith("dof_"):
+            raise OptionError(f"get_dofs_param({name!r}): allowed damping, armature, stiffness, kp, kv, "
+                              f"force_lo, force_hi")
+        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
+        return self._read(getattr(self.solver.params, key), self._ds, idx, self._envs(envs_idx))
+
+    # -- MJCF actuators --------------------------------------------------------------------------
+    def set_ctrl(self, ctrl, actuators_idx_local=None, envs_idx=None):
+        """Actuator controls (MuJoCo's ctrl; clamped to ctrlrange when ctrllimited)."""
+        if self.n_actuators == 0:
+            raise OptionError(f"entity {self.name!r} has no actuators")
+        self._set(self.solver.ctrl, "ctrl", ctrl, actuators_idx_local, self.n_actuators, self._as.start,
+                  envs_idx, "actuators_idx_local")
+        self.solver.forward()
+
+    def get_ctrl(self, envs_idx=None):
+        return self._read(self.solver.ctrl, self._as, None, self._envs(envs_idx))
+
+    def get_actuator_force(self, envs_idx=None):
+        return self._read(self.solver.d.act_force, self._as, None, self._envs(envs_idx))
+
+    # -- external forces -------------------------------------------------------------------------
+    def apply_links_external_force(self, force, links_idx_local=None, envs_idx=None, pos=None,
+                                   local: bool = False):
+        """Force (world frame, N) on links for the next step, at ``pos`` (world point; default the
+        link CoM). ``local=True``: force and pos are in the link frame (pos relative to its origin).
+        The wrench is converted to force + torque about the CoM at the current pose."""
+        envs = self._envs(envs_idx)
+        idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
+        f = self._in("force", force, (len(idx), 3), envs)
+        gl = self._ls.start + idx
+        xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
+        xp = self.solver.d.link_pos.numpy()[envs][:, gl].astype(float)
+        com = self.solver.d.link_xipos.numpy()[envs][:, gl].astype(float)
+        if local:
+            f = quat_rotate(xq, f)
+        torque = np.zeros_like(f)
+        if pos is not None:
+            p = self._in("pos", pos, (len(idx), 3), envs)
+            p = xp + quat_rotate(xq, p) if local else p
+            torque = np.cross(p - com, f)
+        self._add(self.solver.xfrc_force, envs, gl, f)
+        self._add(self.solver.xfrc_torque, envs, gl, torque)
+
+    def apply_links_external_torque(self, torque, links_idx_local=None, envs_idx=None, local: bool = False):
+        envs = self._envs(envs_idx)
+        idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
+        t = self._in("torque", torque, (len(idx), 3), envs)
+        gl = self._ls.start + idx
+        if local:
+            xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
+            t = quat_rotate(xq, t)
+        self._add(self.solver.xfrc_torque, envs, gl, t)
+
+    def _add(self, arr, envs, cols, vals):
+        host = arr.numpy()
+        host[envs[:, None], cols[None, :]] += vals
+        arr.assign(host)
+
+    # -- links -----------------------------------------------------------------------------------
+    def _links(self, arr, links_idx_local, envs_idx, xyzw_to_wxyz=False):
+        envs = self._envs(envs_idx)
+        idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
+        a = arr.numpy()[:, self._ls][:, idx].astype(float)
+        if xyzw_to_wxyz:
+            a = a[..., [3, 0, 1, 2]]
+        return self._out(a, envs)
+
+    def get_links_pos(self, links_idx_local=None, envs_idx=None):
+        """Link frame origins (world)."""
+        return self._links(self.solver.d.link_pos, links_idx_local, envs_idx)
+
+    def get_links_quat(self, links_idx_local=None, envs_idx=None):
+        return self._links(self.solver.d.link_quat, links_idx_local, envs_idx, True)
+
+    def get_links_vel(self, links_idx_local=None, envs_idx=None):
+        """Linear velocity of each link origin (world frame)."""
+        return self._links(self.solver.d.link_vel, links_idx_local, envs_idx)
+
+    def get_links_ang(self, links_idx_local=None, envs_idx=None):
+        """Angular velocity of each link (world frame)."""
+        return self._links(self.solver.d.link_ang, links_idx_local, envs_idx)
+
+    def get_links_com(self, links_idx_local=None, envs_idx=None):
+        """Link centres of mass (world)."""
+        return self._links(self.solver.d.link_xipos, links_idx_local, envs_idx)
+
+    def get_links_mass(self, links_idx_local=None, envs_idx=None):
+        return self._links(self.solver.params.link_mass, links_idx_local, envs_idx)
+
+    def set_links_mass(self, mass, links_idx_local=None, envs_idx=None):
+        """Per-env link mass (the inertia tensor scales with it: constant density)."""
+        envs = self._envs(envs_idx)
+        idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
+        vals = self._in("mass", mass, (len(idx),), envs)
+        if np.any(vals < 0):
+            raise OptionError(f"set_links_mass: mass {vals.tolist()} must be >= 0")
+        gl = self._ls.start + idx
+        p = self.solver.params
+        old = p.link_mass.numpy()[envs][:, gl].astype(float)
+        inertia = p.link_inertia.numpy()[envs][:, gl].astype(float)
+        scale = np.divide(vals, old, out=np.ones_like(vals), where=old > 0)
+        self.solver._write(p.link_mass, envs, gl, vals)
+        self.solver._write(p.link_inertia, envs, gl, inertia * scale[..., None, None])
+        self.solver.forward()
+        self.solver._check_masses()
+
+    def set_links_com(self, com, links_idx_local=None, envs_idx=None):
+        """Per-env CoM offset in the link frame (the inertia about the CoM is kept)."""
+        envs = self._envs(envs_idx)
+        idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
+        vals = self._in("com", com, (len(idx), 3), envs)
+        self.solver._write(self.solver.params.link_com, envs, self._ls.start + idx, vals)
+        self.solver.forward()
+
+    # -- base ------------------------------------------------------------------------------------
+    def get_pos(self, envs_idx=None, relative: bool = True):
+        """Base link: relative=True its origin (the author frame), relative=False its CoM (the
+        solver's inertia-aligned origin, SPEC S2)."""
+        arr = self.solver.d.link_pos if relative else self.solver.d.link_xipos
+        return self._links(arr, [0], envs_idx)[..., 0, :]
+
+    def get_quat(self, envs_idx=None):
+        return self._links(self.solver.d.link_quat, [0], envs_idx, True)[..., 0, :]
+
+    def get_vel(self, envs_idx=None, relative: bool = True):
+        """Linear velocity of the base origin (relative=True) or of its CoM (relative=False):
+        they differ by ω × d (SPEC S2)."""
+        v = self._links(self.solver.d.link_vel, [0], envs_idx)[..., 0, :]
+        if relative:
+            return v
+        w = self.get_ang(envs_idx)
+        d = self.get_pos(envs_idx, relative=False) - self.get_pos(envs_idx, relative=True)
+        return v + np.cross(w, d)
+
+    def get_ang(self, envs_idx=None):
+        return self._links(self.solver.d.link_ang, [0], envs_idx)[..., 0, :]
+
+    def _free_root(self):
+        root = self.description.links[0]
+        if root.joints and self.description.joints[root.joints[0]].type == "free":
+            return self.joints[root.joints[0]]
+        return None
+
+    def set_pos(self, pos, envs_idx=None, zero_velocity: bool = True):
+        """Move the base origin: a free root's q, or a fixed base's placement."""
+        envs = self._envs(envs_idx)
+        vals = self._in("pos", pos, (3,), envs)
+        fr = self._free_root()
+        if fr is not None:
+            self.solver._write(self.solver.qpos, envs, slice(fr.q_start, fr.q_start + 3), vals)
+            if zero_velocity:
+                self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
+        else:
+            li = self.link_start
+            self.solver._write(self.solver.model.root_pos, envs, slice(li, li + 1),
+                               vals.reshape(len(envs), 1, 3))
+        self.solver.forward()
+
+    def set_quat(self, quat, envs_idx=None, zero_velocity: bool = True):
+        envs = self._envs(envs_idx)
+        vals = self._in("quat", quat, (4,), envs)
+        n = np.linalg.norm(vals, axis=1, keepdims=True)
+        if np.any(n < 1e-12):
+            raise OptionError("set_quat: a zero quaternion has no orientation")
+        vals = vals / n
+        fr = self._free_root()
+        if fr is not None:
+            self.solver._write(self.solver.qpos, envs, slice(fr.q_start + 3, fr.q_start + 7), vals)
+            if zero_velocity:
+                self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
+        else:
+            li = self.link_start
+            self.solver._write(self.solver.model.root_quat, envs, slice(li, li + 1),
+                               vals[:, [1, 2, 3, 0]].reshape(len(envs), 1, 4))
+        self.solver.forward()

@@ -1,0 +1,532 @@
+"""Smooth articulated-body dynamics of the rigid solver: one thread per env.
+
+One kernel, ``rigid_dynamics``, does a whole substep for one env, following MuJoCo's pipeline
+(``mj_kinematics``, ``mj_comPos``, ``mj_crb``, ``mj_comVel``, ``mj_rne``, ``mj_passive``,
+``mj_fwdActuation``, ``mj_factorI``/``mj_solveLD``, ``mj_Euler``/``mj_implicit``):
+
+1. forward kinematics: link frames, joint anchors/axes, CoM, inertia in the world frame;
+2. spatial quantities about a per-tree reference point (the tree root's origin): composite-style
+   inertia ``(m, m·c, I_ref)``, joint motion subspaces ``cdof`` (angular, linear), link velocities
+   ``cvel`` and ``cdof_dot = cvel × cdof``;
+3. mass matrix by the composite-rigid-body algorithm, armature added, stored tree-sparse (row ``i``
+   holds ``M[i, j]`` for ``j`` = i and its dof ancestors, MuJoCo's layout);
+4. bias forces (gravity, Coriolis, centrifugal) by recursive Newton-Euler, and the forces of
+   gravity compensation and external link wrenches through the same backward pass;
+5. passive joint damping/stiffness, MJCF actuators, per-dof PD/velocity/force control;
+6. ``(M + h·D)`` factorised as LᵀDL along the tree (no dense inverse, no fill-in), solved for qacc;
+7. (mode STEP) ``v' = v + h·a``, ``q' = q ⊕ h·v'`` (quaternions right-multiplied by exp(h·ω)).
+
+``D`` depends on the integrator (SPEC R2): Euler uses the passive damping only (MuJoCo's
+eulerdamp), implicitfast and approximate_implicitfast also the velocity derivative of the actuator
+and PD forces. With no constraint solve in between, the three formulations of SPEC R2 reduce to one
+solve with ``M + h·D``.
+
+Spatial vectors are pairs of vec3 (angular, linear) for motions and (torque, force) for forces, both
+about the tree's reference point.
+"""
+
+from typing import Any
+
+import warp as wp
+
+JOINT_FIXED = wp.constant(0)
+JOINT_REVOLUTE = wp.constant(1)
+JOINT_PRISMATIC = wp.constant(2)
+JOINT_SPHERICAL = wp.constant(3)
+JOINT_FREE = wp.constant(4)
+
+MODE_STEP = wp.constant(0)       # full substep: dynamics and integration
+MODE_FORWARD = wp.constant(1)    # dynamics at the current state (qacc = M⁻¹f), no time advance
+MODE_KINEMATICS = wp.constant(2)  # link poses and velocities only
+MODE_END_STEP = wp.constant(3)    # kinematics, then clear the per-step external forces
+
+CTRL_FORCE = wp.constant(0)
+CTRL_POSITION = wp.constant(1)
+CTRL_VELOCITY = wp.constant(2)
+
+INTEGRATOR_EULER = wp.constant(0)
+
+
+@wp.func
+def inert_mul_ang(m: Any, mc: Any, ii: Any, w: Any, v: Any):
+    """Angular part (torque-like, about the reference point) of spatial inertia × motion."""
+    return ii * w + wp.cross(mc, v)
+
+
+@wp.func
+def inert_mul_lin(m: Any, mc: Any, ii: Any, w: Any, v: Any):
+    """Linear part (force-like) of spatial inertia × motion: m·v − m·c × ω."""
+    return m * v - wp.cross(mc, w)
+
+
+@wp.func
+def quat_mul_axis_angle(q: Any, w: Any, h: Any):
+    """q · exp(h·w/2), as MuJoCo's mju_quatIntegrate (q normalised first and after)."""
+    qn = wp.normalize(q)
+    nw = wp.length(w)
+    if nw > type(h)(0.0):
+        dq = wp.quat_from_axis_angle(w / nw, nw * h)
+        return wp.normalize(qn * dq)
+    return qn
+
+
+@wp.kernel
+def rigid_dynamics(
+    mode: wp.int32,
+    integrator: wp.int32,
+    h: Any,
+    gravity: Any,
+    # Model:
+    link_parent: wp.array(dtype=wp.int32),
+    link_root: wp.array(dtype=wp.int32),
+    link_pos0: wp.array(dtype=Any),
+    link_quat0: wp.array(dtype=Any),
+    link_joint_adr: wp.array(dtype=wp.int32),
+    link_dof_adr: wp.array(dtype=wp.int32),
+    link_gravcomp: wp.array(dtype=Any),
+    joint_type: wp.array(dtype=wp.int32),
+    joint_q_start: wp.array(dtype=wp.int32),
+    joint_dof_start: wp.array(dtype=wp.int32),
+    joint_pos: wp.array(dtype=Any),
+    joint_axis: wp.array(dtype=Any),
+    joint_ref: wp.array(dtype=Any),
+    joint_springref: wp.array(dtype=Any),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_madr: wp.array(dtype=wp.int32),
+    dof_link: wp.array(dtype=wp.int32),
+    dof_joint: wp.array(dtype=wp.int32),
+    n_act: wp.int32,
+    act_dof: wp.array(dtype=wp.int32),
+    act_qadr: wp.array(dtype=wp.int32),
+    act_gear: wp.array(dtype=Any),
+    act_gain: wp.array(dtype=Any),
+    act_bias: wp.array(dtype=Any),
+    act_ctrl_lo: wp.array(dtype=Any),
+    act_ctrl_hi: wp.array(dtype=Any),
+    act_force_lo: wp.array(dtype=Any),
+    act_force_hi: wp.array(dtype=Any),
+    # Model, per env (domain randomisation):
+    root_pos: wp.array2d(dtype=Any),
+    root_quat: wp.array2d(dtype=Any),
+    link_mass: wp.array2d(dtype=Any),
+    link_com: wp.array2d(dtype=Any),
+    link_inertia: wp.array2d(dtype=Any),
+    dof_damping: wp.array2d(dtype=Any),
+    dof_armature: wp.array2d(dtype=Any),
+    dof_stiffness: wp.array2d(dtype=Any),
+    dof_kp: wp.array2d(dtype=Any),
+    dof_kv: wp.array2d(dtype=Any),
+    dof_force_lo: wp.array2d(dtype=Any),
+    dof_force_hi: wp.array2d(dtype=Any),
+    # Data in (state):
+    ctrl_in: wp.array2d(dtype=Any),
+    dof_mode_in: wp.array2d(dtype=wp.int32),
+    dof_target_pos_in: wp.array2d(dtype=Any),
+    dof_target_vel_in: wp.array2d(dtype=Any),
+    dof_target_force_in: wp.array2d(dtype=Any),
+    qfrc_applied_in: wp.array2d(dtype=Any),
+    xfrc_force_in: wp.array2d(dtype=Any),
+    xfrc_torque_in: wp.array2d(dtype=Any),
+    # Data in/out (state):
+    qpos: wp.array2d(dtype=Any),
+    qvel: wp.array2d(dtype=Any),
+    qacc_out: wp.array2d(dtype=Any),
+    # Data out (derived):
+    link_pos_out: wp.array2d(dtype=Any),
+    link_quat_out: wp.array2d(dtype=Any),
+    link_vel_out: wp.array2d(dtype=Any),
+    link_ang_out: wp.array2d(dtype=Any),
+    link_xipos_out: wp.array2d(dtype=Any),
+    joint_anchor_out: wp.array2d(dtype=Any),
+    joint_xaxis_out: wp.array2d(dtype=Any),
+    cinert_m: wp.array2d(dtype=Any),
+    cinert_mc: wp.array2d(dtype=Any),
+    cinert_i: wp.array2d(dtype=Any),
+    crb_m: wp.array2d(dtype=Any),
+    crb_mc: wp.array2d(dtype=Any),
+    crb_i: wp.array2d(dtype=Any),
+    cvel_w: wp.array2d(dtype=Any),
+    cvel_v: wp.array2d(dtype=Any),
+    cdof_w: wp.array2d(dtype=Any),
+    cdof_v: wp.array2d(dtype=Any),
+    cdofdot_w: wp.array2d(dtype=Any),
+    cdofdot_v: wp.array2d(dtype=Any),
+    cfrc_t: wp.array2d(dtype=Any),
+    cfrc_f: wp.array2d(dtype=Any),
+    cext_t: wp.array2d(dtype=Any),
+    cext_f: wp.array2d(dtype=Any),
+    mass_out: wp.array2d(dtype=Any),
+    qld_out: wp.array2d(dtype=Any),
+    qfrc_bias_out: wp.array2d(dtype=Any),
+    qfrc_passive_out: wp.array2d(dtype=Any),
+    qfrc_actuator_out: wp.array2d(dtype=Any),
+    qfrc_control_out: wp.array2d(dtype=Any),
+    qfrc_ext_out: wp.array2d(dtype=Any),
+    qfrc_smooth_out: wp.array2d(dtype=Any),
+    dof_dv_out: wp.array2d(dtype=Any),
+    act_force_out: wp.array2d(dtype=Any),
+):
+    env = wp.tid()
+    n_links = link_parent.shape[0]
+    n_dofs = dof_parent.shape[0]
+    s0 = type(h)(0.0)
+    s1 = type(h)(1.0)
+    zero = gravity * s0
+
+    # -- 1-2. kinematics, spatial inertia, motion subspaces, velocities -------------------------
+    for l in range(n_links):
+        p = link_parent[l]
+        if p < 0:
+            xpos = root_pos[env, l]
+            xquat = root_quat[env, l]
+        else:
+            pquat = link_quat_out[env, p]
+            xpos = link_pos_out[env, p] + wp.quat_rotate(pquat, link_pos0[l])
+            xquat = pquat * link_quat0[l]
+        for j in range(link_joint_adr[l], link_joint_adr[l + 1]):
+            jt = joint_type[j]
+            qs = joint_q_start[j]
+            if jt == JOINT_FREE:
+                xpos = type(zero)(qpos[env, qs], qpos[env, qs + 1], qpos[env, qs + 2])
+                xquat = wp.normalize(type(xquat)(qpos[env, qs + 4], qpos[env, qs + 5],
+                                                 qpos[env, qs + 6], qpos[env, qs + 3]))
+                joint_anchor_out[env, j] = xpos
+            elif jt == JOINT_REVOLUTE:
+                anchor = xpos + wp.quat_rotate(xquat, joint_pos[j])
+                joint_xaxis_out[env, j] = wp.quat_rotate(xquat, joint_axis[j])
+                rot = wp.quat_from_axis_angle(joint_axis[j], qpos[env, qs] - joint_ref[j])
+                xquat = wp.normalize(xquat * rot)
+                xpos = anchor - wp.quat_rotate(xquat, joint_pos[j])
+                joint_anchor_out[env, j] = anchor
+            elif jt == JOINT_PRISMATIC:
+                axis = wp.quat_rotate(xquat, joint_axis[j])
+                joint_xaxis_out[env, j] = axis
+                xpos = xpos + axis * (qpos[env, qs] - joint_ref[j])
+                joint_anchor_out[env, j] = xpos + wp.quat_rotate(xquat, joint_pos[j])
+            elif jt == JOINT_SPHERICAL:
+                anchor = xpos + wp.quat_rotate(xquat, joint_pos[j])
+                qb = wp.normalize(type(xquat)(qpos[env, qs + 1], qpos[env, qs + 2],
+                                              qpos[env, qs + 3], qpos[env, qs]))
+                xquat = wp.normalize(xquat * qb)
+                xpos = anchor - wp.quat_rotate(xquat, joint_pos[j])
+                joint_anchor_out[env, j] = anchor
+        link_pos_out[env, l] = xpos
+        link_quat_out[env, l] = xquat
+        ref = link_pos_out[env, link_root[l]]
+        rot_m = wp.quat_to_matrix(xquat)
+        xipos = xpos + rot_m * link_com[env, l]
+        link_xipos_out[env, l] = xipos
+        m = link_mass[env, l]
+        c = xipos - ref
+        sk = wp.skew(c)
+        cinert_m[env, l] = m
+        cinert_mc[env, l] = m * c
+        cinert_i[env, l] = rot_m * link_inertia[env, l] * wp.transpose(rot_m) - m * (sk * sk)
+
+        # motion subspaces about ref (MuJoCo mj_comPos); ball/free rotations use the final frame
+        for j in range(link_joint_adr[l], link_joint_adr[l + 1]):
+            jt = joint_type[j]
+            ds = joint_dof_start[j]
+            anchor = joint_anchor_out[env, j]
+            if jt == JOINT_REVOLUTE:
+                a = joint_xaxis_out[env, j]
+                cdof_w[env, ds] = a
+                cdof_v[env, ds] = wp.cross(a, ref - anchor)
+            elif jt == JOINT_PRISMATIC:
+                cdof_w[env, ds] = zero
+                cdof_v[env, ds] = joint_xaxis_out[env, j]
+            elif jt == JOINT_SPHERICAL or jt == JOINT_FREE:
+                r0 = ds
+                if jt == JOINT_FREE:
+                    for k in range(3):
+                        e = zero
+                        e[k] = s1
+                        cdof_w[env, ds + k] = zero
+                        cdof_v[env, ds + k] = e
+                    r0 = ds + 3
+                for k in range(3):
+                    a = wp.vector(rot_m[0, k], rot_m[1, k], rot_m[2, k])
+                    cdof_w[env, r0 + k] = a
+                    cdof_v[env, r0 + k] = wp.cross(a, ref - anchor)
+
+        # velocities (MuJoCo mj_comVel)
+        w = zero
+        v = zero
+        if p >= 0:
+            w = cvel_w[env, p]
+            v = cvel_v[env, p]
+        for j in range(link_joint_adr[l], link_joint_adr[l + 1]):
+            jt = joint_type[j]
+            ds = joint_dof_start[j]
+            nrot = 0
+            r0 = ds
+            if jt == JOINT_FREE:
+                for k in range(3):
+                    cdofdot_w[env, ds + k] = zero
+                    cdofdot_v[env, ds + k] = zero
+                    v = v + cdof_v[env, ds + k] * qvel[env, ds + k]
+                nrot = 3
+                r0 = ds + 3
+            elif jt == JOINT_SPHERICAL:
+                nrot = 3
+            elif jt == JOINT_REVOLUTE or jt == JOINT_PRISMATIC:
+                nrot = 1
+            dw = zero
+            dv = zero
+            for k in range(nrot):
+                d = r0 + k
+                aw = cdof_w[env, d]
+                av = cdof_v[env, d]
+                cdofdot_w[env, d] = wp.cross(w, aw)
+                cdofdot_v[env, d] = wp.cross(w, av) + wp.cross(v, aw)
+                dw = dw + aw * qvel[env, d]
+                dv = dv + av * qvel[env, d]
+            w = w + dw
+            v = v + dv
+        cvel_w[env, l] = w
+        cvel_v[env, l] = v
+        link_ang_out[env, l] = w
+        link_vel_out[env, l] = v + wp.cross(w, xpos - ref)
+
+    if mode == MODE_END_STEP:
+        for l in range(n_links):
+            xfrc_force_in[env, l] = zero
+            xfrc_torque_in[env, l] = zero
+        for i in range(n_dofs):
+            qfrc_applied_in[env, i] = s0
+    if mode == MODE_KINEMATICS or mode == MODE_END_STEP:
+        return
+
+    # -- 4. RNE forward pass (accelerations from velocity products and gravity) ---------------
+    for l in range(n_links):
+        p = link_parent[l]
+        # cext holds cacc during this pass (a parent comes before its children)
+        aw = zero
+        av = -gravity
+        if p >= 0:
+            aw = cext_t[env, p]
+            av = cext_f[env, p]
+        for d in range(link_dof_adr[l], link_dof_adr[l + 1]):
+            aw = aw + cdofdot_w[env, d] * qvel[env, d]
+            av = av + cdofdot_v[env, d] * qvel[env, d]
+        cext_t[env, l] = aw
+        cext_f[env, l] = av
+    for l in range(n_links):
+        m = cinert_m[env, l]
+        mc = cinert_mc[env, l]
+        ii = cinert_i[env, l]
+        w = cvel_w[env, l]
+        v = cvel_v[env, l]
+        aw = cext_t[env, l]
+        av = cext_f[env, l]
+        hw = inert_mul_ang(m, mc, ii, w, v)
+        hv = inert_mul_lin(m, mc, ii, w, v)
+        # cinert·cacc + cvel ×* (cinert·cvel); crossForce(v, f) = (ω×τ + v×f, ω×f)
+        cfrc_t[env, l] = inert_mul_ang(m, mc, ii, aw, av) + wp.cross(w, hw) + wp.cross(v, hv)
+        cfrc_f[env, l] = inert_mul_lin(m, mc, ii, aw, av) + wp.cross(w, hv)
+        # external wrench: gravity compensation at the CoM and the applied link wrench (at CoM)
+        ref = link_pos_out[env, link_root[l]]
+        c = link_xipos_out[env, l] - ref
+        f = xfrc_force_in[env, l] - gravity * (m * link_gravcomp[l])
+        cext_t[env, l] = xfrc_torque_in[env, l] + wp.cross(c, f)
+        cext_f[env, l] = f
+        crb_m[env, l] = m
+        crb_mc[env, l] = mc
+        crb_i[env, l] = ii
+    # backward pass: composite inertia, bias and external forces accumulate towards the root
+    for li in range(n_links):
+        l = n_links - 1 - li
+        p = link_parent[l]
+        if p >= 0:
+            cfrc_t[env, p] = cfrc_t[env, p] + cfrc_t[env, l]
+            cfrc_f[env, p] = cfrc_f[env, p] + cfrc_f[env, l]
+            cext_t[env, p] = cext_t[env, p] + cext_t[env, l]
+            cext_f[env, p] = cext_f[env, p] + cext_f[env, l]
+            crb_m[env, p] = crb_m[env, p] + crb_m[env, l]
+            crb_mc[env, p] = crb_mc[env, p] + crb_mc[env, l]
+            crb_i[env, p] = crb_i[env, p] + crb_i[env, l]
+
+    # -- 3. mass matrix (CRBA), bias and external generalized forces ---------------------------
+    for i in range(n_dofs):
+        l = dof_link[i]
+        aw = cdof_w[env, i]
+        av = cdof_v[env, i]
+        qfrc_bias_out[env, i] = wp.dot(aw, cfrc_t[env, l]) + wp.dot(av, cfrc_f[env, l])
+        qfrc_ext_out[env, i] = wp.dot(aw, cext_t[env, l]) + wp.dot(av, cext_f[env, l])
+        m = crb_m[env, l]
+        mc = crb_mc[env, l]
+        ii = crb_i[env, l]
+        ft = inert_mul_ang(m, mc, ii, aw, av)
+        ff = inert_mul_lin(m, mc, ii, aw, av)
+        adr = dof_madr[i]
+        j = i
+        while j >= 0:
+            mass_out[env, adr] = wp.dot(cdof_w[env, j], ft) + wp.dot(cdof_v[env, j], ff)
+            adr = adr + 1
+            j = dof_parent[j]
+        mass_out[env, dof_madr[i]] = mass_out[env, dof_madr[i]] + dof_armature[env, i]
+
+    # -- 5. passive, actuator and control forces; velocity derivative D ------------------------
+    for i in range(n_dofs):
+        jn = dof_joint[i]
+        jt = joint_type[jn]
+        vel = qvel[env, i]
+        frc = -dof_damping[env, i] * vel
+        if jt == JOINT_REVOLUTE or jt == JOINT_PRISMATIC:
+            frc = frc - dof_stiffness[env, i] * (qpos[env, joint_q_start[jn]] - joint_springref[jn])
+        qfrc_passive_out[env, i] = frc
+        qfrc_actuator_out[env, i] = s0
+        dof_dv_out[env, i] = dof_damping[env, i]
+    for a in range(n_act):
+        i = act_dof[a]
+        g = act_gear[a]
+        u = wp.clamp(ctrl_in[env, a], act_ctrl_lo[a], act_ctrl_hi[a])
+        length = g * qpos[env, act_qadr[a]]
+        vel = g * qvel[env, i]
+        gp = act_gain[a]
+        bp = act_bias[a]
+        gain = gp[0] + gp[1] * length + gp[2] * vel
+        frc = gain * u + bp[0] + bp[1] * length + bp[2] * vel
+        frc = wp.clamp(frc, act_force_lo[a], act_force_hi[a])
+        act_force_out[env, a] = frc
+        qfrc_actuator_out[env, i] = qfrc_actuator_out[env, i] + g * frc
+        # MuJoCo's mjd_actuator_vel: no velocity derivative while the force sits at its limit
+        if integrator != INTEGRATOR_EULER and frc > act_force_lo[a] and frc < act_force_hi[a]:
+            dof_dv_out[env, i] = dof_dv_out[env, i] - g * g * (gp[2] * u + bp[2])
+    for i in range(n_dofs):
+        jn = dof_joint[i]
+        md = dof_mode_in[env, i]
+        tau = dof_target_force_in[env, i]
+        kv = dof_kv[env, i]
+        if md == CTRL_POSITION:
+            qrel = qpos[env, joint_q_start[jn]] - joint_ref[jn]
+            tau = dof_kp[env, i] * (dof_target_pos_in[env, i] - qrel) - kv * qvel[env, i]
+        elif md == CTRL_VELOCITY:
+            tau = kv * (dof_target_vel_in[env, i] - qvel[env, i])
+        tau = wp.clamp(tau, dof_force_lo[env, i], dof_force_hi[env, i])
+        if (md != CTRL_FORCE and integrator != INTEGRATOR_EULER and tau > dof_force_lo[env, i]
+                and tau < dof_force_hi[env, i]):
+            dof_dv_out[env, i] = dof_dv_out[env, i] + kv
+        qfrc_control_out[env, i] = tau
+        qfrc_smooth_out[env, i] = (qfrc_passive_out[env, i] + qfrc_actuator_out[env, i] + tau
+                                   + qfrc_applied_in[env, i] + qfrc_ext_out[env, i]
+                                   - qfrc_bias_out[env, i])
+
+    # -- 6. (M + h·D) = Lᵀ·diag·L along the tree (MuJoCo mj_factorI), solve for qacc ----------
+    hd = h
+    if mode != MODE_STEP:
+        hd = s0
+    for i in range(n_dofs):
+        adr = dof_madr[i]
+        j = i
+        while j >= 0:
+            qld_out[env, adr] = mass_out[env, adr]
+            adr = adr + 1
+            j = dof_parent[j]
+        qld_out[env, dof_madr[i]] = qld_out[env, dof_madr[i]] + hd * dof_dv_out[env, i]
+    for ki in range(n_dofs):
+        k = n_dofs - 1 - ki
+        akk = dof_madr[k]
+        akki = akk + 1
+        i = dof_parent[k]
+        while i >= 0:
+            tmp = qld_out[env, akki] / qld_out[env, akk]
+            aij = dof_madr[i]
+            cnt = akki
+            j = i
+            while j >= 0:
+                qld_out[env, aij] = qld_out[env, aij] - qld_out[env, cnt] * tmp
+                aij = aij + 1
+                cnt = cnt + 1
+                j = dof_parent[j]
+            qld_out[env, akki] = tmp
+            i = dof_parent[i]
+            akki = akki + 1
+    for i in range(n_dofs):
+        qacc_out[env, i] = qfrc_smooth_out[env, i]
+    # x <- L⁻ᵀ x
+    for ii_ in range(n_dofs):
+        i = n_dofs - 1 - ii_
+        xi = qacc_out[env, i]
+        adr = dof_madr[i] + 1
+        j = dof_parent[i]
+        while j >= 0:
+            qacc_out[env, j] = qacc_out[env, j] - qld_out[env, adr] * xi
+            adr = adr + 1
+            j = dof_parent[j]
+    # x <- diag⁻¹ x
+    for i in range(n_dofs):
+        qacc_out[env, i] = qacc_out[env, i] / qld_out[env, dof_madr[i]]
+    # x <- L⁻¹ x
+    for i in range(n_dofs):
+        xi = qacc_out[env, i]
+        adr = dof_madr[i] + 1
+        j = dof_parent[i]
+        while j >= 0:
+            xi = xi - qld_out[env, adr] * qacc_out[env, j]
+            adr = adr + 1
+            j = dof_parent[j]
+        qacc_out[env, i] = xi
+
+    if mode != MODE_STEP:
+        return
+
+    # -- 7. semi-implicit Euler: v' = v + h·a, q' = q ⊕ h·v' -----------------------------------
+    for i in range(n_dofs):
+        qvel[env, i] = qvel[env, i] + h * qacc_out[env, i]
+    n_joints = joint_type.shape[0]
+    for j in range(n_joints):
+        jt = joint_type[j]
+        qs = joint_q_start[j]
+        ds = joint_dof_start[j]
+        if jt == JOINT_REVOLUTE or jt == JOINT_PRISMATIC:
+            qpos[env, qs] = qpos[env, qs] + h * qvel[env, ds]
+        elif jt == JOINT_FREE or jt == JOINT_SPHERICAL:
+            qq = qs
+            wd = ds
+            if jt == JOINT_FREE:
+                for k in range(3):
+                    qpos[env, qs + k] = qpos[env, qs + k] + h * qvel[env, ds + k]
+                qq = qs + 3
+                wd = ds + 3
+            qr = wp.quaternion(qpos[env, qq + 1], qpos[env, qq + 2], qpos[env, qq + 3], qpos[env, qq])
+            wv = wp.vector(qvel[env, wd], qvel[env, wd + 1], qvel[env, wd + 2])
+            qr = quat_mul_axis_angle(qr, wv, h)
+            qpos[env, qq] = qr[3]
+            qpos[env, qq + 1] = qr[0]
+            qpos[env, qq + 2] = qr[1]
+            qpos[env, qq + 3] = qr[2]
+
+
+def _overloads():
+    for s in (wp.float32, wp.float64):
+        V = wp.types.vector(3, s)
+        Q = wp.types.quaternion(s)
+        M = wp.types.matrix((3, 3), s)
+        a1 = lambda t: wp.array(dtype=t)      # noqa: E731
+        a2 = lambda t: wp.array2d(dtype=t)    # noqa: E731
+        sig = {"h": s, "gravity": V,
+               "link_pos0": a1(V), "link_quat0": a1(Q), "link_gravcomp": a1(s),
+               "joint_pos": a1(V), "joint_axis": a1(V), "joint_ref": a1(s), "joint_springref": a1(s),
+               "act_gear": a1(s), "act_gain": a1(V), "act_bias": a1(V), "act_ctrl_lo": a1(s),
+               "act_ctrl_hi": a1(s), "act_force_lo": a1(s), "act_force_hi": a1(s),
+               "root_pos": a2(V), "root_quat": a2(Q), "link_mass": a2(s), "link_com": a2(V),
+               "link_inertia": a2(M)}
+        for k in ("dof_damping", "dof_armature", "dof_stiffness", "dof_kp", "dof_kv", "dof_force_lo",
+                  "dof_force_hi", "ctrl_in", "dof_target_pos_in", "dof_target_vel_in",
+                  "dof_target_force_in", "qfrc_applied_in", "qpos", "qvel", "qacc_out", "cinert_m",
+                  "crb_m", "mass_out", "qld_out", "qfrc_bias_out", "qfrc_passive_out",
+                  "qfrc_actuator_out", "qfrc_control_out", "qfrc_ext_out", "qfrc_smooth_out",
+                  "dof_dv_out", "act_force_out"):
+            sig[k] = a2(s)
+        for k in ("xfrc_force_in", "xfrc_torque_in", "link_pos_out", "link_vel_out", "link_ang_out",
+                  "link_xipos_out", "joint_anchor_out", "joint_xaxis_out", "cinert_mc", "crb_mc", "cvel_w", "cvel_v",
+                  "cdof_w", "cdof_v", "cdofdot_w", "cdofdot_v", "cfrc_t", "cfrc_f", "cext_t", "cext_f"):
+            sig[k] = a2(V)
+        sig["link_quat_out"] = a2(Q)
+        sig["cinert_i"] = a2(M)
+        sig["crb_i"] = a2(M)
+        wp.overload(rigid_dynamics, sig)
+
+
+_overloads()

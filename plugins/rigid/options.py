@@ -1,0 +1,87 @@
+"""Options of the rigid solver (SPEC R2)."""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from polyphys.errors import OptionError
+from polyphys.options import in_range, non_negative, one_of, positive, positive_int
+
+
+class Integrator(enum.Enum):
+    """Time integrators of SPEC R2 (MuJoCo names)."""
+
+    Euler = "Euler"
+    implicitfast = "implicitfast"
+    approximate_implicitfast = "approximate_implicitfast"
+
+
+INTEGRATOR_CODES = {Integrator.Euler: 0, Integrator.implicitfast: 1, Integrator.approximate_implicitfast: 2}
+
+
+def _integrator(value):
+    if isinstance(value, Integrator):
+        return value
+    for it in Integrator:
+        if isinstance(value, str) and value == it.value:
+            return it
+    raise OptionError(f"RigidOptions.integrator = {value!r}: allowed values are "
+                      f"{[it.value for it in Integrator]} (or polyphys.plugins.rigid.Integrator)")
+
+
+def _opt_positive(instance, attribute, value):
+    if value is not None:
+        positive(instance, attribute, value)
+
+
+@attrs.frozen(kw_only=True)
+class RigidOptions:
+    """Rigid solver options.
+
+    integrator: "Euler", "implicitfast" or "approximate_implicitfast" (default; SPEC R2);
+    mujoco_compatible: MuJoCo's conventions where they differ from the Genesis defaults (SPEC R2a);
+    enable_collision: contacts on/off (this version has no contact solver: contacts are not
+    generated either way); disable_constraint: bypass every constraint (this version has no
+    constraint solver: the only supported value is True in effect, see docs/rigid.md);
+    gravity_compensation: scale of MJCF body ``gravcomp`` (1 = as written);
+    constraint_solver, iterations, tolerance, ls_iterations, ls_tolerance: constraint solver
+    settings, validated and stored for the constraint solver (contacts/limits are the next issues);
+    dt: optional substep length the scene must match (None: the scene's dt/substeps).
+    """
+
+    integrator: Integrator = attrs.field(default=Integrator.approximate_implicitfast, converter=_integrator)
+    mujoco_compatible: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    enable_collision: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    disable_constraint: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    gravity_compensation: float = attrs.field(default=1.0, validator=non_negative)
+    constraint_solver: str = attrs.field(default="Newton", validator=one_of("Newton", "CG"))
+    iterations: int | None = attrs.field(default=None, validator=attrs.validators.optional(positive_int))
+    tolerance: float | None = attrs.field(default=None, validator=_opt_positive)
+    ls_iterations: int | None = attrs.field(default=None,
+                                            validator=attrs.validators.optional(positive_int))
+    ls_tolerance: float = attrs.field(default=0.01, validator=in_range(0.0, 1.0, lo_open=True))
+    dt: float | None = attrs.field(default=None, validator=_opt_positive)
+
+    @property
+    def integrator_code(self) -> int:
+        return INTEGRATOR_CODES[self.integrator]
+
+    def effective_iterations(self) -> int:
+        if self.iterations is not None:
+            return self.iterations
+        return 100 if self.mujoco_compatible else 25
+
+    def effective_tolerance(self, precision: str) -> float:
+        if self.tolerance is not None:
+            return self.tolerance
+        if self.mujoco_compatible:
+            return 1e-8 if precision == "64" else 1e-5
+        return 1e-9 if precision == "64" else 1e-6
+
+    @classmethod
+    def mujoco(cls, **kwargs) -> RigidOptions:
+        """The MuJoCo-compatible preset (SPEC R2a)."""
+        kwargs.setdefault("mujoco_compatible", True)
+        return cls(**kwargs)

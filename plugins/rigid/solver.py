@@ -1,0 +1,368 @@
+"""RigidSolver: articulated rigid-body dynamics (smooth part of MuJoCo's pipeline) over env batches.
+
+One kernel launch per substep and partition (``kernels/dynamics.py``); no per-env Python loop.
+Constraints (contacts, joint limits, equalities, friction loss) are not part of this version: the
+solver integrates the unconstrained dynamics (as MuJoCo with ``mjDSBL_CONSTRAINT``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+
+from polyphys import morphs as M
+from polyphys.description import EntityDescription, from_primitive
+from polyphys.errors import BuildError, OptionError, PolyphysWarning
+from polyphys.importing import describe_morph
+from polyphys.interfaces import Solver
+from polyphys.kinematics import JointTree
+
+from .entity import RigidEntity
+from .materials import Rigid
+from .options import RigidOptions
+
+MODE_STEP, MODE_FORWARD, MODE_KINEMATICS, MODE_END_STEP = 0, 1, 2, 3
+CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
+
+# per-env parameters (domain randomisation): name -> (kind, per-item shape)
+PARAMS = ("link_mass", "link_com", "link_inertia", "dof_damping", "dof_armature", "dof_stiffness",
+          "dof_kp", "dof_kv", "dof_force_lo", "dof_force_hi")
+STATE = ("qpos", "qvel", "ctrl", "dof_mode", "dof_target_pos", "dof_target_vel", "dof_target_force",
+         "qfrc_applied", "xfrc_force", "xfrc_torque", "root_pos", "root_quat")
+
+
+class RigidSolver(Solver):
+    options_type = RigidOptions
+
+    def __init__(self, scene, options, spec):
+        super().__init__(scene, options, spec)
+        self._pending: list = []        # (description, base_pos, base_quat)
+
+    # -- entities ------------------------------------------------------------------------------
+    def add_entity(self, morph, material, surface=None, name=None, **kwargs):
+        if kwargs:
+            raise OptionError(f"rigid add_entity: unknown arguments {sorted(kwargs)}")
+        if not isinstance(material, Rigid):
+            raise OptionError(f"rigid add_entity: material must be polyphys.materials.Rigid, got "
+                              f"{type(material).__name__}")
+        ename = name or f"rigid_{len(self.entities)}"
+        if isinstance(morph, M.Primitive):
+            desc = from_primitive(morph, name=ename, density=material.rho)
+            base = ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))   # the primitive's link holds its pose
+        else:
+            desc = describe_morph(morph, self.scene._plugins)
+            if not isinstance(desc, EntityDescription):
+                raise OptionError(f"morph {type(morph).__name__} did not give an EntityDescription")
+            base = (morph.pos, morph.orientation)
+        self._check_description(desc, ename)
+        self._pending.append((desc, *base))
+        entity = RigidEntity(self, len(self.entities), morph, material, surface, name, desc)
+        self.entities.append(entity)
+        return entity
+
+    @staticmethod
+    def _check_description(desc: EntityDescription, ename: str) -> None:
+        for li, link in enumerate(desc.links):
+            types = [desc.joints[j].type for j in link.joints]
+            if "free" in types and (len(types) > 1 or link.parent >= 0):
+                raise OptionError(f"entity {ename!r} link {link.name!r}: a free joint must be the only "
+                                  f"joint of a root link (MuJoCo's rule)")
+            if link.inertial.mass < 0:
+                raise OptionError(f"entity {ename!r} link {link.name!r}: mass {link.inertial.mass} < 0")
+        for j in desc.joints:
+            if j.type in ("free", "spherical") and j.stiffness != 0.0:
+                raise OptionError(f"entity {ename!r} joint {j.name!r}: stiffness on a {j.type} joint is "
+                                  f"not supported (allowed: revolute/prismatic joints)")
+        for a in desc.actuators:
+            if a.trntype != "joint" or a.joint < 0:
+                raise OptionError(f"entity {ename!r} actuator {a.name!r}: transmission {a.trntype!r} "
+                                  f"({a.target!r}) is not supported; allowed: a joint")
+            jt = desc.joints[a.joint].type
+            if jt not in ("revolute", "prismatic"):
+                raise OptionError(f"entity {ename!r} actuator {a.name!r}: acts on a {jt} joint; "
+                                  f"allowed: revolute/prismatic joints")
+            if a.dyntype != "none":
+                raise OptionError(f"entity {ename!r} actuator {a.name!r}: dyntype {a.dyntype!r} is not "
+                                  f"supported (allowed: 'none')")
+            if a.gaintype not in ("fixed", "affine") or a.biastype not in ("none", "affine"):
+                raise OptionError(f"entity {ename!r} actuator {a.name!r}: gaintype {a.gaintype!r} / "
+                                  f"biastype {a.biastype!r} not supported (allowed: fixed/affine, "
+                                  f"none/affine)")
+
+    # -- build ---------------------------------------------------------------------------------
+    def build(self, layout):
+        import warp as wp
+
+        from .kernels import dynamics as K
+
+        self.layout = layout
+        if self.options.dt is not None and abs(self.options.dt - layout.h) > 1e-9 * layout.h:
+            raise BuildError(f"RigidOptions.dt = {self.options.dt} but the scene substep is {layout.h}")
+        self.tree = t = JointTree(self._pending)
+        for e, ls, js, qs, ds in zip(self.entities, t.entity_link_start, t.entity_joint_start,
+                                     t.entity_q_start, t.entity_dof_start):
+            e._bind(ls, js, qs, ds)
+        n, dev, npf = layout.n_envs, layout.device, layout.np_float
+        self.n_links, self.n_joints, self.n_qs, self.n_dofs = t.n_links, t.n_joints, t.n_qs, t.n_dofs
+        self._host_model()
+        base = t.to_warp(n, layout.precision, dev)
+        self.model = base
+        s, V, Q = base.scalar, base.vec3, base.quat
+        Mt = wp.types.matrix((3, 3), s)
+        self.mat33 = Mt
+        h = self.host
+        arr = lambda a, dt: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
+        one = lambda a: a if len(a) else np.zeros((1,) + np.shape(a)[1:], dtype=a.dtype)  # noqa: E731
+        base.link_root = arr(h["link_root"], wp.int32)
+        base.link_dof_adr = arr(h["link_dof_adr"], wp.int32)
+        base.link_gravcomp = arr(h["link_gravcomp"].astype(npf), s)
+        base.joint_springref = arr(h["joint_springref"].astype(npf), s)
+        base.joint_axis = arr(h["joint_axis"].astype(npf), V)
+        base.dof_parent = arr(h["dof_parent"], wp.int32)
+        base.dof_madr = arr(h["dof_madr"], wp.int32)
+        base.dof_link = arr(h["dof_link"], wp.int32)
+        base.dof_joint = arr(h["dof_joint"], wp.int32)
+        na = len(h["act_dof"])
+        self.n_act = na
+        base.act_dof = arr(one(h["act_dof"]), wp.int32)
+        base.act_qadr = arr(one(h["act_qadr"]), wp.int32)
+        for k in ("act_gear", "act_ctrl_lo", "act_ctrl_hi", "act_force_lo", "act_force_hi"):
+            setattr(base, k, arr(one(h[k]).astype(npf), s))
+        base.act_gain = arr(one(h["act_gain"]).astype(npf), V)
+        base.act_bias = arr(one(h["act_bias"]).astype(npf), V)
+        # per-env parameters
+        tile = lambda a: np.ascontiguousarray(np.broadcast_to(a, (n, *a.shape)).astype(npf))  # noqa: E731
+        nd = max(1, self.n_dofs)
+        self.params = SimpleNamespace(
+            link_mass=arr(tile(h["link_mass"]), s), link_com=arr(tile(h["link_com"]), V),
+            link_inertia=arr(tile(h["link_inertia"]), Mt),
+            dof_damping=arr(tile(h["dof_damping"]), s), dof_armature=arr(tile(h["dof_armature"]), s),
+            dof_stiffness=arr(tile(h["dof_stiffness"]), s),
+            dof_kp=arr(tile(np.zeros(self.n_dofs)), s), dof_kv=arr(tile(np.zeros(self.n_dofs)), s),
+            dof_force_lo=arr(tile(np.full(self.n_dofs, -np.inf)), s),
+            dof_force_hi=arr(tile(np.full(self.n_dofs, np.inf)), s))
+        # state
+        nl, nj = self.n_links, max(1, self.n_joints)
+        self.qpos = arr(np.tile(t.qpos0, (n, 1)).astype(npf), s)
+        self.qvel = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
+        self.ctrl = wp.zeros((n, max(1, na)), dtype=s, device=dev)
+        self.dof_mode = wp.zeros((n, self.n_dofs), dtype=wp.int32, device=dev)
+        self.dof_target_pos = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
+        self.dof_target_vel = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
+        self.dof_target_force = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
+        self.qfrc_applied = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
+        self.xfrc_force = wp.zeros((n, nl), dtype=V, device=dev)
+        self.xfrc_torque = wp.zeros((n, nl), dtype=V, device=dev)
+        # derived
+        z = lambda shape, dt: wp.zeros((n, *shape), dtype=dt, device=dev)  # noqa: E731
+        nnz = max(1, int(h["nnz"]))
+        self.d = SimpleNamespace(
+            qacc=z((self.n_dofs,), s),
+            link_pos=z((nl,), V), link_quat=z((nl,), Q), link_vel=z((nl,), V), link_ang=z((nl,), V),
+            link_xipos=z((nl,), V), joint_anchor=z((nj,), V), joint_xaxis=z((nj,), V),
+            cinert_m=z((nl,), s), cinert_mc=z((nl,), V), cinert_i=z((nl,), Mt),
+            crb_m=z((nl,), s), crb_mc=z((nl,), V), crb_i=z((nl,), Mt),
+            cvel_w=z((nl,), V), cvel_v=z((nl,), V),
+            cdof_w=z((nd,), V), cdof_v=z((nd,), V), cdofdot_w=z((nd,), V), cdofdot_v=z((nd,), V),
+            cfrc_t=z((nl,), V), cfrc_f=z((nl,), V), cext_t=z((nl,), V), cext_f=z((nl,), V),
+            mass=z((nnz,), s), qld=z((nnz,), s),
+            qfrc_bias=z((self.n_dofs,), s), qfrc_passive=z((self.n_dofs,), s),
+            qfrc_actuator=z((self.n_dofs,), s), qfrc_control=z((self.n_dofs,), s),
+            qfrc_ext=z((self.n_dofs,), s), qfrc_smooth=z((self.n_dofs,), s),
+            dof_dv=z((self.n_dofs,), s), act_force=z((max(1, na),), s))
+        g = np.asarray(layout.gravity, dtype=float)
+        self._gravity = V(*[npf(x) for x in g])
+        self._h = s(layout.h)
+        self._kernel = K.rigid_dynamics
+        self._parts = {part.index: self._part_args(part.slice) for part in layout.partitions}
+        self._all = self._part_args(slice(0, n))
+        self.forward()
+        self._check_masses()
+
+    def _part_args(self, sl: slice) -> SimpleNamespace:
+        m, p, d = self.model, self.params, self.d
+        shared = [m.link_parent, m.link_root, m.link_pos0, m.link_quat0, m.link_joint_adr, m.link_dof_adr,
+                  m.link_gravcomp, m.joint_type, m.joint_q_start, m.joint_dof_start, m.joint_pos,
+                  m.joint_axis, m.joint_ref, m.joint_springref, m.dof_parent, m.dof_madr, m.dof_link,
+                  m.dof_joint, int(self.n_act), m.act_dof, m.act_qadr, m.act_gear, m.act_gain, m.act_bias,
+                  m.act_ctrl_lo, m.act_ctrl_hi, m.act_force_lo, m.act_force_hi]
+        per_env = [m.root_pos, m.root_quat, p.link_mass, p.link_com, p.link_inertia, p.dof_damping,
+                   p.dof_armature, p.dof_stiffness, p.dof_kp, p.dof_kv, p.dof_force_lo, p.dof_force_hi,
+                   self.ctrl, self.dof_mode, self.dof_target_pos, self.dof_target_vel,
+                   self.dof_target_force, self.qfrc_applied, self.xfrc_force, self.xfrc_torque,
+                   self.qpos, self.qvel, d.qacc, d.link_pos, d.link_quat, d.link_vel, d.link_ang,
+                   d.link_xipos, d.joint_anchor, d.joint_xaxis, d.cinert_m, d.cinert_mc, d.cinert_i,
+                   d.crb_m, d.crb_mc, d.crb_i, d.cvel_w, d.cvel_v, d.cdof_w, d.cdof_v, d.cdofdot_w,
+                   d.cdofdot_v, d.cfrc_t, d.cfrc_f, d.cext_t, d.cext_f, d.mass, d.qld, d.qfrc_bias,
+                   d.qfrc_passive, d.qfrc_actuator, d.qfrc_control, d.qfrc_ext, d.qfrc_smooth, d.dof_dv,
+                   d.act_force]
+        return SimpleNamespace(n=sl.stop - sl.start, args=shared + [a[sl] for a in per_env])
+
+    def _host_model(self) -> None:
+        """Flat host arrays of everything the kernel needs beyond the JointTree."""
+        t = self.tree
+        h: dict = {}
+        link_root, link_dof_adr, gravcomp, mass, com, inertia = [], [0], [], [], [], []
+        springref, damping, armature, stiffness = [], [], [], []
+        dof_link, dof_joint = [], []
+        act = {k: [] for k in ("act_dof", "act_qadr", "act_gear", "act_gain", "act_bias", "act_ctrl_lo",
+                               "act_ctrl_hi", "act_force_lo", "act_force_hi")}
+        self.actuator_names: list = []
+        gc_scale = self.options.gravity_compensation
+        for (desc, _, _), ls, js, qs, ds in zip(self._pending, t.entity_link_start, t.entity_joint_start,
+                                                t.entity_q_start, t.entity_dof_start):
+            for li, link in enumerate(desc.links):
+                r = li
+                while desc.links[r].parent >= 0:
+                    r = desc.links[r].parent
+                link_root.append(ls + r)
+                gravcomp.append(link.gravcomp * gc_scale)
+                mass.append(link.inertial.mass)
+                com.append(link.inertial.com)
+                inertia.append(link.inertial.inertia)
+                nd_link = 0
+                for ji in link.joints:
+                    j = desc.joints[ji]
+                    springref.append(j.springref if j.type in ("revolute", "prismatic") else 0.0)
+                    for _ in range(j.n_dofs):
+                        dof_link.append(ls + li)
+                        dof_joint.append(js + ji)
+                        damping.append(j.damping)
+                        armature.append(j.armature)
+                        stiffness.append(j.stiffness)
+                    nd_link += j.n_dofs
+                link_dof_adr.append(link_dof_adr[-1] + nd_link)
+            for a in desc.actuators:
+                j = desc.joints[a.joint]
+                act["act_dof"].append(ds + j.dof_start)
+                act["act_qadr"].append(qs + j.q_start)
+                act["act_gear"].append(a.gear[0])
+                g = list(a.gainprm[:3]) + [0.0] * (3 - len(a.gainprm[:3]))
+                act["act_gain"].append(g if a.gaintype == "affine" else [g[0], 0.0, 0.0])
+                b = list(a.biasprm[:3]) + [0.0] * (3 - len(a.biasprm[:3]))
+                act["act_bias"].append(b if a.biastype == "affine" else [0.0, 0.0, 0.0])
+                act["act_ctrl_lo"].append(a.ctrlrange[0] if a.ctrllimited else -np.inf)
+                act["act_ctrl_hi"].append(a.ctrlrange[1] if a.ctrllimited else np.inf)
+                act["act_force_lo"].append(a.forcerange[0] if a.forcelimited else -np.inf)
+                act["act_force_hi"].append(a.forcerange[1] if a.forcelimited else np.inf)
+                self.actuator_names.append(a.name)
+        # dof tree: parent dof = previous dof of the link, else the last dof of the nearest ancestor
+        nd = t.n_dofs
+        dof_parent = np.full(nd, -1, np.int32)
+        last_dof = np.full(t.n_links, -1, np.int64)
+        for l in range(t.n_links):
+            p = t.link_parent[l]
+            prev = last_dof[p] if p >= 0 else -1
+            for d in range(link_dof_adr[l], link_dof_adr[l + 1]):
+                dof_parent[d] = prev
+                prev = d
+            last_dof[l] = prev
+        depth = np.zeros(nd, np.int64)
+        for d in range(nd):
+            depth[d] = 0 if dof_parent[d] < 0 else depth[dof_parent[d]] + 1
+        madr = np.zeros(nd, np.int32)
+        if nd:
+            madr[1:] = np.cumsum(depth + 1)[:-1]
+        h.update(link_root=np.asarray(link_root, np.int32), link_dof_adr=np.asarray(link_dof_adr, np.int32),
+                 link_gravcomp=np.asarray(gravcomp, float), link_mass=np.asarray(mass, float),
+                 link_com=np.asarray(com, float).reshape(-1, 3),
+                 link_inertia=np.asarray(inertia, float).reshape(-1, 3, 3),
+                 joint_springref=np.asarray(springref, float),
+                 dof_damping=np.asarray(damping, float), dof_armature=np.asarray(armature, float),
+                 dof_stiffness=np.asarray(stiffness, float), dof_parent=dof_parent, dof_madr=madr,
+                 dof_link=np.asarray(dof_link, np.int32), dof_joint=np.asarray(dof_joint, np.int32),
+                 nnz=int((depth + 1).sum()), dof_depth=depth)
+        ax = t.joint_axis.copy()
+        nrm = np.linalg.norm(ax, axis=1)
+        for ji, (typ, nn) in enumerate(zip(t.joint_type, nrm)):
+            if typ in (1, 2):
+                if nn < 1e-12:
+                    raise OptionError(f"joint {ji}: axis {ax[ji].tolist()} has zero length")
+                ax[ji] /= nn
+        h["joint_axis"] = ax
+        for k, v in act.items():
+            h[k] = np.asarray(v, np.int32 if k in ("act_dof", "act_qadr") else float)
+        h["act_gain"] = h["act_gain"].reshape(-1, 3)
+        h["act_bias"] = h["act_bias"].reshape(-1, 3)
+        # dense index of the sparse M: (row, col) of each stored entry
+        rows, cols = [], []
+        for i in range(nd):
+            j = i
+            while j >= 0:
+                rows.append(i)
+                cols.append(j)
+                j = dof_parent[j]
+        h["m_rows"], h["m_cols"] = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+        self.host = h
+
+    def _check_masses(self) -> None:
+        if self.n_dofs == 0:
+            return
+        diag = self.d.mass.numpy()[:, self.host["dof_madr"]]
+        bad = np.argwhere(~(diag > 1e-12 * max(1.0, float(np.abs(diag).max()))))
+        if bad.size:
+            env, dof = bad[0]
+            jn = self.host["dof_joint"][dof]
+            raise BuildError(f"zero-mass moving body: dof {dof} (joint {jn}) has mass-matrix diagonal "
+                             f"{diag[env, dof]:.3g} in env {env}; give the links it moves mass and "
+                             f"inertia (or armature)")
+
+    # -- stepping ------------------------------------------------------------------------------
+    def _launch(self, pa, mode: int) -> None:
+        import warp as wp
+
+        wp.launch(self._kernel, dim=pa.n,
+                  inputs=[mode, self.options.integrator_code, self._h, self._gravity, *pa.args],
+                  device=self.layout.device)
+
+    def substep_pre_coupling(self, f, part):
+        self._launch(self._parts[part.index], MODE_STEP)
+
+    def end_step(self, part):
+        self._launch(self._parts[part.index], MODE_END_STEP)
+
+    def forward(self):
+        self._launch(self._all, MODE_FORWARD)
+
+    def kinematics(self):
+        self._launch(self._all, MODE_KINEMATICS)
+
+    def on_reset(self, envs_idx):
+        self.forward()
+
+    def state_arrays(self):
+        return {k: getattr(self, k) if hasattr(self, k) else getattr(self.model, k) for k in STATE}
+
+    def extra_state(self):
+        return {f"param/{k}": getattr(self.params, k).numpy() for k in PARAMS}
+
+    def load_extra_state(self, data):
+        for k in PARAMS:
+            key = f"param/{k}"
+            if key in data:
+                getattr(self.params, k).assign(np.asarray(data[key]))
+        self.forward()
+
+    # -- host helpers used by the entities -----------------------------------------------------
+    def _write(self, arr, envs: np.ndarray, cols, values: np.ndarray) -> None:
+        """arr[envs, cols] = values (host round trip; outside the step)."""
+        host = arr.numpy()
+        cols = np.arange(host.shape[1])[cols] if isinstance(cols, slice) else np.asarray(cols)
+        host[envs[:, None], cols[None, :]] = values
+        arr.assign(host)
+
+    def mass_matrix(self) -> np.ndarray:
+        """Dense (n_envs, n_dofs, n_dofs) mass matrix (armature included) from the last forward/step."""
+        h = self.host
+        n = self.layout.n_envs
+        out = np.zeros((n, self.n_dofs, self.n_dofs))
+        vals = self.d.mass.numpy()[:, :len(h["m_rows"])].astype(float)
+        out[:, h["m_rows"], h["m_cols"]] = vals
+        out[:, h["m_cols"], h["m_rows"]] = vals
+        return out
+
+
+def _warn(msg):
+    warnings.warn(msg, PolyphysWarning, stacklevel=3)
