@@ -1,0 +1,305 @@
+"""MPM API: options and material validation, bad input, getters/setters, batch, reset, checkpoint,
+capture, the grid-node ParticleView, and stage-by-stage NaN-filled outputs."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from mpm_helpers import M, cube, make_scene
+
+import polyphys
+from polyphys import morphs
+from polyphys.errors import BuildError, OptionError, PolyphysWarning
+from polyphys.plugins.mpm import MPMOptions
+from polyphys.plugins.mpm.sampling import sample, winding_number
+from polyphys.views import ParticleView
+
+
+# -- options and materials ---------------------------------------------------------------------
+@pytest.mark.parametrize("kw, words", [
+    ({"boundary": "bouncy"}, ["boundary", "bouncy", "sticky"]),
+    ({"grid_density": 0}, ["grid_density", "> 0"]),
+    ({"lower_bound": (0, 0, 1), "upper_bound": (1, 1, 0.5)}, ["lower_bound", "upper_bound"]),
+    ({"boundary_padding": 1}, ["boundary_padding", ">= 3"]),
+    ({"friction": -1.0}, ["friction", ">= 0"]),
+    ({"planes": [((0, 0, 0), (0, 0, 0))]}, ["planes", "non-zero"]),
+    ({"lower_bound": (0, 0, 0), "upper_bound": (0.1, 1, 1), "grid_density": 32}, ["cells", "grid_density"]),
+    ({"cfl_check": "maybe"}, ["cfl_check", "error"]),
+])
+def test_options_errors_name_field_and_allowed(kw, words):
+    with pytest.raises(OptionError) as exc:
+        MPMOptions(**kw)
+    for w in words:
+        assert w in str(exc.value)
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: M.Elastic(E=-1.0), ["Elastic.E", "-1.0", "> 0"]),
+    (lambda: M.Elastic(nu=0.5), ["nu", "0.5", "[0.0, 0.5)"]),
+    (lambda: M.Elastic(model="hooke"), ["model", "hooke", "corotated"]),
+    (lambda: M.Sand(friction_angle=95.0), ["friction_angle", "95.0"]),
+    (lambda: M.Snow(theta_c=1.5), ["theta_c", "1.5"]),
+    (lambda: M.ElastoPlastic(yield_stress=0.0), ["yield_stress", "> 0"]),
+    (lambda: M.Liquid(rho=0), ["rho", "> 0"]),
+])
+def test_material_errors(make, words):
+    with pytest.raises(OptionError) as exc:
+        make()
+    for w in words:
+        assert w in str(exc.value)
+
+
+def test_materials_registered_in_family():
+    assert set(dir(polyphys.materials.MPM)) >= {"Elastic", "ElastoPlastic", "Snow", "Sand", "Liquid"}
+    s = M.Sand(friction_angle=30.0)
+    assert s.alpha == pytest.approx(math.sqrt(2 / 3) * 2 * 0.5 / 2.5)
+    e = M.Elastic(E=1e4, nu=0.25)
+    assert e.mu == pytest.approx(4000.0) and e.lam == pytest.approx(4000.0)
+
+
+# -- bad input at build ------------------------------------------------------------------------
+def test_particles_outside_domain_name_entity_and_bounds():
+    scene = polyphys.Scene(mpm=MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.5, 0.5, 0.5), grid_density=32))
+    with pytest.raises(OptionError) as exc:
+        scene.add_entity(morphs.Box(size=(0.1, 0.1, 0.1), pos=(0.25, 0.25, 0.48)), M.Elastic(), name="lid")
+    msg = str(exc.value)
+    assert "'lid'" in msg and "upper_bound=(0.5, 0.5, 0.5)" in msg and "0.4062" in msg
+
+
+def test_set_particles_pos_outside_domain_raises():
+    scene, (e,) = make_scene([cube()])
+    p = e.get_particles_pos()
+    p[0] = (0.25, 0.25, 2.0)
+    with pytest.raises(OptionError, match="outside the MPM domain"):
+        e.set_particles_pos(p)
+
+
+def test_coarse_grid_warns_with_recommended_density():
+    scene = polyphys.Scene(mpm=MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.5, 0.5, 0.5), grid_density=16,
+                                          particle_size=0.01))
+    scene.add_entity(morphs.Box(size=(0.05, 0.05, 0.05), pos=(0.25, 0.25, 0.25)), M.Elastic(E=1e3))
+    with pytest.warns(PolyphysWarning, match=r"too coarse.*Recommended grid_density = 50"):
+        scene.build()
+
+
+def test_cfl_violation_gives_largest_stable_substep():
+    mat = M.Elastic(E=1e7, rho=1000.0)
+    c = math.sqrt((mat.lam + 2 * mat.mu) / mat.rho)
+    h_max = 0.5 * (1 / 32) / c
+    def build(check):
+        scene = polyphys.Scene(sim=polyphys.SimOptions(dt=1e-2, substeps=2),
+                               mpm=MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.5, 0.5, 0.5),
+                                              grid_density=32, cfl_check=check))
+        scene.add_entity(morphs.Box(size=(0.1,) * 3, pos=(0.25,) * 3), mat, name="stiff")
+        scene.build()
+        return scene
+    with pytest.raises(BuildError) as exc:
+        build("error")
+    msg = str(exc.value)
+    assert f"{h_max:.4g}" in msg and "'stiff'" in msg and f"substeps>={math.ceil(1e-2 / h_max)}" in msg
+    with pytest.warns(PolyphysWarning, match="largest stable substep"):
+        scene = build("warn")
+    assert scene.solver("mpm").max_stable_substep() == pytest.approx(h_max)
+
+
+def test_wrong_morph_and_precision():
+    scene = polyphys.Scene(mpm=MPMOptions())
+    with pytest.raises(OptionError, match="samples Box, Sphere"):
+        scene.add_entity(morphs.Plane(), M.Elastic())
+    scene = polyphys.Scene(sim=polyphys.SimOptions(precision="64"), mpm=MPMOptions())
+    scene.add_entity(morphs.Box(size=(0.1,) * 3, pos=(0, 0, 0.5)), M.Elastic(E=1e3))
+    with pytest.raises(Exception, match="precision"):
+        scene.build()
+
+
+def test_setter_shape_errors():
+    scene, (e,) = make_scene([cube()], n_envs=2)
+    with pytest.raises(OptionError, match=r"expected \(2, %d, 3\)" % e.n_particles):
+        e.set_particles_vel(np.zeros((3, e.n_particles, 3)))
+
+
+# -- sampling ----------------------------------------------------------------------------------
+def test_sampling_volumes():
+    s = 0.01
+    pos, vol = sample(morphs.Box(size=(0.1, 0.2, 0.05), pos=(1, 2, 3), euler=(0, 0, 90)), s)
+    assert len(pos) == 10 * 20 * 5 and vol == pytest.approx(1e-6)
+    assert np.allclose(pos.mean(0), (1, 2, 3)) and np.ptp(pos[:, 0]) == pytest.approx(0.19)  # rotated
+    for morph, exact in [(morphs.Sphere(radius=0.1), 4 / 3 * math.pi * 0.1 ** 3),
+                         (morphs.Cylinder(radius=0.08, height=0.1), math.pi * 0.08 ** 2 * 0.1),
+                         (morphs.Capsule(radius=0.05, height=0.1), math.pi * 0.05 ** 2 * (0.1 + 4 / 3 * 0.05))]:
+        pos, vol = sample(morph, s)
+        # a lattice count approximates the volume to about (surface area · s/2)/V: a few percent here
+        assert len(pos) * vol == pytest.approx(exact, rel=0.06), type(morph).__name__
+
+
+def test_mesh_sampling_by_winding_number():
+    import trimesh
+
+    sph = trimesh.creation.icosphere(subdivisions=1, radius=0.1)
+    pos, vol = sample(morphs.Mesh(vertices=sph.vertices, faces=sph.faces, pos=(0.5, 0.5, 0.5)), 0.01)
+    # lattice count × spacing³ ≈ the mesh volume (boundary cells: a few percent at 10 cells per radius)
+    assert len(pos) * vol == pytest.approx(sph.volume, rel=0.05) and vol == pytest.approx(0.01 ** 3)
+    assert np.allclose(pos.mean(0), (0.5, 0.5, 0.5), atol=2e-3)
+    w = winding_number(np.array([[0.0, 0, 0], [0.2, 0, 0]]), sph.vertices, sph.faces)
+    assert w[0] == pytest.approx(1.0, abs=1e-6) and w[1] == pytest.approx(0.0, abs=1e-6)
+
+
+# -- state, batch, reset, checkpoint -----------------------------------------------------------
+def _two_bodies(n_envs, graph_capture=True):
+    scene, ents = make_scene([cube(0.08, (0.17, 0.25, 0.25), M.Elastic(E=1e4)),
+                              cube(0.08, (0.33, 0.25, 0.2), M.Snow(E=1e4))], n_envs=n_envs,
+                             dt=4e-3, substeps=2, graph_capture=graph_capture)
+    return scene, ents
+
+
+def _drive(scene, ents, seed=0):
+    rng = np.random.default_rng(seed)
+    n = max(1, scene.n_envs)
+    for e in ents:
+        v = rng.normal(scale=0.7, size=(n, 3))
+        e.set_velocity(v if scene.batched else v[0])
+
+
+def _state(scene):
+    return scene.solver("mpm").get_state()
+
+
+def _equal(a, b, rows_a=slice(None), rows_b=slice(None)):
+    assert set(a) == {"pos", "vel", "C", "F", "Jp", "active"}
+    for k in a:
+        assert np.array_equal(a[k][rows_a], b[k][rows_b]), k
+
+
+def test_getters_shapes_and_setters_write_in_place():
+    scene, (a, b) = _two_bodies(3)
+    n = a.n_particles
+    assert a.get_particles_pos().shape == (3, n, 3)
+    assert a.get_particles_F(envs_idx=[1]).shape == (1, n, 3, 3)
+    assert a.get_particles_Jp().shape == (3, n) and a.get_particles_active().dtype == bool
+    ptr = scene.solver("mpm").vel.ptr
+    a.set_particles_vel(np.ones((n, 3)), envs_idx=[2])           # one per-env value broadcast
+    assert scene.solver("mpm").vel.ptr == ptr
+    v = a.get_particles_vel()
+    assert np.all(v[2] == 1.0) and np.all(v[:2] == 0.0) and np.all(b.get_particles_vel() == 0.0)
+    a.set_particles_active(np.zeros(n, bool), envs_idx=[0])
+    scene.step()
+    assert np.array_equal(a.get_particles_pos()[0], a.init_pos.astype(np.float32))   # frozen
+    single, (s,) = make_scene([cube()])
+    assert s.get_particles_pos().shape == (s.n_particles, 3)
+    assert s.get_particles_C().shape == (s.n_particles, 3, 3)
+
+
+def test_batch_equals_single_runs():
+    batched, ents = _two_bodies(3, graph_capture=False)
+    _drive(batched, ents)
+    start = _state(batched)
+    for _ in range(8):
+        batched.step()
+    end = _state(batched)
+    for i in range(3):
+        single, _ = _two_bodies(1, graph_capture=False)
+        st = single.get_state()
+        st["solvers"]["mpm"] = {k: v[i:i + 1] for k, v in start.items()}
+        single.reset(st)
+        for _ in range(8):
+            single.step()
+        _equal(end, _state(single), slice(i, i + 1))
+
+
+def test_reset_one_env_is_isolated_and_fresh():
+    scene, ents = _two_bodies(2)
+    _drive(scene, ents)
+    for _ in range(10):
+        scene.step()
+    before = _state(scene)
+    scene.reset(envs_idx=[0])
+    _equal(before, _state(scene), slice(1, 2), slice(1, 2))          # env 1 untouched, bit for bit
+    fresh, _ = _two_bodies(2)
+    for _ in range(50):                                              # C, F, Jp included
+        scene.step()
+        fresh.step()
+    _equal(_state(scene), _state(fresh), slice(0, 1), slice(0, 1))
+    assert not np.array_equal(_state(scene)["vel"][1], _state(fresh)["vel"][1])
+
+
+def test_checkpoint_continues_bit_exactly(tmp_path):
+    scene, ents = _two_bodies(2)
+    _drive(scene, ents)
+    for _ in range(5):
+        scene.step()
+    path = scene.save_checkpoint(tmp_path / "mpm.npz")
+    for _ in range(10):
+        scene.step()
+    ref = _state(scene)
+    other, _ = _two_bodies(2)
+    other.load_checkpoint(path)
+    for _ in range(10):
+        other.step()
+    _equal(ref, _state(other))
+
+
+def test_captured_equals_uncaptured():
+    a, ea = _two_bodies(2, graph_capture=True)
+    b, eb = _two_bodies(2, graph_capture=False)
+    _drive(a, ea)
+    _drive(b, eb)
+    for _ in range(10):
+        a.step()
+        b.step()
+    _equal(_state(a), _state(b))
+
+
+# -- the grid-node ParticleView and stage outputs -------------------------------------------------
+def _fill_nan(arr):
+    import warp as wp
+
+    host = arr.numpy()
+    host[...] = np.nan if np.issubdtype(host.dtype, np.floating) else -7
+    arr.assign(host)
+    wp.synchronize()
+
+
+def test_grid_nodes_are_the_particle_view_and_g2p_reads_them():
+    scene, (e,) = make_scene([cube()], n_envs=2)
+    s = scene.solver("mpm")
+    assert isinstance(s, ParticleView) and s.view(ParticleView) is s
+    part = scene.layout.partitions[0]
+    import warp as wp
+
+    for a in (s.grid_v, s.grid_active):         # the pre-coupling stage writes every node
+        _fill_nan(a)
+    s.substep_pre_coupling(0, part)
+    car = s.particle_carriers(part)
+    assert car.kind == "grid_nodes"
+    m, v, act, x = car.mass.numpy(), car.vel.numpy(), car.active.numpy(), car.pos.numpy()
+    assert np.all(np.isfinite(v)) and set(np.unique(act)) == {0, 1}
+    assert np.array_equal(act == 1, m > 0)
+    # node mass sums to the particle mass; node positions are the lattice lo + idx·dx
+    assert m[0].sum() == pytest.approx(e.mass, rel=1e-5)
+    assert np.allclose(x[0, 1], (0, 0, 1 / 32)) and x.shape == (part.n_envs, s.n_nodes, 3)
+    # a coupler changes grid velocities between the stages: G2P must carry them to the particles
+    car.vel.assign(np.broadcast_to(np.array([0.0, 0.5, 0.0], np.float32), v.shape).copy())
+    for a in (s.vel, s.C):
+        _fill_nan(a)
+    s.substep_post_coupling(0, part)
+    wp.synchronize()
+    vel = e.get_particles_vel()[part.slice]
+    assert np.allclose(vel, (0, 0.5, 0), atol=1e-6) and np.abs(e.get_particles_C()[part.slice]).max() < 1e-3
+
+
+def test_static_plane_holds_a_block():
+    # a 20°-tilted sticky plane through (0.25, 0.25, 0.2): the block falls onto it and stops there
+    n = (math.sin(math.radians(20)), 0.0, math.cos(math.radians(20)))
+    scene, (e,) = make_scene([cube(0.06, (0.25, 0.25, 0.32), M.ElastoPlastic(E=1e4, yield_stress=300.0))], dt=4e-3, substeps=2,
+                             planes=[((0.25, 0.25, 0.2), n)])
+    dmin = []
+    for _ in range(100):
+        scene.step()
+        p = e.get_particles_pos().astype(float)
+        dmin.append(((p - (0.25, 0.25, 0.2)) @ np.array(n)).min())
+    # held by the plane: sticky nodes behind it stop particles whose stencil (1.5 dx) reaches them;
+    # the plastic block squashes and stops. The condition acts on nodes, so a
+    # particle may sink up to half a cell (dx/2) past the plane before the nodes stop it
+    assert -0.5 / 32 < min(dmin) and dmin[-1] < 2 / 32
+    assert np.linalg.norm(e.get_particles_vel().mean(0)) < 0.05
