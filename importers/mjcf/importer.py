@@ -235,12 +235,15 @@ class MJCFImporter:
         self.names = {"link": set(), "joint": set(), "geom": set(), "site": set()}
         desc.links.append(Link(name="world", parent=-1))
         self.names["link"].add("world")
+        self.springdamper = {}    # id(Joint) -> (timeconst, dampratio)
         self.explicit = {}        # link index -> Inertial from <inertial>
         self.geom_mass = []       # per geom: (mass, com in link frame, inertia about com) or None
         for wb in root.findall("worldbody"):
             self._children(wb, 0, "main", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
         self._group_by_link()
         self._inertia()
+        if self.springdamper:
+            self._springdamper()
         for el in root.findall("contact"):
             self._contact(el)
         for el in root.findall("equality"):
@@ -252,6 +255,10 @@ class MJCFImporter:
         desc.finalize()
         for el in root.findall("keyframe"):
             self._keyframes(el)
+        nkey = max([int(el.get("nkey", 0)) for el in root.findall("size")] + [0])
+        while len(desc.keyframes) < nkey:   # <size nkey>: keys at qpos0
+            desc.keyframes.append(Keyframe(name="", qpos=desc.qpos0(), qvel=np.zeros(desc.n_dofs),
+                                           ctrl=np.zeros(len(desc.actuators))))
         for tag in ("sensor", "skin", "extension", "custom", "visual", "statistic", "size",
                     "deformable", "flexcomp", "composite", "replicate", "plugin"):
             for el in root.iter(tag):
@@ -561,6 +568,10 @@ class MJCFImporter:
                   margin=float(a.get("margin", 0.0)))
         if typ == "free" and el.tag == "joint":
             j.axis = (0.0, 0.0, 1.0)
+        if "springdamper" in a:
+            tc, dr = _floats(a["springdamper"], 2, f"joint {name!r} springdamper")
+            if tc > 0 and dr > 0:
+                self.springdamper[id(j)] = (tc, dr)
         desc.joints.append(j)
         desc.links[li].joints.append(ji)
 
@@ -750,6 +761,71 @@ class MJCFImporter:
                 setattr(lk, kind, [remap[i] for i in getattr(lk, kind)])
             if kind == "geoms":
                 self.geom_mass = [self.geom_mass[i] for i in order]
+
+    def _springdamper(self):
+        """MuJoCo's springdamper=(timeconst, dampratio): stiffness and damping from the
+        effective dof inertia 1/(M⁻¹)ᵢᵢ at qpos0 (the as-written pose), like solref:
+        k = m/(tc²·dr²), b = 2m/tc."""
+        desc = self.desc.finalize()
+        nv = desc.n_dofs
+        wpos, wrot = [], []
+        for lk in desc.links:
+            r = quat_to_mat(lk.quat)
+            if lk.parent < 0:
+                wpos.append(np.asarray(lk.pos, float))
+                wrot.append(r)
+            else:
+                wpos.append(wpos[lk.parent] + wrot[lk.parent] @ np.asarray(lk.pos, float))
+                wrot.append(wrot[lk.parent] @ r)
+        # motion subspace of every dof: (angular, linear at the world origin)
+        cols = []
+        for li, lk in enumerate(desc.links):
+            for ji in lk.joints:
+                j = desc.joints[ji]
+                anchor = wpos[li] + wrot[li] @ np.asarray(j.pos)
+                if j.type == "revolute":
+                    w = wrot[li] @ np.asarray(j.axis)
+                    cols.append((li, w, -np.cross(w, anchor)))
+                elif j.type == "prismatic":
+                    cols.append((li, np.zeros(3), wrot[li] @ np.asarray(j.axis)))
+                else:
+                    if j.type == "free":
+                        for k in range(3):
+                            cols.append((li, np.zeros(3), np.eye(3)[k]))
+                    for k in range(3):
+                        w = wrot[li][:, k]
+                        cols.append((li, w, -np.cross(w, anchor)))
+        anc = []
+        for li, lk in enumerate(desc.links):
+            chain, p = set(), li
+            while p >= 0:
+                chain.add(p)
+                p = desc.links[p].parent
+            anc.append(chain)
+        M = np.zeros((nv, nv))
+        for b, lk in enumerate(desc.links):
+            m = lk.inertial.mass
+            if m <= 0:
+                continue
+            c = wpos[b] + wrot[b] @ np.asarray(lk.inertial.com)
+            ic = wrot[b] @ lk.inertial.inertia @ wrot[b].T
+            jv = np.zeros((3, nv))
+            jw = np.zeros((3, nv))
+            for d, (li, w, v0) in enumerate(cols):
+                if li in anc[b]:
+                    jw[:, d] = w
+                    jv[:, d] = v0 + np.cross(w, c)
+            M += m * jv.T @ jv + jw.T @ ic @ jw
+        for j in desc.joints:
+            M[range(j.dof_start, j.dof_start + j.n_dofs),
+              range(j.dof_start, j.dof_start + j.n_dofs)] += j.armature
+        minv = np.linalg.inv(M)
+        for j in desc.joints:
+            if id(j) in self.springdamper:
+                tc, dr = self.springdamper[id(j)]
+                meff = 1.0 / minv[j.dof_start, j.dof_start]
+                j.stiffness = meff / (tc * tc * dr * dr)
+                j.damping = 2.0 * meff / tc
 
     def _inertia(self):
         """Body mass properties as MuJoCo's compiler sets them."""

@@ -1,0 +1,79 @@
+"""Every gymnasium MuJoCo asset and every dm_control suite model, imported without MuJoCo,
+equals MuJoCo's compiled model (per body, joint, geom, actuator; tolerances in mujoco_compare)."""
+
+import glob
+import os
+import sys
+import warnings
+
+import pytest
+
+import polyphys
+
+mujoco = pytest.importorskip("mujoco")
+
+
+def _files():
+    out = []
+    try:
+        import gymnasium
+
+        d = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
+        out += [("gymnasium", f) for f in sorted(glob.glob(os.path.join(d, "*.xml")))]
+    except ImportError:
+        pass
+    try:
+        import dm_control
+
+        d = os.path.join(os.path.dirname(dm_control.__file__), "suite")
+        out += [("dm_control", f) for f in sorted(glob.glob(os.path.join(d, "*.xml")))]
+    except ImportError:
+        pass
+    return out
+
+
+FILES = _files()
+
+
+@pytest.mark.skipif(not FILES, reason="gymnasium and dm-control are not installed (test extras)")
+@pytest.mark.parametrize("pkg,path", FILES, ids=[f"{p}/{os.path.basename(f)}" for p, f in FILES])
+def test_matches_mujoco_compiler(pkg, path):
+    from mujoco_compare import compare
+
+    try:
+        model = mujoco.MjModel.from_xml_path(path)
+    except Exception as exc:  # a model MuJoCo itself cannot compile standalone
+        pytest.skip(f"MuJoCo cannot compile {path} standalone: {exc}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        desc = polyphys.describe(path)
+    compare(desc, model, mujoco)
+
+
+@pytest.mark.skipif(not FILES, reason="gymnasium and dm-control are not installed (test extras)")
+def test_importers_never_import_mujoco(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)     # any `import mujoco` now raises
+    for mod in [m for m in sys.modules if m.startswith("polyphys.importers.")]:
+        monkeypatch.delitem(sys.modules, mod)
+    dog = [f for _, f in FILES if f.endswith("dog.xml")] or [FILES[0][1]]
+    humanoid = [f for _, f in FILES if f.endswith("humanoid.xml")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for f in dog[:1] + humanoid[:1]:
+            desc = polyphys.describe(f)
+            assert desc.n_dofs > 0
+
+
+@pytest.mark.skipif(not FILES, reason="gymnasium and dm-control are not installed (test extras)")
+def test_q_order_is_mujoco_qpos_order():
+    path = [f for _, f in FILES if f.endswith("humanoid_CMU.xml")][0]
+    model = mujoco.MjModel.from_xml_path(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        desc = polyphys.describe(path)
+    for ji, j in enumerate(desc.joints):
+        assert j.name == mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, ji)
+        assert (j.q_start, j.dof_start) == (model.jnt_qposadr[ji], model.jnt_dofadr[ji])
+    import numpy as np
+
+    np.testing.assert_allclose(desc.qpos0(), model.qpos0, rtol=0, atol=1e-12)
