@@ -168,7 +168,7 @@ def format_description(d: dict) -> str:
     if d.get("source"):
         lines.append(f"source: {d['source']}")
     lines += ["", "links:"]
-    lines.append(format_table([[lk["name"], lk.get("parent") if lk.get("parent") is not None else "world",
+    lines.append(format_table([[lk["name"], lk.get("parent") if lk.get("parent") is not None else "-",
                                 f"{lk.get('mass', 0):.6g}"] for lk in d.get("links", [])],
                               ["name", "parent", "mass [kg]"]))
     if d.get("joints"):

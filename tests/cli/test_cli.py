@@ -313,3 +313,16 @@ def test_inspect_hand_written_mjcf(tmp_path, capsys):
     assert cli.main(["inspect", str(f)]) == 0
     text = capsys.readouterr().out
     assert "shoulder" in text and "n_dofs=2" in text
+
+
+def test_with_plugin_autoload_off_plugins_lists_nothing_and_run_says_why(tmp_path):
+    env = dict(os.environ, POLYPHYS_DISABLE_PLUGIN_AUTOLOAD="1")
+    proc = subprocess.run([PY, "-m", "polyphys", "plugins", "--json"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+    proc = subprocess.run([PY, "-m", "polyphys", "run", "--out", str(tmp_path / "o")], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert proc.returncode == 2
+    err = [ln for ln in proc.stderr.splitlines() if ln.startswith("polyphys: error:")]
+    assert len(err) == 1
+    assert "solvers.kinematic" in err[0] and "POLYPHYS_DISABLE_PLUGIN_AUTOLOAD" in err[0]
