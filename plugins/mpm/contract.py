@@ -8,9 +8,9 @@ from .options import MPMOptions
 
 def scene():
     opts = MPMOptions(lower_bound=(0.0, 0.0, 0.0), upper_bound=(0.5, 0.5, 0.5), grid_density=32.0)
-    cube = (morphs.Box(size=(0.1, 0.1, 0.1), pos=(0.17, 0.25, 0.25)), Elastic(E=2e4, rho=500.0),
+    cube = (morphs.Box(size=(0.1, 0.1, 0.1), pos=(0.17, 0.25, 0.25)), Elastic(E=2e3, rho=500.0),
             {"name": "jelly"})
-    sand = (morphs.Box(size=(0.08, 0.08, 0.12), pos=(0.33, 0.25, 0.2)), Sand(E=2e4, friction_angle=30.0),
+    sand = (morphs.Box(size=(0.08, 0.08, 0.12), pos=(0.33, 0.25, 0.2)), Sand(E=1e4, friction_angle=30.0),
             {"name": "sand"})
 
     def drive(scene, rng):
