@@ -326,3 +326,16 @@ def test_with_plugin_autoload_off_plugins_lists_nothing_and_run_says_why(tmp_pat
     err = [ln for ln in proc.stderr.splitlines() if ln.startswith("polyphys: error:")]
     assert len(err) == 1
     assert "solvers.kinematic" in err[0] and "POLYPHYS_DISABLE_PLUGIN_AUTOLOAD" in err[0]
+
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "examples")
+EXAMPLE_FILES = sorted(f for f in os.listdir(EXAMPLES) if f.endswith(".toml")) if os.path.isdir(EXAMPLES) else []
+
+
+@pytest.mark.parametrize("name", EXAMPLE_FILES)
+def test_every_example_scene_file_is_valid(name):
+    """Parse-only (nothing is built): every examples/*.toml follows the format of examples/README.md.
+    Running them is `tox -e demo`."""
+    plan = runmod.parse_file(os.path.join(EXAMPLES, name))
+    assert plan.entities and plan.steps >= 0
