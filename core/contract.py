@@ -23,9 +23,12 @@ def build_scene(rec: Registered, n_envs: int, seed: int = 0, drive: bool = True,
     """Build the solver's contract scene; ``drive`` gives every env a different state."""
     from .scene import Scene
 
-    entities, options, drive_fn = load_target(rec.spec.contract.factory)()
-    sim.setdefault("dt", 0.01)
-    sim.setdefault("substeps", 2)
+    made = load_target(rec.spec.contract.factory)()
+    entities, options, drive_fn = made[:3]
+    scene_sim = dict(made[3]) if len(made) > 3 and made[3] else {}
+    scene_sim.setdefault("dt", 0.01)
+    scene_sim.setdefault("substeps", 2)
+    sim = {**scene_sim, **sim}
     kw = {rec.name: options} if options is not None else {}
     scene = Scene(sim=SimOptions(**sim), **kw)
     for morph, material, add_kw in entities:

@@ -110,7 +110,8 @@ class ContractScene:
     ``entities`` a list of ``(morph, material, add_entity kwargs)``, ``options`` the solver's options
     (or None), ``drive`` None or ``drive(scene, rng)`` called after build to give every env a
     different state (velocities, targets) through the public entity API, so that env isolation is
-    visible. ``steps`` is how many steps each check runs.
+    visible. A fourth element, a dict of ``SimOptions`` keyword arguments (dt, substeps, ...), may
+    follow (default dt=0.01, substeps=2). ``steps`` is how many steps each check runs.
     """
 
     factory: str = attrs.field(validator=_check_target)
