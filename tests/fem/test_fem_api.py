@@ -1,0 +1,226 @@
+"""FEM API: bad input, meshes, views, batch/reset/checkpoint bit-exactness, captured = uncaptured."""
+
+import numpy as np
+import pytest
+
+import polyphys
+from polyphys import morphs
+from polyphys.errors import OptionError
+from polyphys.plugins.fem import FEMOptions
+from polyphys.plugins.fem.contract import scene as contract_scene
+from polyphys.plugins.fem.materials import Elastic, NeoHookean
+from polyphys.views import ParticleView, SurfaceMeshView
+
+TET = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]])
+
+
+def _build(integrator="explicit", n_envs=0, capture=True, seed=0, drive=True):
+    ents, opts, drive_fn = contract_scene()
+    opts = FEMOptions(integrator=integrator, floor_height=0.0, newton_iters=2, cg_iters=20)
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=2, graph_capture=capture), fem=opts)
+    for m, mat, kw in ents:
+        sc.add_entity(m, mat, **kw)
+    sc.build(n_envs=n_envs)
+    if drive:
+        drive_fn(sc, np.random.default_rng(seed))
+    return sc
+
+
+def _state(sc):
+    return {k: v.copy() for k, v in sc.solver("fem").get_state().items()}
+
+
+# -- bad input ---------------------------------------------------------------------------------
+def test_materials_reached_through_registry():
+    assert polyphys.materials.FEM.Elastic is Elastic
+    assert polyphys.materials.FEM.NeoHookean is NeoHookean
+
+
+@pytest.mark.parametrize("nu", [0.5, 0.6, -1.0])
+def test_bad_poisson_ratio(nu):
+    with pytest.raises(OptionError, match=r"nu = .*\(-1, 0.5\)"):
+        Elastic(nu=nu)
+    with pytest.raises(OptionError, match="nu"):
+        NeoHookean(nu=nu)
+
+
+def test_bad_options():
+    with pytest.raises(OptionError, match="integrator"):
+        FEMOptions(integrator="rk4")
+    with pytest.raises(OptionError, match="cg_iters"):
+        FEMOptions(cg_iters=0)
+    with pytest.raises(OptionError, match="planes"):
+        FEMOptions(planes=[((0, 0, 0), (0, 0, 0))])
+    with pytest.raises(OptionError, match="domain"):
+        FEMOptions(domain=((0, 0, 0), (1, -1, 1)))
+    with pytest.raises(OptionError, match="model"):
+        Elastic(model="stvk")
+
+
+def _add(vertices, faces, **kw):
+    sc = polyphys.Scene(fem=FEMOptions(integrator="implicit"))
+    return sc.add_entity(morphs.Mesh(vertices=vertices, faces=faces), Elastic(), **kw)
+
+
+def test_inverted_and_degenerate_tets_named():
+    v = np.concatenate([TET, TET + [2, 0, 0]])
+    with pytest.raises(OptionError, match=r"inverted .*elements \[1\]"):
+        _add(v, [[0, 1, 2, 3], [4, 6, 5, 7]])
+    flat = v.copy()
+    flat[7] = [2.3, 0.3, 0.0]                      # coplanar with 4, 5, 6
+    with pytest.raises(OptionError, match=r"degenerate .*elements \[1\]"):
+        _add(flat, [[0, 1, 2, 3], [4, 5, 6, 7]])
+
+
+def test_open_surface_refused():
+    import trimesh
+
+    box = trimesh.creation.box()
+    with pytest.raises(OptionError, match="not closed"):
+        _add(np.asarray(box.vertices), np.asarray(box.faces)[:-2])
+
+
+def test_bad_add_entity_and_setters():
+    with pytest.raises(OptionError, match="unknown arguments"):
+        _add(TET, [[0, 1, 2, 3]], colour=1)
+    with pytest.raises(OptionError, match="fixed"):
+        _add(TET, [[0, 1, 2, 3]], fixed=[7])
+    with pytest.raises(OptionError, match="resolution"):
+        polyphys.Scene(fem=FEMOptions()).add_entity(morphs.Box(), Elastic(), resolution=0)
+    sc = _build(n_envs=2)
+    beam = sc.entities[0]
+    with pytest.raises(OptionError, match="shape"):
+        beam.set_vertices_pos(np.zeros((2, 3, 3)))
+    with pytest.raises(OptionError, match="envs_idx"):
+        beam.get_vertices_pos(envs_idx=[5])
+
+
+# -- meshes and views ------------------------------------------------------------------------------
+def _surface_volume(pos, tris):
+    a, b, c = (pos[tris[:, k]] for k in range(3))
+    return np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0
+
+
+@pytest.mark.parametrize("morph", [morphs.Box(size=(0.3, 0.2, 0.1), euler=(10, 20, 30)),
+                                   morphs.Cylinder(radius=0.1, height=0.3), "sphere", "vtu"])
+def test_meshes_closed_surface_and_volume(morph, tmp_path):
+    import trimesh
+
+    kw = {"resolution": 4}
+    if morph == "sphere":
+        s = trimesh.creation.icosphere(2, radius=0.1)
+        morph = morphs.Mesh(vertices=np.asarray(s.vertices), faces=np.asarray(s.faces))
+    elif morph == "vtu":
+        import meshio
+
+        from polyphys.plugins.fem.mesh import box_mesh
+
+        v, t = box_mesh((0.2, 0.2, 0.2), 2)
+        path = str(tmp_path / "cube.vtu")
+        meshio.write_points_cells(path, v, [("tetra", t)])
+        morph = morphs.Mesh(file=path, pos=(0, 0, 1))
+        kw = {}
+    sc = polyphys.Scene(fem=FEMOptions(integrator="implicit"))
+    e = sc.add_entity(morph, Elastic(), **kw)
+    sc.build()
+    solver = sc.solver("fem")
+    assert isinstance(solver, SurfaceMeshView) and isinstance(solver, ParticleView)
+    part = sc.layout.partitions[0]
+    surf = solver.surface_mesh(part)
+    tris = surf.triangles.numpy()
+    pos = surf.pos.numpy()[0]
+    # outward, closed boundary: the divergence theorem gives the tet volume
+    assert _surface_volume(pos, tris) == pytest.approx(e.rest_volumes.sum(), rel=1e-5)
+    car = solver.particle_carriers(part)
+    assert car.mass.numpy()[0].sum() == pytest.approx(e.material.rho * e.rest_volumes.sum(), rel=1e-5)
+    assert car.pos.shape == (1, e.n_vertices)
+
+
+# -- batch, reset, checkpoint, capture -------------------------------------------------------------
+@pytest.mark.parametrize("integrator", ["explicit", "implicit"])
+def test_batch_equals_single_runs(integrator):
+    sc = _build(integrator, n_envs=3, seed=0)
+    vel = [e.get_vertices_vel() for e in sc.entities]
+    for _ in range(10):
+        sc.step()
+    batched = _state(sc)
+    for env in range(3):
+        single = _build(integrator, n_envs=0, seed=99)
+        for e, v in zip(single.entities, vel):
+            e.set_vertices_vel(v[env])
+        for _ in range(10):
+            single.step()
+        s = _state(single)
+        for k in s:
+            assert np.array_equal(batched[k][env], s[k][0]), (k, env)
+
+
+@pytest.mark.parametrize("integrator", ["explicit", "implicit"])
+def test_reset_env_isolation_and_fresh_continuation(integrator):
+    init = _state(_build(integrator, n_envs=2, drive=False))     # the registered initial state
+    sc = _build(integrator, n_envs=2, seed=1)
+    beam = sc.entities[0]
+    active = np.ones((2, beam.n_elements), dtype=bool)
+    active[1, 0] = False                              # per-env element flags
+    beam.set_elements_active(active)
+    fixed = beam.get_fixed_vertices()
+    assert fixed[:, 0].all()
+    for _ in range(5):
+        sc.step()
+    before = _state(sc)
+    sc.reset(envs_idx=[0])
+    after = _state(sc)
+    for k in after:
+        assert np.array_equal(after[k][1], before[k][1]), k          # env 1 untouched
+        assert np.array_equal(after[k][0], init[k][0]), k            # env 0 restored
+    assert beam.get_elements_active()[0].all()
+    fresh = _build(integrator, n_envs=2, drive=False)
+    for _ in range(50 if integrator == "explicit" else 10):
+        sc.step()
+        fresh.step()
+    a, b = _state(sc), _state(fresh)
+    for k in a:
+        assert np.array_equal(a[k][0], b[k][0]), k
+
+
+def test_checkpoint_continues_bit_exactly(tmp_path):
+    sc = _build("implicit", n_envs=2, seed=2)
+    sc.entities[1].set_fixed_vertices(np.arange(sc.entities[1].n_vertices) < 2, envs_idx=[1])
+    for _ in range(3):
+        sc.step()
+    path = str(tmp_path / "fem.ckpt")
+    sc.save_checkpoint(path)
+    for _ in range(5):
+        sc.step()
+    ref = _state(sc)
+    other = _build("implicit", n_envs=2, seed=3)
+    other.load_checkpoint(path)
+    assert other.entities[1].get_fixed_vertices()[1, :2].all()
+    for _ in range(5):
+        other.step()
+    out = _state(other)
+    for k in ref:
+        assert np.array_equal(ref[k], out[k]), k
+
+
+def test_captured_equals_uncaptured():
+    a, b = _build("implicit", n_envs=2, capture=True), _build("implicit", n_envs=2, capture=False)
+    for _ in range(4):
+        a.step()
+        b.step()
+    sa, sb = _state(a), _state(b)
+    for k in sa:
+        assert np.array_equal(sa[k], sb[k]), k
+
+
+def test_getters_shapes_unbatched_and_batched():
+    sc = _build(n_envs=0)
+    beam = sc.entities[0]
+    assert beam.get_vertices_pos().shape == (beam.n_vertices, 3)
+    assert beam.get_elements_active().shape == (beam.n_elements,)
+    assert beam.get_elements_stress().shape == (beam.n_elements, 3, 3)
+    # rest state: no stress up to float32 SVD roundoff (~1e-6 strain) times E = 2e4 Pa
+    assert np.allclose(beam.get_elements_stress(), 0, atol=1e-5 * beam.material.E)
+    sc2 = _build(n_envs=2)
+    assert sc2.entities[1].get_vertices_vel().shape == (2, sc2.entities[1].n_vertices, 3)
+    assert sc2.entities[0].get_elastic_energy().shape == (2,)
