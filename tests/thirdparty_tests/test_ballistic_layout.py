@@ -32,3 +32,12 @@ def test_imports_only_core_and_its_own_modules():
 def test_init_is_light():
     mods = set(_imports(PACKAGE / "__init__.py"))
     assert mods == {"polyphys", "polyphys.specs"}
+
+
+def test_version_agrees_with_pyproject():
+    import re
+
+    pyproject = (ROOT / "tests" / "thirdparty" / "pyproject.toml").read_text()
+    init = (PACKAGE / "__init__.py").read_text()
+    want = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    assert re.search(r'^__version__ = "([^"]+)"', init, re.M).group(1) == want
