@@ -413,10 +413,13 @@ def _recorders(plan: ScenePlan, entities) -> list:
 
 
 class Progress:
-    """A one-line progress bar on stderr (no dependency); silent when disabled."""
+    """A one-line progress bar on stderr (no dependency); silent when disabled, and on runs that
+    finish within ``delay`` seconds."""
 
-    def __init__(self, total: int, enabled: bool, label: str = "steps", stream=None):
+    def __init__(self, total: int, enabled: bool, label: str = "steps", stream=None, delay: float = 0.5):
         self.total, self.enabled, self.label = total, enabled and total > 0, label
+        self.delay = delay              # seconds before the bar first appears
+        self._drawn = False
         self.stream = stream or sys.stderr
         self.t0 = time.perf_counter()
         self._last = -1.0
@@ -427,6 +430,11 @@ class Progress:
         now = time.perf_counter()
         if done < self.total and now - self._last < 0.1:
             return
+        if not self._drawn and now - self.t0 < self.delay and done < self.total:
+            return                      # short runs show no bar at all
+        if not self._drawn and done >= self.total and now - self.t0 < self.delay:
+            return
+        self._drawn = True
         self._last = now
         frac = done / self.total
         width = 30

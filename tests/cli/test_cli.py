@@ -174,10 +174,15 @@ def test_progress_bar_writes_to_its_stream():
     import io
 
     buf = io.StringIO()
-    bar = runmod.Progress(10, True, stream=buf)
+    bar = runmod.Progress(10, True, stream=buf, delay=0.0)
     for i in range(1, 11):
         bar.update(i)
     assert "10/10 steps" in buf.getvalue() and buf.getvalue().endswith("\n")
+    quick = io.StringIO()
+    bar = runmod.Progress(10, True, stream=quick, delay=3600.0)   # a run shorter than the delay
+    for i in range(1, 11):
+        bar.update(i)
+    assert quick.getvalue() == ""
     silent = io.StringIO()
     bar = runmod.Progress(10, False, stream=silent)
     bar.update(10)
