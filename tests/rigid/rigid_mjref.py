@@ -1,0 +1,166 @@
+"""Helpers for comparing the rigid solver with MuJoCo: an EntityDescription built directly from a
+compiled ``mujoco.MjModel`` (bodies, joints, inertia, actuators), so the comparison does not depend on
+the MJCF importer, and a scene built from it."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from polyphys.description import Actuator, EntityDescription, Inertial, Joint, Link
+
+_JTYPE = {0: "free", 1: "spherical", 2: "prismatic", 3: "revolute"}
+
+
+def quat_to_mat(q):
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def desc_from_mjmodel(m) -> EntityDescription:
+    import mujoco
+
+    links, joints, acts = [], [], []
+    for b in range(1, m.nbody):
+        r = quat_to_mat(m.body_iquat[b])
+        inertia = r @ np.diag(m.body_inertia[b]) @ r.T
+        link = Link(name=mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}",
+                    parent=int(m.body_parentid[b]) - 1, pos=m.body_pos[b], quat=m.body_quat[b],
+                    inertial=Inertial(mass=float(m.body_mass[b]), com=m.body_ipos[b], inertia=inertia),
+                    gravcomp=float(m.body_gravcomp[b]))
+        for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]):
+            t = _JTYPE[int(m.jnt_type[j])]
+            d = m.jnt_dofadr[j]
+            q = m.jnt_qposadr[j]
+            joints.append(Joint(name=mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}",
+                                type=t, link=b - 1, pos=m.jnt_pos[j], axis=m.jnt_axis[j],
+                                ref=float(m.qpos0[q]) if t in ("revolute", "prismatic") else 0.0,
+                                springref=float(m.qpos_spring[q]) if t in ("revolute", "prismatic") else 0.0,
+                                stiffness=float(m.jnt_stiffness[j]), damping=float(m.dof_damping[d]),
+                                armature=float(m.dof_armature[d])))
+            link.joints.append(len(joints) - 1)
+        links.append(link)
+    names = {j.name: i for i, j in enumerate(joints)}
+    for a in range(m.nu):
+        jn = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, m.actuator_trnid[a, 0])
+        acts.append(Actuator(name=mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"act{a}",
+                             joint=names[jn], target=jn, gear=tuple(m.actuator_gear[a]),
+                             ctrllimited=bool(m.actuator_ctrllimited[a]),
+                             ctrlrange=tuple(m.actuator_ctrlrange[a]),
+                             forcelimited=bool(m.actuator_forcelimited[a]),
+                             forcerange=tuple(m.actuator_forcerange[a]),
+                             gainprm=tuple(m.actuator_gainprm[a]), biasprm=tuple(m.actuator_biasprm[a]),
+                             gaintype=("fixed", "affine")[int(m.actuator_gaintype[a])],
+                             biastype=("none", "affine")[int(m.actuator_biastype[a])]))
+    return EntityDescription(name="mj", links=links, joints=joints, actuators=acts).finalize()
+
+
+def no_constraint_model(xml: str, integrator: int | None = None):
+    """Compile ``xml`` with constraints, contacts and fluid forces off (what polyphys models here)."""
+    import mujoco
+
+    m = mujoco.MjModel.from_xml_string(xml) if xml.lstrip().startswith("<") else \
+        mujoco.MjModel.from_xml_path(xml)
+    m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    m.opt.density = 0.0
+    m.opt.viscosity = 0.0
+    m.opt.wind[:] = 0.0
+    if integrator is not None:
+        m.opt.integrator = integrator
+    return m
+
+
+def make_scene(m, integrator="Euler", n_envs=0, precision="64"):
+    import polyphys
+    from polyphys import morphs
+    from polyphys.plugins.rigid.materials import Rigid
+    from polyphys.plugins.rigid.options import RigidOptions
+
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=float(m.opt.timestep), precision=precision,
+                                                   gravity=tuple(m.opt.gravity), graph_capture=False),
+                           rigid=RigidOptions(integrator=integrator, mujoco_compatible=True,
+                                              enable_collision=False, disable_constraint=True))
+    ent = scene.add_entity(morphs.Description(description=desc_from_mjmodel(m)), Rigid())
+    scene.build(n_envs=n_envs)
+    return scene, ent
+
+
+def gym_asset(name: str) -> str | None:
+    """Path of a gymnasium MuJoCo asset if the files are installed (no import needed)."""
+    import importlib.util
+    import site
+
+    roots = list(site.getsitepackages())
+    spec = importlib.util.find_spec("mujoco")
+    if spec and spec.origin:
+        roots.append(os.path.dirname(os.path.dirname(spec.origin)))
+    for r in roots:
+        p = os.path.join(r, "gymnasium", "envs", "mujoco", "assets", name)
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def dm_asset(rel: str) -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("mujoco")
+    if not (spec and spec.origin):
+        return None
+    p = os.path.join(os.path.dirname(os.path.dirname(spec.origin)), "dm_control", rel)
+    return p if os.path.exists(p) else None
+
+
+# every joint type, several joints on one body, damping, armature, stiffness, gravcomp, all
+# actuator shortcuts with gear/ctrlrange/forcerange
+ZOO = """
+<mujoco>
+  <option timestep="0.002" gravity="0.3 -0.2 -9.81"/>
+  <worldbody>
+    <body name="base" pos="0.1 0.2 1.0" euler="10 20 30">
+      <freejoint name="root"/>
+      <inertial pos="0.01 -0.02 0.03" mass="2.0" fullinertia="0.05 0.04 0.03 0.001 -0.002 0.003"/>
+      <body name="a" pos="0.2 0 0" quat="0.9 0.1 0.3 0.2">
+        <joint name="hinge_a" type="hinge" axis="0.2 1 0.3" pos="-0.05 0 0" damping="0.3" armature="0.02"
+               stiffness="2.0" springref="0.3" ref="0.1"/>
+        <inertial pos="0.1 0.01 0" mass="0.7" diaginertia="0.01 0.02 0.015"/>
+        <body name="b" pos="0.2 0.05 0">
+          <joint name="ball_b" type="ball" pos="0 0.01 0" damping="0.1" armature="0.01"/>
+          <inertial pos="0.05 0 0.02" quat="0.8 0.2 0.1 0.3" mass="0.4" diaginertia="0.004 0.005 0.006"/>
+          <body name="c" pos="0.1 0 0" gravcomp="0.5">
+            <joint name="slide_c" type="slide" axis="1 0.5 0" damping="1.0" stiffness="5"/>
+            <joint name="hinge_c" type="hinge" axis="0 0 1" pos="0.02 0 0" damping="0.05"/>
+            <inertial pos="0.03 0 0" mass="0.3" diaginertia="0.002 0.003 0.001"/>
+          </body>
+        </body>
+      </body>
+      <body name="d" pos="-0.2 0 0">
+        <joint name="hinge_d" type="hinge" axis="1 0 0" armature="0.05"/>
+        <inertial pos="0 0 -0.1" mass="0.5" diaginertia="0.003 0.003 0.001"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="hinge_a" gear="2.0" ctrllimited="true" ctrlrange="-1 1"/>
+    <position joint="hinge_d" kp="20" kv="1.5" forcelimited="true" forcerange="-3 3"/>
+    <velocity joint="slide_c" kv="4"/>
+    <general joint="hinge_c" gaintype="affine" gainprm="1.5 0.2 -0.3" biastype="affine"
+             biasprm="0.1 -0.5 -0.2" gear="1.5"/>
+  </actuator>
+</mujoco>
+"""
+
+PENDULUM = """
+<mujoco>
+  <option timestep="0.001" gravity="0 0 -9.81"/>
+  <worldbody>
+    <body name="bob" pos="0 0 0">
+      <joint name="pin" type="hinge" axis="0 1 0"/>
+      <inertial pos="0 0 -1" mass="1" diaginertia="1e-12 1e-12 1e-12"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
