@@ -509,7 +509,12 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         for key, fn, kwargs, _ in recs:
             data[key].append(np.asarray(fn(**kwargs)))
 
-    record(0)
+    try:
+        record(0)       # the first call validates every recorded getter and its args
+    except (PolyphysError, TypeError) as exc:
+        bad = next((r for r in recs if not data[r[0]]), None)
+        what = f"record {bad[3]!r} (as {bad[0]!r}) with args {bad[2]}" if bad else "record"
+        raise SceneFileError(f"{plan.source}: {what}: {exc}") from None
     bar = Progress(plan.steps, progress)
     first_step_s = 0.0
     t_loop = time.perf_counter()

@@ -257,6 +257,13 @@ def test_bad_init_setter_is_reported_with_key_and_value(init, needles, tmp_path)
         assert n in str(info.value), (n, str(info.value))
 
 
+def test_bad_getter_args_name_the_record_entry(tmp_path):
+    plan = parse_string(ENT + '[run]\nsteps = 1\nrecord = [{ getter = "get_links_pos", as = "tip", '
+                              'args = { links_idx_local = [7] } }]\n', "bad.toml")
+    with pytest.raises(SceneFileError, match=r"bad.toml: record 'get_links_pos' .*/tip'.*links_idx_local.*\[7\]"):
+        runmod.run_plan(plan, out_dir=tmp_path, progress=False, plot=False)
+
+
 def test_unknown_recorded_getter_lists_the_entities_getters(tmp_path):
     plan = parse_string(ENT + '[run]\nsteps = 1\nrecord = ["get_particles_pos"]\n', "bad.toml")
     with pytest.raises(SceneFileError, match=r"run.record = 'get_particles_pos'.*get_pos"):
