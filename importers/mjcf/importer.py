@@ -13,11 +13,9 @@ from __future__ import annotations
 import math
 import os
 import warnings
-import xml.etree.ElementTree as ET
 from collections import Counter
 
 import numpy as np
-
 from polyphys.description import (
     Actuator,
     EntityDescription,
@@ -796,7 +794,7 @@ class MJCFImporter:
                         w = wrot[li][:, k]
                         cols.append((li, w, -np.cross(w, anchor)))
         anc = []
-        for li, lk in enumerate(desc.links):
+        for li in range(len(desc.links)):
             chain, p = set(), li
             while p >= 0:
                 chain.add(p)

@@ -16,7 +16,6 @@ import os
 import warnings
 
 import numpy as np
-
 from polyphys.description import (
     EntityDescription,
     Equality,

@@ -11,7 +11,6 @@ shapes; MESH_RTOL = 1e-5 covers that and is used only for bodies with mesh geoms
 from __future__ import annotations
 
 import numpy as np
-
 from polyphys.description import quat_to_mat
 
 RTOL = 1e-6

@@ -3,9 +3,8 @@
 import os
 import warnings
 
-import pytest
-
 import polyphys
+import pytest
 from polyphys.errors import ImportError_, OptionError
 
 

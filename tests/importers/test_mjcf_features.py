@@ -6,9 +6,8 @@ import os
 import warnings
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys.description import describe_to_dict
 from polyphys.errors import PolyphysWarning
 
@@ -41,7 +40,8 @@ FEATURES = """<mujoco model="features">
             <joint name="ball" type="ball"/>
             <inertial pos="0.01 0.02 0.03" mass="1.5" fullinertia="0.03 0.02 0.025 0.001 -0.002 0.003"/>
             <geom name="el" type="ellipsoid" size="0.1 0.05 0.04" class="light"/>
-            <geom name="sp" type="sphere" size="0.05" pos="0 0 0.1" priority="2" solmix="0.5" margin="0.01" gap="0.005" condim="6"/>
+            <geom name="sp" type="sphere" size="0.05" pos="0 0 0.1" priority="2" solmix="0.5"
+                  margin="0.01" gap="0.005" condim="6"/>
           </body>
         </body>
       </frame>

@@ -6,9 +6,8 @@ import os
 import sys
 import warnings
 
-import pytest
-
 import polyphys
+import pytest
 
 mujoco = pytest.importorskip("mujoco")
 

@@ -8,9 +8,8 @@ import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys.description import quat_to_mat
 
 RTOL = 1e-12   # the importer only re-expresses the file's numbers: float64 round-off
@@ -142,7 +141,7 @@ def test_example_robot_data(path, dae):
     np.testing.assert_allclose(c2, c1, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(i2, i1, rtol=1e-10, atol=1e-12 * np.abs(i1).max())
     assert len(merged.geoms) == len(flat.geoms)
-    for name, (li, pos, quat) in merged.frames.items():
+    for li, _pos, _quat in merged.frames.values():
         assert merged.links[li].name in [lk.name for lk in flat.links]
     roles = {g.role for g in merged.geoms}
     assert roles == {"visual", "collision"}
