@@ -64,11 +64,14 @@ class RigidSolver(Solver):
 
     @staticmethod
     def _check_description(desc: EntityDescription, ename: str) -> None:
+        welded = []
         for li, link in enumerate(desc.links):
             types = [desc.joints[j].type for j in link.joints]
-            if "free" in types and (len(types) > 1 or link.parent >= 0):
+            parent_welded = link.parent < 0 or welded[link.parent]
+            welded.append(parent_welded and all(t == "fixed" for t in types))
+            if "free" in types and (len(types) > 1 or not parent_welded):
                 raise OptionError(f"entity {ename!r} link {link.name!r}: a free joint must be the only "
-                                  f"joint of a root link (MuJoCo's rule)")
+                                  f"joint of a link attached to the world (MuJoCo's rule)")
             if link.inertial.mass < 0:
                 raise OptionError(f"entity {ename!r} link {link.name!r}: mass {link.inertial.mass} < 0")
         for j in desc.joints:
@@ -213,11 +216,14 @@ class RigidSolver(Solver):
         gc_scale = self.options.gravity_compensation
         for (desc, _, _), ls, js, qs, ds in zip(self._pending, t.entity_link_start, t.entity_joint_start,
                                                 t.entity_q_start, t.entity_dof_start):
+            # reference point of a link's spatial quantities: the origin of its tree's root, the
+            # topmost link that moves relative to the world (links welded to the world are roots)
+            welded = []
             for li, link in enumerate(desc.links):
-                r = li
-                while desc.links[r].parent >= 0:
-                    r = desc.links[r].parent
-                link_root.append(ls + r)
+                p = link.parent
+                moving = any(desc.joints[j].type != "fixed" for j in link.joints)
+                welded.append((p < 0 or welded[p]) and not moving)
+                link_root.append(ls + li if (p < 0 or welded[p]) else link_root[ls + p])
                 gravcomp.append(link.gravcomp * gc_scale)
                 mass.append(link.inertial.mass)
                 com.append(link.inertial.com)

@@ -73,7 +73,9 @@ def no_constraint_model(xml: str, integrator: int | None = None):
     return m
 
 
-def make_scene(m, integrator="Euler", n_envs=0, precision="64"):
+def make_scene(m, integrator="Euler", n_envs=0, precision="64", mjcf_file=None):
+    """A polyphys scene of model ``m``: from ``desc_from_mjmodel(m)``, or through the MJCF importer
+    when ``mjcf_file`` is given (the same model as a file)."""
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.rigid.materials import Rigid
@@ -83,7 +85,9 @@ def make_scene(m, integrator="Euler", n_envs=0, precision="64"):
                                                    gravity=tuple(m.opt.gravity), graph_capture=False),
                            rigid=RigidOptions(integrator=integrator, mujoco_compatible=True,
                                               enable_collision=False, disable_constraint=True))
-    ent = scene.add_entity(morphs.Description(description=desc_from_mjmodel(m)), Rigid())
+    morph = (morphs.MJCF(file=mjcf_file) if mjcf_file is not None
+             else morphs.Description(description=desc_from_mjmodel(m)))
+    ent = scene.add_entity(morph, Rigid())
     scene.build(n_envs=n_envs)
     return scene, ent
 
