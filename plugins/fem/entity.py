@@ -43,6 +43,14 @@ class FEMEntity(Entity):
     def get_vertices_vel(self, envs_idx=None) -> np.ndarray:
         return self._get(self.solver.vel, self._vs, envs_idx)
 
+    def get_pos(self, envs_idx=None) -> np.ndarray:
+        """Centre of mass of the body (lumped vertex masses), (n_envs, 3)."""
+        self._require_built()
+        envs = self._envs(envs_idx)
+        m = self.vertex_mass
+        x = self.solver.pos.numpy()[:, self._vs].astype(float)
+        return self._out((x * m[:, None]).sum(axis=1) / m.sum(), envs)
+
     def set_vertices_pos(self, pos, envs_idx=None) -> None:
         self._require_built()
         envs = self._envs(envs_idx)

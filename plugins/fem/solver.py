@@ -58,8 +58,8 @@ class FEMSolver(Solver):
     def add_entity(self, morph, material, surface=None, name=None, resolution=None, fixed=None, **kwargs):
         """Add a deformable body. ``resolution``: cells along the longest edge (Box, voxelized
         surfaces), three ints (Box), or cells across the diameter (Cylinder). ``fixed``: vertices
-        held in place in every env: local indices, a boolean mask, or a function of the rest
-        positions (n, 3) returning a mask."""
+        held in place in every env: local indices, a boolean mask, a function of the rest
+        positions (n, 3) returning a mask, or {"lower": xyz, "upper": xyz} (a world box)."""
         if kwargs:
             raise OptionError(f"fem add_entity: unknown arguments {sorted(kwargs)}; allowed: resolution, "
                               f"fixed")
@@ -332,6 +332,17 @@ def _quat_to_mat(q):
 
 def _fixed_mask(fixed, verts, label) -> np.ndarray:
     n = len(verts)
+    if isinstance(fixed, dict):
+        keys = set(fixed) - {"lower", "upper"}
+        if keys or not fixed:
+            raise OptionError(f"entity {label!r}: fixed = {fixed!r}: a table takes 'lower' and/or 'upper' "
+                              f"corners (world, m) of the box whose vertices are held")
+        lo = np.asarray(fixed.get("lower", (-np.inf,) * 3), dtype=float).reshape(3)
+        hi = np.asarray(fixed.get("upper", (np.inf,) * 3), dtype=float).reshape(3)
+        out = np.all((verts >= lo) & (verts <= hi), axis=1)
+        if not out.any():
+            raise OptionError(f"entity {label!r}: fixed = {fixed!r}: no vertex lies in that box")
+        return out
     if callable(fixed):
         out = np.asarray(fixed(verts.copy()))
         if out.shape != (n,):
