@@ -11,7 +11,7 @@ import numpy as np
 from polyphys.description import EntityDescription
 from polyphys.errors import OptionError
 from polyphys.interfaces import Entity
-from polyphys.kinematics import quat_rotate
+from polyphys.kinematics import quat_mul, quat_rotate
 
 CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
 
@@ -428,3 +428,118 @@ class RigidEntity(Entity):
             self.solver._write(self.solver.model.root_quat, envs, slice(li, li + 1),
                                vals[:, [1, 2, 3, 0]].reshape(len(envs), 1, 4))
         self.solver.forward()
+
+    # -- dynamics and kinematics queries ---------------------------------------------------------
+    def inverse_dynamics(self, qacc, envs_idx=None):
+        """Generalized force that produces ``qacc`` at the current state (MuJoCo's qfrc_inverse):
+        M·qacc + bias − passive − external, i.e. the actuation (MJCF actuators, control, applied)."""
+        envs = self._envs(envs_idx)
+        a = self._in("qacc", qacc, (self.n_dofs,), envs)
+        M = self.solver.mass_matrix()[envs][:, self._ds, self._ds]
+        d = self.solver.d
+        rest = sum(getattr(d, k).numpy()[envs][:, self._ds].astype(float) * sgn
+                   for k, sgn in (("qfrc_bias", 1.0), ("qfrc_passive", -1.0), ("qfrc_ext", -1.0)))
+        return self._out(np.einsum("eij,ej->ei", M, a) + rest)
+
+    def get_jacobian(self, link_idx_local: int, point=None, envs_idx=None):
+        """Jacobian (6, n_dofs) per env of a point fixed to a link: rows 0-2 map dof velocities to
+        the point's world linear velocity, rows 3-5 to the link's world angular velocity. ``point``:
+        world position(s), (3,) or (n_envs, 3); default the link origin (as MuJoCo's mj_jac)."""
+        envs = self._envs(envs_idx)
+        li = int(self._local_idx([link_idx_local], self.n_links, "link_idx_local")[0])
+        return self._out(self._jacobian(li, point, envs))
+
+    def _jacobian(self, li: int, point, envs: np.ndarray) -> np.ndarray:
+        s, d = self.solver, self.solver.d
+        gl = self.link_start + li
+        if point is None:
+            p = d.link_pos.numpy()[envs, gl].astype(float)
+        else:
+            p = np.broadcast_to(np.asarray(point, float), (len(envs), 3))
+        ref = d.link_pos.numpy()[envs, s.host["link_root"][gl]].astype(float)
+        w = d.cdof_w.numpy()[envs][:, self._ds].astype(float)          # (n, nd, 3)
+        v = d.cdof_v.numpy()[envs][:, self._ds].astype(float)
+        lin = v + np.cross(w, (p - ref)[:, None, :])
+        mask = s.host["link_dof_mask"][gl, self._ds]
+        J = np.concatenate([lin, w], axis=2).transpose(0, 2, 1) * mask[None, None, :]
+        return J
+
+    def inverse_kinematics(self, link_idx_local: int, pos, quat=None, dofs_idx_local=None, init_qpos=None,
+                           max_iters: int = 50, tol: float = 1e-8, damping: float = 1e-4, envs_idx=None):
+        """Batched damped-least-squares IK for one link: every env iterates at once
+        (Δq = Jᵀ(JJᵀ + λ²I)⁻¹e over the chosen dofs). ``pos`` (3,) or (n_envs, 3) world target of the
+        link origin; ``quat`` optional (w, x, y, z) target orientation. Returns ``(qpos, err)``: the
+        solution (n_envs, n_qs) and the final error norm per env. The simulation state is untouched.
+        """
+        envs = self._envs(envs_idx)
+        li = int(self._local_idx([link_idx_local], self.n_links, "link_idx_local")[0])
+        dofs = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
+        if not (isinstance(max_iters, int) and max_iters >= 1):
+            raise OptionError(f"inverse_kinematics(max_iters={max_iters!r}): must be an integer >= 1")
+        if not damping >= 0:
+            raise OptionError(f"inverse_kinematics(damping={damping!r}): must be >= 0")
+        tgt_p = self._in("pos", pos, (3,), envs)
+        tgt_q = None
+        if quat is not None:
+            tgt_q = self._in("quat", quat, (4,), envs)
+            tgt_q = tgt_q / np.linalg.norm(tgt_q, axis=1, keepdims=True)
+        s = self.solver
+        saved_q, saved_v = s.qpos.numpy().copy(), s.qvel.numpy().copy()
+        q = saved_q[envs][:, self._qs].astype(float) if init_qpos is None else \
+            self._normalize_quats(self._in("init_qpos", init_qpos, (self.n_qs,), envs))
+        gl = self.link_start + li
+        err = np.full(len(envs), np.inf)
+        try:
+            for _ in range(max_iters):
+                host = saved_q.copy()
+                host[envs[:, None], np.arange(host.shape[1])[self._qs][None, :]] = q
+                s.qpos.assign(host)
+                s.kinematics()
+                x = s.d.link_pos.numpy()[envs, gl].astype(float)
+                e = tgt_p - x
+                J = self._jacobian(li, None, envs)[:, :, dofs]
+                if tgt_q is not None:
+                    xq = s.d.link_quat.numpy()[envs, gl].astype(float)[:, [3, 0, 1, 2]]
+                    conj = xq * np.array([1.0, -1.0, -1.0, -1.0])
+                    dq = quat_mul(tgt_q, conj)
+                    dq *= np.sign(dq[:, :1] + (dq[:, :1] == 0))
+                    sin = np.linalg.norm(dq[:, 1:], axis=1, keepdims=True)
+                    ang = 2 * np.arctan2(sin, dq[:, :1])
+                    rotvec = np.where(sin > 1e-15, dq[:, 1:] / np.maximum(sin, 1e-300) * ang, 2 * dq[:, 1:])
+                    e = np.concatenate([e, rotvec], axis=1)
+                else:
+                    J = J[:, :3]
+                err = np.linalg.norm(e, axis=1)
+                if np.all(err < tol):
+                    break
+                JJt = J @ J.transpose(0, 2, 1) + damping ** 2 * np.eye(J.shape[1])[None]
+                step = (J.transpose(0, 2, 1) @ np.linalg.solve(JJt, e[..., None]))[..., 0]
+                full = np.zeros((len(envs), self.n_dofs))
+                full[:, dofs] = step
+                q = self._integrate_host(q, full)
+        finally:
+            s.qpos.assign(saved_q)
+            s.qvel.assign(saved_v)
+            s.forward()
+        return self._out(q), (float(err[0]) if not self.scene.batched else err)
+
+    def _integrate_host(self, q: np.ndarray, dv: np.ndarray) -> np.ndarray:
+        """q ⊕ dv on the host (quaternions right-multiplied by exp(local rotation vector))."""
+        q = q.copy()
+        for j in self.joints:
+            qs, ds = j.q_idx_local, j.dof_idx_local
+            if j.type in ("revolute", "prismatic"):
+                q[:, qs[0]] += dv[:, ds[0]]
+            elif j.type in ("free", "spherical"):
+                r0 = 0
+                if j.type == "free":
+                    q[:, qs[0]:qs[0] + 3] += dv[:, ds[0]:ds[0] + 3]
+                    r0 = 3
+                w = dv[:, ds[0] + r0:ds[0] + r0 + 3]
+                ang = np.linalg.norm(w, axis=1, keepdims=True)
+                axis = np.where(ang > 0, w / np.maximum(ang, 1e-300), 0.0)
+                dq = np.concatenate([np.cos(ang / 2), axis * np.sin(ang / 2)], axis=1)
+                a = qs[0] + r0
+                nq = quat_mul(q[:, a:a + 4], dq)
+                q[:, a:a + 4] = nq / np.linalg.norm(nq, axis=1, keepdims=True)
+        return q

@@ -301,6 +301,14 @@ class RigidSolver(Solver):
                 cols.append(j)
                 j = dof_parent[j]
         h["m_rows"], h["m_cols"] = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+        # dofs that move each link: its own and its ancestors' (the dof chain from its last dof)
+        mask = np.zeros((t.n_links, nd), dtype=float)
+        for l in range(t.n_links):
+            j = last_dof[l]
+            while j >= 0:
+                mask[l, j] = 1.0
+                j = dof_parent[j]
+        h["link_dof_mask"] = mask
         self.host = h
 
     def _check_masses(self) -> None:

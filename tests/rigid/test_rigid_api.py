@@ -1,0 +1,217 @@
+"""Entity API of the rigid solver: indices, getters/setters, per-env parameters, bad input."""
+
+import numpy as np
+import pytest
+
+import polyphys
+from polyphys import morphs
+from polyphys.description import EntityDescription, Inertial, Joint, Link
+from polyphys.errors import BuildError, OptionError
+from polyphys.plugins.rigid import Integrator, RigidOptions
+from polyphys.plugins.rigid.materials import Rigid
+
+mujoco = pytest.importorskip("mujoco")
+
+from rigid_mjref import ZOO, desc_from_mjmodel, no_constraint_model  # noqa: E402
+
+
+def _scene(gravity=(0, 0, -9.81), precision="64", **opts):
+    opts.setdefault("disable_constraint", True)
+    return polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, gravity=gravity, precision=precision),
+                          rigid=RigidOptions(enable_collision=False, **opts))
+
+
+def _zoo(n_envs=0, **kw):
+    m = no_constraint_model(ZOO)
+    scene = _scene(**kw)
+    ent = scene.add_entity(morphs.Description(description=desc_from_mjmodel(m)), Rigid())
+    scene.build(n_envs=n_envs)
+    return m, scene, ent
+
+
+def test_indices_follow_mujoco_qpos_qvel_order():
+    m, scene, ent = _zoo()
+    assert (ent.n_qs, ent.n_dofs) == (m.nq, m.nv)
+    for j, info in enumerate(ent.joints):
+        assert info.q_start == m.jnt_qposadr[j] and info.dof_start == m.jnt_dofadr[j]
+        assert info.name == mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)
+    ball = ent.get_joint("ball_b")
+    assert (ball.n_qs, ball.n_dofs, len(ball.q_idx_local), len(ball.dof_idx_local)) == (4, 3, 4, 3)
+    assert np.allclose(ent.get_qpos(), m.qpos0)
+
+
+def test_set_qpos_zeroes_velocity_by_default_and_getters_copy():
+    m, scene, ent = _zoo()
+    ent.set_dofs_velocity(np.ones(m.nv))
+    q = ent.get_qpos()
+    q[7] += 0.2
+    ent.set_qpos(q)
+    assert np.all(ent.get_dofs_velocity() == 0)
+    ent.set_dofs_velocity(np.ones(m.nv))
+    ent.set_qpos(q, zero_velocity=False)
+    assert np.all(ent.get_dofs_velocity() == 1)
+    got = ent.get_qpos()
+    got[:] = 0
+    assert ent.get_qpos()[7] == pytest.approx(q[7])
+
+
+def test_dofs_position_meaning():
+    """revolute: q − ref; free: position + three angles."""
+    m, scene, ent = _zoo()
+    hinge = ent.get_joint("hinge_a")
+    qa = hinge.q_idx_local[0]
+    q = ent.get_qpos()
+    q[qa] += 0.25
+    ent.set_qpos(q)
+    pos = ent.get_dofs_position()
+    assert m.qpos0[qa] != 0 and pos[hinge.dof_idx_local[0]] == pytest.approx(q[qa] - m.qpos0[qa])
+    assert np.allclose(pos[:3], ent.get_qpos()[:3])
+    new = pos.copy()
+    new[3:6] = [0.1, -0.2, 0.3]
+    ent.set_dofs_position(new)
+    assert np.allclose(ent.get_dofs_position()[3:6], [0.1, -0.2, 0.3])
+
+
+def test_base_pos_vel_relative():
+    """relative=False: the CoM; its velocity is v + ω × (com − origin) (SPEC S2)."""
+    m, scene, ent = _zoo()
+    v = np.zeros(m.nv)
+    v[:6] = [0.1, 0.2, 0.3, 1.0, -2.0, 0.5]
+    ent.set_dofs_velocity(v)
+    origin, com = ent.get_pos(), ent.get_pos(relative=False)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = ent.get_qpos(), v
+    mujoco.mj_forward(m, d)
+    assert np.allclose(origin, d.xpos[1], atol=1e-14) and np.allclose(com, d.xipos[1], atol=1e-14)
+    w = ent.get_ang()
+    assert np.allclose(ent.get_vel(), v[:3])
+    assert np.allclose(ent.get_vel(relative=False), v[:3] + np.cross(w, com - origin))
+    # MuJoCo: the local angular velocity rotated to the world
+    assert np.allclose(w, d.xmat[1].reshape(3, 3) @ v[3:6])
+
+
+def test_per_env_parameters_and_isolation():
+    """Doubling a link mass in env 1 halves its acceleration under the same force; env 0 unchanged."""
+    scene = _scene(gravity=(0, 0, 0))
+    box = scene.add_entity(morphs.Box(size=(0.2, 0.2, 0.2), pos=(0, 0, 1)), Rigid(rho=1000.0))
+    scene.build(n_envs=3)
+    m0 = box.get_links_mass()[0, 0]
+    box.set_links_mass([2 * m0], links_idx_local=[0], envs_idx=[1])
+    assert np.allclose(box.get_links_mass()[:, 0], [m0, 2 * m0, m0])
+    box.control_dofs_force(np.array([1.0, 0, 0, 0, 0, 0]))
+    scene.step()
+    acc = box.get_qacc()[:, 0]
+    assert acc[0] == pytest.approx(1 / m0) and acc[1] == pytest.approx(0.5 / m0)
+    box.set_dofs_damping([3.0] * 6, envs_idx=[2])
+    assert np.allclose(box.get_dofs_param("damping")[:, 0], [0, 0, 3.0])
+    # mass matrix scales with the mass (inertia scaled too: constant density)
+    M = box.get_mass_mat()
+    assert np.allclose(M[1], 2 * M[0])
+
+
+def test_mjcf_actuators_ctrlrange_and_forcerange():
+    m, scene, ent = _zoo()
+    assert ent.actuators and ent.n_actuators == m.nu
+    ent.set_ctrl([5.0, 0, 0, 0])            # motor ctrlrange [-1, 1], gear 2
+    scene.forward()
+    assert ent.get_actuator_force()[0] == pytest.approx(1.0)
+    hinge = ent.get_joint("hinge_a").dof_idx_local[0]
+    assert ent.get_qfrc("actuator")[hinge] == pytest.approx(2.0)
+    ent.set_ctrl([0, 10.0, 0, 0])           # position actuator, forcerange [-3, 3]
+    scene.forward()
+    assert ent.get_actuator_force()[1] == pytest.approx(3.0)
+
+
+def test_inverse_dynamics_returns_the_applied_force():
+    m, scene, ent = _zoo()
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=m.nv)
+    tau = rng.normal(size=m.nv)
+    ent.set_dofs_velocity(v)
+    ent.control_dofs_force(tau)
+    scene.forward()
+    # MuJoCo's qfrc_inverse: everything but passive and external forces, i.e. all actuation
+    assert np.allclose(ent.inverse_dynamics(ent.get_qacc()), tau + ent.get_qfrc("actuator"), atol=1e-10)
+
+
+def test_jacobian_matches_mujoco():
+    m, scene, ent = _zoo()
+    rng = np.random.default_rng(1)
+    q = m.qpos0 + rng.normal(size=m.nq) * 0.3
+    mujoco.mj_normalizeQuat(m, q)
+    ent.set_qpos(q)
+    d = mujoco.MjData(m)
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    for li in range(ent.n_links):
+        point = d.xipos[li + 1] + [0.01, -0.02, 0.03]
+        jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+        mujoco.mj_jac(m, d, jp, jr, point, li + 1)
+        J = ent.get_jacobian(li, point=point)
+        assert np.allclose(J[:3], jp, atol=1e-12) and np.allclose(J[3:], jr, atol=1e-12)
+
+
+def test_batched_ik_reaches_targets():
+    """DLS IK on every env at once: targets from known configurations are reached to 1e-6 m."""
+    m, scene, ent = _zoo(n_envs=4)
+    rng = np.random.default_rng(2)
+    q_goal = np.tile(m.qpos0, (4, 1))
+    hinge = [ent.get_joint(n).q_idx_local[0] for n in ("hinge_a", "slide_c", "hinge_c")]
+    q_goal[:, hinge] += rng.uniform(-0.4, 0.4, size=(4, 3))
+    ent.set_qpos(q_goal)
+    link = ent.links.index("c")
+    target = ent.get_links_pos([link])[:, 0]
+    ent.set_qpos(np.tile(m.qpos0, (4, 1)))
+    before = ent.get_qpos()
+    q_sol, err = ent.inverse_kinematics(link, target, dofs_idx_local=[6, 7, 8, 9, 10, 11], max_iters=100)
+    assert np.all(err < 1e-6)
+    assert np.allclose(ent.get_qpos(), before)        # the state is left untouched
+    ent.set_qpos(q_sol)
+    assert np.allclose(ent.get_links_pos([link])[:, 0], target, atol=1e-6)
+
+
+# -- bad input ----------------------------------------------------------------------------------
+def test_bad_options_and_materials():
+    with pytest.raises(OptionError, match="integrator.*allowed"):
+        RigidOptions(integrator="RK4")
+    assert RigidOptions(integrator=Integrator.Euler).integrator is Integrator.Euler
+    with pytest.raises(OptionError, match="friction"):
+        Rigid(friction=10.0)
+    with pytest.raises(OptionError, match="rho"):
+        Rigid(rho=-1.0)
+
+
+def test_bad_setter_input_names_expected_shape():
+    m, scene, ent = _zoo()
+    with pytest.raises(OptionError, match=r"expected \(15,\)"):
+        ent.set_qpos(np.zeros(3))
+    with pytest.raises(OptionError, match="allowed 0..12"):
+        ent.get_dofs_velocity(dofs_idx_local=[13])
+    with pytest.raises(OptionError, match="NaN"):
+        ent.control_dofs_force([np.nan], dofs_idx_local=[6])
+    with pytest.raises(OptionError, match="free/spherical"):
+        ent.control_dofs_position([0.0], dofs_idx_local=[0])
+    with pytest.raises(OptionError, match="zero quaternion"):
+        ent.set_qpos(np.zeros(m.nq))
+
+
+def test_zero_mass_moving_body_is_rejected():
+    links = [Link(name="ghost", joints=[0], inertial=Inertial(mass=0.0))]
+    desc = EntityDescription(name="g", links=links,
+                             joints=[Joint(name="j", type="revolute", link=0)]).finalize()
+    scene = _scene()
+    scene.add_entity(morphs.Description(description=desc), Rigid())
+    with pytest.raises(BuildError, match="zero-mass moving body"):
+        scene.build()
+
+
+def test_nonfinite_state_is_flagged():
+    """A NaN reaching the state (here through a huge force) is caught by the core's NaN check."""
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, nan_policy="raise", precision="32"),
+                           rigid=RigidOptions(enable_collision=False, disable_constraint=True))
+    box = scene.add_entity(morphs.Box(size=(0.1, 0.1, 0.1)), Rigid())
+    scene.build()
+    box.control_dofs_force([3e38, 3e38, 0, 0, 0, 0])
+    with pytest.raises(polyphys.errors.SimulationError, match="env"):
+        for _ in range(3):
+            scene.step()
