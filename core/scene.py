@@ -177,6 +177,9 @@ class Scene:
                 s.layout = self.layout
                 s.build(self.layout)
             self.couplers = self._make_couplers()
+            self._require("precisions", "set SimOptions(precision=...) to one every coupler supports",
+                          sim.precision)
+            self._require("devices", f"SimOptions(device={sim.device!r})", sim.device_kind)
             for c in self.couplers:
                 c.build(self.layout)
             for sensor in self.sensors:

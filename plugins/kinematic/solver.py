@@ -8,20 +8,27 @@ import numpy as np
 from polyphys import morphs as M
 from polyphys.arrays import env_slice
 from polyphys.errors import OptionError
+from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
 from polyphys.kinematics import JointTree
+from polyphys.views import RigidGeoms, RigidLinks
 
 from .entity import KinematicEntity
 from .options import KinematicOptions
 
 
 class KinematicSolver(Solver):
+    """Exposes RigidView with ``accepts_reaction = False``: couplers move particles with it, and
+    nothing pushes back (a kinematic body couples one way)."""
+
     options_type = KinematicOptions
+    accepts_reaction = False
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
         self._pending: list = []        # (description, base_pos, base_quat)
+        self._geoms = None
 
     def add_entity(self, morph, material, surface=None, name=None, **kwargs):
         if kwargs:
@@ -79,6 +86,43 @@ class KinematicSolver(Solver):
         for part in self.layout.partitions:
             p = self._parts[part.index]
             JointTree.launch_fk(p.model, p.qpos, p.qvel, p.link_pos, p.link_quat, p.link_vel, p.link_ang)
+
+    # -- RigidView ---------------------------------------------------------------------------------
+    def rigid_geoms(self) -> RigidGeoms:
+        """Collision geoms with an analytic SDF, their link (global index) and coupling fields."""
+        if self._geoms is None:
+            import warp as wp
+
+            rows = []
+            for e in self.entities:
+                mat = e.material
+                for g in e.description.geoms:
+                    code = GEOM_CODES[g.type]
+                    if g.role == "visual" or code not in SDF_SUPPORTED:
+                        continue
+                    size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
+                    rows.append((e.link_start + g.link, code, size, g.pos, g.quat[1:] + g.quat[:1],
+                                 mat.coup_friction, mat.coup_restitution, mat.coup_softness))
+            dev = self.layout.device
+            col = list(zip(*rows)) if rows else [[]] * 8
+            f32 = np.float32
+            self._geoms = RigidGeoms(
+                link=wp.array(np.asarray(col[0], np.int32), dtype=wp.int32, device=dev),
+                type=wp.array(np.asarray(col[1], np.int32), dtype=wp.int32, device=dev),
+                size=wp.array(np.asarray(col[2], f32).reshape(-1, 3), dtype=wp.vec3, device=dev),
+                pos=wp.array(np.asarray(col[3], f32).reshape(-1, 3), dtype=wp.vec3, device=dev),
+                quat=wp.array(np.asarray(col[4], f32).reshape(-1, 4), dtype=wp.quat, device=dev),
+                coup_friction=wp.array(np.asarray(col[5], f32), dtype=wp.float32, device=dev),
+                coup_restitution=wp.array(np.asarray(col[6], f32), dtype=wp.float32, device=dev),
+                coup_softness=wp.array(np.asarray(col[7], f32), dtype=wp.float32, device=dev))
+        return self._geoms
+
+    def rigid_links(self, part) -> RigidLinks:
+        """Link frames and velocities of one partition. A kinematic link has no mass, so its
+        reference point (``com``) is the link origin and ``vel`` the origin's velocity."""
+        p = self._parts[part.index]
+        return RigidLinks(pos=p.link_pos, quat=p.link_quat, com=p.link_pos, vel=p.link_vel,
+                          ang=p.link_ang)
 
     def state_arrays(self):
         return {"qpos": self.qpos, "qvel": self.qvel, "root_pos": self.model.root_pos,

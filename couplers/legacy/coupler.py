@@ -1,0 +1,153 @@
+"""LegacyCoupler: the SDF velocity response of SPEC §C1 between RigidView and ParticleView solvers.
+
+In ``couple(f, part)`` — after every solver's pre-coupling stage, before post-coupling — each velocity
+carrier (particles, or MPM grid nodes between grid update and G2P) near or inside a rigid geom gets
+the Legacy response; the momentum change divided by h goes, as a force on the link and a torque
+about its CoM, into the rigid solver's per-substep coupling buffer (when it accepts a reaction: a
+kinematic side couples one way). The coupler keeps its own readback: the last substep's wrench per
+link and the impulse summed over the substeps of the step — not a contact: ``get_contacts()`` does
+not show it.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import warp as wp
+from polyphys.arrays import env_slice
+from polyphys.errors import CapabilityError, OptionError
+from polyphys.interfaces import Coupler
+from polyphys.views import ParticleView, RigidView
+
+from .kernels.couple import apply_reaction, legacy_response
+from .options import LegacyOptions
+
+
+class LegacyCoupler(Coupler):
+    options_type = LegacyOptions
+
+    def build(self, layout):
+        self.layout = layout
+        n, dev = layout.n_envs, layout.device
+        self._links: dict[str, SimpleNamespace] = {}     # per rigid solver: coupler-owned buffers
+        self._pairs = []
+        for a, b in self.pairs:
+            rigid, particles = a.view(RigidView), b.view(ParticleView)
+            geoms = rigid.rigid_geoms()
+            n_links = self._n_links(rigid, layout)
+            if rigid.name not in self._links:
+                z = lambda: wp.zeros((n, n_links), dtype=wp.vec3, device=dev)  # noqa: E731
+                self._links[rigid.name] = SimpleNamespace(force=z(), torque=z(), impulse=z(),
+                                                          angular_impulse=z(), n_links=n_links)
+            self._pairs.append((rigid, particles, geoms))
+        self._parts = {}
+        for part in layout.partitions:
+            views = {}
+            for name, buf in self._links.items():
+                views[name] = SimpleNamespace(**{k: env_slice(getattr(buf, k), part.start, part.stop)
+                                                 for k in ("force", "torque", "impulse", "angular_impulse")})
+            pair_views = []
+            for rigid, particles, geoms in self._pairs:
+                links = rigid.rigid_links(part)
+                carriers = particles.particle_carriers(part)
+                self._check_f32(rigid, links, particles, carriers)
+                pair_views.append((rigid, links, carriers, geoms))
+            self._parts[part.index] = SimpleNamespace(links=views, pairs=pair_views)
+
+    @staticmethod
+    def _n_links(rigid, layout) -> int:
+        links = rigid.rigid_links(layout.partitions[0])
+        return links.pos.shape[1]
+
+    def _check_f32(self, rigid, links, particles, carriers):
+        for what, arr in (("link pos", links.pos), ("carrier pos", carriers.pos), ("carrier vel", carriers.vel)):
+            if getattr(arr.dtype, "_wp_scalar_type_", None) != wp.float32:
+                raise CapabilityError("legacy", "precisions=64",
+                                      f"{what} of {rigid.name}/{particles.name} is {arr.dtype.__name__}; "
+                                      f"the Legacy coupler runs in float32")
+        if carriers.mass.dtype != wp.float32:
+            raise CapabilityError("legacy", "precisions=64", "carrier mass must be float32")
+        if carriers.active is None or carriers.active.dtype != wp.int32:
+            raise OptionError(f"{particles.name}.particle_carriers(): active must be an int32 array")
+
+    def preprocess(self, f, part):
+        if f == 0:    # a new step: the impulse readback sums this step's substeps
+            for v in self._parts[part.index].links.values():
+                v.impulse.zero_()
+                v.angular_impulse.zero_()
+
+    def couple(self, f, part):
+        p = self._parts[part.index]
+        inv_h = 1.0 / self.layout.h
+        for v in p.links.values():
+            v.force.zero_()
+            v.torque.zero_()
+        for rigid, links, carriers, geoms in p.pairs:
+            buf = p.links[rigid.name]
+            n_carriers = carriers.pos.shape[1]
+            if geoms.type.shape[0] == 0 or n_carriers == 0:
+                continue
+            wp.launch(legacy_response, dim=(part.n_envs, n_carriers),
+                      inputs=[geoms.link, geoms.type, geoms.size, geoms.pos, geoms.quat, geoms.coup_friction,
+                              geoms.coup_restitution, geoms.coup_softness, self.options.influence_cutoff,
+                              inv_h, links.pos, links.quat, links.com, links.vel, links.ang, carriers.pos,
+                              carriers.mass, carriers.active, carriers.vel],
+                      outputs=[buf.force, buf.torque], device=self.layout.device)
+        done = set()
+        for rigid, links, _, _ in p.pairs:
+            buf = p.links[rigid.name]
+            if rigid.name in done or buf.force.shape[1] == 0:
+                continue
+            done.add(rigid.name)
+            to_rigid = rigid.accepts_reaction and links.coupling_force is not None
+            rf = links.coupling_force if to_rigid else _EMPTY[self.layout.device]
+            rt = links.coupling_torque if to_rigid else _EMPTY[self.layout.device]
+            wp.launch(apply_reaction, dim=buf.force.shape, inputs=[self.layout.h, buf.force, buf.torque],
+                      outputs=[rf, rt, buf.impulse, buf.angular_impulse], device=self.layout.device)
+
+    def state_arrays(self):
+        out = {}
+        for name, buf in self._links.items():
+            for k in ("force", "torque", "impulse", "angular_impulse"):
+                out[f"{name}/{k}"] = getattr(buf, k)
+        return out
+
+    # -- readback ---------------------------------------------------------------------------------
+    def get_coupling_wrench(self, rigid: str | None = None, envs_idx=None) -> dict:
+        """The coupling reaction on each link of a rigid-side solver (world frame, torque about the
+        link CoM): ``force``/``torque`` of the last substep, tagged ``solved_at`` (the time that
+        substep started), and ``impulse``/``angular_impulse`` summed as h·f over the substeps of the
+        last step, over the window ``[window_start, window_end]``. Batch axis first."""
+        names = sorted(self._links)
+        if rigid is None:
+            if len(names) != 1:
+                raise OptionError(f"get_coupling_wrench(rigid=None): several rigid solvers {names}; name one")
+            rigid = names[0]
+        if rigid not in self._links:
+            raise OptionError(f"get_coupling_wrench(rigid={rigid!r}): coupled rigid solvers are {names}")
+        scene = self.scene
+        envs = scene._envs_idx(envs_idx)
+        buf = self._links[rigid]
+        t_end = np.asarray(scene._step_count[envs] * scene.sim_options.dt, dtype=float)
+        h = self.layout.h
+
+        def out(a):
+            a = a.numpy()[envs].astype(float)
+            return a if scene.batched else a[0]
+
+        tag = (lambda t: t) if scene.batched else (lambda t: float(t[0]))
+        return {"force": out(buf.force), "torque": out(buf.torque), "impulse": out(buf.impulse),
+                "angular_impulse": out(buf.angular_impulse), "solved_at": tag(t_end - h),
+                "window_start": tag(t_end - scene.sim_options.dt), "window_end": tag(t_end),
+                "frame": "world", "reference_point": "link CoM"}
+
+
+class _EmptyByDevice(dict):
+    def __missing__(self, device):
+        arr = wp.zeros((0, 0), dtype=wp.vec3, device=device)
+        self[device] = arr
+        return arr
+
+
+_EMPTY = _EmptyByDevice()

@@ -1,0 +1,102 @@
+"""The Legacy velocity response (SPEC §C1), one thread per velocity carrier."""
+
+import warp as wp
+from polyphys.kernels.sdf import sdf_normal, sdf_primitive
+
+
+@wp.kernel
+def legacy_response(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    geom_type: wp.array(dtype=wp.int32),
+    geom_size: wp.array(dtype=wp.vec3),
+    geom_pos: wp.array(dtype=wp.vec3),
+    geom_quat: wp.array(dtype=wp.quat),
+    geom_friction: wp.array(dtype=float),
+    geom_restitution: wp.array(dtype=float),
+    geom_softness: wp.array(dtype=float),
+    influence_cutoff: float,
+    inv_h: float,
+    # Data in:
+    link_pos_in: wp.array2d(dtype=wp.vec3),
+    link_quat_in: wp.array2d(dtype=wp.quat),
+    link_com_in: wp.array2d(dtype=wp.vec3),
+    link_vel_in: wp.array2d(dtype=wp.vec3),
+    link_ang_in: wp.array2d(dtype=wp.vec3),
+    carrier_pos_in: wp.array2d(dtype=wp.vec3),
+    carrier_mass_in: wp.array2d(dtype=float),
+    carrier_active_in: wp.array2d(dtype=wp.int32),
+    # Data in/out:
+    carrier_vel: wp.array2d(dtype=wp.vec3),
+    # Data out (accumulated):
+    force_out: wp.array2d(dtype=wp.vec3),
+    torque_out: wp.array2d(dtype=wp.vec3),
+):
+    """For each geom in turn: d = SDF at the carrier, weight w = min(exp(-d/softness), 1); when
+    d <= 0 or w > cutoff and the carrier approaches the surface (v_n < 0 relative to the rigid
+    point velocity): v_n' = -e·v_n, |v_t'| = max(0, |v_t| + μ·v_n) along v_t, the new velocity is
+    blended with the old by w, and the reaction -m·Δv/h (force on the link, torque about its CoM)
+    is accumulated."""
+    env, i = wp.tid()
+    if carrier_active_in.shape[0] > 0:
+        if carrier_active_in[env, i] == 0:
+            return
+    m = carrier_mass_in[env, i]
+    if m <= 0.0:
+        return
+    x = carrier_pos_in[env, i]
+    v = carrier_vel[env, i]
+    changed = 0
+    for g in range(geom_type.shape[0]):
+        l = geom_link[g]
+        lq = link_quat_in[env, l]
+        gq = lq * geom_quat[g]
+        gp = link_pos_in[env, l] + wp.quat_rotate(lq, geom_pos[g])
+        pl = wp.quat_rotate_inv(gq, x - gp)
+        d = sdf_primitive(geom_type[g], geom_size[g], pl)
+        w = wp.min(wp.exp(-d / geom_softness[g]), 1.0)
+        if d <= 0.0 or w > influence_cutoff:
+            n = wp.quat_rotate(gq, sdf_normal(geom_type[g], geom_size[g], pl))
+            com = link_com_in[env, l]
+            v_rigid = link_vel_in[env, l] + wp.cross(link_ang_in[env, l], x - com)
+            rv = v - v_rigid
+            vn = wp.dot(rv, n)
+            if vn < 0.0:
+                vt = rv - vn * n
+                vt_len = wp.length(vt)
+                scale = 0.0
+                if vt_len > 1.0e-12:
+                    scale = wp.max(0.0, vt_len + geom_friction[g] * vn) / vt_len
+                rv_new = vt * scale - geom_restitution[g] * vn * n
+                v_new = w * (v_rigid + rv_new) + (1.0 - w) * v
+                f = -(m * inv_h) * (v_new - v)
+                wp.atomic_add(force_out, env, l, f)
+                wp.atomic_add(torque_out, env, l, wp.cross(x - com, f))
+                v = v_new
+                changed = 1
+    if changed != 0:
+        carrier_vel[env, i] = v
+
+
+@wp.kernel
+def apply_reaction(
+    # Model:
+    h: float,
+    # Data in:
+    force_in: wp.array2d(dtype=wp.vec3),
+    torque_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    rigid_force_out: wp.array2d(dtype=wp.vec3),
+    rigid_torque_out: wp.array2d(dtype=wp.vec3),
+    impulse_out: wp.array2d(dtype=wp.vec3),
+    angular_impulse_out: wp.array2d(dtype=wp.vec3),
+):
+    """Add this substep's reaction to the rigid solver's coupling buffer and the step's impulse."""
+    env, l = wp.tid()
+    f = force_in[env, l]
+    t = torque_in[env, l]
+    if rigid_force_out.shape[0] > 0:
+        rigid_force_out[env, l] = rigid_force_out[env, l] + f
+        rigid_torque_out[env, l] = rigid_torque_out[env, l] + t
+    impulse_out[env, l] = impulse_out[env, l] + h * f
+    angular_impulse_out[env, l] = angular_impulse_out[env, l] + h * t
