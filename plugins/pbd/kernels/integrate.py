@@ -1,0 +1,122 @@
+"""Stage kernels around the constraint loop: velocity prediction, position prediction, static
+boundaries (domain box, planes, spheres) with friction, and the XPBD velocity update."""
+
+import warp as wp
+
+
+@wp.func
+def project_halfspace(x: wp.vec3, x_prev: wp.vec3, d: float, n: wp.vec3, mu: float):
+    """Push x out along n by the penetration -d (d < 0) and remove tangential displacement since the
+    substep start up to mu times the penetration (Coulomb, Macklin et al. 2014 §6.1)."""
+    if d >= 0.0:
+        return x
+    x = x - d * n
+    dx = x - x_prev
+    dt = dx - wp.dot(dx, n) * n
+    lt = wp.length(dt)
+    pen = -d
+    if lt <= mu * pen:
+        x = x - dt
+    else:
+        x = x - dt * (mu * pen / lt)
+    return x
+
+
+@wp.kernel
+def predict_velocity(
+    # Model:
+    inv_mass0: wp.array(dtype=float),
+    gravity: wp.vec3,
+    h: float,
+    # Data in:
+    free_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    vel_out: wp.array2d(dtype=wp.vec3),
+):
+    env, i = wp.tid()
+    if free_in[env, i] == 0 or inv_mass0[i] == 0.0:
+        vel_out[env, i] = wp.vec3(0.0)
+    else:
+        vel_out[env, i] = vel_out[env, i] + gravity * h
+
+
+@wp.kernel
+def predict_position(
+    # Model:
+    h: float,
+    # Data in:
+    vel_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    pos_out: wp.array2d(dtype=wp.vec3),
+    pos_prev_out: wp.array2d(dtype=wp.vec3),
+):
+    env, i = wp.tid()
+    x = pos_out[env, i]
+    pos_prev_out[env, i] = x
+    pos_out[env, i] = x + vel_in[env, i] * h
+
+
+@wp.kernel
+def zero_lambda(
+    # Data out:
+    lam_out: wp.array2d(dtype=float),
+):
+    env, k = wp.tid()
+    lam_out[env, k] = 0.0
+
+
+@wp.kernel
+def apply_and_bound(
+    # Model:
+    inv_mass0: wp.array(dtype=float),
+    radius: wp.array(dtype=float),
+    lower: wp.vec3,
+    upper: wp.vec3,
+    plane_p: wp.array(dtype=wp.vec3),
+    plane_n: wp.array(dtype=wp.vec3),
+    sphere_c: wp.array(dtype=wp.vec3),
+    sphere_r: wp.array(dtype=float),
+    mu: float,
+    # Data in:
+    free_in: wp.array2d(dtype=wp.int32),
+    pos_prev_in: wp.array2d(dtype=wp.vec3),
+    delta_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    pos_out: wp.array2d(dtype=wp.vec3),
+):
+    env, i = wp.tid()
+    if free_in[env, i] == 0 or inv_mass0[i] == 0.0:
+        return
+    r = radius[i]
+    xp = pos_prev_in[env, i]
+    x = pos_out[env, i] + delta_in[env, i]
+    for k in range(plane_p.shape[0]):
+        n = plane_n[k]
+        x = project_halfspace(x, xp, wp.dot(x - plane_p[k], n) - r, n, mu)
+    for k in range(sphere_c.shape[0]):
+        dv = x - sphere_c[k]
+        ld = wp.length(dv)
+        if ld > 1.0e-9:
+            x = project_halfspace(x, xp, ld - sphere_r[k] - r, dv / ld, mu)
+    x = project_halfspace(x, xp, x[0] - lower[0] - r, wp.vec3(1.0, 0.0, 0.0), mu)
+    x = project_halfspace(x, xp, upper[0] - x[0] - r, wp.vec3(-1.0, 0.0, 0.0), mu)
+    x = project_halfspace(x, xp, x[1] - lower[1] - r, wp.vec3(0.0, 1.0, 0.0), mu)
+    x = project_halfspace(x, xp, upper[1] - x[1] - r, wp.vec3(0.0, -1.0, 0.0), mu)
+    x = project_halfspace(x, xp, x[2] - lower[2] - r, wp.vec3(0.0, 0.0, 1.0), mu)
+    x = project_halfspace(x, xp, upper[2] - x[2] - r, wp.vec3(0.0, 0.0, -1.0), mu)
+    pos_out[env, i] = x
+
+
+@wp.kernel
+def update_velocity(
+    # Model:
+    inv_h: float,
+    damp: float,
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    pos_prev_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    vel_out: wp.array2d(dtype=wp.vec3),
+):
+    env, i = wp.tid()
+    vel_out[env, i] = (pos_in[env, i] - pos_prev_in[env, i]) * (inv_h * damp)

@@ -1,0 +1,409 @@
+"""PBDSolver: extended position-based dynamics (Macklin, Müller, Chentanez 2016) for cloth, elastic
+bodies, granular particles and position-based fluids (Macklin & Müller 2013).
+
+Per substep h = dt / substeps:
+  pre-coupling   v += g h for free particles (the coupler may then change v)
+  post-coupling  x_prev = x, x += v h; per-env neighbour grid; λ = 0; ``iterations`` times:
+                 distance, bending, volume constraints (one launch per graph colour), shape matching,
+                 PBF λ, contact + fluid gather (Jacobi), apply + static boundaries;
+                 v = (x - x_prev) / h (· damping); XSPH viscosity.
+State (SPEC §S8): pos, vel, free — x_prev, λ and the grid are rebuilt every substep, so these three
+arrays are everything a bit-exact continuation needs.
+
+Limitations: float32 only; no vorticity confinement or surface tension; the liquid density sees only
+liquid neighbours (solid boundaries act through contacts); shape matching uses one cluster per
+elastic body and a per-iteration stiffness, not an XPBD compliance.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from polyphys import morphs as M
+from polyphys.errors import OptionError
+from polyphys.interfaces import Solver
+from polyphys.views import ParticleCarriers, SurfaceMesh, SurfaceMeshView
+
+from . import materials as mat
+from . import sampling
+from .entity import PBDEntity, check_particle_indices
+from .options import PBDOptions
+
+KIND = {"cloth": 0, "elastic": 1, "granular": 2, "liquid": 3}
+
+
+def _lattice_kernel_sum(d: float, h: float) -> float:
+    """Σ_j W_poly6(|x_j|, h) over a cubic lattice of spacing d (self included): the density an
+    interior particle of unit mass sees in the sampled rest configuration."""
+    k = int(np.ceil(h / d))
+    r = np.arange(-k, k + 1) * d
+    X, Y, Z = np.meshgrid(r, r, r, indexing="ij")
+    r2 = X ** 2 + Y ** 2 + Z ** 2
+    w = 315.0 / (64.0 * np.pi * h ** 9) * np.clip(h * h - r2, 0, None) ** 3
+    return float(w.sum())
+
+
+class PBDSolver(Solver):
+    options_type = PBDOptions
+
+    def __init__(self, scene, options, spec):
+        super().__init__(scene, options, spec)
+        self._recs: list[dict] = []
+
+    # -- entities --------------------------------------------------------------------------------
+    def add_entity(self, morph, material, surface=None, name=None, pinned=None, particles=None,
+                   edges=None, **kwargs):
+        """Add a PBD entity.
+
+        :param pinned: local particle indices that start pinned (free = False) in every env.
+        :param particles: (n, 3) particle positions in the morph's frame instead of sampling the
+            morph's volume (Particle, Liquid, shape-matched Elastic).
+        :param edges: (m, 2) local index pairs joined by XPBD distance constraints (Particle only;
+            compliance ``material.edge_compliance``).
+        """
+        if kwargs:
+            raise OptionError(f"pbd add_entity: unknown arguments {sorted(kwargs)}; allowed: pinned, "
+                              f"particles, edges")
+        if self.layout is not None:
+            raise OptionError("pbd add_entity after scene.build()")
+        name = name or f"pbd_{len(self.entities)}"
+        if isinstance(morph, M.Plane):
+            raise OptionError("a Plane cannot be a PBD entity; use PBDOptions(planes=...) for static planes")
+        if particles is not None and isinstance(material, mat.Cloth):
+            raise OptionError("particles=... is not allowed for Cloth: give a triangle Mesh morph")
+        if edges is not None and not isinstance(material, mat.Particle):
+            raise OptionError(f"edges=... is only allowed for PBD.Particle, not {type(material).__name__}")
+        if isinstance(material, mat.Cloth):
+            rec = self._cloth(morph, material, name)
+        elif isinstance(material, mat.Elastic):
+            rec = self._elastic(morph, material, name, particles)
+        elif isinstance(material, (mat.Particle, mat.Liquid)):
+            rec = self._particles(morph, material, name, particles, edges)
+        else:
+            raise OptionError(f"PBD solver cannot take material {type(material).__name__}; allowed: "
+                              f"PBD.Cloth, PBD.Elastic, PBD.Particle, PBD.Liquid")
+        n = len(rec["pos"])
+        pin = np.zeros(0, np.int64) if pinned is None else check_particle_indices(pinned, n, name, "pinned")
+        rec["pinned"] = pin
+        self._check_inside(rec["pos"], name)
+        entity = PBDEntity(self, len(self.entities), morph, material, surface, name, rec["kind"], n, pin)
+        if rec["kind"] == "cloth":
+            entity._triangles = rec["tris"]
+        self._recs.append(rec)
+        self.entities.append(entity)
+        return entity
+
+    def _check_inside(self, pos, name):
+        lo, hi = np.asarray(self.options.lower_bound), np.asarray(self.options.upper_bound)
+        out = np.any((pos < lo) | (pos > hi), axis=1)
+        if out.any():
+            raise OptionError(f"entity {name!r}: {int(out.sum())} particle(s) lie outside the PBD domain "
+                              f"box lower_bound={tuple(lo)}, upper_bound={tuple(hi)} (e.g. "
+                              f"{pos[np.argmax(out)].round(4).tolist()}); enlarge PBDOptions bounds")
+
+    @staticmethod
+    def _base(kind, pos, mass, radius, m):
+        n = len(pos)
+        return {"kind": kind, "pos": np.asarray(pos, float), "mass": np.asarray(mass, float),
+                "radius": np.full(n, radius), "friction": np.full(n, m.friction),
+                "self_collide": np.ones(n, np.int32), "rest_density": np.ones(n),
+                "viscosity": np.zeros(n), "dist": [], "bends": None, "tets": None, "body": None,
+                "tris": np.zeros((0, 3), np.int64), "spacing": None}
+
+    def _cloth(self, morph, m, name):
+        if not isinstance(morph, M.Mesh) or (morph.faces is not None and morph.faces.shape[1] != 3):
+            raise OptionError(f"cloth {name!r} needs a triangle Mesh morph (faces (m, 3)), got "
+                              f"{type(morph).__name__}")
+        tm = morph.load_trimesh()
+        verts = sampling.to_world(morph, np.asarray(tm.vertices, float))
+        tris = np.asarray(tm.faces, np.int64)
+        edges, bends, varea = sampling.cloth_topology(verts, tris, name)
+        rec = self._base("cloth", verts, m.rho * varea, m.thickness / 2, m)
+        rec["self_collide"][:] = int(m.self_collision)
+        rest = np.linalg.norm(verts[edges[:, 0]] - verts[edges[:, 1]], axis=1)
+        rec["dist"].append((edges, rest, np.full(len(edges), m.stretch_compliance)))
+        rec["bends"] = (bends, sampling.dihedral_angle(verts, bends), np.full(len(bends), m.bending_compliance))
+        rec["tris"] = tris
+        return rec
+
+    def _elastic(self, morph, m, name, particles):
+        if isinstance(morph, M.Mesh) and morph.faces is not None and morph.faces.shape[1] == 4:
+            v = np.asarray(morph.vertices, float)
+            if not morph.file_meshes_are_zup:
+                v = np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1)
+            verts = sampling.to_world(morph, v * np.asarray(morph.scale))
+            tets, vol, edges = sampling.tet_topology(verts, morph.faces, name)
+            used = np.zeros(len(verts), bool)
+            used[tets.ravel()] = True
+            if not used.all():
+                raise OptionError(f"elastic {name!r}: vertices {np.nonzero(~used)[0][:10].tolist()} "
+                                  f"belong to no tetrahedron; remove them")
+            vmass = np.zeros(len(verts))
+            for k in range(4):
+                np.add.at(vmass, tets[:, k], m.rho * vol / 4.0)
+            rest = np.linalg.norm(verts[edges[:, 0]] - verts[edges[:, 1]], axis=1)
+            radius = min(m.particle_size / 2, 0.5 * rest.min())
+            rec = self._base("elastic", verts, vmass, radius, m)
+            rec["dist"].append((edges, rest, np.full(len(edges), m.stretch_compliance)))
+            rec["tets"] = (tets, vol, np.full(len(tets), m.volume_compliance))
+            return rec
+        pos = self._sample(morph, m, name, particles)
+        d = m.particle_size
+        rec = self._base("elastic", pos, np.full(len(pos), m.rho * d ** 3), d / 2, m)
+        rec["body"] = m.shape_stiffness
+        return rec
+
+    def _sample(self, morph, m, name, particles):
+        if particles is not None:
+            p = np.asarray(particles, dtype=float)
+            if p.ndim != 2 or p.shape[1] != 3 or len(p) == 0 or not np.all(np.isfinite(p)):
+                raise OptionError(f"entity {name!r}: particles= must be a finite (n >= 1, 3) array, got "
+                                  f"shape {p.shape}")
+            return sampling.to_world(morph, p)
+        return sampling.sample_volume(morph, m.particle_size)
+
+    def _particles(self, morph, m, name, particles, edges):
+        pos = self._sample(morph, m, name, particles)
+        d = m.particle_size
+        if isinstance(m, mat.Liquid):
+            rec = self._base("liquid", pos, np.zeros(len(pos)), d / 2, m)   # mass set at build
+            rec["rest_density"][:] = m.rho
+            rec["viscosity"][:] = m.viscosity
+            rec["spacing"] = d
+            return rec
+        rec = self._base("granular", pos, np.full(len(pos), m.rho * d ** 3), d / 2, m)
+        if edges is not None:
+            e = np.asarray(edges)
+            if e.ndim != 2 or e.shape[1] != 2 or not np.issubdtype(e.dtype, np.integer):
+                raise OptionError(f"entity {name!r}: edges= must be an (m, 2) integer array, got {e.shape}")
+            check_particle_indices(e, len(pos), name, "edges")
+            if np.any(e[:, 0] == e[:, 1]):
+                raise OptionError(f"entity {name!r}: edges {e[e[:, 0] == e[:, 1]][:5].tolist()} join a "
+                                  f"particle to itself")
+            rest = np.linalg.norm(pos[e[:, 0]] - pos[e[:, 1]], axis=1)
+            rec["dist"].append((e.astype(np.int64), rest, np.full(len(e), m.edge_compliance)))
+        return rec
+
+    # -- build -----------------------------------------------------------------------------------
+    def build(self, layout):
+        import warp as wp
+
+        self.layout = layout
+        opts = self.options
+        recs = self._recs
+        starts = np.cumsum([0] + [len(r["pos"]) for r in recs])
+        for e, s in zip(self.entities, starts):
+            e.start = int(s)
+        N = int(starts[-1])
+        cat = lambda key: np.concatenate([r[key] for r in recs])   # noqa: E731
+        host = {k: cat(k) for k in ("pos", "mass", "radius", "friction", "self_collide", "rest_density",
+                                    "viscosity")}
+        host["kind"] = np.concatenate([np.full(len(r["pos"]), KIND[r["kind"]]) for r in recs])
+        host["group"] = np.concatenate([np.full(len(r["pos"]), k) for k, r in enumerate(recs)])
+        # liquids: one smoothing radius h = 2 · (largest liquid spacing); mass calibrated so that an
+        # interior particle of the sampled lattice has exactly the rest density
+        spacings = [r["spacing"] for r in recs if r["kind"] == "liquid"]
+        self.fluid_h = 2.0 * max(spacings) if spacings else 0.0
+        for r, s in zip(recs, starts):
+            if r["kind"] == "liquid":
+                n = len(r["pos"])
+                host["mass"][s:s + n] = r["rest_density"][0] / _lattice_kernel_sum(r["spacing"], self.fluid_h)
+        inv_mass = np.where(host["mass"] > 0, 1.0 / np.maximum(host["mass"], 1e-300), 0.0)
+        self.host = host
+        # constraints, global indices, coloured
+        dist = [(c + s, rest, comp) for r, s in zip(recs, starts) for (c, rest, comp) in r["dist"]]
+        dcon = np.concatenate([d[0] for d in dist]) if dist else np.zeros((0, 2), np.int64)
+        drest = np.concatenate([d[1] for d in dist]) if dist else np.zeros(0)
+        dcomp = np.concatenate([d[2] for d in dist]) if dist else np.zeros(0)
+        bends = [(r["bends"][0] + s, *r["bends"][1:]) for r, s in zip(recs, starts) if r["bends"] is not None]
+        bcon = np.concatenate([b[0] for b in bends]) if bends else np.zeros((0, 4), np.int64)
+        brest = np.concatenate([b[1] for b in bends]) if bends else np.zeros(0)
+        bcomp = np.concatenate([b[2] for b in bends]) if bends else np.zeros(0)
+        tets = [(r["tets"][0] + s, *r["tets"][1:]) for r, s in zip(recs, starts) if r["tets"] is not None]
+        tcon = np.concatenate([t[0] for t in tets]) if tets else np.zeros((0, 4), np.int64)
+        trest = np.concatenate([t[1] for t in tets]) if tets else np.zeros(0)
+        tcomp = np.concatenate([t[2] for t in tets]) if tets else np.zeros(0)
+        dord, self._dcol = sampling.greedy_colour(dcon, N)
+        bord, self._bcol = sampling.greedy_colour(bcon, N)
+        tord, self._tcol = sampling.greedy_colour(tcon, N)
+        dcon, drest, dcomp = dcon[dord], drest[dord], dcomp[dord]
+        bcon, brest, bcomp = bcon[bord], brest[bord], bcomp[bord]
+        tcon, trest, tcomp = tcon[tord], trest[tord], tcomp[tord]
+        self.n_dist, self.n_bend, self.n_tet = len(dcon), len(bcon), len(tcon)
+        n_lam = self.n_dist + self.n_bend + self.n_tet
+        # shape-matched bodies
+        bodies = [(s, len(r["pos"]), r["body"]) for r, s in zip(recs, starts) if r["body"] is not None]
+        rest_off = np.zeros((N, 3))
+        for s, n, _ in bodies:
+            p, m = host["pos"][s:s + n], host["mass"][s:s + n]
+            rest_off[s:s + n] = p - (m[:, None] * p).sum(0) / m.sum()
+        self.n_bodies = len(bodies)
+        tris = np.concatenate([r["tris"] + s for r, s in zip(recs, starts)]) if recs else np.zeros((0, 3))
+        self.n_tris = len(tris)
+        # neighbour grid over the domain box
+        lo, hi = np.asarray(opts.lower_bound), np.asarray(opts.upper_bound)
+        cell = max(2.0 * host["radius"].max(), self.fluid_h)
+        dims = np.maximum(1, np.ceil((hi - lo) / cell).astype(np.int64))
+        tsize = 64
+        while tsize < 2 * N:
+            tsize *= 2
+        self._grid = SimpleNamespace(cell=cell, inv_cell=1.0 / cell, dims=wp.vec3i(*[int(min(d, 2**30)) for d in dims]),
+                                     mask=tsize - 1, lower=wp.vec3(*lo), upper=wp.vec3(*hi))
+        self.has_liquid = bool(np.any(host["kind"] == 3))
+        self.has_contacts = N >= 2
+        ne, dev = layout.n_envs, layout.device
+        f32, i32 = np.float32, np.int32
+
+        def arr(a, dtype):
+            return wp.array(np.ascontiguousarray(a), dtype=dtype, device=dev)
+
+        self.model = SimpleNamespace(
+            inv_mass0=arr(inv_mass.astype(f32), wp.float32), mass=arr(host["mass"].astype(f32), wp.float32),
+            radius=arr(host["radius"].astype(f32), wp.float32), friction=arr(host["friction"].astype(f32), wp.float32),
+            kind=arr(host["kind"].astype(i32), wp.int32), group=arr(host["group"].astype(i32), wp.int32),
+            self_collide=arr(host["self_collide"].astype(i32), wp.int32),
+            rest_pos=arr(host["pos"].astype(f32), wp.vec3), rest_density=arr(host["rest_density"].astype(f32), wp.float32),
+            viscosity=arr(host["viscosity"].astype(f32), wp.float32),
+            d_i=arr(dcon[:, 0].astype(i32), wp.int32), d_j=arr(dcon[:, 1].astype(i32), wp.int32),
+            d_rest=arr(drest.astype(f32), wp.float32), d_comp=arr(dcomp.astype(f32), wp.float32),
+            b_quad=arr(bcon.astype(i32).reshape(-1, 4), wp.vec4i), b_rest=arr(brest.astype(f32), wp.float32),
+            b_comp=arr(bcomp.astype(f32), wp.float32),
+            t_quad=arr(tcon.astype(i32).reshape(-1, 4), wp.vec4i), t_rest=arr(trest.astype(f32), wp.float32),
+            t_comp=arr(tcomp.astype(f32), wp.float32),
+            body_start=arr(np.array([b[0] for b in bodies], i32), wp.int32),
+            body_count=arr(np.array([b[1] for b in bodies], i32), wp.int32),
+            body_stiff=arr(np.array([b[2] for b in bodies], f32), wp.float32),
+            rest_offset=arr(rest_off.astype(f32), wp.vec3),
+            plane_p=arr(np.array([p for p, _ in opts.planes], f32).reshape(-1, 3), wp.vec3),
+            plane_n=arr(np.array([n for _, n in opts.planes], f32).reshape(-1, 3), wp.vec3),
+            sphere_c=arr(np.array([c for c, _ in opts.static_spheres], f32).reshape(-1, 3), wp.vec3),
+            sphere_r=arr(np.array([r for _, r in opts.static_spheres], f32), wp.float32),
+            tris=arr(tris.astype(i32).reshape(-1, 3), wp.int32),
+            mass2d=arr(np.tile(host["mass"].astype(f32), (ne, 1)), wp.float32),
+        )
+        # state (SPEC §S8) and per-substep scratch; never reallocated after build
+        free0 = np.ones(N, i32)
+        for r, s in zip(recs, starts):
+            free0[s + r["pinned"]] = 0
+        self.pos = arr(np.tile(host["pos"].astype(f32), (ne, 1, 1)), wp.vec3)
+        self.vel = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
+        self.free = arr(np.tile(free0, (ne, 1)), wp.int32)
+        self.pos_prev = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
+        self.vel_tmp = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
+        self.delta = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
+        self.lam = wp.zeros((ne, max(n_lam, 1)), dtype=wp.float32, device=dev)
+        self.lam_fluid = wp.zeros((ne, N), dtype=wp.float32, device=dev)
+        self.cell_ijk = wp.zeros((ne, N), dtype=wp.vec3i, device=dev)
+        self.cell_start = wp.zeros((ne, tsize), dtype=wp.int32, device=dev)
+        self.cell_end = wp.zeros((ne, tsize), dtype=wp.int32, device=dev)
+        self.sorted_idx = wp.zeros((ne, N), dtype=wp.int32, device=dev)
+        self.n_particles, self.n_lam = N, n_lam
+        self._parts = {}
+        for part in layout.partitions:
+            s = part.slice
+            self._parts[part.index] = SimpleNamespace(
+                n=part.n_envs, **{k: getattr(self, k)[s] for k in (
+                    "pos", "vel", "free", "pos_prev", "vel_tmp", "delta", "lam", "lam_fluid", "cell_ijk",
+                    "cell_start", "cell_end", "sorted_idx")}, mass2d=self.model.mass2d[s])
+
+    # -- stepping --------------------------------------------------------------------------------
+    def substep_pre_coupling(self, f, part):
+        import warp as wp
+
+        from .kernels.integrate import predict_velocity
+
+        p, m, lay = self._parts[part.index], self.model, self.layout
+        wp.launch(predict_velocity, dim=(p.n, self.n_particles),
+                  inputs=[m.inv_mass0, wp.vec3(*lay.gravity), float(lay.h), p.free], outputs=[p.vel],
+                  device=lay.device)
+
+    def substep_post_coupling(self, f, part):
+        import warp as wp
+
+        from .kernels import constraints as C
+        from .kernels import integrate as I
+        from .kernels import neighbors as NB
+
+        p, m, lay, g, o = self._parts[part.index], self.model, self.layout, self._grid, self.options
+        dev, N, h = lay.device, self.n_particles, float(lay.h)
+        inv_h2 = 1.0 / (h * h)
+        wp.launch(I.predict_position, dim=(p.n, N), inputs=[h, p.vel], outputs=[p.pos, p.pos_prev], device=dev)
+        if self.n_lam:
+            wp.launch(I.zero_lambda, dim=(p.n, self.n_lam), outputs=[p.lam], device=dev)
+        grid = [p.cell_ijk, p.cell_start, p.cell_end, p.sorted_idx]
+        if self.has_contacts:
+            wp.launch(NB.build_grid, dim=p.n, inputs=[N, g.mask, g.lower, g.inv_cell, g.dims, p.pos],
+                      outputs=grid, device=dev)
+        lam_off_b, lam_off_t = self.n_dist, self.n_dist + self.n_bend
+        for _ in range(o.iterations):
+            for c in range(len(self._dcol) - 1):
+                a, b = int(self._dcol[c]), int(self._dcol[c + 1])
+                wp.launch(C.solve_distance, dim=(p.n, b - a),
+                          inputs=[a, 0, m.d_i, m.d_j, m.d_rest, m.d_comp, m.inv_mass0, inv_h2, p.free],
+                          outputs=[p.pos, p.lam], device=dev)
+            for c in range(len(self._bcol) - 1):
+                a, b = int(self._bcol[c]), int(self._bcol[c + 1])
+                wp.launch(C.solve_bending, dim=(p.n, b - a),
+                          inputs=[a, lam_off_b, m.b_quad, m.b_rest, m.b_comp, m.inv_mass0, inv_h2, p.free],
+                          outputs=[p.pos, p.lam], device=dev)
+            for c in range(len(self._tcol) - 1):
+                a, b = int(self._tcol[c]), int(self._tcol[c + 1])
+                wp.launch(C.solve_volume, dim=(p.n, b - a),
+                          inputs=[a, lam_off_t, m.t_quad, m.t_rest, m.t_comp, m.inv_mass0, inv_h2, p.free],
+                          outputs=[p.pos, p.lam], device=dev)
+            if self.n_bodies:
+                wp.launch(C.shape_match, dim=(p.n, self.n_bodies),
+                          inputs=[m.body_start, m.body_count, m.body_stiff, m.rest_offset, m.mass,
+                                  m.inv_mass0, p.free], outputs=[p.pos], device=dev)
+            if self.has_liquid:
+                wp.launch(NB.fluid_lambda, dim=(p.n, N),
+                          inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, self.fluid_h, o.fluid_cfm,
+                                  g.mask, p.free, p.pos, *grid], outputs=[p.lam_fluid], device=dev)
+            if self.has_contacts:
+                wp.launch(NB.particle_gather, dim=(p.n, N),
+                          inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass,
+                                  m.inv_mass0, m.rest_density, self.fluid_h, o.relaxation, g.mask,
+                                  p.free, p.pos, p.pos_prev, p.lam_fluid, *grid],
+                          outputs=[p.delta], device=dev)
+            wp.launch(I.apply_and_bound, dim=(p.n, N),
+                      inputs=[m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
+                              m.sphere_r, o.boundary_friction, p.free, p.pos_prev, p.delta],
+                      outputs=[p.pos], device=dev)
+        damp = max(0.0, 1.0 - o.damping * h)
+        if self.has_liquid:
+            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_prev],
+                      outputs=[p.vel_tmp], device=dev)
+            wp.launch(NB.xsph_viscosity, dim=(p.n, N),
+                      inputs=[m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.mask, p.pos,
+                              p.vel_tmp, *grid], outputs=[p.vel], device=dev)
+        else:
+            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_prev],
+                      outputs=[p.vel], device=dev)
+
+    def state_arrays(self):
+        return {"pos": self.pos, "vel": self.vel, "free": self.free}
+
+    # -- views -----------------------------------------------------------------------------------
+    def particle_carriers(self, part) -> ParticleCarriers:
+        """Every particle; ``active`` is the free flag (a coupler leaves pinned particles alone)."""
+        p = self._parts[part.index]
+        return ParticleCarriers(pos=p.pos, vel=p.vel, mass=p.mass2d, active=p.free)
+
+    def surface_mesh(self, part) -> SurfaceMesh:
+        """Cloth triangles (global particle indices) with the particles' pos/vel."""
+        p = self._parts[part.index]
+        return SurfaceMesh(pos=p.pos, vel=p.vel, triangles=self.model.tris)
+
+    def view(self, protocol):
+        if protocol is SurfaceMeshView and not any(e.kind == "cloth" for e in self.entities):
+            return None
+        return super().view(protocol)
+
+    # -- host access used by the entities ----------------------------------------------------------
+    def write_rows(self, arr, envs: np.ndarray, cols: slice, values: np.ndarray) -> None:
+        """arr[envs, cols] = values (host round trip; outside the step)."""
+        host = arr.numpy()
+        host[envs[:, None], np.arange(host.shape[1])[cols]] = values
+        arr.assign(host)
