@@ -37,9 +37,9 @@ class LegacyCoupler(Coupler):
             geoms = rigid.rigid_geoms()
             n_links = self._n_links(rigid, layout)
             if rigid.name not in self._links:
-                z = lambda: wp.zeros((n, n_links), dtype=wp.vec3, device=dev)  # noqa: E731
-                self._links[rigid.name] = SimpleNamespace(force=z(), torque=z(), impulse=z(),
-                                                          angular_impulse=z(), n_links=n_links)
+                bufs = {k: wp.zeros((n, n_links), dtype=wp.vec3, device=dev)
+                        for k in ("force", "torque", "impulse", "angular_impulse")}
+                self._links[rigid.name] = SimpleNamespace(**bufs, n_links=n_links)
             self._pairs.append((rigid, particles, geoms))
         self._parts = {}
         for part in layout.partitions:

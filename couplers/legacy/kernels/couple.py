@@ -46,7 +46,7 @@ def legacy_response(
         return
     x = carrier_pos_in[env, i]
     v = carrier_vel[env, i]
-    changed = 0
+    changed = wp.int32(0)
     for g in range(geom_type.shape[0]):
         l = geom_link[g]
         lq = link_quat_in[env, l]
@@ -73,7 +73,7 @@ def legacy_response(
                 wp.atomic_add(force_out, env, l, f)
                 wp.atomic_add(torque_out, env, l, wp.cross(x - com, f))
                 v = v_new
-                changed = 1
+                changed = wp.int32(1)
     if changed != 0:
         carrier_vel[env, i] = v
 
