@@ -225,6 +225,8 @@ class MJCFImporter:
                     ctx.read_defaults(el)
                 else:
                     ctx.read_defaults(el, "main")
+        desc.defaults = {name: {("actuators" if k == "_actuators" else k): v
+                                for k, v in cls.items()} for name, cls in ctx.classes.items()}
         self._options(root)
         for el in root.findall("asset"):
             self._assets(el)
@@ -766,15 +768,7 @@ class MJCFImporter:
         k = m/(tc²·dr²), b = 2m/tc."""
         desc = self.desc.finalize()
         nv = desc.n_dofs
-        wpos, wrot = [], []
-        for lk in desc.links:
-            r = quat_to_mat(lk.quat)
-            if lk.parent < 0:
-                wpos.append(np.asarray(lk.pos, float))
-                wrot.append(r)
-            else:
-                wpos.append(wpos[lk.parent] + wrot[lk.parent] @ np.asarray(lk.pos, float))
-                wrot.append(wrot[lk.parent] @ r)
+        wpos, wrot = world_poses(desc)
         # motion subspace of every dof: (angular, linear at the world origin)
         cols = []
         for li, lk in enumerate(desc.links):
@@ -936,11 +930,24 @@ class MJCFImporter:
             if e.tag in ("connect", "weld") and ("body1" in a):
                 b1 = self._link_of(a["body1"], f"equality {name!r}")
                 b2 = self._link_of(a["body2"], f"equality {name!r}") if "body2" in a else -1
+                b2 = -1 if b2 == 0 else b2     # the world body is "-1: the world"
                 anchor = tuple(_pad(_floats(a.get("anchor", "0 0 0")), 3, (0, 0, 0)))
                 eq = Equality(type=e.tag, obj1=b1, obj2=b2, anchor=anchor, **common)
                 if e.tag == "weld":
-                    eq.relpose = _pad(_floats(a.get("relpose", "0 1 0 0 0 0 0")), 7,
-                                      (0, 0, 0, 1, 0, 0, 0))
+                    rel = _pad(_floats(a.get("relpose", "0 1 0 0 0 0 0")), 7, (0, 1, 0, 0, 0, 0, 0))
+                    if not any(rel[3:]):
+                        # MuJoCo: a zero quaternion means "as in the reference pose": body2's
+                        # anchor point and orientation in body1's frame at qpos0
+                        wpos, wrot = world_poses(self.desc)
+                        p2 = wpos[b2] if b2 >= 0 else np.zeros(3)
+                        r2 = wrot[b2] if b2 >= 0 else np.eye(3)
+                        r1 = wrot[b1]
+                        pos = r1.T @ (p2 + r2 @ np.asarray(anchor) - wpos[b1])
+                        rel = tuple(pos) + mat_to_quat(r1.T @ r2)
+                    else:
+                        qn = np.asarray(rel[3:]) / np.linalg.norm(rel[3:])
+                        rel = tuple(rel[:3]) + tuple(qn)
+                    eq.relpose = tuple(float(x) for x in rel)
                     eq.torquescale = float(a.get("torquescale", 1.0))
                 desc.equalities.append(eq)
             elif e.tag == "joint":
@@ -1096,51 +1103,71 @@ class MJCFImporter:
             warnings.warn(PolyphysWarning(f"{ctx.file}: " + "; ".join(items)), stacklevel=3)
 
 
+def world_poses(desc):
+    """World position and rotation matrix of every link at qpos0 (the pose the file wrote)."""
+    wpos, wrot = [], []
+    for lk in desc.links:
+        r = quat_to_mat(lk.quat)
+        if lk.parent < 0:
+            wpos.append(np.asarray(lk.pos, float))
+            wrot.append(r)
+        else:
+            wpos.append(wpos[lk.parent] + wrot[lk.parent] @ np.asarray(lk.pos, float))
+            wrot.append(wrot[lk.parent] @ r)
+    return wpos, wrot
+
+
 # -- post-passes shared in spirit with the URDF importer (kept here: plugins do not import each
 #    other) ---------------------------------------------------------------------------------------
 def apply_fixed(desc, fixed, roots):
-    """fixed=True removes the free joints of the root links; False gives jointless roots one."""
+    """fixed=True removes the free joints of the root links; False gives jointless roots one
+    (first in q order). Joint references (actuators, equalities, tendons) and keyframes follow."""
     if fixed is None:
         return
+    desc.finalize()
+    old = {id(j): (j.q_start, j.dof_start) for j in desc.joints}
     if fixed:
         drop = {ji for r in roots for ji in desc.links[r].joints if desc.joints[ji].type == "free"}
-        if drop:
-            remap, kept = {}, []
-            for ji, j in enumerate(desc.joints):
-                if ji not in drop:
-                    remap[ji] = len(kept)
-                    kept.append(j)
-            desc.joints = kept
-            for lk in desc.links:
-                lk.joints = [remap[j] for j in lk.joints if j in remap]
-            for a in desc.actuators:
-                a.joint = remap.get(a.joint, -1)
-            desc.equalities = [e for e in desc.equalities
-                               if e.type != "joint" or (e.obj1 in remap and e.obj2 in remap | {-1: -1})]
-            for e in desc.equalities:
-                if e.type == "joint":
-                    e.obj1, e.obj2 = remap[e.obj1], remap.get(e.obj2, -1)
-            desc.keyframes = []
-            desc.warnings.append("fixed=True removed the root free joint(s); keyframes dropped")
+        if not drop:
+            return
+        order = [ji for lk in desc.links for ji in lk.joints if ji not in drop]
     else:
+        added = False
         for r in roots:
             if not desc.links[r].joints:
                 desc.joints.append(Joint(name=f"{desc.links[r].name}_root", type="free", link=r))
                 desc.links[r].joints.insert(0, len(desc.joints) - 1)
-        # joints appended at the end: restore link-major order of the joint list
+                added = True
+        if not added:
+            return
         order = [ji for lk in desc.links for ji in lk.joints]
-        remap = {old: new for new, old in enumerate(order)}
-        desc.joints = [desc.joints[old] for old in order]
-        for lk in desc.links:
-            lk.joints = [remap[j] for j in lk.joints]
-        for a in desc.actuators:
+    remap = {o: n for n, o in enumerate(order)}
+    desc.joints = [desc.joints[i] for i in order]
+    for lk in desc.links:
+        lk.joints = [remap[j] for j in lk.joints if j in remap]
+    for a in desc.actuators:
+        if a.trntype == "joint":
             a.joint = remap.get(a.joint, -1)
-        for e in desc.equalities:
-            if e.type == "joint":
-                e.obj1, e.obj2 = remap[e.obj1], remap.get(e.obj2, -1)
-        if desc.keyframes:
-            desc.keyframes = []
-            desc.warnings.append("fixed=False added root free joint(s); keyframes dropped")
+    desc.equalities = [e for e in desc.equalities if e.type != "joint"
+                       or (e.obj1 in remap and (e.obj2 == -1 or e.obj2 in remap))]
+    for e in desc.equalities:
+        if e.type == "joint":
+            e.obj1, e.obj2 = remap[e.obj1], (remap[e.obj2] if e.obj2 >= 0 else -1)
+    for t in desc.tendons:
+        if "joints" in t:
+            t["joints"] = [(remap[j], c) for j, c in t["joints"] if j in remap]
+    desc.finalize()
+    for kf in desc.keyframes:
+        q, v = desc.qpos0(), np.zeros(desc.n_dofs)
+        for j in desc.joints:
+            if id(j) in old:
+                oq, od = old[id(j)]
+                if kf.qpos is not None:
+                    q[j.q_start:j.q_start + j.n_qs] = kf.qpos[oq:oq + j.n_qs]
+                if kf.qvel is not None:
+                    v[j.dof_start:j.dof_start + j.n_dofs] = kf.qvel[od:od + j.n_dofs]
+        kf.qpos = q if kf.qpos is not None else None
+        kf.qvel = v if kf.qvel is not None else None
 
 
 def apply_scale(desc, s):

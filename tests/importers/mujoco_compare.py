@@ -122,7 +122,25 @@ def compare(desc, m, mujoco):
     _close(desc.options["dt"], m.opt.timestep, "timestep")
     _close(desc.options["gravity"], m.opt.gravity, "gravity", floor=1.0)
     _close(desc.options["impratio"], m.opt.impratio, "impratio", floor=1.0)
-    assert len(desc.equalities) <= m.neq
+    eqs = [e for e in desc.equalities]
+    assert len(eqs) <= m.neq
+    for ei, e in enumerate(eqs):
+        # the file's supported equalities come first in MuJoCo's order; unsupported ones are
+        # reported, not imported, so compare only while the types agree
+        w = f"equality {ei} {e.name!r}"
+        assert {0: "connect", 1: "weld", 2: "joint"}.get(int(m.eq_type[ei])) == e.type, w
+        assert (e.obj1, max(e.obj2, 0) if e.type != "joint" else e.obj2) == (
+            m.eq_obj1id[ei], m.eq_obj2id[ei]), w
+        _close(e.solref, m.eq_solref[ei], f"{w} solref", floor=1.0)
+        _close(e.solimp, m.eq_solimp[ei], f"{w} solimp", floor=1.0)
+        if e.type == "joint":
+            _close(e.polycoef, m.eq_data[ei, :5], f"{w} polycoef", floor=1.0)
+        else:
+            _close(e.anchor, m.eq_data[ei, :3], f"{w} anchor", floor=1e-3)
+        if e.type == "weld":
+            _close(e.relpose[:3], m.eq_data[ei, 3:6], f"{w} relpose pos", floor=1e-3)
+            _rot_close(e.relpose[3:], m.eq_data[ei, 6:10], f"{w} relpose quat")
+            _close(e.torquescale, m.eq_data[ei, 10], f"{w} torquescale", floor=1.0)
     assert len(desc.keyframes) == m.nkey
     for k, kf in enumerate(desc.keyframes):
         if kf.qpos is not None:

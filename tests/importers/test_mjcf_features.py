@@ -54,6 +54,9 @@ FEATURES = """<mujoco model="features">
   <equality>
     <joint joint1="shoulder" joint2="twist" polycoef="0 0.5 0 0 0"/>
     <connect body1="lower" body2="base" anchor="0 0 0.1"/>
+    <weld body1="lower" body2="base" anchor="0.1 0 0" torquescale="2" solref="0.05 1"/>
+    <weld body1="upper" relpose="0.1 0.2 0.3 0.9 0 0.1 0"/>
+    <weld body1="upper" body2="world" active="false"/>
   </equality>
   <tendon>
     <fixed name="t"><joint joint="shoulder" coef="1"/><joint joint="twist" coef="-1"/></fixed>
@@ -128,7 +131,9 @@ def test_features_parsed(tmp_path):
     assert desc.links[desc.link_index("base")].gravcomp == 0.5
     assert desc.contact_excludes == [(desc.link_index("base"), desc.link_index("upper"))]
     assert desc.contact_pairs[0]["friction"] == (0.9, 0.9, 0.01, 0.001, 0.001)
-    assert [e.type for e in desc.equalities] == ["joint", "connect"]
+    assert [e.type for e in desc.equalities] == ["joint", "connect", "weld", "weld", "weld"]
+    assert desc.equalities[3].obj2 == desc.equalities[4].obj2 == -1   # the world
+    assert not desc.equalities[4].active
     assert desc.tendons[0]["joints"] == [(desc.joint_index("shoulder"), 1.0),
                                          (desc.joint_index("twist"), -1.0)]
     sp = desc.geoms[[g.name for g in desc.geoms].index("sp")]
@@ -159,6 +164,10 @@ def test_scale_and_fixed(tmp_path):
     assert fixed.n_qs == d1.n_qs - 7 and "root" not in [j.name for j in fixed.joints]
     acts = {a.name: fixed.joints[a.joint].name for a in fixed.actuators}
     assert acts == {"m": "shoulder", "p": "slide", "v": "twist", "g": "shoulder"}
+    # keyframes lose the removed joint's coordinates, keep the rest
+    np.testing.assert_allclose(fixed.keyframes[0].qpos, d1.keyframes[0].qpos[7:])
+    assert fixed.tendons[0]["joints"] == [(fixed.joint_index("shoulder"), 1.0),
+                                          (fixed.joint_index("twist"), -1.0)]
 
 
 def test_unfixed_base_gets_free_joint(tmp_path):
@@ -166,9 +175,12 @@ def test_unfixed_base_gets_free_joint(tmp_path):
     p.write_text('<mujoco><worldbody><body name="b"><geom size="0.1"/><body name="c">'
                  '<joint name="j"/><geom size="0.1" pos="0 0 0.2"/></body></body></worldbody>'
                  '</mujoco>')
+    p.write_text(p.read_text().replace("</worldbody>", "</worldbody><keyframe><key qpos='0.3'/>"
+                                       "</keyframe><actuator><motor joint='j'/></actuator>"))
     d = _describe(str(p), fixed=False)
     assert [j.type for j in d.joints] == ["free", "revolute"] and d.n_qs == 8
-    assert d.joints[1].q_start == 7
+    assert d.joints[1].q_start == 7 and d.actuators[0].joint == 1
+    np.testing.assert_allclose(d.keyframes[0].qpos, [0, 0, 0, 1, 0, 0, 0, 0.3])
 
 
 def test_visual_geoms_can_be_dropped(tmp_path):
