@@ -180,3 +180,23 @@ def test_nan_policy_raise(rec):
     a.solver.v.assign(host)
     with pytest.raises(polyphys.SimulationError, match=r"env\(s\) \[0\]"):
         sc.step()
+
+
+def test_device_without_support_or_hardware_is_refused(rec):
+    sc = polyphys.Scene(sim=SimOptions(device="cuda"))
+    sc.add_entity(morphs.Box(), material=rec.RecA())
+    with pytest.raises(polyphys.CapabilityError, match="'rec_a'.*devices=cuda"):
+        sc.build()
+
+
+def test_forward_refreshes_without_advancing_time():
+    sc = polyphys.Scene()
+    box = sc.add_entity(morphs.Box(pos=(0, 0, 1)), material=polyphys.materials.Kinematic())
+    sc.build(n_envs=2)
+    q = box.solver.qpos.numpy()
+    q[1, 2] = 5.0                              # write the raw state, bypassing the setters
+    box.solver.qpos.assign(q)
+    assert box.get_pos()[1, 2] == pytest.approx(1.0)     # links not refreshed yet
+    sc.forward()
+    assert box.get_pos()[1, 2] == pytest.approx(5.0)
+    np.testing.assert_array_equal(sc.get_step_count(), [0, 0])
