@@ -283,6 +283,7 @@ class RigidEntity(Entity):
         idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
         f = self._in("force", force, (len(idx), 3), envs)
         gl = self._ls.start + idx
+        self.solver.sync_kinematics()
         xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
         xp = self.solver.d.link_pos.numpy()[envs][:, gl].astype(float)
         com = self.solver.d.link_xipos.numpy()[envs][:, gl].astype(float)
@@ -302,6 +303,7 @@ class RigidEntity(Entity):
         t = self._in("torque", torque, (len(idx), 3), envs)
         gl = self._ls.start + idx
         if local:
+            self.solver.sync_kinematics()
             xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
             t = quat_rotate(xq, t)
         self._add(self.solver.xfrc_torque, envs, gl, t)
@@ -313,6 +315,7 @@ class RigidEntity(Entity):
 
     # -- links -----------------------------------------------------------------------------------
     def _links(self, arr, links_idx_local, envs_idx, xyzw_to_wxyz=False):
+        self.solver.sync_kinematics()
         envs = self._envs(envs_idx)
         idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
         a = arr.numpy()[:, self._ls][:, idx].astype(float)
@@ -451,6 +454,7 @@ class RigidEntity(Entity):
 
     def _jacobian(self, li: int, point, envs: np.ndarray) -> np.ndarray:
         s, d = self.solver, self.solver.d
+        s.sync_kinematics()
         gl = self.link_start + li
         if point is None:
             p = d.link_pos.numpy()[envs, gl].astype(float)

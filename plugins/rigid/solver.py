@@ -23,7 +23,7 @@ from .entity import RigidEntity
 from .materials import Rigid
 from .options import RigidOptions
 
-MODE_STEP, MODE_FORWARD, MODE_KINEMATICS, MODE_END_STEP = 0, 1, 2, 3
+MODE_STEP, MODE_FORWARD, MODE_KINEMATICS = 0, 1, 2
 CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
 
 # per-env parameters (domain randomisation): name -> (kind, per-item shape)
@@ -324,24 +324,34 @@ class RigidSolver(Solver):
                              f"inertia (or armature)")
 
     # -- stepping ------------------------------------------------------------------------------
-    def _launch(self, pa, mode: int) -> None:
+    def _launch(self, pa, mode: int, clear_ext: int = 0) -> None:
         import warp as wp
 
         wp.launch(self._kernel, dim=pa.n,
-                  inputs=[mode, self.options.integrator_code, self._h, self._gravity, *pa.args],
+                  inputs=[mode, self.options.integrator_code, clear_ext, self._h, self._gravity, *pa.args],
                   device=self.layout.device)
 
     def substep_pre_coupling(self, f, part):
-        self._launch(self._parts[part.index], MODE_STEP)
+        last = 1 if f == self.layout.substeps - 1 else 0
+        self._launch(self._parts[part.index], MODE_STEP, last)
 
-    def end_step(self, part):
-        self._launch(self._parts[part.index], MODE_END_STEP)
+    def _steps_done(self) -> int:
+        sim = getattr(self.scene, "simulator", None)
+        return -1 if sim is None else sim.n_steps
 
     def forward(self):
+        """Kinematics and dynamics (M, bias, forces, qacc = M⁻¹f) at the current state."""
         self._launch(self._all, MODE_FORWARD)
+        self._kin_step = self._steps_done()
 
     def kinematics(self):
         self._launch(self._all, MODE_KINEMATICS)
+        self._kin_step = self._steps_done()
+
+    def sync_kinematics(self) -> None:
+        """Refresh link poses/velocities if a step ran since they were computed (getters call it)."""
+        if getattr(self, "_kin_step", None) != self._steps_done():
+            self.kinematics()
 
     def on_reset(self, envs_idx):
         self.forward()

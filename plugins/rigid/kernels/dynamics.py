@@ -16,6 +16,9 @@ One kernel, ``rigid_dynamics``, does a whole substep for one env, following MuJo
 6. ``(M + h·D)`` factorised as LᵀDL along the tree (no dense inverse, no fill-in), solved for qacc;
 7. (mode STEP) ``v' = v + h·a``, ``q' = q ⊕ h·v'`` (quaternions right-multiplied by exp(h·ω)).
 
+Like MuJoCo's mj_step, a step leaves the derived arrays at the state the last substep started from;
+the solver refreshes link poses lazily (mode KINEMATICS) when a getter needs them.
+
 ``D`` depends on the integrator (SPEC R2): Euler uses the passive damping only (MuJoCo's
 eulerdamp), implicitfast and approximate_implicitfast also the velocity derivative of the actuator
 and PD forces. With no constraint solve in between, the three formulations of SPEC R2 reduce to one
@@ -38,7 +41,6 @@ JOINT_FREE = wp.constant(4)
 MODE_STEP = wp.constant(0)       # full substep: dynamics and integration
 MODE_FORWARD = wp.constant(1)    # dynamics at the current state (qacc = M⁻¹f), no time advance
 MODE_KINEMATICS = wp.constant(2)  # link poses and velocities only
-MODE_END_STEP = wp.constant(3)    # kinematics, then clear the per-step external forces
 
 CTRL_FORCE = wp.constant(0)
 CTRL_POSITION = wp.constant(1)
@@ -74,6 +76,7 @@ def quat_mul_axis_angle(q: Any, w: Any, h: Any):
 def rigid_dynamics(
     mode: wp.int32,
     integrator: wp.int32,
+    clear_ext: wp.int32,
     h: Any,
     gravity: Any,
     # Model:
@@ -288,13 +291,7 @@ def rigid_dynamics(
         link_ang_out[env, l] = w
         link_vel_out[env, l] = v + wp.cross(w, xpos - ref)
 
-    if mode == MODE_END_STEP:
-        for l in range(n_links):
-            xfrc_force_in[env, l] = zero
-            xfrc_torque_in[env, l] = zero
-        for i in range(n_dofs):
-            qfrc_applied_in[env, i] = s0
-    if mode == MODE_KINEMATICS or mode == MODE_END_STEP:
+    if mode == MODE_KINEMATICS:
         return
 
     # -- 4. RNE forward pass (accelerations from velocity products and gravity) ---------------
@@ -470,6 +467,14 @@ def rigid_dynamics(
 
     if mode != MODE_STEP:
         return
+
+    # external wrenches and applied dof forces last one step: cleared after its last substep
+    if clear_ext != 0:
+        for l in range(n_links):
+            xfrc_force_in[env, l] = zero
+            xfrc_torque_in[env, l] = zero
+        for i in range(n_dofs):
+            qfrc_applied_in[env, i] = s0
 
     # -- 7. semi-implicit Euler: v' = v + h·a, q' = q ⊕ h·v' -----------------------------------
     for i in range(n_dofs):
