@@ -34,7 +34,8 @@ class FEMEntity(Entity):
     def _get(self, arr, cols: slice, envs_idx):
         self._require_built()
         envs = self._envs(envs_idx)
-        return self._out(arr.numpy()[:, cols].astype(float if arr.dtype != np.int32 else np.int32), envs)
+        host = arr.numpy()[:, cols]
+        return self._out(host.astype(float) if host.dtype.kind == "f" else host.copy(), envs)
 
     # -- vertices --------------------------------------------------------------------------------
     def get_vertices_pos(self, envs_idx=None) -> np.ndarray:
