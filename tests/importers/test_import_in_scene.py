@@ -5,9 +5,8 @@ import os
 import warnings
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys import morphs
 
 mujoco = pytest.importorskip("mujoco")

@@ -152,20 +152,21 @@ ROBOT = """<?xml version="1.0"?>
 <robot name="hand">
   <link name="base">
     <inertial><origin xyz="0.01 0 0.02" rpy="0.1 0 0"/><mass value="2"/>
-      <inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.04"/></inertial>
+      <inertia ixx="0.02" ixy="0.001" ixz="0.0005" iyy="0.03" iyz="0.002" izz="0.04"/></inertial>
     <collision><origin xyz="0 0 0.05"/><geometry><box size="0.2 0.1 0.1"/></geometry></collision>
     <visual><geometry><mesh filename="package://handpkg/meshes/tet.stl" scale="2 2 2"/></geometry></visual>
   </link>
   <link name="flange">
-    <inertial><mass value="0.5"/><inertia ixx="0.001" iyy="0.001" izz="0.001"/></inertial>
+    <inertial><mass value="0.5"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial>
     <collision><geometry><sphere radius="0.03"/></geometry></collision>
   </link>
   <link name="finger1">
-    <inertial><origin xyz="0 0 0.05"/><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="2e-5"/></inertial>
+    <inertial><origin xyz="0 0 0.05"/><mass value="0.1"/>
+      <inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="2e-5"/></inertial>
     <collision><geometry><cylinder radius="0.01" length="0.1"/></geometry></collision>
   </link>
   <link name="finger2">
-    <inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="2e-5"/></inertial>
+    <inertial><mass value="0.1"/><inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="2e-5"/></inertial>
   </link>
   <joint name="mount" type="fixed"><parent link="base"/><child link="flange"/>
     <origin xyz="0 0 0.2" rpy="0 0.3 0"/></joint>
@@ -252,3 +253,74 @@ def test_floating_root_joint(tmp_path):
                  '</joint></robot>')
     d = _describe(str(p))
     assert [lk.name for lk in d.links] == ["body"] and d.joints[0].type == "free" and d.n_qs == 7
+
+
+def test_hand_written_robot_matches_mujoco_urdf_compiler(tmp_path):
+    """With static-body fusion off, MuJoCo's own URDF compiler keeps every link: its bodies,
+    joints, geoms and the mimic equality equal ours (rtol 1e-6 as for MJCF)."""
+    mujoco = pytest.importorskip("mujoco")
+    from mujoco_compare import _close, _rot_close
+
+    text = ROBOT.replace('<visual><geometry><mesh filename="package://handpkg/meshes/tet.stl" '
+                         'scale="2 2 2"/></geometry></visual>', "")
+    text = text.replace('<robot name="hand">', '<robot name="hand"><mujoco><compiler '
+                        'fusestatic="false" discardvisual="false"/></mujoco>')
+    p = tmp_path / "hand.urdf"
+    p.write_text(text)
+    m = mujoco.MjModel.from_xml_path(str(p))
+    d = _describe(str(p), merge_fixed_links=False)
+    assert m.nbody == d.n_links + 1              # MuJoCo adds its world body
+    for i in range(1, m.nbody):
+        lk = d.links[d.link_index(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i))]
+        _close(lk.pos, m.body_pos[i], f"{lk.name} pos", floor=1e-3)
+        _rot_close(lk.quat, m.body_quat[i], f"{lk.name} quat")
+        _close(lk.inertial.mass, m.body_mass[i], f"{lk.name} mass")
+        _close(lk.inertial.com, m.body_ipos[i], f"{lk.name} com", floor=1e-3)
+        r = quat_to_mat(m.body_iquat[i])
+        _close(lk.inertial.inertia, r @ np.diag(m.body_inertia[i]) @ r.T, f"{lk.name} inertia")
+    moving = [j for j in d.joints if j.type != "fixed"]
+    assert [{3: "revolute", 2: "prismatic"}[t] for t in m.jnt_type] == [j.type for j in moving]
+    for k, j in enumerate(moving):
+        _close(j.axis, m.jnt_axis[k], f"{j.name} axis", floor=1.0)
+        _close(j.range, m.jnt_range[k], f"{j.name} range", floor=1.0)
+        _close([j.damping, j.frictionloss], [m.dof_damping[k], m.dof_frictionloss[k]], j.name,
+               floor=1.0)
+    assert m.ngeom == len(d.geoms)
+    for k, g in enumerate(d.geoms):
+        _close(g.size, m.geom_size[k], f"{g.name} size", floor=1e-3)
+    eq = d.equalities[0]
+    _close(eq.polycoef, m.eq_data[0, :5], "mimic polycoef", floor=1.0)
+
+
+def test_messy_urdf_loads_with_warning(tmp_path):
+    from polyphys.errors import PolyphysWarning
+
+    p = tmp_path / "messy.urdf"
+    p.write_bytes(b"\r\n\n<?xml version='1.0'?>\n<robot name='r'><link name='a'><inertial>"
+                  b"<mass value='1'/><inertia ixx='1' iyy='1' izz='1'/></inertial></link></robot>"
+                  b"\x00\x00")
+    with pytest.warns(PolyphysWarning, match="NUL"):
+        d = polyphys.describe(str(p))
+    assert d.total_mass == 1.0
+
+
+def test_convexify_replaces_collision_meshes_by_hulls(tmp_path):
+    import trimesh
+
+    path, ws = _write_robot(tmp_path)
+    # a non-convex collision mesh: two boxes in an L
+    ell = trimesh.util.concatenate([trimesh.creation.box((0.2, 0.05, 0.05)),
+                                    trimesh.creation.box((0.05, 0.2, 0.05))])
+    ell.export(str(tmp_path / "ws" / "handpkg" / "meshes" / "ell.stl"))
+    text = open(path).read().replace(
+        '<collision><geometry><sphere radius="0.03"/></geometry></collision>',
+        '<collision><geometry><mesh filename="package://handpkg/meshes/ell.stl"/></geometry></collision>')
+    open(path, "w").write(text)
+    plain = _describe(path, package_dirs=(ws,), merge_fixed_links=False)
+    hull = _describe(path, package_dirs=(ws,), merge_fixed_links=False, convexify=True)
+    g0 = [g for g in plain.geoms if g.role == "collision" and g.type == "mesh"][0]
+    g1 = [g for g in hull.geoms if g.role == "collision" and g.type == "mesh"][0]
+    t0 = trimesh.Trimesh(g0.mesh.vertices, g0.mesh.faces)
+    t1 = trimesh.Trimesh(g1.mesh.vertices, g1.mesh.faces)
+    assert not t0.is_convex and t1.is_convex
+    assert t1.volume == pytest.approx(t0.convex_hull.volume)
