@@ -166,14 +166,20 @@ class _Ctx:
             out[key] = val
         return out
 
-    def read_defaults(self, el, parent=None):
-        name = el.get("class", "main" if parent is None else None)
+    def read_defaults(self, el, parent):
+        name = el.get("class")
         if name is None:
             raise ImportError_(f"{self.file}: nested <default> without a class attribute")
         if name in self.classes:
             raise ImportError_(f"{self.file}: duplicate default class {name!r}")
-        base = self.classes[parent] if parent is not None else {}
-        cls = {k: (list(v) if k == "_actuators" else dict(v)) for k, v in base.items()}
+        base = self.classes[parent]
+        self.classes[name] = {k: (list(v) if k == "_actuators" else dict(v))
+                              for k, v in base.items()}
+        self.merge_defaults(el, name)
+
+    def merge_defaults(self, el, name):
+        """Apply a <default> element's settings to class ``name``, then read its sub-classes."""
+        cls = self.classes[name]
         cls.setdefault("_actuators", [])
         for child in el:
             if child.tag == "default":
@@ -190,7 +196,6 @@ class _Ctx:
                         new, old = val.split(), d[key].split()
                         val = " ".join(new + old[len(new):])
                     d[key] = val
-        self.classes[name] = cls
         for child in el:
             if child.tag == "default":
                 self.read_defaults(child, name)
@@ -217,14 +222,12 @@ class MJCFImporter:
             raise ImportError_(f"{ctx.file}: compiler coordinate = {ctx.compiler['coordinate']!r}; "
                                f"only 'local' exists (MuJoCo removed 'global')")
         ctx.classes["main"] = {"_actuators": []}
-        defaults = root.findall("default")
-        if defaults:
-            del ctx.classes["main"]
-            for el in defaults:
-                if el.get("class", "main") == "main" and "main" not in ctx.classes:
-                    ctx.read_defaults(el)
-                else:
-                    ctx.read_defaults(el, "main")
+        for el in root.findall("default"):
+            if el.get("class", "main") == "main":
+                # the top-level class (several top-level <default>s, e.g. from includes, add up)
+                ctx.merge_defaults(el, "main")
+            else:
+                ctx.read_defaults(el, "main")
         desc.defaults = {name: {("actuators" if k == "_actuators" else k): v
                                 for k, v in cls.items()} for name, cls in ctx.classes.items()}
         self._options(root)
@@ -357,6 +360,8 @@ class MJCFImporter:
                     if "file" not in at:
                         raise ImportError_(f"{ctx.file}: <mesh> without name or file")
                     name = os.path.splitext(os.path.basename(at["file"]))[0]
+                if name in ctx.meshes:
+                    raise ImportError_(f"{ctx.file}: duplicate mesh name {name!r}")
                 ctx.meshes[name] = at
             elif a.tag == "hfield":
                 name = a.get("name") or os.path.splitext(os.path.basename(a.get("file", "")))[0]

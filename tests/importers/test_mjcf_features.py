@@ -17,8 +17,10 @@ FEATURES = """<mujoco model="features">
           impratio="10" iterations="20" wind="1 0 0"/>
   <size nkey="2"/>
   <include file="defaults.xml"/>
+  <default><site size="0.02"/></default>
   <asset>
     <mesh name="tet" file="tet.stl" scale="1 2 1"/>
+    <mesh file="tet2.obj" scale="0.5 0.5 0.5"/>
     <mesh name="boxmesh" vertex="0 0 0 1 0 0 0 1 0 1 1 0 0 0 1 1 0 1 0 1 1 1 1 1"/>
   </asset>
   <worldbody>
@@ -28,6 +30,7 @@ FEATURES = """<mujoco model="features">
       <geom name="torso" type="capsule" fromto="0 0 0 0.3 0.1 0.2" size="0.05"/>
       <geom name="m1" type="mesh" mesh="tet" pos="0.1 0 0" axisangle="0 0 1 0.5"/>
       <geom name="hull" type="mesh" mesh="boxmesh" density="500" group="2"/>
+      <geom name="objgeom" type="mesh" mesh="tet2" pos="0 0.1 0" mass="0.3"/>
       <site name="s0" pos="0 0 0.1"/>
       <frame pos="0.2 0 0" xyaxes="0 1 0 -1 0 0">
         <body name="upper" pos="0 0 0.1" zaxis="0 1 1">
@@ -96,6 +99,7 @@ def _write_model(d, text=FEATURES):
     tet = trimesh.Trimesh([[0, 0, 0], [0.2, 0, 0], [0, 0.15, 0], [0.02, 0.03, 0.25]],
                           [[0, 2, 1], [0, 1, 3], [1, 2, 3], [0, 3, 2]])
     tet.export(os.path.join(d, "meshes", "tet.stl"))
+    tet.export(os.path.join(d, "meshes", "tet2.obj"))
     with open(os.path.join(d, "defaults.xml"), "w") as fh:
         fh.write(DEFAULTS)
     path = os.path.join(d, "features.xml")
