@@ -1216,7 +1216,8 @@ def apply_scale(desc, s):
 
 
 def apply_geometry_options(desc, morph):
-    """visual=False drops visual-only geoms; convexify replaces collision meshes by their hull."""
+    """visual=False drops visual-only geoms; convexify replaces collision meshes by their hull.
+    (The morph's ``collision`` flag is the solver's business: geoms keep their roles.)"""
     if morph.convexify:
         import trimesh
 
@@ -1225,9 +1226,8 @@ def apply_geometry_options(desc, morph):
                 hull = trimesh.Trimesh(g.mesh.vertices, g.mesh.faces, process=False).convex_hull
                 g.mesh = MeshData(vertices=np.asarray(hull.vertices), faces=np.asarray(hull.faces),
                                   name=g.mesh.name + "_hull", file=g.mesh.file)
-    if not morph.visual or not morph.collision:
-        dropped = "visual" if not morph.visual else "collision"
-        keep = [i for i, g in enumerate(desc.geoms) if g.role != dropped]
+    if not morph.visual:
+        keep = [i for i, g in enumerate(desc.geoms) if g.role != "visual"]
         remap = {old: new for new, old in enumerate(keep)}
         desc.geoms = [desc.geoms[i] for i in keep]
         for lk in desc.links:

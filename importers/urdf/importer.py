@@ -177,9 +177,8 @@ class URDFImporter:
             self._merge_fixed()
         self._fixed(morph.fixed)
         self._scale(morph.scale)
-        if not morph.visual or not morph.collision:
-            dropped = "visual" if not morph.visual else "collision"
-            keep = [i for i, g in enumerate(desc.geoms) if g.role != dropped]
+        if not morph.visual:
+            keep = [i for i, g in enumerate(desc.geoms) if g.role != "visual"]
             remap = {old: new for new, old in enumerate(keep)}
             desc.geoms = [desc.geoms[i] for i in keep]
             for lk in desc.links:
