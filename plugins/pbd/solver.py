@@ -54,7 +54,7 @@ class PBDSolver(Solver):
 
     # -- entities --------------------------------------------------------------------------------
     def add_entity(self, morph, material, surface=None, name=None, pinned=None, particles=None,
-                   edges=None, **kwargs):
+                   edges=None, jitter=0.0, **kwargs):
         """Add a PBD entity.
 
         :param pinned: local particle indices that start pinned (free = False) in every env.
@@ -62,10 +62,17 @@ class PBDSolver(Solver):
             morph's volume (Particle, Liquid, shape-matched Elastic).
         :param edges: (m, 2) local index pairs joined by XPBD distance constraints (Particle only;
             compliance ``material.edge_compliance``).
+        :param jitter: sample at spacing particle_size·(1 + jitter) and displace each particle by
+            up to ``jitter`` x particle_size/2 along each axis (uniform, seeded by the entity's
+            index: deterministic), so that a sampled block is not a perfectly stacked lattice and
+            no two particles start overlapping. Allowed in [0, 0.5).
         """
         if kwargs:
             raise OptionError(f"pbd add_entity: unknown arguments {sorted(kwargs)}; allowed: pinned, "
-                              f"particles, edges")
+                              f"particles, edges, jitter")
+        if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not 0.0 <= jitter < 0.5:
+            raise OptionError(f"pbd add_entity jitter = {jitter!r}: must be a number in [0, 0.5)")
+        self._jitter = float(jitter)
         if self.layout is not None:
             raise OptionError("pbd add_entity after scene.build()")
         name = name or f"pbd_{len(self.entities)}"
@@ -162,7 +169,11 @@ class PBDSolver(Solver):
                 raise OptionError(f"entity {name!r}: particles= must be a finite (n >= 1, 3) array, got "
                                   f"shape {p.shape}")
             return sampling.to_world(morph, p)
-        return sampling.sample_volume(morph, m.particle_size)
+        pos = sampling.sample_volume(morph, m.particle_size * (1.0 + self._jitter))
+        if self._jitter:
+            rng = np.random.default_rng(len(self.entities))
+            pos = pos + rng.uniform(-1.0, 1.0, pos.shape) * (self._jitter * m.particle_size / 2)
+        return pos
 
     def _particles(self, morph, m, name, particles, edges):
         pos = self._sample(morph, m, name, particles)
@@ -252,7 +263,11 @@ class PBDSolver(Solver):
         self._grid = SimpleNamespace(cell=cell, inv_cell=1.0 / cell, dims=wp.vec3i(*[int(min(d, 2**30)) for d in dims]),
                                      mask=tsize - 1, lower=wp.vec3(*lo), upper=wp.vec3(*hi))
         self.has_liquid = bool(np.any(host["kind"] == 3))
-        self.has_contacts = N >= 2
+        # particle contacts are needed unless the scene is one cloth without self-collision or one
+        # elastic body (whose own particles never collide with each other)
+        lone = len(recs) == 1 and (recs[0]["kind"] == "elastic" or
+                                   (recs[0]["kind"] == "cloth" and not recs[0]["self_collide"].any()))
+        self.has_contacts = N >= 2 and not lone
         ne, dev = layout.n_envs, layout.device
         f32, i32 = np.float32, np.int32
 
