@@ -186,3 +186,34 @@ def test_cantilever_euler_bernoulli(n_thick):
     tip = 1.0 - x[np.abs(x[:, 0] - L) < 1e-5][:, 2].mean()
     eb = 3 * rho * g * L ** 4 / (2 * E * t ** 2)
     assert abs(tip / eb - 1) < 0.10, tip / eb
+
+
+def test_domain_box_holds_and_inactive_elements_exert_no_force():
+    """A cube thrown at the domain's +x wall stays inside it; in env 1 every element of a clamped
+    beam is deactivated and its free vertices fall freely (symplectic Euler: z = z0 - g h² n(n+1)/2)
+    while env 0's beam hangs from its clamp."""
+    sc = _scene(FEMOptions(domain=((-1, -1, -1), (0.2, 1, 2)), friction=0.0), dt=0.01, substeps=10)
+    cube = sc.add_entity(morphs.Box(size=(0.1, 0.1, 0.1), pos=(0, 0, 1)), Elastic(E=5e4, rho=500.0), resolution=1)
+    beam = sc.add_entity(morphs.Box(size=(0.3, 0.05, 0.05), pos=(0.0, 0.5, 1.0)),
+                         Elastic(E=1e5, rho=500.0, damping_mass=2.0), resolution=(6, 1, 1),
+                         fixed=lambda x: x[:, 0] < -0.1499)
+    sc.build(n_envs=2)
+    cube.set_vertices_vel(np.tile([3.0, 0.0, 0.0], (cube.n_vertices, 1)))
+    active = np.ones((2, beam.n_elements), dtype=bool)
+    active[1] = False
+    beam.set_elements_active(active)
+    z0 = beam.get_vertices_pos()[:, :, 2]
+    n = 20
+    for _ in range(n):
+        sc.step()
+    assert cube.get_vertices_pos()[..., 0].max() <= 0.2 + 1e-6
+    free = ~beam.get_fixed_vertices()[1]
+    z = beam.get_vertices_pos()[:, :, 2]
+    h, k = 0.01 / 10, 10 * n
+    # free vertices of env 1 (mass damping alpha = 2/s also acts): v_k = (v_{k-1} - g h)/(1 + h alpha)
+    v, zz = 0.0, 0.0
+    for _ in range(k):
+        v = (v - 9.81 * h) / (1 + 2.0 * h)
+        zz += h * v
+    assert np.allclose(z[1, free] - z0[1, free], zz, atol=1e-5)
+    assert np.mean(z[0] - z0[0]) > 0.5 * zz            # env 0 is held up by its elastic elements
