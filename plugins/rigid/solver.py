@@ -127,6 +127,7 @@ class RigidSolver(Solver):
         base.dof_madr = arr(h["dof_madr"], wp.int32)
         base.dof_link = arr(h["dof_link"], wp.int32)
         base.dof_joint = arr(h["dof_joint"], wp.int32)
+        base.joint_midpoint = arr(one(h["joint_midpoint"]), wp.int32)
         na = len(h["act_dof"])
         self.n_act = na
         base.act_dof = arr(one(h["act_dof"]), wp.int32)
@@ -174,7 +175,8 @@ class RigidSolver(Solver):
             qfrc_bias=z((self.n_dofs,), s), qfrc_passive=z((self.n_dofs,), s),
             qfrc_actuator=z((self.n_dofs,), s), qfrc_control=z((self.n_dofs,), s),
             qfrc_ext=z((self.n_dofs,), s), qfrc_smooth=z((self.n_dofs,), s),
-            dof_dv=z((self.n_dofs,), s), act_force=z((max(1, na),), s))
+            dof_dv=z((self.n_dofs,), s), act_force=z((max(1, na),), s),
+            joint_mid_active=z((nj,), wp.int32))
         g = np.asarray(layout.gravity, dtype=float)
         self._gravity = V(*[npf(x) for x in g])
         self._h = s(layout.h)
@@ -189,7 +191,7 @@ class RigidSolver(Solver):
         shared = [m.link_parent, m.link_root, m.link_pos0, m.link_quat0, m.link_joint_adr, m.link_dof_adr,
                   m.link_gravcomp, m.joint_type, m.joint_q_start, m.joint_dof_start, m.joint_pos,
                   m.joint_axis, m.joint_ref, m.joint_springref, m.dof_parent, m.dof_madr, m.dof_link,
-                  m.dof_joint, int(self.n_act), m.act_dof, m.act_qadr, m.act_gear, m.act_gain, m.act_bias,
+                  m.dof_joint, m.joint_midpoint, int(self.n_act), m.act_dof, m.act_qadr, m.act_gear, m.act_gain, m.act_bias,
                   m.act_ctrl_lo, m.act_ctrl_hi, m.act_force_lo, m.act_force_hi]
         per_env = [m.root_pos, m.root_quat, p.link_mass, p.link_com, p.link_inertia, p.dof_damping,
                    p.dof_armature, p.dof_stiffness, p.dof_kp, p.dof_kv, p.dof_force_lo, p.dof_force_hi,
@@ -200,7 +202,7 @@ class RigidSolver(Solver):
                    d.crb_m, d.crb_mc, d.crb_i, d.cvel_w, d.cvel_v, d.cdof_w, d.cdof_v, d.cdofdot_w,
                    d.cdofdot_v, d.cfrc_t, d.cfrc_f, d.cext_t, d.cext_f, d.mass, d.qld, d.qfrc_bias,
                    d.qfrc_passive, d.qfrc_actuator, d.qfrc_control, d.qfrc_ext, d.qfrc_smooth, d.dof_dv,
-                   d.act_force]
+                   d.act_force, d.joint_mid_active]
         return SimpleNamespace(n=sl.stop - sl.start, args=shared + [a[sl] for a in per_env])
 
     def _host_model(self) -> None:
@@ -288,6 +290,17 @@ class RigidSolver(Solver):
                     raise OptionError(f"joint {ji}: axis {ax[ji].tolist()} has zero length")
                 ax[ji] /= nn
         h["joint_axis"] = ax
+        # implicit midpoint branch (SPEC R2): a free joint on a link with no other link in its tree,
+        # non-Euler integrator, outside MuJoCo-compatible mode (MuJoCo has no such branch)
+        mid = np.zeros(t.n_joints, np.int32)
+        if self.options.integrator_code != 0 and not self.options.mujoco_compatible:
+            children = np.bincount(t.link_parent[t.link_parent >= 0], minlength=t.n_links)
+            for ji in range(t.n_joints):
+                if t.joint_type[ji] == 4:
+                    l = int(h["dof_link"][t.joint_dof_start[ji]])
+                    if children[l] == 0:
+                        mid[ji] = 1
+        h["joint_midpoint"] = mid
         for k, v in act.items():
             h[k] = np.asarray(v, np.int32 if k in ("act_dof", "act_qadr") else float)
         h["act_gain"] = h["act_gain"].reshape(-1, 3)

@@ -1,0 +1,547 @@
+"""Collision detection for the rigid solver: AABBs → broadphase → narrowphase → per-pair pruning.
+
+Standalone host-side pipeline (the rigid solver calls it every substep; see docs/collision.md):
+
+    pipe = CollisionPipeline.from_descriptions(descriptions, CollisionOptions())
+    pipe.build(n_envs, device, precision)
+    pipe.update_poses(part, link_xpos, link_xquat)    # or fill pipe.geom_xpos / pipe.geom_xquat
+    pipe.run(part)                                    # kernels only: graph-capturable
+    ...
+    pipe.check()                                      # after the step: budgets (host sync)
+    pipe.contacts(envs_idx)                           # host readback of the raw contact set
+
+Outputs per env (device arrays, (n_envs, max_contacts)): ``contact_count`` (n_envs,) usable
+count, ``contact_geom`` (geom A, geom B), ``contact_pos`` (world, midway between the surfaces),
+``contact_frame`` (rows: normal from B to A, tangent 1, tangent 2), ``contact_depth``
+(penetration, > 0 when overlapping), ``contact_includemargin`` (margin − gap: a contact is active
+when depth > −includemargin), ``contact_pair`` (explicit pair index or −1).
+
+Filtering (SPEC R4), in this order: visual-only geoms never collide; a pair passes the global
+contype/conaffinity rule ((ta & ab) or (tb & aa)); inside one entity whose description has local
+masks, the entity's own masks must pass as well and ``self_collision`` must be on; geoms of one
+weld group never collide (same link, links welded without a joint between them, two links fixed to
+the world); parent–child weld groups do not collide unless ``adjacent_collision`` (MuJoCo's
+filterparent, the world excepted); ``contact_excludes`` (link pairs) of a description remove a pair;
+``contact_pairs`` of a description are always tested with their own margin/gap and replace the
+dynamic pair of the same two geoms.
+"""
+
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+import attrs
+import numpy as np
+from polyphys.description import GEOM_TYPES, Geom, quat_to_mat
+from polyphys.errors import BudgetExceededError, OptionError, PolyphysWarning
+from polyphys.options import in_range, one_of, positive_int
+
+T = {name: i for i, name in enumerate(GEOM_TYPES)}
+
+# Type pairs (lower code first) with an analytic routine in kernels/collision_primitive.py.
+SUPPORTED_PAIRS = frozenset({
+    ("plane", "sphere"), ("plane", "capsule"), ("plane", "cylinder"), ("plane", "box"),
+    ("plane", "ellipsoid"), ("sphere", "sphere"), ("sphere", "capsule"), ("sphere", "cylinder"),
+    ("sphere", "box"), ("capsule", "capsule"), ("box", "box")})
+# Most raw points one routine emits (box–box clipping and box–plane: 8).
+MAX_RAW_POINTS = 8
+
+# Geoms per env above which broadphase="auto" uses sweep-and-prune (measured on CPU and recorded
+# in benchmarks/results/collision.md: all-vs-all over the build-filtered pair list is faster below).
+SAP_THRESHOLD = 64
+
+
+def _budget(instance, attribute, value):
+    if value is not None:
+        positive_int(instance, attribute, value)
+
+
+@attrs.define(kw_only=True)
+class CollisionOptions:
+    """Collision pipeline settings.
+
+    broadphase: "auto" (sweep-and-prune above SAP_THRESHOLD collidable geoms per env, otherwise
+        all-vs-all), "sweep_and_prune" or "all_vs_all" (tests the pairs that passed the filters at
+        build).
+    max_collision_pairs / max_candidate_contacts / max_contacts: the three per-env budgets
+        (broadphase pairs, narrowphase points, contacts after pruning); None sizes them from the
+        scene (see docs/collision.md).
+    max_contacts_per_pair: pruning keeps at most this many points per pair (1-8).
+    overflow: "raise" (BudgetExceededError after the step) or "warn" (warn and drop the excess).
+    self_collision: pairs inside one entity; adjacent_collision: parent–child links.
+    filtering: False turns off the contype/conaffinity, self, adjacent and exclude rules (the weld
+        rule stays: geoms of one rigid body never collide); for debugging "is my pair filtered?".
+    sap_axis: the sweep axis (0 x, 1 y, 2 z).
+    """
+
+    broadphase: str = attrs.field(default="auto",
+                                  validator=one_of("auto", "sweep_and_prune", "all_vs_all"))
+    max_collision_pairs: int | None = attrs.field(default=None, validator=_budget)
+    max_candidate_contacts: int | None = attrs.field(default=None, validator=_budget)
+    max_contacts: int | None = attrs.field(default=None, validator=_budget)
+    max_contacts_per_pair: int = attrs.field(default=4, validator=in_range(1, 8))
+    overflow: str = attrs.field(default="raise", validator=one_of("raise", "warn"))
+    self_collision: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    adjacent_collision: bool = attrs.field(default=False,
+                                           validator=attrs.validators.instance_of(bool))
+    filtering: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    sap_axis: int = attrs.field(default=0, validator=one_of(0, 1, 2))
+
+
+def _half_extents(g: Geom) -> np.ndarray:
+    """Half extents of the geom's local AABB (centred at its origin)."""
+    s = np.asarray(g.size, dtype=float)
+    t = g.type
+    if t == "sphere":
+        return np.array([s[0]] * 3)
+    if t == "capsule":
+        return np.array([s[0], s[0], s[0] + s[1]])
+    if t == "cylinder":
+        return np.array([s[0], s[0], s[1]])
+    if t in ("box", "ellipsoid"):
+        return s[:3].copy()
+    if t == "plane":
+        return np.zeros(3)
+    raise OptionError(f"geom {g.name!r}: type {t!r} has no collision support yet (supported: "
+                      f"plane, sphere, capsule, cylinder, box, ellipsoid)")
+
+
+class CollisionPipeline:
+    """Per-env collision detection over fixed-size buffers (see the module docstring).
+
+    geoms: Geom records whose ``link`` is a global link index (-1: the world); geom_entity: entity
+    index per geom; link_parent: global parent per link (-1: world); link_moves: per link, True
+    when a joint with dofs connects it to its parent; local_masks: per entity, whether its geoms'
+    contype/conaffinity are local masks (applied within the entity only; across entities the
+    ``global_masks`` pair of that entity is used, default (1, 1)); excludes: (link, link) pairs;
+    pairs: dicts with geom1, geom2 (global) and optional margin, gap.
+    """
+
+    def __init__(self, geoms, geom_entity, link_parent, link_moves, options=None, *,
+                 local_masks=None, global_masks=None, excludes=(), pairs=()):
+        self.options = options if options is not None else CollisionOptions()
+        if not isinstance(self.options, CollisionOptions):
+            raise OptionError(f"CollisionPipeline options = {options!r}: must be CollisionOptions")
+        self.geoms = list(geoms)
+        G = len(self.geoms)
+        self.n_geoms = G
+        self.geom_entity = np.asarray(geom_entity, dtype=np.int32).reshape(-1)
+        if self.geom_entity.shape[0] != G:
+            raise OptionError(f"geom_entity has {self.geom_entity.shape[0]} entries, expected one "
+                              f"per geom ({G})")
+        self.link_parent = np.asarray(link_parent, dtype=np.int64).reshape(-1)
+        self.link_moves = np.asarray(link_moves, dtype=bool).reshape(-1)
+        L = self.link_parent.shape[0]
+        if self.link_moves.shape[0] != L:
+            raise OptionError(f"link_moves has {self.link_moves.shape[0]} entries, expected one per "
+                              f"link ({L})")
+        n_ent = int(self.geom_entity.max()) + 1 if G else 0
+        local_masks = [False] * n_ent if local_masks is None else list(local_masks)
+        global_masks = [(1, 1)] * n_ent if global_masks is None else list(global_masks)
+        for gi, g in enumerate(self.geoms):
+            if not -1 <= g.link < L:
+                raise OptionError(f"geom {g.name!r}: link {g.link} out of range [-1, {L})")
+        # weld groups: a link without a moving joint belongs to its parent's group; -1 = world
+        weld = np.full(L, -1, dtype=np.int64)
+        for lk in range(L):
+            p = self.link_parent[lk]
+            if p >= lk:
+                raise OptionError(f"link {lk}: parent {p} must come before it")
+            weld[lk] = lk if self.link_moves[lk] else (weld[p] if p >= 0 else -1)
+        wparent = np.array([weld[self.link_parent[w]] if self.link_parent[w] >= 0 else -1
+                            for w in range(L)], dtype=np.int64)
+        gl = np.array([g.link for g in self.geoms], dtype=np.int64)
+        self.geom_weld = np.where(gl >= 0, weld[np.maximum(gl, 0)], -1)
+        gw = self.geom_weld
+        self.geom_weld_parent = np.where(gw >= 0, wparent[np.maximum(gw, 0)], -1)
+        self.geom_type = np.array([T[g.type] for g in self.geoms], dtype=np.int32)
+        self.geom_collide = np.array([g.role != "visual" for g in self.geoms], dtype=np.int32)
+        ct = np.array([int(g.contype) for g in self.geoms], dtype=np.int64)
+        ca = np.array([int(g.conaffinity) for g in self.geoms], dtype=np.int64)
+        lm = np.array([bool(local_masks[e]) for e in self.geom_entity], dtype=bool)
+        gm = np.array([global_masks[e] for e in self.geom_entity], dtype=np.int64).reshape(G, 2)
+        full = np.int64(-1)
+        self.geom_contype = np.where(lm, gm[:, 0], ct).astype(np.int32)
+        self.geom_conaffinity = np.where(lm, gm[:, 1], ca).astype(np.int32)
+        self.geom_local_contype = np.where(lm, ct, full).astype(np.int32)
+        self.geom_local_conaffinity = np.where(lm, ca, full).astype(np.int32)
+        self.weld_base = L + 1
+        ex = set()
+        for a, b in excludes:
+            wa, wb = weld[a] + 1 if a >= 0 else 0, weld[b] + 1 if b >= 0 else 0
+            ex.add(min(wa, wb) * self.weld_base + max(wa, wb))
+        self.exclude_keys = np.array(sorted(ex), dtype=np.int64)
+        self.pairs = []
+        for p in pairs:
+            g1, g2 = int(p["geom1"]), int(p["geom2"])
+            if not (0 <= g1 < G and 0 <= g2 < G) or g1 == g2:
+                raise OptionError(f"contact pair {p!r}: geom1/geom2 must be two different geom "
+                                  f"indices in [0, {G})")
+            a, b = self.geoms[g1], self.geoms[g2]
+            self.pairs.append({"geom1": g1, "geom2": g2,
+                               "margin": float(p.get("margin", max(a.margin, b.margin))),
+                               "gap": float(p.get("gap", max(a.gap, b.gap)))})
+        self.explicit_keys = np.array(sorted({min(p["geom1"], p["geom2"]) * G
+                                              + max(p["geom1"], p["geom2"]) for p in self.pairs}),
+                                      dtype=np.int64)
+        self.half = np.array([_half_extents(g) if self.geom_collide[i] else np.zeros(3)
+                              for i, g in enumerate(self.geoms)]).reshape(G, 3)
+        self._unsupported_warned = False
+        self.built = False
+
+    # -- construction from descriptions ---------------------------------------------------------
+    @classmethod
+    def from_descriptions(cls, descriptions, options=None, *, local_masks=None,
+                          global_masks=None):
+        """Flatten EntityDescriptions (each placed in the world by its root links) into one
+        pipeline; geom, link indices are global in the order given."""
+        geoms, ent, parent, moves, excludes, pairs = [], [], [], [], [], []
+        lo = go = 0
+        for e, d in enumerate(descriptions):
+            for lk in d.links:
+                parent.append(lk.parent + lo if lk.parent >= 0 else -1)
+                moves.append(any(d.joints[j].type != "fixed" for j in lk.joints))
+            for g in d.geoms:
+                geoms.append(attrs.evolve(g, link=g.link + lo if g.link >= 0 else -1))
+                ent.append(e)
+            for a, b in d.contact_excludes:
+                excludes.append((a + lo, b + lo))
+            for p in d.contact_pairs:
+                q = dict(p)
+                q["geom1"], q["geom2"] = int(p["geom1"]) + go, int(p["geom2"]) + go
+                pairs.append(q)
+            lo += len(d.links)
+            go += len(d.geoms)
+        return cls(geoms, ent, parent, moves, options, local_masks=local_masks,
+                   global_masks=global_masks, excludes=excludes, pairs=pairs)
+
+    # -- filtering (reference numpy form; the device form is in kernels/collision_driver.py) ----
+    def pair_allowed(self, ga, gb) -> np.ndarray:
+        """Whether the dynamic (broadphase) pairs (ga[i], gb[i]) pass the filters."""
+        ga = np.asarray(ga, dtype=np.int64)
+        gb = np.asarray(gb, dtype=np.int64)
+        o = self.options
+        ok = (self.geom_collide[ga] != 0) & (self.geom_collide[gb] != 0) & (ga != gb)
+        ok &= ~((self.geom_type[ga] == T["plane"]) & (self.geom_type[gb] == T["plane"]))
+        if o.filtering:
+            ok &= (((self.geom_contype[ga] & self.geom_conaffinity[gb]) != 0)
+                   | ((self.geom_contype[gb] & self.geom_conaffinity[ga]) != 0))
+            same = self.geom_entity[ga] == self.geom_entity[gb]
+            local = (((self.geom_local_contype[ga] & self.geom_local_conaffinity[gb]) != 0)
+                     | ((self.geom_local_contype[gb] & self.geom_local_conaffinity[ga]) != 0))
+            ok &= ~same | (local & o.self_collision)
+        wa, wb = self.geom_weld[ga], self.geom_weld[gb]
+        ok &= wa != wb
+        if o.filtering and not o.adjacent_collision:
+            ok &= ~((self.geom_weld_parent[ga] == wb) & (wb >= 0))
+            ok &= ~((self.geom_weld_parent[gb] == wa) & (wa >= 0))
+        if o.filtering and self.exclude_keys.size:
+            k = (np.minimum(wa, wb) + 1) * self.weld_base + np.maximum(wa, wb) + 1
+            ok &= ~np.isin(k, self.exclude_keys)
+        if self.explicit_keys.size:
+            k = np.minimum(ga, gb) * self.n_geoms + np.maximum(ga, gb)
+            ok &= ~np.isin(k, self.explicit_keys)
+        return ok
+
+    def allowed_pairs(self) -> np.ndarray:
+        """All dynamic pairs that pass the filters, (n, 2), ga < gb."""
+        G = self.n_geoms
+        if G < 2:
+            return np.zeros((0, 2), dtype=np.int64)
+        ga, gb = np.triu_indices(G, 1)
+        m = self.pair_allowed(ga, gb)
+        return np.stack([ga[m], gb[m]], axis=1)
+
+    # -- build ------------------------------------------------------------------------------------
+    def build(self, n_envs: int, device=None, precision: str = "32", partitions=None):
+        """Allocate the per-env buffers and per-partition views. ``partitions``: the layout's
+        Partition tuple (default: one partition of all envs)."""
+        import warp as wp
+
+        from polyphys.layout import Partition
+
+        from .kernels import collision_driver as K  # noqa: F401  (registers the overloads)
+
+        if precision not in ("32", "64"):
+            raise OptionError(f"precision = {precision!r}: allowed '32', '64'")
+        if not isinstance(n_envs, int) or n_envs < 1:
+            raise OptionError(f"n_envs = {n_envs!r}: must be an integer >= 1")
+        o = self.options
+        G = self.n_geoms
+        S = wp.float64 if precision == "64" else wp.float32
+        npf = np.float64 if precision == "64" else np.float32
+        V = wp.types.vector(3, S)
+        Q = wp.types.quaternion(S)
+        M = wp.types.matrix((3, 3), S)
+        self.n_envs, self.device, self.precision = n_envs, device, precision
+        self.scalar = S
+        n_collide = int(self.geom_collide.sum())
+        bp = o.broadphase
+        if bp == "auto":
+            bp = "sweep_and_prune" if n_collide > SAP_THRESHOLD else "all_vs_all"
+        self.broadphase = bp
+        # static pair lists
+        if bp == "all_vs_all":
+            allowed = self.allowed_pairs()
+            n_allowed = allowed.shape[0]
+            dyn = np.concatenate([allowed, -np.ones((n_allowed, 1), dtype=np.int64)], axis=1)
+        else:
+            dyn = np.zeros((0, 3), dtype=np.int64)
+            n_allowed = n_collide * (n_collide - 1) // 2
+        expl = np.array([[p["geom1"], p["geom2"], i] for i, p in enumerate(self.pairs)],
+                        dtype=np.int64).reshape(-1, 3)
+        self._warn_unsupported(dyn[:, :2] if bp == "all_vs_all" else None)
+        # budgets sized from the scene (docs/collision.md)
+        n_possible = n_allowed + len(self.pairs)
+        self.max_pairs = o.max_collision_pairs or max(1, min(n_possible, 8 * G + 64))
+        self.max_cand = o.max_candidate_contacts or 4 * self.max_pairs
+        self.max_contacts = o.max_contacts or max(1, min(self.max_cand, 8 * G + 64))
+        f = lambda a, dt: wp.array(np.asarray(a), dtype=dt, device=device)  # noqa: E731
+        m = SimpleNamespace()
+        m.geom_type = f(self.geom_type, wp.int32)
+        m.geom_collide = f(self.geom_collide, wp.int32)
+        m.geom_size = f(np.array([(tuple(g.size) + (0.0, 0.0, 0.0))[:3] for g in self.geoms],
+                                 dtype=npf).reshape(G, 3), V)
+        m.geom_half = f(self.half.astype(npf), V)
+        m.geom_margin = f(np.array([g.margin for g in self.geoms], dtype=npf), S)
+        m.geom_gap = f(np.array([g.gap for g in self.geoms], dtype=npf), S)
+        m.geom_link = f(np.array([g.link for g in self.geoms], dtype=np.int32), wp.int32)
+        m.geom_pos = f(np.array([g.pos for g in self.geoms], dtype=npf).reshape(G, 3), V)
+        m.geom_quat = f(np.array([(q[1], q[2], q[3], q[0]) for q in (g.quat for g in self.geoms)],
+                                 dtype=npf).reshape(G, 4), Q)
+        for name in ("geom_contype", "geom_conaffinity", "geom_local_contype",
+                     "geom_local_conaffinity"):
+            setattr(m, name, f(getattr(self, name), wp.int32))
+        m.geom_entity = f(self.geom_entity, wp.int32)
+        m.geom_weld = f(self.geom_weld.astype(np.int32), wp.int32)
+        m.geom_weld_parent = f(self.geom_weld_parent.astype(np.int32), wp.int32)
+        m.exclude_keys = f(self.exclude_keys if o.filtering else np.zeros(0, np.int64), wp.int64)
+        m.explicit_keys = f(self.explicit_keys, wp.int64)
+        m.flags = (1 if o.self_collision else 0) | (2 if o.adjacent_collision else 0)
+        if not o.filtering:
+            m.flags = 3
+        m.pair_margin = f(np.array([p["margin"] for p in self.pairs] or [0.0], dtype=npf), S)
+        m.pair_gap = f(np.array([p["gap"] for p in self.pairs] or [0.0], dtype=npf), S)
+        m.pair_list = f(np.concatenate([dyn, expl]).astype(np.int32).reshape(-1, 3), wp.vec3i)
+        m.explicit_list = f(expl.astype(np.int32).reshape(-1, 3), wp.vec3i)
+        self.model = m
+        n, P, C, K_ = n_envs, self.max_pairs, self.max_cand, self.max_contacts
+        z = lambda shape, dt: wp.zeros(shape, dtype=dt, device=device)  # noqa: E731
+        self.geom_xpos = z((n, G), V)
+        self.geom_xquat = wp.array(np.tile(np.array([0, 0, 0, 1], dtype=npf), (n, G, 1)),
+                                   dtype=Q, device=device) if G else z((n, G), Q)
+        self.geom_xmat = z((n, G), M)
+        self.aabb_lo = z((n, G), V)
+        self.aabb_hi = z((n, G), V)
+        self.pair_count = z(n, wp.int32)
+        self.pairs_buf = z((n, P), wp.vec3i)
+        self.pair_cand = z((n, P), wp.vec2i)
+        self.cand_count = z(n, wp.int32)
+        self.cand_pos = z((n, C), V)
+        self.cand_normal = z((n, C), V)
+        self.cand_dist = z((n, C), S)
+        self.contact_raw = z(n, wp.int32)
+        self.contact_count = z(n, wp.int32)
+        self.contact_geom = z((n, K_), wp.vec2i)
+        self.contact_pos = z((n, K_), V)
+        self.contact_frame = z((n, K_), M)
+        self.contact_depth = z((n, K_), S)
+        self.contact_includemargin = z((n, K_), S)
+        self.contact_pair = z((n, K_), wp.int32)
+        if partitions is None:
+            partitions = (Partition(0, 0, n_envs),)
+        self._parts = {}
+        for part in partitions:
+            v = SimpleNamespace()
+            sl = slice(part.start, part.stop)
+            for name in ("geom_xpos", "geom_xquat", "geom_xmat", "aabb_lo", "aabb_hi",
+                         "pair_count", "pairs_buf", "pair_cand", "cand_count", "cand_pos",
+                         "cand_normal", "cand_dist", "contact_raw", "contact_count",
+                         "contact_geom", "contact_pos", "contact_frame", "contact_depth",
+                         "contact_includemargin", "contact_pair"):
+                setattr(v, name, getattr(self, name)[sl])
+            v.n = part.stop - part.start
+            if bp == "sweep_and_prune":
+                cnt = v.n * G
+                v.keys = z(2 * max(cnt, 1), wp.float32)
+                v.values = z(2 * max(cnt, 1), wp.int32)
+                v.seg_start = f(np.arange(v.n, dtype=np.int32) * G, wp.int32)
+                v.seg_end = f(np.arange(1, v.n + 1, dtype=np.int32) * G, wp.int32)
+            self._parts[part.index] = v
+        self.built = True
+        return self
+
+    def _warn_unsupported(self, pairs):
+        """Warn once about type pairs that can collide but have no routine yet (their contacts are
+        not generated)."""
+        types = set()
+        if pairs is not None:
+            for a, b in pairs:
+                ta, tb = sorted((self.geoms[a].type, self.geoms[b].type), key=lambda t: T[t])
+                types.add((ta, tb))
+        else:
+            present = sorted({g.type for g, c in zip(self.geoms, self.geom_collide) if c},
+                             key=lambda t: T[t])
+            for i, ta in enumerate(present):
+                for tb in present[i:]:
+                    if not (ta == tb == "plane"):
+                        types.add((ta, tb))
+        for p in self.pairs:
+            ta, tb = sorted((self.geoms[p["geom1"]].type, self.geoms[p["geom2"]].type),
+                            key=lambda t: T[t])
+            types.add((ta, tb))
+        missing = sorted(types - SUPPORTED_PAIRS)
+        self.unsupported_pairs = missing
+        if missing:
+            warnings.warn(f"collision: no narrowphase routine yet for geom type pairs {missing}; "
+                          f"such pairs produce no contacts (supported: {sorted(SUPPORTED_PAIRS)})",
+                          PolyphysWarning, stacklevel=3)
+
+    # -- per substep --------------------------------------------------------------------------------
+    def update_poses(self, part, link_xpos, link_xquat):
+        """geom_xpos/geom_xquat of the partition from world link poses ((n_envs, n_links) arrays
+        of the whole batch; the partition's rows are used)."""
+        import warp as wp
+
+        from .kernels import collision_driver as K
+
+        v = self._parts[part.index]
+        m = self.model
+        wp.launch(K.geom_poses, dim=(v.n, self.n_geoms),
+                  inputs=[m.geom_link, m.geom_pos, m.geom_quat, link_xpos[part.start:part.stop],
+                          link_xquat[part.start:part.stop]],
+                  outputs=[v.geom_xpos, v.geom_xquat], device=self.device)
+
+    def run(self, part, geom_xpos=None, geom_xquat=None):
+        """Launch the pipeline for one partition (no host sync, no allocation). geom_xpos /
+        geom_xquat: (n_envs, n_geoms) arrays of the whole batch; default: the pipeline's own
+        (filled by update_poses)."""
+        import warp as wp
+
+        from .kernels import collision_driver as K
+
+        v = self._parts[part.index]
+        m = self.model
+        G, n, dev = self.n_geoms, v.n, self.device
+        xpos = v.geom_xpos if geom_xpos is None else geom_xpos[part.start:part.stop]
+        xquat = v.geom_xquat if geom_xquat is None else geom_xquat[part.start:part.stop]
+        wp.launch(K.aabb_update, dim=(n, G), inputs=[m.geom_type, m.geom_half, m.geom_margin,
+                                                     xpos, xquat],
+                  outputs=[v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count, v.cand_count,
+                           v.contact_raw], device=dev)
+        if G == 0:
+            wp.launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
+                      outputs=[v.contact_count], device=dev)
+            return
+        if self.broadphase == "all_vs_all":
+            if m.pair_list.shape[0]:
+                wp.launch(K.broadphase_list, dim=(n, m.pair_list.shape[0]),
+                          inputs=[m.pair_list, m.geom_type, v.aabb_lo, v.aabb_hi],
+                          outputs=[v.pairs_buf, v.pair_count], device=dev)
+        else:
+            ax = self.options.sap_axis
+            wp.launch(K.sap_keys, dim=(n, G), inputs=[v.aabb_lo, ax], outputs=[v.keys, v.values],
+                      device=dev)
+            wp.utils.segmented_sort_pairs(v.keys, v.values, n * G, v.seg_start, v.seg_end)
+            wp.launch(K.sap_sweep, dim=(n, G),
+                      inputs=[m.geom_type, m.geom_collide, m.geom_contype, m.geom_conaffinity,
+                              m.geom_local_contype, m.geom_local_conaffinity, m.geom_entity,
+                              m.geom_weld, m.geom_weld_parent, m.flags, self.weld_base,
+                              m.exclude_keys, m.explicit_keys, ax, v.keys, v.values, v.aabb_lo,
+                              v.aabb_hi],
+                      outputs=[v.pairs_buf, v.pair_count], device=dev)
+            if m.explicit_list.shape[0]:
+                wp.launch(K.broadphase_list, dim=(n, m.explicit_list.shape[0]),
+                          inputs=[m.explicit_list, m.geom_type, v.aabb_lo, v.aabb_hi],
+                          outputs=[v.pairs_buf, v.pair_count], device=dev)
+        wp.launch(K.narrowphase, dim=(n, self.max_pairs),
+                  inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, xpos,
+                          v.geom_xmat, v.pairs_buf, v.pair_count],
+                  outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
+                  device=dev)
+        wp.launch(K.prune, dim=(n, self.max_pairs),
+                  inputs=[m.geom_margin, m.geom_gap, m.pair_margin, m.pair_gap,
+                          self.options.max_contacts_per_pair, v.pairs_buf, v.pair_count,
+                          v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
+                  outputs=[v.contact_raw, v.contact_geom, v.contact_pos, v.contact_frame,
+                           v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
+        wp.launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
+                  outputs=[v.contact_count], device=dev)
+
+    # -- after the step ---------------------------------------------------------------------------
+    def overflow(self) -> list:
+        """[(budget name, env, needed, budget)] for every exceeded budget (host sync)."""
+        out = []
+        for name, counter, cap in (("max_collision_pairs", self.pair_count, self.max_pairs),
+                                   ("max_candidate_contacts", self.cand_count, self.max_cand),
+                                   ("max_contacts", self.contact_raw, self.max_contacts)):
+            c = counter.numpy()
+            for e in np.nonzero(c > cap)[0]:
+                out.append((name, int(e), int(c[e]), int(cap)))
+        return out
+
+    def check(self):
+        """Raise BudgetExceededError (policy "raise") or warn (policy "warn") for exceeded budgets.
+        A later stage's count is a lower bound when an earlier stage overflowed."""
+        over = self.overflow()
+        if not over:
+            return
+        name, env, need, cap = over[0]
+        later = " (at least; an earlier stage also overflowed)" if any(
+            o[1] == env for o in over[: over.index(over[0])]) else ""
+        msg = (f"collision budget {name} exceeded in env {env}: {need}{later} needed, budget {cap}; "
+               f"raise CollisionOptions.{name} (or set overflow='warn' to drop the excess)")
+        if len(over) > 1:
+            msg += "; also " + ", ".join(f"{n} in env {e}: {c} needed (budget {b})"
+                                         for n, e, c, b in over[1:6])
+        if self.options.overflow == "raise":
+            raise BudgetExceededError(msg)
+        warnings.warn(msg + " — the excess contacts were dropped", PolyphysWarning, stacklevel=2)
+
+    def contacts(self, envs_idx=None) -> list:
+        """Host readback of the contact set: one dict of numpy arrays per env (geom_a, geom_b,
+        pos, normal (B→A), frame, depth, includemargin, pair)."""
+        envs = range(self.n_envs) if envs_idx is None else [int(e) for e in np.atleast_1d(envs_idx)]
+        cnt = self.contact_count.numpy()
+        arrs = {k: getattr(self, "contact_" + k).numpy() for k in
+                ("geom", "pos", "frame", "depth", "includemargin", "pair")}
+        out = []
+        for e in envs:
+            if not 0 <= e < self.n_envs:
+                raise OptionError(f"envs_idx contains {e}: allowed 0..{self.n_envs - 1}")
+            k = int(cnt[e])
+            out.append({"geom_a": arrs["geom"][e, :k, 0].copy(), "geom_b": arrs["geom"][e, :k, 1].copy(),
+                        "pos": arrs["pos"][e, :k].copy(), "normal": arrs["frame"][e, :k, 0].copy(),
+                        "frame": arrs["frame"][e, :k].copy(), "depth": arrs["depth"][e, :k].copy(),
+                        "includemargin": arrs["includemargin"][e, :k].copy(),
+                        "pair": arrs["pair"][e, :k].copy()})
+        return out
+
+    def candidates(self, env: int = 0) -> list:
+        """The narrowphase output of one env per stored pair (MuJoCo's convention: normal from
+        geom1 to geom2, signed distance): [(geom1, geom2, normal, points (k,3), dists (k,))]."""
+        npairs = min(int(self.pair_count.numpy()[env]), self.max_pairs)
+        pairs = self.pairs_buf.numpy()[env]
+        pc = self.pair_cand.numpy()[env]
+        pos, nrm, dist = (a.numpy()[env] for a in (self.cand_pos, self.cand_normal, self.cand_dist))
+        out = []
+        for k in range(npairs):
+            s, c = int(pc[k, 0]), int(pc[k, 1])
+            out.append((int(pairs[k, 0]), int(pairs[k, 1]),
+                        nrm[s] if c else None, pos[s:s + c].copy(), dist[s:s + c].copy()))
+        return out
+
+
+def set_poses_host(pipe: CollisionPipeline, pos, quat):
+    """Write geom world poses (n_envs, n_geoms, 3) / (n_envs, n_geoms, 4 as w, x, y, z) from the
+    host (tests and tools; not for the step)."""
+    pos = np.asarray(pos, dtype=float).reshape(pipe.n_envs, pipe.n_geoms, 3)
+    quat = np.asarray(quat, dtype=float).reshape(pipe.n_envs, pipe.n_geoms, 4)
+    npf = np.float64 if pipe.precision == "64" else np.float32
+    pipe.geom_xpos.assign(pos.astype(npf))
+    pipe.geom_xquat.assign(quat[..., [1, 2, 3, 0]].astype(npf))
+
+
+__all__ = ["CollisionOptions", "CollisionPipeline", "SUPPORTED_PAIRS", "SAP_THRESHOLD",
+           "set_poses_host", "quat_to_mat"]

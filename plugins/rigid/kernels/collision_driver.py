@@ -1,0 +1,496 @@
+"""Collision pipeline kernels: geom poses, AABBs, broadphase (all-vs-all, sweep-and-prune),
+narrowphase dispatch and per-pair contact pruning. Generic over precision (float32/float64
+overloads at the bottom, as in polyphys.kernels.fk).
+
+Budgets: every stage counts with an atomic counter per env and writes only below its budget; the
+counter keeps counting past it, so after the step the host reads the count that would have been
+needed (CollisionPipeline.check). Launch grids are (n_envs of a partition, n).
+"""
+
+from typing import Any
+
+import warp as wp
+
+from .collision_primitive import (_any_perp, _empty, box_box, capsule_capsule, plane_box,
+                                  plane_capsule, plane_cylinder, plane_ellipsoid, plane_sphere,
+                                  sphere_box, sphere_capsule, sphere_cylinder, sphere_sphere)
+
+PLANE = wp.constant(0)
+SPHERE = wp.constant(1)
+CAPSULE = wp.constant(2)
+CYLINDER = wp.constant(3)
+BOX = wp.constant(4)
+ELLIPSOID = wp.constant(5)
+
+BIG = wp.constant(1.0e30)
+
+
+@wp.kernel
+def geom_poses(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    geom_pos: wp.array(dtype=Any),
+    geom_quat: wp.array(dtype=Any),
+    # Data in:
+    link_xpos_in: wp.array2d(dtype=Any),
+    link_xquat_in: wp.array2d(dtype=Any),
+    # Data out:
+    geom_xpos_out: wp.array2d(dtype=Any),
+    geom_xquat_out: wp.array2d(dtype=Any),
+):
+    """World pose of each geom from its link's pose (link -1: the world frame)."""
+    env, g = wp.tid()
+    lk = geom_link[g]
+    if lk < 0:
+        geom_xpos_out[env, g] = geom_pos[g]
+        geom_xquat_out[env, g] = geom_quat[g]
+    else:
+        q = link_xquat_in[env, lk]
+        geom_xpos_out[env, g] = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
+        geom_xquat_out[env, g] = wp.normalize(q * geom_quat[g])
+
+
+@wp.kernel
+def aabb_update(
+    # Model:
+    geom_type: wp.array(dtype=wp.int32),
+    geom_half: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xquat_in: wp.array2d(dtype=Any),
+    # Data out:
+    geom_xmat_out: wp.array2d(dtype=Any),
+    aabb_lo_out: wp.array2d(dtype=Any),
+    aabb_hi_out: wp.array2d(dtype=Any),
+    pair_count_out: wp.array(dtype=wp.int32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    contact_raw_out: wp.array(dtype=wp.int32),
+):
+    """Rotation matrix and world AABB (inflated by the geom margin) of each geom; thread 0 of an
+    env also clears that env's stage counters."""
+    env, g = wp.tid()
+    if g == 0:
+        pair_count_out[env] = 0
+        cand_count_out[env] = 0
+        contact_raw_out[env] = 0
+    R = wp.quat_to_matrix(geom_xquat_in[env, g])
+    geom_xmat_out[env, g] = R
+    c = geom_xpos_in[env, g]
+    h = geom_half[g]
+    m = geom_margin[g]
+    one = m - m + type(m)(1.0)
+    if geom_type[g] == PLANE:
+        big = one * type(m)(BIG)
+        e = wp.vector(big, big, big)
+        aabb_lo_out[env, g] = -e
+        aabb_hi_out[env, g] = e
+    else:
+        e = wp.vector(m, m, m)
+        for i in range(3):
+            e[i] = e[i] + wp.abs(R[i, 0]) * h[0] + wp.abs(R[i, 1]) * h[1] + wp.abs(R[i, 2]) * h[2]
+        aabb_lo_out[env, g] = c - e
+        aabb_hi_out[env, g] = c + e
+
+
+@wp.func
+def _overlap(lo_a: Any, hi_a: Any, lo_b: Any, hi_b: Any):
+    return (lo_a[0] <= hi_b[0] and lo_b[0] <= hi_a[0] and lo_a[1] <= hi_b[1] and lo_b[1] <= hi_a[1]
+            and lo_a[2] <= hi_b[2] and lo_b[2] <= hi_a[2])
+
+
+@wp.func
+def _emit_pair(env: int, ga: int, gb: int, pid: int, geom_type: wp.array(dtype=wp.int32),
+               pairs_out: wp.array2d(dtype=wp.vec3i), pair_count_out: wp.array(dtype=wp.int32)):
+    """Append (geom1, geom2, explicit pair id) with geom1 of the lower type (MuJoCo's order)."""
+    g1 = ga
+    g2 = gb
+    if geom_type[gb] < geom_type[ga]:
+        g1 = gb
+        g2 = ga
+    slot = wp.atomic_add(pair_count_out, env, 1)
+    if slot < pairs_out.shape[1]:
+        pairs_out[env, slot] = wp.vec3i(g1, g2, pid)
+
+
+@wp.kernel
+def broadphase_list(
+    # Model:
+    pair_list: wp.array(dtype=wp.vec3i),
+    geom_type: wp.array(dtype=wp.int32),
+    # Data in:
+    aabb_lo_in: wp.array2d(dtype=Any),
+    aabb_hi_in: wp.array2d(dtype=Any),
+    # Data out:
+    pairs_out: wp.array2d(dtype=wp.vec3i),
+    pair_count_out: wp.array(dtype=wp.int32),
+):
+    """All-vs-all over the pairs that passed the filters at build (and the explicit pairs)."""
+    env, k = wp.tid()
+    p = pair_list[k]
+    if _overlap(aabb_lo_in[env, p[0]], aabb_hi_in[env, p[0]], aabb_lo_in[env, p[1]],
+                aabb_hi_in[env, p[1]]):
+        _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out)
+
+
+@wp.kernel
+def sap_keys(
+    # Data in:
+    aabb_lo_in: wp.array2d(dtype=Any),
+    axis: int,
+    # Data out:
+    keys_out: wp.array(dtype=wp.float32),
+    values_out: wp.array(dtype=wp.int32),
+):
+    """Sort keys of one partition: the AABB lower bound along ``axis`` rounded down to float32."""
+    env, g = wp.tid()
+    n = aabb_lo_in.shape[1]
+    lo = aabb_lo_in[env, g][axis]
+    k = wp.float32(lo)
+    if type(lo)(k) > lo:
+        k = wp.float32(k - wp.abs(k) * wp.float32(1.0e-6) - wp.float32(1.0e-30))
+    keys_out[env * n + g] = k
+    values_out[env * n + g] = g
+
+
+@wp.func
+def _has_key(keys: wp.array(dtype=wp.int64), key: wp.int64):
+    lo = int(0)
+    hi = keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    found = False
+    if lo < keys.shape[0]:
+        found = keys[lo] == key
+    return found
+
+
+@wp.func
+def _pair_allowed(ga: int, gb: int, n_geoms: int, weld_base: int,
+                  geom_contype: wp.array(dtype=wp.int32), geom_conaffinity: wp.array(dtype=wp.int32),
+                  geom_local_contype: wp.array(dtype=wp.int32),
+                  geom_local_conaffinity: wp.array(dtype=wp.int32),
+                  geom_entity: wp.array(dtype=wp.int32), geom_weld: wp.array(dtype=wp.int32),
+                  geom_weld_parent: wp.array(dtype=wp.int32), flags: int,
+                  exclude_keys: wp.array(dtype=wp.int64), explicit_keys: wp.array(dtype=wp.int64)):
+    """The device form of CollisionPipeline's filter rule (SPEC R4); the numpy form in
+    collision.py is the reference and the tests check that both agree."""
+    ok = (geom_contype[ga] & geom_conaffinity[gb]) != 0 or (geom_contype[gb] & geom_conaffinity[ga]) != 0
+    ea = geom_entity[ga]
+    eb = geom_entity[gb]
+    if ok and ea == eb:
+        ok = ((geom_local_contype[ga] & geom_local_conaffinity[gb]) != 0
+              or (geom_local_contype[gb] & geom_local_conaffinity[ga]) != 0)
+        if (flags & 1) == 0:          # self collision off
+            ok = False
+    wa = geom_weld[ga]
+    wb = geom_weld[gb]
+    if wa == wb:                      # same link, links welded together, or both fixed to the world
+        ok = False
+    if ok and (flags & 2) == 0:       # adjacent (parent-child) links off
+        if (geom_weld_parent[ga] == wb and wb >= 0) or (geom_weld_parent[gb] == wa and wa >= 0):
+            ok = False
+    if ok and exclude_keys.shape[0] > 0:
+        lo = wp.min(wa, wb) + 1
+        hi = wp.max(wa, wb) + 1
+        if _has_key(exclude_keys, wp.int64(lo) * wp.int64(weld_base) + wp.int64(hi)):
+            ok = False
+    if ok and explicit_keys.shape[0] > 0:
+        lo = wp.min(ga, gb)
+        hi = wp.max(ga, gb)
+        if _has_key(explicit_keys, wp.int64(lo) * wp.int64(n_geoms) + wp.int64(hi)):
+            ok = False               # handled by the explicit pair (its own parameters)
+    return ok
+
+
+@wp.kernel
+def sap_sweep(
+    # Model:
+    geom_type: wp.array(dtype=wp.int32),
+    geom_collide: wp.array(dtype=wp.int32),
+    geom_contype: wp.array(dtype=wp.int32),
+    geom_conaffinity: wp.array(dtype=wp.int32),
+    geom_local_contype: wp.array(dtype=wp.int32),
+    geom_local_conaffinity: wp.array(dtype=wp.int32),
+    geom_entity: wp.array(dtype=wp.int32),
+    geom_weld: wp.array(dtype=wp.int32),
+    geom_weld_parent: wp.array(dtype=wp.int32),
+    flags: int,
+    weld_base: int,
+    exclude_keys: wp.array(dtype=wp.int64),
+    explicit_keys: wp.array(dtype=wp.int64),
+    axis: int,
+    # Data in:
+    keys_in: wp.array(dtype=wp.float32),
+    values_in: wp.array(dtype=wp.int32),
+    aabb_lo_in: wp.array2d(dtype=Any),
+    aabb_hi_in: wp.array2d(dtype=Any),
+    # Data out:
+    pairs_out: wp.array2d(dtype=wp.vec3i),
+    pair_count_out: wp.array(dtype=wp.int32),
+):
+    """Sweep from the i-th geom in sorted order over the following ones while their lower bound
+    does not exceed its upper bound; every overlapping pair is found once (from the earlier one)."""
+    env, i = wp.tid()
+    n = aabb_lo_in.shape[1]
+    base = env * n
+    ga = values_in[base + i]
+    if geom_collide[ga] != 0:
+        hi_a = aabb_hi_in[env, ga]
+        lo_a = aabb_lo_in[env, ga]
+        lim = wp.float32(hi_a[axis])
+        if type(hi_a[axis])(lim) < hi_a[axis]:
+            lim = lim + wp.abs(lim) * wp.float32(1.0e-6) + wp.float32(1.0e-30)
+        for j in range(i + 1, n):
+            if keys_in[base + j] > lim:
+                break
+            gb = values_in[base + j]
+            if geom_collide[gb] != 0:
+                if _overlap(lo_a, hi_a, aabb_lo_in[env, gb], aabb_hi_in[env, gb]):
+                    if not (geom_type[ga] == PLANE and geom_type[gb] == PLANE):
+                        if _pair_allowed(ga, gb, n, weld_base, geom_contype, geom_conaffinity,
+                                         geom_local_contype, geom_local_conaffinity, geom_entity,
+                                         geom_weld, geom_weld_parent, flags, exclude_keys,
+                                         explicit_keys):
+                            _emit_pair(env, ga, gb, -1, geom_type, pairs_out, pair_count_out)
+
+
+@wp.func
+def _collide(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, margin: Any):
+    pts, d = _empty(p1)
+    n = p1 - p1
+    cnt = int(0)
+    if t1 == PLANE:
+        if t2 == SPHERE:
+            cnt, n, pts, d = plane_sphere(p1, R1, s1, p2, R2, s2, margin)
+        elif t2 == CAPSULE:
+            cnt, n, pts, d = plane_capsule(p1, R1, s1, p2, R2, s2, margin)
+        elif t2 == CYLINDER:
+            cnt, n, pts, d = plane_cylinder(p1, R1, s1, p2, R2, s2, margin)
+        elif t2 == BOX:
+            cnt, n, pts, d = plane_box(p1, R1, s1, p2, R2, s2, margin)
+        elif t2 == ELLIPSOID:
+            cnt, n, pts, d = plane_ellipsoid(p1, R1, s1, p2, R2, s2, margin)
+    elif t1 == SPHERE:
+        if t2 == SPHERE:
+            cnt, n, pts, d = sphere_sphere(p1, R1, s1, p2, R2, s2, margin)
+        elif t2 == CAPSULE:
+            cnt, n, pts, d = sphere_capsule(p1, R1, s1, p2, R2, s2, margin)
+        elif t2 == CYLINDER:
+            cnt, n, pts, d = sphere_cylinder(p1, R1, s1, p2, R2, s2, margin)
+        elif t2 == BOX:
+            cnt, n, pts, d = sphere_box(p1, R1, s1, p2, R2, s2, margin)
+    elif t1 == CAPSULE:
+        if t2 == CAPSULE:
+            cnt, n, pts, d = capsule_capsule(p1, R1, s1, p2, R2, s2, margin)
+    elif t1 == BOX:
+        if t2 == BOX:
+            cnt, n, pts, d = box_box(p1, R1, s1, p2, R2, s2, margin)
+    return cnt, n, pts, d
+
+
+@wp.kernel
+def narrowphase(
+    # Model:
+    geom_type: wp.array(dtype=wp.int32),
+    geom_size: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
+    pairs_in: wp.array2d(dtype=wp.vec3i),
+    pair_count_in: wp.array(dtype=wp.int32),
+    # Data out:
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
+    cand_pos_out: wp.array2d(dtype=Any),
+    cand_normal_out: wp.array2d(dtype=Any),
+    cand_dist_out: wp.array2d(dtype=Any),
+    cand_count_out: wp.array(dtype=wp.int32),
+):
+    """One thread per stored pair: the pair's raw contact points (normal geom1→geom2, MuJoCo's
+    signed distance) go to a contiguous block of the env's candidate buffer."""
+    env, k = wp.tid()
+    npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
+    if k < npairs:
+        p = pairs_in[env, k]
+        g1 = p[0]
+        g2 = p[1]
+        margin = wp.max(geom_margin[g1], geom_margin[g2])
+        if p[2] >= 0:
+            margin = pair_margin[p[2]]
+        cnt, n, pts, d = _collide(geom_type[g1], geom_type[g2], geom_xpos_in[env, g1],
+                                  geom_xmat_in[env, g1], geom_size[g1], geom_xpos_in[env, g2],
+                                  geom_xmat_in[env, g2], geom_size[g2], margin)
+        start = int(0)
+        stored = int(0)
+        if cnt > 0:
+            start = wp.atomic_add(cand_count_out, env, cnt)
+            if start + cnt <= cand_pos_out.shape[1]:
+                stored = cnt
+                for i in range(cnt):
+                    cand_pos_out[env, start + i] = pts[i]
+                    cand_normal_out[env, start + i] = n
+                    cand_dist_out[env, start + i] = d[i]
+        pair_cand_out[env, k] = wp.vec2i(start, stored)
+
+
+@wp.func
+def _pick(sel: int, i: int):
+    return (sel & (1 << i)) != 0
+
+
+@wp.kernel
+def prune(
+    # Model:
+    geom_margin: wp.array(dtype=Any),
+    geom_gap: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    pair_gap: wp.array(dtype=Any),
+    max_per_pair: int,
+    # Data in:
+    pairs_in: wp.array2d(dtype=wp.vec3i),
+    pair_count_in: wp.array(dtype=wp.int32),
+    pair_cand_in: wp.array2d(dtype=wp.vec2i),
+    cand_pos_in: wp.array2d(dtype=Any),
+    cand_normal_in: wp.array2d(dtype=Any),
+    cand_dist_in: wp.array2d(dtype=Any),
+    # Data out:
+    contact_raw_out: wp.array(dtype=wp.int32),
+    contact_geom_out: wp.array2d(dtype=wp.vec2i),
+    contact_pos_out: wp.array2d(dtype=Any),
+    contact_frame_out: wp.array2d(dtype=Any),
+    contact_depth_out: wp.array2d(dtype=Any),
+    contact_includemargin_out: wp.array2d(dtype=Any),
+    contact_pair_out: wp.array2d(dtype=wp.int32),
+):
+    """Per pair: keep at most ``max_per_pair`` points (the deepest, the farthest from it, the one
+    farthest from their line, then the one adding the largest area), and write the contacts with
+    the polyphys frame: row 0 the normal from geom B (= geom 2) to geom A (= geom 1), rows 1-2 the
+    tangents; depth = penetration (positive when overlapping)."""
+    env, k = wp.tid()
+    npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
+    if k < npairs:
+        pc = pair_cand_in[env, k]
+        start = pc[0]
+        cnt = pc[1]
+        if cnt > 0:
+            p = pairs_in[env, k]
+            g1 = p[0]
+            g2 = p[1]
+            margin = wp.max(geom_margin[g1], geom_margin[g2])
+            gap = wp.max(geom_gap[g1], geom_gap[g2])
+            if p[2] >= 0:
+                margin = pair_margin[p[2]]
+                gap = pair_gap[p[2]]
+            sel = int(0)
+            nsel = cnt
+            if cnt <= max_per_pair:
+                sel = (1 << cnt) - 1
+            else:
+                # 1) deepest
+                i0 = int(0)
+                for i in range(1, cnt):
+                    if cand_dist_in[env, start + i] < cand_dist_in[env, start + i0]:
+                        i0 = i
+                sel = 1 << i0
+                x0 = cand_pos_in[env, start + i0]
+                i1 = int(-1)
+                i2 = int(-1)
+                if max_per_pair >= 2:
+                    best = margin - margin - type(margin)(1.0)
+                    for i in range(cnt):
+                        v = wp.length(cand_pos_in[env, start + i] - x0)
+                        if not _pick(sel, i) and v > best:
+                            best = v
+                            i1 = i
+                    sel = sel | (1 << i1)
+                if max_per_pair >= 3:
+                    x1 = cand_pos_in[env, start + i1]
+                    best = margin - margin - type(margin)(1.0)
+                    for i in range(cnt):
+                        v = wp.length(wp.cross(x1 - x0, cand_pos_in[env, start + i] - x0))
+                        if not _pick(sel, i) and v > best:
+                            best = v
+                            i2 = i
+                    sel = sel | (1 << i2)
+                if max_per_pair >= 4:
+                    x1 = cand_pos_in[env, start + i1]
+                    x2 = cand_pos_in[env, start + i2]
+                    best = margin - margin - type(margin)(1.0)
+                    i3 = int(-1)
+                    for i in range(cnt):
+                        x = cand_pos_in[env, start + i]
+                        # the largest triangle x makes with an edge of the triangle x0 x1 x2
+                        v = wp.max(wp.max(wp.length(wp.cross(x - x0, x1 - x0)),
+                                          wp.length(wp.cross(x - x1, x2 - x1))),
+                                   wp.length(wp.cross(x - x2, x0 - x2)))
+                        if not _pick(sel, i) and v > best:
+                            best = v
+                            i3 = i
+                    sel = sel | (1 << i3)
+                nsel = max_per_pair
+            out = wp.atomic_add(contact_raw_out, env, nsel)
+            if out + nsel <= contact_pos_out.shape[1]:
+                m = int(0)
+                for i in range(cnt):
+                    if _pick(sel, i):
+                        nrm = -cand_normal_in[env, start + i]
+                        t1 = _any_perp(nrm)
+                        t2 = wp.cross(nrm, t1)
+                        contact_frame_out[env, out + m] = wp.matrix_from_rows(nrm, t1, t2)
+                        contact_geom_out[env, out + m] = wp.vec2i(g1, g2)
+                        contact_pos_out[env, out + m] = cand_pos_in[env, start + i]
+                        contact_depth_out[env, out + m] = -cand_dist_in[env, start + i]
+                        contact_includemargin_out[env, out + m] = margin - gap
+                        contact_pair_out[env, out + m] = p[2]
+                        m += 1
+
+
+@wp.kernel
+def finalize_counts(
+    # Data in:
+    contact_raw_in: wp.array(dtype=wp.int32),
+    max_contacts: int,
+    # Data out:
+    contact_count_out: wp.array(dtype=wp.int32),
+):
+    """The usable contact count: min(contacts produced, budget)."""
+    env = wp.tid()
+    contact_count_out[env] = wp.min(contact_raw_in[env], max_contacts)
+
+
+def _overloads():
+    for s in (wp.float32, wp.float64):
+        V = wp.types.vector(3, s)
+        Q = wp.types.quaternion(s)
+        M = wp.types.matrix((3, 3), s)
+        A = wp.array
+        A2 = wp.array2d
+        wp.overload(geom_poses, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q),
+                                 "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
+                                 "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q)})
+        wp.overload(aabb_update, {"geom_half": A(dtype=V), "geom_margin": A(dtype=s),
+                                  "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
+                                  "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
+                                  "aabb_hi_out": A2(dtype=V)})
+        wp.overload(broadphase_list, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
+        wp.overload(sap_keys, {"aabb_lo_in": A2(dtype=V)})
+        wp.overload(sap_sweep, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
+        wp.overload(narrowphase, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
+                                  "pair_margin": A(dtype=s), "geom_xpos_in": A2(dtype=V),
+                                  "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
+                                  "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
+        wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+                            "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
+                            "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
+                            "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
+                            "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
+                            "contact_includemargin_out": A2(dtype=s)})
+
+
+_overloads()
