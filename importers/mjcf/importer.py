@@ -82,6 +82,23 @@ def _z2quat(vec):
     return (math.cos(ang / 2),) + tuple(float(a) * math.sin(ang / 2) for a in axis)
 
 
+def _read_msh(path, what):
+    """MuJoCo's legacy binary mesh: int32 nvert, nnormal, ntexcoord, nface; float32 vertices,
+    normals, texcoords; int32 faces."""
+    raw = np.fromfile(path, dtype=np.uint8)
+    if raw.size < 16:
+        raise ImportError_(f"{what}: {path!r} is too short for a .msh header")
+    nv, nn, nt, nf = (int(x) for x in raw[:16].view(np.int32))
+    need = 16 + 4 * (3 * nv + 3 * nn + 2 * nt + 3 * nf)
+    if min(nv, nn, nt, nf) < 0 or raw.size != need:
+        raise ImportError_(f"{what}: {path!r} has {raw.size} bytes, its header "
+                           f"({nv}, {nn}, {nt}, {nf}) needs {need}")
+    v = raw[16:16 + 12 * nv].view(np.float32).reshape(nv, 3).astype(float)
+    off = 16 + 4 * (3 * nv + 3 * nn + 2 * nt)
+    f = raw[off:off + 12 * nf].view(np.int32).reshape(nf, 3).astype(np.int64)
+    return v, (f if nf else None)
+
+
 class _Ctx:
     def __init__(self, morph):
         self.morph = morph
@@ -400,15 +417,20 @@ class MJCFImporter:
         if "file" in at:
             path = self._mesh_path(at["file"], f"mesh {name!r}")
             ext = os.path.splitext(path)[1].lower()
-            if ext not in (".stl", ".obj", ".ply", ".off", ".glb", ".gltf", ".dae"):
+            if ext not in (".stl", ".obj", ".ply", ".off", ".glb", ".gltf", ".dae", ".msh"):
                 raise ImportError_(f"{ctx.file}: mesh {name!r}: file type {ext!r} of {path!r} is "
-                                   f"not readable here; allowed .stl .obj .ply .off .glb .gltf .dae")
-            try:
-                tm = trimesh.load(path, force="mesh", process=False)
-            except Exception as exc:
-                raise ImportError_(f"{ctx.file}: mesh {name!r}: cannot read {path!r}: {exc}") from None
-            v = np.asarray(tm.vertices, dtype=float)
-            f = np.asarray(tm.faces, dtype=np.int64)
+                                   f"not readable here; allowed .stl .obj .msh .ply .off .glb .gltf "
+                                   f".dae")
+            if ext == ".msh":
+                v, f = _read_msh(path, f"{ctx.file}: mesh {name!r}")
+            else:
+                try:
+                    tm = trimesh.load(path, force="mesh", process=False)
+                except Exception as exc:
+                    raise ImportError_(f"{ctx.file}: mesh {name!r}: cannot read {path!r}: "
+                                       f"{exc}") from None
+                v = np.asarray(tm.vertices, dtype=float)
+                f = np.asarray(tm.faces, dtype=np.int64)
             if not ctx.morph.file_meshes_are_zup:
                 v = np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1)
         elif "vertex" in at:
@@ -423,6 +445,8 @@ class MJCFImporter:
             v = v @ quat_to_mat(_floats(at["refquat"], 4))
         scale = np.asarray(_floats(at.get("scale", "1 1 1"), 3, f"mesh {name!r} scale"))
         v = v * scale
+        if f is not None and np.prod(scale) < 0:
+            f = f[:, [0, 2, 1]]     # a mirroring scale flips the faces back outward (as MuJoCo)
         if f is None or len(f) == 0:
             hull = trimesh.Trimesh(v, process=False).convex_hull
             v, f = np.asarray(hull.vertices), np.asarray(hull.faces)
@@ -614,6 +638,8 @@ class MJCFImporter:
                 size[1] = 0.5 * float(np.linalg.norm(vec))
             else:
                 size[2] = 0.5 * float(np.linalg.norm(vec))
+                if len(str(a.get("size", "")).split()) == 1:
+                    size[1] = size[0]      # MuJoCo: one size for a fromto box/ellipsoid
         mesh = hfield = None
         vol_props = None
         shell = a.get("shellinertia", "false") == "true"
@@ -1069,6 +1095,41 @@ class MJCFImporter:
             st["gainprm"] = [kv] + [0.0] * 9
             st["biasprm"] = [0.0, 0.0, -kv] + [0.0] * 7
             st.update(gaintype="fixed", biastype="affine", dyntype="none")
+        # the shortcuts below are recorded with MuJoCo's parameters but not simulated (reported)
+        elif tag == "intvelocity":
+            kp = float(a.get("kp", st["gainprm"][0]))
+            kv = float(a.get("kv", 0.0))
+            st["gainprm"] = [kp] + [0.0] * 9
+            st["biasprm"] = [0.0, -kp, -kv] + [0.0] * 7
+            st.update(gaintype="fixed", biastype="affine", dyntype="integrator")
+        elif tag == "damper":
+            kv = float(a.get("kv", 0.0))
+            st["gainprm"] = [0.0, 0.0, -kv] + [0.0] * 7
+            st["biasprm"] = [0.0] * 10
+            st.update(gaintype="affine", biastype="none", dyntype="none")
+        elif tag == "cylinder":
+            area = float(a.get("area", 1.0))
+            if "diameter" in a:
+                area = math.pi / 4 * float(a["diameter"]) ** 2
+            bias = _floats(a.get("bias", "0 0 0"), 3, "cylinder bias")
+            st["gainprm"] = [area] + [0.0] * 9
+            st["biasprm"] = list(bias) + [0.0] * 7
+            st["dynprm"] = [float(a.get("timeconst", 1.0))] + [0.0] * 9
+            st.update(gaintype="fixed", biastype="affine", dyntype="filter")
+        elif tag == "muscle":
+            prm = (_floats(a.get("range", "0.75 1.05"), 2, "muscle range")
+                   + [float(a.get(k, d)) for k, d in (("force", -1), ("scale", 200), ("lmin", 0.5),
+                                                      ("lmax", 1.6), ("vmax", 1.5),
+                                                      ("fpmax", 1.3), ("fvmax", 1.2))])
+            st["gainprm"] = prm + [0.0]
+            st["biasprm"] = prm + [0.0]
+            st["dynprm"] = (_floats(a.get("timeconst", "0.01 0.04"), 2, "muscle timeconst")
+                            + [float(a.get("tausmooth", 0.0))] + [0.0] * 7)
+            st.update(gaintype="muscle", biastype="muscle", dyntype="muscle")
+        elif tag == "adhesion":
+            st["gainprm"] = [float(a.get("gain", st["gainprm"][0]))] + [0.0] * 9
+            st["biasprm"] = [0.0] * 10
+            st.update(gaintype="fixed", biastype="none", dyntype="none")
 
     def _keyframes(self, el):
         desc = self.desc
