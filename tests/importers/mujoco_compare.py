@@ -79,6 +79,8 @@ def compare(desc, m, mujoco):
         _close(j.armature, m.dof_armature[d], f"{w} armature", floor=1.0)
         _close(j.frictionloss, m.dof_frictionloss[d], f"{w} frictionloss", floor=1.0)
         _close(j.stiffness, m.jnt_stiffness[ji], f"{w} stiffness", floor=1.0)
+        if j.type in ("revolute", "prismatic"):
+            _close(j.springref, m.qpos_spring[m.jnt_qposadr[ji]], f"{w} springref", floor=1.0)
     assert len(desc.geoms) == m.ngeom
     for gi, g in enumerate(desc.geoms):
         w = f"geom {gi} {g.name!r}"
@@ -98,13 +100,21 @@ def compare(desc, m, mujoco):
         _rot_close(g.quat, quat, f"{w} quat", rtol=rt)
         if g.type not in ("mesh", "hfield"):
             _close(g.size, m.geom_size[gi], f"{w} size", floor=1e-3)
-        assert (g.contype, g.conaffinity, g.condim, g.priority) == (
-            m.geom_contype[gi], m.geom_conaffinity[gi], m.geom_condim[gi], m.geom_priority[gi]), w
+        assert (g.contype, g.conaffinity, g.condim, g.priority, g.group) == (
+            m.geom_contype[gi], m.geom_conaffinity[gi], m.geom_condim[gi], m.geom_priority[gi],
+            m.geom_group[gi]), w
         _close(g.friction, m.geom_friction[gi], f"{w} friction", floor=1.0)
         _close(g.solref, m.geom_solref[gi], f"{w} solref", floor=1.0)
         _close(g.solimp, m.geom_solimp[gi], f"{w} solimp", floor=1.0)
         _close([g.margin, g.gap, g.solmix], [m.geom_margin[gi], m.geom_gap[gi], m.geom_solmix[gi]],
                f"{w} margin/gap/solmix", floor=1.0)
+    assert len(desc.sites) == m.nsite
+    for si, st in enumerate(desc.sites):
+        w = f"site {si} {st.name!r}"
+        assert st.link == m.site_bodyid[si], w
+        _close(st.pos, m.site_pos[si], f"{w} pos", floor=1e-3)
+        _rot_close(st.quat, m.site_quat[si], f"{w} quat")
+        _close(st.size, m.site_size[si], f"{w} size", floor=1e-3)
     assert len(desc.actuators) == m.nu
     for ai, a in enumerate(desc.actuators):
         w = f"actuator {ai} {a.name!r}"
