@@ -12,22 +12,24 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 
+def _package_dir(name):
+    """Folder of an installed package without importing it (only its data files are read)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    return list(spec.submodule_search_locations)[0] if spec and spec.submodule_search_locations \
+        else None
+
+
 def _files():
     out = []
-    try:
-        import gymnasium
-
-        d = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
+    g = _package_dir("gymnasium")
+    if g:
+        d = os.path.join(g, "envs", "mujoco", "assets")
         out += [("gymnasium", f) for f in sorted(glob.glob(os.path.join(d, "*.xml")))]
-    except ImportError:
-        pass
-    try:
-        import dm_control
-
-        d = os.path.join(os.path.dirname(dm_control.__file__), "suite")
-        out += [("dm_control", f) for f in sorted(glob.glob(os.path.join(d, "*.xml")))]
-    except ImportError:
-        pass
+    dm = _package_dir("dm_control")
+    if dm:
+        out += [("dm_control", f) for f in sorted(glob.glob(os.path.join(dm, "suite", "*.xml")))]
     return out
 
 
@@ -83,9 +85,8 @@ def _extra_files():
     .msh meshes, manipulation props, mjcf test assets) and mujoco's testdata."""
     out = []
     for mod in ("dm_control", "mujoco"):
-        try:
-            base = os.path.dirname(__import__(mod).__file__)
-        except ImportError:
+        base = _package_dir(mod)
+        if not base:
             continue
         for root, _, names in os.walk(base):
             if os.sep + "suite" in root[len(base):]:
