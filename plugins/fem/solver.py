@@ -168,6 +168,8 @@ class FEMSolver(Solver):
             self.sl = ScalarLayout(opts.newton_iters, opts.cg_iters, opts.line_search_iters)
             self.work = {k: wp.zeros((n, nv), dtype=wp.vec3, device=dev)
                          for k in ("pos_hat", "grad", "d", "r", "z", "p", "ap")}
+            self.F_k = wp.zeros((n, ne), dtype=wp.mat33, device=dev)
+            self.rot_k = wp.zeros((n, ne), dtype=wp.mat33, device=dev)
             self.rot_n = wp.zeros((n, ne), dtype=wp.mat33, device=dev)
             self.rot_n.assign(np.tile(np.eye(3, dtype=f32), (n, ne, 1, 1)))
             self.scal = wp.zeros((n, self.sl.width), dtype=wp.float64, device=dev)
@@ -180,7 +182,7 @@ class FEMSolver(Solver):
             if opts.integrator == "implicit":
                 for k, a in self.work.items():
                     setattr(p, k, a[s])
-                p.rot_n, p.scal = self.rot_n[s], self.scal[s]
+                p.rot_n, p.scal, p.F_k, p.rot_k = self.rot_n[s], self.scal[s], self.F_k[s], self.rot_k[s]
             self._parts[part.index] = p
         self._readback = None
 
@@ -249,12 +251,14 @@ class FEMSolver(Solver):
             wp.launch(I.gradient_vertices, dim=dv,
                       inputs=[m.mass, m.alpha, g, h, e0, p.pos, p.pos_n, p.pos_hat], outputs=[p.grad, p.scal])
             wp.launch(I.gradient_elements, dim=de,
-                      inputs=[*mat, h, e0, p.pos, p.pos_n, p.rot_n, p.active], outputs=[p.grad, p.scal])
+                      inputs=[*mat, h, e0, p.pos, p.pos_n, p.rot_n, p.active],
+                      outputs=[p.grad, p.scal, p.F_k, p.rot_k])
             wp.launch(I.cg_init, dim=dv, inputs=[m.mass, m.alpha, m.diag_k, kscale, h, p.fixed, rz_k, p.grad],
                       outputs=[p.r, p.z, p.p, p.d, p.ap, p.scal])
             for j in range(sl.J):
                 wp.launch(I.hessian_product, dim=de,
-                          inputs=[*mat, h, k, j, rz_k, rz0, ct2, nt2, p.pos, p.rot_n, p.active, p.p, p.scal],
+                          inputs=[*mat, h, k, j, rz_k, rz0, ct2, nt2, p.F_k, p.rot_k, p.rot_n, p.active, p.p,
+                                  p.scal],
                           outputs=[p.ap])
                 wp.launch(I.cg_curvature, dim=dv,
                           inputs=[m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, pap_k, ct2, nt2, p.p],

@@ -72,6 +72,22 @@ def cofactor_diff(F: wp.mat33, dF: wp.mat33):
 
 
 @wp.func
+def damping_rotation(model: int, F: wp.mat33):
+    """The element rotation: polar R of F (corotated, Neo-Hookean damping), identity for linear."""
+    if model == MODEL_LINEAR:
+        return wp.identity(n=3, dtype=float)
+    return polar_rotation(F)
+
+
+@wp.func
+def model_rotation(model: int, F: wp.mat33):
+    """The rotation the model's stress needs: polar R of F for corotated, identity otherwise."""
+    if model == MODEL_COROTATED:
+        return polar_rotation(F)
+    return wp.identity(n=3, dtype=float)
+
+
+@wp.func
 def nh_alpha(mu: float, lam: float):
     return 1.0 + 0.75 * mu / lam
 
@@ -79,12 +95,17 @@ def nh_alpha(mu: float, lam: float):
 @wp.func
 def stress(model: int, mu: float, lam: float, F: wp.mat33):
     """First Piola-Kirchhoff stress P(F)."""
+    return stress_rot(model, mu, lam, F, model_rotation(model, F))
+
+
+@wp.func
+def stress_rot(model: int, mu: float, lam: float, F: wp.mat33, R: wp.mat33):
+    """P(F) given the polar rotation R of F (used by the corotated model only)."""
     I = wp.identity(n=3, dtype=float)
     if model == MODEL_LINEAR:
         eps = 0.5 * (F + wp.transpose(F)) - I
         return 2.0 * mu * eps + lam * wp.trace(eps) * I
     if model == MODEL_COROTATED:
-        R = polar_rotation(F)
         S = wp.transpose(R) * F
         S = 0.5 * (S + wp.transpose(S))
         return R * (2.0 * mu * (S - I) + lam * wp.trace(S - I) * I)
@@ -96,13 +117,18 @@ def stress(model: int, mu: float, lam: float, F: wp.mat33):
 @wp.func
 def energy_density(model: int, mu: float, lam: float, F: wp.mat33):
     """Strain energy per rest volume Psi(F), zero at F = I."""
+    return energy_density_rot(model, mu, lam, F, model_rotation(model, F))
+
+
+@wp.func
+def energy_density_rot(model: int, mu: float, lam: float, F: wp.mat33, R: wp.mat33):
+    """Psi(F) given the polar rotation R of F (used by the corotated model only)."""
     I = wp.identity(n=3, dtype=float)
     if model == MODEL_LINEAR:
         eps = 0.5 * (F + wp.transpose(F)) - I
         tr = wp.trace(eps)
         return mu * wp.ddot(eps, eps) + 0.5 * lam * tr * tr
     if model == MODEL_COROTATED:
-        R = polar_rotation(F)
         S = wp.transpose(R) * F
         S = 0.5 * (S + wp.transpose(S)) - I
         tr = wp.trace(S)
@@ -125,23 +151,20 @@ def corotated_diff(R: wp.mat33, mu: float, lam: float, dF: wp.mat33):
 @wp.func
 def stress_diff(model: int, mu: float, lam: float, F: wp.mat33, dF: wp.mat33):
     """dP = ∂P/∂F : dF (the corotated model holds R fixed: the usual warped-stiffness Jacobian)."""
-    if model == MODEL_LINEAR:
-        return corotated_diff(wp.identity(n=3, dtype=float), mu, lam, dF)
-    if model == MODEL_COROTATED:
-        return corotated_diff(polar_rotation(F), mu, lam, dF)
+    return stress_diff_rot(model, mu, lam, F, model_rotation(model, F), dF)
+
+
+@wp.func
+def stress_diff_rot(model: int, mu: float, lam: float, F: wp.mat33, R: wp.mat33, dF: wp.mat33):
+    """dP given the polar rotation R of F (identity for the linear model)."""
+    if model != MODEL_NEOHOOKEAN:
+        return corotated_diff(R, mu, lam, dF)
     ic = wp.ddot(F, F)
     J = wp.determinant(F)
     C = cofactor(F)
     q = 1.0 / (ic + 1.0)
     return (mu * (1.0 - q) * dF + (2.0 * mu * q * q * wp.ddot(F, dF)) * F + (lam * wp.ddot(C, dF)) * C
             + lam * (J - nh_alpha(mu, lam)) * cofactor_diff(F, dF))
-
-
-@wp.func
-def damping_rotation(model: int, F: wp.mat33):
-    if model == MODEL_LINEAR:
-        return wp.identity(n=3, dtype=float)
-    return polar_rotation(F)
 
 
 @wp.func
@@ -183,10 +206,13 @@ def explicit_forces(
     Dinv = dm_inv[e]
     F = ds_matrix(pos_in, env, t) * Dinv
     m = model[e]
-    P = stress(m, mu[e], lam[e], F)
+    R = model_rotation(m, F)
+    P = stress_rot(m, mu[e], lam[e], F, R)
     if beta[e] > 0.0:
         dFv = ds_matrix(vel_in, env, t) * Dinv
-        P = P + beta[e] * corotated_diff(damping_rotation(m, F), mu_lin[e], lam_lin[e], dFv)
+        if m == MODEL_NEOHOOKEAN:
+            R = polar_rotation(F)
+        P = P + beta[e] * corotated_diff(R, mu_lin[e], lam_lin[e], dFv)
     scatter(force_out, env, t, rest_vol[e] * P * wp.transpose(Dinv), -1.0)
 
 

@@ -15,8 +15,8 @@ in solver.py: E0[k], Et[k, t], rz[k, j], pAp[k, j], step[k].
 
 import warp as wp
 
-from .elastic import corotated_diff, damping_rotation, ds_matrix, ds_trial, energy_density, scatter, \
-    stress, stress_diff
+from .elastic import corotated_diff, damping_rotation, ds_matrix, ds_trial, energy_density, \
+    energy_density_rot, model_rotation, scatter, stress_diff_rot, stress_rot
 
 
 @wp.func
@@ -133,8 +133,11 @@ def gradient_elements(
     # Data out:
     grad_out: wp.array2d(dtype=wp.vec3),
     scal_out: wp.array2d(dtype=wp.float64),
+    F_out: wp.array2d(dtype=wp.mat33),
+    rot_out: wp.array2d(dtype=wp.mat33),
 ):
-    """Elastic and stiffness-damping part of the gradient (accumulated) and of E0."""
+    """Elastic and stiffness-damping part of the gradient (accumulated) and of E0; F and the
+    model's rotation are kept for this Newton iteration's Hessian products (one SVD per element)."""
     env, e = wp.tid()
     if active_in[env, e] == 0:
         return
@@ -143,8 +146,11 @@ def gradient_elements(
     Ds = ds_matrix(pos_in, env, t)
     F = Ds * Dinv
     m = model[e]
-    P = stress(m, mu[e], lam[e], F)
-    psi = energy_density(m, mu[e], lam[e], F)
+    R = model_rotation(m, F)
+    F_out[env, e] = F
+    rot_out[env, e] = R
+    P = stress_rot(m, mu[e], lam[e], F, R)
+    psi = energy_density_rot(m, mu[e], lam[e], F, R)
     if beta[e] > 0.0:
         dF = (Ds - ds_matrix(pos_n_in, env, t)) * Dinv
         D = corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
@@ -214,7 +220,8 @@ def hessian_product(
     cg_tol2: float,
     newton_tol2: float,
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3),
+    F_in: wp.array2d(dtype=wp.mat33),
+    rot_in: wp.array2d(dtype=wp.mat33),
     rot_n_in: wp.array2d(dtype=wp.mat33),
     active_in: wp.array2d(dtype=wp.int32),
     p_in: wp.array2d(dtype=wp.vec3),
@@ -222,7 +229,7 @@ def hessian_product(
     # Data out:
     ap_out: wp.array2d(dtype=wp.vec3),
 ):
-    """Ap += (K(x) + β/h K_rot) p over the active elements."""
+    """Ap += (K(x) + β/h K_rot) p over the active elements (F and R from the gradient pass)."""
     env, e = wp.tid()
     if active_in[env, e] == 0:
         return
@@ -230,10 +237,9 @@ def hessian_product(
         return
     t = tets[e]
     Dinv = dm_inv[e]
-    F = ds_matrix(pos_in, env, t) * Dinv
     dF = ds_matrix(p_in, env, t) * Dinv
     m = model[e]
-    dP = stress_diff(m, mu[e], lam[e], F, dF)
+    dP = stress_diff_rot(m, mu[e], lam[e], F_in[env, e], rot_in[env, e], dF)
     if beta[e] > 0.0:
         dP = dP + beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
     scatter(ap_out, env, t, rest_vol[e] * dP * wp.transpose(Dinv), 1.0)
