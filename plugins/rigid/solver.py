@@ -17,7 +17,9 @@ from polyphys.description import EntityDescription, from_primitive
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
+from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.kinematics import JointTree
+from polyphys.views import RigidGeoms, RigidLinks
 
 from .entity import RigidEntity
 from .materials import Rigid
@@ -159,13 +161,16 @@ class RigidSolver(Solver):
         self.qfrc_applied = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
         self.xfrc_force = wp.zeros((n, nl), dtype=V, device=dev)
         self.xfrc_torque = wp.zeros((n, nl), dtype=V, device=dev)
+        # a coupler's per-substep reaction (RigidView): applied in the next MODE_STEP, then cleared
+        self.coupling_force = wp.zeros((n, nl), dtype=V, device=dev)
+        self.coupling_torque = wp.zeros((n, nl), dtype=V, device=dev)
         # derived
         z = lambda shape, dt: wp.zeros((n, *shape), dtype=dt, device=dev)  # noqa: E731
         nnz = max(1, int(h["nnz"]))
         self.d = SimpleNamespace(
             qacc=z((self.n_dofs,), s),
             link_pos=z((nl,), V), link_quat=z((nl,), Q), link_vel=z((nl,), V), link_ang=z((nl,), V),
-            link_xipos=z((nl,), V), joint_anchor=z((nj,), V), joint_xaxis=z((nj,), V),
+            link_xipos=z((nl,), V), link_com_vel=z((nl,), V), joint_anchor=z((nj,), V), joint_xaxis=z((nj,), V),
             cinert_m=z((nl,), s), cinert_mc=z((nl,), V), cinert_i=z((nl,), Mt),
             crb_m=z((nl,), s), crb_mc=z((nl,), V), crb_i=z((nl,), Mt),
             cvel_w=z((nl,), V), cvel_v=z((nl,), V),
@@ -197,13 +202,18 @@ class RigidSolver(Solver):
                    p.dof_armature, p.dof_stiffness, p.dof_kp, p.dof_kv, p.dof_force_lo, p.dof_force_hi,
                    self.ctrl, self.dof_mode, self.dof_target_pos, self.dof_target_vel,
                    self.dof_target_force, self.qfrc_applied, self.xfrc_force, self.xfrc_torque,
+                   self.coupling_force, self.coupling_torque,
                    self.qpos, self.qvel, d.qacc, d.link_pos, d.link_quat, d.link_vel, d.link_ang,
-                   d.link_xipos, d.joint_anchor, d.joint_xaxis, d.cinert_m, d.cinert_mc, d.cinert_i,
+                   d.link_xipos, d.link_com_vel, d.joint_anchor, d.joint_xaxis, d.cinert_m, d.cinert_mc, d.cinert_i,
                    d.crb_m, d.crb_mc, d.crb_i, d.cvel_w, d.cvel_v, d.cdof_w, d.cdof_v, d.cdofdot_w,
                    d.cdofdot_v, d.cfrc_t, d.cfrc_f, d.cext_t, d.cext_f, d.mass, d.qld, d.qfrc_bias,
                    d.qfrc_passive, d.qfrc_actuator, d.qfrc_control, d.qfrc_ext, d.qfrc_smooth, d.dof_dv,
                    d.act_force, d.joint_mid_active]
-        return SimpleNamespace(n=sl.stop - sl.start, args=shared + [a[sl] for a in per_env])
+        return SimpleNamespace(n=sl.stop - sl.start, args=shared + [a[sl] for a in per_env],
+                               links=RigidLinks(pos=d.link_pos[sl], quat=d.link_quat[sl],
+                                                com=d.link_xipos[sl], vel=d.link_com_vel[sl],
+                                                ang=d.link_ang[sl], coupling_force=self.coupling_force[sl],
+                                                coupling_torque=self.coupling_torque[sl]))
 
     def _host_model(self) -> None:
         """Flat host arrays of everything the kernel needs beyond the JointTree."""
@@ -344,9 +354,56 @@ class RigidSolver(Solver):
                   inputs=[mode, self.options.integrator_code, clear_ext, self._h, self._gravity, *pa.args],
                   device=self.layout.device)
 
-    def substep_pre_coupling(self, f, part):
+    def substep(self, f, part):
+        """Fast path (no coupler): the whole substep in one launch."""
         last = 1 if f == self.layout.substeps - 1 else 0
         self._launch(self._parts[part.index], MODE_STEP, last)
+
+    def substep_pre_coupling(self, f, part):
+        """With a coupler: link poses and velocities at the substep start for the RigidView."""
+        self._launch(self._parts[part.index], MODE_KINEMATICS)
+
+    def substep_post_coupling(self, f, part):
+        """The dynamics, with the coupler's reaction wrench added (then cleared), and integration."""
+        last = 1 if f == self.layout.substeps - 1 else 0
+        self._launch(self._parts[part.index], MODE_STEP, last)
+
+    # -- RigidView (couplers) --------------------------------------------------------------------
+    accepts_reaction = True
+
+    def rigid_geoms(self) -> RigidGeoms:
+        """Collision geoms with an analytic SDF, their link (global index) and coupling fields."""
+        if getattr(self, "_geoms", None) is None:
+            import warp as wp
+
+            rows = []
+            for e in self.entities:
+                mat = e.material
+                for g in e.description.geoms:
+                    code = GEOM_CODES[g.type]
+                    if g.role == "visual" or code not in SDF_SUPPORTED:
+                        continue
+                    size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
+                    rows.append((e.link_start + g.link, code, size, g.pos, g.quat[1:] + g.quat[:1],
+                                 mat.coup_friction, mat.coup_restitution, mat.coup_softness))
+            dev, npf, s = self.layout.device, self.layout.np_float, self.model.scalar
+            V, Q = self.model.vec3, self.model.quat
+            col = list(zip(*rows)) if rows else [[]] * 8
+            self._geoms = RigidGeoms(
+                link=wp.array(np.asarray(col[0], np.int32), dtype=wp.int32, device=dev),
+                type=wp.array(np.asarray(col[1], np.int32), dtype=wp.int32, device=dev),
+                size=wp.array(np.asarray(col[2], npf).reshape(-1, 3), dtype=V, device=dev),
+                pos=wp.array(np.asarray(col[3], npf).reshape(-1, 3), dtype=V, device=dev),
+                quat=wp.array(np.asarray(col[4], npf).reshape(-1, 4), dtype=Q, device=dev),
+                coup_friction=wp.array(np.asarray(col[5], npf), dtype=s, device=dev),
+                coup_restitution=wp.array(np.asarray(col[6], npf), dtype=s, device=dev),
+                coup_softness=wp.array(np.asarray(col[7], npf), dtype=s, device=dev))
+        return self._geoms
+
+    def rigid_links(self, part) -> RigidLinks:
+        """Per-partition link frames, CoM, CoM linear velocity and angular velocity (world), and the
+        coupling buffer (force at the CoM, torque about it, world) applied in post-coupling."""
+        return self._parts[part.index].links
 
     def _steps_done(self) -> int:
         sim = getattr(self.scene, "simulator", None)

@@ -134,6 +134,8 @@ def rigid_dynamics(
     qfrc_applied_in: wp.array2d(dtype=Any),
     xfrc_force_in: wp.array2d(dtype=Any),
     xfrc_torque_in: wp.array2d(dtype=Any),
+    coupling_force_in: wp.array2d(dtype=Any),
+    coupling_torque_in: wp.array2d(dtype=Any),
     # Data in/out (state):
     qpos: wp.array2d(dtype=Any),
     qvel: wp.array2d(dtype=Any),
@@ -144,6 +146,7 @@ def rigid_dynamics(
     link_vel_out: wp.array2d(dtype=Any),
     link_ang_out: wp.array2d(dtype=Any),
     link_xipos_out: wp.array2d(dtype=Any),
+    link_com_vel_out: wp.array2d(dtype=Any),
     joint_anchor_out: wp.array2d(dtype=Any),
     joint_xaxis_out: wp.array2d(dtype=Any),
     cinert_m: wp.array2d(dtype=Any),
@@ -295,6 +298,7 @@ def rigid_dynamics(
         cvel_v[env, l] = v
         link_ang_out[env, l] = w
         link_vel_out[env, l] = v + wp.cross(w, xpos - ref)
+        link_com_vel_out[env, l] = v + wp.cross(w, link_xipos_out[env, l] - ref)
 
     if mode == MODE_KINEMATICS:
         return
@@ -329,8 +333,8 @@ def rigid_dynamics(
         # external wrench: gravity compensation at the CoM and the applied link wrench (at CoM)
         ref = link_pos_out[env, link_root[l]]
         c = link_xipos_out[env, l] - ref
-        f = xfrc_force_in[env, l] - gravity * (m * link_gravcomp[l])
-        cext_t[env, l] = xfrc_torque_in[env, l] + wp.cross(c, f)
+        f = xfrc_force_in[env, l] + coupling_force_in[env, l] - gravity * (m * link_gravcomp[l])
+        cext_t[env, l] = xfrc_torque_in[env, l] + coupling_torque_in[env, l] + wp.cross(c, f)
         cext_f[env, l] = f
         crb_m[env, l] = m
         crb_mc[env, l] = mc
@@ -473,7 +477,10 @@ def rigid_dynamics(
     if mode != MODE_STEP:
         return
 
-    # external wrenches and applied dof forces last one step: cleared after its last substep
+    # a coupler's reaction lasts one substep; external wrenches and applied dof forces one step
+    for l in range(n_links):
+        coupling_force_in[env, l] = zero
+        coupling_torque_in[env, l] = zero
     if clear_ext != 0:
         for l in range(n_links):
             xfrc_force_in[env, l] = zero
@@ -600,7 +607,8 @@ def _overloads():
                   "qfrc_actuator_out", "qfrc_control_out", "qfrc_ext_out", "qfrc_smooth_out",
                   "dof_dv_out", "act_force_out"):
             sig[k] = a2(s)
-        for k in ("xfrc_force_in", "xfrc_torque_in", "link_pos_out", "link_vel_out", "link_ang_out",
+        for k in ("xfrc_force_in", "xfrc_torque_in", "coupling_force_in", "coupling_torque_in",
+                  "link_com_vel_out", "link_pos_out", "link_vel_out", "link_ang_out",
                   "link_xipos_out", "joint_anchor_out", "joint_xaxis_out", "cinert_mc", "crb_mc", "cvel_w", "cvel_v",
                   "cdof_w", "cdof_v", "cdofdot_w", "cdofdot_v", "cfrc_t", "cfrc_f", "cext_t", "cext_f"):
             sig[k] = a2(V)
