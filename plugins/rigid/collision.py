@@ -295,7 +295,7 @@ class CollisionPipeline:
         # budgets sized from the scene (docs/collision.md)
         n_possible = n_allowed + len(self.pairs)
         self.max_pairs = o.max_collision_pairs or max(1, min(n_possible, 8 * G + 64))
-        self.max_cand = o.max_candidate_contacts or 4 * self.max_pairs
+        self.max_cand = o.max_candidate_contacts or MAX_RAW_POINTS * self.max_pairs
         self.max_contacts = o.max_contacts or max(1, min(self.max_cand, 8 * G + 64))
         f = lambda a, dt: wp.array(np.asarray(a), dtype=dt, device=device)  # noqa: E731
         m = SimpleNamespace()

@@ -24,6 +24,9 @@ ELLIPSOID = wp.constant(5)
 
 BIG = wp.constant(1.0e30)
 
+# collision is not differentiated: no adjoint code (halves the compile time)
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.kernel
 def geom_poses(

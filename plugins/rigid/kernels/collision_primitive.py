@@ -377,7 +377,7 @@ def sphere_cylinder(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size
     ln = wp.length(diff)
     nl = wp.vector(zero, zero, one)
     dist = zero
-    if ln > zero:
+    if rho > R or wp.abs(loc[2]) > hl:
         nl = diff / ln
         dist = ln - r
     else:
