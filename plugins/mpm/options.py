@@ -12,6 +12,16 @@ from polyphys.options import non_negative, one_of, positive, vec3
 BOUNDARIES = ("sticky", "slip", "separate")
 
 
+def _vec3(name):
+    def convert(value):
+        try:
+            return vec3(value)
+        except OptionError as exc:
+            raise OptionError(f"MPMOptions.{name} = {value!r}: {exc}") from None
+
+    return convert
+
+
 def _planes(value):
     """((point, normal), ...) -> tuple of (point3, unit normal3)."""
     out = []
@@ -49,8 +59,8 @@ class MPMOptions:
     cfl_number: the Courant number of that limit.
     """
 
-    lower_bound: tuple = attrs.field(default=(-1.0, -1.0, 0.0), converter=vec3)
-    upper_bound: tuple = attrs.field(default=(1.0, 1.0, 1.0), converter=vec3)
+    lower_bound: tuple = attrs.field(default=(-1.0, -1.0, 0.0), converter=_vec3("lower_bound"))
+    upper_bound: tuple = attrs.field(default=(1.0, 1.0, 1.0), converter=_vec3("upper_bound"))
     grid_density: float = attrs.field(default=64.0, validator=positive)
     particle_size: float | None = attrs.field(default=None, validator=positive)
     boundary: str = attrs.field(default="sticky", validator=one_of(*BOUNDARIES))

@@ -26,6 +26,7 @@ from polyphys.views import ParticleView
     ({"planes": [((0, 0, 0), (0, 0, 0))]}, ["planes", "non-zero"]),
     ({"lower_bound": (0, 0, 0), "upper_bound": (0.1, 1, 1), "grid_density": 32}, ["cells", "grid_density"]),
     ({"cfl_check": "maybe"}, ["cfl_check", "error"]),
+    ({"lower_bound": (0, 0)}, ["lower_bound", "3 finite numbers"]),
 ])
 def test_options_errors_name_field_and_allowed(kw, words):
     with pytest.raises(OptionError) as exc:

@@ -9,7 +9,7 @@ The scatter uses atomics: on CPU a launch runs on one thread, so sums are in a f
 
 import warp as wp
 
-from .constitutive import LIQUID, SNOW, diag3, kirchhoff, project_sigma
+from .constitutive import LIQUID, SAND, SNOW, diag3, kirchhoff, project_sigma
 
 
 @wp.func
@@ -79,8 +79,10 @@ def p2g(
         V = wp.mat33()
         wp.svd3(F, U, sig, V)
         sig_e = project_sigma(typ, mu, lam, par, sig)
-        # plastic volume ratio: the volume the return mapping removed from the elastic part
-        Jp = Jp * (sig[0] * sig[1] * sig[2]) / (sig_e[0] * sig_e[1] * sig_e[2])
+        if typ == SNOW or typ == SAND:
+            # plastic volume ratio: the volume the return mapping moved out of the elastic part
+            Jp = Jp * wp.max(wp.abs(sig[0] * sig[1] * sig[2]), 1.0e-12) / wp.max(
+                wp.abs(sig_e[0] * sig_e[1] * sig_e[2]), 1.0e-12)
         if typ == SNOW:
             hard = wp.exp(par[2] * (1.0 - Jp))
             mu = mu * hard
