@@ -73,6 +73,8 @@ class CollisionOptions:
     filtering: False turns off the contype/conaffinity, self, adjacent and exclude rules (the weld
         rule stays: geoms of one rigid body never collide); for debugging "is my pair filtered?".
     sap_axis: the sweep axis (0 x, 1 y, 2 z).
+    margin_combine: a pair's margin and gap from its geoms': "max" (default) or "sum" (MuJoCo's
+        rule, for the MuJoCo-compatible mode); an explicit pair's own values replace both.
     """
 
     broadphase: str = attrs.field(default="auto",
@@ -87,6 +89,7 @@ class CollisionOptions:
                                            validator=attrs.validators.instance_of(bool))
     filtering: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     sap_axis: int = attrs.field(default=0, validator=one_of(0, 1, 2))
+    margin_combine: str = attrs.field(default="max", validator=one_of("max", "sum"))
 
 
 def _half_extents(g: Geom) -> np.ndarray:
@@ -179,9 +182,10 @@ class CollisionPipeline:
                 raise OptionError(f"contact pair {p!r}: geom1/geom2 must be two different geom "
                                   f"indices in [0, {G})")
             a, b = self.geoms[g1], self.geoms[g2]
+            comb = (lambda x, y: x + y) if self.options.margin_combine == "sum" else max
             self.pairs.append({"geom1": g1, "geom2": g2,
-                               "margin": float(p.get("margin", max(a.margin, b.margin))),
-                               "gap": float(p.get("gap", max(a.gap, b.gap)))})
+                               "margin": float(p.get("margin", comb(a.margin, b.margin))),
+                               "gap": float(p.get("gap", comb(a.gap, b.gap)))})
         self.explicit_keys = np.array(sorted({min(p["geom1"], p["geom2"]) * G
                                               + max(p["geom1"], p["geom2"]) for p in self.pairs}),
                                       dtype=np.int64)
@@ -326,6 +330,7 @@ class CollisionPipeline:
         m.pair_list = f(np.concatenate([dyn, expl]).astype(np.int32).reshape(-1, 3), wp.vec3i)
         m.explicit_list = f(expl.astype(np.int32).reshape(-1, 3), wp.vec3i)
         self.model = m
+        self._msum = 1 if o.margin_combine == "sum" else 0
         n, P, C, K_ = n_envs, self.max_pairs, self.max_cand, self.max_contacts
         z = lambda shape, dt: wp.zeros(shape, dtype=dt, device=device)  # noqa: E731
         self.geom_xpos = z((n, G), V)
@@ -456,12 +461,12 @@ class CollisionPipeline:
                           inputs=[m.explicit_list, m.geom_type, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count], device=dev)
         wp.launch(K.narrowphase, dim=(n, self.max_pairs),
-                  inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, xpos,
+                  inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum, xpos,
                           v.geom_xmat, v.pairs_buf, v.pair_count],
                   outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                   device=dev)
         wp.launch(K.prune, dim=(n, self.max_pairs),
-                  inputs=[m.geom_margin, m.geom_gap, m.pair_margin, m.pair_gap,
+                  inputs=[m.geom_margin, m.geom_gap, m.pair_margin, m.pair_gap, self._msum,
                           self.options.max_contacts_per_pair, v.pairs_buf, v.pair_count,
                           v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
                   outputs=[v.contact_raw, v.contact_geom, v.contact_pos, v.contact_frame,

@@ -20,7 +20,7 @@ def run_pairs(t1, s1, t2, s2, poses, precision="64", margin=0.0, options=None):
     """poses: list of (pos1, quat1, pos2, quat2); one env per pose. Returns (pipeline,
     contacts per env)."""
     g = [geom(t1, s1, 0, margin=margin), geom(t2, s2, 1, margin=margin)]
-    opts = options or CollisionOptions(max_contacts_per_pair=8)
+    opts = options or CollisionOptions(max_contacts_per_pair=8, margin_combine="sum")
     pipe = CollisionPipeline(g, [0, 1], [-1, -1], [True, True], opts)
     n = len(poses)
     pipe.build(n, "cpu", precision)
@@ -131,3 +131,24 @@ def assert_same_polygon(points, depths, normal, expected_pts, expected_depths, t
         k = int(np.argmin(np.linalg.norm(P - q, axis=1)))
         assert np.linalg.norm(P[k] - q) <= 2 * tol
         assert abs(depths[k] - dq) <= tol, (depths[k], dq)
+
+
+def box_sat(p1, R1, h1, p2, R2, h2):
+    """Numpy separating-axis reference: (separation along the best axis, unit axis from box 1 to
+    box 2, best face separation, best edge separation)."""
+    axes = [R1[:, i] for i in range(3)] + [R2[:, i] for i in range(3)]
+    kinds = ["face"] * 6
+    for i in range(3):
+        for j in range(3):
+            c = np.cross(R1[:, i], R2[:, j])
+            if np.linalg.norm(c) > 1e-6:
+                axes.append(c / np.linalg.norm(c))
+                kinds.append("edge")
+    d = p2 - p1
+    best = {"face": (-np.inf, None), "edge": (-np.inf, None)}
+    for L, k in zip(axes, kinds):
+        s = abs(d @ L) - np.sum(h1 * np.abs(R1.T @ L)) - np.sum(h2 * np.abs(R2.T @ L))
+        if s > best[k][0]:
+            best[k] = (s, L if d @ L >= 0 else -L)
+    top = max(best.values(), key=lambda x: x[0])
+    return top[0], top[1], best["face"][0], best["edge"][0]

@@ -30,10 +30,10 @@ def test_plane_sphere(precision):
     np.testing.assert_allclose(c["pos"][0], np.array([1, 2, 3]) + n * (0.3 - 0.5 + 0.1), atol=tol)
     np.testing.assert_allclose(c["frame"][0] @ c["frame"][0].T, np.eye(3), atol=10 * tol)
     assert np.linalg.det(c["frame"][0]) > 0
-    # separated: nothing; inside the margin: a contact with negative depth
+    # separated: nothing; inside the margin (0.1 + 0.1, summed): a contact with negative depth
     assert len(one("plane", (0, 0, 1), (0, 0, 0), I4, "sphere", (0.5,), (0, 0, 0.6), I4,
                    precision)["depth"]) == 0
-    c = one("plane", (0, 0, 1), (0, 0, 0), I4, "sphere", (0.5,), (0, 0, 0.6), I4, precision, 0.2)
+    c = one("plane", (0, 0, 1), (0, 0, 0), I4, "sphere", (0.5,), (0, 0, 0.6), I4, precision, 0.1)
     assert abs(c["depth"][0] + 0.1) <= tol and abs(c["includemargin"][0] - 0.2) <= tol
     # exactly touching is not a contact without margin (dist < margin)
     assert len(one("plane", (0, 0, 1), (0, 0, 0), I4, "sphere", (0.5,), (0, 0, 0.5), I4,

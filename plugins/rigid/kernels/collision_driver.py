@@ -303,6 +303,7 @@ def narrowphase(
     geom_size: wp.array(dtype=Any),
     geom_margin: wp.array(dtype=Any),
     pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
     # Data in:
     geom_xpos_in: wp.array2d(dtype=Any),
     geom_xmat_in: wp.array2d(dtype=Any),
@@ -324,6 +325,8 @@ def narrowphase(
         g1 = p[0]
         g2 = p[1]
         margin = wp.max(geom_margin[g1], geom_margin[g2])
+        if margin_sum != 0:
+            margin = geom_margin[g1] + geom_margin[g2]
         if p[2] >= 0:
             margin = pair_margin[p[2]]
         cnt, n, pts, d = _collide(geom_type[g1], geom_type[g2], geom_xpos_in[env, g1],
@@ -354,6 +357,7 @@ def prune(
     geom_gap: wp.array(dtype=Any),
     pair_margin: wp.array(dtype=Any),
     pair_gap: wp.array(dtype=Any),
+    margin_sum: int,
     max_per_pair: int,
     # Data in:
     pairs_in: wp.array2d(dtype=wp.vec3i),
@@ -387,6 +391,9 @@ def prune(
             g2 = p[1]
             margin = wp.max(geom_margin[g1], geom_margin[g2])
             gap = wp.max(geom_gap[g1], geom_gap[g2])
+            if margin_sum != 0:
+                margin = geom_margin[g1] + geom_margin[g2]
+                gap = geom_gap[g1] + geom_gap[g2]
             if p[2] >= 0:
                 margin = pair_margin[p[2]]
                 gap = pair_gap[p[2]]
