@@ -322,9 +322,8 @@ class CollisionPipeline:
         m.geom_weld_parent = f(self.geom_weld_parent.astype(np.int32), wp.int32)
         m.exclude_keys = f(self.exclude_keys if o.filtering else np.zeros(0, np.int64), wp.int64)
         m.explicit_keys = f(self.explicit_keys, wp.int64)
-        m.flags = (1 if o.self_collision else 0) | (2 if o.adjacent_collision else 0)
-        if not o.filtering:
-            m.flags = 3
+        m.flags = ((1 if o.self_collision else 0) | (2 if o.adjacent_collision else 0)
+                   | (4 if o.filtering else 0))
         m.pair_margin = f(np.array([p["margin"] for p in self.pairs] or [0.0], dtype=npf), S)
         m.pair_gap = f(np.array([p["gap"] for p in self.pairs] or [0.0], dtype=npf), S)
         m.pair_list = f(np.concatenate([dyn, expl]).astype(np.int32).reshape(-1, 3), wp.vec3i)
@@ -442,7 +441,7 @@ class CollisionPipeline:
         if self.broadphase == "all_vs_all":
             if m.pair_list.shape[0]:
                 wp.launch(K.broadphase_list, dim=(n, m.pair_list.shape[0]),
-                          inputs=[m.pair_list, m.geom_type, v.aabb_lo, v.aabb_hi],
+                          inputs=[m.pair_list, m.geom_type, m.pair_margin, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count], device=dev)
         else:
             ax = self.options.sap_axis
@@ -458,7 +457,8 @@ class CollisionPipeline:
                       outputs=[v.pairs_buf, v.pair_count], device=dev)
             if m.explicit_list.shape[0]:
                 wp.launch(K.broadphase_list, dim=(n, m.explicit_list.shape[0]),
-                          inputs=[m.explicit_list, m.geom_type, v.aabb_lo, v.aabb_hi],
+                          inputs=[m.explicit_list, m.geom_type, m.pair_margin, v.aabb_lo,
+                                  v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count], device=dev)
         wp.launch(K.narrowphase, dim=(n, self.max_pairs),
                   inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum, xpos,

@@ -105,10 +105,11 @@ def _overlap(lo_a: Any, hi_a: Any, lo_b: Any, hi_b: Any):
 @wp.func
 def _emit_pair(env: int, ga: int, gb: int, pid: int, geom_type: wp.array(dtype=wp.int32),
                pairs_out: wp.array2d(dtype=wp.vec3i), pair_count_out: wp.array(dtype=wp.int32)):
-    """Append (geom1, geom2, explicit pair id) with geom1 of the lower type (MuJoCo's order)."""
+    """Append (geom1, geom2, explicit pair id) with geom1 of the lower type (MuJoCo's order), the
+    lower index first among equal types (the same order from either broadphase)."""
     g1 = ga
     g2 = gb
-    if geom_type[gb] < geom_type[ga]:
+    if geom_type[gb] < geom_type[ga] or (geom_type[gb] == geom_type[ga] and gb < ga):
         g1 = gb
         g2 = ga
     slot = wp.atomic_add(pair_count_out, env, 1)
@@ -121,6 +122,7 @@ def broadphase_list(
     # Model:
     pair_list: wp.array(dtype=wp.vec3i),
     geom_type: wp.array(dtype=wp.int32),
+    pair_margin: wp.array(dtype=Any),
     # Data in:
     aabb_lo_in: wp.array2d(dtype=Any),
     aabb_hi_in: wp.array2d(dtype=Any),
@@ -128,11 +130,18 @@ def broadphase_list(
     pairs_out: wp.array2d(dtype=wp.vec3i),
     pair_count_out: wp.array(dtype=wp.int32),
 ):
-    """All-vs-all over the pairs that passed the filters at build (and the explicit pairs)."""
+    """All-vs-all over the pairs that passed the filters at build (and the explicit pairs, whose
+    own margin inflates the AABB test)."""
     env, k = wp.tid()
     p = pair_list[k]
-    if _overlap(aabb_lo_in[env, p[0]], aabb_hi_in[env, p[0]], aabb_lo_in[env, p[1]],
-                aabb_hi_in[env, p[1]]):
+    lo = aabb_lo_in[env, p[0]]
+    hi = aabb_hi_in[env, p[0]]
+    if p[2] >= 0:
+        m = pair_margin[p[2]]
+        e = wp.vector(m, m, m)
+        lo = lo - e
+        hi = hi + e
+    if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
         _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out)
 
 
@@ -182,10 +191,13 @@ def _pair_allowed(ga: int, gb: int, n_geoms: int, weld_base: int,
                   exclude_keys: wp.array(dtype=wp.int64), explicit_keys: wp.array(dtype=wp.int64)):
     """The device form of CollisionPipeline's filter rule (SPEC R4); the numpy form in
     collision.py is the reference and the tests check that both agree."""
+    masks = (flags & 4) != 0          # filtering on: masks, self/adjacent options, excludes
     ok = (geom_contype[ga] & geom_conaffinity[gb]) != 0 or (geom_contype[gb] & geom_conaffinity[ga]) != 0
+    if not masks:
+        ok = True
     ea = geom_entity[ga]
     eb = geom_entity[gb]
-    if ok and ea == eb:
+    if ok and masks and ea == eb:
         ok = ((geom_local_contype[ga] & geom_local_conaffinity[gb]) != 0
               or (geom_local_contype[gb] & geom_local_conaffinity[ga]) != 0)
         if (flags & 1) == 0:          # self collision off
@@ -194,10 +206,10 @@ def _pair_allowed(ga: int, gb: int, n_geoms: int, weld_base: int,
     wb = geom_weld[gb]
     if wa == wb:                      # same link, links welded together, or both fixed to the world
         ok = False
-    if ok and (flags & 2) == 0:       # adjacent (parent-child) links off
+    if ok and masks and (flags & 2) == 0:       # adjacent (parent-child) links off
         if (geom_weld_parent[ga] == wb and wb >= 0) or (geom_weld_parent[gb] == wa and wa >= 0):
             ok = False
-    if ok and exclude_keys.shape[0] > 0:
+    if ok and masks and exclude_keys.shape[0] > 0:
         lo = wp.min(wa, wb) + 1
         hi = wp.max(wa, wb) + 1
         if _has_key(exclude_keys, wp.int64(lo) * wp.int64(weld_base) + wp.int64(hi)):
@@ -488,7 +500,8 @@ def _overloads():
                                   "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
                                   "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
                                   "aabb_hi_out": A2(dtype=V)})
-        wp.overload(broadphase_list, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
+        wp.overload(broadphase_list, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
+                                      "aabb_hi_in": A2(dtype=V)})
         wp.overload(sap_keys, {"aabb_lo_in": A2(dtype=V)})
         wp.overload(sap_sweep, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
         wp.overload(narrowphase, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
