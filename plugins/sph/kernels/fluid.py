@@ -1,0 +1,400 @@
+"""SPH stages: smoothing kernels, density (+ DFSPH factor α), accelerations, DFSPH solves, integration.
+
+Neighbours are visited cell by cell in a fixed order (z, y, x offsets −1..1) and, inside a cell, in
+ascending particle index (see grid.py), so every sum has one fixed order on every device.
+Boundary particles (Akinci et al. 2012) are static and shared by every env: a boundary particle b
+of volume V_b acts on liquid particle i as a mass ψ_b = ρ₀ᵢ·V_b at rest.
+"""
+
+import warp as wp
+
+# forward only: no adjoint code (this solver is not differentiable); halves the compile time
+wp.set_module_options({"enable_backward": False})
+
+from .grid import cell_index, cell_of
+
+KERNEL_CUBIC = wp.constant(0)
+KERNEL_WENDLAND = wp.constant(1)
+PI = wp.constant(3.14159265358979)
+
+
+@wp.struct
+class Model:
+    lower: wp.vec3
+    upper: wp.vec3
+    inv_cell: float
+    dims: wp.vec3i
+    n_cells: int
+    H: float                                # kernel support radius
+    kernel: int
+    h: float                                # substep
+    gravity: wp.vec3
+    xsph: float
+    omega: float                            # Jacobi relaxation of the DFSPH solves
+    rest_rho: wp.array(dtype=float)         # per particle (same in every env)
+    stiffness: wp.array(dtype=float)
+    exponent: wp.array(dtype=float)
+    mu: wp.array(dtype=float)
+    gamma: wp.array(dtype=float)
+    b_pos: wp.array(dtype=wp.vec3)          # boundary particles, sorted by cell
+    b_vol: wp.array(dtype=float)
+    b_start: wp.array(dtype=wp.int32)       # (n_cells + 1) cell starts of the boundary particles
+    plane_p: wp.array(dtype=wp.vec3)        # static planes (point, normal) for the safety clamp
+    plane_n: wp.array(dtype=wp.vec3)
+    n_planes: int
+
+
+@wp.func
+def kernel_w(r: float, H: float, kind: int) -> float:
+    q = r / H
+    if q >= 1.0:
+        return 0.0
+    if kind == KERNEL_WENDLAND:
+        s = 21.0 / (2.0 * PI * H * H * H)
+        a = 1.0 - q
+        return s * a * a * a * a * (1.0 + 4.0 * q)
+    s = 8.0 / (PI * H * H * H)
+    if q <= 0.5:
+        return s * (6.0 * q * q * q - 6.0 * q * q + 1.0)
+    a = 1.0 - q
+    return s * 2.0 * a * a * a
+
+
+@wp.func
+def kernel_grad(d: wp.vec3, r: float, H: float, kind: int) -> wp.vec3:
+    """∇ᵢW(xᵢ − xⱼ) with d = xᵢ − xⱼ, r = |d|."""
+    q = r / H
+    if q >= 1.0 or r < 1.0e-9 * H:
+        return wp.vec3(0.0)
+    dw = float(0.0)
+    if kind == KERNEL_WENDLAND:
+        s = 21.0 / (2.0 * PI * H * H * H)
+        a = 1.0 - q
+        dw = s / H * (-20.0 * q * a * a * a)
+    else:
+        s = 8.0 / (PI * H * H * H)
+        if q <= 0.5:
+            dw = s / H * (18.0 * q * q - 12.0 * q)
+        else:
+            a = 1.0 - q
+            dw = s / H * (-6.0 * a * a)
+    return d * (dw / r)
+
+
+@wp.func
+def cohesion(r: float, H: float) -> float:
+    """Akinci et al. (2013) cohesion spline C(r)."""
+    if r >= H or r <= 0.0:
+        return 0.0
+    s = 32.0 / (PI * wp.pow(H, 9.0))
+    a = (H - r) * (H - r) * (H - r) * r * r * r
+    if 2.0 * r > H:
+        return s * a
+    return s * (2.0 * a - wp.pow(H, 6.0) / 64.0)
+
+
+@wp.kernel
+def density(
+    # Model:
+    m: Model, wcsph: int,
+    mass_in: wp.array2d(dtype=float),
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    rho_out: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
+    alpha_out: wp.array2d(dtype=float), nbrs_out: wp.array2d(dtype=wp.int32),
+):
+    """ρᵢ = Σⱼ mⱼWᵢⱼ + Σ_b ψ_b Wᵢ_b; WCSPH: Tait pressure; DFSPH: αᵢ = ρᵢ/(|g_f + g_b|² + Σ|mⱼ∇W|²)
+    with g_f = Σⱼ mⱼ∇Wᵢⱼ, g_b = Σ_b ψ_b∇Wᵢ_b."""
+    env, i = wp.tid()
+    rho0 = m.rest_rho[i]
+    if active_in[env, i] == 0:
+        rho_out[env, i] = rho0
+        pressure_out[env, i] = 0.0
+        alpha_out[env, i] = 0.0
+        nbrs_out[env, i] = 0
+        return
+    xi = pos_in[env, i]
+    ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
+    rho = float(0.0)
+    gsum = wp.vec3(0.0)
+    gb = wp.vec3(0.0)
+    gsq = float(0.0)
+    nn = int(0)
+    for dz in range(-1, 2):
+        for dy in range(-1, 2):
+            for dx in range(-1, 2):
+                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
+                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
+                        or c[2] >= m.dims[2]:
+                    continue
+                cid = cell_index(c, m.dims)
+                for k in range(start_in[env, cid], start_in[env, cid + 1]):
+                    j = sorted_in[env, k]
+                    d = xi - pos_in[env, j]
+                    r = wp.length(d)
+                    if r < m.H:
+                        mj = mass_in[env, j]
+                        rho += mj * kernel_w(r, m.H, m.kernel)
+                        g = mj * kernel_grad(d, r, m.H, m.kernel)
+                        gsum += g
+                        gsq += wp.dot(g, g)
+                        nn += 1
+                for k in range(m.b_start[cid], m.b_start[cid + 1]):
+                    d = xi - m.b_pos[k]
+                    r = wp.length(d)
+                    if r < m.H:
+                        psi = rho0 * m.b_vol[k]
+                        rho += psi * kernel_w(r, m.H, m.kernel)
+                        gb += psi * kernel_grad(d, r, m.H, m.kernel)
+                        nn += 1
+    rho_out[env, i] = rho
+    nbrs_out[env, i] = nn
+    if wcsph != 0:
+        # Tait equation of state, clamped at 0: a free surface must not pull (tensile instability)
+        pressure_out[env, i] = wp.max(m.stiffness[i] * (wp.pow(rho / rho0, m.exponent[i]) - 1.0), 0.0)
+        alpha_out[env, i] = 0.0
+    else:
+        pressure_out[env, i] = 0.0
+        den = wp.dot(gsum + gb, gsum + gb) + gsq
+        a = float(0.0)
+        if den > 1.0e-6:
+            a = rho / den
+        alpha_out[env, i] = a
+
+
+@wp.kernel
+def accelerate(
+    # Model:
+    m: Model, with_pressure: int,
+    mass_in: wp.array2d(dtype=float),
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3),
+    active_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    rho_in: wp.array2d(dtype=float), pressure_in: wp.array2d(dtype=float),
+    # Data out:
+    dv_out: wp.array2d(dtype=wp.vec3),
+):
+    """Velocity change of one substep: h·(gravity + viscosity + cohesion [+ pressure]) + XSPH."""
+    env, i = wp.tid()
+    if active_in[env, i] == 0:
+        dv_out[env, i] = wp.vec3(0.0)
+        return
+    xi = pos_in[env, i]
+    vi = vel_in[env, i]
+    rhoi = rho_in[env, i]
+    rho0 = m.rest_rho[i]
+    pi = pressure_in[env, i] / (rhoi * rhoi)
+    nu10 = 10.0 * m.mu[i] / rhoi          # 2(d+2)·ν with d = 3
+    gam = m.gamma[i]
+    eps = 0.01 * m.H * m.H
+    a = m.gravity
+    xs = wp.vec3(0.0)
+    ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
+    for dz in range(-1, 2):
+        for dy in range(-1, 2):
+            for dx in range(-1, 2):
+                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
+                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
+                        or c[2] >= m.dims[2]:
+                    continue
+                cid = cell_index(c, m.dims)
+                for k in range(start_in[env, cid], start_in[env, cid + 1]):
+                    j = sorted_in[env, k]
+                    if j == i:
+                        continue
+                    d = xi - pos_in[env, j]
+                    r = wp.length(d)
+                    if r < m.H:
+                        mj = mass_in[env, j]
+                        rhoj = rho_in[env, j]
+                        g = kernel_grad(d, r, m.H, m.kernel)
+                        vij = vi - vel_in[env, j]
+                        if with_pressure != 0:
+                            a -= mj * (pi + pressure_in[env, j] / (rhoj * rhoj)) * g
+                        a += nu10 * (mj / rhoj) * wp.dot(vij, d) / (r * r + eps) * g
+                        if gam > 0.0:
+                            kij = 2.0 * rho0 / (rhoi + rhoj)
+                            a -= gam * kij * mj * cohesion(r, m.H) * d / r
+                        if m.xsph > 0.0:
+                            xs -= (2.0 * mj / (rhoi + rhoj)) * kernel_w(r, m.H, m.kernel) * vij
+                if with_pressure != 0:
+                    for k in range(m.b_start[cid], m.b_start[cid + 1]):
+                        d = xi - m.b_pos[k]
+                        r = wp.length(d)
+                        if r < m.H:
+                            a -= rho0 * m.b_vol[k] * pi * kernel_grad(d, r, m.H, m.kernel)
+    dv_out[env, i] = m.h * a + m.xsph * xs
+
+
+@wp.kernel
+def solve_kappa(
+    # Model:
+    m: Model, divergence: int,
+    mass_in: wp.array2d(dtype=float), done_in: wp.array(dtype=wp.int32),
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3),
+    active_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    rho_in: wp.array2d(dtype=float), alpha_in: wp.array2d(dtype=float),
+    nbrs_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    kappa_out: wp.array2d(dtype=float), err_out: wp.array2d(dtype=float),
+    total_inout: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
+):
+    """DFSPH: predicted density (or density change) from the current velocities, and κᵢ.
+
+    Density solve: ρ*ᵢ = ρᵢ + h·Dρ/Dt, κᵢ = (ρ*ᵢ − ρ₀)·αᵢ/h², error (ρ*ᵢ − ρ₀)⁺/ρ₀.
+    Divergence solve: κᵢ = Dρ/Dt·αᵢ/h (released with fewer than 20 neighbours: free surface),
+    error h·(Dρ/Dt)⁺/ρ₀. The warm-started total K = Σκ (state) stays >= 0: κ = max(κ, −K), a
+    projected Jacobi step (a liquid pushes, never pulls). Density solve: pressure pᵢ = Kᵢρᵢ."""
+    env, i = wp.tid()
+    if done_in[env] != 0:
+        return
+    if active_in[env, i] == 0:
+        kappa_out[env, i] = 0.0
+        err_out[env, i] = 0.0
+        return
+    xi = pos_in[env, i]
+    vi = vel_in[env, i]
+    rho0 = m.rest_rho[i]
+    drho = float(0.0)
+    ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
+    for dz in range(-1, 2):
+        for dy in range(-1, 2):
+            for dx in range(-1, 2):
+                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
+                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
+                        or c[2] >= m.dims[2]:
+                    continue
+                cid = cell_index(c, m.dims)
+                for k in range(start_in[env, cid], start_in[env, cid + 1]):
+                    j = sorted_in[env, k]
+                    d = xi - pos_in[env, j]
+                    r = wp.length(d)
+                    if r < m.H and j != i:
+                        drho += mass_in[env, j] * wp.dot(vi - vel_in[env, j], kernel_grad(d, r, m.H, m.kernel))
+                for k in range(m.b_start[cid], m.b_start[cid + 1]):
+                    d = xi - m.b_pos[k]
+                    r = wp.length(d)
+                    if r < m.H:
+                        drho += rho0 * m.b_vol[k] * wp.dot(vi, kernel_grad(d, r, m.H, m.kernel))
+    h = m.h
+    tot = total_inout[env, i]
+    kap = float(0.0)
+    err = float(0.0)
+    if divergence != 0:
+        kap = drho * alpha_in[env, i] / h
+        err = h * wp.max(drho, 0.0) / rho0
+        if nbrs_in[env, i] < 20:
+            kap = -tot
+            err = 0.0
+    else:
+        e = rho_in[env, i] + h * drho - rho0
+        kap = e * alpha_in[env, i] / (h * h)
+        err = wp.max(e, 0.0) / rho0
+    kap = wp.max(m.omega * kap, -tot)
+    tot = tot + kap
+    total_inout[env, i] = tot
+    if divergence == 0:
+        pressure_out[env, i] = tot * rho_in[env, i]
+    kappa_out[env, i] = kap
+    err_out[env, i] = err
+
+
+@wp.kernel
+def solve_update(
+    # Model:
+    m: Model,
+    mass_in: wp.array2d(dtype=float), done_in: wp.array(dtype=wp.int32),
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    rho_in: wp.array2d(dtype=float), kappa_in: wp.array2d(dtype=float),
+    # Data out:
+    vel_inout: wp.array2d(dtype=wp.vec3),
+):
+    """DFSPH: vᵢ −= h·(Σⱼ mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ + Σ_b ψ_b·2κᵢ/ρᵢ·∇Wᵢ_b) ."""
+    env, i = wp.tid()
+    if done_in[env] != 0 or active_in[env, i] == 0:
+        return
+    xi = pos_in[env, i]
+    ki = kappa_in[env, i] / rho_in[env, i]
+    rho0 = m.rest_rho[i]
+    dv = wp.vec3(0.0)
+    ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
+    for dz in range(-1, 2):
+        for dy in range(-1, 2):
+            for dx in range(-1, 2):
+                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
+                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
+                        or c[2] >= m.dims[2]:
+                    continue
+                cid = cell_index(c, m.dims)
+                for k in range(start_in[env, cid], start_in[env, cid + 1]):
+                    j = sorted_in[env, k]
+                    d = xi - pos_in[env, j]
+                    r = wp.length(d)
+                    if r < m.H and j != i:
+                        kk = ki + kappa_in[env, j] / rho_in[env, j]
+                        dv -= mass_in[env, j] * kk * kernel_grad(d, r, m.H, m.kernel)
+                for k in range(m.b_start[cid], m.b_start[cid + 1]):
+                    d = xi - m.b_pos[k]
+                    r = wp.length(d)
+                    if r < m.H:
+                        dv -= rho0 * m.b_vol[k] * ki * kernel_grad(d, r, m.H, m.kernel)
+    vel_inout[env, i] = vel_inout[env, i] + m.h * dv
+
+
+@wp.kernel
+def zero_rows(
+    # Data out:
+    values_out: wp.array2d(dtype=float),
+):
+    env, i = wp.tid()
+    values_out[env, i] = 0.0
+
+
+@wp.kernel
+def integrate(
+    # Model:
+    m: Model, apply_dv: int, move: int, cfl_dist: float,
+    # Data in:
+    dv_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    pos_inout: wp.array2d(dtype=wp.vec3), vel_inout: wp.array2d(dtype=wp.vec3),
+    cfl_out: wp.array(dtype=wp.int32),
+):
+    """v += dv (apply_dv); x += h·v and the safety clamps into the domain and above static planes
+    (move). A particle that travels more than ``cfl_dist`` in one substep flags its env."""
+    env, i = wp.tid()
+    if active_in[env, i] == 0:
+        return
+    v = vel_inout[env, i]
+    if apply_dv != 0:
+        v = v + dv_in[env, i]
+    if move != 0:
+        x = pos_inout[env, i] + m.h * v
+        if wp.length(v) * m.h > cfl_dist:
+            cfl_out[env] = 1
+        for p in range(m.n_planes):
+            n = m.plane_n[p]
+            s = wp.dot(x - m.plane_p[p], n)
+            if s < 0.0:
+                x = x - s * n
+                vn = wp.dot(v, n)
+                if vn < 0.0:
+                    v = v - vn * n
+        for ax in range(3):
+            if x[ax] < m.lower[ax]:
+                x[ax] = m.lower[ax]
+                if v[ax] < 0.0:
+                    v[ax] = 0.0
+            if x[ax] > m.upper[ax]:
+                x[ax] = m.upper[ax]
+                if v[ax] > 0.0:
+                    v[ax] = 0.0
+        pos_inout[env, i] = x
+    vel_inout[env, i] = v

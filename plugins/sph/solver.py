@@ -1,0 +1,348 @@
+"""SPHSolver: WCSPH and DFSPH liquids with a per-env counting-sort neighbour grid.
+
+Papers: Monaghan (1994, 2005) WCSPH with the Tait equation of state (Becker & Teschner 2007);
+Bender & Koschier (2015, 2017) divergence-free SPH; Akinci et al. (2012) boundary particles and
+(2013) cohesion; Monaghan (1989) XSPH. Substep (h = dt/substeps):
+
+WCSPH   grid → density + Tait pressure → dv = h·(g + pressure + viscosity + cohesion) + XSPH →
+        v += dv | coupling | x += h·v, clamp into the domain.
+DFSPH   grid → density + α → divergence solve (v) → dv = h·(g + viscosity + cohesion) + XSPH →
+        v += dv → constant-density solve (v) | coupling | x += h·v, clamp into the domain.
+
+The state is pos, vel, active (DFSPH also the warm-start totals of κ of both solves); densities,
+pressures and the grid are recomputed from it every substep, so a checkpoint continues bit-exactly
+and captured = uncaptured.
+Limitations: one particle size per scene; boundaries are static (moving bodies couple through
+ParticleView); free-slip walls; the DFSPH solves stop per env at the tolerance or the iteration cap.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+
+from polyphys.errors import BuildError, OptionError, PolyphysWarning
+from polyphys.interfaces import Solver
+from polyphys.views import ParticleCarriers
+
+from . import sampling
+from .entity import SPHBoundaryEntity, SPHEntity
+from .materials import Boundary, Liquid
+from .options import SPHOptions
+
+
+class SPHSolver(Solver):
+    options_type = SPHOptions
+
+    def __init__(self, scene, options, spec):
+        super().__init__(scene, options, spec)
+        self.options = options if options is not None else SPHOptions()
+        self._liquids: list[SPHEntity] = []
+        self._boundaries: list[SPHBoundaryEntity] = []
+        self._planes: list[tuple] = []
+        self._n = 0
+        self._cfl_warned = False
+
+    # -- composition -------------------------------------------------------------------------------
+    def _check_inside(self, pts: np.ndarray, what: str) -> None:
+        lo, hi = np.asarray(self.options.lower_bound), np.asarray(self.options.upper_bound)
+        out = ~np.all((pts >= lo) & (pts <= hi), axis=1)
+        if out.any():
+            first = pts[np.argmax(out)]
+            raise OptionError(f"{what}: {int(out.sum())} of {len(pts)} particles lie outside the SPH "
+                              f"domain [{tuple(lo)}, {tuple(hi)}] (first at {tuple(np.round(first, 6))}); "
+                              f"move the morph or widen SPHOptions(lower_bound=..., upper_bound=...)")
+
+    def add_entity(self, morph, material, surface=None, name=None, **kwargs):
+        if kwargs:
+            raise OptionError(f"sph add_entity: unknown arguments {sorted(kwargs)}")
+        o = self.options
+        idx = len(self.entities)
+        if isinstance(material, Liquid):
+            pts = sampling.sample_volume(morph, o.particle_size)
+            label = name or f"sph_{idx}"
+            self._check_inside(pts, f"SPH entity {label!r} ({type(morph).__name__})")
+            entity = SPHEntity(self, idx, morph, material, surface, name, pts, self._n)
+            self._n += len(pts)
+            self._liquids.append(entity)
+        elif isinstance(material, Boundary):
+            pts = sampling.sample_surface(morph, o.particle_size, o.lower_bound, o.upper_bound)
+            from polyphys import morphs as M
+
+            if isinstance(morph, M.Plane):
+                self._planes.append((morph.pos, morph.normal))
+            entity = SPHBoundaryEntity(self, idx, morph, material, surface, name, pts)
+            self._boundaries.append(entity)
+        else:
+            raise OptionError(f"the SPH solver takes SPH.Liquid or SPH.Boundary materials, got "
+                              f"{type(material).__name__}")
+        self.entities.append(entity)
+        return entity
+
+    # -- build ---------------------------------------------------------------------------------------
+    def build(self, layout):
+        import warp as wp
+
+        from .kernels import fluid, grid
+
+        self.layout = layout
+        o = self.options
+        if self._n == 0:
+            raise BuildError("the SPH solver has no liquid particle: add an entity with "
+                             "polyphys.materials.SPH.Liquid(...)")
+        n_envs, N, dev = layout.n_envs, self._n, layout.device
+        dx, H = o.particle_size, o.support
+        self.dims = o.grid_dims
+        self.n_cells = int(np.prod(self.dims))
+        self.N = N
+
+        # per-particle material (the same in every env)
+        mats = np.zeros((N, 6))
+        for e in self._liquids:
+            m = e.material
+            mats[e._sl] = (m.rho, m.stiffness, m.exponent, m.mu, m.gamma,
+                           sampling.lattice_mass(m.rho, dx, H, o.kernel))
+        pos0 = np.concatenate([e.init_pos for e in self._liquids])
+        self._check_time_step(layout, mats, pos0)
+
+        # boundary particles: the domain walls and the Boundary entities, sorted by grid cell
+        # the wall layer lies dx/2 outside the domain (see sampling.sample_surface)
+        lo_w, hi_w = np.asarray(o.lower_bound) - dx / 2, np.asarray(o.upper_bound) + dx / 2
+        parts = [sampling.box_surface(lo_w, hi_w, dx)] if o.box_walls else []
+        parts += [e.boundary_points for e in self._boundaries if len(e.boundary_points)]
+        bpts = np.concatenate(parts) if parts else np.zeros((0, 3))
+        bvol = sampling.boundary_volumes(bpts, dx, H, o.kernel)
+        lo = np.asarray(o.lower_bound)
+        dims = np.asarray(self.dims)
+        cc = np.clip(np.floor((bpts - lo) / H).astype(np.int64), 0, dims - 1)
+        bcell = (cc[:, 2] * dims[1] + cc[:, 1]) * dims[0] + cc[:, 0]
+        order = np.argsort(bcell, kind="stable")
+        bpts, bvol, bcell = bpts[order], bvol[order], bcell[order]
+        bstart = np.searchsorted(bcell, np.arange(self.n_cells + 1)).astype(np.int32)
+        self.n_boundary = len(bpts)
+
+        f32 = np.float32
+        m = fluid.Model()
+        m.lower = wp.vec3(*o.lower_bound)
+        m.upper = wp.vec3(*o.upper_bound)
+        m.inv_cell = 1.0 / H
+        m.dims = wp.vec3i(*self.dims)
+        m.n_cells = self.n_cells
+        m.H = H
+        m.kernel = 0 if o.kernel == "cubic" else 1
+        m.h = layout.h
+        m.gravity = wp.vec3(*layout.gravity)
+        m.xsph = o.xsph
+        m.omega = o.omega
+        for k, name in enumerate(("rest_rho", "stiffness", "exponent", "mu", "gamma")):
+            setattr(m, name, wp.array(mats[:, k].astype(f32), dtype=float, device=dev))
+        m.b_pos = wp.array(bpts.astype(f32).reshape(-1, 3) if len(bpts) else np.zeros((1, 3), f32),
+                           dtype=wp.vec3, device=dev)
+        m.b_vol = wp.array(bvol.astype(f32) if len(bvol) else np.zeros(1, f32), dtype=float, device=dev)
+        m.b_start = wp.array(bstart, dtype=wp.int32, device=dev)
+        pl = self._planes or [((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))]
+        m.plane_p = wp.array(np.array([p for p, _ in pl], f32), dtype=wp.vec3, device=dev)
+        m.plane_n = wp.array(np.array([n for _, n in pl], f32), dtype=wp.vec3, device=dev)
+        m.n_planes = len(self._planes)
+        self.model = m
+        self.rest_rho_host = mats[:, 0]
+
+        # state
+        self.pos = wp.array(np.tile(pos0.astype(f32)[None], (n_envs, 1, 1)), dtype=wp.vec3, device=dev)
+        self.vel = wp.zeros((n_envs, N), dtype=wp.vec3, device=dev)
+        self.active = wp.ones((n_envs, N), dtype=wp.int32, device=dev)
+        # DFSPH warm starts: the accumulated κ of the last density and divergence solves
+        # hydrostatic start: κ = p/ρ = |g|·depth below each liquid's top, so that a liquid at rest
+        # starts in equilibrium instead of dropping while the Jacobi solve builds its pressure
+        k0 = np.zeros(N)
+        g = np.asarray(layout.gravity, float)
+        if np.linalg.norm(g) > 0 and o.pressure_solver == "dfsph":
+            up = -g / np.linalg.norm(g)
+            for e in self._liquids:
+                hgt = e.init_pos @ up
+                k0[e._sl] = np.linalg.norm(g) * (hgt.max() - hgt + 0.5 * dx)
+        self.kappa_rho = wp.array(np.tile(k0.astype(f32), (n_envs, 1)), dtype=float, device=dev)
+        self.kappa_div = wp.zeros((n_envs, N), dtype=float, device=dev)
+        # parameters and derived per-substep arrays (not state)
+        self.mass = wp.array(np.tile(mats[:, 5].astype(f32), (n_envs, 1)), dtype=float, device=dev)
+        z = lambda shape, dt=float: wp.zeros(shape, dtype=dt, device=dev)  # noqa: E731
+        self.n_cell_chunks = -(-(self.n_cells + 1) // grid.CHUNK)
+        self.n_chunks = -(-N // grid.CHUNK)
+        self.cell = z((n_envs, N), wp.int32)
+        self.rank = z((n_envs, N), wp.int32)
+        self.sorted = z((n_envs, N), wp.int32)
+        self.count = z((n_envs, self.n_cells + 1), wp.int32)
+        self.start = z((n_envs, self.n_cells + 1), wp.int32)
+        self.cell_chunk = z((n_envs, self.n_cell_chunks), wp.int32)
+        self.rho = z((n_envs, N))
+        self.pressure = z((n_envs, N))
+        self.alpha = z((n_envs, N))
+        self.nbrs = z((n_envs, N), wp.int32)
+        self.dv = z((n_envs, N), wp.vec3)
+        self.kappa = z((n_envs, N))
+        self.err = z((n_envs, N))
+        self.err_sum = z((n_envs, self.n_chunks))
+        self.err_cnt = z((n_envs, self.n_chunks))
+        self.done = z(n_envs, wp.int32)
+        self.solve_err = z(n_envs)
+        self.cfl_flag = z(n_envs, wp.int32)
+        names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "rank", "sorted", "count", "start",
+                 "cell_chunk", "rho", "pressure", "alpha", "nbrs", "dv", "kappa", "err", "err_sum",
+                 "err_cnt", "done", "solve_err", "cfl_flag")
+        self._parts = {p.index: SimpleNamespace(n=p.n_envs, **{k: getattr(self, k)[p.slice] for k in names})
+                       for p in layout.partitions}
+        self.forward()
+
+    def _check_time_step(self, layout, mats, pos0) -> None:
+        """CFL limits (Monaghan 2005): WCSPH h ≤ cfl·dx/(c₀ + v), c₀ = √(B·γ/ρ₀) — an error;
+        DFSPH h ≤ cfl·dx/v — a warning. v = √(2|g|Δ) is the free-fall speed over the liquid's height
+        Δ above the domain floor (along gravity)."""
+        o = self.options
+        dx, h = o.particle_size, layout.h
+        g = np.asarray(layout.gravity, float)
+        gn = float(np.linalg.norm(g))
+        v = 0.0
+        if gn > 0:
+            up = -g / gn
+            corners = np.array([[x, y, z] for x in (o.lower_bound[0], o.upper_bound[0])
+                                for y in (o.lower_bound[1], o.upper_bound[1])
+                                for z in (o.lower_bound[2], o.upper_bound[2])])
+            drop = float((pos0 @ up).max() - (corners @ up).min())
+            v = math.sqrt(2.0 * gn * max(drop, 0.0))
+        hint = lambda hmax: (f"largest stable substep is {hmax:.3g} s: set SimOptions(substeps >= "  # noqa: E731
+                             f"{math.ceil(layout.dt / hmax - 1e-9)}) for dt = {layout.dt}")
+        if o.pressure_solver == "wcsph":
+            c0 = float(np.sqrt(mats[:, 1] * mats[:, 2] / mats[:, 0]).max())
+            hmax = o.cfl * dx / (c0 + v)
+            if h > hmax * (1 + 1e-9):
+                raise OptionError(f"SPH (WCSPH) substep h = dt/substeps = {h:.3g} s exceeds the CFL limit "
+                                  f"cfl·dx/(c0 + v) with speed of sound c0 = {c0:.3g} m/s and fall speed "
+                                  f"v = {v:.3g} m/s; {hint(hmax)}")
+        elif v > 0:
+            hmax = o.cfl * dx / v
+            if h > hmax * (1 + 1e-9):
+                warnings.warn(f"SPH (DFSPH) substep h = {h:.3g} s exceeds the CFL estimate cfl·dx/v "
+                              f"with fall speed v = {v:.3g} m/s; {hint(hmax)}", PolyphysWarning,
+                              stacklevel=4)
+
+    # -- stepping --------------------------------------------------------------------------------------
+    def _launch(self, kernel, dim, inputs):
+        import warp as wp
+
+        wp.launch(kernel, dim=dim, inputs=inputs, device=self.layout.device)
+
+    def _grid(self, p):
+        from .kernels import grid as G
+
+        m, ne, N = self.model, p.n, self.N
+        L = self._launch
+        L(G.zero_counts, (ne, self.n_cells + 1), [p.count])
+        L(G.count_cells, (ne, N), [m.lower, m.inv_cell, m.dims, self.n_cells, p.pos, p.active,
+                                   p.cell, p.rank, p.count])
+        L(G.chunk_sums, (ne, self.n_cell_chunks), [self.n_cells + 1, p.count, p.cell_chunk])
+        L(G.scan_chunks, ne, [self.n_cell_chunks, p.cell_chunk])
+        L(G.scan_local, (ne, self.n_cell_chunks), [self.n_cells + 1, p.count, p.cell_chunk, p.start])
+        L(G.scatter, (ne, N), [p.cell, p.rank, p.start, p.sorted])
+        L(G.sort_cells, (ne, self.n_cells), [p.start, p.count, p.sorted])
+
+    def _density(self, p):
+        from .kernels import fluid as F
+
+        wc = 1 if self.options.pressure_solver == "wcsph" else 0
+        self._launch(F.density, (p.n, self.N), [self.model, wc, p.mass, p.pos, p.active, p.start, p.sorted,
+                                                p.rho, p.pressure, p.alpha, p.nbrs])
+
+    def _solve(self, p, divergence: bool):
+        from .kernels import fluid as F
+        from .kernels import grid as G
+
+        o, m, ne, N = self.options, self.model, p.n, self.N
+        L = self._launch
+        total = p.kappa_div if divergence else p.kappa_rho
+        L(G.zero_flags, ne, [p.done])
+        # warm start (Bender & Koschier 2017): apply last substep's accumulated κ first
+        if o.warm_start:
+            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
+                                        total, p.vel])
+        else:
+            L(F.zero_rows, (ne, N), [total])
+        iters = o.max_divergence_iters if divergence else o.max_density_iters
+        tol = o.divergence_tol if divergence else o.density_tol
+        for it in range(iters):
+            L(F.solve_kappa, (ne, N), [m, int(divergence), p.mass, p.done, p.pos, p.vel, p.active,
+                                       p.start, p.sorted, p.rho, p.alpha, p.nbrs, p.kappa, p.err,
+                                       total, p.pressure])
+            L(G.reduce_chunks, (ne, self.n_chunks), [N, p.err, p.active, p.done, p.err_sum, p.err_cnt])
+            # the density solve runs at least two iterations (Bender & Koschier 2015, Alg. 2)
+            may_stop = 1 if (divergence or it >= 1) else 0
+            L(G.check_converged, ne, [self.n_chunks, tol, may_stop, p.err_sum, p.err_cnt, p.done,
+                                      p.solve_err])
+            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
+                                        p.kappa, p.vel])
+
+    def _integrate(self, p, apply_dv: int, move: int):
+        from .kernels import fluid as F
+
+        self._launch(F.integrate, (p.n, self.N), [self.model, apply_dv, move, 0.5 * self.options.support,
+                                                  p.dv, p.active, p.pos, p.vel, p.cfl_flag])
+
+    def substep_pre_coupling(self, f, part):
+        from .kernels import fluid as F
+
+        p = self._parts[part.index]
+        wc = self.options.pressure_solver == "wcsph"
+        self._grid(p)
+        self._density(p)
+        if not wc:
+            self._solve(p, divergence=True)
+        self._launch(F.accelerate, (p.n, self.N), [self.model, int(wc), p.mass, p.pos, p.vel, p.active,
+                                                   p.start, p.sorted, p.rho, p.pressure, p.dv])
+        self._integrate(p, 1, 0)
+        if not wc:
+            self._solve(p, divergence=False)
+
+    def substep_post_coupling(self, f, part):
+        self._integrate(self._parts[part.index], 0, 1)
+
+    def forward(self):
+        """Recompute the grid and densities (WCSPH: pressures too) at the current positions."""
+        for part in self.layout.partitions:
+            p = self._parts[part.index]
+            self._grid(p)
+            self._density(p)
+
+    def on_reset(self, envs_idx):
+        self.forward()
+
+    def check_after_step(self):
+        flags = self.cfl_flag.numpy().copy()
+        if flags.any():
+            self.cfl_flag.zero_()
+            if not self._cfl_warned:
+                self._cfl_warned = True
+                envs = np.nonzero(flags)[0].tolist()
+                vmax = float(np.linalg.norm(self.vel.numpy()[envs], axis=-1).max())
+                hmax = self.options.cfl * self.options.particle_size / max(vmax, 1e-12)
+                warnings.warn(f"SPH: particles in env(s) {envs} moved more than half the kernel support "
+                              f"in one substep (max speed now {vmax:.3g} m/s, h = {self.layout.h:.3g} s); "
+                              f"the largest stable substep is about {hmax:.3g} s: raise "
+                              f"SimOptions(substeps)", PolyphysWarning, stacklevel=3)
+
+    def state_arrays(self):
+        if self.options.pressure_solver == "dfsph":
+            return {"pos": self.pos, "vel": self.vel, "active": self.active,
+                    "kappa_rho": self.kappa_rho, "kappa_div": self.kappa_div}
+        return {"pos": self.pos, "vel": self.vel, "active": self.active}
+
+    # -- views ---------------------------------------------------------------------------------------
+    def particle_carriers(self, part) -> ParticleCarriers:
+        p = self._parts[part.index]
+        return ParticleCarriers(pos=p.pos, vel=p.vel, mass=p.mass, active=p.active, kind="particles")
+
+    @property
+    def boundary_positions(self) -> np.ndarray:
+        """The static boundary particles (n_boundary, 3), sorted by grid cell."""
+        return self.model.b_pos.numpy()[: self.n_boundary].astype(float)

@@ -1,0 +1,73 @@
+"""Bad input: clear errors naming the field, the value and what is allowed."""
+
+import warnings
+
+import pytest
+
+import polyphys
+from polyphys import morphs
+from polyphys.errors import OptionError, PolyphysWarning
+
+
+def test_kernel_radius_too_small():
+    from polyphys.plugins.sph import SPHOptions
+
+    with pytest.raises(OptionError, match=r"support_radius = 0.02 is too small .* at least .*= 0.03 m"):
+        SPHOptions(particle_size=0.02, support_radius=0.02)
+
+
+def test_bounds_and_enums():
+    from polyphys.plugins.sph import SPHOptions
+
+    with pytest.raises(OptionError, match="upper_bound"):
+        SPHOptions(lower_bound=(0, 0, 0), upper_bound=(1, 0, 1))
+    with pytest.raises(OptionError, match="pressure_solver.*allowed"):
+        SPHOptions(pressure_solver="pcisph")
+    with pytest.raises(OptionError, match="rho"):
+        polyphys.materials.SPH.Liquid(rho=-1.0)
+
+
+def test_particles_outside_domain():
+    from polyphys.plugins.sph import Liquid, SPHOptions
+
+    scene = polyphys.Scene(sph=SPHOptions(particle_size=0.05, lower_bound=(0, 0, 0), upper_bound=(1, 1, 1)))
+    with pytest.raises(OptionError, match=r"particles lie outside the SPH domain"):
+        scene.add_entity(morphs.Box(size=(0.3, 0.3, 0.3), pos=(0.9, 0.5, 0.5)), material=Liquid())
+
+
+def test_wcsph_time_step_above_cfl_names_the_largest_stable_substep():
+    from polyphys.plugins.sph import Liquid, SPHOptions
+
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=1),
+                           sph=SPHOptions(pressure_solver="wcsph", particle_size=0.05,
+                                          lower_bound=(0, 0, 0), upper_bound=(0.5, 0.5, 0.5)))
+    scene.add_entity(morphs.Box(size=(0.2, 0.2, 0.2), pos=(0.25, 0.25, 0.1)), material=Liquid())
+    # c0 = sqrt(50000 * 7 / 1000) = 18.7 m/s; v = sqrt(2 g 0.175) = 1.85 m/s;
+    # h_max = 0.4 * 0.05 / (18.7 + 1.85) = 9.73e-4 s -> substeps >= 11
+    with pytest.raises(OptionError, match=r"largest stable substep is 0.000973 s.*substeps >= 11"):
+        scene.build()
+
+
+def test_dfsph_time_step_above_cfl_warns():
+    from polyphys.plugins.sph import Liquid, SPHOptions
+
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.05, substeps=1),
+                           sph=SPHOptions(particle_size=0.05, lower_bound=(0, 0, 0), upper_bound=(0.5, 0.5, 0.5)))
+    scene.add_entity(morphs.Box(size=(0.2, 0.2, 0.2), pos=(0.25, 0.25, 0.1)), material=Liquid())
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        scene.build()
+    assert any(issubclass(r.category, PolyphysWarning) and "largest stable substep" in str(r.message)
+               for r in rec)
+
+
+def test_wrong_morph_for_liquid_and_no_liquid():
+    from polyphys.errors import BuildError
+    from polyphys.plugins.sph import Boundary, Liquid, SPHOptions
+
+    scene = polyphys.Scene(sph=SPHOptions(lower_bound=(-1, -1, 0), upper_bound=(1, 1, 1)))
+    with pytest.raises(OptionError, match="cannot be sampled from a Plane"):
+        scene.add_entity(morphs.Plane(), material=Liquid())
+    scene.add_entity(morphs.Plane(), material=Boundary())
+    with pytest.raises(BuildError, match="no liquid particle"):
+        scene.build()
