@@ -2,7 +2,6 @@
 with a PD-controlled shoulder."""
 
 import numpy as np
-
 from polyphys import morphs
 from polyphys.description import EntityDescription, Geom, Inertial, Joint, Link
 

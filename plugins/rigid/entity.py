@@ -7,7 +7,6 @@ in place outside the step and refresh kinematics and dynamics (``solver.forward(
 from __future__ import annotations
 
 import numpy as np
-
 from polyphys.description import EntityDescription
 from polyphys.errors import OptionError
 from polyphys.interfaces import Entity

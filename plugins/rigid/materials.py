@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import attrs
-
 from polyphys.materials import Material
 from polyphys.options import in_range, non_negative, positive
 

@@ -11,13 +11,12 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
-
 from polyphys import morphs as M
 from polyphys.description import EntityDescription, from_primitive
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
+from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
-from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.kinematics import JointTree
 from polyphys.views import RigidGeoms, RigidLinks
 
@@ -67,7 +66,7 @@ class RigidSolver(Solver):
     @staticmethod
     def _check_description(desc: EntityDescription, ename: str) -> None:
         welded = []
-        for li, link in enumerate(desc.links):
+        for link in desc.links:
             types = [desc.joints[j].type for j in link.joints]
             parent_welded = link.parent < 0 or welded[link.parent]
             welded.append(parent_welded and all(t == "fixed" for t in types))
@@ -127,6 +126,8 @@ class RigidSolver(Solver):
         base.joint_axis = arr(h["joint_axis"].astype(npf), V)
         base.dof_parent = arr(h["dof_parent"], wp.int32)
         base.dof_madr = arr(h["dof_madr"], wp.int32)
+        base.dof_depth = arr(h["dof_depth"].astype(np.int32), wp.int32)
+        base.m_col = arr(one(h["m_cols"].astype(np.int32)), wp.int32)
         base.dof_link = arr(h["dof_link"], wp.int32)
         base.dof_joint = arr(h["dof_joint"], wp.int32)
         base.joint_midpoint = arr(one(h["joint_midpoint"]), wp.int32)
@@ -195,9 +196,9 @@ class RigidSolver(Solver):
         m, p, d = self.model, self.params, self.d
         shared = [m.link_parent, m.link_root, m.link_pos0, m.link_quat0, m.link_joint_adr, m.link_dof_adr,
                   m.link_gravcomp, m.joint_type, m.joint_q_start, m.joint_dof_start, m.joint_pos,
-                  m.joint_axis, m.joint_ref, m.joint_springref, m.dof_parent, m.dof_madr, m.dof_link,
-                  m.dof_joint, m.joint_midpoint, int(self.n_act), m.act_dof, m.act_qadr, m.act_gear, m.act_gain, m.act_bias,
-                  m.act_ctrl_lo, m.act_ctrl_hi, m.act_force_lo, m.act_force_hi]
+                  m.joint_axis, m.joint_ref, m.joint_springref, m.dof_parent, m.dof_madr, m.dof_depth,
+                  m.m_col, m.dof_link, m.dof_joint, m.joint_midpoint, int(self.n_act), m.act_dof,
+                  m.act_qadr, m.act_gear, m.act_gain, m.act_bias, m.act_ctrl_lo, m.act_ctrl_hi, m.act_force_lo, m.act_force_hi]
         per_env = [m.root_pos, m.root_quat, p.link_mass, p.link_com, p.link_inertia, p.dof_damping,
                    p.dof_armature, p.dof_stiffness, p.dof_kp, p.dof_kv, p.dof_force_lo, p.dof_force_hi,
                    self.ctrl, self.dof_mode, self.dof_target_pos, self.dof_target_vel,

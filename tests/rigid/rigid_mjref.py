@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-
 from polyphys.description import Actuator, EntityDescription, Inertial, Joint, Link
 
 _JTYPE = {0: "free", 1: "spherical", 2: "prismatic", 3: "revolute"}

@@ -1,9 +1,8 @@
 """Entity API of the rigid solver: indices, getters/setters, per-env parameters, bad input."""
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys import morphs
 from polyphys.description import EntityDescription, Inertial, Joint, Link
 from polyphys.errors import BuildError, OptionError

@@ -2,9 +2,8 @@
 box in zero gravity pushes it (the reaction reaches the rigid dynamics through the coupling buffer)."""
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys import morphs
 from polyphys.plugins.rigid import RigidOptions
 from polyphys.plugins.rigid.materials import Rigid

@@ -1,9 +1,8 @@
 """Physics checks of the rigid solver against closed-form results (float64 unless stated)."""
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys import morphs
 from polyphys.description import EntityDescription, Inertial, Joint, Link
 from polyphys.plugins.rigid import RigidOptions

@@ -99,6 +99,8 @@ def rigid_dynamics(
     joint_springref: wp.array(dtype=Any),
     dof_parent: wp.array(dtype=wp.int32),
     dof_madr: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    m_col: wp.array(dtype=wp.int32),
     dof_link: wp.array(dtype=wp.int32),
     dof_joint: wp.array(dtype=wp.int32),
     joint_midpoint: wp.array(dtype=wp.int32),
@@ -365,12 +367,13 @@ def rigid_dynamics(
         ft = inert_mul_ang(m, mc, ii, aw, av)
         ff = inert_mul_lin(m, mc, ii, aw, av)
         adr = dof_madr[i]
-        j = i
-        while j >= 0:
-            mass_out[env, adr] = wp.dot(cdof_w[env, j], ft) + wp.dot(cdof_v[env, j], ff)
-            adr = adr + 1
-            j = dof_parent[j]
-        mass_out[env, dof_madr[i]] = mass_out[env, dof_madr[i]] + dof_armature[env, i]
+        end = adr + dof_depth[i] + 1
+        a2 = adr
+        while a2 < end:
+            j = m_col[a2]
+            mass_out[env, a2] = wp.dot(cdof_w[env, j], ft) + wp.dot(cdof_v[env, j], ff)
+            a2 = a2 + 1
+        mass_out[env, adr] = mass_out[env, adr] + dof_armature[env, i]
 
     # -- 5. passive, actuator and control forces; velocity derivative D ------------------------
     for i in range(n_dofs):
@@ -422,32 +425,31 @@ def rigid_dynamics(
     hd = h
     if mode != MODE_STEP:
         hd = s0
+    # row i of the tree-sparse storage holds (i, parent(i), parent(parent(i)), ...): the entries of
+    # an ancestor's row are the tail of the row of any of its descendants, so every loop below is a
+    # contiguous run (no walk along dof_parent)
+    n_nz = m_col.shape[0]
+    for nzi in range(n_nz):
+        qld_out[env, nzi] = mass_out[env, nzi]
     for i in range(n_dofs):
-        adr = dof_madr[i]
-        j = i
-        while j >= 0:
-            qld_out[env, adr] = mass_out[env, adr]
-            adr = adr + 1
-            j = dof_parent[j]
         qld_out[env, dof_madr[i]] = qld_out[env, dof_madr[i]] + hd * dof_dv_out[env, i]
     for ki in range(n_dofs):
         k = n_dofs - 1 - ki
         akk = dof_madr[k]
-        akki = akk + 1
-        i = dof_parent[k]
-        while i >= 0:
-            tmp = qld_out[env, akki] / qld_out[env, akk]
-            aij = dof_madr[i]
-            cnt = akki
-            j = i
-            while j >= 0:
-                qld_out[env, aij] = qld_out[env, aij] - qld_out[env, cnt] * tmp
-                aij = aij + 1
-                cnt = cnt + 1
-                j = dof_parent[j]
-            qld_out[env, akki] = tmp
-            i = dof_parent[i]
-            akki = akki + 1
+        nk = dof_depth[k]
+        dkk = qld_out[env, akk]
+        aki = akk + 1
+        kend = akk + 1 + nk
+        while aki < kend:
+            tmp = qld_out[env, aki] / dkk
+            ai = dof_madr[m_col[aki]]
+            src = aki
+            while src < kend:
+                qld_out[env, ai] = qld_out[env, ai] - qld_out[env, src] * tmp
+                ai = ai + 1
+                src = src + 1
+            qld_out[env, aki] = tmp
+            aki = aki + 1
     for i in range(n_dofs):
         qacc_out[env, i] = qfrc_smooth_out[env, i]
     # x <- L⁻ᵀ x
@@ -455,11 +457,11 @@ def rigid_dynamics(
         i = n_dofs - 1 - ii_
         xi = qacc_out[env, i]
         adr = dof_madr[i] + 1
-        j = dof_parent[i]
-        while j >= 0:
+        end = adr + dof_depth[i]
+        while adr < end:
+            j = m_col[adr]
             qacc_out[env, j] = qacc_out[env, j] - qld_out[env, adr] * xi
             adr = adr + 1
-            j = dof_parent[j]
     # x <- diag⁻¹ x
     for i in range(n_dofs):
         qacc_out[env, i] = qacc_out[env, i] / qld_out[env, dof_madr[i]]
@@ -467,11 +469,10 @@ def rigid_dynamics(
     for i in range(n_dofs):
         xi = qacc_out[env, i]
         adr = dof_madr[i] + 1
-        j = dof_parent[i]
-        while j >= 0:
-            xi = xi - qld_out[env, adr] * qacc_out[env, j]
+        end = adr + dof_depth[i]
+        while adr < end:
+            xi = xi - qld_out[env, adr] * qacc_out[env, m_col[adr]]
             adr = adr + 1
-            j = dof_parent[j]
         qacc_out[env, i] = xi
 
     if mode != MODE_STEP:
@@ -535,7 +536,7 @@ def rigid_dynamics(
             if s1 + type(h)(1e-10) == s1:
                 tol = type(h)(1e-5)
             scale = wp.length(ib * wb) * type(h)(2.0) + wp.length(tb) * h + type(h)(1e-30)
-            for it in range(12):
+            for _it in range(12):
                 gres = ib * (x - wb) * type(h)(2.0) - tb * h + wp.cross(x, ib * x) * h
                 if wp.length(gres) <= tol * scale:
                     break
@@ -543,7 +544,7 @@ def rigid_dynamics(
                 dx = wp.inverse(jac) * gres
                 alpha = s1
                 gn = wp.length(gres)
-                for bt in range(6):
+                for _bt in range(6):
                     xn = x - dx * alpha
                     g2 = ib * (xn - wb) * type(h)(2.0) - tb * h + wp.cross(xn, ib * xn) * h
                     if wp.length(g2) < gn:
