@@ -164,6 +164,9 @@ class FEMSolver(Solver):
         # work arrays
         self.force = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
         self.pos_n = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
+        # implicit contacts of the current substep (all zero for the explicit integrator)
+        self.contact_n = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
+        self.contact_dv = wp.zeros((n, nv), dtype=float, device=dev)
         if opts.integrator == "implicit":
             self.sl = ScalarLayout(opts.newton_iters, opts.cg_iters, opts.line_search_iters)
             self.work = {k: wp.zeros((n, nv), dtype=wp.vec3, device=dev)
@@ -178,7 +181,8 @@ class FEMSolver(Solver):
             s = part.slice
             p = SimpleNamespace(n=part.n_envs, pos=self.pos[s], vel=self.vel[s], active=self.active[s],
                                 fixed=self.fixed[s], force=self.force[s], pos_n=self.pos_n[s],
-                                mass=self.mass_env[s], carrier_active=self.carrier_active[s])
+                                mass=self.mass_env[s], carrier_active=self.carrier_active[s],
+                                contact_n=self.contact_n[s], contact_dv=self.contact_dv[s])
             if opts.integrator == "implicit":
                 for k, a in self.work.items():
                     setattr(p, k, a[s])
@@ -187,14 +191,19 @@ class FEMSolver(Solver):
         self._readback = None
 
     def _check_cfl(self, x, P, rho):
-        """``cfl_dt`` = min altitude / P-wave speed; warn when an explicit step exceeds it."""
+        """``cfl_dt`` = min altitude / P-wave speed (reduced by stiffness damping); warn when an
+        explicit step exceeds it."""
         # smallest altitude of each tet: 3 V / largest face area (a Kuhn tet's is 0.71× its edge)
         faces = x[:, [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]]]            # (m, 4, 3, 3)
         area = 0.5 * np.linalg.norm(np.cross(faces[:, :, 1] - faces[:, :, 0], faces[:, :, 2] - faces[:, :, 0]),
                                     axis=-1).max(axis=1)
         vol = np.abs(np.linalg.det(x[:, 1:] - x[:, :1])) / 6.0
         cp = np.sqrt((P["lam_lin"] + 2 * P["mu_lin"]) / rho)
-        self.cfl_dt = float((3.0 * vol / area / cp).min())
+        h0 = 3.0 * vol / area / cp
+        # stiffness damping shrinks the explicit limit: h < (2/w)(sqrt(1 + z²) - z), z = beta w / 2,
+        # with w ~ 2 / h0 the highest element frequency: h < h0 (sqrt(1 + z²) - z), z = beta / h0
+        zeta = P["beta"] / h0
+        self.cfl_dt = float((h0 * (np.sqrt(1.0 + zeta ** 2) - zeta)).min())
         h = self.layout.h
         if self.options.integrator == "explicit" and h > self.cfl_dt:
             warnings.warn(f"FEM explicit step h = {h:.3g} s exceeds the CFL estimate {self.cfl_dt:.3g} s "
@@ -227,7 +236,7 @@ class FEMSolver(Solver):
         base = p.pos_n if self.options.integrator == "implicit" else p.pos
         wp.launch(K.integrate_positions, dim=(p.n, self.n_vertices),
                   inputs=[self.layout.h, p.fixed, m.plane_point, m.plane_normal, float(self.options.friction),
-                          base], outputs=[p.pos, p.vel])
+                          base, p.contact_n, p.contact_dv], outputs=[p.pos, p.vel])
 
     def _implicit_solve(self, p, g, h):
         import warp as wp
@@ -241,7 +250,8 @@ class FEMSolver(Solver):
         kscale = self.kscale
         mat = [m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta]
         wp.launch(I.zero_scalars, dim=(p.n, sl.width), inputs=[], outputs=[p.scal])
-        wp.launch(I.begin_substep, dim=dv, inputs=[h, p.fixed, p.vel], outputs=[p.pos, p.pos_n, p.pos_hat])
+        wp.launch(I.begin_substep, dim=dv, inputs=[h, g, p.fixed, m.plane_point, m.plane_normal, p.vel],
+                  outputs=[p.pos, p.pos_n, p.pos_hat, p.contact_n, p.contact_dv])
         if self.has_beta:
             wp.launch(I.rotations_at_start, dim=de, inputs=[m.tets, m.dm_inv, m.model, p.pos_n],
                       outputs=[p.rot_n])
@@ -254,18 +264,18 @@ class FEMSolver(Solver):
                       inputs=[*mat, h, e0, p.pos, p.pos_n, p.rot_n, p.active],
                       outputs=[p.grad, p.scal, p.F_k, p.rot_k])
             wp.launch(I.cg_init, dim=dv, inputs=[m.mass, m.alpha, m.diag_k, kscale, h, p.fixed, rz_k, p.grad],
-                      outputs=[p.r, p.z, p.p, p.d, p.ap, p.scal])
+                      outputs=[p.r, p.z, p.p, p.d, p.ap, p.scal, p.contact_n, p.contact_dv])
             for j in range(sl.J):
                 wp.launch(I.hessian_product, dim=de,
                           inputs=[*mat, h, k, j, rz_k, rz0, ct2, nt2, p.F_k, p.rot_k, p.rot_n, p.active, p.p,
                                   p.scal],
                           outputs=[p.ap])
                 wp.launch(I.cg_curvature, dim=dv,
-                          inputs=[m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, pap_k, ct2, nt2, p.p],
+                          inputs=[m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, pap_k, ct2, nt2, p.p, p.contact_n],
                           outputs=[p.ap, p.scal])
                 wp.launch(I.cg_update, dim=dv,
                           inputs=[m.mass, m.alpha, m.diag_k, kscale, h, k, j, rz_k, rz0, pap_k, ct2, nt2,
-                                  p.p, p.ap], outputs=[p.d, p.r, p.z, p.scal])
+                                  p.p, p.ap, p.contact_n], outputs=[p.d, p.r, p.z, p.scal])
                 if j + 1 < sl.J:
                     wp.launch(I.cg_direction, dim=dv, inputs=[k, j, rz_k, rz0, ct2, nt2, p.z, p.scal],
                               outputs=[p.p, p.ap])

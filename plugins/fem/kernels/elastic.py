@@ -241,6 +241,17 @@ def explicit_velocity(
     vel_out[env, i] = v / (1.0 + h * alpha[i])
 
 
+@wp.func
+def coulomb(vt: wp.vec3, dvn: float, friction: float):
+    """Tangential velocity after a normal impulse removing dvn (>= 0): |vt| shrinks by friction·dvn,
+    stopping at zero."""
+    lt = wp.length(vt)
+    scale = float(0.0)
+    if lt > 0.0:
+        scale = wp.max(0.0, 1.0 - friction * dvn / lt)
+    return vt * scale
+
+
 @wp.kernel
 def integrate_positions(
     # Model:
@@ -251,16 +262,24 @@ def integrate_positions(
     friction: float,
     # Data in:
     base_in: wp.array2d(dtype=wp.vec3),
+    contact_n_in: wp.array2d(dtype=wp.vec3),
+    contact_dv_in: wp.array2d(dtype=float),
     # Data out:
     pos_out: wp.array2d(dtype=wp.vec3),
     vel_out: wp.array2d(dtype=wp.vec3),
 ):
     """x = x_base + h v, then static planes: a vertex behind a plane is put back on it, its inward
-    normal velocity removed and its tangential velocity reduced by friction·|Δv_n| (Coulomb)."""
+    normal velocity removed and its tangential velocity reduced by friction·|Δv_n| (Coulomb). A
+    contact of the implicit solve (contact_n != 0) gets the friction of the normal speed its
+    constraint removed (contact_dv)."""
     env, i = wp.tid()
     if fixed[env, i] != 0:
         return
     v = vel_out[env, i]
+    cn = contact_n_in[env, i]
+    if wp.dot(cn, cn) > 0.0:
+        vn = wp.dot(v, cn)
+        v = vn * cn + coulomb(v - vn * cn, contact_dv_in[env, i], friction)
     x = base_in[env, i] + h * v
     for k in range(plane_point.shape[0]):
         n = plane_normal[k]
@@ -269,12 +288,7 @@ def integrate_positions(
             x = x - d * n
             vn = wp.dot(v, n)
             if vn < 0.0:
-                vt = v - vn * n
-                lt = wp.length(vt)
-                scale = float(0.0)
-                if lt > 0.0:
-                    scale = wp.max(0.0, 1.0 - friction * (-vn) / lt)
-                v = vt * scale
+                v = coulomb(v - vn * n, -vn, friction)
     pos_out[env, i] = x
     vel_out[env, i] = v
 

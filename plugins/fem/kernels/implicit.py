@@ -44,15 +44,24 @@ def zero_scalars(
 def begin_substep(
     # Model:
     h: float,
+    gravity: wp.vec3,
     fixed: wp.array2d(dtype=wp.int32),
+    plane_point: wp.array(dtype=wp.vec3),
+    plane_normal: wp.array(dtype=wp.vec3),
     # Data in:
     vel_in: wp.array2d(dtype=wp.vec3),
     # Data out:
     pos_out: wp.array2d(dtype=wp.vec3),
     pos_n_out: wp.array2d(dtype=wp.vec3),
     pos_hat_out: wp.array2d(dtype=wp.vec3),
+    contact_n_out: wp.array2d(dtype=wp.vec3),
+    contact_dv_out: wp.array2d(dtype=float),
 ):
-    """xₙ = x, x̂ = x + h v; the Newton start is x̂ (fixed vertices stay)."""
+    """xₙ = x, x̂ = x + h v; the Newton start is x̂ (fixed vertices stay). A vertex whose free
+    flight x̂ + h² g lies behind a plane becomes a contact: its start is projected onto the
+    (deepest) plane and the solve keeps it there (its normal component is filtered out of the Newton
+    directions, as in Baraff & Witkin's filtered CG) unless the gradient pulls it off (cg_init
+    releases it); contact_dv is the normal speed the contact removes (for Coulomb friction)."""
     env, i = wp.tid()
     x = pos_out[env, i]
     pos_n_out[env, i] = x
@@ -60,7 +69,26 @@ def begin_substep(
     if fixed[env, i] != 0:
         xh = x
     pos_hat_out[env, i] = xh
+    cn = wp.vec3(0.0)
+    depth = float(0.0)
+    xf = xh + (h * h) * gravity
+    if fixed[env, i] == 0:
+        for k in range(plane_point.shape[0]):
+            d = wp.dot(xf - plane_point[k], plane_normal[k])
+            if d < depth:
+                depth = d
+                cn = plane_normal[k]
+    contact_n_out[env, i] = cn
+    contact_dv_out[env, i] = -depth / h
+    if wp.dot(cn, cn) > 0.0:
+        xh = xh - wp.min(wp.dot(xh - xf, cn) + depth, 0.0) * cn     # onto the plane if behind it
     pos_out[env, i] = xh
+
+
+@wp.func
+def filter_contact(v: wp.vec3, n: wp.vec3):
+    """Remove the component along a contact normal (n = 0: no contact)."""
+    return v - wp.dot(v, n) * n
 
 
 @wp.kernel
@@ -185,13 +213,21 @@ def cg_init(
     d_out: wp.array2d(dtype=wp.vec3),
     ap_out: wp.array2d(dtype=wp.vec3),
     scal_out: wp.array2d(dtype=wp.float64),
+    contact_n_out: wp.array2d(dtype=wp.vec3),
+    contact_dv_out: wp.array2d(dtype=float),
 ):
-    """r = -g (0 at fixed vertices), z = M⁻¹r, p = z, d = 0; rz[k, 0] = r·z."""
+    """r = -g (0 at fixed vertices, tangential at contacts), z = M⁻¹r, p = z, d = 0; rz[k, 0] = r·z.
+    A contact whose gradient points off the plane (the energy decreases by leaving) is released."""
     env, i = wp.tid()
-    r = -grad_in[env, i]
+    cn = contact_n_out[env, i]
+    if wp.dot(grad_in[env, i], cn) < 0.0:
+        cn = wp.vec3(0.0)
+        contact_n_out[env, i] = cn
+        contact_dv_out[env, i] = 0.0
+    r = filter_contact(-grad_in[env, i], cn)
     if fixed[env, i] != 0:
         r = wp.vec3(0.0)
-    z = wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r)
+    z = filter_contact(wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r), cn)
     r_out[env, i] = r
     z_out[env, i] = z
     p_out[env, i] = z
@@ -261,17 +297,18 @@ def cg_curvature(
     newton_tol2: float,
     # Data in:
     p_in: wp.array2d(dtype=wp.vec3),
+    contact_n_in: wp.array2d(dtype=wp.vec3),
     # Data out:
     ap_out: wp.array2d(dtype=wp.vec3),
     scal_out: wp.array2d(dtype=wp.float64),
 ):
-    """Ap += (M/h² + αM/h) p (0 at fixed vertices); pAp[k, j] = p·Ap."""
+    """Ap += (M/h² + αM/h) p, filtered (0 at fixed vertices, tangential at contacts); pAp[k, j]."""
     env, i = wp.tid()
     if not cg_active(scal_out, env, rz_k, rz0, j, cg_tol2, newton_tol2, k):
         return
     p = p_in[env, i]
     m = mass[i]
-    ap = ap_out[env, i] + (m / (h * h) + alpha[i] * m / h) * p
+    ap = filter_contact(ap_out[env, i] + (m / (h * h) + alpha[i] * m / h) * p, contact_n_in[env, i])
     if fixed[env, i] != 0:
         ap = wp.vec3(0.0)
     ap_out[env, i] = ap
@@ -296,6 +333,7 @@ def cg_update(
     # Data in:
     p_in: wp.array2d(dtype=wp.vec3),
     ap_in: wp.array2d(dtype=wp.vec3),
+    contact_n_in: wp.array2d(dtype=wp.vec3),
     # Data out:
     d_out: wp.array2d(dtype=wp.vec3),
     r_out: wp.array2d(dtype=wp.vec3),
@@ -315,7 +353,7 @@ def cg_update(
     a = float(scal_out[env, rz_k + j] / pap)
     d_out[env, i] = d_out[env, i] + a * p_in[env, i]
     r = r_out[env, i] - a * ap_in[env, i]
-    z = wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r)
+    z = filter_contact(wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r), contact_n_in[env, i])
     r_out[env, i] = r
     z_out[env, i] = z
     wp.atomic_add(scal_out, env, rz_k + j + 1, wp.float64(wp.dot(r, z)))
