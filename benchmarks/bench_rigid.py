@@ -73,6 +73,25 @@ def _mujoco_rates(m, n: int, nstep: int, repeats: int) -> dict:
     return out
 
 
+def _mujoco_cpu(m, n: int, nstep: int, repeats: int) -> float:
+    import mujoco
+    from mujoco import rollout
+
+    d = mujoco.MjData(m)
+    size = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    state0 = np.zeros((n, size))
+    mujoco.mj_getState(m, d, state0[0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    state0[:] = state0[0]
+    datas = [mujoco.MjData(m)]
+    rollout.rollout([m] * n, datas, state0, nstep=2)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.process_time()
+        rollout.rollout([m] * n, datas, state0, nstep=nstep)
+        best = min(best, (time.process_time() - t0) / (n * nstep))
+    return best
+
+
 def _scene(path, dt, n_envs, capture, threads, precision="64"):
     import polyphys
     from polyphys import morphs
@@ -123,6 +142,25 @@ def run(quick: bool = False) -> list[dict]:
                                 f"env-steps/s, capture={'on' if capture else 'off'}, cpu_threads={threads}",
                                 "env-steps/s", rate, ref[best_name], best_name, ratio=rate / ref[best_name],
                                 notes="float64, implicitfast; ratio > 1: polyphys faster"))
+    # CPU time (process_time) per env-step on one thread: robust when other processes share the
+    # cores, which makes the wall-clock rates above vary by 2-5x between runs
+    n = 64 if quick else 1024
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scene = _scene(path, dt, n, True, 1)
+    for _ in range(3):
+        scene.step()
+    k = 5 if quick else 20
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.process_time()
+        for _ in range(k):
+            scene.step()
+        best = min(best, (time.process_time() - t0) / (k * n))
+    mj = _mujoco_cpu(m, n, max(2, 2 * k // 4), repeats)
+    rows.append(row(f"humanoid no contact, n_envs={n}", "CPU time per env-step, 1 thread", "us",
+                    best * 1e6, mj * 1e6, "mujoco.rollout nthread=1 (CPU time)",
+                    notes="process_time: insensitive to other processes; ratio > 1: polyphys faster"))
     if not quick:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
