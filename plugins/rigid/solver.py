@@ -57,6 +57,8 @@ class RigidSolver(Solver):
             if not isinstance(desc, EntityDescription):
                 raise OptionError(f"morph {type(morph).__name__} did not give an EntityDescription")
             base = (morph.pos, morph.orientation)
+        if not desc.links:
+            raise OptionError(f"entity {ename!r}: the description has no link (nothing to simulate)")
         self._check_description(desc, ename)
         self._pending.append((desc, *base))
         entity = RigidEntity(self, len(self.entities), morph, material, surface, name, desc)
@@ -124,12 +126,12 @@ class RigidSolver(Solver):
         base.link_gravcomp = arr(h["link_gravcomp"].astype(npf), s)
         base.joint_springref = arr(h["joint_springref"].astype(npf), s)
         base.joint_axis = arr(h["joint_axis"].astype(npf), V)
-        base.dof_parent = arr(h["dof_parent"], wp.int32)
-        base.dof_madr = arr(h["dof_madr"], wp.int32)
-        base.dof_depth = arr(h["dof_depth"].astype(np.int32), wp.int32)
+        base.dof_parent = arr(one(h["dof_parent"]), wp.int32)
+        base.dof_madr = arr(one(h["dof_madr"]), wp.int32)
+        base.dof_depth = arr(one(h["dof_depth"].astype(np.int32)), wp.int32)
         base.m_col = arr(one(h["m_cols"].astype(np.int32)), wp.int32)
-        base.dof_link = arr(h["dof_link"], wp.int32)
-        base.dof_joint = arr(h["dof_joint"], wp.int32)
+        base.dof_link = arr(one(h["dof_link"]), wp.int32)
+        base.dof_joint = arr(one(h["dof_joint"]), wp.int32)
         base.joint_midpoint = arr(one(h["joint_midpoint"]), wp.int32)
         na = len(h["act_dof"])
         self.n_act = na
@@ -139,27 +141,30 @@ class RigidSolver(Solver):
             setattr(base, k, arr(one(h[k]).astype(npf), s))
         base.act_gain = arr(one(h["act_gain"]).astype(npf), V)
         base.act_bias = arr(one(h["act_bias"]).astype(npf), V)
-        # per-env parameters
+        # per-env parameters; dof- and q-indexed arrays get at least one column (a scene of static
+        # bodies has no dof; Warp cannot slice a zero-width 2D array) and the kernel takes the counts
+        ndp = max(1, self.n_dofs)
         tile = lambda a: np.ascontiguousarray(np.broadcast_to(a, (n, *a.shape)).astype(npf))  # noqa: E731
         nd = max(1, self.n_dofs)
         self.params = SimpleNamespace(
             link_mass=arr(tile(h["link_mass"]), s), link_com=arr(tile(h["link_com"]), V),
             link_inertia=arr(tile(h["link_inertia"]), Mt),
-            dof_damping=arr(tile(h["dof_damping"]), s), dof_armature=arr(tile(h["dof_armature"]), s),
-            dof_stiffness=arr(tile(h["dof_stiffness"]), s),
-            dof_kp=arr(tile(np.zeros(self.n_dofs)), s), dof_kv=arr(tile(np.zeros(self.n_dofs)), s),
-            dof_force_lo=arr(tile(np.full(self.n_dofs, -np.inf)), s),
-            dof_force_hi=arr(tile(np.full(self.n_dofs, np.inf)), s))
+            dof_damping=arr(tile(one(h["dof_damping"])), s),
+            dof_armature=arr(tile(one(h["dof_armature"])), s),
+            dof_stiffness=arr(tile(one(h["dof_stiffness"])), s),
+            dof_kp=arr(tile(np.zeros(ndp)), s), dof_kv=arr(tile(np.zeros(ndp)), s),
+            dof_force_lo=arr(tile(np.full(ndp, -np.inf)), s),
+            dof_force_hi=arr(tile(np.full(ndp, np.inf)), s))
         # state
         nl, nj = self.n_links, max(1, self.n_joints)
-        self.qpos = arr(np.tile(t.qpos0, (n, 1)).astype(npf), s)
-        self.qvel = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
+        self.qpos = arr(np.tile(one(t.qpos0), (n, 1)).astype(npf), s)
+        self.qvel = wp.zeros((n, ndp), dtype=s, device=dev)
         self.ctrl = wp.zeros((n, max(1, na)), dtype=s, device=dev)
-        self.dof_mode = wp.zeros((n, self.n_dofs), dtype=wp.int32, device=dev)
-        self.dof_target_pos = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
-        self.dof_target_vel = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
-        self.dof_target_force = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
-        self.qfrc_applied = wp.zeros((n, self.n_dofs), dtype=s, device=dev)
+        self.dof_mode = wp.zeros((n, ndp), dtype=wp.int32, device=dev)
+        self.dof_target_pos = wp.zeros((n, ndp), dtype=s, device=dev)
+        self.dof_target_vel = wp.zeros((n, ndp), dtype=s, device=dev)
+        self.dof_target_force = wp.zeros((n, ndp), dtype=s, device=dev)
+        self.qfrc_applied = wp.zeros((n, ndp), dtype=s, device=dev)
         self.xfrc_force = wp.zeros((n, nl), dtype=V, device=dev)
         self.xfrc_torque = wp.zeros((n, nl), dtype=V, device=dev)
         # a coupler's per-substep reaction (RigidView): applied in the next MODE_STEP, then cleared
@@ -169,7 +174,7 @@ class RigidSolver(Solver):
         z = lambda shape, dt: wp.zeros((n, *shape), dtype=dt, device=dev)  # noqa: E731
         nnz = max(1, int(h["nnz"]))
         self.d = SimpleNamespace(
-            qacc=z((self.n_dofs,), s),
+            qacc=z((ndp,), s),
             link_pos=z((nl,), V), link_quat=z((nl,), Q), link_vel=z((nl,), V), link_ang=z((nl,), V),
             link_xipos=z((nl,), V), link_com_vel=z((nl,), V), joint_anchor=z((nj,), V), joint_xaxis=z((nj,), V),
             cinert_m=z((nl,), s), cinert_mc=z((nl,), V), cinert_i=z((nl,), Mt),
@@ -178,10 +183,10 @@ class RigidSolver(Solver):
             cdof_w=z((nd,), V), cdof_v=z((nd,), V), cdofdot_w=z((nd,), V), cdofdot_v=z((nd,), V),
             cfrc_t=z((nl,), V), cfrc_f=z((nl,), V), cext_t=z((nl,), V), cext_f=z((nl,), V),
             mass=z((nnz,), s), qld=z((nnz,), s),
-            qfrc_bias=z((self.n_dofs,), s), qfrc_passive=z((self.n_dofs,), s),
-            qfrc_actuator=z((self.n_dofs,), s), qfrc_control=z((self.n_dofs,), s),
-            qfrc_ext=z((self.n_dofs,), s), qfrc_smooth=z((self.n_dofs,), s),
-            dof_dv=z((self.n_dofs,), s), act_force=z((max(1, na),), s),
+            qfrc_bias=z((ndp,), s), qfrc_passive=z((ndp,), s),
+            qfrc_actuator=z((ndp,), s), qfrc_control=z((ndp,), s),
+            qfrc_ext=z((ndp,), s), qfrc_smooth=z((ndp,), s),
+            dof_dv=z((ndp,), s), act_force=z((max(1, na),), s),
             joint_mid_active=z((nj,), wp.int32))
         g = np.asarray(layout.gravity, dtype=float)
         self._gravity = V(*[npf(x) for x in g])
@@ -196,7 +201,7 @@ class RigidSolver(Solver):
         m, p, d = self.model, self.params, self.d
         shared = [m.link_parent, m.link_root, m.link_pos0, m.link_quat0, m.link_joint_adr, m.link_dof_adr,
                   m.link_gravcomp, m.joint_type, m.joint_q_start, m.joint_dof_start, m.joint_pos,
-                  m.joint_axis, m.joint_ref, m.joint_springref, m.dof_parent, m.dof_madr, m.dof_depth,
+                  m.joint_axis, m.joint_ref, m.joint_springref, int(self.n_dofs), m.dof_parent, m.dof_madr, m.dof_depth,
                   m.m_col, m.dof_link, m.dof_joint, m.joint_midpoint, int(self.n_act), m.act_dof,
                   m.act_qadr, m.act_gear, m.act_gain, m.act_bias, m.act_ctrl_lo, m.act_ctrl_hi, m.act_force_lo, m.act_force_hi]
         per_env = [m.root_pos, m.root_quat, p.link_mass, p.link_com, p.link_inertia, p.dof_damping,

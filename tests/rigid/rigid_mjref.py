@@ -75,13 +75,17 @@ def no_constraint_model(xml: str, integrator: int | None = None):
 def make_scene(m, integrator="Euler", n_envs=0, precision="64", mjcf_file=None):
     """A polyphys scene of model ``m``: from ``desc_from_mjmodel(m)``, or through the MJCF importer
     when ``mjcf_file`` is given (the same model as a file)."""
+    import mujoco
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.rigid.materials import Rigid
     from polyphys.plugins.rigid.options import RigidOptions
 
+    gravity = tuple(m.opt.gravity)
+    if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
+        gravity = (0.0, 0.0, 0.0)
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=float(m.opt.timestep), precision=precision,
-                                                   gravity=tuple(m.opt.gravity), graph_capture=False),
+                                                   gravity=gravity, graph_capture=False),
                            rigid=RigidOptions(integrator=integrator, mujoco_compatible=True,
                                               enable_collision=False, disable_constraint=True))
     morph = (morphs.MJCF(file=mjcf_file) if mjcf_file is not None

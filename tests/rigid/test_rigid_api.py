@@ -244,3 +244,14 @@ def test_reset_clears_control_keeps_parameters_and_checkpoint_restores_them(tmp_
     other_scene.step()
     assert np.array_equal(box.get_dofs_velocity(), other.get_dofs_velocity())
     assert box.get_dofs_velocity()[1, 0] == pytest.approx(0.01 / (3 * m0))
+
+
+def test_scene_of_static_bodies_steps():
+    """A plane and a fixed box: no dof at all; build, step, getters work."""
+    scene = _scene()
+    plane = scene.add_entity(morphs.Plane(), Rigid())
+    box = scene.add_entity(morphs.Box(size=(0.1, 0.1, 0.1), pos=(0, 0, 1), fixed=True), Rigid())
+    scene.build(n_envs=2)
+    scene.step()
+    assert box.n_dofs == 0 and plane.get_qpos().shape == (2, 0)
+    assert np.allclose(box.get_pos(), [[0, 0, 1]] * 2)

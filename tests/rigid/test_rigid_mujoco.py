@@ -25,7 +25,13 @@ def _models():
         p = gym_asset(name)
         if p:
             out.append(pytest.param(p, id=f"gym-{name[:-4]}"))
-    for rel in ("suite/humanoid.xml", "suite/cartpole.xml", "suite/acrobot.xml"):
+    for name in ("humanoidstandup.xml", "inverted_pendulum.xml", "pusher.xml", "walker2d_v5.xml", "point.xml"):
+        p = gym_asset(name)
+        if p:
+            out.append(pytest.param(p, id=f"gym-{name[:-4]}"))
+    for rel in ("suite/humanoid.xml", "suite/cartpole.xml", "suite/acrobot.xml", "suite/humanoid_CMU.xml",
+                "suite/cheetah.xml", "suite/walker.xml", "suite/hopper.xml", "suite/finger.xml",
+                "suite/pendulum.xml", "suite/reacher.xml", "suite/swimmer.xml", "suite/ball_in_cup.xml"):
         p = dm_asset(rel)
         if p:
             out.append(pytest.param(p, id=f"dmc-{rel.split('/')[1][:-4]}"))
@@ -46,7 +52,10 @@ def _unsupported(m):
     transmissions, activation dynamics). Fixed tendons without stiffness or damping act only through
     limits, i.e. constraints, which are off."""
     passive_tendons = m.ntendon > 0 and ((m.tendon_stiffness != 0).any() or (m.tendon_damping != 0).any())
-    return passive_tendons or (m.nu and (m.actuator_trntype != 0).any()) or (m.nu and (m.actuator_dyntype != 0).any())
+    B = mujoco.mjtDisableBit
+    flags = int(B.mjDSBL_SPRING) | int(B.mjDSBL_DAMPER) | int(B.mjDSBL_ACTUATION) | int(B.mjDSBL_CLAMPCTRL)
+    unsupported_act = m.nu and ((m.actuator_trntype != 0).any() or (m.actuator_dyntype != 0).any())
+    return passive_tendons or bool(m.opt.disableflags & flags) or m.nbody < 2 or bool(unsupported_act)
 
 
 def _rel(a, b):

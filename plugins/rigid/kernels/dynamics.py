@@ -97,6 +97,7 @@ def rigid_dynamics(
     joint_axis: wp.array(dtype=Any),
     joint_ref: wp.array(dtype=Any),
     joint_springref: wp.array(dtype=Any),
+    n_dofs: wp.int32,
     dof_parent: wp.array(dtype=wp.int32),
     dof_madr: wp.array(dtype=wp.int32),
     dof_depth: wp.array(dtype=wp.int32),
@@ -181,7 +182,6 @@ def rigid_dynamics(
 ):
     env = wp.tid()
     n_links = link_parent.shape[0]
-    n_dofs = dof_parent.shape[0]
     s0 = type(h)(0.0)
     s1 = type(h)(1.0)
     zero = gravity * s0
