@@ -94,11 +94,13 @@ class FEMSolver(Solver):
     def build(self, layout):
         import warp as wp
 
-        from .kernels import elastic, implicit  # noqa: F401  (module load before capture)
+        from . import kernels
 
-        if layout.precision != "32":
-            raise OptionError(f"SimOptions.precision = {layout.precision!r}: the FEM solver supports '32'")
         self.layout = layout
+        # kernel modules of this precision (imported before the first, uncaptured, step)
+        self.K, self.I = kernels.load(layout.precision)
+        S, vec3, mat33 = self.K.S, self.K.vec3, self.K.mat33
+        self._types = (S, vec3, mat33)
         n, dev = layout.n_envs, layout.device
         opts = self.options
         v0, tets, vol, tris, mask0 = [], [], [], [], []
@@ -136,44 +138,44 @@ class FEMSolver(Solver):
         self._check_cfl(x, P, rho)
         diag_k = _rest_stiffness_diagonal(tets, dm_inv, vol, P["mu_lin"], P["lam_lin"], nv)
 
-        f32 = np.float32
-        W = lambda a, dt=float: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
+        f32 = layout.np_float
+        W = lambda a, dt=S: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
         self.model = SimpleNamespace(
-            tets=W(tets.astype(np.int32), wp.vec4i), dm_inv=W(dm_inv.astype(f32), wp.mat33),
+            tets=W(tets.astype(np.int32), wp.vec4i), dm_inv=W(dm_inv.astype(f32), mat33),
             rest_vol=W(vol.astype(f32)), model=W(P["model"].astype(np.int32), wp.int32),
             mu=W(P["mu"].astype(f32)), lam=W(P["lam"].astype(f32)), mu_lin=W(P["mu_lin"].astype(f32)),
             lam_lin=W(P["lam_lin"].astype(f32)), beta=W(P["beta"].astype(f32)),
             mass=W(mass.astype(f32)), inv_mass=W((1.0 / mass).astype(f32)),
-            alpha=W(np.concatenate(alpha_v).astype(f32)), diag_k=W(diag_k.astype(f32), wp.vec3))
+            alpha=W(np.concatenate(alpha_v).astype(f32)), diag_k=W(diag_k.astype(f32), vec3))
         planes = opts.all_planes()
-        self.model.plane_point = W(np.array([p for p, _ in planes], dtype=f32).reshape(-1, 3), wp.vec3)
-        self.model.plane_normal = W(np.array([q for _, q in planes], dtype=f32).reshape(-1, 3), wp.vec3)
+        self.model.plane_point = W(np.array([p for p, _ in planes], dtype=f32).reshape(-1, 3), vec3)
+        self.model.plane_normal = W(np.array([q for _, q in planes], dtype=f32).reshape(-1, 3), vec3)
         self.triangles = W(np.concatenate(tris).astype(np.int32).reshape(-1, 3), wp.int32)
         self.has_beta = bool((P["beta"] > 0).any())
         # Jacobi preconditioner diagonal: M/h² + αM/h + (1 + β/h) diag(K_rest)
         self.kscale = 1.0 + float(P["beta"].max()) / layout.h
 
         # state
-        self.pos = W(np.tile(v0.astype(f32), (n, 1, 1)), wp.vec3)
-        self.vel = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
+        self.pos = W(np.tile(v0.astype(f32), (n, 1, 1)), vec3)
+        self.vel = wp.zeros((n, nv), dtype=vec3, device=dev)
         self.active = W(np.ones((n, ne), dtype=np.int32), wp.int32)
         # per-env model data (not state; checkpointed through extra_state)
         self.fixed = W(np.tile(np.concatenate(mask0).astype(np.int32), (n, 1)), wp.int32)
         self.mass_env = W(np.tile(mass.astype(f32), (n, 1)))
         self.carrier_active = W(np.ones((n, nv), dtype=np.int32), wp.int32)
         # work arrays
-        self.force = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
-        self.pos_n = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
+        self.force = wp.zeros((n, nv), dtype=vec3, device=dev)
+        self.pos_n = wp.zeros((n, nv), dtype=vec3, device=dev)
         # implicit contacts of the current substep (all zero for the explicit integrator)
-        self.contact_n = wp.zeros((n, nv), dtype=wp.vec3, device=dev)
-        self.contact_dv = wp.zeros((n, nv), dtype=float, device=dev)
+        self.contact_n = wp.zeros((n, nv), dtype=vec3, device=dev)
+        self.contact_dv = wp.zeros((n, nv), dtype=S, device=dev)
         if opts.integrator == "implicit":
             self.sl = ScalarLayout(opts.newton_iters, opts.cg_iters, opts.line_search_iters)
-            self.work = {k: wp.zeros((n, nv), dtype=wp.vec3, device=dev)
+            self.work = {k: wp.zeros((n, nv), dtype=vec3, device=dev)
                          for k in ("pos_hat", "grad", "d", "r", "z", "p", "ap")}
-            self.F_k = wp.zeros((n, ne), dtype=wp.mat33, device=dev)
-            self.rot_k = wp.zeros((n, ne), dtype=wp.mat33, device=dev)
-            self.rot_n = wp.zeros((n, ne), dtype=wp.mat33, device=dev)
+            self.F_k = wp.zeros((n, ne), dtype=mat33, device=dev)
+            self.rot_k = wp.zeros((n, ne), dtype=mat33, device=dev)
+            self.rot_n = wp.zeros((n, ne), dtype=mat33, device=dev)
             self.rot_n.assign(np.tile(np.eye(3, dtype=f32), (n, ne, 1, 1)))
             self.scal = wp.zeros((n, self.sl.width), dtype=wp.float64, device=dev)
         self._parts = {}
@@ -214,10 +216,9 @@ class FEMSolver(Solver):
     def substep_pre_coupling(self, f, part):
         import warp as wp
 
-        from .kernels import elastic as K
-
+        K = self.K
         p, m, h = self._parts[part.index], self.model, self.layout.h
-        g = wp.vec3(*self.layout.gravity)
+        g = self._types[1](*self.layout.gravity)
         if self.options.integrator == "implicit":
             self._implicit_solve(p, g, h)
             return
@@ -230,8 +231,7 @@ class FEMSolver(Solver):
     def substep_post_coupling(self, f, part):
         import warp as wp
 
-        from .kernels import elastic as K
-
+        K = self.K
         p, m = self._parts[part.index], self.model
         base = p.pos_n if self.options.integrator == "implicit" else p.pos
         wp.launch(K.integrate_positions, dim=(p.n, self.n_vertices),
@@ -241,8 +241,7 @@ class FEMSolver(Solver):
     def _implicit_solve(self, p, g, h):
         import warp as wp
 
-        from .kernels import implicit as I
-
+        I = self.I
         m, o, sl = self.model, self.options, self.sl
         nv, ne = self.n_vertices, self.n_elements
         dv, de = (p.n, nv), (p.n, ne)
@@ -316,16 +315,16 @@ class FEMSolver(Solver):
 
     # -- readbacks (outside the step) ---------------------------------------------------------------
     def element_fields(self):
-        """(F, P, psi) of every element in every env, as NumPy arrays (float32)."""
+        """(F, P, psi) of every element in every env, as NumPy arrays (the state's precision)."""
         import warp as wp
 
-        from .kernels import elastic as K
-
+        K = self.K
+        S, _, mat33 = self._types
         n, ne, dev = self.layout.n_envs, self.n_elements, self.device
         if self._readback is None:
-            self._readback = (wp.zeros((n, ne), dtype=wp.mat33, device=dev),
-                              wp.zeros((n, ne), dtype=wp.mat33, device=dev),
-                              wp.zeros((n, ne), dtype=float, device=dev))
+            self._readback = (wp.zeros((n, ne), dtype=mat33, device=dev),
+                              wp.zeros((n, ne), dtype=mat33, device=dev),
+                              wp.zeros((n, ne), dtype=S, device=dev))
         Fa, Pa, psi = self._readback
         m = self.model
         wp.launch(K.element_stress, dim=(n, ne), inputs=[m.tets, m.dm_inv, m.model, m.mu, m.lam, self.pos],

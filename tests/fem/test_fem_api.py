@@ -14,10 +14,11 @@ from polyphys.views import ParticleView, SurfaceMeshView
 TET = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]])
 
 
-def _build(integrator="explicit", n_envs=0, capture=True, seed=0, drive=True):
+def _build(integrator="explicit", n_envs=0, capture=True, seed=0, drive=True, precision="32"):
     ents, opts, drive_fn = contract_scene()
     opts = FEMOptions(integrator=integrator, floor_height=0.0, newton_iters=2, cg_iters=20)
-    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=2, graph_capture=capture), fem=opts)
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=2, graph_capture=capture, precision=precision),
+                        fem=opts)
     for m, mat, kw in ents:
         sc.add_entity(m, mat, **kw)
     sc.build(n_envs=n_envs)
@@ -183,8 +184,9 @@ def test_reset_env_isolation_and_fresh_continuation(integrator):
         assert np.array_equal(a[k][0], b[k][0]), k
 
 
-def test_checkpoint_continues_bit_exactly(tmp_path):
-    sc = _build("implicit", n_envs=2, seed=2)
+@pytest.mark.parametrize("precision", ["32", "64"])
+def test_checkpoint_continues_bit_exactly(tmp_path, precision):
+    sc = _build("implicit", n_envs=2, seed=2, precision=precision)
     sc.entities[1].set_fixed_vertices(np.arange(sc.entities[1].n_vertices) < 2, envs_idx=[1])
     for _ in range(3):
         sc.step()
@@ -193,13 +195,14 @@ def test_checkpoint_continues_bit_exactly(tmp_path):
     for _ in range(5):
         sc.step()
     ref = _state(sc)
-    other = _build("implicit", n_envs=2, seed=3)
+    other = _build("implicit", n_envs=2, seed=3, precision=precision)
     other.load_checkpoint(path)
     assert other.entities[1].get_fixed_vertices()[1, :2].all()
     for _ in range(5):
         other.step()
     out = _state(other)
     for k in ref:
+        assert ref[k].dtype == (np.float64 if precision == "64" and k != "active" else ref[k].dtype)
         assert np.array_equal(ref[k], out[k]), k
 
 

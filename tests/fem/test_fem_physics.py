@@ -54,15 +54,17 @@ def test_patch_test_constant_stress():
     assert np.isfinite(P).all() and P.shape == (body.n_elements, 3, 3)
 
 
+@pytest.mark.parametrize("precision", ["32", "64"])
 @pytest.mark.parametrize("stretch", [1.3, 0.8])
-def test_neo_hookean_uniaxial_stretch(stretch):
+def test_neo_hookean_uniaxial_stretch(stretch, precision):
     """Homogeneous uniaxial stretch F = diag(s, b, b), b solving P22 = 0 (uniaxial stress):
-    every element's P equals the analytic stable Neo-Hookean law."""
+    every element's P equals the analytic stable Neo-Hookean law (the deformation is affine, so
+    exactly representable on the tet mesh: only roundoff separates the two)."""
     from scipy.optimize import brentq
 
     E, nu = 1e5, 0.35
     b = brentq(lambda b: snh_P_diag(stretch, b, b, E, nu)[1], 0.5, 1.5, xtol=1e-15)
-    sc = _scene(FEMOptions(), dt=1e-4)
+    sc = _scene(FEMOptions(), dt=1e-4, precision=precision)
     body = sc.add_entity(morphs.Box(size=(1.0, 1.0, 1.0)), NeoHookean(E=E, nu=nu), resolution=4)
     sc.build()
     X = body.rest_vertices
@@ -70,10 +72,11 @@ def test_neo_hookean_uniaxial_stretch(stretch):
     P = body.get_elements_stress()
     P_exact = np.diag(snh_P_diag(stretch, b, b, E, nu))
     scale = np.abs(P_exact).max()
-    # float32: F carries ~1e-7 relative error (positions of size <= 0.65, cell 0.25), amplified by
-    # the bulk modulus over the stress scale (lam/|P| ~ 2): 1e-6 relative to the stress scale bounds it
+    # float64: the issue's 1e-6 (roundoff is ~1e-15). float32: F carries ~1e-7 relative error
+    # (positions of size <= 0.65, cell 0.25), amplified by the bulk modulus over the stress scale
+    # (lam/|P| ~ 2): 2e-6 relative to the stress scale bounds it (measured 1.5e-7 and 3.3e-7)
     err = np.abs(P - P_exact).max() / scale
-    assert err < 1e-6 * 2, err
+    assert err < (1e-6 if precision == "64" else 2e-6), err
     assert abs(P_exact[1, 1]) < 1e-9 * scale          # the lateral faces really are traction free
 
 

@@ -11,19 +11,25 @@ of the element (identity for the linear model).
 
 import warp as wp
 
+# One source, two precisions: this file is imported as ``elastic`` (float32) and loaded a second time
+# as ``elastic_f64`` (float64) by ``kernels.load("64")``; S, vec3 and mat33 follow the module name.
+S = wp.float64 if __name__.endswith("_f64") else wp.float32
+vec3 = wp.vec3d if S is wp.float64 else wp.vec3f
+mat33 = wp.mat33d if S is wp.float64 else wp.mat33f
+
 MODEL_LINEAR = wp.constant(0)
 MODEL_COROTATED = wp.constant(1)
 MODEL_NEOHOOKEAN = wp.constant(2)
 
 
 @wp.func
-def ds_matrix(x: wp.array2d(dtype=wp.vec3), env: int, t: wp.vec4i):
+def ds_matrix(x: wp.array2d(dtype=vec3), env: int, t: wp.vec4i):
     x0 = x[env, t[0]]
     return wp.matrix_from_cols(x[env, t[1]] - x0, x[env, t[2]] - x0, x[env, t[3]] - x0)
 
 
 @wp.func
-def ds_trial(x: wp.array2d(dtype=wp.vec3), d: wp.array2d(dtype=wp.vec3), s: float, env: int,
+def ds_trial(x: wp.array2d(dtype=vec3), d: wp.array2d(dtype=vec3), s: S, env: int,
              t: wp.vec4i):
     """Ds at the trial positions x + s·d."""
     x0 = x[env, t[0]] + s * d[env, t[0]]
@@ -32,13 +38,13 @@ def ds_trial(x: wp.array2d(dtype=wp.vec3), d: wp.array2d(dtype=wp.vec3), s: floa
 
 
 @wp.func
-def polar_rotation(F: wp.mat33):
+def polar_rotation(F: mat33):
     """Rotation R of the polar decomposition F = R S (proper: det R = +1, also for inverted F)."""
-    U = wp.mat33()
-    sig = wp.vec3()
-    V = wp.mat33()
+    U = mat33()
+    sig = vec3()
+    V = mat33()
     wp.svd3(F, U, sig, V)
-    if wp.determinant(U) * wp.determinant(V) < 0.0:
+    if wp.determinant(U) * wp.determinant(V) < S(0.0):
         k = int(0)
         if sig[1] < sig[k]:
             k = 1
@@ -50,129 +56,129 @@ def polar_rotation(F: wp.mat33):
 
 
 @wp.func
-def cofactor(F: wp.mat33):
+def cofactor(F: mat33):
     """∂J/∂F: columns f1×f2, f2×f0, f0×f1 of F's columns f0, f1, f2."""
-    f0 = wp.vec3(F[0, 0], F[1, 0], F[2, 0])
-    f1 = wp.vec3(F[0, 1], F[1, 1], F[2, 1])
-    f2 = wp.vec3(F[0, 2], F[1, 2], F[2, 2])
+    f0 = vec3(F[0, 0], F[1, 0], F[2, 0])
+    f1 = vec3(F[0, 1], F[1, 1], F[2, 1])
+    f2 = vec3(F[0, 2], F[1, 2], F[2, 2])
     return wp.matrix_from_cols(wp.cross(f1, f2), wp.cross(f2, f0), wp.cross(f0, f1))
 
 
 @wp.func
-def cofactor_diff(F: wp.mat33, dF: wp.mat33):
+def cofactor_diff(F: mat33, dF: mat33):
     """Directional derivative of ∂J/∂F along dF."""
-    f0 = wp.vec3(F[0, 0], F[1, 0], F[2, 0])
-    f1 = wp.vec3(F[0, 1], F[1, 1], F[2, 1])
-    f2 = wp.vec3(F[0, 2], F[1, 2], F[2, 2])
-    d0 = wp.vec3(dF[0, 0], dF[1, 0], dF[2, 0])
-    d1 = wp.vec3(dF[0, 1], dF[1, 1], dF[2, 1])
-    d2 = wp.vec3(dF[0, 2], dF[1, 2], dF[2, 2])
+    f0 = vec3(F[0, 0], F[1, 0], F[2, 0])
+    f1 = vec3(F[0, 1], F[1, 1], F[2, 1])
+    f2 = vec3(F[0, 2], F[1, 2], F[2, 2])
+    d0 = vec3(dF[0, 0], dF[1, 0], dF[2, 0])
+    d1 = vec3(dF[0, 1], dF[1, 1], dF[2, 1])
+    d2 = vec3(dF[0, 2], dF[1, 2], dF[2, 2])
     return wp.matrix_from_cols(wp.cross(d1, f2) + wp.cross(f1, d2), wp.cross(d2, f0) + wp.cross(f2, d0),
                                wp.cross(d0, f1) + wp.cross(f0, d1))
 
 
 @wp.func
-def damping_rotation(model: int, F: wp.mat33):
+def damping_rotation(model: int, F: mat33):
     """The element rotation: polar R of F (corotated, Neo-Hookean damping), identity for linear."""
     if model == MODEL_LINEAR:
-        return wp.identity(n=3, dtype=float)
+        return wp.identity(n=3, dtype=S)
     return polar_rotation(F)
 
 
 @wp.func
-def model_rotation(model: int, F: wp.mat33):
+def model_rotation(model: int, F: mat33):
     """The rotation the model's stress needs: polar R of F for corotated, identity otherwise."""
     if model == MODEL_COROTATED:
         return polar_rotation(F)
-    return wp.identity(n=3, dtype=float)
+    return wp.identity(n=3, dtype=S)
 
 
 @wp.func
-def nh_alpha(mu: float, lam: float):
-    return 1.0 + 0.75 * mu / lam
+def nh_alpha(mu: S, lam: S):
+    return S(1.0) + S(0.75) * mu / lam
 
 
 @wp.func
-def stress(model: int, mu: float, lam: float, F: wp.mat33):
+def stress(model: int, mu: S, lam: S, F: mat33):
     """First Piola-Kirchhoff stress P(F)."""
     return stress_rot(model, mu, lam, F, model_rotation(model, F))
 
 
 @wp.func
-def stress_rot(model: int, mu: float, lam: float, F: wp.mat33, R: wp.mat33):
+def stress_rot(model: int, mu: S, lam: S, F: mat33, R: mat33):
     """P(F) given the polar rotation R of F (used by the corotated model only)."""
-    I = wp.identity(n=3, dtype=float)
+    I = wp.identity(n=3, dtype=S)
     if model == MODEL_LINEAR:
-        eps = 0.5 * (F + wp.transpose(F)) - I
-        return 2.0 * mu * eps + lam * wp.trace(eps) * I
+        eps = S(0.5) * (F + wp.transpose(F)) - I
+        return S(2.0) * mu * eps + lam * wp.trace(eps) * I
     if model == MODEL_COROTATED:
-        S = wp.transpose(R) * F
-        S = 0.5 * (S + wp.transpose(S))
-        return R * (2.0 * mu * (S - I) + lam * wp.trace(S - I) * I)
+        Sm = wp.transpose(R) * F
+        Sm = S(0.5) * (Sm + wp.transpose(Sm))
+        return R * (S(2.0) * mu * (Sm - I) + lam * wp.trace(Sm - I) * I)
     ic = wp.ddot(F, F)
     J = wp.determinant(F)
-    return mu * (1.0 - 1.0 / (ic + 1.0)) * F + lam * (J - nh_alpha(mu, lam)) * cofactor(F)
+    return mu * (S(1.0) - S(1.0) / (ic + S(1.0))) * F + lam * (J - nh_alpha(mu, lam)) * cofactor(F)
 
 
 @wp.func
-def energy_density(model: int, mu: float, lam: float, F: wp.mat33):
+def energy_density(model: int, mu: S, lam: S, F: mat33):
     """Strain energy per rest volume Psi(F), zero at F = I."""
     return energy_density_rot(model, mu, lam, F, model_rotation(model, F))
 
 
 @wp.func
-def energy_density_rot(model: int, mu: float, lam: float, F: wp.mat33, R: wp.mat33):
+def energy_density_rot(model: int, mu: S, lam: S, F: mat33, R: mat33):
     """Psi(F) given the polar rotation R of F (used by the corotated model only)."""
-    I = wp.identity(n=3, dtype=float)
+    I = wp.identity(n=3, dtype=S)
     if model == MODEL_LINEAR:
-        eps = 0.5 * (F + wp.transpose(F)) - I
+        eps = S(0.5) * (F + wp.transpose(F)) - I
         tr = wp.trace(eps)
-        return mu * wp.ddot(eps, eps) + 0.5 * lam * tr * tr
+        return mu * wp.ddot(eps, eps) + S(0.5) * lam * tr * tr
     if model == MODEL_COROTATED:
-        S = wp.transpose(R) * F
-        S = 0.5 * (S + wp.transpose(S)) - I
-        tr = wp.trace(S)
-        return mu * wp.ddot(S, S) + 0.5 * lam * tr * tr
+        Sm = wp.transpose(R) * F
+        Sm = S(0.5) * (Sm + wp.transpose(Sm)) - I
+        tr = wp.trace(Sm)
+        return mu * wp.ddot(Sm, Sm) + S(0.5) * lam * tr * tr
     ic = wp.ddot(F, F)
     J = wp.determinant(F)
     a = nh_alpha(mu, lam)
-    rest = 0.5 * lam * (1.0 - a) * (1.0 - a) - 0.5 * mu * wp.log(4.0)
-    return 0.5 * mu * (ic - 3.0) + 0.5 * lam * (J - a) * (J - a) - 0.5 * mu * wp.log(ic + 1.0) - rest
+    rest = S(0.5) * lam * (S(1.0) - a) * (S(1.0) - a) - S(0.5) * mu * wp.log(S(4.0))
+    return S(0.5) * mu * (ic - S(3.0)) + S(0.5) * lam * (J - a) * (J - a) - S(0.5) * mu * wp.log(ic + S(1.0)) - rest
 
 
 @wp.func
-def corotated_diff(R: wp.mat33, mu: float, lam: float, dF: wp.mat33):
+def corotated_diff(R: mat33, mu: S, lam: S, dF: mat33):
     """R (μ (Rᵀ dF + dFᵀ R) + λ tr(Rᵀ dF) I): the corotated linear differential with R held fixed
     (positive semi-definite)."""
     A = wp.transpose(R) * dF
-    return R * (mu * (A + wp.transpose(A)) + lam * wp.trace(A) * wp.identity(n=3, dtype=float))
+    return R * (mu * (A + wp.transpose(A)) + lam * wp.trace(A) * wp.identity(n=3, dtype=S))
 
 
 @wp.func
-def stress_diff(model: int, mu: float, lam: float, F: wp.mat33, dF: wp.mat33):
+def stress_diff(model: int, mu: S, lam: S, F: mat33, dF: mat33):
     """dP = ∂P/∂F : dF (the corotated model holds R fixed: the usual warped-stiffness Jacobian)."""
     return stress_diff_rot(model, mu, lam, F, model_rotation(model, F), dF)
 
 
 @wp.func
-def stress_diff_rot(model: int, mu: float, lam: float, F: wp.mat33, R: wp.mat33, dF: wp.mat33):
+def stress_diff_rot(model: int, mu: S, lam: S, F: mat33, R: mat33, dF: mat33):
     """dP given the polar rotation R of F (identity for the linear model)."""
     if model != MODEL_NEOHOOKEAN:
         return corotated_diff(R, mu, lam, dF)
     ic = wp.ddot(F, F)
     J = wp.determinant(F)
     C = cofactor(F)
-    q = 1.0 / (ic + 1.0)
-    return (mu * (1.0 - q) * dF + (2.0 * mu * q * q * wp.ddot(F, dF)) * F + (lam * wp.ddot(C, dF)) * C
+    q = S(1.0) / (ic + S(1.0))
+    return (mu * (S(1.0) - q) * dF + (S(2.0) * mu * q * q * wp.ddot(F, dF)) * F + (lam * wp.ddot(C, dF)) * C
             + lam * (J - nh_alpha(mu, lam)) * cofactor_diff(F, dF))
 
 
 @wp.func
-def scatter(out: wp.array2d(dtype=wp.vec3), env: int, t: wp.vec4i, H: wp.mat33, sign: float):
+def scatter(out: wp.array2d(dtype=vec3), env: int, t: wp.vec4i, H: mat33, sign: S):
     """out[vertex] += sign·(nodal vector): columns of H for vertices 1..3, minus their sum for 0."""
-    c1 = wp.vec3(H[0, 0], H[1, 0], H[2, 0])
-    c2 = wp.vec3(H[0, 1], H[1, 1], H[2, 1])
-    c3 = wp.vec3(H[0, 2], H[1, 2], H[2, 2])
+    c1 = vec3(H[0, 0], H[1, 0], H[2, 0])
+    c2 = vec3(H[0, 1], H[1, 1], H[2, 1])
+    c3 = vec3(H[0, 2], H[1, 2], H[2, 2])
     wp.atomic_add(out, env, t[1], sign * c1)
     wp.atomic_add(out, env, t[2], sign * c2)
     wp.atomic_add(out, env, t[3], sign * c3)
@@ -183,20 +189,20 @@ def scatter(out: wp.array2d(dtype=wp.vec3), env: int, t: wp.vec4i, H: wp.mat33, 
 def explicit_forces(
     # Model:
     tets: wp.array(dtype=wp.vec4i),
-    dm_inv: wp.array(dtype=wp.mat33),
-    rest_vol: wp.array(dtype=float),
+    dm_inv: wp.array(dtype=mat33),
+    rest_vol: wp.array(dtype=S),
     model: wp.array(dtype=wp.int32),
-    mu: wp.array(dtype=float),
-    lam: wp.array(dtype=float),
-    mu_lin: wp.array(dtype=float),
-    lam_lin: wp.array(dtype=float),
-    beta: wp.array(dtype=float),
+    mu: wp.array(dtype=S),
+    lam: wp.array(dtype=S),
+    mu_lin: wp.array(dtype=S),
+    lam_lin: wp.array(dtype=S),
+    beta: wp.array(dtype=S),
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3),
-    vel_in: wp.array2d(dtype=wp.vec3),
+    pos_in: wp.array2d(dtype=vec3),
+    vel_in: wp.array2d(dtype=vec3),
     active_in: wp.array2d(dtype=wp.int32),
     # Data out:
-    force_out: wp.array2d(dtype=wp.vec3),
+    force_out: wp.array2d(dtype=vec3),
 ):
     """Elastic + stiffness-damping nodal forces of every active element (accumulated)."""
     env, e = wp.tid()
@@ -208,65 +214,65 @@ def explicit_forces(
     m = model[e]
     R = model_rotation(m, F)
     P = stress_rot(m, mu[e], lam[e], F, R)
-    if beta[e] > 0.0:
+    if beta[e] > S(0.0):
         dFv = ds_matrix(vel_in, env, t) * Dinv
         if m == MODEL_NEOHOOKEAN:
             R = polar_rotation(F)
         P = P + beta[e] * corotated_diff(R, mu_lin[e], lam_lin[e], dFv)
-    scatter(force_out, env, t, rest_vol[e] * P * wp.transpose(Dinv), -1.0)
+    scatter(force_out, env, t, rest_vol[e] * P * wp.transpose(Dinv), -S(1.0))
 
 
 @wp.kernel
 def explicit_velocity(
     # Model:
-    inv_mass: wp.array(dtype=float),
-    alpha: wp.array(dtype=float),
-    gravity: wp.vec3,
-    h: float,
+    inv_mass: wp.array(dtype=S),
+    alpha: wp.array(dtype=S),
+    gravity: vec3,
+    h: S,
     fixed: wp.array2d(dtype=wp.int32),
     # Data in:
-    force_in: wp.array2d(dtype=wp.vec3),
+    force_in: wp.array2d(dtype=vec3),
     # Data out:
-    vel_out: wp.array2d(dtype=wp.vec3),
-    force_out: wp.array2d(dtype=wp.vec3),
+    vel_out: wp.array2d(dtype=vec3),
+    force_out: wp.array2d(dtype=vec3),
 ):
     """v += h (f/m + g - α v) (mass damping implicit in v); the force buffer is cleared."""
     env, i = wp.tid()
     f = force_in[env, i]
-    force_out[env, i] = wp.vec3(0.0)
+    force_out[env, i] = vec3(S(0.0))
     if fixed[env, i] != 0:
-        vel_out[env, i] = wp.vec3(0.0)
+        vel_out[env, i] = vec3(S(0.0))
         return
     v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
-    vel_out[env, i] = v / (1.0 + h * alpha[i])
+    vel_out[env, i] = v / (S(1.0) + h * alpha[i])
 
 
 @wp.func
-def coulomb(vt: wp.vec3, dvn: float, friction: float):
+def coulomb(vt: vec3, dvn: S, friction: S):
     """Tangential velocity after a normal impulse removing dvn (>= 0): |vt| shrinks by friction·dvn,
     stopping at zero."""
     lt = wp.length(vt)
-    scale = float(0.0)
-    if lt > 0.0:
-        scale = wp.max(0.0, 1.0 - friction * dvn / lt)
+    scale = S(0.0)
+    if lt > S(0.0):
+        scale = wp.max(S(0.0), S(1.0) - friction * dvn / lt)
     return vt * scale
 
 
 @wp.kernel
 def integrate_positions(
     # Model:
-    h: float,
+    h: S,
     fixed: wp.array2d(dtype=wp.int32),
-    plane_point: wp.array(dtype=wp.vec3),
-    plane_normal: wp.array(dtype=wp.vec3),
-    friction: float,
+    plane_point: wp.array(dtype=vec3),
+    plane_normal: wp.array(dtype=vec3),
+    friction: S,
     # Data in:
-    base_in: wp.array2d(dtype=wp.vec3),
-    contact_n_in: wp.array2d(dtype=wp.vec3),
-    contact_dv_in: wp.array2d(dtype=float),
+    base_in: wp.array2d(dtype=vec3),
+    contact_n_in: wp.array2d(dtype=vec3),
+    contact_dv_in: wp.array2d(dtype=S),
     # Data out:
-    pos_out: wp.array2d(dtype=wp.vec3),
-    vel_out: wp.array2d(dtype=wp.vec3),
+    pos_out: wp.array2d(dtype=vec3),
+    vel_out: wp.array2d(dtype=vec3),
 ):
     """x = x_base + h v, then static planes: a vertex behind a plane is put back on it, its inward
     normal velocity removed and its tangential velocity reduced by friction·|Δv_n| (Coulomb). A
@@ -277,17 +283,17 @@ def integrate_positions(
         return
     v = vel_out[env, i]
     cn = contact_n_in[env, i]
-    if wp.dot(cn, cn) > 0.0:
+    if wp.dot(cn, cn) > S(0.0):
         vn = wp.dot(v, cn)
         v = vn * cn + coulomb(v - vn * cn, contact_dv_in[env, i], friction)
     x = base_in[env, i] + h * v
     for k in range(plane_point.shape[0]):
         n = plane_normal[k]
         d = wp.dot(x - plane_point[k], n)
-        if d < 0.0:
+        if d < S(0.0):
             x = x - d * n
             vn = wp.dot(v, n)
-            if vn < 0.0:
+            if vn < S(0.0):
                 v = coulomb(v - vn * n, -vn, friction)
     pos_out[env, i] = x
     vel_out[env, i] = v
@@ -297,16 +303,16 @@ def integrate_positions(
 def element_stress(
     # Model:
     tets: wp.array(dtype=wp.vec4i),
-    dm_inv: wp.array(dtype=wp.mat33),
+    dm_inv: wp.array(dtype=mat33),
     model: wp.array(dtype=wp.int32),
-    mu: wp.array(dtype=float),
-    lam: wp.array(dtype=float),
+    mu: wp.array(dtype=S),
+    lam: wp.array(dtype=S),
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3),
+    pos_in: wp.array2d(dtype=vec3),
     # Data out:
-    F_out: wp.array2d(dtype=wp.mat33),
-    P_out: wp.array2d(dtype=wp.mat33),
-    psi_out: wp.array2d(dtype=float),
+    F_out: wp.array2d(dtype=mat33),
+    P_out: wp.array2d(dtype=mat33),
+    psi_out: wp.array2d(dtype=S),
 ):
     """Deformation gradient, first Piola-Kirchhoff stress and energy density of every element."""
     env, e = wp.tid()

@@ -15,13 +15,24 @@ in solver.py: E0[k], Et[k, t], rz[k, j], pAp[k, j], step[k].
 
 import warp as wp
 
-from .elastic import corotated_diff, damping_rotation, ds_matrix, ds_trial, energy_density, \
-    energy_density_rot, model_rotation, scatter, stress_diff_rot, stress_rot
+
+# One source, two precisions: this file is imported as ``implicit`` (float32) and loaded a second time
+# as ``implicit_f64`` (float64) by ``kernels.load("64")``; S, vec3 and mat33 follow the module name.
+S = wp.float64 if __name__.endswith("_f64") else wp.float32
+vec3 = wp.vec3d if S is wp.float64 else wp.vec3f
+mat33 = wp.mat33d if S is wp.float64 else wp.mat33f
+
+if __name__.endswith("_f64"):
+    from .elastic_f64 import corotated_diff, damping_rotation, ds_matrix, ds_trial, energy_density, \
+        energy_density_rot, model_rotation, scatter, stress_diff_rot, stress_rot
+else:
+    from .elastic import corotated_diff, damping_rotation, ds_matrix, ds_trial, energy_density, \
+        energy_density_rot, model_rotation, scatter, stress_diff_rot, stress_rot
 
 
 @wp.func
-def cg_active(scal: wp.array2d(dtype=wp.float64), env: int, rz_k: int, rz0: int, j: int, cg_tol2: float,
-              newton_tol2: float, k: int):
+def cg_active(scal: wp.array2d(dtype=wp.float64), env: int, rz_k: int, rz0: int, j: int, cg_tol2: S,
+              newton_tol2: S, k: int):
     """CG iteration j of Newton iteration k still runs for this env."""
     r0 = scal[env, rz_k]
     if r0 <= wp.float64(0.0):
@@ -43,19 +54,19 @@ def zero_scalars(
 @wp.kernel
 def begin_substep(
     # Model:
-    h: float,
-    gravity: wp.vec3,
+    h: S,
+    gravity: vec3,
     fixed: wp.array2d(dtype=wp.int32),
-    plane_point: wp.array(dtype=wp.vec3),
-    plane_normal: wp.array(dtype=wp.vec3),
+    plane_point: wp.array(dtype=vec3),
+    plane_normal: wp.array(dtype=vec3),
     # Data in:
-    vel_in: wp.array2d(dtype=wp.vec3),
+    vel_in: wp.array2d(dtype=vec3),
     # Data out:
-    pos_out: wp.array2d(dtype=wp.vec3),
-    pos_n_out: wp.array2d(dtype=wp.vec3),
-    pos_hat_out: wp.array2d(dtype=wp.vec3),
-    contact_n_out: wp.array2d(dtype=wp.vec3),
-    contact_dv_out: wp.array2d(dtype=float),
+    pos_out: wp.array2d(dtype=vec3),
+    pos_n_out: wp.array2d(dtype=vec3),
+    pos_hat_out: wp.array2d(dtype=vec3),
+    contact_n_out: wp.array2d(dtype=vec3),
+    contact_dv_out: wp.array2d(dtype=S),
 ):
     """xₙ = x, x̂ = x + h v; the Newton start is x̂ (fixed vertices stay). A vertex whose free
     flight x̂ + h² g lies behind a plane becomes a contact: its start is projected onto the
@@ -69,8 +80,8 @@ def begin_substep(
     if fixed[env, i] != 0:
         xh = x
     pos_hat_out[env, i] = xh
-    cn = wp.vec3(0.0)
-    depth = float(0.0)
+    cn = vec3(S(0.0))
+    depth = S(0.0)
     xf = xh + (h * h) * gravity
     if fixed[env, i] == 0:
         for k in range(plane_point.shape[0]):
@@ -80,13 +91,13 @@ def begin_substep(
                 cn = plane_normal[k]
     contact_n_out[env, i] = cn
     contact_dv_out[env, i] = -depth / h
-    if wp.dot(cn, cn) > 0.0:
-        xh = xh - wp.min(wp.dot(xh - xf, cn) + depth, 0.0) * cn     # onto the plane if behind it
+    if wp.dot(cn, cn) > S(0.0):
+        xh = xh - wp.min(wp.dot(xh - xf, cn) + depth, S(0.0)) * cn     # onto the plane if behind it
     pos_out[env, i] = xh
 
 
 @wp.func
-def filter_contact(v: wp.vec3, n: wp.vec3):
+def filter_contact(v: vec3, n: vec3):
     """Remove the component along a contact normal (n = 0: no contact)."""
     return v - wp.dot(v, n) * n
 
@@ -95,38 +106,38 @@ def filter_contact(v: wp.vec3, n: wp.vec3):
 def rotations_at_start(
     # Model:
     tets: wp.array(dtype=wp.vec4i),
-    dm_inv: wp.array(dtype=wp.mat33),
+    dm_inv: wp.array(dtype=mat33),
     model: wp.array(dtype=wp.int32),
     # Data in:
-    pos_n_in: wp.array2d(dtype=wp.vec3),
+    pos_n_in: wp.array2d(dtype=vec3),
     # Data out:
-    rot_out: wp.array2d(dtype=wp.mat33),
+    rot_out: wp.array2d(dtype=mat33),
 ):
     env, e = wp.tid()
     rot_out[env, e] = damping_rotation(model[e], ds_matrix(pos_n_in, env, tets[e]) * dm_inv[e])
 
 
 @wp.func
-def vertex_energy(m: float, alpha: float, h: float, g: wp.vec3, y: wp.vec3, xhat: wp.vec3, xn: wp.vec3):
+def vertex_energy(m: S, alpha: S, h: S, g: vec3, y: vec3, xhat: vec3, xn: vec3):
     a = y - xhat
     b = y - xn
-    return m / (2.0 * h * h) * wp.dot(a, a) - m * wp.dot(g, b) + alpha * m / (2.0 * h) * wp.dot(b, b)
+    return m / (S(2.0) * h * h) * wp.dot(a, a) - m * wp.dot(g, b) + alpha * m / (S(2.0) * h) * wp.dot(b, b)
 
 
 @wp.kernel
 def gradient_vertices(
     # Model:
-    mass: wp.array(dtype=float),
-    alpha: wp.array(dtype=float),
-    gravity: wp.vec3,
-    h: float,
+    mass: wp.array(dtype=S),
+    alpha: wp.array(dtype=S),
+    gravity: vec3,
+    h: S,
     e0: int,
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3),
-    pos_n_in: wp.array2d(dtype=wp.vec3),
-    pos_hat_in: wp.array2d(dtype=wp.vec3),
+    pos_in: wp.array2d(dtype=vec3),
+    pos_n_in: wp.array2d(dtype=vec3),
+    pos_hat_in: wp.array2d(dtype=vec3),
     # Data out:
-    grad_out: wp.array2d(dtype=wp.vec3),
+    grad_out: wp.array2d(dtype=vec3),
     scal_out: wp.array2d(dtype=wp.float64),
 ):
     """Inertia, gravity and mass-damping part of the gradient (overwrites) and of E0."""
@@ -143,26 +154,26 @@ def gradient_vertices(
 def gradient_elements(
     # Model:
     tets: wp.array(dtype=wp.vec4i),
-    dm_inv: wp.array(dtype=wp.mat33),
-    rest_vol: wp.array(dtype=float),
+    dm_inv: wp.array(dtype=mat33),
+    rest_vol: wp.array(dtype=S),
     model: wp.array(dtype=wp.int32),
-    mu: wp.array(dtype=float),
-    lam: wp.array(dtype=float),
-    mu_lin: wp.array(dtype=float),
-    lam_lin: wp.array(dtype=float),
-    beta: wp.array(dtype=float),
-    h: float,
+    mu: wp.array(dtype=S),
+    lam: wp.array(dtype=S),
+    mu_lin: wp.array(dtype=S),
+    lam_lin: wp.array(dtype=S),
+    beta: wp.array(dtype=S),
+    h: S,
     e0: int,
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3),
-    pos_n_in: wp.array2d(dtype=wp.vec3),
-    rot_n_in: wp.array2d(dtype=wp.mat33),
+    pos_in: wp.array2d(dtype=vec3),
+    pos_n_in: wp.array2d(dtype=vec3),
+    rot_n_in: wp.array2d(dtype=mat33),
     active_in: wp.array2d(dtype=wp.int32),
     # Data out:
-    grad_out: wp.array2d(dtype=wp.vec3),
+    grad_out: wp.array2d(dtype=vec3),
     scal_out: wp.array2d(dtype=wp.float64),
-    F_out: wp.array2d(dtype=wp.mat33),
-    rot_out: wp.array2d(dtype=wp.mat33),
+    F_out: wp.array2d(dtype=mat33),
+    rot_out: wp.array2d(dtype=mat33),
 ):
     """Elastic and stiffness-damping part of the gradient (accumulated) and of E0; F and the
     model's rotation are kept for this Newton iteration's Hessian products (one SVD per element)."""
@@ -179,60 +190,60 @@ def gradient_elements(
     rot_out[env, e] = R
     P = stress_rot(m, mu[e], lam[e], F, R)
     psi = energy_density_rot(m, mu[e], lam[e], F, R)
-    if beta[e] > 0.0:
+    if beta[e] > S(0.0):
         dF = (Ds - ds_matrix(pos_n_in, env, t)) * Dinv
         D = corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
         P = P + beta[e] / h * D
-        psi = psi + 0.5 * beta[e] / h * wp.ddot(dF, D)
-    scatter(grad_out, env, t, rest_vol[e] * P * wp.transpose(Dinv), 1.0)
+        psi = psi + S(0.5) * beta[e] / h * wp.ddot(dF, D)
+    scatter(grad_out, env, t, rest_vol[e] * P * wp.transpose(Dinv), S(1.0))
     wp.atomic_add(scal_out, env, e0, wp.float64(rest_vol[e] * psi))
 
 
 @wp.func
-def precond(m: float, alpha: float, h: float, diag_k: wp.vec3, kscale: float):
-    dd = (m / (h * h) + alpha * m / h) * wp.vec3(1.0) + kscale * diag_k
-    return wp.vec3(1.0 / dd[0], 1.0 / dd[1], 1.0 / dd[2])
+def precond(m: S, alpha: S, h: S, diag_k: vec3, kscale: S):
+    dd = (m / (h * h) + alpha * m / h) * vec3(S(1.0)) + kscale * diag_k
+    return vec3(S(1.0) / dd[0], S(1.0) / dd[1], S(1.0) / dd[2])
 
 
 @wp.kernel
 def cg_init(
     # Model:
-    mass: wp.array(dtype=float),
-    alpha: wp.array(dtype=float),
-    diag_k: wp.array(dtype=wp.vec3),
-    kscale: float,
-    h: float,
+    mass: wp.array(dtype=S),
+    alpha: wp.array(dtype=S),
+    diag_k: wp.array(dtype=vec3),
+    kscale: S,
+    h: S,
     fixed: wp.array2d(dtype=wp.int32),
     rz_k: int,
     # Data in:
-    grad_in: wp.array2d(dtype=wp.vec3),
+    grad_in: wp.array2d(dtype=vec3),
     # Data out:
-    r_out: wp.array2d(dtype=wp.vec3),
-    z_out: wp.array2d(dtype=wp.vec3),
-    p_out: wp.array2d(dtype=wp.vec3),
-    d_out: wp.array2d(dtype=wp.vec3),
-    ap_out: wp.array2d(dtype=wp.vec3),
+    r_out: wp.array2d(dtype=vec3),
+    z_out: wp.array2d(dtype=vec3),
+    p_out: wp.array2d(dtype=vec3),
+    d_out: wp.array2d(dtype=vec3),
+    ap_out: wp.array2d(dtype=vec3),
     scal_out: wp.array2d(dtype=wp.float64),
-    contact_n_out: wp.array2d(dtype=wp.vec3),
-    contact_dv_out: wp.array2d(dtype=float),
+    contact_n_out: wp.array2d(dtype=vec3),
+    contact_dv_out: wp.array2d(dtype=S),
 ):
     """r = -g (0 at fixed vertices, tangential at contacts), z = M⁻¹r, p = z, d = 0; rz[k, 0] = r·z.
     A contact whose gradient points off the plane (the energy decreases by leaving) is released."""
     env, i = wp.tid()
     cn = contact_n_out[env, i]
-    if wp.dot(grad_in[env, i], cn) < 0.0:
-        cn = wp.vec3(0.0)
+    if wp.dot(grad_in[env, i], cn) < S(0.0):
+        cn = vec3(S(0.0))
         contact_n_out[env, i] = cn
-        contact_dv_out[env, i] = 0.0
+        contact_dv_out[env, i] = S(0.0)
     r = filter_contact(-grad_in[env, i], cn)
     if fixed[env, i] != 0:
-        r = wp.vec3(0.0)
+        r = vec3(S(0.0))
     z = filter_contact(wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r), cn)
     r_out[env, i] = r
     z_out[env, i] = z
     p_out[env, i] = z
-    d_out[env, i] = wp.vec3(0.0)
-    ap_out[env, i] = wp.vec3(0.0)
+    d_out[env, i] = vec3(S(0.0))
+    ap_out[env, i] = vec3(S(0.0))
     wp.atomic_add(scal_out, env, rz_k, wp.float64(wp.dot(r, z)))
 
 
@@ -240,30 +251,30 @@ def cg_init(
 def hessian_product(
     # Model:
     tets: wp.array(dtype=wp.vec4i),
-    dm_inv: wp.array(dtype=wp.mat33),
-    rest_vol: wp.array(dtype=float),
+    dm_inv: wp.array(dtype=mat33),
+    rest_vol: wp.array(dtype=S),
     model: wp.array(dtype=wp.int32),
-    mu: wp.array(dtype=float),
-    lam: wp.array(dtype=float),
-    mu_lin: wp.array(dtype=float),
-    lam_lin: wp.array(dtype=float),
-    beta: wp.array(dtype=float),
-    h: float,
+    mu: wp.array(dtype=S),
+    lam: wp.array(dtype=S),
+    mu_lin: wp.array(dtype=S),
+    lam_lin: wp.array(dtype=S),
+    beta: wp.array(dtype=S),
+    h: S,
     k: int,
     j: int,
     rz_k: int,
     rz0: int,
-    cg_tol2: float,
-    newton_tol2: float,
+    cg_tol2: S,
+    newton_tol2: S,
     # Data in:
-    F_in: wp.array2d(dtype=wp.mat33),
-    rot_in: wp.array2d(dtype=wp.mat33),
-    rot_n_in: wp.array2d(dtype=wp.mat33),
+    F_in: wp.array2d(dtype=mat33),
+    rot_in: wp.array2d(dtype=mat33),
+    rot_n_in: wp.array2d(dtype=mat33),
     active_in: wp.array2d(dtype=wp.int32),
-    p_in: wp.array2d(dtype=wp.vec3),
+    p_in: wp.array2d(dtype=vec3),
     scal_in: wp.array2d(dtype=wp.float64),
     # Data out:
-    ap_out: wp.array2d(dtype=wp.vec3),
+    ap_out: wp.array2d(dtype=vec3),
 ):
     """Ap += (K(x) + β/h K_rot) p over the active elements (F and R from the gradient pass)."""
     env, e = wp.tid()
@@ -276,30 +287,30 @@ def hessian_product(
     dF = ds_matrix(p_in, env, t) * Dinv
     m = model[e]
     dP = stress_diff_rot(m, mu[e], lam[e], F_in[env, e], rot_in[env, e], dF)
-    if beta[e] > 0.0:
+    if beta[e] > S(0.0):
         dP = dP + beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
-    scatter(ap_out, env, t, rest_vol[e] * dP * wp.transpose(Dinv), 1.0)
+    scatter(ap_out, env, t, rest_vol[e] * dP * wp.transpose(Dinv), S(1.0))
 
 
 @wp.kernel
 def cg_curvature(
     # Model:
-    mass: wp.array(dtype=float),
-    alpha: wp.array(dtype=float),
-    h: float,
+    mass: wp.array(dtype=S),
+    alpha: wp.array(dtype=S),
+    h: S,
     fixed: wp.array2d(dtype=wp.int32),
     k: int,
     j: int,
     rz_k: int,
     rz0: int,
     pap_k: int,
-    cg_tol2: float,
-    newton_tol2: float,
+    cg_tol2: S,
+    newton_tol2: S,
     # Data in:
-    p_in: wp.array2d(dtype=wp.vec3),
-    contact_n_in: wp.array2d(dtype=wp.vec3),
+    p_in: wp.array2d(dtype=vec3),
+    contact_n_in: wp.array2d(dtype=vec3),
     # Data out:
-    ap_out: wp.array2d(dtype=wp.vec3),
+    ap_out: wp.array2d(dtype=vec3),
     scal_out: wp.array2d(dtype=wp.float64),
 ):
     """Ap += (M/h² + αM/h) p, filtered (0 at fixed vertices, tangential at contacts); pAp[k, j]."""
@@ -310,7 +321,7 @@ def cg_curvature(
     m = mass[i]
     ap = filter_contact(ap_out[env, i] + (m / (h * h) + alpha[i] * m / h) * p, contact_n_in[env, i])
     if fixed[env, i] != 0:
-        ap = wp.vec3(0.0)
+        ap = vec3(S(0.0))
     ap_out[env, i] = ap
     wp.atomic_add(scal_out, env, pap_k + j, wp.float64(wp.dot(p, ap)))
 
@@ -318,26 +329,26 @@ def cg_curvature(
 @wp.kernel
 def cg_update(
     # Model:
-    mass: wp.array(dtype=float),
-    alpha: wp.array(dtype=float),
-    diag_k: wp.array(dtype=wp.vec3),
-    kscale: float,
-    h: float,
+    mass: wp.array(dtype=S),
+    alpha: wp.array(dtype=S),
+    diag_k: wp.array(dtype=vec3),
+    kscale: S,
+    h: S,
     k: int,
     j: int,
     rz_k: int,
     rz0: int,
     pap_k: int,
-    cg_tol2: float,
-    newton_tol2: float,
+    cg_tol2: S,
+    newton_tol2: S,
     # Data in:
-    p_in: wp.array2d(dtype=wp.vec3),
-    ap_in: wp.array2d(dtype=wp.vec3),
-    contact_n_in: wp.array2d(dtype=wp.vec3),
+    p_in: wp.array2d(dtype=vec3),
+    ap_in: wp.array2d(dtype=vec3),
+    contact_n_in: wp.array2d(dtype=vec3),
     # Data out:
-    d_out: wp.array2d(dtype=wp.vec3),
-    r_out: wp.array2d(dtype=wp.vec3),
-    z_out: wp.array2d(dtype=wp.vec3),
+    d_out: wp.array2d(dtype=vec3),
+    r_out: wp.array2d(dtype=vec3),
+    z_out: wp.array2d(dtype=vec3),
     scal_out: wp.array2d(dtype=wp.float64),
 ):
     """d += a p, r -= a Ap, z = M⁻¹ r, rz[k, j+1] = r·z with a = rz/pAp. Non-positive curvature
@@ -350,7 +361,7 @@ def cg_update(
         if j == 0:
             d_out[env, i] = p_in[env, i]
         return
-    a = float(scal_out[env, rz_k + j] / pap)
+    a = S(scal_out[env, rz_k + j] / pap)
     d_out[env, i] = d_out[env, i] + a * p_in[env, i]
     r = r_out[env, i] - a * ap_in[env, i]
     z = filter_contact(wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r), contact_n_in[env, i])
@@ -366,39 +377,39 @@ def cg_direction(
     j: int,
     rz_k: int,
     rz0: int,
-    cg_tol2: float,
-    newton_tol2: float,
+    cg_tol2: S,
+    newton_tol2: S,
     # Data in:
-    z_in: wp.array2d(dtype=wp.vec3),
+    z_in: wp.array2d(dtype=vec3),
     scal_in: wp.array2d(dtype=wp.float64),
     # Data out:
-    p_out: wp.array2d(dtype=wp.vec3),
-    ap_out: wp.array2d(dtype=wp.vec3),
+    p_out: wp.array2d(dtype=vec3),
+    ap_out: wp.array2d(dtype=vec3),
 ):
     """p = z + (rz[j+1]/rz[j]) p for envs whose CG continues; Ap = 0."""
     env, i = wp.tid()
     if not cg_active(scal_in, env, rz_k, rz0, j + 1, cg_tol2, newton_tol2, k):
         return
-    b = float(scal_in[env, rz_k + j + 1] / scal_in[env, rz_k + j])
+    b = S(scal_in[env, rz_k + j + 1] / scal_in[env, rz_k + j])
     p_out[env, i] = z_in[env, i] + b * p_out[env, i]
-    ap_out[env, i] = wp.vec3(0.0)
+    ap_out[env, i] = vec3(S(0.0))
 
 
 @wp.kernel
 def trial_energy_vertices(
     # Model:
-    mass: wp.array(dtype=float),
-    alpha: wp.array(dtype=float),
-    gravity: wp.vec3,
-    h: float,
-    s: float,
+    mass: wp.array(dtype=S),
+    alpha: wp.array(dtype=S),
+    gravity: vec3,
+    h: S,
+    s: S,
     et: int,
     step_k: int,
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3),
-    d_in: wp.array2d(dtype=wp.vec3),
-    pos_n_in: wp.array2d(dtype=wp.vec3),
-    pos_hat_in: wp.array2d(dtype=wp.vec3),
+    pos_in: wp.array2d(dtype=vec3),
+    d_in: wp.array2d(dtype=vec3),
+    pos_n_in: wp.array2d(dtype=vec3),
+    pos_hat_in: wp.array2d(dtype=vec3),
     # Data out:
     scal_out: wp.array2d(dtype=wp.float64),
 ):
@@ -414,23 +425,23 @@ def trial_energy_vertices(
 def trial_energy_elements(
     # Model:
     tets: wp.array(dtype=wp.vec4i),
-    dm_inv: wp.array(dtype=wp.mat33),
-    rest_vol: wp.array(dtype=float),
+    dm_inv: wp.array(dtype=mat33),
+    rest_vol: wp.array(dtype=S),
     model: wp.array(dtype=wp.int32),
-    mu: wp.array(dtype=float),
-    lam: wp.array(dtype=float),
-    mu_lin: wp.array(dtype=float),
-    lam_lin: wp.array(dtype=float),
-    beta: wp.array(dtype=float),
-    h: float,
-    s: float,
+    mu: wp.array(dtype=S),
+    lam: wp.array(dtype=S),
+    mu_lin: wp.array(dtype=S),
+    lam_lin: wp.array(dtype=S),
+    beta: wp.array(dtype=S),
+    h: S,
+    s: S,
     et: int,
     step_k: int,
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3),
-    d_in: wp.array2d(dtype=wp.vec3),
-    pos_n_in: wp.array2d(dtype=wp.vec3),
-    rot_n_in: wp.array2d(dtype=wp.mat33),
+    pos_in: wp.array2d(dtype=vec3),
+    d_in: wp.array2d(dtype=vec3),
+    pos_n_in: wp.array2d(dtype=vec3),
+    rot_n_in: wp.array2d(dtype=mat33),
     active_in: wp.array2d(dtype=wp.int32),
     # Data out:
     scal_out: wp.array2d(dtype=wp.float64),
@@ -446,16 +457,16 @@ def trial_energy_elements(
     F = Ds * Dinv
     m = model[e]
     psi = energy_density(m, mu[e], lam[e], F)
-    if beta[e] > 0.0:
+    if beta[e] > S(0.0):
         dF = (Ds - ds_matrix(pos_n_in, env, t)) * Dinv
-        psi = psi + 0.5 * beta[e] / h * wp.ddot(dF, corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF))
+        psi = psi + S(0.5) * beta[e] / h * wp.ddot(dF, corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF))
     wp.atomic_add(scal_out, env, et, wp.float64(rest_vol[e] * psi))
 
 
 @wp.kernel
 def line_search_accept(
     # Model:
-    s: float,
+    s: S,
     e0: int,
     et: int,
     step_k: int,
@@ -475,31 +486,31 @@ def apply_step(
     # Model:
     step_k: int,
     # Data in:
-    d_in: wp.array2d(dtype=wp.vec3),
+    d_in: wp.array2d(dtype=vec3),
     scal_in: wp.array2d(dtype=wp.float64),
     # Data out:
-    pos_out: wp.array2d(dtype=wp.vec3),
+    pos_out: wp.array2d(dtype=vec3),
 ):
     env, i = wp.tid()
-    s = float(scal_in[env, step_k])
-    if s > 0.0:
+    s = S(scal_in[env, step_k])
+    if s > S(0.0):
         pos_out[env, i] = pos_out[env, i] + s * d_in[env, i]
 
 
 @wp.kernel
 def end_substep(
     # Model:
-    h: float,
+    h: S,
     fixed: wp.array2d(dtype=wp.int32),
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3),
-    pos_n_in: wp.array2d(dtype=wp.vec3),
+    pos_in: wp.array2d(dtype=vec3),
+    pos_n_in: wp.array2d(dtype=vec3),
     # Data out:
-    vel_out: wp.array2d(dtype=wp.vec3),
+    vel_out: wp.array2d(dtype=vec3),
 ):
     """v = (x - xₙ)/h (0 at fixed vertices)."""
     env, i = wp.tid()
     v = (pos_in[env, i] - pos_n_in[env, i]) / h
     if fixed[env, i] != 0:
-        v = wp.vec3(0.0)
+        v = vec3(S(0.0))
     vel_out[env, i] = v
