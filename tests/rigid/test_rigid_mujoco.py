@@ -166,3 +166,32 @@ def test_trajectory_vs_mujoco(xml, dt, integrator):
     for _ in range(steps):
         scene.step()
     assert np.linalg.norm(ent.get_qpos() - ref) < tol
+
+
+@pytest.mark.parametrize("xml", [pytest.param(ZOO, id="zoo"),
+                                 pytest.param(gym_asset("humanoid.xml"), id="gym-humanoid")])
+def test_float32_vs_mujoco(xml):
+    """float32: M and qfrc_bias are sums of at most a few dozen products, so their relative error is
+    ~30 ulp (float32 ulp 6e-8): 1e-5 bounds it; qacc = M⁻¹f is further amplified by cond(M)
+    (~1e2-1e3 for these models): 1e-3."""
+    if xml is None:
+        pytest.skip("gymnasium assets not installed")
+    m = no_constraint_model(xml)
+    n = 10
+    scene, ent = _make_scene(m, n_envs=n, precision="32")
+    qs, vs, us = _random_states(m, n, np.random.default_rng(5))
+    ent.set_qpos(qs)
+    ent.set_dofs_velocity(vs)
+    if m.nu:
+        ent.set_ctrl(us)
+    d = mujoco.MjData(m)
+    for i in range(n):
+        d.qpos[:], d.qvel[:] = qs[i], vs[i]
+        if m.nu:
+            d.ctrl[:] = us[i]
+        mujoco.mj_forward(m, d)
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, M)
+        assert _rel(ent.get_mass_mat()[i], M) < 1e-5
+        assert _rel(ent.get_qfrc("bias")[i], d.qfrc_bias) < 1e-5
+        assert _rel(ent.get_qacc()[i], d.qacc) < 1e-3
