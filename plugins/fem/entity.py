@@ -7,7 +7,6 @@ scene built with n_envs=0. Getters copy, setters write in place (outside the ste
 from __future__ import annotations
 
 import numpy as np
-
 from polyphys.errors import OptionError
 from polyphys.interfaces import Entity
 

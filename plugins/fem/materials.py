@@ -9,7 +9,6 @@ are not damped by the stiffness term).
 from __future__ import annotations
 
 import attrs
-
 from polyphys.errors import OptionError
 from polyphys.materials import Material
 from polyphys.options import non_negative, one_of, positive

@@ -22,7 +22,6 @@ import itertools
 import os
 
 import numpy as np
-
 from polyphys import morphs as M
 from polyphys.errors import OptionError
 

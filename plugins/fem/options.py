@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-
 from polyphys.errors import OptionError
 from polyphys.options import in_range, non_negative, one_of, positive, positive_int
 

@@ -11,7 +11,6 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
-
 from polyphys import morphs as M
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.interfaces import Solver

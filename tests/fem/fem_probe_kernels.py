@@ -1,7 +1,6 @@
 """A probe kernel for the tests: P(F), Psi(F) and dP(F)[dF] of the FEM constitutive models."""
 
 import warp as wp
-
 from polyphys.plugins.fem.kernels.elastic import energy_density, stress, stress_diff
 
 

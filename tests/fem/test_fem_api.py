@@ -1,9 +1,8 @@
 """FEM API: bad input, meshes, views, batch/reset/checkpoint bit-exactness, captured = uncaptured."""
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys import morphs
 from polyphys.errors import OptionError
 from polyphys.plugins.fem import FEMOptions
@@ -113,7 +112,6 @@ def test_meshes_closed_surface_and_volume(morph, tmp_path):
         morph = morphs.Mesh(vertices=np.asarray(s.vertices), faces=np.asarray(s.faces))
     elif morph == "vtu":
         import meshio
-
         from polyphys.plugins.fem.mesh import box_mesh
 
         v, t = box_mesh((0.2, 0.2, 0.2), 2)

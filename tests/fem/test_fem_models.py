@@ -4,7 +4,6 @@ and zero stress at rest / under rotation. Outputs are NaN-filled before the laun
 import numpy as np
 import pytest
 import warp as wp
-
 from fem_probe_kernels import probe_models
 
 MU, LAM = 1.0, 1.5          # unit-scale moduli: float32 differences resolve ~1e-7 relative

@@ -6,14 +6,12 @@ which bounds every stress comparison below (float64 is not supported: see docs/f
 """
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
+from fem_helpers import lame, linear_energy, linear_P, snh_P_diag
 from polyphys import morphs
 from polyphys.plugins.fem import FEMOptions
 from polyphys.plugins.fem.materials import Elastic, NeoHookean
-
-from fem_helpers import lame, linear_energy, linear_P, snh_P_diag
 
 
 def _scene(opts, dt, substeps=1, gravity=(0.0, 0.0, -9.81), **sim):

@@ -15,7 +15,6 @@ in solver.py: E0[k], Et[k, t], rz[k, j], pAp[k, j], step[k].
 
 import warp as wp
 
-
 # One source, two precisions: this file is imported as ``implicit`` (float32) and loaded a second time
 # as ``implicit_f64`` (float64) by ``kernels.load("64")``; S, vec3 and mat33 follow the module name.
 S = wp.float64 if __name__.endswith("_f64") else wp.float32
@@ -23,11 +22,31 @@ vec3 = wp.vec3d if S is wp.float64 else wp.vec3f
 mat33 = wp.mat33d if S is wp.float64 else wp.mat33f
 
 if __name__.endswith("_f64"):
-    from .elastic_f64 import corotated_diff, damping_rotation, ds_matrix, ds_trial, energy_density, \
-        energy_density_rot, model_rotation, scatter, stress_diff_rot, stress_rot
+    from .elastic_f64 import (
+        corotated_diff,
+        damping_rotation,
+        ds_matrix,
+        ds_trial,
+        energy_density,
+        energy_density_rot,
+        model_rotation,
+        scatter,
+        stress_diff_rot,
+        stress_rot,
+    )
 else:
-    from .elastic import corotated_diff, damping_rotation, ds_matrix, ds_trial, energy_density, \
-        energy_density_rot, model_rotation, scatter, stress_diff_rot, stress_rot
+    from .elastic import (
+        corotated_diff,
+        damping_rotation,
+        ds_matrix,
+        ds_trial,
+        energy_density,
+        energy_density_rot,
+        model_rotation,
+        scatter,
+        stress_diff_rot,
+        stress_rot,
+    )
 
 
 @wp.func
