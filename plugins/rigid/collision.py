@@ -47,9 +47,10 @@ SUPPORTED_PAIRS = frozenset({
 # Most raw points one routine emits (box–box clipping and box–plane: 8).
 MAX_RAW_POINTS = 8
 
-# Geoms per env above which broadphase="auto" uses sweep-and-prune (measured on CPU and recorded
-# in benchmarks/results/collision.md: all-vs-all over the build-filtered pair list is faster below).
-SAP_THRESHOLD = 64
+# Collidable geoms per env above which broadphase="auto" uses sweep-and-prune: the measured
+# crossover on CPU (benchmarks/bench_collision.py; benchmarks/results/collision.md): all-vs-all
+# over the build-filtered pair list is faster at 128 spheres, equal at 256, 2x slower at 512.
+SAP_THRESHOLD = 256
 
 
 def _budget(instance, attribute, value):
