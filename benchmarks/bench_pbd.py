@@ -83,7 +83,8 @@ def _nt_cloth(res: int, n_envs: int):
                          fix_left=True, edge_ke=10.0, edge_kd=0.0, add_springs=True, spring_ke=1.0e3,
                          spring_kd=0.0, particle_radius=0.002)
     model = b.finalize(device="cpu")
-    model.particle_grid = None
+    model.particle_grid = None          # no particle-particle contact (as in the polyphys cloth case)
+    model.particle_max_radius = 0.0
     return _nt_stepper(model, capture=True)
 
 
