@@ -304,3 +304,23 @@ def test_static_plane_holds_a_block():
     # particle may sink up to half a cell (dx/2) past the plane before the nodes stop it
     assert -0.5 / 32 < min(dmin) and dmin[-1] < 2 / 32
     assert np.linalg.norm(e.get_particles_vel().mean(0)) < 0.05
+
+
+@pytest.mark.parametrize("coupled", [True, False])
+def test_legacy_coupler_acts_on_grid_nodes(coupled):
+    # a jelly cube dropped on a fixed kinematic sphere: with the default (Legacy) coupler acting on
+    # the grid nodes between grid update and G2P it rests on the sphere (top at z = 0.25); with
+    # coupler=False it falls through to the floor wall layer (z ≈ 3 dx = 0.094)
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=4e-3, substeps=4), coupler=None if coupled else False,
+                           mpm=MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.5, 0.5, 0.5), grid_density=32))
+    scene.add_entity(morphs.Sphere(radius=0.05, pos=(0.25, 0.25, 0.2)), polyphys.materials.Kinematic())
+    e = scene.add_entity(morphs.Box(size=(0.1,) * 3, pos=(0.25, 0.25, 0.35)), M.Elastic(E=1e4))
+    scene.build()
+    assert bool(scene.couplers) == coupled
+    for _ in range(60):
+        scene.step()
+    z = e.get_particles_pos()[:, 2]
+    if coupled:
+        assert z.min() > 0.2
+    else:
+        assert z.min() < 0.15
