@@ -161,7 +161,7 @@ def run(quick: bool = False) -> list[dict]:
                     ti_ready = True
                 density, side, edge = _domain(n_edge)
                 tm = _TaichiMPM(e.init_pos, n_envs, density, side, e.particle_volume)
-                t_ref = time_steps(lambda: tm.step(substeps), min_time=0.3 if quick else 1.0, min_steps=2,
+                t_ref = time_steps(lambda tm=tm: tm.step(substeps), min_time=0.3 if quick else 1.0, min_steps=2,
                                    warmup=2, repeats=2 if quick else 3)
                 ref = n_p * n_envs * substeps / t_ref
                 notes = f"Taichi {'.'.join(map(str, ti.__version__))} CPU, same scene, batched fields"

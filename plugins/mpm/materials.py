@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import attrs
-
 from polyphys.materials import Material
 from polyphys.options import in_range, one_of, positive
 

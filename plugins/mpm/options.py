@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import attrs
-
 from polyphys.errors import OptionError
 from polyphys.options import non_negative, one_of, positive, vec3
 

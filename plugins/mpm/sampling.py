@@ -10,7 +10,6 @@ winding number (robust to small holes; needs no spatial index package).
 from __future__ import annotations
 
 import numpy as np
-
 from polyphys import morphs as M
 from polyphys.errors import OptionError
 

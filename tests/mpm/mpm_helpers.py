@@ -3,7 +3,6 @@
 import warnings
 
 import numpy as np
-
 import polyphys
 from polyphys import morphs
 from polyphys.plugins.mpm import MPMOptions

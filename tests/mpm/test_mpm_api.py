@@ -2,13 +2,11 @@
 capture, the grid-node ParticleView, and stage-by-stage NaN-filled outputs."""
 
 import math
-import warnings
 
 import numpy as np
+import polyphys
 import pytest
 from mpm_helpers import M, cube, make_scene
-
-import polyphys
 from polyphys import morphs
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.plugins.mpm import MPMOptions
@@ -116,7 +114,7 @@ def test_wrong_morph_and_precision():
 
 def test_setter_shape_errors():
     scene, (e,) = make_scene([cube()], n_envs=2)
-    with pytest.raises(OptionError, match=r"expected \(2, %d, 3\)" % e.n_particles):
+    with pytest.raises(OptionError, match=rf"expected \(2, {e.n_particles}, 3\)"):
         e.set_particles_vel(np.zeros((3, e.n_particles, 3)))
 
 

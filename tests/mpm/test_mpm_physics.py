@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 from mpm_helpers import M, corotated_energy, cube, make_scene, totals
-
 from polyphys import morphs
 
 EPS32 = float(np.finfo(np.float32).eps)

@@ -4,10 +4,9 @@ dam break of Martin & Moyce (1952)."""
 import math
 
 import numpy as np
+import polyphys
 import pytest
 from mpm_helpers import M
-
-import polyphys
 from polyphys import morphs
 from polyphys.plugins.mpm import MPMOptions
 
