@@ -394,11 +394,12 @@ def inertial_in_frame(inertial: Inertial, pos, quat) -> Inertial:
 
 def combine_inertials(parts) -> Inertial:
     """Exact sum of rigid mass properties given in one frame (parallel-axis theorem)."""
-    parts = [p for p in parts if p.mass > 0]
+    parts = list(parts)
     m = float(sum(p.mass for p in parts))
-    if m <= 0:
-        return Inertial()
-    com = sum(p.mass * np.asarray(p.com) for p in parts) / m
+    if m > 0:
+        com = sum(p.mass * np.asarray(p.com) for p in parts) / m
+    else:   # massless parts may still carry rotational inertia (files write such links)
+        com = np.zeros(3)
     inertia = np.zeros((3, 3))
     for p in parts:
         d = np.asarray(p.com) - com
@@ -421,7 +422,9 @@ def check_inertial(inertial: Inertial, where: str, strict_triangle: bool = True)
         raise OptionError(f"{where}: inertia {i.tolist()} is not symmetric")
     ev = np.linalg.eigvalsh(0.5 * (i + i.T))
     scale = max(float(np.max(np.abs(ev))), 1e-300)
-    if ev[0] < -1e-9 * scale:
+    # round-off allowance: relative 1e-9, plus 1e-15 kg·m² absolute (files that write a zero
+    # tensor with a 1e-20 stray entry)
+    if ev[0] < -1e-9 * scale - 1e-15:
         raise OptionError(f"{where}: inertia {i.tolist()} is not positive definite (principal "
                           f"moments {ev.tolist()}); every principal moment must be >= 0")
     a, b, c = ev

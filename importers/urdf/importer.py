@@ -229,6 +229,9 @@ class URDFImporter:
         lim = el.find("limit")
         limited = el.get("type") in ("revolute", "prismatic") and lim is not None
         rng = (0.0, 0.0)
+        if limited and lim.get("lower") is None and lim.get("upper") is None:
+            limited = False      # <limit effort=... velocity=...> only: no position limits
+            self.notes.append(f"joint {name!r}: <limit> without lower/upper; left unlimited")
         if limited:
             rng = (float(lim.get("lower", 0.0)), float(lim.get("upper", 0.0)))
             if rng[0] > rng[1]:
@@ -252,8 +255,9 @@ class URDFImporter:
         for name, mim in self._mimic:
             target = mim.get("joint")
             if target not in joints:
-                raise ImportError_(f"{self.file}: joint {name!r} mimics {target!r}, which does not "
-                                   f"exist")
+                self.notes.append(f"joint {name!r} mimics {target!r}, which does not exist: "
+                                  f"mimic ignored")
+                continue
             self.desc.equalities.append(Equality(
                 name=f"mimic_{name}", type="joint", obj1=self.desc.joint_index(name),
                 obj2=self.desc.joint_index(target),
