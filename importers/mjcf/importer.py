@@ -556,7 +556,9 @@ class MJCFImporter:
                                f"fullinertia")
         r = quat_to_mat(q)
         ine = Inertial(mass=mass, com=pos, inertia=r @ inertia @ r.T)
-        check_inertial(ine, f"{ctx.file}: body {name!r} inertial", strict_triangle=False)
+        msg = check_inertial(ine, f"body {name!r} inertial", strict_triangle=False)
+        if msg:
+            ctx.notes.append(msg)
         return ine
 
     def _joint(self, el, li, cls, fpos, fquat):

@@ -122,3 +122,10 @@ def test_undefined_default_class(tmp_path):
 def test_missing_file_is_an_option_error(tmp_path):
     with pytest.raises(OptionError, match="no such file"):
         polyphys.describe(os.path.join(str(tmp_path), "absent.xml"))
+
+
+def test_triangle_inequality_is_a_warning(tmp_path):
+    p = _w(tmp_path, "t.xml", BODY.format('<inertial mass="1" diaginertia="1 1 3"/>'))
+    with pytest.warns(polyphys.errors.PolyphysWarning, match="triangle inequality"):
+        d = polyphys.describe(p)
+    assert d.links[1].inertial.inertia[2, 2] == 3.0
