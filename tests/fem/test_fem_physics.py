@@ -125,6 +125,7 @@ def test_explicit_energy_bounded():
         e.append(linear_energy(body, body.get_vertices_pos(), body.get_vertices_vel())[0])
     e = np.array(e)
     # the modified energy differs from E by O((h·omega_max)²); h = 0.2 CFL gives (0.2·2)²/8 ~ 2 %
+    # (measured 1.6 % peak, 0.9 % after 600 substeps: it oscillates, it does not drift)
     assert np.abs(e / e[0] - 1).max() < 0.02, np.abs(e / e[0] - 1).max()
 
 
@@ -145,8 +146,9 @@ def test_implicit_equilibrium_equals_explicit():
         assert np.abs(b.get_vertices_vel()).max() < 1e-3          # at rest
     sag = 0.5 - rests["explicit"][:, 2].min()
     assert sag > 0.01
-    # both converge to the same static equilibrium: residual motion (|v| < 1e-3 m/s) bounds it
-    assert np.abs(rests["explicit"] - rests["implicit"]).max() < 2e-3 * sag / 0.01
+    # both converge to the same static equilibrium: a residual motion |v| < 1e-3 m/s of the lowest
+    # mode (omega ~ sqrt(g / sag) ~ 6 rad/s) is an amplitude < v/omega ~ 2e-4 m (measured 1e-5 m)
+    assert np.abs(rests["explicit"] - rests["implicit"]).max() < 2e-4
 
 
 def test_planes_friction_and_domain():
