@@ -279,11 +279,15 @@ class MJCFImporter:
         while len(desc.keyframes) < nkey:   # <size nkey>: keys at qpos0
             desc.keyframes.append(Keyframe(name="", qpos=desc.qpos0(), qvel=np.zeros(desc.n_dofs),
                                            ctrl=np.zeros(len(desc.actuators))))
-        for tag in ("sensor", "skin", "extension", "custom", "visual", "statistic", "size",
-                    "deformable", "flexcomp", "composite", "replicate", "plugin"):
-            for el in root.iter(tag):
-                ctx.unsupported[tag if tag in ("skin",) else tag] += max(1, len(list(el)) if tag ==
-                                                                        "sensor" else 1)
+        for el in root.findall("sensor"):
+            for child in el:
+                ctx.unsupported[f"sensor {child.tag}"] += 1
+        for tag in ("deformable", "extension", "custom", "visual", "statistic"):
+            for el in root.findall(tag):
+                ctx.unsupported[tag] += 1
+                if tag == "deformable":
+                    for child in el:
+                        ctx.unsupported[f"deformable {child.tag}"] += 1
         self._apply_morph(morph)
         self._report()
         return desc
@@ -954,7 +958,6 @@ class MJCFImporter:
     def _equality(self, el):
         ctx, desc = self.ctx, self.desc
         for e in el:
-            a = ctx.attrs(e, "main") if e.tag != "equality" else dict(e.attrib)
             a = {**ctx.classes.get(e.get("class", "main"), {}).get("equality", {}), **e.attrib}
             name = a.get("name", f"eq{len(desc.equalities)}")
             common = dict(name=name, solref=_pad(_floats(a.get("solref", "")), 2, SOLREF),
