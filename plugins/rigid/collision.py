@@ -43,7 +43,7 @@ T = {name: i for i, name in enumerate(GEOM_TYPES)}
 SUPPORTED_PAIRS = frozenset({
     ("plane", "sphere"), ("plane", "capsule"), ("plane", "cylinder"), ("plane", "box"),
     ("plane", "ellipsoid"), ("sphere", "sphere"), ("sphere", "capsule"), ("sphere", "cylinder"),
-    ("sphere", "box"), ("capsule", "capsule"), ("box", "box")})
+    ("sphere", "box"), ("capsule", "capsule"), ("capsule", "box"), ("box", "box")})
 # Most raw points one routine emits (box–box clipping and box–plane: 8).
 MAX_RAW_POINTS = 8
 

@@ -152,3 +152,23 @@ def box_sat(p1, R1, h1, p2, R2, h2):
             best[k] = (s, L if d @ L >= 0 else -L)
     top = max(best.values(), key=lambda x: x[0])
     return top[0], top[1], best["face"][0], best["edge"][0]
+
+
+def capsule_box_sat(p1, R1, s1, p2, R2, hb):
+    """Numpy reference for a capsule whose axis segment meets a box: the separation along the
+    best of the box face normals and axis × box edge directions (the face normals of the
+    segment ⊕ box zonotope, a complete set), minus the radius; returns (dist, unit axis from
+    capsule to box)."""
+    u = R1[:, 2]
+    axes = [R2[:, i] for i in range(3)]
+    for i in range(3):
+        c = np.cross(u, R2[:, i])
+        if np.linalg.norm(c) > 1e-9:
+            axes.append(c / np.linalg.norm(c))
+    d = p2 - p1
+    best = (-np.inf, None)
+    for L in axes:
+        s = abs(d @ L) - s1[1] * abs(u @ L) - np.sum(np.asarray(hb) * np.abs(R2.T @ L))
+        if s > best[0]:
+            best = (s, L if d @ L >= 0 else -L)
+    return best[0] - s1[0], best[1]

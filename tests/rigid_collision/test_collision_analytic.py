@@ -234,3 +234,35 @@ def test_box_box_edge_edge_and_corner():
     assert ext > 0
     assert abs(c["depth"].max() - 0.015) <= 1e-12
     np.testing.assert_allclose(c["normal"][int(np.argmax(c["depth"]))], [0, 0, -1], atol=1e-12)
+
+
+def test_capsule_box_face_edge_and_deep():
+    qx = axis_quat([0, 1, 0], np.pi / 2)          # capsule axis along x
+    qy = axis_quat([1, 0, 0], np.pi / 2)          # along y
+    hb = (0.5, 0.5, 0.1)
+    # lying on the top face: a line contact, both ends at depth 0.02
+    c = one("capsule", (0.1, 0.3), (0, 0, 0.18), qx, "box", hb, (0, 0, 0), I4)
+    assert len(c["depth"]) == 2
+    np.testing.assert_allclose(c["depth"], 0.02, atol=1e-12)
+    np.testing.assert_allclose(sorted(c["pos"][:, 0]), [-0.3, 0.3], atol=1e-12)
+    np.testing.assert_allclose(c["normal"], np.tile(Z, (2, 1)), atol=1e-12)   # box (B) -> capsule (A)
+    # hanging over the edge x = 0.5: the axis clipped to the face, x in [0.2, 0.5]
+    c = one("capsule", (0.1, 0.3), (0.5, 0, 0.18), qx, "box", hb, (0, 0, 0), I4)
+    np.testing.assert_allclose(sorted(c["pos"][:, 0]), [0.2, 0.5], atol=1e-12)
+    np.testing.assert_allclose(c["depth"], 0.02, atol=1e-12)
+    # standing on its end: one point
+    c = one("capsule", (0.1, 0.3), (0, 0.2, 0.45), I4, "box", hb, (0, 0, 0), I4)
+    assert len(c["depth"]) == 1 and abs(c["depth"][0] - 0.05) <= 1e-12
+    # across the edge (x = 0.5, z = 0.1) along y: normal along the bisector
+    c = one("capsule", (0.1, 0.3), (0.55, 0, 0.15), qy, "box", hb, (0, 0, 0), I4)
+    assert len(c["depth"]) == 1
+    assert abs(c["depth"][0] - (0.1 - np.hypot(0.05, 0.05))) <= 1e-12
+    np.testing.assert_allclose(c["normal"][0], np.array([1, 0, 1]) / np.sqrt(2), atol=1e-12)
+    # separated within the margin over the edge
+    c = one("capsule", (0.1, 0.3), (0.6, 0, 0.2), qy, "box", hb, (0, 0, 0), I4, margin=0.05)
+    assert abs(c["depth"][0] + (np.hypot(0.1, 0.1) - 0.1)) <= 1e-12
+    # axis inside the box near the top face: pushed out through it, depth 0.05 + r, two points
+    c = one("capsule", (0.1, 0.3), (0, 0, 0.05), qy, "box", hb, (0, 0, 0), I4)
+    assert len(c["depth"]) == 2
+    np.testing.assert_allclose(c["depth"], 0.15, atol=1e-12)
+    np.testing.assert_allclose(c["normal"], np.tile(Z, (2, 1)), atol=1e-12)

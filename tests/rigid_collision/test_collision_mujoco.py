@@ -7,7 +7,7 @@ A = geom1 the normals are opposite. MuJoCo sums the two geoms' margins (margin_c
 
 import numpy as np
 import pytest
-from collision_helpers import box_sat, mujoco_contacts, mujoco_model, random_quat, run_pairs
+from collision_helpers import box_sat, capsule_box_sat, mujoco_contacts, mujoco_model, random_quat, run_pairs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polyphys.description import quat_to_mat
@@ -17,7 +17,7 @@ mujoco = pytest.importorskip("mujoco")
 PAIRS = [
     ("plane", "sphere"), ("plane", "capsule"), ("plane", "box"), ("plane", "cylinder"),
     ("plane", "ellipsoid"), ("sphere", "sphere"), ("sphere", "capsule"), ("sphere", "cylinder"),
-    ("sphere", "box"), ("capsule", "capsule"), ("box", "box"),
+    ("sphere", "box"), ("capsule", "capsule"), ("capsule", "box"), ("box", "box"),
 ]
 N_POSES = 12
 SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
@@ -84,9 +84,19 @@ def test_random_poses_match_mujoco(t1, t2, seed, use_margin):
             # compare only where the face axis wins clearly
             if not face > edge + 0.1 * abs(edge):
                 continue
+        if t1 == "capsule" and t2 == "box" and our_d <= -s1[0]:
+            # the axis segment meets the box: polyphys gives the exact minimum translation
+            # (numpy reference); MuJoCo's capsule-box is not exact this deep (it reports shallower
+            # penetrations than the minimum, checked against a brute-force search over
+            # directions), so it is not the reference here
+            ref, axis = capsule_box_sat(pose[0], quat_to_mat(pose[1]), s1, pose[2],
+                                        quat_to_mat(pose[3]), s2)
+            assert abs(our_d - ref) <= 1e-9
+            np.testing.assert_allclose(-c["normal"][k], axis, atol=1e-7)
+            continue
         assert abs(our_d - mj_d) <= 1e-9, (pose, our_d, mj_d)
         np.testing.assert_allclose(-c["normal"][k], mc[k_mj][1], atol=1e-7)
-        if (t1, t2) in (("plane", "box"), ("plane", "capsule"), ("sphere", "sphere"),
+        if (t1, t2) in (("plane", "box"), ("plane", "capsule"), ("sphere", "sphere"), ("capsule", "box"),
                         ("plane", "sphere"), ("sphere", "box"), ("sphere", "capsule")) \
                 and len(mc) == len(c["depth"]) <= 4:
             # the same points: match each MuJoCo point to ours
@@ -95,5 +105,5 @@ def test_random_poses_match_mujoco(t1, t2, seed, use_margin):
                 np.testing.assert_allclose(c["pos"][j], x[2], atol=1e-9)
                 assert abs(-c["depth"][j] - x[0]) <= 1e-9
         compared += 1
-    if (t1, t2) != ("box", "box"):
+    if (t1, t2) not in (("box", "box"), ("capsule", "box")):
         assert compared >= 1          # every example compares at least one contact with MuJoCo

@@ -254,6 +254,6 @@ def test_bad_input():
 
 
 def test_unsupported_pair_warns_at_build():
-    g = [geom("capsule", (0.1, 0.2), 0), geom("box", (0.2, 0.2, 0.2), 1)]
-    with pytest.warns(PolyphysWarning, match=r"\('capsule', 'box'\)"):
+    g = [geom("cylinder", (0.1, 0.2), 0), geom("box", (0.2, 0.2, 0.2), 1)]
+    with pytest.warns(PolyphysWarning, match=r"\('cylinder', 'box'\)"):
         CollisionPipeline(g, [0, 1], [-1, -1], [True, True]).build(1, "cpu", "32")

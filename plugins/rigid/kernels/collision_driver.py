@@ -11,7 +11,7 @@ from typing import Any
 
 import warp as wp
 
-from .collision_primitive import (_any_perp, _empty, box_box, capsule_capsule, plane_box,
+from .collision_primitive import (_any_perp, _empty, box_box, capsule_box, capsule_capsule, plane_box,
                                   plane_capsule, plane_cylinder, plane_ellipsoid, plane_sphere,
                                   sphere_box, sphere_capsule, sphere_cylinder, sphere_sphere)
 
@@ -302,6 +302,8 @@ def _collide(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: 
     elif t1 == CAPSULE:
         if t2 == CAPSULE:
             cnt, n, pts, d = capsule_capsule(p1, R1, s1, p2, R2, s2, margin)
+        elif t2 == BOX:
+            cnt, n, pts, d = capsule_box(p1, R1, s1, p2, R2, s2, margin)
     elif t1 == BOX:
         if t2 == BOX:
             cnt, n, pts, d = box_box(p1, R1, s1, p2, R2, s2, margin)

@@ -565,3 +565,161 @@ def box_box(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any, 
             d[0] = best
             cnt = 1
     return cnt, best_n, pts, d
+
+
+@wp.func
+def _point_box(p: Any, hb: Any):
+    """Closest point of the box [-hb, hb] (its own frame) to p."""
+    return wp.vector(wp.clamp(p[0], -hb[0], hb[0]), wp.clamp(p[1], -hb[1], hb[1]),
+                     wp.clamp(p[2], -hb[2], hb[2]))
+
+
+@wp.func
+def capsule_box(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any, margin: Any):
+    """Capsule (geom 1) against box (geom 2), exact: when the axis segment meets the box, the
+    separating-axis minimum over the 3 box faces and the 3 axis × box-edge directions (complete
+    for a segment and a box); otherwise the closest points of the segment and the box (the segment
+    ends against the box, the segment against the 12 edges). When the contact is on a box face,
+    both ends of the axis clipped to that face give a point (a capsule lying on a box is supported
+    along a line), as for plane–capsule."""
+    pts, d = _empty(pos1)
+    zero = size1[0] - size1[0]
+    one = zero + type(zero)(1.0)
+    half = type(zero)(0.5)
+    r = size1[0]
+    h = size1[1]
+    hb = size2
+    Rt = wp.transpose(rot2)
+    a = Rt * (pos1 - pos2)
+    u = Rt * _col(rot1, 2)
+    p0 = a - u * h
+    p1 = a + u * h
+    # separating axes (box frame), oriented from the box to the capsule
+    best = zero - type(zero)(1e30)
+    bestL = u
+    bestk = int(-1)
+    for k in range(6):
+        L = wp.vector(zero, zero, zero)
+        valid = True
+        if k < 3:
+            L[k] = one
+        else:
+            ex = wp.vector(zero, zero, zero)
+            ex[k - 3] = one
+            c = wp.cross(u, ex)
+            lc = wp.length(c)
+            if lc > type(zero)(1e-9):
+                L = c / lc
+            else:
+                valid = False
+        if valid:
+            s = (wp.abs(wp.dot(a, L)) - h * wp.abs(wp.dot(u, L))
+                 - (hb[0] * wp.abs(L[0]) + hb[1] * wp.abs(L[1]) + hb[2] * wp.abs(L[2])))
+            if s > best:
+                best = s
+                bestk = k
+                bestL = L
+                if wp.dot(a, L) < zero:
+                    bestL = -L
+    cnt = int(0)
+    nl = bestL                    # box -> capsule, box frame
+    dist = best - r
+    q = a                         # point of the axis segment at the contact
+    if best - r < margin:
+        if best <= zero:
+            # the segment meets the box: penetration along the best axis
+            if bestk < 3:
+                q = p0
+                if wp.dot(p1, nl) < wp.dot(p0, nl):
+                    q = p1
+            else:
+                # the box edge along axis (bestk - 3) furthest along nl, against the segment
+                j = bestk - 3
+                ec = wp.vector(zero, zero, zero)
+                for i in range(3):
+                    if i != j:
+                        sg = one
+                        if nl[i] < zero:
+                            sg = -one
+                        ec[i] = sg * hb[i]
+                ed = wp.vector(zero, zero, zero)
+                ed[j] = hb[j]
+                qs, qe = _segments_closest(p0, p1, ec - ed, ec + ed)
+                q = qs
+        else:
+            # separated segment: closest points (ends against the box, segment against edges)
+            c0 = _point_box(p0, hb)
+            dmin = wp.length(p0 - c0)
+            q = p0
+            cb = c0
+            c1 = _point_box(p1, hb)
+            if wp.length(p1 - c1) < dmin:
+                dmin = wp.length(p1 - c1)
+                q = p1
+                cb = c1
+            for ei in range(12):
+                j = ei // 4
+                sa = one
+                sb = one
+                if (ei & 1) != 0:
+                    sa = -one
+                if (ei & 2) != 0:
+                    sb = -one
+                ec = wp.vector(zero, zero, zero)
+                ec[(j + 1) % 3] = sa * hb[(j + 1) % 3]
+                ec[(j + 2) % 3] = sb * hb[(j + 2) % 3]
+                ed = wp.vector(zero, zero, zero)
+                ed[j] = hb[j]
+                qs, qe = _segments_closest(p0, p1, ec - ed, ec + ed)
+                if wp.length(qs - qe) < dmin:
+                    dmin = wp.length(qs - qe)
+                    q = qs
+                    cb = qe
+            nl = (q - cb) / dmin
+            dist = dmin - r
+        if dist < margin:
+            # a face contact: both ends of the segment clipped to the face
+            fk = int(-1)
+            for k in range(3):
+                if wp.abs(nl[k]) > one - type(zero)(1e-9):
+                    fk = k
+            two = False
+            if fk >= 0:
+                sg = one
+                if nl[fk] < zero:
+                    sg = -one
+                t0 = zero - h
+                t1 = h
+                for k in range(3):
+                    if k != fk:
+                        if wp.abs(u[k]) > zero:
+                            ta = (-hb[k] - a[k]) / u[k]
+                            tb = (hb[k] - a[k]) / u[k]
+                            t0 = wp.max(t0, wp.min(ta, tb))
+                            t1 = wp.min(t1, wp.max(ta, tb))
+                        elif wp.abs(a[k]) > hb[k]:
+                            t1 = t0 - one
+                if t1 > t0:
+                    qa = a + u * t0
+                    qb = a + u * t1
+                    da = sg * qa[fk] - hb[fk] - r
+                    db = sg * qb[fk] - hb[fk] - r
+                    tol = type(zero)(1e-9) * (h + r + hb[0] + hb[1] + hb[2])
+                    if wp.abs(wp.min(da, db) - dist) <= tol:
+                        two = True
+                        fn = wp.vector(zero, zero, zero)
+                        fn[fk] = sg
+                        if da < margin:
+                            pts[cnt] = pos2 + rot2 * (qa - fn * (r + half * da))
+                            d[cnt] = da
+                            cnt += 1
+                        if db < margin:
+                            pts[cnt] = pos2 + rot2 * (qb - fn * (r + half * db))
+                            d[cnt] = db
+                            cnt += 1
+            if not two:
+                pts[0] = pos2 + rot2 * (q - nl * (r + half * dist))
+                d[0] = dist
+                cnt = 1
+    # normal from the capsule (1) to the box (2)
+    return cnt, -(rot2 * nl), pts, d
