@@ -1257,16 +1257,25 @@ def apply_scale(desc, s):
             j.springref *= s
     for g in desc.geoms:
         g.pos = tuple(np.asarray(g.pos) * s)
-        if g.type == "plane":
-            g.size = (g.size[0] * s, g.size[1] * s, g.size[2] * s)
-        else:
-            g.size = tuple(v * s for v in g.size)
+        g.size = tuple(v * s for v in g.size)
+        # lengths too: contact margin/gap and the torsional/rolling friction coefficients (m)
+        g.margin, g.gap = g.margin * s, g.gap * s
+        g.friction = (g.friction[0], g.friction[1] * s, g.friction[2] * s)
+        if g.hfield is not None:
+            g.hfield = dict(g.hfield, size=tuple(v * s for v in g.hfield["size"]))
         if g.mesh is not None:
             g.mesh = MeshData(vertices=g.mesh.vertices * s, faces=g.mesh.faces, name=g.mesh.name,
                               file=g.mesh.file)
     for st in desc.sites:
         st.pos = tuple(np.asarray(st.pos) * s)
         st.size = tuple(v * s for v in st.size)
+    for p in desc.contact_pairs:
+        for key in ("margin", "gap"):
+            if key in p:
+                p[key] *= s
+        if "friction" in p:
+            f = p["friction"]
+            p["friction"] = (f[0], f[1], f[2] * s, f[3] * s, f[4] * s)
     for e in desc.equalities:
         e.anchor = tuple(np.asarray(e.anchor) * s)
         e.relpose = tuple(np.asarray(e.relpose[:3]) * s) + tuple(e.relpose[3:])

@@ -162,6 +162,12 @@ def test_scale_and_fixed(tmp_path):
         np.testing.assert_allclose(b.inertial.com, np.asarray(a.inertial.com) * 2, rtol=1e-12)
     for a, b in zip(d1.geoms, d2.geoms):
         np.testing.assert_allclose(b.size, np.asarray(a.size) * 2, rtol=1e-12)
+        assert (b.margin, b.gap) == (a.margin * 2, a.gap * 2)
+        np.testing.assert_allclose(b.friction, np.asarray(a.friction) * (1, 2, 2), rtol=1e-12)
+        if a.mesh is not None:
+            np.testing.assert_allclose(b.mesh.vertices, a.mesh.vertices * 2, rtol=1e-12)
+    np.testing.assert_allclose(d2.equalities[1].anchor, np.asarray(d1.equalities[1].anchor) * 2)
+    np.testing.assert_allclose(d2.keyframes[0].qpos[:3], d1.keyframes[0].qpos[:3] * 2)
     slide = d2.joints[d2.joint_index("slide")]
     assert slide.range == pytest.approx((-0.2, 0.4))
     fixed = _describe(path, fixed=True)
