@@ -7,13 +7,12 @@ solver integrates the unconstrained dynamics (as MuJoCo with ``mjDSBL_CONSTRAINT
 
 from __future__ import annotations
 
-import warnings
 from types import SimpleNamespace
 
 import numpy as np
 from polyphys import morphs as M
 from polyphys.description import EntityDescription, from_primitive
-from polyphys.errors import BuildError, OptionError, PolyphysWarning
+from polyphys.errors import BuildError, OptionError
 from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
@@ -462,7 +461,3 @@ class RigidSolver(Solver):
         out[:, h["m_rows"], h["m_cols"]] = vals
         out[:, h["m_cols"], h["m_rows"]] = vals
         return out
-
-
-def _warn(msg):
-    warnings.warn(msg, PolyphysWarning, stacklevel=3)
