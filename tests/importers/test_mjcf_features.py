@@ -226,3 +226,21 @@ def test_describe_to_dict_json(tmp_path):
     assert (j["root"]["q_start"], j["root"]["dof_start"]) == (0, 0)
     assert (j["shoulder"]["q_start"], j["shoulder"]["dof_start"]) == (7, 6)
     assert out["n_qs"] == 7 + 1 + 1 + 1 + 4 and out["n_dofs"] == 6 + 1 + 1 + 1 + 3
+
+
+def test_convexify_mjcf_meshes(tmp_path):
+    import trimesh
+
+    ell = trimesh.util.concatenate([trimesh.creation.box((0.2, 0.05, 0.05)),
+                                    trimesh.creation.box((0.05, 0.2, 0.05))])
+    ell.export(str(tmp_path / "ell.stl"))
+    p = tmp_path / "c.xml"
+    p.write_text('<mujoco><asset><mesh file="ell.stl"/></asset><worldbody><body name="b">'
+                 '<freejoint/><geom type="mesh" mesh="ell"/></body></worldbody></mujoco>')
+    plain = _describe(str(p))
+    hull = _describe(str(p), convexify=True)
+    t0 = trimesh.Trimesh(plain.geoms[0].mesh.vertices, plain.geoms[0].mesh.faces)
+    t1 = trimesh.Trimesh(hull.geoms[0].mesh.vertices, hull.geoms[0].mesh.faces)
+    assert t1.is_convex and t1.volume == pytest.approx(t0.convex_hull.volume)
+    # mass properties stay those of the mesh as written (MuJoCo's legacy rule)
+    assert hull.total_mass == pytest.approx(plain.total_mass)
