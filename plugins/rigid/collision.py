@@ -76,6 +76,9 @@ class CollisionOptions:
     sap_axis: the sweep axis (0 x, 1 y, 2 z).
     margin_combine: a pair's margin and gap from its geoms': "max" (default) or "sum" (MuJoCo's
         rule, for the MuJoCo-compatible mode); an explicit pair's own values replace both.
+    neutral_collision: False (Genesis's default) removes the pairs of one entity that are already
+        in contact in the neutral configuration handed to ``build(neutral_poses=...)``; True keeps
+        them. Without neutral poses nothing is removed.
     """
 
     broadphase: str = attrs.field(default="auto",
@@ -91,6 +94,8 @@ class CollisionOptions:
     filtering: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     sap_axis: int = attrs.field(default=0, validator=one_of(0, 1, 2))
     margin_combine: str = attrs.field(default="max", validator=one_of("max", "sum"))
+    neutral_collision: bool = attrs.field(default=False,
+                                          validator=attrs.validators.instance_of(bool))
 
 
 def _half_extents(g: Geom) -> np.ndarray:
@@ -190,6 +195,7 @@ class CollisionPipeline:
         self.explicit_keys = np.array(sorted({min(p["geom1"], p["geom2"]) * G
                                               + max(p["geom1"], p["geom2"]) for p in self.pairs}),
                                       dtype=np.int64)
+        self.neutral_excluded = np.zeros((0, 2), dtype=np.int64)
         self.half = np.array([_half_extents(g) if self.geom_collide[i] else np.zeros(3)
                               for i, g in enumerate(self.geoms)]).reshape(G, 3)
         self._unsupported_warned = False
@@ -259,9 +265,12 @@ class CollisionPipeline:
         return np.stack([ga[m], gb[m]], axis=1)
 
     # -- build ------------------------------------------------------------------------------------
-    def build(self, n_envs: int, device=None, precision: str = "32", partitions=None):
+    def build(self, n_envs: int, device=None, precision: str = "32", partitions=None,
+              neutral_poses=None):
         """Allocate the per-env buffers and per-partition views. ``partitions``: the layout's
-        Partition tuple (default: one partition of all envs)."""
+        Partition tuple (default: one partition of all envs). ``neutral_poses``: (pos (G, 3),
+        quat (G, 4) as w, x, y, z) of every geom in the neutral configuration (qpos0), for the
+        ``neutral_collision`` option."""
         import warp as wp
 
         from polyphys.layout import Partition
@@ -274,6 +283,8 @@ class CollisionPipeline:
             raise OptionError(f"n_envs = {n_envs!r}: must be an integer >= 1")
         o = self.options
         G = self.n_geoms
+        if neutral_poses is not None and not o.neutral_collision:
+            self._exclude_neutral(neutral_poses, device)
         S = wp.float64 if precision == "64" else wp.float32
         npf = np.float64 if precision == "64" else np.float32
         V = wp.types.vector(3, S)
@@ -376,6 +387,35 @@ class CollisionPipeline:
             self._parts[part.index] = v
         self.built = True
         return self
+
+    def _exclude_neutral(self, neutral_poses, device):
+        """Remove the pairs of one entity in contact at the neutral poses (SPEC R4's
+        neutral-initial-overlap option): one all-vs-all pass in float64 on those poses."""
+        pos, quat = (np.asarray(a, dtype=float) for a in neutral_poses)
+        G = self.n_geoms
+        if pos.shape != (G, 3) or quat.shape != (G, 4):
+            raise OptionError(f"neutral_poses: expected pos ({G}, 3) and quat ({G}, 4), got "
+                              f"{pos.shape} and {quat.shape}")
+        probe = CollisionPipeline.__new__(CollisionPipeline)
+        probe.__dict__.update(self.__dict__)
+        probe.options = attrs.evolve(self.options, broadphase="all_vs_all", neutral_collision=True,
+                                     max_collision_pairs=None, max_candidate_contacts=None,
+                                     max_contacts=None, overflow="warn")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            probe.build(1, device, "64")
+            set_poses_host(probe, pos[None], quat[None])
+            from polyphys.layout import Partition
+
+            probe.run(Partition(0, 0, 1))
+        c = probe.contacts([0])[0]
+        same = self.geom_entity[c["geom_a"]] == self.geom_entity[c["geom_b"]]
+        expl = c["pair"] < 0
+        pairs = {(min(a, b), max(a, b)) for a, b in zip(c["geom_a"][same & expl],
+                                                        c["geom_b"][same & expl])}
+        self.neutral_excluded = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+        keys = set(self.explicit_keys.tolist()) | {a * G + b for a, b in pairs}
+        self.explicit_keys = np.array(sorted(keys), dtype=np.int64)
 
     def _warn_unsupported(self, pairs):
         """Warn once about type pairs that can collide but have no routine yet (their contacts are

@@ -124,6 +124,7 @@ def test_excludes_and_explicit_pairs_from_descriptions():
     assert len(c["depth"]) == 1 and abs(c["depth"][0] + 0.2) < 1e-12
 
 
+@pytest.mark.filterwarnings("ignore:collision. no narrowphase routine")
 def test_sweep_and_prune_equals_all_vs_all_random_scene():
     rng = np.random.default_rng(3)
     n = 90
@@ -257,3 +258,24 @@ def test_unsupported_pair_warns_at_build():
     g = [geom("cylinder", (0.1, 0.2), 0), geom("box", (0.2, 0.2, 0.2), 1)]
     with pytest.warns(PolyphysWarning, match=r"\('cylinder', 'box'\)"):
         CollisionPipeline(g, [0, 1], [-1, -1], [True, True]).build(1, "cpu", "32")
+
+
+def test_neutral_overlap_option():
+    """Pairs of one entity overlapping in the neutral configuration are removed unless
+    neutral_collision; pairs across entities and pairs not overlapping there stay."""
+    g = _spheres(3)
+    ent = [0, 0, 1]
+    neutral = (np.array([[0, 0, 0], [0.5, 0, 0], [0.9, 0, 0]]), np.tile([1.0, 0, 0, 0], (3, 1)))
+    now = np.zeros((3, 3))
+    pipe = CollisionPipeline(g, ent, [-1] * 3, [True] * 3)
+    pipe.build(1, "cpu", "64", neutral_poses=neutral)
+    assert pipe.neutral_excluded.tolist() == [[0, 1]]
+    _run(pipe, now)     # rebuilds with the exclusion kept
+    assert _pairs(pipe) == [(0, 2), (1, 2)]
+    pipe = CollisionPipeline(g, ent, [-1] * 3, [True] * 3, CollisionOptions(neutral_collision=True))
+    pipe.build(1, "cpu", "64", neutral_poses=neutral)
+    _run(pipe, now)
+    assert _pairs(pipe) == [(0, 1), (0, 2), (1, 2)]
+    with pytest.raises(OptionError, match="neutral_poses"):
+        CollisionPipeline(g, ent, [-1] * 3, [True] * 3).build(1, "cpu", "64",
+                                                              neutral_poses=(np.zeros((2, 3)), np.zeros((3, 4))))
