@@ -176,13 +176,14 @@ class RigidEntity(Entity):
 
     # -- control ---------------------------------------------------------------------------------
     def _control(self, mode, arr, name, value, dofs_idx_local, envs_idx):
-        envs, idx = self._set(arr, name, value, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
         if mode == CTRL_POSITION:
+            idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
             types = [self._dof_joint_type(i) for i in idx]
             bad = [int(i) for i, t in zip(idx, types) if t not in ("revolute", "prismatic")]
             if bad:
                 raise OptionError(f"control_dofs_position: dofs {bad} belong to free/spherical joints; "
                                   f"position control is for revolute/prismatic dofs (use velocity)")
+        envs, idx = self._set(arr, name, value, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
         self.solver._write(self.solver.dof_mode, envs, self._ds.start + idx,
                            np.full((len(envs), len(idx)), mode, np.int32))
 
@@ -359,7 +360,13 @@ class RigidEntity(Entity):
         self.solver._write(p.link_mass, envs, gl, vals)
         self.solver._write(p.link_inertia, envs, gl, inertia * scale[..., None, None])
         self.solver.forward()
-        self.solver._check_masses()
+        try:
+            self.solver._check_masses()
+        except Exception as exc:
+            self.solver._write(p.link_mass, envs, gl, old)
+            self.solver._write(p.link_inertia, envs, gl, inertia)
+            self.solver.forward()
+            raise OptionError(f"set_links_mass({vals.tolist()}): {exc} (unchanged)") from None
 
     def set_links_com(self, com, links_idx_local=None, envs_idx=None):
         """Per-env CoM offset in the link frame (the inertia about the CoM is kept)."""

@@ -194,6 +194,19 @@ def test_bad_setter_input_names_expected_shape():
         ent.set_qpos(np.zeros(m.nq))
 
 
+def test_set_links_mass_rejects_a_massless_moving_body_and_keeps_the_old_mass():
+    scene = _scene()
+    box = scene.add_entity(morphs.Box(size=(0.2, 0.2, 0.2)), Rigid())
+    scene.build()
+    m0 = box.get_links_mass()[0]
+    with pytest.raises(OptionError, match="zero-mass moving body"):
+        box.set_links_mass([0.0])
+    assert box.get_links_mass()[0] == m0
+    with pytest.raises(OptionError, match="free/spherical"):
+        box.control_dofs_position([0.0], dofs_idx_local=[0])
+    assert np.all(scene.solver("rigid").dof_target_pos.numpy() == 0)
+
+
 def test_zero_mass_moving_body_is_rejected():
     links = [Link(name="ghost", joints=[0], inertial=Inertial(mass=0.0))]
     desc = EntityDescription(name="g", links=links,
