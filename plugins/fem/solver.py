@@ -289,6 +289,23 @@ class FEMSolver(Solver):
             wp.launch(I.apply_step, dim=dv, inputs=[step_k, p.d, p.scal], outputs=[p.pos])
         wp.launch(I.end_substep, dim=dv, inputs=[h, p.fixed, p.pos, p.pos_n], outputs=[p.vel])
 
+    def solve_stats(self) -> dict:
+        """Diagnostics of the implicit solve of the last substep, per env (host readback; call it
+        between steps): ``gradient_reduction`` (n_envs, newton_iters): preconditioned gradient norm at
+        the start of each Newton iteration over the first one's (0 where an env had already stopped);
+        ``cg_iterations`` (n_envs, newton_iters): CG iterations that ran; ``step`` (n_envs,
+        newton_iters): accepted line-search step (0: no decrease found, no move)."""
+        if self.options.integrator != "implicit":
+            raise OptionError("solve_stats(): only the implicit integrator iterates; FEMOptions(integrator="
+                              f"{self.options.integrator!r})")
+        sl, sc = self.sl, self.scal.numpy()
+        rz = sc[:, sl.rz:sl.pap].reshape(-1, sl.K, sl.J + 1)
+        pap = sc[:, sl.pap:sl.step].reshape(-1, sl.K, sl.J)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            red = np.sqrt(np.where(rz[:, :1, 0] > 0, rz[:, :, 0] / rz[:, :1, 0], 0.0))
+        return {"gradient_reduction": red, "cg_iterations": (pap != 0).sum(axis=2),
+                "step": sc[:, sl.step:sl.step + sl.K].copy()}
+
     # -- state -----------------------------------------------------------------------------------
     def state_arrays(self):
         return {"pos": self.pos, "vel": self.vel, "active": self.active}

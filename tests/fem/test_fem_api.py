@@ -258,3 +258,18 @@ def test_example_scene_runs():
     assert x[:, 2].min() < x0[:, 2].min() - 1e-3
     assert jelly.get_vertices_pos()[:, 2].min() > -1e-5
     assert jelly.get_pos()[2] < 0.15
+
+
+def test_implicit_solve_stats():
+    """The readback of the last implicit solve: CG stops early once converged, Newton reduces the
+    gradient, the line search accepts the full step on a mild problem; explicit has none."""
+    sc = _build("implicit", n_envs=2)
+    sc.step()
+    st = sc.solver("fem").solve_stats()
+    assert st["gradient_reduction"].shape == (2, 2) and st["cg_iterations"].shape == (2, 2)
+    assert np.all(st["gradient_reduction"][:, 0] == 1.0)
+    assert np.all(st["gradient_reduction"][:, 1] < 0.1)
+    assert np.all((st["cg_iterations"] >= 1) & (st["cg_iterations"] <= 20))
+    assert np.all(st["step"][:, 0] == 1.0)
+    with pytest.raises(OptionError, match="implicit"):
+        _build("explicit").solver("fem").solve_stats()
