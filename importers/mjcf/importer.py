@@ -869,10 +869,11 @@ class MJCFImporter:
             if li == 0:
                 continue
             explicit = self.explicit.get(li)
-            if mode == "true" or (mode == "auto" and explicit is None):
-                parts = [self.geom_mass[gi] for gi in link.geoms
-                         if self.geom_mass[gi] is not None
-                         and glo <= desc.geoms[gi].group <= ghi]
+            parts = [self.geom_mass[gi] for gi in link.geoms
+                     if self.geom_mass[gi] is not None and glo <= desc.geoms[gi].group <= ghi]
+            if (mode == "true" and (parts or explicit is None)) or (mode == "auto"
+                                                                   and explicit is None):
+                # MuJoCo: "true" keeps an explicit <inertial> when no geom falls in the group range
                 ine = combine_inertials(parts)
             else:
                 ine = explicit if explicit is not None else Inertial()

@@ -244,3 +244,32 @@ def test_convexify_mjcf_meshes(tmp_path):
     assert t1.is_convex and t1.volume == pytest.approx(t0.convex_hull.volume)
     # mass properties stay those of the mesh as written (MuJoCo's legacy rule)
     assert hull.total_mass == pytest.approx(plain.total_mass)
+
+
+@pytest.mark.parametrize("compiler", [
+    'boundmass="0.5" boundinertia="0.02"',
+    'balanceinertia="true"',
+    'inertiafromgeom="true" inertiagrouprange="1 2"',
+    'inertiafromgeom="false"',
+    'settotalmass="3" angle="degree" eulerseq="XYZ"',
+])
+def test_compiler_mass_settings_match_mujoco(tmp_path, compiler):
+    mujoco = pytest.importorskip("mujoco")
+    from mujoco_compare import compare
+
+    p = tmp_path / "c.xml"
+    p.write_text(f"""<mujoco><compiler {compiler}/><worldbody>
+      <body name="a" pos="0 0 1" euler="10 20 30"><freejoint/>
+        <inertial pos="0.1 0 0" mass="0.1" diaginertia="0.001 0.002 0.0025"/>
+        <geom type="box" size="0.1 0.2 0.3" group="1"/>
+        <body name="b" pos="0 0 -0.5"><joint axis="0 1 0" range="-30 30"/>
+          <inertial pos="0 0 -0.2" mass="0.3" diaginertia="0.01 0.01 0.001"/>
+          <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.05" group="2"/>
+          <geom type="sphere" size="0.1" group="3"/>
+        </body>
+        <body name="c" pos="0.5 0 0"><joint type="slide"/>
+          <inertial pos="0 0 0" mass="1" fullinertia="0.01 0.01 0.005 0.001 0 0"/>
+          <geom type="ellipsoid" size="0.1 0.05 0.05"/>
+        </body>
+      </body></worldbody></mujoco>""")
+    compare(_describe(str(p)), mujoco.MjModel.from_xml_path(str(p)), mujoco)
