@@ -5,9 +5,10 @@
   match (conforming) and there is no sliver (every tet has volume cell/6).
 - Cylinder: the same grid on a square, mapped to the disc ring by ring (concentric squares to
   circles), which keeps every tet positively oriented.
-- Closed triangle surface (Mesh with (m, 3) faces or a trimesh-readable file): cubes of a grid whose
-  centre lies inside the surface (generalized winding number) are split as above: a voxelized volume
-  (the boundary is staircase; refine with ``resolution``). An open surface is refused.
+- Sphere, Capsule, and a closed triangle surface (Mesh with (m, 3) faces or a trimesh-readable file):
+  the cubes of a grid whose centre lies inside the surface (generalized winding number) are split as
+  above: a voxelized volume (staircase boundary; refine with ``resolution``, cells along the longest
+  edge, default 8). An open surface is refused.
 - Tetrahedra: Mesh(vertices=..., faces=(m, 4)) or a .msh/.vtk/.vtu/.mesh file read with meshio
   (optional dependency, imported only then).
 
@@ -193,6 +194,13 @@ def morph_tets(morph, resolution=None):
         return box_mesh(morph.size, resolution)
     if isinstance(morph, M.Cylinder):
         return cylinder_mesh(morph.radius, morph.height, resolution)
+    if isinstance(morph, (M.Sphere, M.Capsule)):
+        import trimesh
+
+        tm = (trimesh.creation.icosphere(subdivisions=3, radius=morph.radius) if isinstance(morph, M.Sphere)
+              else trimesh.creation.capsule(height=morph.height, radius=morph.radius, count=(24, 24)))
+        return voxel_mesh(np.asarray(tm.vertices, dtype=float), np.asarray(tm.faces, dtype=np.int64),
+                          resolution, what=type(morph).__name__)
     if isinstance(morph, M.Mesh):
         scale = np.asarray(morph.scale)
         if morph.file is not None and os.path.splitext(morph.file)[1].lower() in TET_FILE_SUFFIXES:
@@ -205,8 +213,8 @@ def morph_tets(morph, resolution=None):
         tm = morph.load_trimesh()
         return voxel_mesh(np.asarray(tm.vertices, dtype=float), np.asarray(tm.faces, dtype=np.int64),
                           resolution, what=f"Mesh({morph.file or 'vertices/faces'})")
-    raise OptionError(f"the FEM solver meshes Box, Cylinder and Mesh morphs (tetrahedra, tet files, "
-                      f"closed surfaces); got {type(morph).__name__}")
+    raise OptionError(f"the FEM solver meshes Box, Cylinder, Sphere, Capsule and Mesh morphs (tetrahedra, "
+                      f"tet files, closed surfaces); got {type(morph).__name__}")
 
 
 def validate_tets(v: np.ndarray, t: np.ndarray, what: str) -> np.ndarray:

@@ -102,7 +102,8 @@ def _surface_volume(pos, tris):
 
 
 @pytest.mark.parametrize("morph", [morphs.Box(size=(0.3, 0.2, 0.1), euler=(10, 20, 30)),
-                                   morphs.Cylinder(radius=0.1, height=0.3), "sphere", "vtu"])
+                                   morphs.Cylinder(radius=0.1, height=0.3), morphs.Sphere(radius=0.1),
+                                   morphs.Capsule(radius=0.05, height=0.2), "sphere", "vtu"])
 def test_meshes_closed_surface_and_volume(morph, tmp_path):
     import trimesh
 
