@@ -137,6 +137,7 @@ class SPHSolver(Solver):
         m.gravity = wp.vec3(*layout.gravity)
         m.xsph = o.xsph
         m.omega = o.omega
+        m.b_press = 2.0   # pressure mirroring p_b = p_i (Akinci et al. 2012); 1 let the floor sag
         for k, name in enumerate(("rest_rho", "stiffness", "exponent", "mu", "gamma")):
             setattr(m, name, wp.array(mats[:, k].astype(f32), dtype=float, device=dev))
         m.b_pos = wp.array(bpts.astype(f32).reshape(-1, 3) if len(bpts) else np.zeros((1, 3), f32),
@@ -262,9 +263,10 @@ class SPHSolver(Solver):
         o, m, ne, N = self.options, self.model, p.n, self.N
         L = self._launch
         total = p.kappa_div if divergence else p.kappa_rho
+        other = p.kappa_rho if divergence else p.kappa_div
         L(G.zero_flags, ne, [p.done])
         # warm start (Bender & Koschier 2017): apply last substep's accumulated κ first
-        if o.warm_start:
+        if o.warm_start and not divergence:
             L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
                                         total, p.vel])
         else:
@@ -274,7 +276,7 @@ class SPHSolver(Solver):
         for it in range(iters):
             L(F.solve_kappa, (ne, N), [m, int(divergence), p.mass, p.done, p.pos, p.vel, p.active,
                                        p.start, p.sorted, p.rho, p.alpha, p.nbrs, p.kappa, p.err,
-                                       total, p.pressure])
+                                       total, other, p.pressure])
             L(G.reduce_chunks, (ne, self.n_chunks), [N, p.err, p.active, p.done, p.err_sum, p.err_cnt])
             # the density solve runs at least two iterations (Bender & Koschier 2015, Alg. 2)
             may_stop = 1 if (divergence or it >= 1) else 0

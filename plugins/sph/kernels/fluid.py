@@ -31,6 +31,7 @@ class Model:
     gravity: wp.vec3
     xsph: float
     omega: float                            # Jacobi relaxation of the DFSPH solves
+    b_press: float                          # boundary pressure factor: 2 = mirrored (p_b = p_i)
     rest_rho: wp.array(dtype=float)         # per particle (same in every env)
     stiffness: wp.array(dtype=float)
     exponent: wp.array(dtype=float)
@@ -157,7 +158,7 @@ def density(
         alpha_out[env, i] = 0.0
     else:
         pressure_out[env, i] = 0.0
-        den = wp.dot(gsum + gb, gsum + gb) + gsq
+        den = wp.dot(gsum + gb, gsum + m.b_press * gb) + gsq
         a = float(0.0)
         if den > 1.0e-6:
             a = rho / den
@@ -225,7 +226,7 @@ def accelerate(
                         d = xi - m.b_pos[k]
                         r = wp.length(d)
                         if r < m.H:
-                            a -= rho0 * m.b_vol[k] * pi * kernel_grad(d, r, m.H, m.kernel)
+                            a -= m.b_press * rho0 * m.b_vol[k] * pi * kernel_grad(d, r, m.H, m.kernel)
     dv_out[env, i] = m.h * a + m.xsph * xs
 
 
@@ -242,14 +243,15 @@ def solve_kappa(
     nbrs_in: wp.array2d(dtype=wp.int32),
     # Data out:
     kappa_out: wp.array2d(dtype=float), err_out: wp.array2d(dtype=float),
-    total_inout: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
+    total_inout: wp.array2d(dtype=float), other_in: wp.array2d(dtype=float),
+    pressure_out: wp.array2d(dtype=float),
 ):
     """DFSPH: predicted density (or density change) from the current velocities, and κᵢ.
 
     Density solve: ρ*ᵢ = ρᵢ + h·Dρ/Dt, κᵢ = (ρ*ᵢ − ρ₀)·αᵢ/h², error (ρ*ᵢ − ρ₀)⁺/ρ₀.
     Divergence solve: κᵢ = Dρ/Dt·αᵢ/h (released with fewer than 20 neighbours: free surface),
     error h·(Dρ/Dt)⁺/ρ₀. The warm-started total K = Σκ (state) stays >= 0: κ = max(κ, −K), a
-    projected Jacobi step (a liquid pushes, never pulls). Density solve: pressure pᵢ = Kᵢρᵢ."""
+    projected Jacobi step (a liquid pushes, never pulls). Pressure pᵢ = (K_ρ + K_div)ᵢρᵢ."""
     env, i = wp.tid()
     if done_in[env] != 0:
         return
@@ -299,7 +301,8 @@ def solve_kappa(
     tot = tot + kap
     total_inout[env, i] = tot
     if divergence == 0:
-        pressure_out[env, i] = tot * rho_in[env, i]
+        # both solves apply pressure-like impulses: p = (K_density + K_divergence)·ρ
+        pressure_out[env, i] = (tot + other_in[env, i]) * rho_in[env, i]
     kappa_out[env, i] = kap
     err_out[env, i] = err
 
@@ -344,7 +347,7 @@ def solve_update(
                     d = xi - m.b_pos[k]
                     r = wp.length(d)
                     if r < m.H:
-                        dv -= rho0 * m.b_vol[k] * ki * kernel_grad(d, r, m.H, m.kernel)
+                        dv -= m.b_press * rho0 * m.b_vol[k] * ki * kernel_grad(d, r, m.H, m.kernel)
     vel_inout[env, i] = vel_inout[env, i] + m.h * dv
 
 
