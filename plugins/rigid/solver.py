@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 from polyphys import morphs as M
 from polyphys.description import EntityDescription, from_primitive
-from polyphys.errors import BuildError, OptionError
+from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
@@ -195,6 +195,13 @@ class RigidSolver(Solver):
         self._all = self._part_args(slice(0, n))
         self.forward()
         self._check_masses()
+        n_geoms = sum(1 for desc, _, _ in self._pending for g in desc.geoms if g.role != "visual")
+        if self.options.enable_collision and not self.options.disable_constraint and n_geoms > 1:
+            import warnings
+
+            warnings.warn("rigid solver: contacts and joint limits are not simulated in this version "
+                          "(bodies pass through each other); set RigidOptions(enable_collision=False, "
+                          "disable_constraint=True) to silence this", PolyphysWarning, stacklevel=3)
 
     def _part_args(self, sl: slice) -> SimpleNamespace:
         m, p, d = self.model, self.params, self.d
