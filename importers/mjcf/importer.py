@@ -667,6 +667,18 @@ class MJCFImporter:
             hfield = dict(ctx.hfields[hn])
             hs = _floats(hfield.get("size", "1 1 1 1"), 4, f"hfield {hn!r} size")
             hfield["size"] = tuple(hs)
+            if "elevation" in hfield:
+                nr, nc = int(hfield.get("nrow", 0)), int(hfield.get("ncol", 0))
+                elev = np.asarray(_floats(hfield["elevation"], nr * nc, f"hfield {hn!r} "
+                                          f"elevation ({nr}x{nc})"))
+                # as MuJoCo's hfield_data: normalised to [0, 1] (heights are data × size[2]),
+                # row 0 at -y (the XML lists the +y row first)
+                span = elev.max() - elev.min()
+                hfield["data"] = ((elev - elev.min()) / span if span > 0 else
+                                  np.zeros_like(elev)).reshape(nr, nc)[::-1].copy()
+            elif "file" in hfield:
+                ctx.notes.append(f"hfield {hn!r}: elevation file {hfield['file']!r} not read "
+                                 f"(geometry record only)")
             size = hs[:3]
         elif gt == "sdf":
             ctx.unsupported["geom type sdf"] += 1

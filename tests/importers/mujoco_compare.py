@@ -100,6 +100,12 @@ def compare(desc, m, mujoco):
         _rot_close(g.quat, quat, f"{w} quat", rtol=rt)
         if g.type not in ("mesh", "hfield"):
             _close(g.size, m.geom_size[gi], f"{w} size", floor=1e-3)
+        if g.type == "hfield" and g.hfield.get("data") is not None:
+            hid = m.geom_dataid[gi]
+            nr, nc = m.hfield_nrow[hid], m.hfield_ncol[hid]
+            ref = m.hfield_data[m.hfield_adr[hid]:m.hfield_adr[hid] + nr * nc].reshape(nr, nc)
+            _close(g.hfield["data"], ref, f"{w} hfield data", rtol=1e-6, floor=1.0)
+            _close(g.hfield["size"], m.hfield_size[hid], f"{w} hfield size", floor=1e-3)
         assert (g.contype, g.conaffinity, g.condim, g.priority, g.group) == (
             m.geom_contype[gi], m.geom_conaffinity[gi], m.geom_condim[gi], m.geom_priority[gi],
             m.geom_group[gi]), w

@@ -21,10 +21,12 @@ FEATURES = """<mujoco model="features">
   <asset>
     <mesh name="tet" file="tet.stl" scale="1 2 1"/>
     <mesh file="tet2.obj" scale="0.5 0.5 0.5"/>
+    <hfield name="bumps" nrow="2" ncol="3" size="1 2 0.3 0.1" elevation="0 1 2 3 4 5"/>
     <mesh name="boxmesh" vertex="0 0 0 1 0 0 0 1 0 1 1 0 0 0 1 1 0 1 0 1 1 1 1 1"/>
   </asset>
   <worldbody>
     <geom name="floor" type="plane" size="5 5 0.1"/>
+    <geom name="terrain" type="hfield" hfield="bumps" pos="3 0 0"/>
     <body name="base" pos="0 0 1" euler="0.1 0.2 0.3" childclass="arm" gravcomp="0.5">
       <freejoint name="root"/>
       <geom name="torso" type="capsule" fromto="0 0 0 0.3 0.1 0.2" size="0.05"/>
