@@ -69,8 +69,6 @@ class MPMSolver(Solver):
     def build(self, layout):
         import warp as wp
 
-        if layout.precision != "32":
-            raise BuildError(f"the MPM solver runs in float32 only; got precision {layout.precision!r}")
         self.layout = layout
         o, h = self.options, layout.h
         self._check_resolution()
@@ -82,6 +80,10 @@ class MPMSolver(Solver):
         n_p = start
         self.n_particles = n_p
         n, dev = layout.n_envs, layout.device
+        f64 = layout.precision == "64"
+        scalar, npf = (wp.float64, np.float64) if f64 else (wp.float32, np.float32)
+        vec3, mat33, vec4 = (wp.vec3d, wp.mat33d, wp.vec4d) if f64 else (wp.vec3, wp.mat33, wp.vec4)
+        self._types = (scalar, vec3, mat33)
         cells = o.n_cells
         self.n_nodes_axis = tuple(c + 1 for c in cells)
         nx, ny, nz = self.n_nodes_axis
@@ -89,53 +91,51 @@ class MPMSolver(Solver):
 
         # model: per-particle material parameters, shared by every env
         typ = np.zeros(n_p, np.int32)
-        mu, lam, mass, vol = (np.zeros(n_p, np.float32) for _ in range(4))
-        par = np.zeros((n_p, 4), np.float32)
+        mu, lam, mass, vol = (np.zeros(n_p, npf) for _ in range(4))
+        par = np.zeros((n_p, 4), npf)
         for e in self.entities:
             code, p = e.material._code()
             s = e._sl
             typ[s], mu[s], lam[s] = code, e.material.mu, e.material.lam
             par[s] = p
             mass[s], vol[s] = e.particle_mass, e.particle_volume
-        f = lambda a, dt=float: wp.array(a, dtype=dt, device=dev)  # noqa: E731
+        f = lambda a, dt=scalar: wp.array(a, dtype=dt, device=dev)  # noqa: E731
         self.model = SimpleNamespace(p_type=f(typ, wp.int32), p_mu=f(mu), p_lam=f(lam),
-                                     p_par=f(par, wp.vec4), p_mass=f(mass), p_vol=f(vol))
+                                     p_par=f(par, vec4), p_mass=f(mass), p_vol=f(vol))
         planes = o.planes
-        self.plane_pos = wp.array(np.array([p for p, _ in planes], np.float32).reshape(-1, 3),
-                                  dtype=wp.vec3, device=dev)
-        self.plane_nrm = wp.array(np.array([q for _, q in planes], np.float32).reshape(-1, 3),
-                                  dtype=wp.vec3, device=dev)
+        self.plane_pos = wp.array(np.array([p for p, _ in planes], npf).reshape(-1, 3), dtype=vec3, device=dev)
+        self.plane_nrm = wp.array(np.array([q for _, q in planes], npf).reshape(-1, 3), dtype=vec3, device=dev)
 
         # state
-        init = np.concatenate([e.init_pos for e in self.entities]).astype(np.float32)
-        self.pos = wp.array(np.broadcast_to(init, (n, n_p, 3)).copy(), dtype=wp.vec3, device=dev)
-        self.vel = wp.zeros((n, n_p), dtype=wp.vec3, device=dev)
-        self.C = wp.zeros((n, n_p), dtype=wp.mat33, device=dev)
-        eye = np.broadcast_to(np.eye(3, dtype=np.float32), (n, n_p, 3, 3)).copy()
-        self.F = wp.array(eye, dtype=wp.mat33, device=dev)
-        self.Jp = wp.array(np.ones((n, n_p), np.float32), dtype=float, device=dev)
+        init = np.concatenate([e.init_pos for e in self.entities]).astype(npf)
+        self.pos = wp.array(np.broadcast_to(init, (n, n_p, 3)).copy(), dtype=vec3, device=dev)
+        self.vel = wp.zeros((n, n_p), dtype=vec3, device=dev)
+        self.C = wp.zeros((n, n_p), dtype=mat33, device=dev)
+        eye = np.broadcast_to(np.eye(3, dtype=npf), (n, n_p, 3, 3)).copy()
+        self.F = wp.array(eye, dtype=mat33, device=dev)
+        self.Jp = wp.array(np.ones((n, n_p), npf), dtype=scalar, device=dev)
         self.active = wp.array(np.ones((n, n_p), np.int32), dtype=wp.int32, device=dev)
 
         # grid (scratch: cleared every substep, so not state)
-        self.grid_mv = wp.zeros((n, self.n_nodes), dtype=wp.vec3, device=dev)
-        self.grid_m = wp.zeros((n, self.n_nodes), dtype=float, device=dev)
-        self.grid_v = wp.zeros((n, self.n_nodes), dtype=wp.vec3, device=dev)
+        self.grid_mv = wp.zeros((n, self.n_nodes), dtype=vec3, device=dev)
+        self.grid_m = wp.zeros((n, self.n_nodes), dtype=scalar, device=dev)
+        self.grid_v = wp.zeros((n, self.n_nodes), dtype=vec3, device=dev)
         self.grid_active = wp.zeros((n, self.n_nodes), dtype=wp.int32, device=dev)
-        lo = np.asarray(o.lower_bound, np.float32)
-        idx = np.indices(self.n_nodes_axis).reshape(3, -1).T.astype(np.float32)
-        node_pos = (lo + idx * np.float32(o.dx)).astype(np.float32)
-        self.grid_pos = wp.array(np.broadcast_to(node_pos, (n, self.n_nodes, 3)).copy(), dtype=wp.vec3,
+        lo = np.asarray(o.lower_bound, npf)
+        idx = np.indices(self.n_nodes_axis).reshape(3, -1).T.astype(npf)
+        node_pos = (lo + idx * npf(o.dx)).astype(npf)
+        self.grid_pos = wp.array(np.broadcast_to(node_pos, (n, self.n_nodes, 3)).copy(), dtype=vec3,
                                  device=dev)
         # device flags read after each step (not state)
         self.clamp_flags = wp.zeros(n, dtype=wp.int32, device=dev)
-        self.vmax = wp.zeros(n, dtype=float, device=dev)
+        self.vmax = wp.zeros(n, dtype=scalar, device=dev)
 
         dx = float(o.dx)
         self._consts = SimpleNamespace(
-            lo=wp.vec3(*lo.tolist()), dx=dx, inv_dx=float(o.grid_density), h=float(h),
-            gravity=wp.vec3(*layout.gravity), boundary=BOUNDARIES.index(o.boundary),
-            x_min=wp.vec3(*(lo + dx).tolist()),
-            x_max=wp.vec3(*(lo + (np.asarray(self.n_nodes_axis) - 2) * dx).tolist()))
+            lo=vec3(*lo.tolist()), dx=scalar(dx), inv_dx=scalar(o.grid_density), h=scalar(h),
+            gravity=vec3(*layout.gravity), boundary=BOUNDARIES.index(o.boundary),
+            friction=scalar(o.friction), x_min=vec3(*(lo + dx).tolist()),
+            x_max=vec3(*(lo + (np.asarray(self.n_nodes_axis) - 2) * dx).tolist()))
         self._parts = {}
         for part in layout.partitions:
             s = part.slice
@@ -191,7 +191,7 @@ class MPMSolver(Solver):
                           k.h, p.pos, p.vel, p.C, p.active],
                   outputs=[p.F, p.Jp, p.grid_mv, p.grid_m])
         wp.launch(grid.grid_update, dim=(p.n, self.n_nodes),
-                  inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, k.boundary, float(o.friction),
+                  inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, k.boundary, k.friction,
                           self.plane_pos, self.plane_nrm, k.gravity, k.h, p.grid_mv, p.grid_m],
                   outputs=[p.grid_v, p.grid_active])
 

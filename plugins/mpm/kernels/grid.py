@@ -3,8 +3,10 @@
 Node index n = (i·ny + j)·nz + k, position lo + (i, j, k)·dx. Walls act on the outer ``pad`` nodes
 of each axis, static planes on the nodes behind them. Boundary codes: 0 sticky (v = 0), 1 slip
 (normal component removed), 2 separate (normal component removed only when it points into the
-wall); slip/separate apply Coulomb friction μ to the tangential part.
+wall); slip/separate apply Coulomb friction μ to the tangential part. Generic over float32/float64.
 """
+
+from typing import Any
 
 import warp as wp
 
@@ -16,55 +18,58 @@ SEPARATE = wp.constant(2)
 @wp.kernel
 def clear_grid(
     # Data out:
-    grid_mv_out: wp.array2d(dtype=wp.vec3),
-    grid_m_out: wp.array2d(dtype=float),
+    grid_mv_out: wp.array2d(dtype=Any),
+    grid_m_out: wp.array2d(dtype=Any),
 ):
     env, n = wp.tid()
-    grid_mv_out[env, n] = wp.vec3()
-    grid_m_out[env, n] = 0.0
+    grid_mv_out[env, n] = type(grid_mv_out[env, n])()
+    grid_m_out[env, n] = type(grid_m_out[env, n])(0.0)
 
 
 @wp.func
-def apply_bc(v: wp.vec3, nrm: wp.vec3, boundary: int, friction: float):
+def apply_bc(v: Any, nrm: Any, boundary: int, friction: Any):
+    zero = type(friction)(0.0)
     if boundary == STICKY:
-        return wp.vec3()
+        return type(v)()
     vn = wp.dot(v, nrm)
-    if boundary == SEPARATE and vn >= 0.0:
+    if boundary == SEPARATE and vn >= zero:
         return v
     vt = v - vn * nrm
-    if friction > 0.0 and vn < 0.0:
+    if friction > zero and vn < zero:
         lt = wp.length(vt)
-        if lt > 0.0:
-            vt = vt * (wp.max(0.0, lt + friction * vn) / lt)
+        if lt > zero:
+            vt = vt * (wp.max(zero, lt + friction * vn) / lt)
     return vt
 
 
 @wp.kernel
 def grid_update(
     # Model:
-    lo: wp.vec3,
-    dx: float,
+    lo: Any,
+    dx: Any,
     nx: int,
     ny: int,
     nz: int,
     pad: int,
     boundary: int,
-    friction: float,
-    plane_pos: wp.array(dtype=wp.vec3),
-    plane_nrm: wp.array(dtype=wp.vec3),
-    gravity: wp.vec3,
-    h: float,
+    friction: Any,
+    plane_pos: wp.array(dtype=Any),
+    plane_nrm: wp.array(dtype=Any),
+    gravity: Any,
+    h: Any,
     # Data in:
-    grid_mv_in: wp.array2d(dtype=wp.vec3),
-    grid_m_in: wp.array2d(dtype=float),
+    grid_mv_in: wp.array2d(dtype=Any),
+    grid_m_in: wp.array2d(dtype=Any),
     # Data out:
-    grid_v_out: wp.array2d(dtype=wp.vec3),
+    grid_v_out: wp.array2d(dtype=Any),
     grid_active_out: wp.array2d(dtype=wp.int32),
 ):
     env, n = wp.tid()
     m = grid_m_in[env, n]
-    if m <= 0.0:
-        grid_v_out[env, n] = wp.vec3()
+    zero = type(h)(0.0)
+    one = type(h)(1.0)
+    if m <= zero:
+        grid_v_out[env, n] = type(lo)()
         grid_active_out[env, n] = 0
         return
     v = grid_mv_in[env, n] / m + h * gravity
@@ -73,21 +78,21 @@ def grid_update(
     k = n % nz
     # walls
     if i < pad:
-        v = apply_bc(v, wp.vec3(1.0, 0.0, 0.0), boundary, friction)
+        v = apply_bc(v, type(lo)(one, zero, zero), boundary, friction)
     if i > nx - 1 - pad:
-        v = apply_bc(v, wp.vec3(-1.0, 0.0, 0.0), boundary, friction)
+        v = apply_bc(v, type(lo)(-one, zero, zero), boundary, friction)
     if j < pad:
-        v = apply_bc(v, wp.vec3(0.0, 1.0, 0.0), boundary, friction)
+        v = apply_bc(v, type(lo)(zero, one, zero), boundary, friction)
     if j > ny - 1 - pad:
-        v = apply_bc(v, wp.vec3(0.0, -1.0, 0.0), boundary, friction)
+        v = apply_bc(v, type(lo)(zero, -one, zero), boundary, friction)
     if k < pad:
-        v = apply_bc(v, wp.vec3(0.0, 0.0, 1.0), boundary, friction)
+        v = apply_bc(v, type(lo)(zero, zero, one), boundary, friction)
     if k > nz - 1 - pad:
-        v = apply_bc(v, wp.vec3(0.0, 0.0, -1.0), boundary, friction)
-    x = lo + wp.vec3(float(i), float(j), float(k)) * dx
+        v = apply_bc(v, type(lo)(zero, zero, -one), boundary, friction)
+    x = lo + type(lo)(type(h)(i), type(h)(j), type(h)(k)) * dx
     for q in range(plane_pos.shape[0]):
         nrm = plane_nrm[q]
-        if wp.dot(x - plane_pos[q], nrm) < 0.0:
+        if wp.dot(x - plane_pos[q], nrm) < zero:
             v = apply_bc(v, nrm, boundary, friction)
     grid_v_out[env, n] = v
     grid_active_out[env, n] = 1
