@@ -1,0 +1,97 @@
+"""Long physics validations of the SPH solver (``tox -e validate``; deselected in CI).
+
+They state the acceptance criteria of issue 9. Those the solver does not meet yet are marked
+``xfail(strict=True)`` with the figures measured on 2026-11-29, so that a fix turns them into an
+XPASS failure that asks for the marker to be removed — they are not silenced.
+"""
+
+import importlib.util
+import math
+import os
+
+import numpy as np
+import pytest
+
+import polyphys
+from polyphys import morphs
+
+pytestmark = pytest.mark.validate
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _demo():
+    path = os.path.join(HERE, "..", "..", "examples", "sph_demo.py")
+    spec = importlib.util.spec_from_file_location("sph_demo", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def column(solver, substeps, seconds, mu=10.0):
+    """A 0.16 x 0.16 x 0.24 m column at rest in a closed tank (dx = 0.02 m, 768 particles)."""
+    from polyphys.plugins.sph import Liquid, SPHOptions
+
+    dx, H, W = 0.02, 0.24, 0.16
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=substeps),
+                           sph=SPHOptions(pressure_solver=solver, particle_size=dx, lower_bound=(0, 0, 0),
+                                          upper_bound=(W, W, H + 0.04)))
+    w = scene.add_entity(morphs.Box(size=(W, W, H), pos=(W / 2, W / 2, H / 2)),
+                         material=Liquid(gamma=0.0, mu=mu, stiffness=2e5))
+    scene.build()
+    vmax = 0.0
+    for k in range(int(round(seconds / 0.01))):
+        scene.step()
+        if k * 0.01 >= seconds / 2:
+            vmax = max(vmax, float(np.linalg.norm(w.get_particles_vel(), axis=1).max()))
+    return w, dx, H, vmax
+
+
+@pytest.mark.xfail(strict=True, reason="measured: interior pressure slope 1.12 ρg, p(0) 1.29 ρgH, "
+                                       "max speed 1.0 m/s (DFSPH, 1 s)")
+def test_hydrostatic_column_dfsph():
+    w, dx, H, vmax = column("dfsph", 4, 1.0)
+    x, p, rho = w.get_particles_pos(), w.get_particles_pressure(), w.get_particles_density()
+    z = x[:, 2]
+    top = z.max() + dx / 2
+    inner = (z < top - 2 * dx) & (z > 1.5 * dx)
+    slope, p0 = np.polyfit(z[inner], p[inner], 1)
+    # 5 %: the issue's bound; the SPH gradient error of the cubic spline at H = 2dx is 2 %
+    assert abs(p0 / (1000 * 9.81 * H) - 1) < 0.05
+    assert abs(-slope / (1000 * 9.81) - 1) < 0.05
+    # DFSPH: the mean density below the free-surface layer within 1 % of rest
+    assert abs(rho[z < top - 2 * dx].mean() / 1000 - 1) < 0.01
+
+
+@pytest.mark.xfail(strict=True, reason="measured: max speed 0.34 m/s and p(0) 1.12 ρgH after 1 s "
+                                       "(WCSPH, c0 = 37 m/s)")
+def test_still_liquid_stays_still_wcsph():
+    w, dx, H, vmax = column("wcsph", 60, 2.0)
+    # bound: 1 % of the free-fall speed over the column, sqrt(2gH) = 2.2 m/s
+    assert vmax < 0.01 * math.sqrt(2 * 9.81 * H)
+
+
+@pytest.mark.xfail(strict=True, reason="measured: max |Z/Z_MM - 1| = 0.162 (DFSPH), 0.156 (WCSPH); "
+                                       "the SPH front runs ahead of Martin & Moyce near T = 1")
+@pytest.mark.parametrize("solver", ["dfsph", "wcsph"])
+def test_dam_break_front_vs_martin_moyce(solver):
+    """Column a = 0.2 m wide, 2a high, dx = 0.02 m (Martin & Moyce 1952, n² = 2)."""
+    demo = _demo()
+    rows = demo.run(a=0.2, dx=0.02, solver=solver)
+    ref = np.interp(rows[:, 0], demo.MARTIN_MOYCE[:, 0], demo.MARTIN_MOYCE[:, 1])
+    sel = (rows[:, 0] >= 1.0) & (rows[:, 0] <= 3.0)
+    # 15 %: the issue's bound (the experiment's own scatter and gate-opening delay)
+    assert np.abs(rows[sel, 1] / ref[sel] - 1).max() < 0.15
+
+
+def test_dam_break_keeps_every_particle_in_the_tank_and_moves_the_front():
+    demo = _demo()
+    scene, water = demo.build(a=0.2, dx=0.02, solver="dfsph")
+    o = scene.solver("sph").options
+    lo, hi = np.float32(o.lower_bound).astype(float), np.float32(o.upper_bound).astype(float)
+    for _ in range(60):
+        scene.step()
+        x = water.get_particles_pos()
+        assert np.all(x >= lo) and np.all(x <= hi)
+    # after t = 0.3 s (T = 2.97) the front has run out well beyond the initial column (Z > 3)
+    assert demo.front(water.get_particles_pos(), 0.2) / 0.2 > 3.0
