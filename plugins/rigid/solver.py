@@ -26,7 +26,7 @@ from .options import RigidOptions
 MODE_STEP, MODE_FORWARD, MODE_KINEMATICS = 0, 1, 2
 CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
 
-# per-env parameters (domain randomisation): name -> (kind, per-item shape)
+# per-env parameters (domain randomisation): not state (reset keeps them), checkpointed as extra state
 PARAMS = ("link_mass", "link_com", "link_inertia", "dof_damping", "dof_armature", "dof_stiffness",
           "dof_kp", "dof_kv", "dof_force_lo", "dof_force_hi")
 STATE = ("qpos", "qvel", "ctrl", "dof_mode", "dof_target_pos", "dof_target_vel", "dof_target_force",
@@ -106,6 +106,7 @@ class RigidSolver(Solver):
         if self.options.dt is not None and abs(self.options.dt - layout.h) > 1e-9 * layout.h:
             raise BuildError(f"RigidOptions.dt = {self.options.dt} but the scene substep is {layout.h}")
         self.tree = t = JointTree(self._pending)
+        self._place_free_joints_under_welded_links(t)
         for e, ls, js, qs, ds in zip(self.entities, t.entity_link_start, t.entity_joint_start,
                                      t.entity_q_start, t.entity_dof_start):
             e._bind(ls, js, qs, ds)
@@ -226,6 +227,31 @@ class RigidSolver(Solver):
                                                 com=d.link_xipos[sl], vel=d.link_com_vel[sl],
                                                 ang=d.link_ang[sl], coupling_force=self.coupling_force[sl],
                                                 coupling_torque=self.coupling_torque[sl]))
+
+    @staticmethod
+    def _place_free_joints_under_welded_links(t: JointTree) -> None:
+        """A free joint's q is a world pose. JointTree composes the entity's base placement into the
+        q of free joints on parentless links; an imported MJCF puts free bodies under a link for the
+        world body (welded), so compose the welded chain's world pose into their q0 here too."""
+        from polyphys.kinematics import quat_mul, quat_rotate
+
+        pos, quat = {}, {}
+        for l in range(t.n_links):
+            p = t.link_parent[l]
+            if p < 0:
+                pos[l], quat[l] = t.root_pos[l], t.root_quat[l]
+            elif p in pos:
+                pos[l] = pos[p] + quat_rotate(quat[p], t.link_pos0[l])
+                quat[l] = quat_mul(quat[p], t.link_quat0[l])
+            else:
+                continue
+            joints = range(t.link_joint_adr[l], t.link_joint_adr[l + 1])
+            if any(t.joint_type[j] != 0 for j in joints):
+                if p >= 0 and len(joints) == 1 and t.joint_type[joints[0]] == 4:
+                    qs = t.joint_q_start[joints[0]]
+                    t.qpos0[qs:qs + 3] = pos[l]
+                    t.qpos0[qs + 3:qs + 7] = quat[l] / np.linalg.norm(quat[l])
+                del pos[l], quat[l]       # below a moving joint: not welded
 
     def _host_model(self) -> None:
         """Flat host arrays of everything the kernel needs beyond the JointTree."""

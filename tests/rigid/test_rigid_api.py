@@ -289,3 +289,16 @@ def test_link_velocities_match_mujoco():
         w, v_com = res[:3], res[3:]
         assert np.allclose(ang[b - 1], w, atol=1e-12)
         assert np.allclose(lin[b - 1], v_com + np.cross(w, d.xpos[b] - d.xipos[b]), atol=1e-12)
+
+
+def test_mjcf_free_body_takes_the_morph_placement(tmp_path):
+    """An MJCF free body sits under the world body's link: the morph's pos/euler place it."""
+    path = tmp_path / "ball.xml"
+    path.write_text('<mujoco><worldbody><body name="ball" pos="0 0 1"><freejoint/>'
+                    '<geom type="sphere" size="0.1"/></body></worldbody></mujoco>')
+    scene = _scene()
+    ent = scene.add_entity(morphs.MJCF(file=str(path), pos=(1.0, 2.0, 0.5), euler=(0, 0, 90)), Rigid())
+    scene.build()
+    link = ent.links.index("ball")
+    assert np.allclose(ent.get_links_pos([link])[0], [1.0, 2.0, 1.5], atol=1e-12)
+    assert np.allclose(ent.get_links_quat([link])[0], [np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)], atol=1e-12)
