@@ -899,6 +899,12 @@ class MJCFImporter:
                 if ev[0] + ev[1] < ev[2]:
                     ine.inertia = np.eye(3) * ev.mean()
             link.inertial = ine
+        # MuJoCo refuses moving bodies without mass or inertia; polyphys's kinematic solver does
+        # not need mass, so this is a note (a dynamic solver will refuse such a body at build)
+        for li, link in enumerate(desc.links):
+            if li and link.joints and (link.inertial.mass <= 0
+                                       or np.max(np.abs(link.inertial.inertia)) <= 0):
+                ctx.notes.append(f"body {link.name!r} has joints but no mass/inertia")
         total_target = float(ctx.compiler["settotalmass"])
         if total_target > 0:
             total = sum(lk.inertial.mass for lk in desc.links)
