@@ -379,7 +379,7 @@ class PBDSolver(Solver):
             if self.has_contacts:
                 wp.launch(NB.particle_gather, dim=(p.n, N),
                           inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass,
-                                  m.inv_mass0, m.rest_density, self.fluid_h, o.relaxation, g.mask,
+                                  m.inv_mass0, m.rest_density, self.fluid_h, g.cell * g.cell, o.relaxation, g.mask,
                                   p.free, p.pos, p.pos_prev, p.lam_fluid, *grid],
                           outputs=[p.delta], device=dev)
             wp.launch(I.apply_and_bound, dim=(p.n, N),

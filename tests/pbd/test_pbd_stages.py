@@ -72,7 +72,7 @@ def test_contact_gather_matches_numpy():
     s.delta.fill_(float("nan"))
     wp.launch(NB.particle_gather, dim=(2, s.n_particles),
               inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass, m.inv_mass0,
-                      m.rest_density, s.fluid_h, 1.3, s._grid.mask, s.free, s.pos, s.pos_prev, s.lam_fluid,
+                      m.rest_density, s.fluid_h, s._grid.cell ** 2, 1.3, s._grid.mask, s.free, s.pos, s.pos_prev, s.lam_fluid,
                       s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx],
               outputs=[s.delta], device="cpu")
     got = s.delta.numpy()

@@ -138,14 +138,14 @@ def fluid_lambda(
         hc = hash_cell(c, mask)
         for k in range(cell_start_in[env, hc], cell_end_in[env, hc]):
             j = sorted_in[env, k]
-            if j == i or kind[j] != KIND_LIQUID:
-                continue
-            cj = cell_ijk_in[env, j]
-            if cj[0] != c[0] or cj[1] != c[1] or cj[2] != c[2]:
+            if j == i:
                 continue
             d = xi - pos_in[env, j]
             r2 = wp.dot(d, d)
-            if r2 >= h * h:
+            if r2 >= h * h or kind[j] != KIND_LIQUID:
+                continue
+            cj = cell_ijk_in[env, j]
+            if cj[0] != c[0] or cj[1] != c[1] or cj[2] != c[2]:
                 continue
             rho += mass[j] * poly6(r2, h)
             g = spiky_grad(d, wp.sqrt(r2), h) * (mass[j] / rho0)
@@ -178,6 +178,7 @@ def particle_gather(
     inv_mass0: wp.array(dtype=float),
     rest_density: wp.array(dtype=float),
     h: float,
+    reach2: float,
     relax: float,
     mask: int,
     # Data in:
@@ -216,13 +217,15 @@ def particle_gather(
             j = sorted_in[env, k]
             if j == i:
                 continue
+            d = xi - pos_in[env, j]
+            r2 = wp.dot(d, d)
+            if r2 >= reach2:         # nothing interacts beyond one cell: most candidates end here
+                continue
             cj = cell_ijk_in[env, j]
             if cj[0] != c[0] or cj[1] != c[1] or cj[2] != c[2]:
                 continue
             kj = kind[j]
-            d = xi - pos_in[env, j]
             if ki == KIND_LIQUID and kj == KIND_LIQUID:
-                r2 = wp.dot(d, d)
                 if r2 < h * h:
                     acc_f += (lam_i * mass[j] + lam_in[env, j] * mass[i]) * spiky_grad(d, wp.sqrt(r2), h)
                 continue
@@ -235,9 +238,9 @@ def particle_gather(
                         continue
                     if wp.length(rest_pos[i] - rest_pos[j]) < 2.0 * rsum:
                         continue
-            dist = wp.length(d)
-            if dist >= rsum or dist < 1.0e-12:
+            if r2 >= rsum * rsum or r2 < 1.0e-24:
                 continue
+            dist = wp.sqrt(r2)
             wj = float(0.0)
             if free_in[env, j] != 0:
                 wj = inv_mass0[j]
@@ -294,11 +297,14 @@ def xsph_viscosity(
         hc = hash_cell(c, mask)
         for k in range(cell_start_in[env, hc], cell_end_in[env, hc]):
             j = sorted_in[env, k]
-            if j == i or kind[j] != KIND_LIQUID:
+            if j == i:
+                continue
+            d = xi - pos_in[env, j]
+            r2 = wp.dot(d, d)
+            if r2 >= h * h or kind[j] != KIND_LIQUID:
                 continue
             cj = cell_ijk_in[env, j]
             if cj[0] != c[0] or cj[1] != c[1] or cj[2] != c[2]:
                 continue
-            d = xi - pos_in[env, j]
-            acc += (vel_in[env, j] - vi) * (mass[j] / rest_density[i] * poly6(wp.dot(d, d), h))
+            acc += (vel_in[env, j] - vi) * (mass[j] / rest_density[i] * poly6(r2, h))
     vel_out[env, i] = vi + viscosity[i] * acc
