@@ -85,10 +85,28 @@ def sample_volume(morph, spacing: float) -> np.ndarray:
         if not mesh.is_watertight:
             raise OptionError("Mesh morph for a PBD volume material must be a closed (watertight) "
                               "triangle mesh, or a tetrahedral mesh (faces (m, 4)) for Elastic")
-        p = p[mesh.contains(p)]
+        p = p[inside_mesh(p, np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64))]
     if len(p) == 0:
         raise OptionError(f"{type(morph).__name__} morph holds no particle at particle_size={spacing}")
     return to_world(morph, p)
+
+
+def inside_mesh(points: np.ndarray, verts: np.ndarray, faces: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """Points inside a closed triangle mesh: generalized winding number > 1/2 (solid angles by Van
+    Oosterom & Strackee 1983). Robust to the ray-parity failures of grazing rays; needs no spatial
+    index (trimesh's ``contains`` needs rtree)."""
+    out = np.zeros(len(points), bool)
+    tri = verts[faces]                                   # (F, 3, 3)
+    for s in range(0, len(points), chunk):
+        p = points[s:s + chunk]
+        a, b, c = (tri[None, :, k, :] - p[:, None, :] for k in range(3))
+        la, lb, lc = (np.linalg.norm(v, axis=2) for v in (a, b, c))
+        det = np.einsum("pfi,pfi->pf", a, np.cross(b, c))
+        den = (la * lb * lc + np.einsum("pfi,pfi->pf", a, b) * lc + np.einsum("pfi,pfi->pf", b, c) * la
+               + np.einsum("pfi,pfi->pf", c, a) * lb)
+        w = np.arctan2(det, den).sum(axis=1) / (2.0 * np.pi)
+        out[s:s + chunk] = np.abs(w) > 0.5
+    return out
 
 
 # -- cloth ----------------------------------------------------------------------------------------

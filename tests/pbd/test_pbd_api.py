@@ -230,3 +230,21 @@ def test_three_envs_equal_three_single_runs_and_capture_is_exact():
         for _ in range(8):
             single.step()
         np.testing.assert_array_equal(c1.get_particles_pos()[0], end[i])
+
+
+def test_sampling_closed_mesh_matches_primitive_and_open_mesh_is_refused():
+    import trimesh
+
+    from polyphys.plugins.pbd.sampling import sample_volume
+
+    box = trimesh.creation.box(extents=(0.1, 0.08, 0.06))
+    from_mesh = sample_volume(morphs.Mesh(vertices=box.vertices, faces=box.faces, pos=(0, 0, 0.5)), 0.02)
+    from_box = sample_volume(morphs.Box(size=(0.1, 0.08, 0.06), pos=(0, 0, 0.5)), 0.02)
+    assert len(from_mesh) == len(from_box) == 5 * 4 * 3
+    np.testing.assert_allclose(np.sort(from_mesh, axis=0), np.sort(from_box, axis=0), atol=1e-12)
+    sphere = sample_volume(morphs.Sphere(radius=0.05, pos=(0, 0, 0.5)), 0.01)
+    # lattice count ~ sphere volume / spacing³ (523.6) within the surface-layer error
+    assert abs(len(sphere) - 523.6) < 0.1 * 523.6
+    open_mesh = morphs.Mesh(vertices=box.vertices, faces=box.faces[:-1])
+    with pytest.raises(OptionError, match="closed \\(watertight\\)"):
+        sample_volume(open_mesh, 0.02)
