@@ -50,6 +50,8 @@ class FEMOptions:
         masked out on the device).
     newton_tol: an env stops Newton when its preconditioned gradient norm fell below newton_tol times
         the one at the substep's first iteration. cg_tol: relative (preconditioned) CG residual.
+    project_hessian: use the Neo-Hookean Hessian projected to positive semi-definite in its analytic
+        eigensystem (Smith et al. 2018 §4) instead of the exact, indefinite one.
     planes: static planes ((point), (normal)) the vertices cannot cross; the normal points to the free
         side. floor_height: shorthand for a plane z = floor_height. domain: an axis-aligned box
         ((lo), (hi)) the vertices stay in. friction: Coulomb coefficient of every plane and wall.
@@ -66,6 +68,7 @@ class FEMOptions:
         attrs.validators.instance_of((int, float))))
     domain: tuple | None = attrs.field(default=None, converter=_opt_box)
     friction: float = attrs.field(default=0.5, validator=non_negative)
+    project_hessian: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     dt: float | None = attrs.field(default=None, validator=positive)
 
     def all_planes(self) -> list:

@@ -172,8 +172,8 @@ class FEMSolver(Solver):
             self.sl = ScalarLayout(opts.newton_iters, opts.cg_iters, opts.line_search_iters)
             self.work = {k: wp.zeros((n, nv), dtype=vec3, device=dev)
                          for k in ("pos_hat", "grad", "d", "r", "z", "p", "ap")}
-            self.F_k = wp.zeros((n, ne), dtype=mat33, device=dev)
-            self.rot_k = wp.zeros((n, ne), dtype=mat33, device=dev)
+            # per-element Hessian data of the current Newton iterate (see gradient_elements)
+            self.hess = [wp.zeros((n, ne), dtype=mat33, device=dev) for _ in range(4)]
             self.rot_n = wp.zeros((n, ne), dtype=mat33, device=dev)
             self.rot_n.assign(np.tile(np.eye(3, dtype=f32), (n, ne, 1, 1)))
             self.scal = wp.zeros((n, self.sl.width), dtype=wp.float64, device=dev)
@@ -187,7 +187,8 @@ class FEMSolver(Solver):
             if opts.integrator == "implicit":
                 for k, a in self.work.items():
                     setattr(p, k, a[s])
-                p.rot_n, p.scal, p.F_k, p.rot_k = self.rot_n[s], self.scal[s], self.F_k[s], self.rot_k[s]
+                p.rot_n, p.scal = self.rot_n[s], self.scal[s]
+                p.hess = [a[s] for a in self.hess]
             self._parts[part.index] = p
         self._readback = None
 
@@ -245,6 +246,7 @@ class FEMSolver(Solver):
         nv, ne = self.n_vertices, self.n_elements
         dv, de = (p.n, nv), (p.n, ne)
         ct2, nt2 = float(o.cg_tol) ** 2, float(o.newton_tol) ** 2
+        proj = int(o.project_hessian)
         kscale = self.kscale
         mat = [m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta]
         wp.launch(I.zero_scalars, dim=(p.n, sl.width), inputs=[], outputs=[p.scal])
@@ -259,13 +261,13 @@ class FEMSolver(Solver):
             wp.launch(I.gradient_vertices, dim=dv,
                       inputs=[m.mass, m.alpha, g, h, e0, p.pos, p.pos_n, p.pos_hat], outputs=[p.grad, p.scal])
             wp.launch(I.gradient_elements, dim=de,
-                      inputs=[*mat, h, e0, p.pos, p.pos_n, p.rot_n, p.active],
-                      outputs=[p.grad, p.scal, p.F_k, p.rot_k])
+                      inputs=[*mat, h, e0, proj, p.pos, p.pos_n, p.rot_n, p.active],
+                      outputs=[p.grad, p.scal, *p.hess])
             wp.launch(I.cg_init, dim=dv, inputs=[m.mass, m.alpha, m.diag_k, kscale, h, p.fixed, rz_k, p.grad],
                       outputs=[p.r, p.z, p.p, p.d, p.ap, p.scal, p.contact_n, p.contact_dv])
             for j in range(sl.J):
                 wp.launch(I.hessian_product, dim=de,
-                          inputs=[*mat, h, k, j, rz_k, rz0, ct2, nt2, p.F_k, p.rot_k, p.rot_n, p.active, p.p,
+                          inputs=[*mat, h, k, j, rz_k, rz0, ct2, nt2, proj, *p.hess, p.rot_n, p.active, p.p,
                                   p.scal],
                           outputs=[p.ap])
                 wp.launch(I.cg_curvature, dim=dv,

@@ -147,6 +147,62 @@ def energy_density_rot(model: int, mu: S, lam: S, F: mat33, R: mat33):
 
 
 @wp.func
+def nh_hessian_cache(mu: S, lam: S, F: mat33):
+    """The stable Neo-Hookean Hessian ∂P/∂F projected to positive semi-definite, in the analytic
+    eigensystem of Smith et al. 2018 (§4): with F = U Σ Vᵀ (rotations U, V; σ₃ < 0 when inverted),
+    twist modes have eigenvalues μ(1-q) + λ(J-α)σ_k, flip modes μ(1-q) - λ(J-α)σ_k (q = 1/(I_C+1),
+    k the axis the pair (i, j) leaves out), and the three scaling modes the eigenvalues of
+    A = μ(1-q) I + 2μq² σσᵀ + λ g gᵀ + λ(J-α) H, g = (σ₂σ₃, σ₁σ₃, σ₁σ₂), H = [[0,σ₃,σ₂],[σ₃,0,σ₁],
+    [σ₂,σ₁,0]]. Negative eigenvalues are clamped to 0. Returns (U, V, A⁺, [twist; flip; 0])."""
+    U = mat33()
+    sig = vec3()
+    V = mat33()
+    wp.svd3(F, U, sig, V)
+    if wp.determinant(U) < S(0.0):
+        for r in range(3):
+            U[r, 2] = -U[r, 2]
+        sig[2] = -sig[2]
+    if wp.determinant(V) < S(0.0):
+        for r in range(3):
+            V[r, 2] = -V[r, 2]
+        sig[2] = -sig[2]
+    ic = wp.dot(sig, sig)
+    q = S(1.0) / (ic + S(1.0))
+    J = sig[0] * sig[1] * sig[2]
+    k1 = mu * (S(1.0) - q)
+    k2 = lam * (J - nh_alpha(mu, lam))
+    g = vec3(sig[1] * sig[2], sig[0] * sig[2], sig[0] * sig[1])
+    H = mat33(S(0.0), sig[2], sig[1], sig[2], S(0.0), sig[0], sig[1], sig[0], S(0.0))
+    A = k1 * wp.identity(n=3, dtype=S) + (S(2.0) * mu * q * q) * wp.outer(sig, sig) + lam * wp.outer(g, g) + k2 * H
+    Q = mat33()
+    d = vec3()
+    wp.eig3(A, Q, d)
+    Ap = Q * wp.diag(vec3(wp.max(d[0], S(0.0)), wp.max(d[1], S(0.0)), wp.max(d[2], S(0.0)))) * wp.transpose(Q)
+    TF = mat33(S(0.0))
+    for k in range(3):
+        TF[0, k] = wp.max(k1 + k2 * sig[k], S(0.0))
+        TF[1, k] = wp.max(k1 - k2 * sig[k], S(0.0))
+    return U, V, Ap, TF
+
+
+@wp.func
+def nh_projected_diff(U: mat33, V: mat33, Ap: mat33, TF: mat33, dF: mat33):
+    """dP = (projected ∂P/∂F) : dF from the cache of nh_hessian_cache."""
+    D = wp.transpose(U) * dF * V
+    r = Ap * vec3(D[0, 0], D[1, 1], D[2, 2])
+    out = wp.diag(r)
+    c = S(0.7071067811865476)
+    for k in range(3):
+        i = (k + 1) % 3
+        j = (k + 2) % 3
+        t = TF[0, k] * (D[i, j] - D[j, i]) * c
+        l = TF[1, k] * (D[i, j] + D[j, i]) * c
+        out[i, j] = (t + l) * c
+        out[j, i] = (l - t) * c
+    return U * out * wp.transpose(V)
+
+
+@wp.func
 def corotated_diff(R: mat33, mu: S, lam: S, dF: mat33):
     """R (μ (Rᵀ dF + dFᵀ R) + λ tr(Rᵀ dF) I): the corotated linear differential with R held fixed
     (positive semi-definite)."""

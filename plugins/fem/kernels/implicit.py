@@ -23,6 +23,7 @@ mat33 = wp.mat33d if S is wp.float64 else wp.mat33f
 
 if __name__.endswith("_f64"):
     from .elastic_f64 import (
+        MODEL_NEOHOOKEAN,
         corotated_diff,
         damping_rotation,
         ds_matrix,
@@ -30,12 +31,15 @@ if __name__.endswith("_f64"):
         energy_density,
         energy_density_rot,
         model_rotation,
+        nh_hessian_cache,
+        nh_projected_diff,
         scatter,
         stress_diff_rot,
         stress_rot,
     )
 else:
     from .elastic import (
+        MODEL_NEOHOOKEAN,
         corotated_diff,
         damping_rotation,
         ds_matrix,
@@ -43,6 +47,8 @@ else:
         energy_density,
         energy_density_rot,
         model_rotation,
+        nh_hessian_cache,
+        nh_projected_diff,
         scatter,
         stress_diff_rot,
         stress_rot,
@@ -183,6 +189,7 @@ def gradient_elements(
     beta: wp.array(dtype=S),
     h: S,
     e0: int,
+    project: int,
     # Data in:
     pos_in: wp.array2d(dtype=vec3),
     pos_n_in: wp.array2d(dtype=vec3),
@@ -191,11 +198,15 @@ def gradient_elements(
     # Data out:
     grad_out: wp.array2d(dtype=vec3),
     scal_out: wp.array2d(dtype=wp.float64),
-    F_out: wp.array2d(dtype=mat33),
-    rot_out: wp.array2d(dtype=mat33),
+    hess_u_out: wp.array2d(dtype=mat33),
+    hess_v_out: wp.array2d(dtype=mat33),
+    hess_a_out: wp.array2d(dtype=mat33),
+    hess_tf_out: wp.array2d(dtype=mat33),
 ):
-    """Elastic and stiffness-damping part of the gradient (accumulated) and of E0; F and the
-    model's rotation are kept for this Newton iteration's Hessian products (one SVD per element)."""
+    """Elastic and stiffness-damping part of the gradient (accumulated) and of E0. What this
+    Newton iteration's Hessian products need is kept per element (one SVD per element): the rotation
+    R (linear: I, corotated: polar), or for the Neo-Hookean F (project = 0) or its projected
+    eigensystem U, V, A⁺, twist/flip (project = 1)."""
     env, e = wp.tid()
     if active_in[env, e] == 0:
         return
@@ -205,8 +216,16 @@ def gradient_elements(
     F = Ds * Dinv
     m = model[e]
     R = model_rotation(m, F)
-    F_out[env, e] = F
-    rot_out[env, e] = R
+    hess_v_out[env, e] = R
+    if m == MODEL_NEOHOOKEAN:
+        if project != 0:
+            U, V, Ap, TF = nh_hessian_cache(mu[e], lam[e], F)
+            hess_u_out[env, e] = U
+            hess_v_out[env, e] = V
+            hess_a_out[env, e] = Ap
+            hess_tf_out[env, e] = TF
+        else:
+            hess_u_out[env, e] = F
     P = stress_rot(m, mu[e], lam[e], F, R)
     psi = energy_density_rot(m, mu[e], lam[e], F, R)
     if beta[e] > S(0.0):
@@ -285,9 +304,12 @@ def hessian_product(
     rz0: int,
     cg_tol2: S,
     newton_tol2: S,
+    project: int,
     # Data in:
-    F_in: wp.array2d(dtype=mat33),
-    rot_in: wp.array2d(dtype=mat33),
+    hess_u_in: wp.array2d(dtype=mat33),
+    hess_v_in: wp.array2d(dtype=mat33),
+    hess_a_in: wp.array2d(dtype=mat33),
+    hess_tf_in: wp.array2d(dtype=mat33),
     rot_n_in: wp.array2d(dtype=mat33),
     active_in: wp.array2d(dtype=wp.int32),
     p_in: wp.array2d(dtype=vec3),
@@ -295,7 +317,7 @@ def hessian_product(
     # Data out:
     ap_out: wp.array2d(dtype=vec3),
 ):
-    """Ap += (K(x) + β/h K_rot) p over the active elements (F and R from the gradient pass)."""
+    """Ap += (K(x) + β/h K_rot) p over the active elements (element data from the gradient pass)."""
     env, e = wp.tid()
     if active_in[env, e] == 0:
         return
@@ -305,7 +327,10 @@ def hessian_product(
     Dinv = dm_inv[e]
     dF = ds_matrix(p_in, env, t) * Dinv
     m = model[e]
-    dP = stress_diff_rot(m, mu[e], lam[e], F_in[env, e], rot_in[env, e], dF)
+    if m == MODEL_NEOHOOKEAN and project != 0:
+        dP = nh_projected_diff(hess_u_in[env, e], hess_v_in[env, e], hess_a_in[env, e], hess_tf_in[env, e], dF)
+    else:
+        dP = stress_diff_rot(m, mu[e], lam[e], hess_u_in[env, e], hess_v_in[env, e], dF)
     if beta[e] > S(0.0):
         dP = dP + beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
     scatter(ap_out, env, t, rest_vol[e] * dP * wp.transpose(Dinv), S(1.0))
