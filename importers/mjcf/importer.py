@@ -38,7 +38,7 @@ from polyphys.description import (
 )
 from polyphys.errors import ImportError_, OptionError, PolyphysWarning
 
-from .._xml import read_xml
+from polyphys.xmlfile import read_xml
 
 JOINT_MAP = {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "free"}
 GEOM_TYPES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf")

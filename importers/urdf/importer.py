@@ -32,7 +32,7 @@ from polyphys.description import (
 )
 from polyphys.errors import ImportError_, OptionError, PolyphysWarning
 
-from .._xml import read_xml
+from polyphys.xmlfile import read_xml
 
 JOINT_MAP = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic",
              "fixed": "fixed", "floating": "free"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from polyphys.errors import ImportError_
+from .errors import ImportError_
 
 
 def read_xml(path: str, notes: list) -> ET.Element:
