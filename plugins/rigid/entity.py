@@ -38,6 +38,15 @@ class RigidEntity(Entity):
         self.description = desc
         self.n_qs, self.n_dofs, self.n_links = desc.n_qs, desc.n_dofs, desc.n_links
         self.n_actuators = len(desc.actuators)
+        # the base link: link 0, except for an imported MJCF whose link 0 is MuJoCo's world body
+        # (massless, joint-less): then its first child (the robot's root body)
+        self.base_link = 0
+        l0 = desc.links[0] if desc.links else None
+        if (l0 is not None and l0.name == "world" and not l0.joints and l0.inertial.mass == 0.0
+                and len(desc.links) > 1):
+            children = [i for i, lk in enumerate(desc.links) if lk.parent == 0]
+            if children:
+                self.base_link = children[0]
 
     def _bind(self, link_start, joint_start, q_start, dof_start):
         self.link_start, self.joint_start = link_start, joint_start
@@ -381,15 +390,15 @@ class RigidEntity(Entity):
         """Base link: relative=True its origin (the author frame), relative=False its CoM (the
         solver's inertia-aligned origin, SPEC S2)."""
         arr = self.solver.d.link_pos if relative else self.solver.d.link_xipos
-        return self._links(arr, [0], envs_idx)[..., 0, :]
+        return self._links(arr, [self.base_link], envs_idx)[..., 0, :]
 
     def get_quat(self, envs_idx=None):
-        return self._links(self.solver.d.link_quat, [0], envs_idx, True)[..., 0, :]
+        return self._links(self.solver.d.link_quat, [self.base_link], envs_idx, True)[..., 0, :]
 
     def get_vel(self, envs_idx=None, relative: bool = True):
         """Linear velocity of the base origin (relative=True) or of its CoM (relative=False):
         they differ by ω × d (SPEC S2)."""
-        v = self._links(self.solver.d.link_vel, [0], envs_idx)[..., 0, :]
+        v = self._links(self.solver.d.link_vel, [self.base_link], envs_idx)[..., 0, :]
         if relative:
             return v
         w = self.get_ang(envs_idx)
@@ -397,10 +406,10 @@ class RigidEntity(Entity):
         return v + np.cross(w, d)
 
     def get_ang(self, envs_idx=None):
-        return self._links(self.solver.d.link_ang, [0], envs_idx)[..., 0, :]
+        return self._links(self.solver.d.link_ang, [self.base_link], envs_idx)[..., 0, :]
 
     def _free_root(self):
-        root = self.description.links[0]
+        root = self.description.links[self.base_link]
         if root.joints and self.description.joints[root.joints[0]].type == "free":
             return self.joints[root.joints[0]]
         return None
@@ -415,9 +424,11 @@ class RigidEntity(Entity):
             if zero_velocity:
                 self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
         else:
+            # move the entity's placement so that the base origin lands at pos
             li = self.link_start
-            self.solver._write(self.solver.model.root_pos, envs, slice(li, li + 1),
-                               vals.reshape(len(envs), 1, 3))
+            rp = self.solver.model.root_pos.numpy()[envs, li].astype(float)
+            rp = rp + vals - self.get_pos(envs_idx)
+            self.solver._write(self.solver.model.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
         self.solver.forward()
 
     def set_quat(self, quat, envs_idx=None, zero_velocity: bool = True):
@@ -433,9 +444,19 @@ class RigidEntity(Entity):
             if zero_velocity:
                 self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
         else:
+            # rotate the entity's placement about the base origin so the base takes quat
             li = self.link_start
+            pb = np.asarray(self.get_pos(envs_idx), float).reshape(len(envs), 3)
+            qb = np.asarray(self.get_quat(envs_idx), float).reshape(len(envs), 4)
+            delta = quat_mul(vals, qb * np.array([1.0, -1.0, -1.0, -1.0]))
+            rp = self.solver.model.root_pos.numpy()[envs, li].astype(float)
+            rq = self.solver.model.root_quat.numpy()[envs, li].astype(float)[:, [3, 0, 1, 2]]
+            rq = quat_mul(delta, rq)
+            rq /= np.linalg.norm(rq, axis=1, keepdims=True)
+            rp = pb + quat_rotate(delta, rp - pb)
+            self.solver._write(self.solver.model.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
             self.solver._write(self.solver.model.root_quat, envs, slice(li, li + 1),
-                               vals[:, [1, 2, 3, 0]].reshape(len(envs), 1, 4))
+                               rq[:, [1, 2, 3, 0]].reshape(len(envs), 1, 4))
         self.solver.forward()
 
     # -- dynamics and kinematics queries ---------------------------------------------------------

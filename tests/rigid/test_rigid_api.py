@@ -302,3 +302,23 @@ def test_mjcf_free_body_takes_the_morph_placement(tmp_path):
     link = ent.links.index("ball")
     assert np.allclose(ent.get_links_pos([link])[0], [1.0, 2.0, 1.5], atol=1e-12)
     assert np.allclose(ent.get_links_quat([link])[0], [np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)], atol=1e-12)
+
+
+def test_base_of_an_mjcf_model_is_its_root_body_and_set_pos_quat_move_a_fixed_base(tmp_path):
+    path = tmp_path / "arm.xml"
+    path.write_text('<mujoco><worldbody><body name="base" pos="0.1 0 0.2"><geom type="box" size="0.1 0.1 0.1"/>'
+                    '<body name="link" pos="0 0 0.3"><joint type="hinge" axis="0 1 0"/>'
+                    '<geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/></body></body></worldbody></mujoco>')
+    scene = _scene()
+    arm = scene.add_entity(morphs.MJCF(file=str(path)), Rigid())
+    scene.build()
+    assert arm.links[arm.base_link] == "base"
+    assert np.allclose(arm.get_pos(), [0.1, 0, 0.2])
+    arm.set_pos([1.0, 2.0, 3.0])
+    assert np.allclose(arm.get_pos(), [1.0, 2.0, 3.0])
+    q = [np.cos(0.3), 0, 0, np.sin(0.3)]
+    arm.set_quat(q)
+    assert np.allclose(arm.get_quat(), q) and np.allclose(arm.get_pos(), [1.0, 2.0, 3.0])
+    link = arm.links.index("link")
+    from polyphys.kinematics import quat_rotate
+    assert np.allclose(arm.get_links_pos([link])[0], np.array([1.0, 2.0, 3.0]) + quat_rotate(q, [0, 0, 0.3]))
