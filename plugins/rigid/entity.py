@@ -181,7 +181,7 @@ class RigidEntity(Entity):
     def get_mass_mat(self, envs_idx=None):
         """The joint-space mass matrix (armature included) of this entity, (n_dofs, n_dofs) per env."""
         envs = self._envs(envs_idx)
-        return self._out(self.solver.mass_matrix()[:, self._ds, self._ds], envs)
+        return self._out(self.solver.mass_matrix(self._ds, envs))
 
     # -- control ---------------------------------------------------------------------------------
     def _control(self, mode, arr, name, value, dofs_idx_local, envs_idx):
@@ -465,7 +465,7 @@ class RigidEntity(Entity):
         M·qacc + bias − passive − external, i.e. the actuation (MJCF actuators, control, applied)."""
         envs = self._envs(envs_idx)
         a = self._in("qacc", qacc, (self.n_dofs,), envs)
-        M = self.solver.mass_matrix()[envs][:, self._ds, self._ds]
+        M = self.solver.mass_matrix(self._ds, envs)
         d = self.solver.d
         rest = sum(getattr(d, k).numpy()[envs][:, self._ds].astype(float) * sgn
                    for k, sgn in (("qfrc_bias", 1.0), ("qfrc_passive", -1.0), ("qfrc_ext", -1.0)))

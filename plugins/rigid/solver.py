@@ -485,12 +485,18 @@ class RigidSolver(Solver):
         host[envs[:, None], cols[None, :]] = values
         arr.assign(host)
 
-    def mass_matrix(self) -> np.ndarray:
-        """Dense (n_envs, n_dofs, n_dofs) mass matrix (armature included) from the last forward/step."""
+    def mass_matrix(self, dofs: slice | None = None, envs: np.ndarray | None = None) -> np.ndarray:
+        """Dense mass matrix (armature included) of the last forward/step: (n_envs, n, n) for the
+        dof range ``dofs`` (default all; M is block-diagonal across entities) and ``envs``."""
         h = self.host
-        n = self.layout.n_envs
-        out = np.zeros((n, self.n_dofs, self.n_dofs))
-        vals = self.d.mass.numpy()[:, :len(h["m_rows"])].astype(float)
-        out[:, h["m_rows"], h["m_cols"]] = vals
-        out[:, h["m_cols"], h["m_rows"]] = vals
+        dofs = slice(0, self.n_dofs) if dofs is None else dofs
+        envs = np.arange(self.layout.n_envs) if envs is None else np.asarray(envs)
+        n = dofs.stop - dofs.start
+        rows, cols = h["m_rows"], h["m_cols"]
+        sel = (rows >= dofs.start) & (rows < dofs.stop)
+        out = np.zeros((len(envs), n, n))
+        vals = self.d.mass.numpy()[envs][:, :len(rows)][:, sel].astype(float)
+        r, c = rows[sel] - dofs.start, cols[sel] - dofs.start
+        out[:, r, c] = vals
+        out[:, c, r] = vals
         return out
