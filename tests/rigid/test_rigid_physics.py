@@ -203,3 +203,28 @@ def test_torque_free_top_midpoint_conserves_momentum_and_energy():
     assert np.allclose(box.get_vel(), [0.1, 0.2, 0.0], atol=1e-12)     # CoM == origin: no force
     dL_e, dE_e, _ = _top("Euler")
     assert dL_e > 1e-4 or dE_e > 1e-4
+
+
+def test_fixed_joint_is_a_weld():
+    """A FIXED joint (0 q, 0 dof) between two links gives the same dynamics as no joint."""
+    def desc(with_fixed):
+        links = [Link(name="a", joints=[0], inertial=Inertial(mass=1.0, com=(0, 0, -0.5),
+                                                             inertia=np.diag([0.02, 0.02, 0.001]))),
+                 Link(name="b", parent=0, pos=(0.2, 0, -1.0), joints=[1] if with_fixed else [],
+                      inertial=Inertial(mass=0.5, com=(0.1, 0, 0), inertia=np.diag([0.01, 0.01, 0.01])))]
+        joints = [Joint(name="hinge", type="revolute", link=0, axis=(0, 1, 0))]
+        if with_fixed:
+            joints.append(Joint(name="weld", type="fixed", link=1))
+        return EntityDescription(name="w", links=links, joints=joints).finalize()
+
+    out = []
+    for with_fixed in (True, False):
+        scene = _scene()
+        ent = scene.add_entity(morphs.Description(description=desc(with_fixed)), Rigid())
+        scene.build()
+        assert (ent.n_qs, ent.n_dofs) == (1, 1)
+        ent.set_qpos([0.4])
+        for _ in range(10):
+            scene.step()
+        out.append((ent.get_qpos(), ent.get_mass_mat()))
+    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
