@@ -72,6 +72,23 @@ def test_inverted_and_degenerate_tets_named():
         _add(flat, [[0, 1, 2, 3], [4, 5, 6, 7]])
 
 
+def test_missing_meshio_is_a_clear_error(monkeypatch, tmp_path):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_meshio(name, *args, **kwargs):
+        if name == "meshio":
+            raise ImportError("No module named 'meshio'")
+        return real_import(name, *args, **kwargs)
+
+    path = tmp_path / "body.msh"
+    path.write_text("not read")
+    monkeypatch.setattr(builtins, "__import__", no_meshio)
+    with pytest.raises(OptionError, match="optional dependency meshio"):
+        polyphys.Scene(fem=FEMOptions()).add_entity(morphs.Mesh(file=str(path)), Elastic())
+
+
 def test_open_surface_refused():
     import trimesh
 
@@ -112,7 +129,7 @@ def test_meshes_closed_surface_and_volume(morph, tmp_path):
         s = trimesh.creation.icosphere(2, radius=0.1)
         morph = morphs.Mesh(vertices=np.asarray(s.vertices), faces=np.asarray(s.faces))
     elif morph == "vtu":
-        import meshio
+        meshio = pytest.importorskip("meshio", reason="meshio (optional) reads tet mesh files")
         from polyphys.plugins.fem.mesh import box_mesh
 
         v, t = box_mesh((0.2, 0.2, 0.2), 2)
