@@ -171,3 +171,42 @@ PENDULUM = """
   </worldbody>
 </mujoco>
 """
+
+
+# a URDF arm (revolute with damping, prismatic, continuous; rotated inertial frames): MuJoCo reads
+# URDF too, so the URDF importer + solver are compared with MuJoCo's own URDF compiler
+URDF_ARM = """<robot name="arm">
+  <link name="base">
+    <inertial>
+      <origin xyz="0 0 0.05"/><mass value="2.0"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.02"/>
+    </inertial>
+  </link>
+  <link name="upper">
+    <inertial>
+      <origin xyz="0 0 0.2" rpy="0.1 0.2 0.3"/><mass value="1.0"/>
+      <inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.021" iyz="0" izz="0.004"/>
+    </inertial>
+  </link>
+  <link name="slider">
+    <inertial>
+      <origin xyz="0.05 0 0"/><mass value="0.5"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.002"/>
+    </inertial>
+  </link>
+  <link name="tip">
+    <inertial>
+      <origin xyz="0 0.02 0"/><mass value="0.2"/><inertia ixx="0.0005" ixy="0" ixz="0" iyy="0.0005" iyz="0" izz="0.0005"/>
+    </inertial>
+  </link>
+  <joint name="shoulder" type="revolute">
+    <parent link="base"/><child link="upper"/><origin xyz="0 0 0.1" rpy="0 0 0.5"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="10" velocity="5"/><dynamics damping="0.1"/>
+  </joint>
+  <joint name="slide" type="prismatic">
+    <parent link="upper"/><child link="slider"/><origin xyz="0 0 0.4"/><axis xyz="1 0 0"/>
+    <limit lower="-0.2" upper="0.2" effort="10" velocity="1"/>
+  </joint>
+  <joint name="wrist" type="continuous">
+    <parent link="slider"/><child link="tip"/><origin xyz="0.1 0 0" rpy="0.3 0 0"/><axis xyz="0 0 1"/>
+  </joint>
+</robot>
+"""

@@ -12,7 +12,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from rigid_mjref import ZOO, dm_asset, gym_asset, no_constraint_model  # noqa: E402
+from rigid_mjref import URDF_ARM, ZOO, dm_asset, gym_asset, no_constraint_model  # noqa: E402
 from rigid_mjref import make_scene as _make_scene  # noqa: E402
 
 MJ_INT = {"Euler": 0, "implicitfast": 3, "approximate_implicitfast": 3}
@@ -231,3 +231,33 @@ def test_trajectory_vs_mujoco_all_models(xml, integrator, tmp_path):
     for _ in range(steps):
         scene.step()
     assert np.linalg.norm(ent.get_qpos() - ref) < tol
+
+
+def test_urdf_through_the_importer_vs_mujoco_urdf(tmp_path):
+    """MuJoCo compiles URDF itself: M, qfrc_bias, qacc of polyphys's URDF import agree to 1e-8."""
+    import polyphys
+    from polyphys import morphs
+    from polyphys.plugins.rigid import RigidOptions
+    from polyphys.plugins.rigid.materials import Rigid
+
+    path = tmp_path / "arm.urdf"
+    path.write_text(URDF_ARM)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=float(m.opt.timestep), precision="64",
+                                                   gravity=tuple(m.opt.gravity)),
+                           rigid=RigidOptions(enable_collision=False, disable_constraint=True))
+    ent = scene.add_entity(morphs.URDF(file=str(path)), Rigid())
+    scene.build(n_envs=5)
+    qs, vs, _ = _random_states(m, 5, np.random.default_rng(9))
+    ent.set_qpos(qs)
+    ent.set_dofs_velocity(vs)
+    d = mujoco.MjData(m)
+    for i in range(5):
+        d.qpos[:], d.qvel[:] = qs[i], vs[i]
+        mujoco.mj_forward(m, d)
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, M)
+        assert _rel(ent.get_mass_mat()[i], M) < 1e-8
+        assert _rel(ent.get_qfrc("bias")[i], d.qfrc_bias) < 1e-8
+        assert _rel(ent.get_qacc()[i], d.qacc) < 1e-8
