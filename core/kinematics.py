@@ -76,7 +76,21 @@ class JointTree:
             self.entity_dof_start.append(nd)
             bpos, bquat = np.asarray(bpos, float), np.asarray(bquat, float)
             q0 = desc.qpos0()
+            # world pose of every link at the reference configuration while no joint has moved it:
+            # a free joint whose ancestors are all jointless (MJCF bodies under the world body) starts
+            # at the entity placement composed with that chain
+            static_pos, static_quat, static_chain = [], [], []
             for link in desc.links:
+                if link.parent < 0:
+                    static_pos.append(bpos + quat_rotate(bquat, link.pos))
+                    static_quat.append(quat_mul(bquat, link.quat))
+                    static_chain.append(True)
+                else:
+                    pp, pq = static_pos[link.parent], static_quat[link.parent]
+                    static_pos.append(pp + quat_rotate(pq, link.pos))
+                    static_quat.append(quat_mul(pq, link.quat))
+                    static_chain.append(static_chain[link.parent] and not desc.links[link.parent].joints)
+            for li_local, link in enumerate(desc.links):
                 parent.append(link.parent + nl if link.parent >= 0 else -1)
                 pos0.append(link.pos)
                 quat0.append(link.quat)
@@ -94,9 +108,9 @@ class JointTree:
                     jpos.append(j.pos)
                     jaxis.append(j.axis)
                     jref.append(j.ref if j.type in ("revolute", "prismatic") else 0.0)
-                    if j.type == "free" and link.parent < 0:
-                        q0[j.q_start:j.q_start + 3] = root_pos[-1]
-                        q0[j.q_start + 3:j.q_start + 7] = root_quat[-1]
+                    if j.type == "free" and static_chain[li_local]:
+                        q0[j.q_start:j.q_start + 3] = static_pos[li_local]
+                        q0[j.q_start + 3:j.q_start + 7] = static_quat[li_local]
                 joint_adr.append(len(jtype))
             qpos0.append(q0)
             nl += desc.n_links

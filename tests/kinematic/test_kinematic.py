@@ -31,7 +31,7 @@ def chain_description():
 def reference_fk(desc, q):
     """Independent NumPy FK of one configuration (MuJoCo's rules)."""
     pos, quat = [], []
-    for li, link in enumerate(desc.links):
+    for link in desc.links:
         if link.parent < 0:
             xp, xq = np.array(link.pos), np.array(link.quat)
         else:
@@ -192,3 +192,17 @@ def test_fixed_base_set_pos_per_env():
     assert arm.n_qs == 0
     arm.set_pos([5.0, 0, 0], envs_idx=[2])
     np.testing.assert_allclose(arm.get_pos(), [[0, 0, 0], [0, 0, 0], [5, 0, 0]])
+
+
+def test_free_body_under_a_static_world_link_takes_the_entity_placement():
+    """MJCF puts free bodies under the world body (a jointless root link): the entity's pos/euler
+    must still place them."""
+    links = [Link(name="world", parent=-1),
+             Link(name="body", parent=0, pos=(0, 0, 1.0), joints=[0], inertial=Inertial(mass=1.0, inertia=np.eye(3)))]
+    desc = EntityDescription(name="m", links=links, joints=[Joint(name="root", type="free", link=1)]).finalize()
+    sc = polyphys.Scene()
+    e = sc.add_entity(morphs.Description(description=desc, pos=(2.0, 0, 0), euler=(0, 0, 90)),
+                      material=polyphys.materials.Kinematic())
+    sc.build()
+    np.testing.assert_allclose(e.get_links_pos()[1], [2.0, 0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(np.abs(e.get_qpos()[3:7]), [np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)], atol=1e-6)
