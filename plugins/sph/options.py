@@ -46,7 +46,7 @@ class SPHOptions:
     divergence_tol: float = attrs.field(default=1e-3, validator=positive)
     max_density_iters: int = attrs.field(default=40, validator=positive_int)
     max_divergence_iters: int = attrs.field(default=10, validator=positive_int)
-    omega: float = attrs.field(default=0.5, validator=in_range(0.0, 1.0, lo_open=True))
+    omega: float = attrs.field(default=1.0, validator=in_range(0.0, 1.0, lo_open=True))
     warm_start: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     dt: float | None = attrs.field(default=None, validator=non_negative)
 

@@ -137,7 +137,10 @@ class SPHSolver(Solver):
         m.gravity = wp.vec3(*layout.gravity)
         m.xsph = o.xsph
         m.omega = o.omega
-        m.b_press = 2.0   # pressure mirroring p_b = p_i (Akinci et al. 2012); 1 let the floor sag
+        # boundary pressure: WCSPH mirrors it (p_b = pᵢ, Akinci et al. 2012; a single term let the
+        # floor sag and doubled the bottom pressure); DFSPH uses the single term as SPlisHSPlasH
+        # (mirroring doubled the residual motion of a resting column in our tests)
+        m.b_press = 2.0 if o.pressure_solver == "wcsph" else 1.0
         for k, name in enumerate(("rest_rho", "stiffness", "exponent", "mu", "gamma")):
             setattr(m, name, wp.array(mats[:, k].astype(f32), dtype=float, device=dev))
         m.b_pos = wp.array(bpts.astype(f32).reshape(-1, 3) if len(bpts) else np.zeros((1, 3), f32),
@@ -184,6 +187,9 @@ class SPHSolver(Solver):
         self.nbrs = z((n_envs, N), wp.int32)
         self.dv = z((n_envs, N), wp.vec3)
         self.kappa = z((n_envs, N))
+        self.warm = z((n_envs, N))
+        self.pdiv = z((n_envs, N))
+        self.zeros = z((n_envs, N))
         self.err = z((n_envs, N))
         self.err_sum = z((n_envs, self.n_chunks))
         self.err_cnt = z((n_envs, self.n_chunks))
@@ -191,7 +197,7 @@ class SPHSolver(Solver):
         self.solve_err = z(n_envs)
         self.cfl_flag = z(n_envs, wp.int32)
         names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "rank", "sorted", "count", "start",
-                 "cell_chunk", "rho", "pressure", "alpha", "nbrs", "dv", "kappa", "err", "err_sum",
+                 "cell_chunk", "rho", "pressure", "alpha", "nbrs", "dv", "kappa", "warm", "pdiv", "zeros", "err", "err_sum",
                  "err_cnt", "done", "solve_err", "cfl_flag")
         self._parts = {p.index: SimpleNamespace(n=p.n_envs, **{k: getattr(self, k)[p.slice] for k in names})
                        for p in layout.partitions}
@@ -257,33 +263,37 @@ class SPHSolver(Solver):
                                                 p.rho, p.pressure, p.alpha, p.nbrs])
 
     def _solve(self, p, divergence: bool):
+        """One DFSPH solve. Warm start as SPlisHSPlasH's DFSPH: the κ accumulated in the last
+        substep's solve is applied first (the divergence one at half weight) and the solve then
+        accumulates anew; the solve stops per env at the tolerance (at least 2 density iterations)."""
         from .kernels import fluid as F
         from .kernels import grid as G
 
         o, m, ne, N = self.options, self.model, p.n, self.N
         L = self._launch
         total = p.kappa_div if divergence else p.kappa_rho
-        other = p.kappa_rho if divergence else p.kappa_div
         L(G.zero_flags, ne, [p.done])
-        # warm start (Bender & Koschier 2017): apply last substep's accumulated κ first
-        if o.warm_start and not divergence:
+        if o.warm_start:
             L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
-                                        total, p.vel])
-        else:
-            L(F.zero_rows, (ne, N), [total])
+                                        total, 0.5 if divergence else 1.0, p.vel])
+
+        L(F.move_rows, (ne, N), [total, p.warm])
+        if not o.warm_start:
+            L(F.zero_rows, (ne, N), [p.warm])
+        ws = 0.5 if divergence else 1.0
+        base, out = (p.zeros, p.pdiv) if divergence else (p.pdiv, p.pressure)
         iters = o.max_divergence_iters if divergence else o.max_density_iters
         tol = o.divergence_tol if divergence else o.density_tol
         for it in range(iters):
             L(F.solve_kappa, (ne, N), [m, int(divergence), p.mass, p.done, p.pos, p.vel, p.active,
-                                       p.start, p.sorted, p.rho, p.alpha, p.nbrs, p.kappa, p.err,
-                                       total, other, p.pressure])
+                                       p.start, p.sorted, p.rho, p.alpha, p.warm, ws, base, p.kappa,
+                                       p.err, total, out])
             L(G.reduce_chunks, (ne, self.n_chunks), [N, p.err, p.active, p.done, p.err_sum, p.err_cnt])
-            # the density solve runs at least two iterations (Bender & Koschier 2015, Alg. 2)
             may_stop = 1 if (divergence or it >= 1) else 0
             L(G.check_converged, ne, [self.n_chunks, tol, may_stop, p.err_sum, p.err_cnt, p.done,
                                       p.solve_err])
             L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
-                                        p.kappa, p.vel])
+                                        p.kappa, 1.0, p.vel])
 
     def _integrate(self, p, apply_dv: int, move: int):
         from .kernels import fluid as F

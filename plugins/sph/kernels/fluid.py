@@ -240,18 +240,17 @@ def solve_kappa(
     active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
     rho_in: wp.array2d(dtype=float), alpha_in: wp.array2d(dtype=float),
-    nbrs_in: wp.array2d(dtype=wp.int32),
+    warm_in: wp.array2d(dtype=float), warm_scale: float, base_in: wp.array2d(dtype=float),
     # Data out:
     kappa_out: wp.array2d(dtype=float), err_out: wp.array2d(dtype=float),
-    total_inout: wp.array2d(dtype=float), other_in: wp.array2d(dtype=float),
-    pressure_out: wp.array2d(dtype=float),
+    total_inout: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
 ):
-    """DFSPH: predicted density (or density change) from the current velocities, and κᵢ.
-
-    Density solve: ρ*ᵢ = ρᵢ + h·Dρ/Dt, κᵢ = (ρ*ᵢ − ρ₀)·αᵢ/h², error (ρ*ᵢ − ρ₀)⁺/ρ₀.
-    Divergence solve: κᵢ = Dρ/Dt·αᵢ/h (released with fewer than 20 neighbours: free surface),
-    error h·(Dρ/Dt)⁺/ρ₀. The warm-started total K = Σκ (state) stays >= 0: κ = max(κ, −K), a
-    projected Jacobi step (a liquid pushes, never pulls). Pressure pᵢ = (K_ρ + K_div)ᵢρᵢ."""
+    """DFSPH Jacobi step (Bender & Koschier 2015, 2017): the density predicted from the current
+    velocities ρ*ᵢ = ρᵢ + h·Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ (+ boundary), its compression e = max(ρ*ᵢ − ρ₀, 0)
+    (a liquid pushes, never pulls), κᵢ = ω·e·αᵢ/h², error e/ρ₀. The same form serves the
+    divergence solve (e/h is then the clamped density change rate). total += κ (the warm start of
+    the next substep). Both solves apply pressure-like impulses: pressure_out = base +
+    (warm_scale·warm + total)·ρ, with base the divergence solve's share in the density solve."""
     env, i = wp.tid()
     if done_in[env] != 0:
         return
@@ -284,27 +283,13 @@ def solve_kappa(
                     if r < m.H:
                         drho += rho0 * m.b_vol[k] * wp.dot(vi, kernel_grad(d, r, m.H, m.kernel))
     h = m.h
-    tot = total_inout[env, i]
-    kap = float(0.0)
-    err = float(0.0)
-    if divergence != 0:
-        kap = drho * alpha_in[env, i] / h
-        err = h * wp.max(drho, 0.0) / rho0
-        if nbrs_in[env, i] < 20:
-            kap = -tot
-            err = 0.0
-    else:
-        e = rho_in[env, i] + h * drho - rho0
-        kap = e * alpha_in[env, i] / (h * h)
-        err = wp.max(e, 0.0) / rho0
-    kap = wp.max(m.omega * kap, -tot)
-    tot = tot + kap
+    e = wp.max(rho_in[env, i] + h * drho - rho0, 0.0)
+    kap = m.omega * e * alpha_in[env, i] / (h * h)
+    tot = total_inout[env, i] + kap
     total_inout[env, i] = tot
-    if divergence == 0:
-        # both solves apply pressure-like impulses: p = (K_density + K_divergence)·ρ
-        pressure_out[env, i] = (tot + other_in[env, i]) * rho_in[env, i]
+    pressure_out[env, i] = base_in[env, i] + (warm_scale * warm_in[env, i] + tot) * rho_in[env, i]
     kappa_out[env, i] = kap
-    err_out[env, i] = err
+    err_out[env, i] = e / rho0
 
 
 @wp.kernel
@@ -315,7 +300,7 @@ def solve_update(
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
-    rho_in: wp.array2d(dtype=float), kappa_in: wp.array2d(dtype=float),
+    rho_in: wp.array2d(dtype=float), kappa_in: wp.array2d(dtype=float), scale: float,
     # Data out:
     vel_inout: wp.array2d(dtype=wp.vec3),
 ):
@@ -324,7 +309,7 @@ def solve_update(
     if done_in[env] != 0 or active_in[env, i] == 0:
         return
     xi = pos_in[env, i]
-    ki = kappa_in[env, i] / rho_in[env, i]
+    ki = scale * kappa_in[env, i] / rho_in[env, i]
     rho0 = m.rest_rho[i]
     dv = wp.vec3(0.0)
     ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
@@ -341,7 +326,7 @@ def solve_update(
                     d = xi - pos_in[env, j]
                     r = wp.length(d)
                     if r < m.H and j != i:
-                        kk = ki + kappa_in[env, j] / rho_in[env, j]
+                        kk = ki + scale * kappa_in[env, j] / rho_in[env, j]
                         dv -= mass_in[env, j] * kk * kernel_grad(d, r, m.H, m.kernel)
                 for k in range(m.b_start[cid], m.b_start[cid + 1]):
                     d = xi - m.b_pos[k]
@@ -349,6 +334,19 @@ def solve_update(
                     if r < m.H:
                         dv -= m.b_press * rho0 * m.b_vol[k] * ki * kernel_grad(d, r, m.H, m.kernel)
     vel_inout[env, i] = vel_inout[env, i] + m.h * dv
+
+
+@wp.kernel
+def move_rows(
+    # Data in:
+    src_inout: wp.array2d(dtype=float),
+    # Data out:
+    dst_out: wp.array2d(dtype=float),
+):
+    """dst = src, then src = 0 (the warm start moves into ``dst``; the solve accumulates anew)."""
+    env, i = wp.tid()
+    dst_out[env, i] = src_inout[env, i]
+    src_inout[env, i] = 0.0
 
 
 @wp.kernel
