@@ -28,8 +28,9 @@ class SPHOptions:
     density_tol: DFSPH mean density error tolerance (fraction of rest density); divergence_tol:
     DFSPH tolerance of the mean density change over one substep. max_density_iters,
     max_divergence_iters: iteration caps (each env stops as soon as it has converged).
-    omega: relaxation of the DFSPH Jacobi steps (1 diverged in our tests; 0.5 as in IISPH).
-    warm_start: start each DFSPH solve from the last substep's accumulated κ (Bender & Koschier 2017).
+    omega: relaxation of the DFSPH Jacobi steps (1 as in the paper; lower is slower but damps).
+    warm_start: start each DFSPH solve by applying the κ accumulated in the last substep's solve
+    (Bender & Koschier 2017; the divergence one at half weight, as SPlisHSPlasH).
     dt: the substep this solver wants (None: the scene's); must equal dt/substeps of the scene.
     """
 
