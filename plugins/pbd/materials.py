@@ -23,13 +23,17 @@ class Cloth(PBDMaterial):
     """A triangle-mesh cloth (Mesh morph). rho: areal density (kg/m²); thickness: collision
     diameter of its particles (m); stretch/bending compliance: XPBD compliances of the edge
     distance and dihedral bending constraints; self_collision: particle-particle contact
-    between non-adjacent vertices of this cloth."""
+    between non-adjacent vertices of this cloth; tethers: long-range attachments (Kim, Chentanez
+    & Müller 2012) from every vertex to its (up to 4) nearest initially pinned vertices, which
+    keep it within its rest distance of them while they stay pinned (removes the stretch that
+    Gauss-Seidel leaves in long hanging chains)."""
 
     rho: float = attrs.field(default=0.2, validator=positive)
     thickness: float = attrs.field(default=0.004, validator=positive)
     stretch_compliance: float = attrs.field(default=0.0, validator=non_negative)
-    bending_compliance: float = attrs.field(default=1e-3, validator=non_negative)
+    bending_compliance: float = attrs.field(default=1.0, validator=non_negative)
     self_collision: bool = True
+    tethers: bool = True
 
 
 @attrs.define(kw_only=True)

@@ -4,7 +4,8 @@ bodies, granular particles and position-based fluids (Macklin & Müller 2013).
 Per substep h = dt / substeps:
   pre-coupling   v += g h for free particles (the coupler may then change v)
   post-coupling  x_prev = x, x += v h; per-env neighbour grid; λ = 0; ``iterations`` times:
-                 distance, bending, volume constraints (one launch per graph colour), shape matching,
+                 distance, bending, volume constraints (one launch per graph colour), cloth tethers,
+                 shape matching,
                  PBF λ, contact + fluid gather (Jacobi), apply + static boundaries;
                  v = (x - x_prev) / h (· damping); XSPH viscosity.
 State (SPEC §S8): pos, vel, free — x_prev, λ and the grid are rebuilt every substep, so these three
@@ -32,6 +33,7 @@ from .entity import PBDEntity, check_particle_indices
 from .options import PBDOptions
 
 KIND = {"cloth": 0, "elastic": 1, "granular": 2, "liquid": 3}
+TETHERS = 4          # long-range attachments per cloth vertex (to its nearest initially pinned ones)
 
 
 def _lattice_kernel_sum(d: float, h: float) -> float:
@@ -94,6 +96,19 @@ class PBDSolver(Solver):
         n = len(rec["pos"])
         pin = np.zeros(0, np.int64) if pinned is None else check_particle_indices(pinned, n, name, "pinned")
         rec["pinned"] = pin
+        if rec["kind"] == "cloth" and material.tethers and len(pin):
+            # the (up to) TETHERS nearest initially pinned vertices of each vertex, by rest distance
+            # (the geodesic distance of a flat sheet; an upper bound for a curved one would be
+            # longer, so a tether never pulls a curved cloth tighter than its rest shape)
+            d = np.linalg.norm(rec["pos"][:, None, :] - rec["pos"][pin][None, :, :], axis=2)
+            k = min(TETHERS, len(pin))
+            near = np.argsort(d, axis=1, kind="stable")[:, :k]
+            anchor = np.full((n, TETHERS), -1, np.int64)
+            length = np.zeros((n, TETHERS))
+            anchor[:, :k] = pin[near]
+            length[:, :k] = np.take_along_axis(d, near, axis=1)
+            anchor[pin] = -1
+            rec["tethers"] = (anchor, length)
         self._check_inside(rec["pos"], name)
         entity = PBDEntity(self, len(self.entities), morph, material, surface, name, rec["kind"], n, pin)
         if rec["kind"] == "cloth":
@@ -117,7 +132,7 @@ class PBDSolver(Solver):
                 "radius": np.full(n, radius), "friction": np.full(n, m.friction),
                 "self_collide": np.ones(n, np.int32), "rest_density": np.ones(n),
                 "viscosity": np.zeros(n), "dist": [], "bends": None, "tets": None, "body": None,
-                "tris": np.zeros((0, 3), np.int64), "spacing": None}
+                "tris": np.zeros((0, 3), np.int64), "spacing": None, "tethers": None}
 
     def _cloth(self, morph, m, name):
         if not isinstance(morph, M.Mesh) or (morph.faces is not None and morph.faces.shape[1] != 3):
@@ -251,6 +266,15 @@ class PBDSolver(Solver):
             p, m = host["pos"][s:s + n], host["mass"][s:s + n]
             rest_off[s:s + n] = p - (m[:, None] * p).sum(0) / m.sum()
         self.n_bodies = len(bodies)
+        teth_a = np.full((N, TETHERS), -1, np.int64)
+        teth_l = np.zeros((N, TETHERS))
+        for r, s in zip(recs, starts):
+            if r["tethers"] is not None:
+                a, ln = r["tethers"]
+                n = len(r["pos"])
+                teth_a[s:s + n] = np.where(a >= 0, a + s, -1)
+                teth_l[s:s + n] = ln
+        self.has_tethers = bool((teth_a >= 0).any())
         tris = np.concatenate([r["tris"] + s for r, s in zip(recs, starts)]) if recs else np.zeros((0, 3))
         self.n_tris = len(tris)
         # neighbour grid over the domain box
@@ -296,6 +320,8 @@ class PBDSolver(Solver):
             sphere_c=arr(np.array([c for c, _ in opts.static_spheres], f32).reshape(-1, 3), wp.vec3),
             sphere_r=arr(np.array([r for _, r in opts.static_spheres], f32), wp.float32),
             tris=arr(tris.astype(i32).reshape(-1, 3), wp.int32),
+            teth_anchor=arr(teth_a.reshape(-1).astype(i32), wp.int32),
+            teth_len=arr(teth_l.reshape(-1).astype(f32), wp.float32),
             mass2d=arr(np.tile(host["mass"].astype(f32), (ne, 1)), wp.float32),
         )
         # state (SPEC §S8) and per-substep scratch; never reallocated after build
@@ -368,6 +394,10 @@ class PBDSolver(Solver):
                 wp.launch(C.solve_volume, dim=(p.n, b - a),
                           inputs=[a, lam_off_t, m.t_quad, m.t_rest, m.t_comp, m.inv_mass0, inv_h2, p.free],
                           outputs=[p.pos, p.lam], device=dev)
+            if self.has_tethers:
+                wp.launch(C.solve_tethers, dim=(p.n, N),
+                          inputs=[TETHERS, m.teth_anchor, m.teth_len, m.inv_mass0, p.free], outputs=[p.pos],
+                          device=dev)
             if self.n_bodies:
                 wp.launch(C.shape_match, dim=(p.n, self.n_bodies),
                           inputs=[m.body_start, m.body_count, m.body_stiff, m.rest_offset, m.mass,

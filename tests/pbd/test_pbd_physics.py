@@ -52,17 +52,17 @@ def _edges(tris):
 
 
 def test_hanging_cloth_pinned_at_two_corners_stretches_under_one_percent():
-    """Documented settings (docs/pbd.md): dt = 1/60, 40 substeps, 4 iterations, stretch compliance 0.
-    A 0.5 m cloth of 21 x 21 vertices hangs from its two top corners and swings; the largest
-    edge stretch over the whole second (the fall transient included) stays under 1 % (the issue's
-    bound; with zero compliance the residual is the Gauss-Seidel error left after the iterations)."""
+    """Documented settings (docs/pbd.md): dt = 1/60, 40 substeps, 4 iterations, stretch compliance
+    0, default bending compliance and tethers. A 0.5 m cloth of 21 x 21 vertices starts horizontal,
+    pinned at the two corners of one edge, falls and swings; the largest edge stretch over the whole
+    first second stays under 1 % (the issue's bound; with zero compliance the residual is the
+    iteration error: 0.4 % here, 8 % without tethers)."""
     res = 21
+    pins = [0, res - 1]
     sc = _scene(1 / 60, 40, iterations=4)
-    cloth = sc.add_entity(grid_cloth(size=(0.5, 0.5), res=(res, res), pos=(0, 0, 1.0), euler=(90, 0, 0)),
-                          PBD().Cloth(), pinned=[res * (res - 1), res * res - 1])
+    cloth = sc.add_entity(grid_cloth(size=(0.5, 0.5), res=(res, res), pos=(0, 0, 1.0)), PBD().Cloth(), pinned=pins)
     sc.build()
     x0 = cloth.get_particles_pos()
-    top = x0[[res * (res - 1), res * res - 1]]
     e = _edges(cloth.get_triangles())
     rest = np.linalg.norm(x0[e[:, 0]] - x0[e[:, 1]], axis=1)
     worst = 0.0
@@ -71,8 +71,8 @@ def test_hanging_cloth_pinned_at_two_corners_stretches_under_one_percent():
         x = cloth.get_particles_pos()
         worst = max(worst, (np.linalg.norm(x[e[:, 0]] - x[e[:, 1]], axis=1) / rest - 1).max())
     assert worst < 0.01
-    np.testing.assert_array_equal(x[[res * (res - 1), res * res - 1]], top)   # pinned corners stay
-    assert np.all(np.isfinite(x))
+    np.testing.assert_array_equal(x[pins], x0[pins])                  # pinned corners stay
+    assert x[:, 2].min() < 1.0 - 0.3                                   # it swung down
 
 
 # -- granular ---------------------------------------------------------------------------------------

@@ -218,3 +218,36 @@ def shape_match(
         if free_in[env, i] != 0 and inv_mass0[i] > 0.0:
             g = c + R * rest_offset[i]
             pos_out[env, i] = pos_out[env, i] + st * (g - pos_out[env, i])
+
+
+@wp.kernel
+def solve_tethers(
+    # Model:
+    n_tethers: int,
+    anchor: wp.array(dtype=wp.int32),
+    length: wp.array(dtype=float),
+    inv_mass0: wp.array(dtype=float),
+    # Data in:
+    free_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    pos_out: wp.array2d(dtype=wp.vec3),
+):
+    """Long-range attachments (Kim et al. 2012): |x_i - x_a| <= L_ia for each anchor a of i that
+    is pinned in this env; only x_i moves (the anchor is pinned), so threads never write a position
+    another thread reads."""
+    env, i = wp.tid()
+    if free_in[env, i] == 0 or inv_mass0[i] == 0.0:
+        return
+    x = pos_out[env, i]
+    for k in range(n_tethers):
+        a = anchor[i * n_tethers + k]
+        if a < 0:
+            continue
+        if free_in[env, a] != 0:
+            continue
+        d = x - pos_out[env, a]
+        ln = wp.length(d)
+        lim = length[i * n_tethers + k]
+        if ln > lim:
+            x = x - d * ((ln - lim) / ln)
+    pos_out[env, i] = x
