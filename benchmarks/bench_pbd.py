@@ -3,7 +3,8 @@
 Cases (dt = 1/60, 10 substeps, 2 constraint iterations, graph capture on for both where it can be):
 - cloth of 64 x 64 and 256 x 256 vertices, 1 m square, left column pinned, stretch compliance 1e-3
   m/N (Newton: spring_ke = 1e3), bending compliance 0.1 (Newton: edge_ke = 10), no self-collision
-  (Newton's XPBD has none for cloth), at n_envs 1 and 16 (Newton: 16 copies in one model);
+  and no tethers (Newton's XPBD has neither for cloth), at n_envs 1 and 16 (Newton: 16 copies in
+  one model);
 - 50k granular particles (37^3 block, 1 cm) falling in a box with particle-particle contacts.
   Newton rebuilds its HashGrid every step on the host, which CPU graph capture cannot record, so
   that case runs uncaptured there, and Newton's particles have no walls (shape contacts need its
@@ -56,7 +57,8 @@ def _pp_cloth(res: int, n_envs: int):
     sc = polyphys.Scene(sim=polyphys.SimOptions(dt=DT, substeps=SUBSTEPS),
                         pbd=PBDOptions(iterations=ITERS, lower_bound=(-1, -1, 0), upper_bound=(1, 1, 3)))
     sc.add_entity(grid_cloth(size=(1.0, 1.0), res=(res, res), pos=(0, 0, 2.0)),
-                  PBD.Cloth(rho=0.2, stretch_compliance=1e-3, bending_compliance=0.1, self_collision=False),
+                  PBD.Cloth(rho=0.2, stretch_compliance=1e-3, bending_compliance=0.1, self_collision=False,
+                            tethers=False),
                   pinned=np.arange(res) * res)
     sc.build(n_envs=n_envs)
     return sc.step
