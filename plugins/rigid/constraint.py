@@ -1,0 +1,348 @@
+"""Constraint stage of the rigid solver (host side): parameters, mixing rules, row buffers, solve.
+
+Standalone and graph-capturable: ``ConstraintStage`` owns fixed-size per-env buffers allocated once;
+``build_rows`` and ``solve`` each launch one kernel over the envs of a partition (no host sync, no
+allocation), so the solver can call them inside its captured substep. See docs/constraint.md for
+the integration sequence.
+
+Parameter semantics (SPEC R5-R7, MuJoCo's solref/solimp): ``sol_params = (timeconst, dampratio,
+dmin, dmax, width, mid, power)``; ``(timeconst, dampratio)`` is MuJoCo's solref (both <= 0: direct
+stiffness −timeconst and damping −dampratio), ``(dmin, dmax, width, mid, power)`` its solimp.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+
+from polyphys.errors import OptionError, PolyphysWarning
+
+MINVAL = 1e-15          # mjMINVAL
+MINIMP, MAXIMP = 1e-4, 0.9999
+DEFAULT_SOL_PARAMS = (0.02, 1.0, 0.9, 0.95, 0.001, 0.5, 2.0)   # MuJoCo's default solref/solimp
+FRICTION_FLOOR = 0.01           # default (Genesis) mode, SPEC R5
+FRICTION_FLOOR_MUJOCO = 1e-5    # mjMINMU
+
+SOLVERS = {"CG": 0, "Newton": 1}
+CONES = {"pyramidal": 0, "elliptic": 1}
+EQ_TYPES = {"connect": 0, "joint": 2}
+
+
+# ------------------------------------------------------------------ parameter functions (host)
+
+def impedance(sol, pos, margin=0.0):
+    """I(pos) of MuJoCo's getimpedance for sol_params ``sol`` (7) at constraint position pos."""
+    dmin, dmax, width, mid, power = (float(v) for v in sol[2:7])
+    if dmin == dmax or width <= MINVAL:
+        return 0.5 * (dmin + dmax)
+    x = abs((pos - margin) / width)
+    if x >= 1:
+        return dmax
+    if x <= 0:
+        return dmin
+    if power == 1:
+        y = x
+    elif x <= mid:
+        y = x ** power / mid ** (power - 1)
+    else:
+        y = 1 - (1 - x) ** power / (1 - mid) ** (power - 1)
+    return dmin + y * (dmax - dmin)
+
+
+def ref_coefficients(sol):
+    """(K, B) of a_ref = −B·v − K·I·(pos − margin): standard K = 1/(dmax²·tc²·ζ²), B = 2/(dmax·tc);
+    direct (tc, ζ <= 0): K = −tc/dmax², B = −ζ/dmax."""
+    tc, dr, dmax = float(sol[0]), float(sol[1]), float(sol[3])
+    k = 1 / max(MINVAL, dmax * dmax * tc * tc * dr * dr) if tc > 0 else -tc / max(MINVAL, dmax * dmax)
+    b = 2 / max(MINVAL, dmax * tc) if dr > 0 else -dr / max(MINVAL, dmax)
+    return k, b
+
+
+def reference_acceleration(sol, pos, vel, margin=0.0, friction_row=False):
+    """a_ref of one row; friction rows (frictionloss, tangential/torsional/rolling) have K = 0."""
+    k, b = ref_coefficients(sol)
+    if friction_row:
+        k = 0.0
+    return -b * vel - k * impedance(sol, pos, margin) * (pos - margin)
+
+
+def regularization(imp, invweight):
+    """R = W·(1 − I)/I (floored at MINVAL), the base of SPEC R7."""
+    return max(MINVAL, (1 - imp) * invweight / imp)
+
+
+def contact_regularization(sol, dist, margin, friction, condim, cone, impratio, tran, rot):
+    """R per row of one contact (SPEC R7, MuJoCo's mj_makeImpedance).
+
+    elliptic: R_n = W_t(1−I)/I, R_t = R_n/impratio, torsional/rolling R_j = R_t·μ₀²/μ_j²;
+    pyramidal (2(condim−1) rows): R = 2·μ_reg²·W_t(1+μ₀²)(1−I)/I with μ_reg² = μ₀²/impratio
+    (the (1+μ²) factor is MuJoCo's diagApprox of the first pyramid edge, with the raw μ₀)."""
+    imp = impedance(sol, dist, margin)
+    if condim == 1:
+        return [regularization(imp, tran)]
+    if cone == "elliptic":
+        rn = regularization(imp, tran)
+        rt = rn / max(MINVAL, impratio)
+        return [rn] + [rt * friction[0] ** 2 / friction[j] ** 2 for j in range(condim - 1)]
+    r0 = regularization(imp, tran + friction[0] ** 2 * tran)
+    mu2 = friction[0] ** 2 / max(MINVAL, impratio)
+    return [2 * mu2 * r0] * (2 * (condim - 1))
+
+
+def legalize_sol_params(sol, field="sol_params", compatible=False):
+    """Effective sol_params (SPEC R6): dmin/dmax/mid clamped to [1e-4, 0.9999], width >= 0, power >= 1,
+    dampratio > 0; a negative timeconst (direct stiffness) is kept in MuJoCo-compatible mode, else
+    replaced by the default with a warning. Each clamp warns naming the field and the effective value."""
+    s = [float(v) for v in sol]
+    if len(s) != 7:
+        raise OptionError(f"{field} must have 7 entries (timeconst, dampratio, dmin, dmax, width, mid, "
+                          f"power), got {len(s)}")
+    names = ("timeconst", "dampratio", "dmin", "dmax", "width", "mid", "power")
+    out = list(s)
+    if compatible:
+        if (s[0] > 0) != (s[1] > 0):
+            out[0], out[1] = DEFAULT_SOL_PARAMS[0], DEFAULT_SOL_PARAMS[1]
+    else:
+        if s[0] <= 0:
+            out[0] = DEFAULT_SOL_PARAMS[0]
+        if s[1] <= 0:
+            out[1] = DEFAULT_SOL_PARAMS[1]
+    for i in (2, 3, 5):
+        out[i] = min(MAXIMP, max(MINIMP, s[i]))
+    out[4] = max(0.0, s[4])
+    out[6] = max(1.0, s[6])
+    for i, n in enumerate(names):
+        if out[i] != s[i]:
+            warnings.warn(f"{field}.{n}={s[i]!r} out of range; effective value {out[i]!r}", PolyphysWarning,
+                          stacklevel=2)
+    return tuple(out)
+
+
+def floor_timeconst(sol, h):
+    """timeconst floored at 2h (h = substep), only for the standard (positive) parameterization."""
+    s = list(sol)
+    if s[0] > 0:
+        s[0] = max(s[0], 2.0 * h)
+    return tuple(s)
+
+
+def mix_friction(mu_a, mu_b, ratio_a=1.0, ratio_b=1.0, floor=FRICTION_FLOOR):
+    """Default mode (SPEC R5): μ = max(μ_A·s_A, μ_B·s_B, floor), per component (sliding,
+    torsional, rolling)."""
+    a = np.asarray(mu_a, float) * ratio_a
+    b = np.asarray(mu_b, float) * ratio_b
+    return np.maximum(np.maximum(a, b), floor)
+
+
+def mix_sol_params(sol_a, sol_b, h):
+    """Default mode (SPEC R5): componentwise mean, then timeconst floored at 2h."""
+    m = 0.5 * (np.asarray(sol_a, float) + np.asarray(sol_b, float))
+    return np.asarray(floor_timeconst(m, h))
+
+
+def mix_mujoco(fa, fb, sol_a, sol_b, solmix_a=1.0, solmix_b=1.0, priority_a=0, priority_b=0,
+               floor=FRICTION_FLOOR_MUJOCO):
+    """MuJoCo-compatible mode (mj_contactParam): higher priority wins outright; else friction is the
+    elementwise max (3 → 5 components: sliding, sliding, torsional, rolling, rolling), solref is
+    solmix-weighted (elementwise min when either is direct), solimp solmix-weighted.
+    Returns (friction5, sol_params7)."""
+    fa, fb = np.asarray(fa, float), np.asarray(fb, float)
+    sa, sb = np.asarray(sol_a, float), np.asarray(sol_b, float)
+    if priority_a != priority_b:
+        fri, sol = (fa, sa) if priority_a > priority_b else (fb, sb)
+    else:
+        if solmix_a >= MINVAL and solmix_b >= MINVAL:
+            mix = solmix_a / (solmix_a + solmix_b)
+        elif solmix_a < MINVAL and solmix_b < MINVAL:
+            mix = 0.5
+        else:
+            mix = 0.0 if solmix_a < MINVAL else 1.0
+        ref = mix * sa[:2] + (1 - mix) * sb[:2] if (sa[0] > 0 and sb[0] > 0) else np.minimum(sa[:2], sb[:2])
+        imp = mix * sa[2:] + (1 - mix) * sb[2:]
+        fri = np.maximum(fa, fb)
+        sol = np.concatenate([ref, imp])
+    f5 = np.maximum(floor, np.array([fri[0], fri[0], fri[1], fri[2], fri[2]]))
+    return f5, sol
+
+
+# ------------------------------------------------------------------ device stage
+
+@dataclass
+class ConstraintOptions:
+    """Solver settings (the RigidOptions fields of SPEC R2 they come from)."""
+    solver: str = "Newton"          # constraint_solver
+    cone: str = "pyramidal"         # friction_cone
+    iterations: int = 25
+    tolerance: float = 1e-9
+    ls_iterations: int = 50
+    ls_tolerance: float = 0.01
+    impratio: float = 1.0
+    timeconst_floor: float = 0.0    # 2h in the default mode (h = substep), 2·timestep in MuJoCo mode
+    warm_pick_lower: bool = False   # MuJoCo-compatible: lower-cost of qacc_warm and qacc_smooth
+
+    def __post_init__(self):
+        if self.solver not in SOLVERS:
+            raise OptionError(f"constraint_solver={self.solver!r}; allowed: {sorted(SOLVERS)}")
+        if self.cone not in CONES:
+            raise OptionError(f"friction_cone={self.cone!r}; allowed: {sorted(CONES)}")
+        for f in ("iterations", "ls_iterations"):
+            if int(getattr(self, f)) < 1:
+                raise OptionError(f"{f}={getattr(self, f)!r}; must be an integer >= 1")
+        for f in ("tolerance", "ls_tolerance", "impratio"):
+            if not getattr(self, f) > 0:
+                raise OptionError(f"{f}={getattr(self, f)!r}; must be > 0")
+
+
+class ConstraintStage:
+    """Fixed-size per-env constraint buffers and the two launches (build rows, solve).
+
+    Model (static, given at construction; numpy): ``dof_parent`` (nv), ``link_dof_last`` (n_links:
+    the deepest dof whose motion moves the link, −1 for world-fixed links), ``link_invweight``
+    (n_links, 2: translational, rotational; MuJoCo's body_invweight0), ``dof_invweight`` (nv),
+    ``dof_frictionloss`` (n_envs, nv), ``dof_sol`` (nv, 7), limits (``lim_dof``, ``lim_qadr``,
+    ``lim_range`` (nl, 2), ``lim_margin``, ``lim_sol`` (nl, 7)), equalities (``eq_type``
+    (connect 0 / joint 2), ``eq_obj`` (neq, 4): connect (link1, link2, -, -), joint (qadr1, qadr2 or
+    −1, dof1, dof2); ``eq_data`` (neq, 7): connect (anchor1, anchor2 in link frames), joint (ref1,
+    ref2, c0..c4); ``eq_sol`` (n_envs, neq, 7)).
+    """
+
+    def __init__(self, n_envs, nv, n_links, max_contacts, max_rows, device="cpu", precision="64",
+                 options: ConstraintOptions | None = None, *, dof_parent, link_dof_last, link_invweight,
+                 dof_invweight, dof_frictionloss=None, dof_sol=None, lim_dof=(), lim_qadr=(), lim_range=None,
+                 lim_margin=None, lim_sol=None, eq_type=(), eq_obj=None, eq_data=None, eq_sol=None):
+        self.opt = options or ConstraintOptions()
+        self.n_envs, self.nv, self.max_rows, self.max_contacts = n_envs, nv, max_rows, max_contacts
+        self.device = device
+        s = wp.float64 if precision == "64" else wp.float32
+        self.scalar = s
+        npf = np.float64 if precision == "64" else np.float32
+        self.V = wp.types.vector(3, s)
+        self.Q = wp.types.quaternion(s)
+        self.Mt = wp.types.matrix((3, 3), s)
+        E, nl, neq = n_envs, len(lim_dof), len(eq_type)
+
+        def arr(x, dtype=s, shape=None):
+            if x is None:
+                return wp.zeros(shape, dtype=dtype, device=device)
+            if dtype in (wp.int32,):
+                return wp.array(np.asarray(x, np.int32).reshape(shape) if shape else np.asarray(x, np.int32),
+                                dtype=dtype, device=device)
+            return wp.array(np.asarray(x, npf).reshape(shape) if shape else np.asarray(x, npf), dtype=dtype,
+                            device=device)
+
+        dsol = np.tile(DEFAULT_SOL_PARAMS, (nv, 1)) if dof_sol is None else dof_sol
+        self.model = dict(
+            dof_parent=arr(dof_parent, wp.int32, (nv,)), link_dof_last=arr(link_dof_last, wp.int32, (n_links,)),
+            link_invweight=arr(link_invweight, s, (n_links, 2)), dof_invweight=arr(dof_invweight, s, (nv,)),
+            dof_frictionloss=arr(np.zeros((E, nv)) if dof_frictionloss is None else dof_frictionloss, s, (E, nv)),
+            dof_sol=arr(dsol, s, (nv, 7)), lim_dof=arr(lim_dof, wp.int32, (nl,)),
+            lim_qadr=arr(lim_qadr, wp.int32, (nl,)),
+            lim_range=arr(np.zeros((nl, 2)) if lim_range is None else lim_range, s, (nl, 2)),
+            lim_margin=arr(np.zeros(nl) if lim_margin is None else lim_margin, s, (nl,)),
+            lim_sol=arr(np.zeros((nl, 7)) if lim_sol is None else lim_sol, s, (nl, 7)),
+            eq_type=arr(eq_type, wp.int32, (neq,)),
+            eq_obj=arr(np.zeros((neq, 4)) if eq_obj is None else eq_obj, wp.int32, (neq, 4)),
+            eq_data=arr(np.zeros((neq, 7)) if eq_data is None else eq_data, s, (neq, 7)),
+            eq_sol=arr(np.zeros((E, neq, 7)) if eq_sol is None else eq_sol, s, (E, neq, 7)),
+        )
+        z = lambda *sh, dt=s: wp.zeros(sh, dtype=dt, device=device)  # noqa: E731
+        C, R = max_contacts, max_rows
+        # contact inputs (written by the collision stage / the solver)
+        self.eq_active = wp.array(np.ones((E, neq), np.int32), dtype=wp.int32, device=device)
+        self.n_con = z(E, dt=wp.int32)
+        self.con_pos = z(E, C, dt=self.V)
+        self.con_frame = z(E, C, dt=self.Mt)
+        self.con_dist = z(E, C)
+        self.con_margin = z(E, C)
+        self.con_link = z(E, C, 2, dt=wp.int32)
+        self.con_dim = z(E, C, dt=wp.int32)
+        self.con_friction = z(E, C, 5)
+        self.con_sol = z(E, C, 7)
+        self.con_efc_adr = z(E, C, dt=wp.int32)
+        # rows
+        self.n_efc = z(E, dt=wp.int32)
+        self.overflow = z(E, dt=wp.int32)
+        self.efc_J = z(E, R, nv)
+        self.efc_type = z(E, R, dt=wp.int32)
+        self.efc_id = z(E, R, dt=wp.int32)
+        self.efc_dim = z(E, R, dt=wp.int32)
+        self.efc_state = z(E, R, dt=wp.int32)
+        for n in ("efc_pos", "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_floss",
+                  "efc_mu", "efc_force", "jar", "jv"):
+            setattr(self, n, z(E, R))
+        # solver
+        self.H = z(E, nv, nv)
+        self.LM = z(E, nv, nv)
+        for n in ("grad", "mgrad", "mgrad_old", "search", "ma", "mv", "qfrc_smooth", "qacc", "qfrc_constraint"):
+            setattr(self, n, z(E, nv))
+        self.solver_niter = z(E, dt=wp.int32)
+        self.solver_stat = z(E, 3)
+
+    # -- launches (part: slice of envs; whole batch when None)
+    def _sl(self, a, part):
+        return a if part is None else a[part.start:part.stop]
+
+    def build_rows(self, qpos, qvel, cdof_w, cdof_v, dof_ref, link_pos, link_quat, part=None):
+        """Rows for the current state. Inputs (n_envs, ...): qpos, qvel; cdof_w/cdof_v (nv, vec3): motion
+        subspace of each dof (angular; linear velocity of the body-fixed point at dof_ref);
+        link_pos/link_quat (n_links): link frame poses (for connect anchors). Contacts are read
+        from the con_* buffers (fill them first)."""
+        m, o, sl = self.model, self.opt, (lambda a: self._sl(a, part))
+        n = self.n_envs if part is None else part.stop - part.start
+        s = self.scalar
+        wp.launch(_K.constraint_build, dim=n, device=self.device, inputs=[
+            self.nv, self.max_rows, CONES[o.cone], s(o.impratio), s(o.timeconst_floor),
+            m["dof_parent"], m["link_dof_last"], m["link_invweight"], m["dof_invweight"], sl(m["dof_frictionloss"]),
+            m["dof_sol"], m["lim_dof"], m["lim_qadr"], m["lim_range"], m["lim_margin"], m["lim_sol"], m["eq_type"],
+            m["eq_obj"], m["eq_data"], sl(m["eq_sol"]),
+            sl(qpos), sl(qvel), sl(cdof_w), sl(cdof_v), sl(dof_ref), sl(link_pos), sl(link_quat), sl(self.eq_active),
+            sl(self.n_con), sl(self.con_pos), sl(self.con_frame), sl(self.con_dist), sl(self.con_margin),
+            sl(self.con_link), sl(self.con_dim), sl(self.con_friction), sl(self.con_sol),
+            sl(self.n_efc), sl(self.overflow), sl(self.efc_J), sl(self.efc_type), sl(self.efc_id), sl(self.efc_pos),
+            sl(self.efc_margin), sl(self.efc_vel), sl(self.efc_aref), sl(self.efc_R), sl(self.efc_D),
+            sl(self.efc_imp), sl(self.efc_floss), sl(self.efc_mu), sl(self.efc_dim), sl(self.con_efc_adr)])
+
+    def solve(self, M, qacc_smooth, qacc_warm, part=None):
+        """Solve for qacc (n_envs, nv) given the dense mass matrix M (n_envs, nv, nv) (the one the
+        integrator uses: with h·D_v added for approximate_implicitfast), the unconstrained
+        acceleration and a warm start. Outputs in self.qacc, self.efc_force, self.qfrc_constraint."""
+        o, sl, s = self.opt, (lambda a: self._sl(a, part)), self.scalar
+        n = self.n_envs if part is None else part.stop - part.start
+        wp.launch(_K.constraint_solve, dim=n, device=self.device, inputs=[
+            self.nv, SOLVERS[o.solver], int(o.iterations), s(o.tolerance), int(o.ls_iterations), s(o.ls_tolerance),
+            int(o.warm_pick_lower), sl(M), sl(qacc_smooth), sl(qacc_warm), sl(self.n_efc), sl(self.efc_J),
+            sl(self.efc_type), sl(self.efc_aref), sl(self.efc_R), sl(self.efc_D), sl(self.efc_floss), sl(self.efc_mu),
+            sl(self.efc_dim), sl(self.H), sl(self.LM), sl(self.jar), sl(self.jv), sl(self.grad), sl(self.mgrad),
+            sl(self.mgrad_old), sl(self.search), sl(self.ma), sl(self.mv), sl(self.qfrc_smooth),
+            sl(self.qacc), sl(self.efc_force), sl(self.efc_state), sl(self.qfrc_constraint), sl(self.solver_niter),
+            sl(self.solver_stat)])
+
+    def check(self):
+        """Host check (outside the captured step): raise naming the env when a row buffer overflowed."""
+        from polyphys.errors import SimulationError
+        ov = self.overflow.numpy()
+        if ov.any():
+            e = int(np.nonzero(ov)[0][0])
+            raise SimulationError(f"constraint rows exceed max_rows={self.max_rows} in env {e}; raise max_rows")
+
+
+def default_tolerance(precision="64", mujoco_compatible=False):
+    """SPEC R2: 1e-6 (f32) / 1e-9 (f64); MuJoCo-compatible mode 1e-5 / 1e-8."""
+    if mujoco_compatible:
+        return 1e-5 if precision == "32" else 1e-8
+    return 1e-6 if precision == "32" else 1e-9
+
+
+def default_impratio(cone):
+    """SPEC R2: 100 for elliptic, 1 for pyramidal (default mode)."""
+    return 100.0 if cone == "elliptic" else 1.0
+
+
+from polyphys.plugins.rigid.kernels import constraint_solve as _K  # noqa: E402
+
+__all__ = ["ConstraintOptions", "ConstraintStage", "impedance", "ref_coefficients", "reference_acceleration",
+           "regularization", "contact_regularization", "legalize_sol_params", "floor_timeconst", "mix_friction",
+           "mix_sol_params", "mix_mujoco", "default_tolerance", "default_impratio"]

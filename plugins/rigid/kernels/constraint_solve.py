@@ -1,0 +1,987 @@
+"""Constraint rows and the primal constraint solver of the rigid solver (one thread per env).
+
+Two kernels, both generic over precision (float32 / float64 overloads):
+
+``constraint_build``
+    Assembles per env, in the order equality (connect, joint) → DOF frictionloss → contact → joint
+    limit, dense rows ``efc_J`` (n_envs, max_rows, nv) along the kinematic tree, and per row the
+    position ``efc_pos``, margin, velocity ``efc_vel = J·qvel``, impedance, reference acceleration
+    ``efc_aref = -B·vel - K·I·(pos - margin)``, regularization ``efc_R`` and ``efc_D = 1/R``
+    (MuJoCo's ``mj_makeImpedance`` semantics, SPEC R6-R7).
+
+``constraint_solve``
+    Minimizes, for frozen M, J, aref, R, the convex primal cost of MuJoCo
+    ``½(a − a₀)ᵀM(a − a₀) + Σ s_i(J a − aref)`` with Newton (dense Cholesky of
+    ``M + Jᵀ D J`` plus the elliptic cone block Hessians) or M⁻¹-preconditioned nonlinear CG
+    (Polak–Ribière+), an exact 1-D line search (safeguarded Newton on the derivative of the
+    piecewise quadratic / cone cost), and MuJoCo's stopping rule with τ = tolerance·trace(M).
+    Iteration caps are fixed; an env that has converged stops updating (device-side flag), so the
+    launch is graph-capturable and needs no host sync.
+
+Row types (``efc_type``): EQUALITY, FRICTION (DOF frictionloss), LIMIT, CONTACT_FRICTIONLESS,
+CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC. For an elliptic contact the normal row holds ``efc_dim`` (the
+cone dimension) and ``efc_mu`` (the regularized cone slope μ·sqrt(R_t/R_n)); its friction rows
+hold their friction coefficient in ``efc_mu``.
+"""
+
+from typing import Any
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})
+
+EQUALITY = wp.constant(0)
+FRICTION = wp.constant(1)
+LIMIT = wp.constant(2)
+CONTACT_FRICTIONLESS = wp.constant(3)
+CONTACT_PYRAMIDAL = wp.constant(4)
+CONTACT_ELLIPTIC = wp.constant(5)
+
+EQ_CONNECT = wp.constant(0)
+EQ_JOINT = wp.constant(2)
+
+SOLVER_CG = wp.constant(0)
+SOLVER_NEWTON = wp.constant(1)
+
+
+# ---------------------------------------------------------------- parameters (SPEC R6-R7)
+
+
+@wp.func
+def clamp_imp(x: Any):
+    return wp.min(type(x)(0.9999), wp.max(type(x)(0.0001), x))
+
+
+@wp.func
+def impedance(dmin: Any, dmax: Any, width: Any, mid: Any, power: Any, pos: Any, margin: Any):
+    """MuJoCo's getimpedance: I(x) with x = |pos - margin| / width through the mid/power curve."""
+    one = type(pos)(1.0)
+    if dmin == dmax or width <= type(pos)(1.0e-15):
+        return type(pos)(0.5) * (dmin + dmax)
+    x = wp.abs((pos - margin) / width)
+    if x >= one:
+        return dmax
+    if x <= type(pos)(0.0):
+        return dmin
+    y = x
+    if power == one:
+        y = x
+    elif x <= mid:
+        a = one / wp.pow(mid, power - one)
+        y = a * wp.pow(x, power)
+    else:
+        b = one / wp.pow(one - mid, power - one)
+        y = one - b * wp.pow(one - x, power)
+    return dmin + y * (dmax - dmin)
+
+
+@wp.func
+def ref_stiffness(tc: Any, dr: Any, dmax: Any):
+    """K of aref (standard: 1/(dmax²·tc²·ζ²); direct, tc <= 0: -tc/dmax²)."""
+    mv = type(tc)(1.0e-15)
+    if tc > type(tc)(0.0):
+        return type(tc)(1.0) / wp.max(mv, dmax * dmax * tc * tc * dr * dr)
+    return -tc / wp.max(mv, dmax * dmax)
+
+
+@wp.func
+def ref_damping(tc: Any, dr: Any, dmax: Any):
+    """B of aref (standard: 2/(dmax·tc); direct, dampratio <= 0: -dampratio/dmax)."""
+    mv = type(tc)(1.0e-15)
+    if dr > type(tc)(0.0):
+        return type(tc)(2.0) / wp.max(mv, dmax * tc)
+    return -dr / wp.max(mv, dmax)
+
+
+@wp.func
+def legal_timeconst(tc: Any, dr: Any, tc_floor: Any):
+    """Mixed-sign solref → MuJoCo default (0.02, 1); positive timeconst floored (2h)."""
+    t = tc
+    z = type(tc)(0.0)
+    if (tc > z and dr <= z) or (tc <= z and dr > z):
+        t = type(tc)(0.02)
+    if t > type(tc)(0.0):
+        t = wp.max(t, tc_floor)
+    return t
+
+
+@wp.func
+def legal_dampratio(tc: Any, dr: Any):
+    z = type(tc)(0.0)
+    if (tc > z and dr <= z) or (tc <= z and dr > z):
+        return type(tc)(1.0)
+    return dr
+
+
+@wp.func
+def point_jac_add(
+    dof_parent: wp.array(dtype=wp.int32),
+    link_dof_last: wp.array(dtype=wp.int32),
+    cdof_w: wp.array2d(dtype=Any),
+    cdof_v: wp.array2d(dtype=Any),
+    dof_ref: wp.array2d(dtype=Any),
+    env: int,
+    link: int,
+    p: Any,
+    axis: Any,
+    rot: int,
+    scale: Any,
+    efc_J: wp.array3d(dtype=Any),
+    row: int,
+):
+    """efc_J[row] += scale · axis · (velocity of point p fixed to link per dof), rot=1: angular."""
+    if link < 0:
+        return
+    d = link_dof_last[link]
+    while d >= 0:
+        w = cdof_w[env, d]
+        if rot == 1:
+            val = wp.dot(axis, w)
+        else:
+            val = wp.dot(axis, cdof_v[env, d] + wp.cross(w, p - dof_ref[env, d]))
+        efc_J[env, row, d] = efc_J[env, row, d] + scale * val
+        d = dof_parent[d]
+
+
+@wp.func
+def finish_row(
+    efc_J: wp.array3d(dtype=Any),
+    qvel: wp.array2d(dtype=Any),
+    env: int,
+    row: int,
+    nv: int,
+    pos: Any,
+    margin: Any,
+    imp: Any,
+    k: Any,
+    b: Any,
+    diag: Any,
+    tp: int,
+    ident: int,
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_id: wp.array2d(dtype=wp.int32),
+    efc_pos: wp.array2d(dtype=Any),
+    efc_margin: wp.array2d(dtype=Any),
+    efc_vel: wp.array2d(dtype=Any),
+    efc_aref: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_imp: wp.array2d(dtype=Any),
+):
+    vel = type(pos)(0.0)
+    for j in range(nv):
+        vel = vel + efc_J[env, row, j] * qvel[env, j]
+    efc_type[env, row] = tp
+    efc_id[env, row] = ident
+    efc_pos[env, row] = pos
+    efc_margin[env, row] = margin
+    efc_vel[env, row] = vel
+    efc_imp[env, row] = imp
+    efc_aref[env, row] = -b * vel - k * imp * (pos - margin)
+    efc_R[env, row] = wp.max(type(pos)(1.0e-15), (type(pos)(1.0) - imp) * diag / imp)
+
+
+@wp.func
+def clear_row(efc_J: wp.array3d(dtype=Any), env: int, row: int, nv: int):
+    for j in range(nv):
+        efc_J[env, row, j] = efc_J[env, row, j] * type(efc_J[env, row, j])(0.0)
+
+
+@wp.kernel
+def constraint_build(
+    # Model:
+    nv: int,
+    max_rows: int,
+    cone: int,
+    impratio: Any,
+    tc_floor: Any,
+    dof_parent: wp.array(dtype=wp.int32),
+    link_dof_last: wp.array(dtype=wp.int32),
+    link_invweight: wp.array2d(dtype=Any),
+    dof_invweight: wp.array(dtype=Any),
+    dof_frictionloss: wp.array2d(dtype=Any),
+    dof_sol: wp.array2d(dtype=Any),
+    lim_dof: wp.array(dtype=wp.int32),
+    lim_qadr: wp.array(dtype=wp.int32),
+    lim_range: wp.array2d(dtype=Any),
+    lim_margin: wp.array(dtype=Any),
+    lim_sol: wp.array2d(dtype=Any),
+    eq_type: wp.array(dtype=wp.int32),
+    eq_obj: wp.array2d(dtype=wp.int32),
+    eq_data: wp.array2d(dtype=Any),
+    eq_sol: wp.array3d(dtype=Any),
+    # Data in:
+    qpos: wp.array2d(dtype=Any),
+    qvel: wp.array2d(dtype=Any),
+    cdof_w: wp.array2d(dtype=Any),
+    cdof_v: wp.array2d(dtype=Any),
+    dof_ref: wp.array2d(dtype=Any),
+    link_pos: wp.array2d(dtype=Any),
+    link_quat: wp.array2d(dtype=Any),
+    eq_active: wp.array2d(dtype=wp.int32),
+    n_con: wp.array(dtype=wp.int32),
+    con_pos: wp.array2d(dtype=Any),
+    con_frame: wp.array2d(dtype=Any),
+    con_dist: wp.array2d(dtype=Any),
+    con_margin: wp.array2d(dtype=Any),
+    con_link: wp.array3d(dtype=wp.int32),
+    con_dim: wp.array2d(dtype=wp.int32),
+    con_friction: wp.array3d(dtype=Any),
+    con_sol: wp.array3d(dtype=Any),
+    # Data out:
+    n_efc: wp.array(dtype=wp.int32),
+    overflow: wp.array(dtype=wp.int32),
+    efc_J: wp.array3d(dtype=Any),
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_id: wp.array2d(dtype=wp.int32),
+    efc_pos: wp.array2d(dtype=Any),
+    efc_margin: wp.array2d(dtype=Any),
+    efc_vel: wp.array2d(dtype=Any),
+    efc_aref: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_D: wp.array2d(dtype=Any),
+    efc_imp: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    con_efc_adr: wp.array2d(dtype=wp.int32),
+):
+    env = wp.tid()
+    zero = impratio * type(impratio)(0.0)
+    one = zero + type(impratio)(1.0)
+    row = int(0)
+    over = int(0)
+    for i in range(max_rows):
+        clear_row(efc_J, env, i, nv)
+        efc_floss[env, i] = zero
+        efc_mu[env, i] = zero
+        efc_dim[env, i] = 0
+        efc_D[env, i] = zero
+        efc_R[env, i] = one
+        efc_aref[env, i] = zero
+
+    # ---- equality: connect (3 rows), joint (1 row)
+    for e in range(eq_type.shape[0]):
+        if eq_active[env, e] == 0:
+            continue
+        tc = legal_timeconst(eq_sol[env, e, 0], eq_sol[env, e, 1], tc_floor)
+        dr = legal_dampratio(eq_sol[env, e, 0], eq_sol[env, e, 1])
+        dmin = clamp_imp(eq_sol[env, e, 2])
+        dmax = clamp_imp(eq_sol[env, e, 3])
+        width = wp.max(zero, eq_sol[env, e, 4])
+        mid = clamp_imp(eq_sol[env, e, 5])
+        pw = wp.max(one, eq_sol[env, e, 6])
+        k = ref_stiffness(tc, dr, dmax)
+        b = ref_damping(tc, dr, dmax)
+        if eq_type[e] == EQ_CONNECT:
+            if row + 3 > max_rows:
+                over = 1
+                continue
+            l1 = eq_obj[e, 0]
+            l2 = eq_obj[e, 1]
+            a1 = wp.vector(eq_data[e, 0], eq_data[e, 1], eq_data[e, 2])
+            a2 = wp.vector(eq_data[e, 3], eq_data[e, 4], eq_data[e, 5])
+            p1 = a2
+            p2 = a2
+            if l1 >= 0:
+                p1 = link_pos[env, l1] + wp.quat_rotate(link_quat[env, l1], a1)
+            else:
+                p1 = a1
+            if l2 >= 0:
+                p2 = link_pos[env, l2] + wp.quat_rotate(link_quat[env, l2], a2)
+            err = p1 - p2
+            imp = impedance(dmin, dmax, width, mid, pw, wp.length(err), zero)
+            diag = zero
+            if l1 >= 0:
+                diag = diag + link_invweight[l1, 0]
+            if l2 >= 0:
+                diag = diag + link_invweight[l2, 0]
+            for c in range(3):
+                ax = wp.vector(one, zero, zero)
+                if c == 1:
+                    ax = wp.vector(zero, one, zero)
+                elif c == 2:
+                    ax = wp.vector(zero, zero, one)
+                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, l1, p1, ax, 0, one, efc_J, row + c)
+                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, l2, p2, ax, 0, -one, efc_J, row + c)
+                finish_row(efc_J, qvel, env, row + c, nv, err[c], zero, imp, k, b, diag, EQUALITY, e,
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+            row = row + 3
+        elif eq_type[e] == EQ_JOINT:
+            if row + 1 > max_rows:
+                over = 1
+                continue
+            # eq_obj: (qadr1, dof1, qadr2, dof2 packed as obj[e,0]=joint1 qadr, obj[e,1]=joint2 qadr or -1)
+            q1 = eq_obj[e, 0]
+            q2 = eq_obj[e, 1]
+            d1 = eq_obj[e, 2]
+            d2 = eq_obj[e, 3]
+            # eq_data: ref1, ref2, polycoef c0..c4
+            pos = qpos[env, q1] - eq_data[e, 0]
+            deriv = zero
+            diag = dof_invweight[d1]
+            if q2 >= 0:
+                dq = qpos[env, q2] - eq_data[e, 1]
+                dqp = one
+                poly = eq_data[e, 2]
+                cf = zero
+                for ci in range(3, 7):
+                    cf = cf + one
+                    deriv = deriv + cf * eq_data[e, ci] * dqp
+                    dqp = dqp * dq
+                    poly = poly + eq_data[e, ci] * dqp
+                pos = pos - poly
+                diag = diag + dof_invweight[d2]
+            else:
+                pos = pos - eq_data[e, 2]
+            efc_J[env, row, d1] = one
+            if q2 >= 0:
+                efc_J[env, row, d2] = efc_J[env, row, d2] - deriv
+            imp = impedance(dmin, dmax, width, mid, pw, pos, zero)
+            finish_row(efc_J, qvel, env, row, nv, pos, zero, imp, k, b, diag, EQUALITY, e,
+                       efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+            row = row + 1
+
+    # ---- DOF frictionloss (K = 0: velocity term only)
+    for d in range(nv):
+        fl = dof_frictionloss[env, d]
+        if fl <= zero:
+            continue
+        if row + 1 > max_rows:
+            over = 1
+            continue
+        tc = legal_timeconst(dof_sol[d, 0], dof_sol[d, 1], tc_floor)
+        dr = legal_dampratio(dof_sol[d, 0], dof_sol[d, 1])
+        dmax = clamp_imp(dof_sol[d, 3])
+        imp = impedance(clamp_imp(dof_sol[d, 2]), dmax, wp.max(zero, dof_sol[d, 4]), clamp_imp(dof_sol[d, 5]),
+                        wp.max(one, dof_sol[d, 6]), zero, zero)
+        efc_J[env, row, d] = one
+        finish_row(efc_J, qvel, env, row, nv, zero, zero, imp, zero, ref_damping(tc, dr, dmax), dof_invweight[d],
+                   FRICTION, d, efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+        efc_floss[env, row] = fl
+        row = row + 1
+
+    # ---- contacts
+    for c in range(n_con[env]):
+        dim = con_dim[env, c]
+        nrow = dim
+        if dim > 1 and cone == 0:
+            nrow = 2 * (dim - 1)
+        con_efc_adr[env, c] = -1
+        if row + nrow > max_rows:
+            over = 1
+            continue
+        con_efc_adr[env, c] = row
+        la = con_link[env, c, 0]
+        lb = con_link[env, c, 1]
+        p = con_pos[env, c]
+        fr = con_frame[env, c]
+        dist = con_dist[env, c]
+        marg = con_margin[env, c]
+        tc = legal_timeconst(con_sol[env, c, 0], con_sol[env, c, 1], tc_floor)
+        dr = legal_dampratio(con_sol[env, c, 0], con_sol[env, c, 1])
+        dmax = clamp_imp(con_sol[env, c, 3])
+        imp = impedance(clamp_imp(con_sol[env, c, 2]), dmax, wp.max(zero, con_sol[env, c, 4]),
+                        clamp_imp(con_sol[env, c, 5]), wp.max(one, con_sol[env, c, 6]), dist, marg)
+        k = ref_stiffness(tc, dr, dmax)
+        b = ref_damping(tc, dr, dmax)
+        tran = zero
+        rot = zero
+        if la >= 0:
+            tran = tran + link_invweight[la, 0]
+            rot = rot + link_invweight[la, 1]
+        if lb >= 0:
+            tran = tran + link_invweight[lb, 0]
+            rot = rot + link_invweight[lb, 1]
+        # contact-frame rows (normal, t1, t2, then angular about normal, t1, t2) into rows
+        # row .. row+dim-1 (elliptic / frictionless) or a scratch use of the same rows (pyramidal)
+        if cone == 1 or dim == 1:
+            for j in range(dim):
+                ax = wp.vector(fr[j % 3, 0], fr[j % 3, 1], fr[j % 3, 2])
+                r = 0
+                if j >= 3:
+                    r = 1
+                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, la, p, ax, r, one, efc_J, row + j)
+                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, lb, p, ax, r, -one, efc_J, row + j)
+            if dim == 1:
+                finish_row(efc_J, qvel, env, row, nv, dist, marg, imp, k, b, tran, CONTACT_FRICTIONLESS, c,
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                efc_D[env, row] = one / efc_R[env, row]
+            else:
+                finish_row(efc_J, qvel, env, row, nv, dist, marg, imp, k, b, tran, CONTACT_ELLIPTIC, c,
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                rn = efc_R[env, row]
+                rt = rn / wp.max(type(zero)(1.0e-15), impratio)
+                f0 = con_friction[env, c, 0]
+                efc_mu[env, row] = f0 * wp.sqrt(rt / rn)
+                efc_dim[env, row] = dim
+                for j in range(1, dim):
+                    dg = tran
+                    if j >= 3:
+                        dg = rot
+                    finish_row(efc_J, qvel, env, row + j, nv, zero, zero, imp, zero, b, dg, CONTACT_ELLIPTIC, c,
+                               efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                    fj = con_friction[env, c, j - 1]
+                    efc_mu[env, row + j] = fj
+                    efc_R[env, row + j] = rt * f0 * f0 / (fj * fj)
+        else:
+            # pyramidal: rows are built in place from the contact-frame rows; the frame rows are
+            # formed one at a time in the last pyramid row pair and combined.
+            f0 = con_friction[env, c, 0]
+            mu2 = f0 * f0 / wp.max(type(zero)(1.0e-15), impratio)
+            # normal row into row (temporary), then each pair k: (n + μ_k t_k, n − μ_k t_k)
+            nax = wp.vector(fr[0, 0], fr[0, 1], fr[0, 2])
+            for k2 in range(1, dim):
+                r0 = row + 2 * (k2 - 1)
+                ax = wp.vector(fr[(k2) % 3, 0], fr[(k2) % 3, 1], fr[(k2) % 3, 2])
+                rr = 0
+                if k2 >= 3:
+                    rr = 1
+                fk = con_friction[env, c, k2 - 1]
+                for s in range(2):
+                    sg = one
+                    if s == 1:
+                        sg = -one
+                    point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, la, p, nax, 0, one, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, lb, p, nax, 0, -one, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, la, p, ax, rr, sg * fk, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, lb, p, ax, rr, -sg * fk, efc_J, r0 + s)
+                    dg = tran
+                    if k2 >= 3:
+                        dg = rot
+                    finish_row(efc_J, qvel, env, r0 + s, nv, dist, marg, imp, k, b, tran + fk * fk * dg, CONTACT_PYRAMIDAL, c,
+                               efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+            # common R matching the elliptic friction impedance (MuJoCo): 2 μ_reg² R_first
+            rpy = type(zero)(2.0) * mu2 * efc_R[env, row]
+            for j in range(nrow):
+                efc_R[env, row + j] = rpy
+        row = row + nrow
+
+    # ---- joint limits (scalar joints), two-sided
+    for li in range(lim_dof.shape[0]):
+        q = qpos[env, lim_qadr[li]]
+        for s in range(2):
+            side = -one
+            if s == 1:
+                side = one
+            dist = side * (lim_range[li, s] - q)
+            if dist < lim_margin[li]:
+                if row + 1 > max_rows:
+                    over = 1
+                    continue
+                d = lim_dof[li]
+                tc = legal_timeconst(lim_sol[li, 0], lim_sol[li, 1], tc_floor)
+                dr = legal_dampratio(lim_sol[li, 0], lim_sol[li, 1])
+                dmax = clamp_imp(lim_sol[li, 3])
+                imp = impedance(clamp_imp(lim_sol[li, 2]), dmax, wp.max(zero, lim_sol[li, 4]), clamp_imp(lim_sol[li, 5]),
+                                wp.max(one, lim_sol[li, 6]), dist, lim_margin[li])
+                efc_J[env, row, d] = -side
+                finish_row(efc_J, qvel, env, row, nv, dist, lim_margin[li], imp, ref_stiffness(tc, dr, dmax),
+                           ref_damping(tc, dr, dmax), dof_invweight[d], LIMIT, li,
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                row = row + 1
+
+    for i in range(row):
+        efc_D[env, i] = one / efc_R[env, i]
+    n_efc[env] = row
+    overflow[env] = over
+
+
+# ---------------------------------------------------------------- solver
+
+
+@wp.func
+def row_cost(
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_D: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    jar: wp.array2d(dtype=Any),
+    jv: wp.array2d(dtype=Any),
+    env: int,
+    i: int,
+    alpha: Any,
+):
+    """Cost of row i (or elliptic contact starting at i) at jar + alpha·jv and its first two
+    derivatives in alpha. Returns (cost, d1, d2, rows consumed)."""
+    zero = alpha * type(alpha)(0.0)
+    half = type(alpha)(0.5)
+    tp = efc_type[env, i]
+    if tp == CONTACT_ELLIPTIC:
+        dim = efc_dim[env, i]
+        mu = efc_mu[env, i]
+        x0 = jar[env, i] + alpha * jv[env, i]
+        n = mu * x0
+        dn = mu * jv[env, i]
+        tt = zero
+        uv = zero
+        vv = zero
+        for j in range(1, dim):
+            fj = efc_mu[env, i + j]
+            u = fj * (jar[env, i + j] + alpha * jv[env, i + j])
+            v = fj * jv[env, i + j]
+            tt = tt + u * u
+            uv = uv + u * v
+            vv = vv + v * v
+        t = wp.sqrt(tt)
+        if n >= mu * t or (t <= zero and n >= zero):
+            return wp.vector(zero, zero, zero, type(alpha)(dim))
+        if mu * n + t <= zero or (t <= zero and n < zero):
+            c = zero
+            c1 = zero
+            c2 = zero
+            for j in range(dim):
+                x = jar[env, i + j] + alpha * jv[env, i + j]
+                dj = efc_D[env, i + j]
+                c = c + half * dj * x * x
+                c1 = c1 + dj * x * jv[env, i + j]
+                c2 = c2 + dj * jv[env, i + j] * jv[env, i + j]
+            return wp.vector(c, c1, c2, type(alpha)(dim))
+        dm = efc_D[env, i] / (mu * mu * (type(alpha)(1.0) + mu * mu))
+        nmt = n - mu * t
+        dt = uv / t
+        ddt = (vv - dt * dt) / t
+        g = dn - mu * dt
+        return wp.vector(half * dm * nmt * nmt, dm * nmt * g, dm * (g * g - nmt * mu * ddt), type(alpha)(dim))
+    x = jar[env, i] + alpha * jv[env, i]
+    v = jv[env, i]
+    d = efc_D[env, i]
+    one = type(alpha)(1.0)
+    if tp == EQUALITY:
+        return wp.vector(half * d * x * x, d * x * v, d * v * v, one)
+    if tp == FRICTION:
+        f = efc_floss[env, i]
+        rf = efc_R[env, i] * f
+        if x <= -rf:
+            return wp.vector(-f * x - half * rf * f, -f * v, zero, one)
+        if x >= rf:
+            return wp.vector(f * x - half * rf * f, f * v, zero, one)
+        return wp.vector(half * d * x * x, d * x * v, d * v * v, one)
+    if x < zero:
+        return wp.vector(half * d * x * x, d * x * v, d * v * v, one)
+    return wp.vector(zero, zero, zero, one)
+
+
+@wp.func
+def update_constraint(
+    nv: int,
+    env: int,
+    efc_J: wp.array3d(dtype=Any),
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_D: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    nrow: int,
+    qfrc_smooth: wp.array2d(dtype=Any),
+    M: wp.array3d(dtype=Any),
+    qacc_smooth: wp.array2d(dtype=Any),
+    qacc: wp.array2d(dtype=Any),
+    efc_aref: wp.array2d(dtype=Any),
+    jar: wp.array2d(dtype=Any),
+    efc_force: wp.array2d(dtype=Any),
+    efc_state: wp.array2d(dtype=wp.int32),
+    qfrc_constraint: wp.array2d(dtype=Any),
+    grad: wp.array2d(dtype=Any),
+    ma: wp.array2d(dtype=Any),
+):
+    """jar = J·qacc − aref, forces, states (1 quadratic, 2 cone middle zone), qfrc_constraint = Jᵀf,
+    gradient g = M·qacc − qfrc_smooth − Jᵀf; returns the total cost."""
+    zero = qacc[env, 0] * type(qacc[env, 0])(0.0)
+    half = type(zero)(0.5)
+    for i in range(nrow):
+        s = zero
+        for j in range(nv):
+            s = s + efc_J[env, i, j] * qacc[env, j]
+        jar[env, i] = s - efc_aref[env, i]
+    cost = zero
+    i = int(0)
+    while i < nrow:
+        tp = efc_type[env, i]
+        if tp == CONTACT_ELLIPTIC:
+            dim = efc_dim[env, i]
+            mu = efc_mu[env, i]
+            n = mu * jar[env, i]
+            tt = zero
+            for j in range(1, dim):
+                u = efc_mu[env, i + j] * jar[env, i + j]
+                tt = tt + u * u
+            t = wp.sqrt(tt)
+            if n >= mu * t or (t <= zero and n >= zero):
+                for j in range(dim):
+                    efc_force[env, i + j] = zero
+                    efc_state[env, i + j] = 0
+            elif mu * n + t <= zero or (t <= zero and n < zero):
+                for j in range(dim):
+                    x = jar[env, i + j]
+                    efc_force[env, i + j] = -efc_D[env, i + j] * x
+                    efc_state[env, i + j] = 1
+                    cost = cost + half * efc_D[env, i + j] * x * x
+            else:
+                dm = efc_D[env, i] / (mu * mu * (type(zero)(1.0) + mu * mu))
+                nmt = n - mu * t
+                cost = cost + half * dm * nmt * nmt
+                efc_force[env, i] = -dm * nmt * mu
+                efc_state[env, i] = 2
+                for j in range(1, dim):
+                    fj = efc_mu[env, i + j]
+                    efc_force[env, i + j] = dm * nmt * mu / t * fj * fj * jar[env, i + j]
+                    efc_state[env, i + j] = 2
+            i = i + dim
+        else:
+            x = jar[env, i]
+            d = efc_D[env, i]
+            f = zero
+            st = 0
+            if tp == EQUALITY:
+                f = -d * x
+                st = 1
+                cost = cost + half * d * x * x
+            elif tp == FRICTION:
+                fl = efc_floss[env, i]
+                rf = efc_R[env, i] * fl
+                if x <= -rf:
+                    f = fl
+                    cost = cost - fl * x - half * rf * fl
+                elif x >= rf:
+                    f = -fl
+                    cost = cost + fl * x - half * rf * fl
+                else:
+                    f = -d * x
+                    st = 1
+                    cost = cost + half * d * x * x
+            elif x < zero:
+                f = -d * x
+                st = 1
+                cost = cost + half * d * x * x
+            efc_force[env, i] = f
+            efc_state[env, i] = st
+            i = i + 1
+    for j in range(nv):
+        s = zero
+        for r in range(nrow):
+            s = s + efc_J[env, r, j] * efc_force[env, r]
+        qfrc_constraint[env, j] = s
+        m = zero
+        for k in range(nv):
+            m = m + M[env, j, k] * (qacc[env, k] - qacc_smooth[env, k])
+        ma[env, j] = m
+        grad[env, j] = m - s
+    # Gauss part ½(a − a₀)ᵀM(a − a₀)
+    for j in range(nv):
+        cost = cost + half * (qacc[env, j] - qacc_smooth[env, j]) * ma[env, j]
+    return cost
+
+
+@wp.func
+def cholesky_solve(nv: int, env: int, L: wp.array3d(dtype=Any), b: wp.array2d(dtype=Any), x: wp.array2d(dtype=Any)):
+    """x = (L Lᵀ)⁻¹ b (L lower triangle of the factored matrix)."""
+    for i in range(nv):
+        s = b[env, i]
+        for k in range(i):
+            s = s - L[env, i, k] * x[env, k]
+        x[env, i] = s / L[env, i, i]
+    for ii in range(nv):
+        i = nv - 1 - ii
+        s = x[env, i]
+        for k in range(i + 1, nv):
+            s = s - L[env, k, i] * x[env, k]
+        x[env, i] = s / L[env, i, i]
+
+
+@wp.func
+def cholesky_factor(nv: int, env: int, L: wp.array3d(dtype=Any)):
+    """In-place dense Cholesky (lower triangle) of the symmetric matrix stored in L."""
+    for j in range(nv):
+        s = L[env, j, j]
+        for k in range(j):
+            s = s - L[env, j, k] * L[env, j, k]
+        s = wp.sqrt(wp.max(s, type(s)(1.0e-30)))
+        L[env, j, j] = s
+        for i in range(j + 1, nv):
+            t = L[env, i, j]
+            for k in range(j):
+                t = t - L[env, i, k] * L[env, j, k]
+            L[env, i, j] = t / s
+
+
+@wp.kernel
+def constraint_solve(
+    # Model:
+    nv: int,
+    solver: int,
+    iterations: int,
+    tolerance: Any,
+    ls_iterations: int,
+    ls_tolerance: Any,
+    warm_pick_lower: int,
+    # Data in:
+    M: wp.array3d(dtype=Any),
+    qacc_smooth: wp.array2d(dtype=Any),
+    qacc_warm: wp.array2d(dtype=Any),
+    n_efc: wp.array(dtype=wp.int32),
+    efc_J: wp.array3d(dtype=Any),
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_aref: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_D: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    # Scratch:
+    H: wp.array3d(dtype=Any),
+    LM: wp.array3d(dtype=Any),
+    jar: wp.array2d(dtype=Any),
+    jv: wp.array2d(dtype=Any),
+    grad: wp.array2d(dtype=Any),
+    mgrad: wp.array2d(dtype=Any),
+    mgrad_old: wp.array2d(dtype=Any),
+    search: wp.array2d(dtype=Any),
+    ma: wp.array2d(dtype=Any),
+    mv: wp.array2d(dtype=Any),
+    qfrc_smooth: wp.array2d(dtype=Any),
+    # Data out:
+    qacc: wp.array2d(dtype=Any),
+    efc_force: wp.array2d(dtype=Any),
+    efc_state: wp.array2d(dtype=wp.int32),
+    qfrc_constraint: wp.array2d(dtype=Any),
+    solver_niter: wp.array(dtype=wp.int32),
+    solver_stat: wp.array2d(dtype=Any),
+):
+    env = wp.tid()
+    nrow = n_efc[env]
+    zero = tolerance * type(tolerance)(0.0)
+    one = zero + type(tolerance)(1.0)
+    half = type(tolerance)(0.5)
+    trace = zero
+    for j in range(nv):
+        trace = trace + M[env, j, j]
+        s = zero
+        for k in range(nv):
+            s = s + M[env, j, k] * qacc_smooth[env, k]
+        qfrc_smooth[env, j] = s
+    scale = one / wp.max(trace, type(tolerance)(1.0e-15))
+
+    # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule)
+    for j in range(nv):
+        qacc[env, j] = qacc_warm[env, j]
+    cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth, M,
+                             qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma)
+    if warm_pick_lower == 1:
+        for j in range(nv):
+            qacc[env, j] = qacc_smooth[env, j]
+        c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
+                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma)
+        if cost < c2:
+            for j in range(nv):
+                qacc[env, j] = qacc_warm[env, j]
+            cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
+                                     qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
+                                     qfrc_constraint, grad, ma)
+        else:
+            cost = c2
+
+    # M factor for CG preconditioning
+    if solver == SOLVER_CG:
+        for j in range(nv):
+            for k in range(nv):
+                LM[env, j, k] = M[env, j, k]
+        cholesky_factor(nv, env, LM)
+        cholesky_solve(nv, env, LM, grad, mgrad)
+        for j in range(nv):
+            search[env, j] = -mgrad[env, j]
+
+    niter = int(0)
+    gnorm = zero
+    improvement = zero
+    done = int(0)
+    if nrow == 0:
+        done = 1
+    for j in range(nv):
+        gnorm = gnorm + grad[env, j] * grad[env, j]
+    gnorm = wp.sqrt(gnorm)
+    if scale * gnorm < tolerance:
+        done = 1
+    for it in range(iterations):
+        if done == 1:
+            continue
+        if solver == SOLVER_NEWTON:
+            # H = M + Jᵀ D J over quadratic rows + cone middle-zone block Hessians
+            for j in range(nv):
+                for k in range(nv):
+                    H[env, j, k] = M[env, j, k]
+            i = int(0)
+            while i < nrow:
+                if efc_type[env, i] == CONTACT_ELLIPTIC and efc_state[env, i] == 2:
+                    dim = efc_dim[env, i]
+                    mu = efc_mu[env, i]
+                    dm = efc_D[env, i] / (mu * mu * (one + mu * mu))
+                    n = mu * jar[env, i]
+                    tt = zero
+                    for j in range(1, dim):
+                        u = efc_mu[env, i + j] * jar[env, i + j]
+                        tt = tt + u * u
+                    t = wp.sqrt(tt)
+                    nmt = n - mu * t
+                    # jar-space block: dm (g gᵀ − nmt·μ/t · F(I − ûûᵀ)F), g = (μ, −μ f_j u_j / t)
+                    for a in range(dim):
+                        ga = mu
+                        fa = zero
+                        ua = zero
+                        if a > 0:
+                            fa = efc_mu[env, i + a]
+                            ua = fa * jar[env, i + a] / t
+                            ga = -mu * fa * ua
+                        for bb in range(dim):
+                            gb = mu
+                            fb = zero
+                            ub = zero
+                            if bb > 0:
+                                fb = efc_mu[env, i + bb]
+                                ub = fb * jar[env, i + bb] / t
+                                gb = -mu * fb * ub
+                            hab = ga * gb
+                            if a > 0 and bb > 0:
+                                idn = zero
+                                if a == bb:
+                                    idn = one
+                                hab = hab - nmt * mu / t * fa * fb * (idn - ua * ub)
+                            hab = dm * hab
+                            for j in range(nv):
+                                ja = efc_J[env, i + a, j] * hab
+                                for k in range(nv):
+                                    H[env, j, k] = H[env, j, k] + ja * efc_J[env, i + bb, k]
+                    i = i + dim
+                else:
+                    if efc_state[env, i] == 1:
+                        d = efc_D[env, i]
+                        for j in range(nv):
+                            ja = efc_J[env, i, j] * d
+                            if ja != zero:
+                                for k in range(nv):
+                                    H[env, j, k] = H[env, j, k] + ja * efc_J[env, i, k]
+                    i = i + 1
+            cholesky_factor(nv, env, H)
+            cholesky_solve(nv, env, H, grad, search)
+            for j in range(nv):
+                search[env, j] = -search[env, j]
+        # ---- exact line search along search: derivative root of the convex 1-D cost
+        for j in range(nv):
+            s = zero
+            for k in range(nv):
+                s = s + M[env, j, k] * search[env, k]
+            mv[env, j] = s
+        pmp = zero
+        pg0 = zero
+        snorm = zero
+        for j in range(nv):
+            pmp = pmp + search[env, j] * mv[env, j]
+            pg0 = pg0 + search[env, j] * ma[env, j]
+            snorm = snorm + search[env, j] * search[env, j]
+        for r in range(nrow):
+            s = zero
+            for k in range(nv):
+                s = s + efc_J[env, r, k] * search[env, k]
+            jv[env, r] = s
+        gtol = zero
+        lo = zero
+        hi = -one
+        alpha = one
+        for ls in range(ls_iterations):
+            c1 = pg0 + alpha * pmp
+            c2 = pmp
+            i = int(0)
+            while i < nrow:
+                rc = row_cost(efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, jar, jv, env, i, alpha)
+                c1 = c1 + rc[1]
+                c2 = c2 + rc[2]
+                i = i + int(rc[3])
+            if ls == 0:
+                # derivative at 0 for the bracket
+                d0 = pg0
+                i = int(0)
+                while i < nrow:
+                    rc = row_cost(efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, jar, jv, env, i, zero)
+                    d0 = d0 + rc[1]
+                    i = i + int(rc[3])
+                gtol = ls_tolerance * wp.abs(d0)
+                if d0 >= zero:
+                    alpha = zero
+                    break
+            if wp.abs(c1) <= gtol:
+                break
+            if c1 < zero:
+                lo = alpha
+            else:
+                hi = alpha
+            nxt = alpha - c1 / wp.max(c2, type(tolerance)(1.0e-30))
+            if hi >= zero:
+                if nxt <= lo or nxt >= hi:
+                    nxt = half * (lo + hi)
+            elif nxt <= lo:
+                nxt = type(tolerance)(2.0) * alpha
+            if nxt == alpha:
+                break
+            alpha = nxt
+        # ---- update
+        for j in range(nv):
+            qacc[env, j] = qacc[env, j] + alpha * search[env, j]
+        if solver == SOLVER_CG:
+            for j in range(nv):
+                mgrad_old[env, j] = mgrad[env, j]
+                mv[env, j] = grad[env, j]
+        old = cost
+        cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
+                                 M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma)
+        niter = niter + 1
+        improvement = scale * (old - cost)
+        gnorm = zero
+        for j in range(nv):
+            gnorm = gnorm + grad[env, j] * grad[env, j]
+        gnorm = scale * wp.sqrt(gnorm)
+        if solver == SOLVER_CG:
+            cholesky_solve(nv, env, LM, grad, mgrad)
+            num = zero
+            den = zero
+            for j in range(nv):
+                num = num + grad[env, j] * (mgrad[env, j] - mgrad_old[env, j])
+                den = den + mv[env, j] * mgrad_old[env, j]
+            beta = wp.max(zero, num / wp.max(den, type(tolerance)(1.0e-30)))
+            for j in range(nv):
+                search[env, j] = -mgrad[env, j] + beta * search[env, j]
+        if improvement < tolerance or gnorm < tolerance or alpha == zero:
+            done = 1
+    solver_niter[env] = niter
+    solver_stat[env, 0] = improvement
+    solver_stat[env, 1] = gnorm
+    solver_stat[env, 2] = cost
+
+
+def _overloads():
+    for s in (wp.float32, wp.float64):
+        V = wp.types.vector(3, s)
+        Q = wp.types.quaternion(s)
+        Mt = wp.types.matrix((3, 3), s)
+        a1 = wp.array(dtype=s)
+        a2 = wp.array2d(dtype=s)
+        a3 = wp.array3d(dtype=s)
+        wp.overload(constraint_build, {
+            "impratio": s, "tc_floor": s, "link_invweight": a2, "dof_invweight": a1, "dof_frictionloss": a2,
+            "dof_sol": a2, "lim_range": a2, "lim_margin": a1, "lim_sol": a2, "eq_data": a2, "eq_sol": a3,
+            "qpos": a2, "qvel": a2, "cdof_w": wp.array2d(dtype=V), "cdof_v": wp.array2d(dtype=V),
+            "dof_ref": wp.array2d(dtype=V), "link_pos": wp.array2d(dtype=V), "link_quat": wp.array2d(dtype=Q),
+            "con_pos": wp.array2d(dtype=V), "con_frame": wp.array2d(dtype=Mt), "con_dist": a2, "con_margin": a2,
+            "con_friction": a3, "con_sol": a3, "efc_J": a3, "efc_pos": a2, "efc_margin": a2, "efc_vel": a2,
+            "efc_aref": a2, "efc_R": a2, "efc_D": a2, "efc_imp": a2, "efc_floss": a2, "efc_mu": a2,
+        })
+        wp.overload(constraint_solve, {
+            "tolerance": s, "ls_tolerance": s, "M": a3, "qacc_smooth": a2, "qacc_warm": a2, "efc_J": a3,
+            "efc_aref": a2, "efc_R": a2, "efc_D": a2, "efc_floss": a2, "efc_mu": a2, "H": a3, "LM": a3,
+            "jar": a2, "jv": a2, "grad": a2, "mgrad": a2, "mgrad_old": a2, "search": a2, "ma": a2, "mv": a2,
+            "qfrc_smooth": a2, "qacc": a2, "efc_force": a2, "qfrc_constraint": a2, "solver_stat": a2,
+        })
+
+
+_overloads()
