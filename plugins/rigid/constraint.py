@@ -252,6 +252,8 @@ class ConstraintStage:
         C, R = max_contacts, max_rows
         # contact inputs (written by the collision stage / the solver)
         self.eq_active = wp.array(np.ones((E, neq), np.int32), dtype=wp.int32, device=device)
+        # J̇·q̇ of each connect (world acceleration of p1 − p2 at qacc = 0); zero unless the caller fills it
+        self.eq_acc_bias = wp.zeros((E, max(neq, 1)), dtype=self.V, device=device)
         self.n_con = z(E, dt=wp.int32)
         self.con_pos = z(E, C, dt=self.V)
         self.con_frame = z(E, C, dt=self.Mt)
@@ -289,7 +291,8 @@ class ConstraintStage:
         """Rows for the current state. Inputs (n_envs, ...): qpos, qvel; cdof_w/cdof_v (nv, vec3): motion
         subspace of each dof (angular; linear velocity of the body-fixed point at dof_ref);
         link_pos/link_quat (n_links): link frame poses (for connect anchors). Contacts are read
-        from the con_* buffers (fill them first)."""
+        from the con_* buffers, the connect velocity-product term J̇·q̇ from eq_acc_bias (fill them
+        first)."""
         m, o, sl = self.model, self.opt, (lambda a: self._sl(a, part))
         n = self.n_envs if part is None else part.stop - part.start
         s = self.scalar
@@ -298,7 +301,7 @@ class ConstraintStage:
             m["dof_parent"], m["link_dof_last"], m["link_invweight"], m["dof_invweight"], sl(m["dof_frictionloss"]),
             m["dof_sol"], m["lim_dof"], m["lim_qadr"], m["lim_range"], m["lim_margin"], m["lim_sol"], m["eq_type"],
             m["eq_obj"], m["eq_data"], sl(m["eq_sol"]),
-            sl(qpos), sl(qvel), sl(cdof_w), sl(cdof_v), sl(dof_ref), sl(link_pos), sl(link_quat), sl(self.eq_active),
+            sl(qpos), sl(qvel), sl(cdof_w), sl(cdof_v), sl(dof_ref), sl(link_pos), sl(link_quat), sl(self.eq_active), sl(self.eq_acc_bias),
             sl(self.n_con), sl(self.con_pos), sl(self.con_frame), sl(self.con_dist), sl(self.con_margin),
             sl(self.con_link), sl(self.con_dim), sl(self.con_friction), sl(self.con_sol),
             sl(self.n_efc), sl(self.overflow), sl(self.efc_J), sl(self.efc_type), sl(self.efc_id), sl(self.efc_pos),

@@ -84,7 +84,7 @@ def link_dof_last(m):
     return out
 
 
-def stage_for(m, d, max_rows=80, precision="64", **opt):
+def stage_for(m, d, max_rows=80, precision="64", with_bias=True, **opt):
     """ConstraintStage with MuJoCo's model arrays, contacts copied in; returns (stage, tree inputs)."""
     nv = m.nv
     lims = [i for i in range(m.njnt) if m.jnt_limited[i] and m.jnt_type[i] in (2, 3)]
@@ -125,6 +125,17 @@ def stage_for(m, d, max_rows=80, precision="64", **opt):
         st.con_dim.assign(c.dim[None].astype(np.int32))
         st.con_friction.assign(c.friction[None])
         st.con_sol.assign(sol(c.solref, c.solimp)[None])
+    bias = np.zeros((1, max(m.neq, 1), 3))
+    for k, e in enumerate(eqs):
+        if m.eq_type[e] == mujoco.mjtEq.mjEQ_CONNECT:
+            for j, sg in ((0, 1.0), (1, -1.0)):
+                b = [m.eq_obj1id[e], m.eq_obj2id[e]][j]
+                pnt = d.xpos[b] + d.xmat[b].reshape(3, 3) @ m.eq_data[e, 3 * j:3 * j + 3]
+                jp = np.zeros((3, nv))
+                mujoco.mj_jacDot(m, d, jp, None, pnt, b)
+                bias[0, k] += sg * jp @ d.qvel
+    if with_bias:
+        st.eq_acc_bias.assign(bias)
     cdof = d.cdof
     ref = d.subtree_com[m.body_rootid[m.dof_bodyid]]
     tree = dict(qpos=d.qpos[None], qvel=d.qvel[None], cdof_w=cdof[None, :, :3], cdof_v=cdof[None, :, 3:],

@@ -218,6 +218,7 @@ def constraint_build(
     link_pos: wp.array2d(dtype=Any),
     link_quat: wp.array2d(dtype=Any),
     eq_active: wp.array2d(dtype=wp.int32),
+    eq_acc_bias: wp.array2d(dtype=Any),
     n_con: wp.array(dtype=wp.int32),
     con_pos: wp.array2d(dtype=Any),
     con_frame: wp.array2d(dtype=Any),
@@ -305,6 +306,8 @@ def constraint_build(
                 point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, l2, p2, ax, 0, -one, efc_J, row + c)
                 finish_row(efc_J, qvel, env, row + c, nv, err[c], zero, imp, k, b, diag, EQUALITY, e,
                            efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                # velocity-product term: aref − J̇·q̇ (the acceleration of p1 − p2 at qacc = 0)
+                efc_aref[env, row + c] = efc_aref[env, row + c] - eq_acc_bias[env, e][c]
             row = row + 3
         elif eq_type[e] == EQ_JOINT:
             if row + 1 > max_rows:
@@ -972,7 +975,7 @@ def _overloads():
             "dof_sol": a2, "lim_range": a2, "lim_margin": a1, "lim_sol": a2, "eq_data": a2, "eq_sol": a3,
             "qpos": a2, "qvel": a2, "cdof_w": wp.array2d(dtype=V), "cdof_v": wp.array2d(dtype=V),
             "dof_ref": wp.array2d(dtype=V), "link_pos": wp.array2d(dtype=V), "link_quat": wp.array2d(dtype=Q),
-            "con_pos": wp.array2d(dtype=V), "con_frame": wp.array2d(dtype=Mt), "con_dist": a2, "con_margin": a2,
+            "eq_acc_bias": wp.array2d(dtype=V), "con_pos": wp.array2d(dtype=V), "con_frame": wp.array2d(dtype=Mt), "con_dist": a2, "con_margin": a2,
             "con_friction": a3, "con_sol": a3, "efc_J": a3, "efc_pos": a2, "efc_margin": a2, "efc_vel": a2,
             "efc_aref": a2, "efc_R": a2, "efc_D": a2, "efc_imp": a2, "efc_floss": a2, "efc_mu": a2,
         })
