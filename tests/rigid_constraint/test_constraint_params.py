@@ -1,0 +1,134 @@
+"""Parameter functions of the constraint stage: mixing rules (SPEC R5), 2h floor, impedance/aref/R
+(host reference functions vs MuJoCo's efc arrays), legalization warnings, option errors."""
+
+import numpy as np
+import pytest
+
+import mjscenes as S
+from polyphys.errors import OptionError, PolyphysWarning
+from polyphys.plugins.rigid import constraint as C
+
+
+def test_friction_mixing_spec_example():
+    # SPEC R5: A μ .2 ratio 2, B μ .6 ratio .5 → max(.4, .3) = .4 (not the mean, product or min)
+    assert C.mix_friction(0.2, 0.6, 2.0, 0.5) == pytest.approx(0.4)
+    # seed 000 §4.1: B ratio 1 → .6; both zero → the .01 floor
+    assert C.mix_friction(0.2, 0.6, 2.0, 1.0) == pytest.approx(0.6)
+    assert C.mix_friction(0.3, 0.2, 0.0, 0.0) == pytest.approx(0.01)
+    # torsional/rolling the same way, componentwise
+    np.testing.assert_allclose(C.mix_friction([0.2, 0.01, 0.0], [0.6, 0.002, 0.0], 2.0, 0.5),
+                               [0.4, 0.02, 0.01])
+
+
+def test_timeconst_floor_spec_example():
+    # dt .006, substeps 3 → h .002; mixed timeconst .003 floored at 2h = .004
+    h = 0.006 / 3
+    sol = C.mix_sol_params((0.003, 1, .9, .95, .001, .5, 2), (0.003, 1, .9, .95, .001, .5, 2), h)
+    assert sol[0] == pytest.approx(0.004)
+    # seed 000 §7.2: dt .004, substeps 4 → .0015 raised to .002; substeps 8 → kept
+    assert C.floor_timeconst((0.0015, 1), 0.001)[0] == pytest.approx(0.002)
+    assert C.floor_timeconst((0.0015, 1), 0.0005)[0] == pytest.approx(0.0015)
+    # componentwise mean, then the floor; direct (negative) parameters are not floored
+    np.testing.assert_allclose(C.mix_sol_params((0.02, 1, .9, .95, .001, .5, 2), (0.04, 2, .8, .99, .003, .3, 4),
+                                                0.001), (0.03, 1.5, .85, .97, .002, .4, 3))
+    assert C.floor_timeconst((-1000.0, -10.0), 0.01)[0] == -1000.0
+
+
+def test_mujoco_mixing_matches_mujoco():
+    """mj_contactParam rules vs the contacts MuJoCo made: friction max, solmix-weighted solref/solimp."""
+    import mujoco
+    xml = """<mujoco><worldbody>
+      <geom type="plane" size="1 1 .1" friction=".3 .01 .002" solref=".03 1.2" solimp=".8 .9 .002 .4 3" solmix="3"/>
+      <body pos="0 0 .09"><freejoint/><geom type="sphere" size=".1" friction=".7 .005 .004"
+        solref=".01 .8" solimp=".9 .99 .001 .6 2" solmix="1"/></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 1
+    c = d.contact[0]
+    f5, sol = C.mix_mujoco(m.geom_friction[0], m.geom_friction[1], np.r_[m.geom_solref[0], m.geom_solimp[0]],
+                           np.r_[m.geom_solref[1], m.geom_solimp[1]], m.geom_solmix[0], m.geom_solmix[1])
+    np.testing.assert_allclose(f5, c.friction, rtol=1e-15)
+    np.testing.assert_allclose(sol, np.r_[c.solref, c.solimp], rtol=1e-14)
+    # priority: the higher one's parameters outright
+    f5p, solp = C.mix_mujoco([.3, .01, .002], [.7, .005, .004], np.arange(7.0) + 1, np.arange(7.0) + 2, 1, 1, 2, 0)
+    np.testing.assert_allclose(f5p, [.3, .3, .01, .002, .002])
+    np.testing.assert_allclose(solp, np.arange(7.0) + 1)
+
+
+@pytest.mark.parametrize("cone,impratio", [("pyramidal", 1.0), ("elliptic", 7.0)])
+def test_host_formulas_match_mujoco(cone, impratio):
+    """impedance / ref_coefficients / contact_regularization (host) vs MuJoCo's efc_KBIP, efc_R, efc_aref."""
+    m, d = S.make(cone=cone, impratio=impratio, condim=6)
+    for i in range(d.nefc):
+        if d.efc_type[i] in (6, 7) and (i == 0 or d.efc_id[i - 1] != d.efc_id[i]):
+            c = d.contact[d.efc_id[i]]
+            sol = C.floor_timeconst(np.r_[c.solref, c.solimp], m.opt.timestep)
+            imp = C.impedance(sol, c.dist, c.includemargin)
+            assert imp == pytest.approx(d.efc_KBIP[i, 2], rel=1e-13)
+            k, b = C.ref_coefficients(sol)
+            np.testing.assert_allclose([k, b], d.efc_KBIP[i, :2], rtol=1e-13)
+            aref = C.reference_acceleration(sol, c.dist, d.efc_vel[i], c.includemargin)
+            assert aref == pytest.approx(d.efc_aref[i], rel=1e-10, abs=1e-10)
+            b1, b2 = m.geom_bodyid[c.geom]
+            tran = m.body_invweight0[b1, 0] + m.body_invweight0[b2, 0]
+            rot = m.body_invweight0[b1, 1] + m.body_invweight0[b2, 1]
+            R = C.contact_regularization(sol, c.dist, c.includemargin, c.friction, c.dim, cone, impratio, tran, rot)
+            np.testing.assert_allclose(R, d.efc_R[i:i + len(R)], rtol=1e-12)
+            if cone == "elliptic":   # friction rows: K = 0, velocity term only
+                assert C.reference_acceleration(sol, 0.0, d.efc_vel[i + 1], friction_row=True) == pytest.approx(
+                    d.efc_aref[i + 1], rel=1e-12, abs=1e-12)
+
+
+def test_direct_solref():
+    """Negative solref = direct stiffness and damping: K = −tc/dmax², B = −ζ/dmax."""
+    k, b = C.ref_coefficients((-2000.0, -30.0, .9, .95, .001, .5, 2))
+    assert k == pytest.approx(2000 / .95 ** 2)
+    assert b == pytest.approx(30 / .95)
+    # standard: b has no dampratio, k has
+    k, b = C.ref_coefficients((0.02, 0.5, .9, .95, .001, .5, 2))
+    assert k == pytest.approx(1 / (.95 ** 2 * .02 ** 2 * .25))
+    assert b == pytest.approx(2 / (.95 * .02))
+
+
+def test_impedance_curve():
+    sol = (0.02, 1, 0.5, 0.9, 0.01, 0.3, 3)
+    assert C.impedance(sol, 0.0) == 0.5
+    assert C.impedance(sol, -0.02) == 0.9           # beyond width: dmax
+    # below mid: y = x^p / mid^(p-1); above: 1 - (1-x)^p / (1-mid)^(p-1); continuous at mid
+    x = 0.2
+    assert C.impedance(sol, -x * 0.01) == pytest.approx(0.5 + 0.4 * x ** 3 / 0.3 ** 2)
+    lo, hi = C.impedance(sol, -0.3 * 0.01 + 1e-12), C.impedance(sol, -0.3 * 0.01 - 1e-12)
+    assert lo == pytest.approx(hi, abs=1e-8)
+
+
+def test_legalize_warns_with_effective_value():
+    with pytest.warns(PolyphysWarning, match=r"sol_params.dmax=1.5 .* effective value 0.9999"):
+        s = C.legalize_sol_params((0.02, 1, 0.9, 1.5, 0.001, 0.5, 2))
+    assert s[3] == 0.9999
+    with pytest.warns(PolyphysWarning) as rec:
+        s = C.legalize_sol_params((-100.0, -10.0, 0.9, 0.95, 0.001, 0.5, 2))
+    assert s[:2] == (0.02, 1.0)
+    msgs = [str(r.message) for r in rec]
+    assert any("timeconst=-100.0" in m and "effective value 0.02" in m for m in msgs)
+    assert any("dampratio=-10.0" in m and "effective value 1.0" in m for m in msgs)
+    with pytest.warns(PolyphysWarning, match="power"):
+        assert C.legalize_sol_params((0.02, 1, 0.9, 0.95, 0.001, 0.5, 0.5))[6] == 1.0
+    # MuJoCo-compatible mode keeps the direct parameterization
+    assert C.legalize_sol_params((-100.0, -10.0, 0.9, 0.95, 0.001, 0.5, 2), compatible=True)[:2] == (-100.0, -10.0)
+    with pytest.raises(OptionError, match="7 entries"):
+        C.legalize_sol_params((0.02, 1))
+
+
+def test_option_errors():
+    with pytest.raises(OptionError, match="constraint_solver='PGS'"):
+        C.ConstraintOptions(solver="PGS")
+    with pytest.raises(OptionError, match="friction_cone='round'"):
+        C.ConstraintOptions(cone="round")
+    with pytest.raises(OptionError, match="iterations=0"):
+        C.ConstraintOptions(iterations=0)
+    with pytest.raises(OptionError, match="impratio=0"):
+        C.ConstraintOptions(impratio=0)
+    assert C.default_tolerance("32") == 1e-6 and C.default_tolerance("64") == 1e-9
+    assert C.default_tolerance("64", mujoco_compatible=True) == 1e-8
+    assert C.default_impratio("elliptic") == 100 and C.default_impratio("pyramidal") == 1
