@@ -276,6 +276,7 @@ class ConstraintStage:
                   "efc_mu", "efc_force", "jar", "jv"):
             setattr(self, n, z(E, R))
         # solver
+        self.M = z(E, nv, nv)
         self.H = z(E, nv, nv)
         self.LM = z(E, nv, nv)
         for n in ("grad", "mgrad", "mgrad_old", "search", "ma", "mv", "qfrc_smooth", "qacc", "qfrc_constraint"):
@@ -307,6 +308,14 @@ class ConstraintStage:
             sl(self.n_efc), sl(self.overflow), sl(self.efc_J), sl(self.efc_type), sl(self.efc_id), sl(self.efc_pos),
             sl(self.efc_margin), sl(self.efc_vel), sl(self.efc_aref), sl(self.efc_R), sl(self.efc_D),
             sl(self.efc_imp), sl(self.efc_floss), sl(self.efc_mu), sl(self.efc_dim), sl(self.con_efc_adr)])
+
+    def mass_from_tree(self, dof_madr, dof_depth, m_col, mass, diag_add, part=None):
+        """Fill self.M (n_envs, nv, nv) from the dynamics kernel's tree-sparse mass rows, adding
+        diag_add (n_envs, nv; h·D_v for approximate_implicitfast, zeros otherwise) on the diagonal."""
+        sl = (lambda a: self._sl(a, part))
+        n = self.n_envs if part is None else part.stop - part.start
+        wp.launch(_K.mass_dense, dim=n, device=self.device, inputs=[
+            self.nv, dof_madr, dof_depth, m_col, sl(mass), sl(diag_add), sl(self.M)])
 
     def solve(self, M, qacc_smooth, qacc_warm, part=None):
         """Solve for qacc (n_envs, nv) given the dense mass matrix M (n_envs, nv, nv) (the one the

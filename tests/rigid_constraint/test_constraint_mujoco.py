@@ -123,3 +123,57 @@ def test_batched_partitions_equal_single_env_runs():
         assert np.array_equal(st2.qacc.numpy()[e], s.qacc.numpy()[0])
         n = s.n_efc.numpy()[0]
         assert np.array_equal(st2.efc_force.numpy()[e, :n], s.efc_force.numpy()[0, :n])
+
+
+def test_warm_start_and_iteration_cap():
+    """Warm start from the solution: converged at once (0 iterations, same forces); MuJoCo's
+    lower-cost rule picks qacc_smooth over a bad warm start; the iteration cap is a cap."""
+    import warp as wp
+    m, d = S.make(cone="elliptic")
+    st = S.solve_with_mj_inputs(m, d, tolerance=1e-10)
+    sol = st.qacc.numpy().copy()
+    nv = m.nv
+    import mujoco
+    mM = np.zeros((nv, nv))
+    mujoco.mj_fullM(m, d, mM)
+    M = wp.array(mM[None], dtype=wp.float64)
+    qs = wp.array(d.qacc_smooth[None], dtype=wp.float64)
+    st.solve(M, qs, wp.array(sol, dtype=wp.float64))
+    assert st.solver_niter.numpy()[0] == 0
+    np.testing.assert_array_equal(st.qacc.numpy(), sol)
+    st.opt.iterations = 1
+    st.solve(M, qs, qs)
+    assert st.solver_niter.numpy()[0] == 1
+    assert np.abs(st.qacc.numpy() - sol).max() > 1e-6     # one Newton step is not the answer here
+    # a warm start far off: with warm_pick_lower the solve starts from qacc_smooth (same 1 step)
+    one_step = st.qacc.numpy().copy()
+    st.opt.warm_pick_lower = True
+    st.solve(M, qs, wp.array(sol + 1e3, dtype=wp.float64))
+    np.testing.assert_array_equal(st.qacc.numpy(), one_step)
+
+
+def test_mass_from_tree_sparse():
+    """Dense M from tree-sparse rows (row i: i and its dof ancestors) plus a diagonal term."""
+    import warp as wp
+    import mujoco
+    m, d = S.make()
+    st, _ = S.stage_for(m, d)
+    nv = m.nv
+    mM = np.zeros((nv, nv))
+    mujoco.mj_fullM(m, d, mM)
+    madr, depth, cols, vals = [], [], [], []
+    for i in range(nv):
+        madr.append(len(cols))
+        chain, j = [], i
+        while j >= 0:
+            chain.append(j)
+            j = m.dof_parentid[j]
+        depth.append(len(chain) - 1)
+        cols += chain
+        vals += [mM[i, c] for c in chain]
+    i32 = lambda x: wp.array(np.asarray(x, np.int32), dtype=wp.int32)  # noqa: E731
+    add = np.linspace(0.1, 1.0, nv)[None]
+    st.M.fill_(np.nan)
+    st.mass_from_tree(i32(madr), i32(depth), i32(cols), wp.array(np.asarray(vals)[None], dtype=wp.float64),
+                      wp.array(add, dtype=wp.float64))
+    np.testing.assert_array_equal(st.M.numpy()[0], mM + np.diag(add[0]))

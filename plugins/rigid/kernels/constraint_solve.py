@@ -962,6 +962,34 @@ def constraint_solve(
     solver_stat[env, 2] = cost
 
 
+@wp.kernel
+def mass_dense(
+    # Model:
+    nv: int,
+    dof_madr: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    m_col: wp.array(dtype=wp.int32),
+    # Data in:
+    mass_in: wp.array2d(dtype=Any),
+    diag_add: wp.array2d(dtype=Any),
+    # Data out:
+    M_out: wp.array3d(dtype=Any),
+):
+    """Dense symmetric M (+ diag_add on the diagonal, e.g. h·D_v) from the tree-sparse rows of the
+    dynamics kernel (row i: entries dof_madr[i] .. dof_madr[i] + dof_depth[i], columns m_col)."""
+    env = wp.tid()
+    for i in range(nv):
+        for j in range(nv):
+            M_out[env, i, j] = mass_in[env, 0] * type(mass_in[env, 0])(0.0)
+    for i in range(nv):
+        adr = dof_madr[i]
+        for a in range(adr, adr + dof_depth[i] + 1):
+            j = m_col[a]
+            M_out[env, i, j] = mass_in[env, a]
+            M_out[env, j, i] = mass_in[env, a]
+        M_out[env, i, i] = M_out[env, i, i] + diag_add[env, i]
+
+
 def _overloads():
     for s in (wp.float32, wp.float64):
         V = wp.types.vector(3, s)
@@ -985,6 +1013,7 @@ def _overloads():
             "jar": a2, "jv": a2, "grad": a2, "mgrad": a2, "mgrad_old": a2, "search": a2, "ma": a2, "mv": a2,
             "qfrc_smooth": a2, "qacc": a2, "efc_force": a2, "qfrc_constraint": a2, "solver_stat": a2,
         })
+        wp.overload(mass_dense, {"mass_in": a2, "diag_add": a2, "M_out": a3})
 
 
 _overloads()
