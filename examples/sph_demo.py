@@ -15,7 +15,6 @@ import math
 import os
 
 import numpy as np
-
 import polyphys
 from polyphys import morphs
 from polyphys.plugins.sph import Liquid, SPHOptions

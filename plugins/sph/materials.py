@@ -1,7 +1,6 @@
 """SPH materials: ``polyphys.materials.SPH.Liquid`` and ``polyphys.materials.SPH.Boundary``."""
 
 import attrs
-
 from polyphys.materials import Material
 from polyphys.options import non_negative, positive
 

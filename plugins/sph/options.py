@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import attrs
-
 from polyphys.errors import OptionError
 from polyphys.options import in_range, non_negative, one_of, positive, positive_int, vec3
 

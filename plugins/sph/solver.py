@@ -23,7 +23,6 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
-
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers

@@ -1,7 +1,6 @@
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys import morphs
 
 

@@ -2,9 +2,8 @@
 
 import warnings
 
-import pytest
-
 import polyphys
+import pytest
 from polyphys import morphs
 from polyphys.errors import OptionError, PolyphysWarning
 

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from polyphys.plugins.sph import sampling
 
 from .conftest import random_velocities  # noqa: F401

@@ -10,9 +10,8 @@ import math
 import os
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys import morphs
 
 pytestmark = pytest.mark.validate

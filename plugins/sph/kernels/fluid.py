@@ -8,10 +8,10 @@ of volume V_b acts on liquid particle i as a mass ψ_b = ρ₀ᵢ·V_b at rest.
 
 import warp as wp
 
+from .grid import cell_index, cell_of
+
 # forward only: no adjoint code (this solver is not differentiable); halves the compile time
 wp.set_module_options({"enable_backward": False})
-
-from .grid import cell_index, cell_of
 
 KERNEL_CUBIC = wp.constant(0)
 KERNEL_WENDLAND = wp.constant(1)
