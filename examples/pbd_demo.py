@@ -12,7 +12,6 @@ import argparse
 import os
 
 import numpy as np
-
 import polyphys
 from polyphys import morphs
 from polyphys.plugins.pbd import PBDOptions

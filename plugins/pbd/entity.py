@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from polyphys.errors import OptionError, SceneStateError
 from polyphys.interfaces import Entity
 

@@ -6,7 +6,6 @@ compliance is in m/N, bending compliance in rad/(N·m), volume compliance in m³
 """
 
 import attrs
-
 from polyphys.materials import Material
 from polyphys.options import in_range, non_negative, positive
 

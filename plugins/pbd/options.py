@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import attrs
-
 from polyphys.errors import OptionError
 from polyphys.options import in_range, non_negative, positive, positive_int, vec3
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-
 from polyphys import morphs as M
 from polyphys.errors import OptionError, PolyphysWarning
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-
 from polyphys import morphs as M
 from polyphys.errors import OptionError
 from polyphys.interfaces import Solver

@@ -1,12 +1,10 @@
 """PBD plugin API: registration, bad input, getters/setters, per-env pinning, views, per-env
 reset isolation, checkpoints and batching (bit-exact on CPU)."""
 
-import warnings
 
 import numpy as np
-import pytest
-
 import polyphys
+import pytest
 from polyphys import morphs
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.plugins.pbd import PBDOptions, grid_cloth
@@ -234,7 +232,6 @@ def test_three_envs_equal_three_single_runs_and_capture_is_exact():
 
 def test_sampling_closed_mesh_matches_primitive_and_open_mesh_is_refused():
     import trimesh
-
     from polyphys.plugins.pbd.sampling import sample_volume
 
     box = trimesh.creation.box(extents=(0.1, 0.08, 0.06))

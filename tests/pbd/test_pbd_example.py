@@ -4,7 +4,6 @@ assertion about its result."""
 import os
 
 import numpy as np
-
 from polyphys import run
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "pbd_cloth_drape.toml")

@@ -2,12 +2,11 @@
 non-penetration, incompressible fluid). Each tolerance says where it comes from."""
 
 import numpy as np
-import pytest
-from scipy.spatial import cKDTree
-
 import polyphys
+import pytest
 from polyphys import morphs
 from polyphys.plugins.pbd import PBDOptions, grid_cloth
+from scipy.spatial import cKDTree
 
 G = 9.81
 

@@ -2,8 +2,6 @@
 NumPy reference, so an unwritten element or a wrong formula shows up at once."""
 
 import numpy as np
-import pytest
-
 import polyphys
 from polyphys import morphs
 from polyphys.plugins.pbd import PBDOptions
@@ -26,7 +24,6 @@ def _random_scene(n=120, seed=0, friction=0.0):
 
 def _grid(s):
     import warp as wp
-
     from polyphys.plugins.pbd.kernels import neighbors as NB
 
     g = s._grid
@@ -62,7 +59,6 @@ def test_grid_is_a_stable_counting_sort():
 
 def test_contact_gather_matches_numpy():
     import warp as wp
-
     from polyphys.plugins.pbd.kernels import neighbors as NB
 
     sc, e = _random_scene()
@@ -97,7 +93,6 @@ def test_contact_gather_matches_numpy():
 
 def test_distance_colour_matches_numpy_xpbd_update():
     import warp as wp
-
     from polyphys.plugins.pbd.kernels import constraints as C
 
     rng = np.random.default_rng(3)
