@@ -76,6 +76,67 @@ def quat_mul_axis_angle(q: Any, w: Any, h: Any):
     return qn
 
 
+
+# -- LᵀDL factorisation and solve (step 6) as native C++ over raw row pointers ------------------
+# Warp's CPU array indexing recomputes `base + i·stride₀ + j·stride₁` with a negative-index fix-up
+# on every access (~17 instructions per update of the inner loop); this loop is MuJoCo's
+# mj_factorI / mj_solveLD on one env's contiguous rows, and plain C++ (valid on CPU and CUDA). The
+# inner update dst[s] -= q[s]·tmp reads row k and writes an ancestor's row (disjoint ranges).
+_LDL_SNIPPET = """
+    typedef {T} T;
+    const int* madr = dof_madr.data;
+    const int* dep = dof_depth.data;
+    const int* col = m_col.data;
+    const int nnz = (int)m_col.shape[0];
+    T* q = (T*)((char*)qld.data + (size_t)env * qld.strides[0]);
+    const T* mm = (const T*)((char*)mass.data + (size_t)env * mass.strides[0]);
+    const T* dv = (const T*)((char*)dof_dv.data + (size_t)env * dof_dv.strides[0]);
+    const T* f = (const T*)((char*)qfrc.data + (size_t)env * qfrc.strides[0]);
+    T* x = (T*)((char*)qacc.data + (size_t)env * qacc.strides[0]);
+    for (int a = 0; a < nnz; ++a) q[a] = mm[a];
+    for (int i = 0; i < n; ++i) q[madr[i]] += hd * dv[i];
+    for (int k = n - 1; k >= 0; --k) {
+        const int akk = madr[k];
+        const int kend = akk + 1 + dep[k];
+        const T dkk = q[akk];
+        for (int aki = akk + 1; aki < kend; ++aki) {
+            const T tmp = q[aki] / dkk;
+            T* dst = q + (madr[col[aki]] - aki);
+            for (int s = aki; s < kend; ++s) dst[s] -= q[s] * tmp;
+            q[aki] = tmp;
+        }
+    }
+    for (int i = 0; i < n; ++i) x[i] = f[i];
+    for (int i = n - 1; i >= 0; --i) {          // x <- L^-T x
+        const T xi = x[i];
+        const int e = madr[i] + 1 + dep[i];
+        for (int a = madr[i] + 1; a < e; ++a) x[col[a]] -= q[a] * xi;
+    }
+    for (int i = 0; i < n; ++i) x[i] /= q[madr[i]];   // x <- D^-1 x
+    for (int i = 0; i < n; ++i) {                // x <- L^-1 x
+        T xi = x[i];
+        const int e = madr[i] + 1 + dep[i];
+        for (int a = madr[i] + 1; a < e; ++a) xi -= q[a] * x[col[a]];
+        x[i] = xi;
+    }
+"""
+
+
+def _ldl_solve_stub(s):
+    A2 = wp.array2d(dtype=s)
+    I1 = wp.array(dtype=wp.int32)
+
+    def ldl_solve(env: wp.int32, n: wp.int32, hd: s, dof_madr: I1, dof_depth: I1, m_col: I1, mass: A2,
+                  dof_dv: A2, qfrc: A2, qld: A2, qacc: A2):
+        ...
+
+    return ldl_solve
+
+
+ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "double"))(_ldl_solve_stub(wp.float64))
+ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "float"))(_ldl_solve_stub(wp.float32))
+
+
 @wp.kernel
 def rigid_dynamics(
     mode: wp.int32,
@@ -427,54 +488,10 @@ def rigid_dynamics(
     if mode != MODE_STEP:
         hd = s0
     # row i of the tree-sparse storage holds (i, parent(i), parent(parent(i)), ...): the entries of
-    # an ancestor's row are the tail of the row of any of its descendants, so every loop below is a
-    # contiguous run (no walk along dof_parent)
-    n_nz = m_col.shape[0]
-    for nzi in range(n_nz):
-        qld_out[env, nzi] = mass_out[env, nzi]
-    for i in range(n_dofs):
-        qld_out[env, dof_madr[i]] = qld_out[env, dof_madr[i]] + hd * dof_dv_out[env, i]
-    for ki in range(n_dofs):
-        k = n_dofs - 1 - ki
-        akk = dof_madr[k]
-        nk = dof_depth[k]
-        dkk = qld_out[env, akk]
-        aki = akk + 1
-        kend = akk + 1 + nk
-        while aki < kend:
-            tmp = qld_out[env, aki] / dkk
-            ai = dof_madr[m_col[aki]]
-            src = aki
-            while src < kend:
-                qld_out[env, ai] = qld_out[env, ai] - qld_out[env, src] * tmp
-                ai = ai + 1
-                src = src + 1
-            qld_out[env, aki] = tmp
-            aki = aki + 1
-    for i in range(n_dofs):
-        qacc_out[env, i] = qfrc_smooth_out[env, i]
-    # x <- L⁻ᵀ x
-    for ii_ in range(n_dofs):
-        i = n_dofs - 1 - ii_
-        xi = qacc_out[env, i]
-        adr = dof_madr[i] + 1
-        end = adr + dof_depth[i]
-        while adr < end:
-            j = m_col[adr]
-            qacc_out[env, j] = qacc_out[env, j] - qld_out[env, adr] * xi
-            adr = adr + 1
-    # x <- diag⁻¹ x
-    for i in range(n_dofs):
-        qacc_out[env, i] = qacc_out[env, i] / qld_out[env, dof_madr[i]]
-    # x <- L⁻¹ x
-    for i in range(n_dofs):
-        xi = qacc_out[env, i]
-        adr = dof_madr[i] + 1
-        end = adr + dof_depth[i]
-        while adr < end:
-            xi = xi - qld_out[env, adr] * qacc_out[env, m_col[adr]]
-            adr = adr + 1
-        qacc_out[env, i] = xi
+    # an ancestor's row are the tail of the row of any of its descendants, so every loop is a
+    # contiguous run (no walk along dof_parent); native loops over raw row pointers (see ldl_solve)
+    ldl_solve(env, n_dofs, hd, dof_madr, dof_depth, m_col, mass_out, dof_dv_out, qfrc_smooth_out,
+              qld_out, qacc_out)
 
     if mode != MODE_STEP:
         return
