@@ -11,7 +11,7 @@ Cases (dt = 1/60, 10 substeps, 2 constraint iterations, graph capture on for bot
   collision pipeline, not part of this comparison).
 
 ``run(quick=True)`` measures cloth 64 (n_envs 1, 16), cloth 256 (n_envs 1) and the granular case with
-few steps; the full run adds cloth 256 at n_envs 16. Newton's first use compiles its kernels
+few steps; the full run adds cloth 256 and the granular case at n_envs 16. Newton's first use compiles its kernels
 (minutes on a cold Warp cache), which is excluded from the timings but not from the wall time.
 """
 
@@ -103,15 +103,16 @@ def _nt_cloth(res: int, n_envs: int):
     return _nt_stepper(model, capture=True)
 
 
-def _nt_granular(n_side: int):
+def _nt_granular(n_side: int, n_envs: int = 1):
     import warp as wp
 
     newton = _newton()
     b = newton.ModelBuilder()
     d = 0.01
-    b.add_particle_grid(pos=wp.vec3(0.0, 0.0, 0.1), rot=wp.quat_identity(), vel=wp.vec3(0.0), dim_x=n_side,
-                        dim_y=n_side, dim_z=n_side, cell_x=d * 1.1, cell_y=d * 1.1, cell_z=d * 1.1,
-                        mass=1800 * d ** 3, jitter=0.001, radius_mean=d / 2)
+    for k in range(n_envs):         # n_envs blocks side by side in one model
+        b.add_particle_grid(pos=wp.vec3(2.0 * k, 0.0, 0.1), rot=wp.quat_identity(), vel=wp.vec3(0.0),
+                            dim_x=n_side, dim_y=n_side, dim_z=n_side, cell_x=d * 1.1, cell_y=d * 1.1,
+                            cell_z=d * 1.1, mass=1800 * d ** 3, jitter=0.001, radius_mean=d / 2)
     model = b.finalize(device="cpu")
     return _nt_stepper(model, capture=False)
 
@@ -158,6 +159,8 @@ def run(quick: bool = False) -> list[dict]:
     if not quick:
         cases.append(("cloth 256x256", "cloth", 256, 16))
     cases.append(("granular 50k", "granular", 37, 1))
+    if not quick:
+        cases.append(("granular 50k", "granular", 37, 16))
     rows = []
     for name, kind, size, n_envs in cases:
         b = budget if kind == "cloth" and size == 64 else budget / 2
@@ -165,9 +168,9 @@ def run(quick: bool = False) -> list[dict]:
             pp, ref = _compare(_pp_cloth(size, n_envs), _nt_cloth(size, n_envs) if have_newton else None, b)
             note = f"{size * size * n_envs} particles in all; polyphys cpu_threads = cores"
         else:
-            pp, ref = _compare(_pp_granular(size, n_envs), _nt_granular(size) if have_newton else None, b,
-                               min_steps=1, rounds=2)
-            note = (f"{size ** 3} particles; Newton uncaptured (HashGrid build on the host), no walls")
+            pp, ref = _compare(_pp_granular(size, n_envs), _nt_granular(size, n_envs) if have_newton else None,
+                               b, min_steps=1, rounds=2)
+            note = (f"{size ** 3} particles per env; Newton uncaptured (HashGrid build on the host), no walls")
         rows.append(_row(f"{name}, n_envs={n_envs}", pp, ref, note if have_newton else f"{note}; {why}"))
     return rows
 
