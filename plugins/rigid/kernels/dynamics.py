@@ -137,6 +137,70 @@ ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "double"))(_ldl_solve_stu
 ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "float"))(_ldl_solve_stub(wp.float32))
 
 
+# -- CRBA rows and generalized bias/external forces (step 3), native like ldl_solve ------------
+# for dof i on link l: f = I_crb(l)·cdof_i (torque ft, force ff), M[i, j] = cdof_j·f for j = i and
+# its dof ancestors (the row's columns m_col), armature on the diagonal; bias_i = cdof_i·cfrc(l),
+# ext_i = cdof_i·cext(l)
+_CRBA_SNIPPET = """
+    typedef {T} T;
+    typedef wp::vec_t<3, T> V;
+    typedef wp::mat_t<3, 3, T> M3;
+    const int* madr = dof_madr.data;
+    const int* dep = dof_depth.data;
+    const int* col = m_col.data;
+    const int* dl = dof_link.data;
+    const size_t e = (size_t)env;
+    const T* arm = (const T*)((char*)armature.data + e * armature.strides[0]);
+    const V* cw = (const V*)((char*)cdof_w.data + e * cdof_w.strides[0]);
+    const V* cv = (const V*)((char*)cdof_v.data + e * cdof_v.strides[0]);
+    const V* ft_ = (const V*)((char*)cfrc_t.data + e * cfrc_t.strides[0]);
+    const V* ff_ = (const V*)((char*)cfrc_f.data + e * cfrc_f.strides[0]);
+    const V* et_ = (const V*)((char*)cext_t.data + e * cext_t.strides[0]);
+    const V* ef_ = (const V*)((char*)cext_f.data + e * cext_f.strides[0]);
+    const T* cm = (const T*)((char*)crb_m.data + e * crb_m.strides[0]);
+    const V* cmc = (const V*)((char*)crb_mc.data + e * crb_mc.strides[0]);
+    const M3* ci = (const M3*)((char*)crb_i.data + e * crb_i.strides[0]);
+    T* bias = (T*)((char*)qfrc_bias.data + e * qfrc_bias.strides[0]);
+    T* ext = (T*)((char*)qfrc_ext.data + e * qfrc_ext.strides[0]);
+    T* mm = (T*)((char*)mass.data + e * mass.strides[0]);
+    for (int i = 0; i < n; ++i) {
+        const int l = dl[i];
+        const V aw = cw[i];
+        const V av = cv[i];
+        bias[i] = wp::dot(aw, ft_[l]) + wp::dot(av, ff_[l]);
+        ext[i] = wp::dot(aw, et_[l]) + wp::dot(av, ef_[l]);
+        const V mc = cmc[l];
+        const V ft = wp::add(wp::mul(ci[l], aw), wp::cross(mc, av));
+        const V ff = wp::sub(wp::mul(cm[l], av), wp::cross(mc, aw));
+        const int a0 = madr[i];
+        const int a1 = a0 + 1 + dep[i];
+        for (int a = a0; a < a1; ++a) {
+            const int j = col[a];
+            mm[a] = wp::dot(cw[j], ft) + wp::dot(cv[j], ff);
+        }
+        mm[a0] += arm[i];
+    }
+"""
+
+
+def _crba_stub(s):
+    A2 = wp.array2d(dtype=s)
+    V2 = wp.array2d(dtype=wp.types.vector(3, s))
+    M2 = wp.array2d(dtype=wp.types.matrix((3, 3), s))
+    I1 = wp.array(dtype=wp.int32)
+
+    def crba(env: wp.int32, n: wp.int32, dof_link: I1, dof_madr: I1, dof_depth: I1, m_col: I1, armature: A2,
+             cdof_w: V2, cdof_v: V2, cfrc_t: V2, cfrc_f: V2, cext_t: V2, cext_f: V2, crb_m: A2, crb_mc: V2,
+             crb_i: M2, qfrc_bias: A2, qfrc_ext: A2, mass: A2):
+        ...
+
+    return crba
+
+
+crba = wp.func_native(_CRBA_SNIPPET.replace("{T}", "double"))(_crba_stub(wp.float64))
+crba = wp.func_native(_CRBA_SNIPPET.replace("{T}", "float"))(_crba_stub(wp.float32))
+
+
 @wp.kernel
 def rigid_dynamics(
     mode: wp.int32,
@@ -416,26 +480,9 @@ def rigid_dynamics(
             crb_mc[env, p] = crb_mc[env, p] + crb_mc[env, l]
             crb_i[env, p] = crb_i[env, p] + crb_i[env, l]
 
-    # -- 3. mass matrix (CRBA), bias and external generalized forces ---------------------------
-    for i in range(n_dofs):
-        l = dof_link[i]
-        aw = cdof_w[env, i]
-        av = cdof_v[env, i]
-        qfrc_bias_out[env, i] = wp.dot(aw, cfrc_t[env, l]) + wp.dot(av, cfrc_f[env, l])
-        qfrc_ext_out[env, i] = wp.dot(aw, cext_t[env, l]) + wp.dot(av, cext_f[env, l])
-        m = crb_m[env, l]
-        mc = crb_mc[env, l]
-        ii = crb_i[env, l]
-        ft = inert_mul_ang(m, mc, ii, aw, av)
-        ff = inert_mul_lin(m, mc, ii, aw, av)
-        adr = dof_madr[i]
-        end = adr + dof_depth[i] + 1
-        a2 = adr
-        while a2 < end:
-            j = m_col[a2]
-            mass_out[env, a2] = wp.dot(cdof_w[env, j], ft) + wp.dot(cdof_v[env, j], ff)
-            a2 = a2 + 1
-        mass_out[env, adr] = mass_out[env, adr] + dof_armature[env, i]
+    # -- 3. mass matrix (CRBA), bias and external generalized forces (native, see crba) ---------
+    crba(env, n_dofs, dof_link, dof_madr, dof_depth, m_col, dof_armature, cdof_w, cdof_v, cfrc_t, cfrc_f,
+         cext_t, cext_f, crb_m, crb_mc, crb_i, qfrc_bias_out, qfrc_ext_out, mass_out)
 
     # -- 5. passive, actuator and control forces; velocity derivative D ------------------------
     for i in range(n_dofs):
