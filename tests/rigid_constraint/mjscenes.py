@@ -84,7 +84,7 @@ def link_dof_last(m):
     return out
 
 
-def stage_for(m, d, max_rows=80, precision="64", with_bias=True, **opt):
+def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt):
     """ConstraintStage with MuJoCo's model arrays, contacts copied in; returns (stage, tree inputs)."""
     nv = m.nv
     lims = [i for i in range(m.njnt) if m.jnt_limited[i] and m.jnt_type[i] in (2, 3)]
@@ -102,29 +102,31 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, **opt):
             j1, j2 = m.eq_obj1id[e], m.eq_obj2id[e]
             eq_obj[k] = [m.jnt_qposadr[j1], m.jnt_qposadr[j2], m.jnt_dofadr[j1], m.jnt_dofadr[j2]]
             eq_data[k] = [m.qpos0[m.jnt_qposadr[j1]], m.qpos0[m.jnt_qposadr[j2]], *m.eq_data[e, :5]]
+    t = lambda x: np.ascontiguousarray(np.repeat(np.asarray(x)[None], n_envs, axis=0))  # noqa: E731
     sol = lambda ref, imp: np.concatenate([ref, imp], axis=-1)  # noqa: E731
     opts = ConstraintOptions(cone="elliptic" if m.opt.cone == 1 else "pyramidal", impratio=m.opt.impratio,
                              timeconst_floor=2 * m.opt.timestep, **opt)
+    E = n_envs
     st = ConstraintStage(
-        1, nv, m.nbody, max(d.ncon, 1), max_rows, precision=precision, options=opts,
+        E, nv, m.nbody, max(d.ncon, 1), max_rows, precision=precision, options=opts,
         dof_parent=m.dof_parentid, link_dof_last=link_dof_last(m), link_invweight=m.body_invweight0,
-        dof_invweight=m.dof_invweight0, dof_frictionloss=m.dof_frictionloss[None],
+        dof_invweight=m.dof_invweight0, dof_frictionloss=np.tile(m.dof_frictionloss, (E, 1)),
         dof_sol=sol(m.dof_solref, m.dof_solimp), lim_dof=[m.jnt_dofadr[i] for i in lims],
         lim_qadr=[m.jnt_qposadr[i] for i in lims], lim_range=m.jnt_range[lims], lim_margin=m.jnt_margin[lims],
         lim_sol=sol(m.jnt_solref[lims], m.jnt_solimp[lims]), eq_type=eq_type, eq_obj=eq_obj, eq_data=eq_data,
-        eq_sol=sol(m.eq_solref, m.eq_solimp)[None])
+        eq_sol=np.tile(sol(m.eq_solref, m.eq_solimp)[None], (E, 1, 1)))
     n = d.ncon
-    st.n_con.assign(np.array([n], np.int32))
+    st.n_con.assign(np.full(E, n, np.int32))
     if n:
         c = d.contact
-        st.con_pos.assign(c.pos[None])
-        st.con_frame.assign(c.frame.reshape(1, n, 3, 3))
-        st.con_dist.assign(c.dist[None])
-        st.con_margin.assign(c.includemargin[None])
-        st.con_link.assign(np.stack([m.geom_bodyid[c.geom[:, 1]], m.geom_bodyid[c.geom[:, 0]]], -1)[None].astype(np.int32))
-        st.con_dim.assign(c.dim[None].astype(np.int32))
-        st.con_friction.assign(c.friction[None])
-        st.con_sol.assign(sol(c.solref, c.solimp)[None])
+        st.con_pos.assign(t(c.pos))
+        st.con_frame.assign(t(c.frame.reshape(n, 3, 3)))
+        st.con_dist.assign(t(c.dist))
+        st.con_margin.assign(t(c.includemargin))
+        st.con_link.assign(t(np.stack([m.geom_bodyid[c.geom[:, 1]], m.geom_bodyid[c.geom[:, 0]]], -1).astype(np.int32)))
+        st.con_dim.assign(t(c.dim.astype(np.int32)))
+        st.con_friction.assign(t(c.friction))
+        st.con_sol.assign(t(sol(c.solref, c.solimp)))
     bias = np.zeros((1, max(m.neq, 1), 3))
     for k, e in enumerate(eqs):
         if m.eq_type[e] == mujoco.mjtEq.mjEQ_CONNECT:
@@ -135,11 +137,11 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, **opt):
                 mujoco.mj_jacDot(m, d, jp, None, pnt, b)
                 bias[0, k] += sg * jp @ d.qvel
     if with_bias:
-        st.eq_acc_bias.assign(bias)
+        st.eq_acc_bias.assign(np.repeat(bias, E, axis=0))
     cdof = d.cdof
     ref = d.subtree_com[m.body_rootid[m.dof_bodyid]]
-    tree = dict(qpos=d.qpos[None], qvel=d.qvel[None], cdof_w=cdof[None, :, :3], cdof_v=cdof[None, :, 3:],
-                dof_ref=ref[None], link_pos=d.xpos[None], link_quat=d.xquat[None])
+    tree = dict(qpos=t(d.qpos), qvel=t(d.qvel), cdof_w=t(cdof[:, :3]), cdof_v=t(cdof[:, 3:]),
+                dof_ref=t(ref), link_pos=t(d.xpos), link_quat=t(d.xquat))
     return st, tree
 
 

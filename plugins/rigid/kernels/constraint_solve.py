@@ -766,6 +766,9 @@ def constraint_solve(
             s = s + M[env, j, k] * qacc_smooth[env, k]
         qfrc_smooth[env, j] = s
     scale = one / wp.max(trace, type(tolerance)(1.0e-15))
+    for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force
+        efc_force[env, i] = zero
+        efc_state[env, i] = 0
 
     # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule)
     for j in range(nv):
@@ -854,8 +857,9 @@ def constraint_solve(
                             hab = dm * hab
                             for j in range(nv):
                                 ja = efc_J[env, i + a, j] * hab
-                                for k in range(nv):
-                                    H[env, j, k] = H[env, j, k] + ja * efc_J[env, i + bb, k]
+                                if ja != zero:
+                                    for k in range(nv):
+                                        H[env, j, k] = H[env, j, k] + ja * efc_J[env, i + bb, k]
                     i = i + dim
                 else:
                     if efc_state[env, i] == 1:
