@@ -137,6 +137,111 @@ ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "double"))(_ldl_solve_stu
 ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "float"))(_ldl_solve_stub(wp.float32))
 
 
+# -- RNE (step 4), native like ldl_solve ------------------------------------------------------
+# forward pass: cacc(l) = cacc(parent) + Σ cdof_dot·qvel, cacc(root) = −g (held in cext meanwhile);
+# cfrc = I·cacc + v ×* (I·v) with the link inertia I = (m, m·c, I_ref) and v = cvel; the external
+# wrench of a link is the applied/coupling wrench at the CoM and gravity compensation −m·g·gravcomp;
+# backward pass: cfrc, cext and the composite inertia crb accumulate towards the root
+_RNE_SNIPPET = """
+    typedef {T} T;
+    typedef wp::vec_t<3, T> V;
+    typedef wp::mat_t<3, 3, T> M3;
+    const size_t e = (size_t)env;
+#define PP_ROW(a) ((decltype(a.data))((char*)a.data + e * a.strides[0]))
+    const int* par = link_parent.data;
+    const int* root = link_root.data;
+    const int* dadr = link_dof_adr.data;
+    const T* gc = link_gravcomp.data;
+    const T* qv = PP_ROW(qvel);
+    const V* ddw = PP_ROW(cdofdot_w);
+    const V* ddv = PP_ROW(cdofdot_v);
+    const T* im = PP_ROW(cinert_m);
+    const V* imc = PP_ROW(cinert_mc);
+    const M3* ii_ = PP_ROW(cinert_i);
+    const V* vw = PP_ROW(cvel_w);
+    const V* vv = PP_ROW(cvel_v);
+    const V* lp = PP_ROW(link_pos);
+    const V* xi = PP_ROW(link_xipos);
+    const V* xf = PP_ROW(xfrc_force);
+    const V* xt = PP_ROW(xfrc_torque);
+    const V* kf = PP_ROW(coupling_force);
+    const V* kt = PP_ROW(coupling_torque);
+    V* ft = PP_ROW(cfrc_t);
+    V* ff = PP_ROW(cfrc_f);
+    V* et = PP_ROW(cext_t);
+    V* ef = PP_ROW(cext_f);
+    T* bm = PP_ROW(crb_m);
+    V* bmc = PP_ROW(crb_mc);
+    M3* bi = PP_ROW(crb_i);
+#undef PP_ROW
+    for (int l = 0; l < nl; ++l) {
+        const int p = par[l];
+        V aw = p >= 0 ? et[p] : V(T(0));
+        V av = p >= 0 ? ef[p] : wp::neg(gravity);
+        for (int d = dadr[l]; d < dadr[l + 1]; ++d) {
+            aw = wp::add(aw, wp::mul(ddw[d], qv[d]));
+            av = wp::add(av, wp::mul(ddv[d], qv[d]));
+        }
+        et[l] = aw;
+        ef[l] = av;
+    }
+    for (int l = 0; l < nl; ++l) {
+        const T m = im[l];
+        const V mc = imc[l];
+        const M3 ii = ii_[l];
+        const V w = vw[l];
+        const V v = vv[l];
+        const V aw = et[l];
+        const V av = ef[l];
+        const V hw = wp::add(wp::mul(ii, w), wp::cross(mc, v));
+        const V hv = wp::sub(wp::mul(m, v), wp::cross(mc, w));
+        ft[l] = wp::add(wp::add(wp::add(wp::mul(ii, aw), wp::cross(mc, av)), wp::cross(w, hw)), wp::cross(v, hv));
+        ff[l] = wp::add(wp::sub(wp::mul(m, av), wp::cross(mc, aw)), wp::cross(w, hv));
+        const V c = wp::sub(xi[l], lp[root[l]]);
+        const V f = wp::sub(wp::add(xf[l], kf[l]), wp::mul(gravity, m * gc[l]));
+        et[l] = wp::add(wp::add(xt[l], kt[l]), wp::cross(c, f));
+        ef[l] = f;
+        bm[l] = m;
+        bmc[l] = mc;
+        bi[l] = ii;
+    }
+    for (int l = nl - 1; l >= 0; --l) {
+        const int p = par[l];
+        if (p >= 0) {
+            ft[p] = wp::add(ft[p], ft[l]);
+            ff[p] = wp::add(ff[p], ff[l]);
+            et[p] = wp::add(et[p], et[l]);
+            ef[p] = wp::add(ef[p], ef[l]);
+            bm[p] = bm[p] + bm[l];
+            bmc[p] = wp::add(bmc[p], bmc[l]);
+            bi[p] = wp::add(bi[p], bi[l]);
+        }
+    }
+"""
+
+
+def _rne_stub(s):
+    A1 = wp.array(dtype=s)
+    A2 = wp.array2d(dtype=s)
+    V = wp.types.vector(3, s)
+    V2 = wp.array2d(dtype=V)
+    M2 = wp.array2d(dtype=wp.types.matrix((3, 3), s))
+    I1 = wp.array(dtype=wp.int32)
+
+    def rne(env: wp.int32, nl: wp.int32, gravity: V, link_parent: I1, link_root: I1, link_dof_adr: I1,
+            link_gravcomp: A1, qvel: A2, cdofdot_w: V2, cdofdot_v: V2, cinert_m: A2, cinert_mc: V2,
+            cinert_i: M2, cvel_w: V2, cvel_v: V2, link_pos: V2, link_xipos: V2, xfrc_force: V2,
+            xfrc_torque: V2, coupling_force: V2, coupling_torque: V2, cfrc_t: V2, cfrc_f: V2, cext_t: V2,
+            cext_f: V2, crb_m: A2, crb_mc: V2, crb_i: M2):
+        ...
+
+    return rne
+
+
+rne = wp.func_native(_RNE_SNIPPET.replace("{T}", "double"))(_rne_stub(wp.float64))
+rne = wp.func_native(_RNE_SNIPPET.replace("{T}", "float"))(_rne_stub(wp.float32))
+
+
 # -- CRBA rows and generalized bias/external forces (step 3), native like ldl_solve ------------
 # for dof i on link l: f = I_crb(l)·cdof_i (torque ft, force ff), M[i, j] = cdof_j·f for j = i and
 # its dof ancestors (the row's columns m_col), armature on the diagonal; bias_i = cdof_i·cfrc(l),
@@ -431,54 +536,11 @@ def rigid_dynamics(
     if mode == MODE_KINEMATICS:
         return
 
-    # -- 4. RNE forward pass (accelerations from velocity products and gravity) ---------------
-    for l in range(n_links):
-        p = link_parent[l]
-        # cext holds cacc during this pass (a parent comes before its children)
-        aw = zero
-        av = -gravity
-        if p >= 0:
-            aw = cext_t[env, p]
-            av = cext_f[env, p]
-        for d in range(link_dof_adr[l], link_dof_adr[l + 1]):
-            aw = aw + cdofdot_w[env, d] * qvel[env, d]
-            av = av + cdofdot_v[env, d] * qvel[env, d]
-        cext_t[env, l] = aw
-        cext_f[env, l] = av
-    for l in range(n_links):
-        m = cinert_m[env, l]
-        mc = cinert_mc[env, l]
-        ii = cinert_i[env, l]
-        w = cvel_w[env, l]
-        v = cvel_v[env, l]
-        aw = cext_t[env, l]
-        av = cext_f[env, l]
-        hw = inert_mul_ang(m, mc, ii, w, v)
-        hv = inert_mul_lin(m, mc, ii, w, v)
-        # cinert·cacc + cvel ×* (cinert·cvel); crossForce(v, f) = (ω×τ + v×f, ω×f)
-        cfrc_t[env, l] = inert_mul_ang(m, mc, ii, aw, av) + wp.cross(w, hw) + wp.cross(v, hv)
-        cfrc_f[env, l] = inert_mul_lin(m, mc, ii, aw, av) + wp.cross(w, hv)
-        # external wrench: gravity compensation at the CoM and the applied link wrench (at CoM)
-        ref = link_pos_out[env, link_root[l]]
-        c = link_xipos_out[env, l] - ref
-        f = xfrc_force_in[env, l] + coupling_force_in[env, l] - gravity * (m * link_gravcomp[l])
-        cext_t[env, l] = xfrc_torque_in[env, l] + coupling_torque_in[env, l] + wp.cross(c, f)
-        cext_f[env, l] = f
-        crb_m[env, l] = m
-        crb_mc[env, l] = mc
-        crb_i[env, l] = ii
-    # backward pass: composite inertia, bias and external forces accumulate towards the root
-    for li in range(n_links):
-        l = n_links - 1 - li
-        p = link_parent[l]
-        if p >= 0:
-            cfrc_t[env, p] = cfrc_t[env, p] + cfrc_t[env, l]
-            cfrc_f[env, p] = cfrc_f[env, p] + cfrc_f[env, l]
-            cext_t[env, p] = cext_t[env, p] + cext_t[env, l]
-            cext_f[env, p] = cext_f[env, p] + cext_f[env, l]
-            crb_m[env, p] = crb_m[env, p] + crb_m[env, l]
-            crb_mc[env, p] = crb_mc[env, p] + crb_mc[env, l]
-            crb_i[env, p] = crb_i[env, p] + crb_i[env, l]
+    # -- 4. RNE, composite inertia, external link forces (native, see rne) ---------------------
+    rne(env, n_links, gravity, link_parent, link_root, link_dof_adr, link_gravcomp, qvel, cdofdot_w,
+        cdofdot_v, cinert_m, cinert_mc, cinert_i, cvel_w, cvel_v, link_pos_out, link_xipos_out,
+        xfrc_force_in, xfrc_torque_in, coupling_force_in, coupling_torque_in, cfrc_t, cfrc_f, cext_t,
+        cext_f, crb_m, crb_mc, crb_i)
 
     # -- 3. mass matrix (CRBA), bias and external generalized forces (native, see crba) ---------
     crba(env, n_dofs, dof_link, dof_madr, dof_depth, m_col, dof_armature, cdof_w, cdof_v, cfrc_t, cfrc_f,
