@@ -264,6 +264,11 @@ class ConstraintStage:
         self.con_friction = z(E, C, 5)
         self.con_sol = z(E, C, 7)
         self.con_efc_adr = z(E, C, dt=wp.int32)
+        # contact readback (after solve): wrench on side A in the contact frame and the world frame
+        self.con_wrench = z(E, C, 6)
+        self.con_force_world = z(E, C, dt=self.V)
+        self.con_torque_world = z(E, C, dt=self.V)
+        self.con_valid = z(E, C, dt=wp.int32)
         # rows
         self.n_efc = z(E, dt=wp.int32)
         self.overflow = z(E, dt=wp.int32)
@@ -331,6 +336,17 @@ class ConstraintStage:
             sl(self.mgrad_old), sl(self.search), sl(self.ma), sl(self.mv), sl(self.qfrc_smooth),
             sl(self.qacc), sl(self.efc_force), sl(self.efc_state), sl(self.qfrc_constraint), sl(self.solver_niter),
             sl(self.solver_stat)])
+
+    def contact_wrenches(self, part=None):
+        """Fill con_wrench (contact frame, (F_n, F_t1, F_t2, T_n, T_t1, T_t2) on side A),
+        con_force_world / con_torque_world (world frame, about the contact point) and con_valid
+        from efc_force. Side B's wrench is the full negation."""
+        sl = (lambda a: self._sl(a, part))
+        n = self.n_envs if part is None else part.stop - part.start
+        wp.launch(_K.contact_wrench, dim=n, device=self.device, inputs=[
+            sl(self.n_con), sl(self.con_frame), sl(self.con_dim), sl(self.con_friction), sl(self.con_efc_adr),
+            sl(self.efc_type), sl(self.efc_force), sl(self.con_wrench), sl(self.con_force_world),
+            sl(self.con_torque_world), sl(self.con_valid)])
 
     def check(self):
         """Host check (outside the captured step): raise naming the env when a row buffer overflowed."""

@@ -994,6 +994,60 @@ def mass_dense(
         M_out[env, i, i] = M_out[env, i, i] + diag_add[env, i]
 
 
+@wp.kernel
+def contact_wrench(
+    # Data in:
+    n_con: wp.array(dtype=wp.int32),
+    con_frame: wp.array2d(dtype=Any),
+    con_dim: wp.array2d(dtype=wp.int32),
+    con_friction: wp.array3d(dtype=Any),
+    con_efc_adr: wp.array2d(dtype=wp.int32),
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_force: wp.array2d(dtype=Any),
+    # Data out:
+    con_wrench_out: wp.array3d(dtype=Any),
+    con_force_out: wp.array2d(dtype=Any),
+    con_torque_out: wp.array2d(dtype=Any),
+    con_valid_out: wp.array2d(dtype=wp.int32),
+):
+    """Per contact the 6D wrench on side A (F_n, F_t1, F_t2, T_n, T_t1, T_t2) in the contact frame
+    (pyramidal edges recombined as MuJoCo's mj_contactForce: F_n = Σ edges, F_k = μ_k (f⁺ − f⁻)),
+    and in the world frame (F_w = Cᵀ F, T_w = Cᵀ T, about the contact point); side B gets the
+    negation. Slots beyond n_con, and contacts without rows, are zero with valid 0."""
+    env = wp.tid()
+    C = con_dim.shape[1]
+    for c in range(C):
+        zero = con_friction[env, c, 0] * type(con_friction[env, c, 0])(0.0)
+        for j in range(6):
+            con_wrench_out[env, c, j] = zero
+        con_valid_out[env, c] = 0
+        adr = int(-1)
+        if c < n_con[env]:
+            adr = con_efc_adr[env, c]
+        fr = con_frame[env, c]
+        if adr >= 0:
+            con_valid_out[env, c] = 1
+            dim = con_dim[env, c]
+            tp = efc_type[env, adr]
+            if tp == CONTACT_PYRAMIDAL:
+                for j in range(2 * (dim - 1)):
+                    con_wrench_out[env, c, 0] = con_wrench_out[env, c, 0] + efc_force[env, adr + j]
+                for k in range(1, dim):
+                    con_wrench_out[env, c, k] = con_friction[env, c, k - 1] * (
+                        efc_force[env, adr + 2 * (k - 1)] - efc_force[env, adr + 2 * (k - 1) + 1])
+            else:
+                for j in range(dim):
+                    con_wrench_out[env, c, j] = efc_force[env, adr + j]
+        f = wp.vector(zero, zero, zero)
+        t = wp.vector(zero, zero, zero)
+        for k in range(3):
+            ax = wp.vector(fr[k, 0], fr[k, 1], fr[k, 2])
+            f = f + con_wrench_out[env, c, k] * ax
+            t = t + con_wrench_out[env, c, 3 + k] * ax
+        con_force_out[env, c] = f
+        con_torque_out[env, c] = t
+
+
 def _overloads():
     for s in (wp.float32, wp.float64):
         V = wp.types.vector(3, s)
@@ -1018,6 +1072,9 @@ def _overloads():
             "qfrc_smooth": a2, "qacc": a2, "efc_force": a2, "qfrc_constraint": a2, "solver_stat": a2,
         })
         wp.overload(mass_dense, {"mass_in": a2, "diag_add": a2, "M_out": a3})
+        wp.overload(contact_wrench, {
+            "con_frame": wp.array2d(dtype=Mt), "con_friction": a3, "efc_force": a2, "con_wrench_out": a3,
+            "con_force_out": wp.array2d(dtype=V), "con_torque_out": wp.array2d(dtype=V)})
 
 
 _overloads()
