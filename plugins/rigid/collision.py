@@ -39,11 +39,17 @@ from polyphys.options import in_range, one_of, positive_int
 
 T = {name: i for i, name in enumerate(GEOM_TYPES)}
 
-# Type pairs (lower code first) with an analytic routine in kernels/collision_primitive.py.
+# Type pairs (lower code first) with a narrowphase routine: analytic in
+# kernels/collision_primitive.py, or GJK + EPA in kernels/collision_convex.py.
 SUPPORTED_PAIRS = frozenset({
     ("plane", "sphere"), ("plane", "capsule"), ("plane", "cylinder"), ("plane", "box"),
     ("plane", "ellipsoid"), ("sphere", "sphere"), ("sphere", "capsule"), ("sphere", "cylinder"),
-    ("sphere", "box"), ("capsule", "capsule"), ("capsule", "box"), ("box", "box")})
+    ("sphere", "box"), ("capsule", "capsule"), ("capsule", "box"), ("box", "box"),
+    # GJK + EPA (kernels/collision_convex.py)
+    ("sphere", "ellipsoid"), ("capsule", "cylinder"), ("capsule", "ellipsoid"),
+    ("cylinder", "cylinder"), ("cylinder", "box"), ("cylinder", "ellipsoid"), ("box", "ellipsoid"),
+    ("ellipsoid", "ellipsoid")})
+NO_COLLISION_TYPES = ("mesh", "hfield")
 # Most raw points one routine emits (box–box clipping and box–plane: 8).
 MAX_RAW_POINTS = 8
 
@@ -165,7 +171,13 @@ class CollisionPipeline:
         gw = self.geom_weld
         self.geom_weld_parent = np.where(gw >= 0, wparent[np.maximum(gw, 0)], -1)
         self.geom_type = np.array([T[g.type] for g in self.geoms], dtype=np.int32)
-        self.geom_collide = np.array([g.role != "visual" for g in self.geoms], dtype=np.int32)
+        self.geom_collide = np.array([g.role != "visual" and g.type not in NO_COLLISION_TYPES
+                                      for g in self.geoms], dtype=np.int32)
+        skipped = [g.name for g in self.geoms if g.role != "visual" and g.type in NO_COLLISION_TYPES]
+        if skipped:
+            warnings.warn(f"collision: mesh and heightfield geoms have no collision routine yet; "
+                          f"{skipped[:8]}{' ...' if len(skipped) > 8 else ''} do not collide",
+                          PolyphysWarning, stacklevel=2)
         ct = np.array([int(g.contype) for g in self.geoms], dtype=np.int64)
         ca = np.array([int(g.conaffinity) for g in self.geoms], dtype=np.int64)
         lm = np.array([bool(local_masks[e]) for e in self.geom_entity], dtype=bool)

@@ -172,3 +172,30 @@ def capsule_box_sat(p1, R1, s1, p2, R2, hb):
         if s > best[0]:
             best = (s, L if d @ L >= 0 else -L)
     return best[0] - s1[0], best[1]
+
+
+# -- support functions (numpy) for the iterative pairs --------------------------------------------
+def support_h(t, s, p, R, n):
+    """Support function h(n) = max over the shape of n·x, for unit n (rows of n allowed)."""
+    n = np.atleast_2d(n)
+    dl = n @ R
+    s = np.asarray(s, float)
+    if t == "sphere":
+        e = s[0] * np.ones(len(n))
+    elif t == "capsule":
+        e = s[0] + s[1] * np.abs(dl[:, 2])
+    elif t == "cylinder":
+        e = s[0] * np.hypot(dl[:, 0], dl[:, 1]) + s[1] * np.abs(dl[:, 2])
+    elif t == "box":
+        e = np.abs(dl) @ s[:3]
+    else:
+        e = np.linalg.norm(dl * s[:3], axis=1)
+    return n @ p + e
+
+
+def separation(t1, s1, p1, R1, t2, s2, p2, R2, n):
+    """Separation of the shapes along unit n (from 1 to 2); the signed distance is its maximum
+    over n (negative: penetration depth)."""
+    n = np.atleast_2d(n)
+    n = n / np.linalg.norm(n, axis=1, keepdims=True)
+    return -support_h(t1, s1, p1, R1, n) - support_h(t2, s2, p2, R2, -n)

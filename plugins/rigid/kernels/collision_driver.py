@@ -11,6 +11,7 @@ from typing import Any
 
 import warp as wp
 
+from .collision_convex import convex_pair
 from .collision_primitive import (_any_perp, _empty, box_box, capsule_box, capsule_capsule, plane_box,
                                   plane_capsule, plane_cylinder, plane_ellipsoid, plane_sphere,
                                   sphere_box, sphere_capsule, sphere_cylinder, sphere_sphere)
@@ -307,6 +308,9 @@ def _collide(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: 
     elif t1 == BOX:
         if t2 == BOX:
             cnt, n, pts, d = box_box(p1, R1, s1, p2, R2, s2, margin)
+    analytic = t1 == PLANE or (t1 == SPHERE and t2 <= BOX) or (t1 == CAPSULE and (t2 == CAPSULE or t2 == BOX)) or (t1 == BOX and t2 == BOX)
+    if not analytic and t1 >= SPHERE and t2 <= ELLIPSOID:
+        cnt, n, pts, d = convex_pair(t1, p1, R1, s1, t2, p2, R2, s2, margin)
     return cnt, n, pts, d
 
 
