@@ -196,6 +196,50 @@ class ConstraintOptions:
                 raise OptionError(f"{f}={getattr(self, f)!r}; must be > 0")
 
 
+def options_from_rigid(rigid_options, precision, h):
+    """ConstraintOptions from RigidOptions (SPEC R2/R2a), read by field name so fields the rigid
+    options do not have yet fall back to their SPEC defaults: constraint_solver, friction_cone,
+    iterations, tolerance, ls_iterations, ls_tolerance, impratio, contact_resolution,
+    noslip_iterations, mujoco_compatible. h: the substep (2h timeconst floor).
+
+    Errors (SPEC R2): elliptic + noslip; contact_resolution="signorini" outside elliptic + Newton;
+    signorini itself and noslip are not in this module yet (OptionError naming the field)."""
+    g = lambda n, dflt=None: getattr(rigid_options, n, dflt)  # noqa: E731
+    compat = bool(g("mujoco_compatible", False))
+    solver = g("constraint_solver", "Newton")
+    cone = g("friction_cone", "pyramidal")
+    if cone not in CONES:
+        raise OptionError(f"friction_cone={cone!r}; allowed: {sorted(CONES)}")
+    noslip = int(g("noslip_iterations", 0) or 0)
+    if noslip > 0 and cone == "elliptic":
+        raise OptionError(f"noslip_iterations={noslip} with friction_cone='elliptic': noslip needs the "
+                          "pyramidal cone (SPEC R2)")
+    res = g("contact_resolution", None)
+    if res not in (None, "convex", "signorini"):
+        raise OptionError(f"contact_resolution={res!r}; allowed: 'convex', 'signorini' or None (automatic)")
+    if res == "signorini" and not (cone == "elliptic" and solver == "Newton"):
+        raise OptionError(f"contact_resolution='signorini' needs friction_cone='elliptic' and "
+                          f"constraint_solver='Newton' (got {cone!r}, {solver!r})")
+    auto_signorini = res is None and cone == "elliptic" and solver == "Newton" and not compat
+    if res == "signorini" or auto_signorini:
+        raise OptionError("contact_resolution='signorini' (the default for elliptic + Newton outside "
+                          "MuJoCo-compatible mode) is not implemented in this version; pass "
+                          "contact_resolution='convex'")
+    if noslip > 0:
+        raise OptionError(f"noslip_iterations={noslip}: the noslip pass is not implemented in this version; use 0")
+    impratio = g("impratio", None)
+    if impratio is None:
+        impratio = 1.0 if compat else default_impratio(cone)
+    tol = g("tolerance", None)
+    if tol is None:
+        tol = default_tolerance(precision, compat)
+    iters = g("iterations", None) or (100 if compat else 25)
+    ls_iters = g("ls_iterations", None) or 50
+    return ConstraintOptions(solver=solver, cone=cone, iterations=int(iters), tolerance=float(tol),
+                             ls_iterations=int(ls_iters), ls_tolerance=float(g("ls_tolerance", 0.01)),
+                             impratio=float(impratio), timeconst_floor=2.0 * h, warm_pick_lower=compat)
+
+
 class ConstraintStage:
     """Fixed-size per-env constraint buffers and the two launches (build rows, solve).
 
@@ -373,4 +417,4 @@ from polyphys.plugins.rigid.kernels import constraint_solve as _K  # noqa: E402
 
 __all__ = ["ConstraintOptions", "ConstraintStage", "impedance", "ref_coefficients", "reference_acceleration",
            "regularization", "contact_regularization", "legalize_sol_params", "floor_timeconst", "mix_friction",
-           "mix_sol_params", "mix_mujoco", "default_tolerance", "default_impratio"]
+           "mix_sol_params", "mix_mujoco", "default_tolerance", "default_impratio", "options_from_rigid"]

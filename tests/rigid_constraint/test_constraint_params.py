@@ -132,3 +132,24 @@ def test_option_errors():
     assert C.default_tolerance("32") == 1e-6 and C.default_tolerance("64") == 1e-9
     assert C.default_tolerance("64", mujoco_compatible=True) == 1e-8
     assert C.default_impratio("elliptic") == 100 and C.default_impratio("pyramidal") == 1
+
+
+def test_options_from_rigid_rules():
+    from types import SimpleNamespace as NS
+    o = C.options_from_rigid(NS(), "64", 0.002)
+    assert (o.solver, o.cone, o.impratio, o.tolerance, o.iterations) == ("Newton", "pyramidal", 1.0, 1e-9, 25)
+    assert o.timeconst_floor == pytest.approx(0.004) and not o.warm_pick_lower
+    o = C.options_from_rigid(NS(friction_cone="elliptic", constraint_solver="CG"), "32", 0.001)
+    assert (o.impratio, o.tolerance) == (100.0, 1e-6)
+    o = C.options_from_rigid(NS(friction_cone="elliptic", mujoco_compatible=True), "64", 0.002)
+    assert (o.impratio, o.tolerance, o.iterations, o.warm_pick_lower) == (1.0, 1e-8, 100, True)
+    with pytest.raises(OptionError, match="noslip_iterations=3 with friction_cone='elliptic'"):
+        C.options_from_rigid(NS(friction_cone="elliptic", noslip_iterations=3), "64", 0.002)
+    with pytest.raises(OptionError, match="needs friction_cone='elliptic' and constraint_solver='Newton'"):
+        C.options_from_rigid(NS(contact_resolution="signorini"), "64", 0.002)
+    with pytest.raises(OptionError, match="not implemented"):
+        C.options_from_rigid(NS(friction_cone="elliptic"), "64", 0.002)
+    o = C.options_from_rigid(NS(friction_cone="elliptic", contact_resolution="convex"), "64", 0.002)
+    assert o.impratio == 100.0
+    with pytest.raises(OptionError, match="contact_resolution='exact'"):
+        C.options_from_rigid(NS(contact_resolution="exact"), "64", 0.002)
