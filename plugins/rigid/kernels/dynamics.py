@@ -242,6 +242,114 @@ rne = wp.func_native(_RNE_SNIPPET.replace("{T}", "double"))(_rne_stub(wp.float64
 rne = wp.func_native(_RNE_SNIPPET.replace("{T}", "float"))(_rne_stub(wp.float32))
 
 
+# -- passive, actuator and control forces, velocity derivative D (step 5), native --------------
+# passive −damping·v − stiffness·(q − springref) (revolute/prismatic); actuators
+# gain·ctrl + b0 + b1·len + b2·vel (len = gear·q, ctrl and force clamped); PD/velocity/force control
+# clamped to the dof force range; D = damping, minus gear²(gain₂·ctrl + bias₂) of an actuator off its
+# force limits (MuJoCo's mjd_actuator_vel), plus kv of PD/velocity control off its limits (not Euler)
+_FRC_SNIPPET = """
+    typedef {T} T;
+    typedef wp::vec_t<3, T> V;
+    const size_t e = (size_t)env;
+#define PP_ROW(a) ((decltype(a.data))((char*)a.data + e * a.strides[0]))
+    const int* dj = dof_joint.data;
+    const int* jtype = joint_type.data;
+    const int* jqs = joint_q_start.data;
+    const T* jref = joint_ref.data;
+    const T* jsref = joint_springref.data;
+    const T* damp = PP_ROW(dof_damping);
+    const T* stiff = PP_ROW(dof_stiffness);
+    const T* kp_ = PP_ROW(dof_kp);
+    const T* kv_ = PP_ROW(dof_kv);
+    const T* flo = PP_ROW(dof_force_lo);
+    const T* fhi = PP_ROW(dof_force_hi);
+    const T* ctrl = PP_ROW(ctrl_in);
+    const int* mode = PP_ROW(dof_mode_in);
+    const T* tpos = PP_ROW(dof_target_pos_in);
+    const T* tvel = PP_ROW(dof_target_vel_in);
+    const T* tfrc = PP_ROW(dof_target_force_in);
+    const T* applied = PP_ROW(qfrc_applied_in);
+    const T* qp = PP_ROW(qpos);
+    const T* qv = PP_ROW(qvel);
+    const T* bias = PP_ROW(qfrc_bias);
+    const T* ext = PP_ROW(qfrc_ext);
+    T* passive = PP_ROW(qfrc_passive);
+    T* actf = PP_ROW(qfrc_actuator);
+    T* control = PP_ROW(qfrc_control);
+    T* smooth = PP_ROW(qfrc_smooth);
+    T* dv = PP_ROW(dof_dv);
+    T* aforce = PP_ROW(act_force);
+#undef PP_ROW
+    const bool implicit = integrator != 0;
+    for (int i = 0; i < n; ++i) {
+        const int jn = dj[i];
+        const int jt = jtype[jn];
+        T frc = -damp[i] * qv[i];
+        if (jt == 1 || jt == 2) frc = frc - stiff[i] * (qp[jqs[jn]] - jsref[jn]);
+        passive[i] = frc;
+        actf[i] = T(0);
+        dv[i] = damp[i];
+    }
+    for (int a = 0; a < na; ++a) {
+        const int i = act_dof.data[a];
+        const T g = act_gear.data[a];
+        const T u = wp::clamp(ctrl[a], act_ctrl_lo.data[a], act_ctrl_hi.data[a]);
+        const T len = g * qp[act_qadr.data[a]];
+        const T vel = g * qv[i];
+        const V gp = act_gain.data[a];
+        const V bp = act_bias.data[a];
+        const T gain = gp.c[0] + gp.c[1] * len + gp.c[2] * vel;
+        T frc = gain * u + bp.c[0] + bp.c[1] * len + bp.c[2] * vel;
+        const T lo = act_force_lo.data[a];
+        const T hi = act_force_hi.data[a];
+        frc = wp::clamp(frc, lo, hi);
+        aforce[a] = frc;
+        actf[i] = actf[i] + g * frc;
+        if (implicit && frc > lo && frc < hi) dv[i] = dv[i] - g * g * (gp.c[2] * u + bp.c[2]);
+    }
+    for (int i = 0; i < n; ++i) {
+        const int jn = dj[i];
+        const int md = mode[i];
+        T tau = tfrc[i];
+        const T kv = kv_[i];
+        if (md == 1) {
+            const T qrel = qp[jqs[jn]] - jref[jn];
+            tau = kp_[i] * (tpos[i] - qrel) - kv * qv[i];
+        } else if (md == 2) {
+            tau = kv * (tvel[i] - qv[i]);
+        }
+        tau = wp::clamp(tau, flo[i], fhi[i]);
+        if (md != 0 && implicit && tau > flo[i] && tau < fhi[i]) dv[i] = dv[i] + kv;
+        control[i] = tau;
+        smooth[i] = passive[i] + actf[i] + tau + applied[i] + ext[i] - bias[i];
+    }
+"""
+
+
+def _frc_stub(s):
+    A1 = wp.array(dtype=s)
+    A2 = wp.array2d(dtype=s)
+    V1 = wp.array(dtype=wp.types.vector(3, s))
+    I1 = wp.array(dtype=wp.int32)
+    I2 = wp.array2d(dtype=wp.int32)
+
+    def dof_forces(env: wp.int32, n: wp.int32, na: wp.int32, integrator: wp.int32, dof_joint: I1,
+                   joint_type: I1, joint_q_start: I1, joint_ref: A1, joint_springref: A1, act_dof: I1,
+                   act_qadr: I1, act_gear: A1, act_gain: V1, act_bias: V1, act_ctrl_lo: A1, act_ctrl_hi: A1,
+                   act_force_lo: A1, act_force_hi: A1, dof_damping: A2, dof_stiffness: A2, dof_kp: A2,
+                   dof_kv: A2, dof_force_lo: A2, dof_force_hi: A2, ctrl_in: A2, dof_mode_in: I2,
+                   dof_target_pos_in: A2, dof_target_vel_in: A2, dof_target_force_in: A2,
+                   qfrc_applied_in: A2, qpos: A2, qvel: A2, qfrc_bias: A2, qfrc_ext: A2, qfrc_passive: A2,
+                   qfrc_actuator: A2, qfrc_control: A2, qfrc_smooth: A2, dof_dv: A2, act_force: A2):
+        ...
+
+    return dof_forces
+
+
+dof_forces = wp.func_native(_FRC_SNIPPET.replace("{T}", "double"))(_frc_stub(wp.float64))
+dof_forces = wp.func_native(_FRC_SNIPPET.replace("{T}", "float"))(_frc_stub(wp.float32))
+
+
 # -- CRBA rows and generalized bias/external forces (step 3), native like ldl_solve ------------
 # for dof i on link l: f = I_crb(l)·cdof_i (torque ft, force ff), M[i, j] = cdof_j·f for j = i and
 # its dof ancestors (the row's columns m_col), armature on the diagonal; bias_i = cdof_i·cfrc(l),
@@ -546,51 +654,14 @@ def rigid_dynamics(
     crba(env, n_dofs, dof_link, dof_madr, dof_depth, m_col, dof_armature, cdof_w, cdof_v, cfrc_t, cfrc_f,
          cext_t, cext_f, crb_m, crb_mc, crb_i, qfrc_bias_out, qfrc_ext_out, mass_out)
 
-    # -- 5. passive, actuator and control forces; velocity derivative D ------------------------
-    for i in range(n_dofs):
-        jn = dof_joint[i]
-        jt = joint_type[jn]
-        vel = qvel[env, i]
-        frc = -dof_damping[env, i] * vel
-        if jt == JOINT_REVOLUTE or jt == JOINT_PRISMATIC:
-            frc = frc - dof_stiffness[env, i] * (qpos[env, joint_q_start[jn]] - joint_springref[jn])
-        qfrc_passive_out[env, i] = frc
-        qfrc_actuator_out[env, i] = s0
-        dof_dv_out[env, i] = dof_damping[env, i]
-    for a in range(n_act):
-        i = act_dof[a]
-        g = act_gear[a]
-        u = wp.clamp(ctrl_in[env, a], act_ctrl_lo[a], act_ctrl_hi[a])
-        length = g * qpos[env, act_qadr[a]]
-        vel = g * qvel[env, i]
-        gp = act_gain[a]
-        bp = act_bias[a]
-        gain = gp[0] + gp[1] * length + gp[2] * vel
-        frc = gain * u + bp[0] + bp[1] * length + bp[2] * vel
-        frc = wp.clamp(frc, act_force_lo[a], act_force_hi[a])
-        act_force_out[env, a] = frc
-        qfrc_actuator_out[env, i] = qfrc_actuator_out[env, i] + g * frc
-        # MuJoCo's mjd_actuator_vel: no velocity derivative while the force sits at its limit
-        if integrator != INTEGRATOR_EULER and frc > act_force_lo[a] and frc < act_force_hi[a]:
-            dof_dv_out[env, i] = dof_dv_out[env, i] - g * g * (gp[2] * u + bp[2])
-    for i in range(n_dofs):
-        jn = dof_joint[i]
-        md = dof_mode_in[env, i]
-        tau = dof_target_force_in[env, i]
-        kv = dof_kv[env, i]
-        if md == CTRL_POSITION:
-            qrel = qpos[env, joint_q_start[jn]] - joint_ref[jn]
-            tau = dof_kp[env, i] * (dof_target_pos_in[env, i] - qrel) - kv * qvel[env, i]
-        elif md == CTRL_VELOCITY:
-            tau = kv * (dof_target_vel_in[env, i] - qvel[env, i])
-        tau = wp.clamp(tau, dof_force_lo[env, i], dof_force_hi[env, i])
-        if (md != CTRL_FORCE and integrator != INTEGRATOR_EULER and tau > dof_force_lo[env, i]
-                and tau < dof_force_hi[env, i]):
-            dof_dv_out[env, i] = dof_dv_out[env, i] + kv
-        qfrc_control_out[env, i] = tau
-        qfrc_smooth_out[env, i] = (qfrc_passive_out[env, i] + qfrc_actuator_out[env, i] + tau
-                                   + qfrc_applied_in[env, i] + qfrc_ext_out[env, i]
-                                   - qfrc_bias_out[env, i])
+    # -- 5. passive, actuator and control forces; velocity derivative D (native, see dof_forces) -
+    dof_forces(env, n_dofs, n_act, integrator, dof_joint, joint_type, joint_q_start, joint_ref,
+               joint_springref, act_dof, act_qadr, act_gear, act_gain, act_bias, act_ctrl_lo, act_ctrl_hi,
+               act_force_lo, act_force_hi, dof_damping, dof_stiffness, dof_kp, dof_kv, dof_force_lo,
+               dof_force_hi, ctrl_in, dof_mode_in, dof_target_pos_in, dof_target_vel_in,
+               dof_target_force_in, qfrc_applied_in, qpos, qvel, qfrc_bias_out, qfrc_ext_out,
+               qfrc_passive_out, qfrc_actuator_out, qfrc_control_out, qfrc_smooth_out, dof_dv_out,
+               act_force_out)
 
     # -- 6. (M + h·D) = Lᵀ·diag·L along the tree (MuJoCo mj_factorI), solve for qacc ----------
     hd = h
