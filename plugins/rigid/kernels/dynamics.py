@@ -137,6 +137,217 @@ ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "double"))(_ldl_solve_stu
 ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "float"))(_ldl_solve_stub(wp.float32))
 
 
+# -- kinematics, spatial inertia, motion subspaces and velocities (steps 1-2), native ----------
+# 1. link frames: joints of a link in order (free: q is the pose; revolute rotates about its anchor
+#    by q − ref; prismatic translates by q − ref; spherical rotates about its anchor), quaternions
+#    normalised; CoM and world inertia;
+# 2. about the tree's reference point ref (the root link's origin): inertia (m, m·c, I_ref), motion
+#    subspaces cdof (MuJoCo mj_comPos: ball/free rotations along the final frame's axes, free
+#    translations the world axes), velocities cvel and cdof_dot = cvel × cdof (mj_comVel: free-joint
+#    translations first, with zero cdof_dot), link velocities at the origin and CoM
+_KIN_SNIPPET = """
+    typedef {T} T;
+    typedef wp::vec_t<3, T> V;
+    typedef wp::quat_t<T> Q;
+    typedef wp::mat_t<3, 3, T> M3;
+    const size_t e = (size_t)env;
+#define PP_ROW(a) ((decltype(a.data))((char*)a.data + e * a.strides[0]))
+    const int* par = link_parent.data;
+    const int* root = link_root.data;
+    const V* pos0 = link_pos0.data;
+    const Q* quat0 = link_quat0.data;
+    const int* jadr = link_joint_adr.data;
+    const int* jtype = joint_type.data;
+    const int* jqs = joint_q_start.data;
+    const int* jds = joint_dof_start.data;
+    const V* jpos = joint_pos.data;
+    const V* jaxis = joint_axis.data;
+    const T* jref = joint_ref.data;
+    const V* rpos = PP_ROW(root_pos);
+    const Q* rquat = PP_ROW(root_quat);
+    const T* lmass = PP_ROW(link_mass);
+    const V* lcom = PP_ROW(link_com);
+    const M3* linert = PP_ROW(link_inertia);
+    const T* qp = PP_ROW(qpos);
+    const T* qv = PP_ROW(qvel);
+    V* lp = PP_ROW(link_pos);
+    Q* lq = PP_ROW(link_quat);
+    V* lvel = PP_ROW(link_vel);
+    V* lang = PP_ROW(link_ang);
+    V* xi = PP_ROW(link_xipos);
+    V* lcv = PP_ROW(link_com_vel);
+    V* anc = PP_ROW(joint_anchor);
+    V* xax = PP_ROW(joint_xaxis);
+    T* im = PP_ROW(cinert_m);
+    V* imc = PP_ROW(cinert_mc);
+    M3* ii = PP_ROW(cinert_i);
+    V* vw = PP_ROW(cvel_w);
+    V* vv = PP_ROW(cvel_v);
+    V* cw = PP_ROW(cdof_w);
+    V* cv = PP_ROW(cdof_v);
+    V* cdw = PP_ROW(cdofdot_w);
+    V* cdv = PP_ROW(cdofdot_v);
+#undef PP_ROW
+    const V zero(T(0));
+    for (int l = 0; l < nl; ++l) {
+        const int p = par[l];
+        V xpos;
+        Q xquat;
+        if (p < 0) {
+            xpos = rpos[l];
+            xquat = rquat[l];
+        } else {
+            const Q pq = lq[p];
+            xpos = wp::add(lp[p], wp::quat_rotate(pq, pos0[l]));
+            xquat = wp::mul(pq, quat0[l]);
+        }
+        const int j0 = jadr[l];
+        const int j1 = jadr[l + 1];
+        for (int j = j0; j < j1; ++j) {
+            const int jt = jtype[j];
+            const int qs = jqs[j];
+            if (jt == 4) {
+                xpos = V(qp[qs], qp[qs + 1], qp[qs + 2]);
+                xquat = wp::normalize(Q(qp[qs + 4], qp[qs + 5], qp[qs + 6], qp[qs + 3]));
+                anc[j] = xpos;
+            } else if (jt == 1) {
+                const V anchor = wp::add(xpos, wp::quat_rotate(xquat, jpos[j]));
+                xax[j] = wp::quat_rotate(xquat, jaxis[j]);
+                const Q rot = wp::quat_from_axis_angle(jaxis[j], qp[qs] - jref[j]);
+                xquat = wp::normalize(wp::mul(xquat, rot));
+                xpos = wp::sub(anchor, wp::quat_rotate(xquat, jpos[j]));
+                anc[j] = anchor;
+            } else if (jt == 2) {
+                const V axis = wp::quat_rotate(xquat, jaxis[j]);
+                xax[j] = axis;
+                xpos = wp::add(xpos, wp::mul(axis, qp[qs] - jref[j]));
+                anc[j] = wp::add(xpos, wp::quat_rotate(xquat, jpos[j]));
+            } else if (jt == 3) {
+                const V anchor = wp::add(xpos, wp::quat_rotate(xquat, jpos[j]));
+                const Q qb = wp::normalize(Q(qp[qs + 1], qp[qs + 2], qp[qs + 3], qp[qs]));
+                xquat = wp::normalize(wp::mul(xquat, qb));
+                xpos = wp::sub(anchor, wp::quat_rotate(xquat, jpos[j]));
+                anc[j] = anchor;
+            }
+        }
+        lp[l] = xpos;
+        lq[l] = xquat;
+        const V ref = lp[root[l]];
+        const M3 R = wp::quat_to_matrix(xquat);
+        const V xipos = wp::add(xpos, wp::mul(R, lcom[l]));
+        xi[l] = xipos;
+        const T m = lmass[l];
+        const V c = wp::sub(xipos, ref);
+        const M3 sk = wp::skew(c);
+        im[l] = m;
+        imc[l] = wp::mul(m, c);
+        ii[l] = wp::sub(wp::mul(wp::mul(R, linert[l]), wp::transpose(R)), wp::mul(m, wp::mul(sk, sk)));
+        // motion subspaces about ref
+        for (int j = j0; j < j1; ++j) {
+            const int jt = jtype[j];
+            const int ds = jds[j];
+            const V anchor = anc[j];
+            if (jt == 1) {
+                const V a = xax[j];
+                cw[ds] = a;
+                cv[ds] = wp::cross(a, wp::sub(ref, anchor));
+            } else if (jt == 2) {
+                cw[ds] = zero;
+                cv[ds] = xax[j];
+            } else if (jt == 3 || jt == 4) {
+                int r0 = ds;
+                if (jt == 4) {
+                    for (int k = 0; k < 3; ++k) {
+                        V ek = zero;
+                        ek.c[k] = T(1);
+                        cw[ds + k] = zero;
+                        cv[ds + k] = ek;
+                    }
+                    r0 = ds + 3;
+                }
+                for (int k = 0; k < 3; ++k) {
+                    const V a(R.data[0][k], R.data[1][k], R.data[2][k]);
+                    cw[r0 + k] = a;
+                    cv[r0 + k] = wp::cross(a, wp::sub(ref, anchor));
+                }
+            }
+        }
+        // velocities
+        V w = zero;
+        V v = zero;
+        if (p >= 0) {
+            w = vw[p];
+            v = vv[p];
+        }
+        for (int j = j0; j < j1; ++j) {
+            const int jt = jtype[j];
+            const int ds = jds[j];
+            int nrot = 0;
+            int r0 = ds;
+            if (jt == 4) {
+                for (int k = 0; k < 3; ++k) {
+                    cdw[ds + k] = zero;
+                    cdv[ds + k] = zero;
+                    v = wp::add(v, wp::mul(cv[ds + k], qv[ds + k]));
+                }
+                nrot = 3;
+                r0 = ds + 3;
+            } else if (jt == 3) {
+                nrot = 3;
+            } else if (jt == 1 || jt == 2) {
+                nrot = 1;
+            }
+            V dw = zero;
+            V dv = zero;
+            for (int k = 0; k < nrot; ++k) {
+                const int d = r0 + k;
+                const V aw = cw[d];
+                const V av = cv[d];
+                cdw[d] = wp::cross(w, aw);
+                cdv[d] = wp::add(wp::cross(w, av), wp::cross(v, aw));
+                dw = wp::add(dw, wp::mul(aw, qv[d]));
+                dv = wp::add(dv, wp::mul(av, qv[d]));
+            }
+            w = wp::add(w, dw);
+            v = wp::add(v, dv);
+        }
+        vw[l] = w;
+        vv[l] = v;
+        lang[l] = w;
+        lvel[l] = wp::add(v, wp::cross(w, wp::sub(xpos, ref)));
+        lcv[l] = wp::add(v, wp::cross(w, wp::sub(xipos, ref)));
+    }
+"""
+
+
+def _kin_stub(s):
+    A1 = wp.array(dtype=s)
+    A2 = wp.array2d(dtype=s)
+    V = wp.types.vector(3, s)
+    Q = wp.types.quaternion(s)
+    V1 = wp.array(dtype=V)
+    V2 = wp.array2d(dtype=V)
+    Q1 = wp.array(dtype=Q)
+    Q2 = wp.array2d(dtype=Q)
+    M2 = wp.array2d(dtype=wp.types.matrix((3, 3), s))
+    I1 = wp.array(dtype=wp.int32)
+
+    def kinematics(env: wp.int32, nl: wp.int32, link_parent: I1, link_root: I1, link_pos0: V1, link_quat0: Q1,
+                   link_joint_adr: I1, joint_type: I1, joint_q_start: I1, joint_dof_start: I1, joint_pos: V1,
+                   joint_axis: V1, joint_ref: A1, root_pos: V2, root_quat: Q2, link_mass: A2, link_com: V2,
+                   link_inertia: M2, qpos: A2, qvel: A2, link_pos: V2, link_quat: Q2, link_vel: V2,
+                   link_ang: V2, link_xipos: V2, link_com_vel: V2, joint_anchor: V2, joint_xaxis: V2,
+                   cinert_m: A2, cinert_mc: V2, cinert_i: M2, cvel_w: V2, cvel_v: V2, cdof_w: V2, cdof_v: V2,
+                   cdofdot_w: V2, cdofdot_v: V2):
+        ...
+
+    return kinematics
+
+
+kinematics = wp.func_native(_KIN_SNIPPET.replace("{T}", "double"))(_kin_stub(wp.float64))
+kinematics = wp.func_native(_KIN_SNIPPET.replace("{T}", "float"))(_kin_stub(wp.float32))
+
+
 # -- RNE (step 4), native like ldl_solve ------------------------------------------------------
 # forward pass: cacc(l) = cacc(parent) + Σ cdof_dot·qvel, cacc(root) = −g (held in cext meanwhile);
 # cfrc = I·cacc + v ×* (I·v) with the link inertia I = (m, m·c, I_ref) and v = cvel; the external
@@ -525,121 +736,12 @@ def rigid_dynamics(
     s1 = type(h)(1.0)
     zero = gravity * s0
 
-    # -- 1-2. kinematics, spatial inertia, motion subspaces, velocities -------------------------
-    for l in range(n_links):
-        p = link_parent[l]
-        if p < 0:
-            xpos = root_pos[env, l]
-            xquat = root_quat[env, l]
-        else:
-            pquat = link_quat_out[env, p]
-            xpos = link_pos_out[env, p] + wp.quat_rotate(pquat, link_pos0[l])
-            xquat = pquat * link_quat0[l]
-        for j in range(link_joint_adr[l], link_joint_adr[l + 1]):
-            jt = joint_type[j]
-            qs = joint_q_start[j]
-            if jt == JOINT_FREE:
-                xpos = type(zero)(qpos[env, qs], qpos[env, qs + 1], qpos[env, qs + 2])
-                xquat = wp.normalize(type(xquat)(qpos[env, qs + 4], qpos[env, qs + 5],
-                                                 qpos[env, qs + 6], qpos[env, qs + 3]))
-                joint_anchor_out[env, j] = xpos
-            elif jt == JOINT_REVOLUTE:
-                anchor = xpos + wp.quat_rotate(xquat, joint_pos[j])
-                joint_xaxis_out[env, j] = wp.quat_rotate(xquat, joint_axis[j])
-                rot = wp.quat_from_axis_angle(joint_axis[j], qpos[env, qs] - joint_ref[j])
-                xquat = wp.normalize(xquat * rot)
-                xpos = anchor - wp.quat_rotate(xquat, joint_pos[j])
-                joint_anchor_out[env, j] = anchor
-            elif jt == JOINT_PRISMATIC:
-                axis = wp.quat_rotate(xquat, joint_axis[j])
-                joint_xaxis_out[env, j] = axis
-                xpos = xpos + axis * (qpos[env, qs] - joint_ref[j])
-                joint_anchor_out[env, j] = xpos + wp.quat_rotate(xquat, joint_pos[j])
-            elif jt == JOINT_SPHERICAL:
-                anchor = xpos + wp.quat_rotate(xquat, joint_pos[j])
-                qb = wp.normalize(type(xquat)(qpos[env, qs + 1], qpos[env, qs + 2],
-                                              qpos[env, qs + 3], qpos[env, qs]))
-                xquat = wp.normalize(xquat * qb)
-                xpos = anchor - wp.quat_rotate(xquat, joint_pos[j])
-                joint_anchor_out[env, j] = anchor
-        link_pos_out[env, l] = xpos
-        link_quat_out[env, l] = xquat
-        ref = link_pos_out[env, link_root[l]]
-        rot_m = wp.quat_to_matrix(xquat)
-        xipos = xpos + rot_m * link_com[env, l]
-        link_xipos_out[env, l] = xipos
-        m = link_mass[env, l]
-        c = xipos - ref
-        sk = wp.skew(c)
-        cinert_m[env, l] = m
-        cinert_mc[env, l] = m * c
-        cinert_i[env, l] = rot_m * link_inertia[env, l] * wp.transpose(rot_m) - m * (sk * sk)
-
-        # motion subspaces about ref (MuJoCo mj_comPos); ball/free rotations use the final frame
-        for j in range(link_joint_adr[l], link_joint_adr[l + 1]):
-            jt = joint_type[j]
-            ds = joint_dof_start[j]
-            anchor = joint_anchor_out[env, j]
-            if jt == JOINT_REVOLUTE:
-                a = joint_xaxis_out[env, j]
-                cdof_w[env, ds] = a
-                cdof_v[env, ds] = wp.cross(a, ref - anchor)
-            elif jt == JOINT_PRISMATIC:
-                cdof_w[env, ds] = zero
-                cdof_v[env, ds] = joint_xaxis_out[env, j]
-            elif jt == JOINT_SPHERICAL or jt == JOINT_FREE:
-                r0 = ds
-                if jt == JOINT_FREE:
-                    for k in range(3):
-                        e = zero
-                        e[k] = s1
-                        cdof_w[env, ds + k] = zero
-                        cdof_v[env, ds + k] = e
-                    r0 = ds + 3
-                for k in range(3):
-                    a = wp.vector(rot_m[0, k], rot_m[1, k], rot_m[2, k])
-                    cdof_w[env, r0 + k] = a
-                    cdof_v[env, r0 + k] = wp.cross(a, ref - anchor)
-
-        # velocities (MuJoCo mj_comVel)
-        w = zero
-        v = zero
-        if p >= 0:
-            w = cvel_w[env, p]
-            v = cvel_v[env, p]
-        for j in range(link_joint_adr[l], link_joint_adr[l + 1]):
-            jt = joint_type[j]
-            ds = joint_dof_start[j]
-            nrot = 0
-            r0 = ds
-            if jt == JOINT_FREE:
-                for k in range(3):
-                    cdofdot_w[env, ds + k] = zero
-                    cdofdot_v[env, ds + k] = zero
-                    v = v + cdof_v[env, ds + k] * qvel[env, ds + k]
-                nrot = 3
-                r0 = ds + 3
-            elif jt == JOINT_SPHERICAL:
-                nrot = 3
-            elif jt == JOINT_REVOLUTE or jt == JOINT_PRISMATIC:
-                nrot = 1
-            dw = zero
-            dv = zero
-            for k in range(nrot):
-                d = r0 + k
-                aw = cdof_w[env, d]
-                av = cdof_v[env, d]
-                cdofdot_w[env, d] = wp.cross(w, aw)
-                cdofdot_v[env, d] = wp.cross(w, av) + wp.cross(v, aw)
-                dw = dw + aw * qvel[env, d]
-                dv = dv + av * qvel[env, d]
-            w = w + dw
-            v = v + dv
-        cvel_w[env, l] = w
-        cvel_v[env, l] = v
-        link_ang_out[env, l] = w
-        link_vel_out[env, l] = v + wp.cross(w, xpos - ref)
-        link_com_vel_out[env, l] = v + wp.cross(w, link_xipos_out[env, l] - ref)
+    # -- 1-2. kinematics, spatial inertia, motion subspaces, velocities (native, see kinematics)
+    kinematics(env, n_links, link_parent, link_root, link_pos0, link_quat0, link_joint_adr, joint_type,
+               joint_q_start, joint_dof_start, joint_pos, joint_axis, joint_ref, root_pos, root_quat,
+               link_mass, link_com, link_inertia, qpos, qvel, link_pos_out, link_quat_out, link_vel_out,
+               link_ang_out, link_xipos_out, link_com_vel_out, joint_anchor_out, joint_xaxis_out, cinert_m,
+               cinert_mc, cinert_i, cvel_w, cvel_v, cdof_w, cdof_v, cdofdot_w, cdofdot_v)
 
     if mode == MODE_KINEMATICS:
         return
