@@ -28,7 +28,7 @@ FRICTION_FLOOR_MUJOCO = 1e-5    # mjMINMU
 
 SOLVERS = {"CG": 0, "Newton": 1}
 CONES = {"pyramidal": 0, "elliptic": 1}
-EQ_TYPES = {"connect": 0, "joint": 2}
+EQ_TYPES = {"connect": 0, "weld": 1, "joint": 2}
 
 
 # ------------------------------------------------------------------ parameter functions (host)
@@ -170,6 +170,12 @@ def mix_mujoco(fa, fb, sol_a, sol_b, solmix_a=1.0, solmix_b=1.0, priority_a=0, p
 
 # ------------------------------------------------------------------ device stage
 
+def _pad_cols(a, n):
+    a = np.asarray(a, float)
+    a = a.reshape(len(a), -1) if a.size else np.zeros((len(a), n))
+    return np.pad(a, ((0, 0), (0, n - a.shape[1])))
+
+
 @dataclass
 class ConstraintOptions:
     """Solver settings (the RigidOptions fields of SPEC R2 they come from)."""
@@ -248,9 +254,10 @@ class ConstraintStage:
     (n_links, 2: translational, rotational; MuJoCo's body_invweight0), ``dof_invweight`` (nv),
     ``dof_frictionloss`` (n_envs, nv), ``dof_sol`` (nv, 7), limits (``lim_dof``, ``lim_qadr``,
     ``lim_range`` (nl, 2), ``lim_margin``, ``lim_sol`` (nl, 7)), equalities (``eq_type``
-    (connect 0 / joint 2), ``eq_obj`` (neq, 4): connect (link1, link2, -, -), joint (qadr1, qadr2 or
-    −1, dof1, dof2); ``eq_data`` (neq, 7): connect (anchor1, anchor2 in link frames), joint (ref1,
-    ref2, c0..c4); ``eq_sol`` (n_envs, neq, 7)).
+    (connect 0 / weld 1 / joint 2), ``eq_obj`` (neq, 4): connect/weld (link1, link2 (−1: world), -, -),
+    joint (qadr1, qadr2 or −1, dof1, dof2); ``eq_data`` (neq, ≤ 11): connect (anchor1, anchor2 in
+    link frames), weld (anchor on link2, anchor on link1, relpose quaternion w x y z, torquescale)
+    — MuJoCo's eq_data layout —, joint (ref1, ref2, c0..c4); ``eq_sol`` (n_envs, neq, 7)).
     """
 
     def __init__(self, n_envs, nv, n_links, max_contacts, max_rows, device="cpu", precision="64",
@@ -289,7 +296,7 @@ class ConstraintStage:
             lim_sol=arr(np.zeros((nl, 7)) if lim_sol is None else lim_sol, s, (nl, 7)),
             eq_type=arr(eq_type, wp.int32, (neq,)),
             eq_obj=arr(np.zeros((neq, 4)) if eq_obj is None else eq_obj, wp.int32, (neq, 4)),
-            eq_data=arr(np.zeros((neq, 7)) if eq_data is None else eq_data, s, (neq, 7)),
+            eq_data=arr(_pad_cols(np.zeros((neq, 11)) if eq_data is None else eq_data, 11), s, (neq, 11)),
             eq_sol=arr(np.zeros((E, neq, 7)) if eq_sol is None else eq_sol, s, (E, neq, 7)),
         )
         z = lambda *sh, dt=s: wp.zeros(sh, dtype=dt, device=device)  # noqa: E731
@@ -297,7 +304,7 @@ class ConstraintStage:
         # contact inputs (written by the collision stage / the solver)
         self.eq_active = wp.array(np.ones((E, neq), np.int32), dtype=wp.int32, device=device)
         # J̇·q̇ of each connect (world acceleration of p1 − p2 at qacc = 0); zero unless the caller fills it
-        self.eq_acc_bias = wp.zeros((E, max(neq, 1)), dtype=self.V, device=device)
+        self.eq_acc_bias = wp.zeros((E, max(neq, 1), 6), dtype=s, device=device)
         self.n_con = z(E, dt=wp.int32)
         self.con_pos = z(E, C, dt=self.V)
         self.con_frame = z(E, C, dt=self.Mt)

@@ -43,8 +43,13 @@ ARTICULATED = """
       <joint name="p0" type="hinge" axis="1 0 0"/>
       <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.4"/>
     </body>
+    <body name="wb" pos="0.3 0.6 0.6">
+      <freejoint name="wbj"/>
+      <geom type="box" size=".03 .03 .03" mass="0.2" contype="0" conaffinity="0"/>
+    </body>
   </worldbody>
   <equality>
+    <weld body1="wb" body2="pend" torquescale="2" solref="0.02 0.7"/>
     <connect body1="pend" body2="world" anchor="0 0 -0.3" solref="0.03 0.8"/>
     <joint joint1="j3" joint2="j1" polycoef="0.1 0.5 0.2 0 0"/>
   </equality>
@@ -68,9 +73,49 @@ def make(cone="pyramidal", impratio=1.0, condim=3, condim_ball=6, solref="0.02 1
     d.qpos[j("j1")] = np.deg2rad(-12)
     d.qpos[j("j2")] = 0.051
     d.qpos[j("p0")] = 0.05
+    w = j("wbj")
+    d.qpos[w:w + 3] += [0.01, -0.02, 0.015]
+    d.qpos[w + 3:w + 7] = [0.995, 0.05, -0.06, 0.03]
+    d.qpos[w + 3:w + 7] /= np.linalg.norm(d.qpos[w + 3:w + 7])
     d.qvel[:] = rng.normal(scale=0.3, size=m.nv)
     mujoco.mj_forward(m, d)
     return m, d
+
+
+def _qmul(a, b):
+    out = np.zeros(4)
+    mujoco.mju_mulQuat(out, np.asarray(a, float), np.asarray(b, float))
+    return out
+
+
+def weld_jdot_qvel(m, d, e):
+    """J̇·q̇ of a weld's 6 rows (MuJoCo 4 subtracts it from aref): translation from mj_jacDot at
+    the anchors; rotation from d/dt of 0.5·ts·vec(conj(q1)⊗(0,ω0−ω1)⊗q0⊗rel) at qacc = 0."""
+    nv = m.nv
+    b = [m.eq_obj1id[e], m.eq_obj2id[e]]
+    data = m.eq_data[e]
+    out = np.zeros(6)
+    w, al = [], []
+    for j, sg in ((0, 1.0), (1, -1.0)):
+        anchor = data[3 * (1 - j):3 * (1 - j) + 3]
+        pnt = d.xpos[b[j]] + d.xmat[b[j]].reshape(3, 3) @ anchor
+        jp, jr = np.zeros((3, nv)), np.zeros((3, nv))
+        mujoco.mj_jacDot(m, d, jp, jr, pnt, b[j])
+        out[:3] += sg * jp @ d.qvel
+        jpr = np.zeros((3, nv))
+        mujoco.mj_jac(m, d, None, jpr, pnt, b[j])
+        w.append(jpr @ d.qvel)
+        al.append(jr @ d.qvel)
+    ts = data[10]
+    q1c = d.xquat[b[1]] * [1, -1, -1, -1]
+    qq = _qmul(d.xquat[b[0]], data[6:10])
+    wr, ar = w[0] - w[1], al[0] - al[1]
+    pure = lambda v: np.r_[0.0, v]  # noqa: E731
+    t1 = -0.5 * _qmul(_qmul(_qmul(q1c, pure(w[1])), pure(wr)), qq)
+    t2 = _qmul(_qmul(q1c, pure(ar)), qq)
+    t3 = 0.5 * _qmul(_qmul(_qmul(q1c, pure(wr)), pure(w[0])), qq)
+    out[3:] = 0.5 * ts * (t1 + t2 + t3)[1:]
+    return out
 
 
 def link_dof_last(m):
@@ -90,18 +135,22 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt
     lims = [i for i in range(m.njnt) if m.jnt_limited[i] and m.jnt_type[i] in (2, 3)]
     eqs = list(range(m.neq))
     eq_obj = np.zeros((len(eqs), 4), np.int32)
-    eq_data = np.zeros((len(eqs), 7))
+    eq_data = np.zeros((len(eqs), 11))
     eq_type = []
     for k, e in enumerate(eqs):
         if m.eq_type[e] == mujoco.mjtEq.mjEQ_CONNECT:
             eq_type.append(0)
             eq_obj[k, :2] = [m.eq_obj1id[e], m.eq_obj2id[e]]
             eq_data[k, :6] = m.eq_data[e, :6]
+        elif m.eq_type[e] == mujoco.mjtEq.mjEQ_WELD:
+            eq_type.append(1)
+            eq_obj[k, :2] = [m.eq_obj1id[e], m.eq_obj2id[e]]
+            eq_data[k] = m.eq_data[e, :11]
         else:
             eq_type.append(2)
             j1, j2 = m.eq_obj1id[e], m.eq_obj2id[e]
             eq_obj[k] = [m.jnt_qposadr[j1], m.jnt_qposadr[j2], m.jnt_dofadr[j1], m.jnt_dofadr[j2]]
-            eq_data[k] = [m.qpos0[m.jnt_qposadr[j1]], m.qpos0[m.jnt_qposadr[j2]], *m.eq_data[e, :5]]
+            eq_data[k, :7] = [m.qpos0[m.jnt_qposadr[j1]], m.qpos0[m.jnt_qposadr[j2]], *m.eq_data[e, :5]]
     t = lambda x: np.ascontiguousarray(np.repeat(np.asarray(x)[None], n_envs, axis=0))  # noqa: E731
     sol = lambda ref, imp: np.concatenate([ref, imp], axis=-1)  # noqa: E731
     opts = ConstraintOptions(cone="elliptic" if m.opt.cone == 1 else "pyramidal", impratio=m.opt.impratio,
@@ -127,7 +176,7 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt
         st.con_dim.assign(t(c.dim.astype(np.int32)))
         st.con_friction.assign(t(c.friction))
         st.con_sol.assign(t(sol(c.solref, c.solimp)))
-    bias = np.zeros((1, max(m.neq, 1), 3))
+    bias = np.zeros((1, max(m.neq, 1), 6))
     for k, e in enumerate(eqs):
         if m.eq_type[e] == mujoco.mjtEq.mjEQ_CONNECT:
             for j, sg in ((0, 1.0), (1, -1.0)):
@@ -135,7 +184,10 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt
                 pnt = d.xpos[b] + d.xmat[b].reshape(3, 3) @ m.eq_data[e, 3 * j:3 * j + 3]
                 jp = np.zeros((3, nv))
                 mujoco.mj_jacDot(m, d, jp, None, pnt, b)
-                bias[0, k] += sg * jp @ d.qvel
+                bias[0, k, :3] += sg * jp @ d.qvel
+    for k, e in enumerate(eqs):
+        if m.eq_type[e] == mujoco.mjtEq.mjEQ_WELD:
+            bias[0, k] = weld_jdot_qvel(m, d, e)
     if with_bias:
         st.eq_acc_bias.assign(np.repeat(bias, E, axis=0))
     cdof = d.cdof

@@ -1,7 +1,8 @@
 """The constraint model against MuJoCo 4 at a frozen state (MuJoCo-compatible parameters, float64).
 
 Scene: free box (condim 3 or 6), free ball (condim 6), a 4-dof arm at two joint limits with DOF
-frictionloss, a pendulum held by a connect equality and a polynomial joint equality
+frictionloss, a pendulum held by a connect equality, a free cube welded to it (torquescale 2) and a
+polynomial joint equality
 (tests/rigid_constraint/mjscenes.py). MuJoCo solves with tolerance 1e-12 and 1000 iterations,
 so its efc_force is the unique minimizer of the regularized convex problem to ~1e-12 relative."""
 
@@ -19,7 +20,7 @@ def test_rows_match_mujoco(cone, impratio, condim):
     """J, pos, aref, R, D per row (convex contact_resolution, the given cone and impratio) equal
     MuJoCo's to 1e-10 (float64 rounding of the same formulas; J is built along the tree from cdof)."""
     m, d = S.make(cone=cone, impratio=impratio, condim=condim)
-    assert d.ncon >= 3 and m.neq == 2
+    assert d.ncon >= 3 and m.neq == 3
     st, tree = S.stage_for(m, d)
     st.efc_aref.fill_(np.nan)
     st.efc_R.fill_(np.nan)
@@ -35,7 +36,7 @@ def test_rows_match_mujoco(cone, impratio, condim):
     np.testing.assert_allclose(st.efc_pos.numpy()[0, :n], d.efc_pos[p], atol=1e-10)
     np.testing.assert_allclose(st.efc_R.numpy()[0, :n], d.efc_R[p], rtol=1e-10)
     np.testing.assert_allclose(st.efc_D.numpy()[0, :n], d.efc_D[p], rtol=1e-10)
-    # connect rows take MuJoCo 4's velocity-product term J̇·q̇ from eq_acc_bias (filled from mj_jacDot)
+    # connect and weld rows take MuJoCo 4's velocity-product term J̇·q̇ from eq_acc_bias (mjscenes)
     np.testing.assert_allclose(st.efc_aref.numpy()[0, :n], d.efc_aref[p], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(st.efc_imp.numpy()[0, :n], d.efc_KBIP[p, 2], rtol=1e-12)
 

@@ -38,6 +38,7 @@ CONTACT_PYRAMIDAL = wp.constant(4)
 CONTACT_ELLIPTIC = wp.constant(5)
 
 EQ_CONNECT = wp.constant(0)
+EQ_WELD = wp.constant(1)
 EQ_JOINT = wp.constant(2)
 
 SOLVER_CG = wp.constant(0)
@@ -218,7 +219,7 @@ def constraint_build(
     link_pos: wp.array2d(dtype=Any),
     link_quat: wp.array2d(dtype=Any),
     eq_active: wp.array2d(dtype=wp.int32),
-    eq_acc_bias: wp.array2d(dtype=Any),
+    eq_acc_bias: wp.array3d(dtype=Any),
     n_con: wp.array(dtype=wp.int32),
     con_pos: wp.array2d(dtype=Any),
     con_frame: wp.array2d(dtype=Any),
@@ -249,6 +250,7 @@ def constraint_build(
     env = wp.tid()
     zero = impratio * type(impratio)(0.0)
     one = zero + type(impratio)(1.0)
+    half = type(impratio)(0.5)
     row = int(0)
     over = int(0)
     for i in range(max_rows):
@@ -307,8 +309,71 @@ def constraint_build(
                 finish_row(efc_J, qvel, env, row + c, nv, err[c], zero, imp, k, b, diag, EQUALITY, e,
                            efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
                 # velocity-product term: aref − J̇·q̇ (the acceleration of p1 − p2 at qacc = 0)
-                efc_aref[env, row + c] = efc_aref[env, row + c] - eq_acc_bias[env, e][c]
+                efc_aref[env, row + c] = efc_aref[env, row + c] - eq_acc_bias[env, e, c]
             row = row + 3
+        elif eq_type[e] == EQ_WELD:
+            if row + 6 > max_rows:
+                over = 1
+                continue
+            wl0 = eq_obj[e, 0]
+            wl1 = eq_obj[e, 1]
+            wa0 = wp.vector(eq_data[e, 3], eq_data[e, 4], eq_data[e, 5])
+            wa1 = wp.vector(eq_data[e, 0], eq_data[e, 1], eq_data[e, 2])
+            qid = wp.quaternion(zero, zero, zero, one)
+            wp0 = wa0
+            wq0 = qid
+            if wl0 >= 0:
+                wq0 = link_quat[env, wl0]
+                wp0 = link_pos[env, wl0] + wp.quat_rotate(wq0, wa0)
+            wp1 = wa1
+            wq1 = qid
+            if wl1 >= 0:
+                wq1 = link_quat[env, wl1]
+                wp1 = link_pos[env, wl1] + wp.quat_rotate(wq1, wa1)
+            rel = wp.quaternion(eq_data[e, 7], eq_data[e, 8], eq_data[e, 9], eq_data[e, 6])
+            ts = eq_data[e, 10]
+            wqq = wq0 * rel
+            wq1n = wp.quat_inverse(wq1)
+            wq2 = wq1n * wqq
+            et = wp0 - wp1
+            er = wp.vector(wq2[0], wq2[1], wq2[2]) * ts
+            imp = impedance(dmin, dmax, width, mid, pw, wp.sqrt(wp.dot(et, et) + wp.dot(er, er)), zero)
+            dt = zero
+            dr2 = zero
+            if wl0 >= 0:
+                dt = dt + link_invweight[wl0, 0]
+                dr2 = dr2 + link_invweight[wl0, 1]
+            if wl1 >= 0:
+                dt = dt + link_invweight[wl1, 0]
+                dr2 = dr2 + link_invweight[wl1, 1]
+            for c in range(3):
+                ax = wp.vector(one, zero, zero)
+                if c == 1:
+                    ax = wp.vector(zero, one, zero)
+                elif c == 2:
+                    ax = wp.vector(zero, zero, one)
+                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, wl0, wp0, ax, 0, one, efc_J, row + c)
+                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, wl1, wp1, ax, 0, -one, efc_J, row + c)
+                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, wl0, wp0, ax, 1, one, efc_J, row + 3 + c)
+                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, wl1, wp1, ax, 1, -one, efc_J, row + 3 + c)
+            # rotational rows: 0.5·ts·vec(conj(wq1) ⊗ (0, ω-column) ⊗ wq0 ⊗ relpose) per dof column
+            for j in range(nv):
+                axq = wp.quaternion(efc_J[env, row + 3, j], efc_J[env, row + 4, j], efc_J[env, row + 5, j], zero)
+                wq3 = (wq1n * axq) * wqq
+                for c in range(3):
+                    efc_J[env, row + 3 + c, j] = half * ts * wq3[c]
+            for c in range(6):
+                ec = zero
+                dg = dt
+                if c < 3:
+                    ec = et[c]
+                else:
+                    ec = er[c - 3]
+                    dg = dr2
+                finish_row(efc_J, qvel, env, row + c, nv, ec, zero, imp, k, b, dg, EQUALITY, e,
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                efc_aref[env, row + c] = efc_aref[env, row + c] - eq_acc_bias[env, e, c]
+            row = row + 6
         elif eq_type[e] == EQ_JOINT:
             if row + 1 > max_rows:
                 over = 1
@@ -1061,7 +1126,7 @@ def _overloads():
             "dof_sol": a2, "lim_range": a2, "lim_margin": a1, "lim_sol": a2, "eq_data": a2, "eq_sol": a3,
             "qpos": a2, "qvel": a2, "cdof_w": wp.array2d(dtype=V), "cdof_v": wp.array2d(dtype=V),
             "dof_ref": wp.array2d(dtype=V), "link_pos": wp.array2d(dtype=V), "link_quat": wp.array2d(dtype=Q),
-            "eq_acc_bias": wp.array2d(dtype=V), "con_pos": wp.array2d(dtype=V), "con_frame": wp.array2d(dtype=Mt), "con_dist": a2, "con_margin": a2,
+            "eq_acc_bias": a3, "con_pos": wp.array2d(dtype=V), "con_frame": wp.array2d(dtype=Mt), "con_dist": a2, "con_margin": a2,
             "con_friction": a3, "con_sol": a3, "efc_J": a3, "efc_pos": a2, "efc_margin": a2, "efc_vel": a2,
             "efc_aref": a2, "efc_R": a2, "efc_D": a2, "efc_imp": a2, "efc_floss": a2, "efc_mu": a2,
         })
