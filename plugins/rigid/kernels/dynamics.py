@@ -65,17 +65,6 @@ def inert_mul_lin(m: Any, mc: Any, ii: Any, w: Any, v: Any):
     return m * v - wp.cross(mc, w)
 
 
-@wp.func
-def quat_mul_axis_angle(q: Any, w: Any, h: Any):
-    """q · exp(h·w/2), as MuJoCo's mju_quatIntegrate (q normalised first and after)."""
-    qn = wp.normalize(q)
-    nw = wp.length(w)
-    if nw > type(h)(0.0):
-        dq = wp.quat_from_axis_angle(w / nw, nw * h)
-        return wp.normalize(qn * dq)
-    return qn
-
-
 
 # -- LᵀDL factorisation and solve (step 6) as native C++ over raw row pointers ------------------
 # Warp's CPU array indexing recomputes `base + i·stride₀ + j·stride₁` with a negative-index fix-up
@@ -625,6 +614,112 @@ crba = wp.func_native(_CRBA_SNIPPET.replace("{T}", "double"))(_crba_stub(wp.floa
 crba = wp.func_native(_CRBA_SNIPPET.replace("{T}", "float"))(_crba_stub(wp.float32))
 
 
+# -- integration (step 7), native -----------------------------------------------------------
+# clears the one-substep coupling wrench (and, on the last substep, the one-step applied forces);
+# flags the free joints of the implicit midpoint branch this substep (eligible, and no damping,
+# armature or PD/velocity control on their dofs in this env) and integrates every other dof:
+# v' = v + h·a; q' = q + h·v' (revolute, prismatic, free translation); quaternions right-multiplied by
+# exp(h·ω/2) as MuJoCo's mju_quatIntegrate (normalised before and after)
+_INT_SNIPPET = """
+    typedef {T} T;
+    typedef wp::vec_t<3, T> V;
+    typedef wp::quat_t<T> Q;
+    const size_t e = (size_t)env;
+#define PP_ROW(a) ((decltype(a.data))((char*)a.data + e * a.strides[0]))
+    const int* jmid = joint_midpoint.data;
+    const int* jtype = joint_type.data;
+    const int* jqs = joint_q_start.data;
+    const int* jds = joint_dof_start.data;
+    const int* dj = dof_joint.data;
+    const T* damp = PP_ROW(dof_damping);
+    const T* arm = PP_ROW(dof_armature);
+    const int* mode = PP_ROW(dof_mode_in);
+    const T* qa = PP_ROW(qacc);
+    T* qp = PP_ROW(qpos);
+    T* qv = PP_ROW(qvel);
+    int* act = PP_ROW(joint_mid_active);
+    V* kf = PP_ROW(coupling_force);
+    V* kt = PP_ROW(coupling_torque);
+    V* xf = PP_ROW(xfrc_force);
+    V* xt = PP_ROW(xfrc_torque);
+    T* applied = PP_ROW(qfrc_applied);
+#undef PP_ROW
+    const V zero(T(0));
+    for (int l = 0; l < nl; ++l) {
+        kf[l] = zero;
+        kt[l] = zero;
+    }
+    if (clear_ext != 0) {
+        for (int l = 0; l < nl; ++l) {
+            xf[l] = zero;
+            xt[l] = zero;
+        }
+        for (int i = 0; i < n; ++i) applied[i] = T(0);
+    }
+    const int nj = (int)joint_type.shape[0];
+    for (int j = 0; j < nj; ++j) {
+        int use = 0;
+        if (jmid[j] != 0) {
+            use = 1;
+            for (int k = 0; k < 6; ++k) {
+                const int d = jds[j] + k;
+                if (damp[d] != T(0) || arm[d] != T(0) || mode[d] != 0) use = 0;
+            }
+        }
+        act[j] = use;
+    }
+    for (int i = 0; i < n; ++i)
+        if (act[dj[i]] == 0) qv[i] = qv[i] + h * qa[i];
+    for (int j = 0; j < nj; ++j) {
+        if (act[j] != 0) continue;
+        const int jt = jtype[j];
+        const int qs = jqs[j];
+        const int ds = jds[j];
+        if (jt == 1 || jt == 2) {
+            qp[qs] = qp[qs] + h * qv[ds];
+        } else if (jt == 3 || jt == 4) {
+            int qq = qs;
+            int wd = ds;
+            if (jt == 4) {
+                for (int k = 0; k < 3; ++k) qp[qs + k] = qp[qs + k] + h * qv[ds + k];
+                qq = qs + 3;
+                wd = ds + 3;
+            }
+            Q qr = wp::normalize(Q(qp[qq + 1], qp[qq + 2], qp[qq + 3], qp[qq]));
+            const V wv(qv[wd], qv[wd + 1], qv[wd + 2]);
+            const T nw = wp::length(wv);
+            if (nw > T(0)) {
+                const Q dq = wp::quat_from_axis_angle(wp::div(wv, nw), nw * h);
+                qr = wp::normalize(wp::mul(qr, dq));
+            }
+            qp[qq] = qr.w;
+            qp[qq + 1] = qr.x;
+            qp[qq + 2] = qr.y;
+            qp[qq + 3] = qr.z;
+        }
+    }
+"""
+
+
+def _int_stub(s):
+    A2 = wp.array2d(dtype=s)
+    V2 = wp.array2d(dtype=wp.types.vector(3, s))
+    I1 = wp.array(dtype=wp.int32)
+    I2 = wp.array2d(dtype=wp.int32)
+
+    def integrate(env: wp.int32, n: wp.int32, nl: wp.int32, h: s, clear_ext: wp.int32, joint_midpoint: I1,
+                  joint_type: I1, joint_q_start: I1, joint_dof_start: I1, dof_joint: I1, dof_damping: A2,
+                  dof_armature: A2, dof_mode_in: I2, qacc: A2, qpos: A2, qvel: A2, joint_mid_active: I2,
+                  coupling_force: V2, coupling_torque: V2, xfrc_force: V2, xfrc_torque: V2, qfrc_applied: A2):
+        ...
+
+    return integrate
+
+
+integrate = wp.func_native(_INT_SNIPPET.replace("{T}", "double"))(_int_stub(wp.float64))
+integrate = wp.func_native(_INT_SNIPPET.replace("{T}", "float"))(_int_stub(wp.float32))
+
+
 @wp.kernel
 def rigid_dynamics(
     mode: wp.int32,
@@ -779,33 +874,13 @@ def rigid_dynamics(
         return
 
     # a coupler's reaction lasts one substep; external wrenches and applied dof forces one step
-    for l in range(n_links):
-        coupling_force_in[env, l] = zero
-        coupling_torque_in[env, l] = zero
-    if clear_ext != 0:
-        for l in range(n_links):
-            xfrc_force_in[env, l] = zero
-            xfrc_torque_in[env, l] = zero
-        for i in range(n_dofs):
-            qfrc_applied_in[env, i] = s0
-
-    # -- 7. semi-implicit Euler: v' = v + h·a, q' = q ⊕ h·v' -----------------------------------
+    # -- 7. semi-implicit Euler: v' = v + h·a, q' = q ⊕ h·v' (native, see integrate), except the
+    # free bodies of the implicit midpoint branch (SPEC R2), integrated below
+    integrate(env, n_dofs, n_links, h, clear_ext, joint_midpoint, joint_type, joint_q_start, joint_dof_start,
+              dof_joint, dof_damping, dof_armature, dof_mode_in, qacc_out, qpos, qvel, joint_mid_active,
+              coupling_force_in, coupling_torque_in, xfrc_force_in, xfrc_torque_in, qfrc_applied_in)
     n_joints = joint_type.shape[0]
-    # free bodies eligible for the implicit midpoint branch this substep (SPEC R2)
     for j in range(n_joints):
-        use_mid = 0
-        if joint_midpoint[j] != 0:
-            use_mid = 1
-            for k in range(6):
-                d = joint_dof_start[j] + k
-                if dof_damping[env, d] != s0 or dof_armature[env, d] != s0 or dof_mode_in[env, d] != CTRL_FORCE:
-                    use_mid = 0
-        joint_mid_active[env, j] = use_mid
-    for i in range(n_dofs):
-        if joint_mid_active[env, dof_joint[i]] == 0:
-            qvel[env, i] = qvel[env, i] + h * qacc_out[env, i]
-    for j in range(n_joints):
-        jt = joint_type[j]
         qs = joint_q_start[j]
         ds = joint_dof_start[j]
         if joint_mid_active[env, j] != 0:
@@ -868,24 +943,6 @@ def rigid_dynamics(
             qpos[env, qs + 4] = qn[0]
             qpos[env, qs + 5] = qn[1]
             qpos[env, qs + 6] = qn[2]
-        elif jt == JOINT_REVOLUTE or jt == JOINT_PRISMATIC:
-            qpos[env, qs] = qpos[env, qs] + h * qvel[env, ds]
-        elif jt == JOINT_FREE or jt == JOINT_SPHERICAL:
-            qq = qs
-            wd = ds
-            if jt == JOINT_FREE:
-                for k in range(3):
-                    qpos[env, qs + k] = qpos[env, qs + k] + h * qvel[env, ds + k]
-                qq = qs + 3
-                wd = ds + 3
-            qr = wp.quaternion(qpos[env, qq + 1], qpos[env, qq + 2], qpos[env, qq + 3], qpos[env, qq])
-            wv = wp.vector(qvel[env, wd], qvel[env, wd + 1], qvel[env, wd + 2])
-            qr = quat_mul_axis_angle(qr, wv, h)
-            qpos[env, qq] = qr[3]
-            qpos[env, qq + 1] = qr[0]
-            qpos[env, qq + 2] = qr[1]
-            qpos[env, qq + 3] = qr[2]
-
 
 def _overloads():
     for s in (wp.float32, wp.float64):
