@@ -244,3 +244,32 @@ def solve_with_mj_inputs(m, d, precision="64", **opt):
     qs = wp.array(d.qacc_smooth[None], dtype=s)
     st.solve(wp.array(M[None], dtype=s), qs, qs)
     return st
+
+
+def humanoid(cone="pyramidal", impratio=1.0):
+    """gymnasium's humanoid.xml (nv 23, hinge limits, self and floor contacts) lying on the floor with
+    random joint angles and velocities; None when gymnasium's assets are not installed."""
+    import importlib.util
+    import os
+    spec = importlib.util.find_spec("gymnasium")
+    if spec is None:
+        return None
+    path = os.path.join(os.path.dirname(spec.origin), "envs", "mujoco", "assets", "humanoid.xml")
+    if not os.path.exists(path):
+        return None
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.cone = 1 if cone == "elliptic" else 0
+    m.opt.impratio = impratio
+    m.opt.tolerance = 1e-12
+    m.opt.iterations = 1000
+    m.opt.ls_iterations = 100
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(7)
+    d.qpos[:] = m.qpos0
+    d.qpos[2] = 0.12
+    d.qpos[3:7] = [np.cos(np.pi / 4), 0, np.sin(np.pi / 4), 0]     # lying on its back
+    lo, hi = m.jnt_range[1:, 0], m.jnt_range[1:, 1]
+    d.qpos[7:] = lo + (hi - lo) * rng.uniform(0.0, 1.0, m.nq - 7) * 1.02 - 0.01 * (hi - lo)
+    d.qvel[:] = rng.normal(scale=0.5, size=m.nv)
+    mujoco.mj_forward(m, d)
+    return m, d
