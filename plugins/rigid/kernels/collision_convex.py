@@ -19,10 +19,10 @@ import warp as wp
 from .collision_primitive import _any_perp, _col, _empty
 
 GJK_ITERS = 64
-EPA_VERTS = 48
-EPA_FACES = 96
+EPA_VERTS = 96
+EPA_FACES = 192
 REFINE_ITERS = 160
-REFINE_STARTS = 4
+REFINE_STARTS = 8
 
 
 @wp.func
@@ -434,18 +434,16 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
                 if h1 < hv:
                     hv = h1
                     nr = n1
-        # and from the centre line and the shapes' z axes (cap/side basins of capsules and
-        # cylinders)
-        for st in range(5):
+        # and from the centre line and the ± axes of both shapes (the cap/side basins of capsules
+        # and cylinders, the principal basins of boxes and ellipsoids)
+        for st in range(13):
             d0 = pos2 - pos1
-            if st == 1:
-                d0 = _col(rot1, 2)
-            elif st == 2:
-                d0 = -_col(rot1, 2)
-            elif st == 3:
-                d0 = _col(rot2, 2)
-            elif st == 4:
-                d0 = -_col(rot2, 2)
+            if st >= 1 and st < 7:
+                d0 = _col(rot1, (st - 1) // 2)
+            elif st >= 7:
+                d0 = _col(rot2, (st - 7) // 2)
+            if st >= 1 and (st % 2) == 0:
+                d0 = -d0
             if wp.length(d0) > zero:
                 h1, n1 = _refine(t1, pos1, rot1, size1, t2, pos2, rot2, size2, wp.normalize(d0),
                                  gtol)
