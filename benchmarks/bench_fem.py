@@ -190,10 +190,10 @@ def _newton_stepper(base, integrator, n_envs):
     def replay():
         wp.capture_launch(graph)
 
-    def finite():
-        return bool(np.isfinite(st[0].particle_q.numpy()).all())
+    def positions():
+        return st[0].particle_q.numpy()
 
-    return replay, finite
+    return replay, positions
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -237,15 +237,15 @@ def run(quick: bool = False) -> list[dict]:
                 if not why:
                     if base is None:
                         base = _newton_base(body, integrator)
-                    replay, finite = _newton_stepper(base, integrator, n)
+                    replay, positions = _newton_stepper(base, integrator, n)
                     nt_rate = ne * n * 2 / time_steps(replay, warmup=1, **tkw)   # 2 substeps per replay
                     note = ("Newton: same energy (Smith 2018 with log term), no damping"
                             if integrator == "explicit" else
                             f"Newton: {VBD_ITERS} VBD iterations (its default), stable NH without the log "
                             "term (same linearisation); polyphys: 2 Newton x 20 PCG, projected Hessian")
-                    if not finite():
+                    if not np.isfinite(positions()).all():
                         note += "; NEWTON STATE NOT FINITE"
-                    del replay, finite
+                    del replay, positions
                 rows.append(row(f"{integrator}, neo-Hookean, {ne} tets, n_envs={n}", "element-substeps/s",
                                 "elem*steps/s", rate, nt_rate,
                                 "newton SolverSemiImplicit (CPU, captured)" if integrator == "explicit"
