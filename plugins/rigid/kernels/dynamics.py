@@ -87,9 +87,9 @@ _LDL_SNIPPET = """
     for (int k = n - 1; k >= 0; --k) {
         const int akk = madr[k];
         const int kend = akk + 1 + dep[k];
-        const T dkk = q[akk];
+        const T inv = T(1) / q[akk];
         for (int aki = akk + 1; aki < kend; ++aki) {
-            const T tmp = q[aki] / dkk;
+            const T tmp = q[aki] * inv;
             T* dst = q + (madr[col[aki]] - aki);
             for (int s = aki; s < kend; ++s) dst[s] -= q[s] * tmp;
             q[aki] = tmp;
@@ -128,8 +128,8 @@ ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "float"))(_ldl_solve_stub
 
 # -- kinematics, spatial inertia, motion subspaces and velocities (steps 1-2), native ----------
 # 1. link frames: joints of a link in order (free: q is the pose; revolute rotates about its anchor
-#    by q − ref; prismatic translates by q − ref; spherical rotates about its anchor), quaternions
-#    normalised; CoM and world inertia;
+#    by q − ref; prismatic translates by q − ref; spherical rotates about its anchor), the link
+#    quaternion normalised once after its joints as MuJoCo; CoM and world inertia;
 # 2. about the tree's reference point ref (the root link's origin): inertia (m, m·c, I_ref), motion
 #    subspaces cdof (MuJoCo mj_comPos: ball/free rotations along the final frame's axes, free
 #    translations the world axes), velocities cvel and cdof_dot = cvel × cdof (mj_comVel: free-joint
@@ -203,7 +203,7 @@ _KIN_SNIPPET = """
                 const V anchor = wp::add(xpos, wp::quat_rotate(xquat, jpos[j]));
                 xax[j] = wp::quat_rotate(xquat, jaxis[j]);
                 const Q rot = wp::quat_from_axis_angle(jaxis[j], qp[qs] - jref[j]);
-                xquat = wp::normalize(wp::mul(xquat, rot));
+                xquat = wp::mul(xquat, rot);
                 xpos = wp::sub(anchor, wp::quat_rotate(xquat, jpos[j]));
                 anc[j] = anchor;
             } else if (jt == 2) {
@@ -214,11 +214,12 @@ _KIN_SNIPPET = """
             } else if (jt == 3) {
                 const V anchor = wp::add(xpos, wp::quat_rotate(xquat, jpos[j]));
                 const Q qb = wp::normalize(Q(qp[qs + 1], qp[qs + 2], qp[qs + 3], qp[qs]));
-                xquat = wp::normalize(wp::mul(xquat, qb));
+                xquat = wp::mul(xquat, qb);
                 xpos = wp::sub(anchor, wp::quat_rotate(xquat, jpos[j]));
                 anc[j] = anchor;
             }
         }
+        xquat = wp::normalize(xquat);    // once per link, after its joints (MuJoCo mj_kinematics)
         lp[l] = xpos;
         lq[l] = xquat;
         const V ref = lp[root[l]];
