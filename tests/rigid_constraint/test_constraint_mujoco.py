@@ -273,3 +273,18 @@ def test_humanoid_rows_and_solve(cone):
         c_mj, _ = cost_grad(d.qacc)
         assert np.abs(g_ours).max() < 1e-11 * np.trace(M)
         assert c_ours <= c_mj + 1e-12 * abs(c_mj)
+
+
+def test_no_rows_gives_free_acceleration():
+    """An env without rows returns qacc_smooth whatever the warm start (found by the stepping test:
+    a box in flight after a bounce)."""
+    import warp as wp
+    m, d = S.make()
+    st = S.solve_with_mj_inputs(m, d)
+    st.n_efc.assign(np.zeros(1, np.int32))
+    nv = m.nv
+    M = wp.array(np.eye(nv)[None], dtype=wp.float64)
+    qs = wp.array(np.arange(nv, dtype=float)[None], dtype=wp.float64)
+    st.solve(M, qs, wp.array(np.full((1, nv), 5.0), dtype=wp.float64))
+    np.testing.assert_array_equal(st.qacc.numpy()[0], np.arange(nv))
+    assert not st.qfrc_constraint.numpy().any()

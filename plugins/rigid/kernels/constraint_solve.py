@@ -835,9 +835,11 @@ def constraint_solve(
         efc_force[env, i] = zero
         efc_state[env, i] = 0
 
-    # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule)
+    # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule); no rows: qacc_smooth
     for j in range(nv):
         qacc[env, j] = qacc_warm[env, j]
+        if nrow == 0:
+            qacc[env, j] = qacc_smooth[env, j]
     cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth, M,
                              qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma)
     if warm_pick_lower == 1:
