@@ -24,6 +24,11 @@ eulerdamp), implicitfast and approximate_implicitfast also the velocity derivati
 and PD forces. With no constraint solve in between, the three formulations of SPEC R2 reduce to one
 solve with ``M + h·D``.
 
+Stages 1-2, 4, 3, 5, 6 and 7 (but the implicit-midpoint branch) are ``wp.func_native`` snippets:
+plain C++ over raw per-env row pointers of the same arrays (Warp's CPU indexing costs a stride
+computation and a negative-index fix-up per access; see docs/rigid.md, Performance). They take
+each per-env row as contiguous, as the solver's (n_envs, k) arrays and their partition slices are.
+
 Spatial vectors are pairs of vec3 (angular, linear) for motions and (torque, force) for forces, both
 about the tree's reference point.
 """
