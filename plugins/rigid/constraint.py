@@ -320,6 +320,11 @@ class ConstraintStage:
         self.con_force_world = z(E, C, dt=self.V)
         self.con_torque_world = z(E, C, dt=self.V)
         self.con_valid = z(E, C, dt=wp.int32)
+        # per-link net contact wrench (world, about the link CoM) and its impulse over a step
+        self.link_force = z(E, n_links, dt=self.V)
+        self.link_torque = z(E, n_links, dt=self.V)
+        self.link_impulse_force = z(E, n_links, dt=self.V)
+        self.link_impulse_torque = z(E, n_links, dt=self.V)
         # rows
         self.n_efc = z(E, dt=wp.int32)
         self.overflow = z(E, dt=wp.int32)
@@ -398,6 +403,17 @@ class ConstraintStage:
             sl(self.n_con), sl(self.con_frame), sl(self.con_dim), sl(self.con_friction), sl(self.con_efc_adr),
             sl(self.efc_type), sl(self.efc_force), sl(self.con_wrench), sl(self.con_force_world),
             sl(self.con_torque_world), sl(self.con_valid)])
+
+    def link_wrenches(self, link_com, h=0.0, accumulate=False, part=None):
+        """Fill link_force / link_torque (world frame, torque about link_com (n_envs, n_links, vec3))
+        from the contact wrenches (call contact_wrenches first); accumulate=True also adds h times
+        them to link_impulse_force / link_impulse_torque (zero those at the start of a step)."""
+        sl = (lambda a: self._sl(a, part))
+        n = self.n_envs if part is None else part.stop - part.start
+        wp.launch(_K.link_contact_wrench, dim=n, device=self.device, inputs=[
+            self.scalar(h), int(accumulate), sl(self.n_con), sl(self.con_pos), sl(self.con_link), sl(self.con_valid),
+            sl(self.con_force_world), sl(self.con_torque_world), sl(link_com), sl(self.link_force),
+            sl(self.link_torque), sl(self.link_impulse_force), sl(self.link_impulse_torque)])
 
     def check(self):
         """Host check (outside the captured step): raise naming the env when a row buffer overflowed."""

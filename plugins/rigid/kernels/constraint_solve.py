@@ -1115,6 +1115,53 @@ def contact_wrench(
         con_torque_out[env, c] = t
 
 
+@wp.kernel
+def link_contact_wrench(
+    # Model:
+    h: Any,
+    accumulate: int,
+    # Data in:
+    n_con: wp.array(dtype=wp.int32),
+    con_pos: wp.array2d(dtype=Any),
+    con_link: wp.array3d(dtype=wp.int32),
+    con_valid: wp.array2d(dtype=wp.int32),
+    con_force: wp.array2d(dtype=Any),
+    con_torque: wp.array2d(dtype=Any),
+    link_com: wp.array2d(dtype=Any),
+    # Data out:
+    link_force_out: wp.array2d(dtype=Any),
+    link_torque_out: wp.array2d(dtype=Any),
+    link_impulse_f: wp.array2d(dtype=Any),
+    link_impulse_t: wp.array2d(dtype=Any),
+):
+    """Net contact wrench per link (world frame, torque about the link CoM): A gets (F, T + (p − c)×F),
+    B the negation moved to its own CoM. accumulate = 1 adds h·wrench to the impulse buffers
+    (SPEC F4: Σ h_k f_k over the substeps of a step; the caller zeroes them at step start)."""
+    env = wp.tid()
+    nl = link_com.shape[1]
+    for l in range(nl):
+        link_force_out[env, l] = link_com[env, l] * h * type(h)(0.0)
+        link_torque_out[env, l] = link_com[env, l] * h * type(h)(0.0)
+    for c in range(n_con[env]):
+        if con_valid[env, c] == 0:
+            continue
+        f = con_force[env, c]
+        t = con_torque[env, c]
+        p = con_pos[env, c]
+        la = con_link[env, c, 0]
+        lb = con_link[env, c, 1]
+        if la >= 0:
+            link_force_out[env, la] = link_force_out[env, la] + f
+            link_torque_out[env, la] = link_torque_out[env, la] + t + wp.cross(p - link_com[env, la], f)
+        if lb >= 0:
+            link_force_out[env, lb] = link_force_out[env, lb] - f
+            link_torque_out[env, lb] = link_torque_out[env, lb] - t - wp.cross(p - link_com[env, lb], f)
+    if accumulate == 1:
+        for l in range(nl):
+            link_impulse_f[env, l] = link_impulse_f[env, l] + h * link_force_out[env, l]
+            link_impulse_t[env, l] = link_impulse_t[env, l] + h * link_torque_out[env, l]
+
+
 def _overloads():
     for s in (wp.float32, wp.float64):
         V = wp.types.vector(3, s)
@@ -1139,6 +1186,10 @@ def _overloads():
             "qfrc_smooth": a2, "qacc": a2, "efc_force": a2, "qfrc_constraint": a2, "solver_stat": a2,
         })
         wp.overload(mass_dense, {"mass_in": a2, "diag_add": a2, "M_out": a3})
+        V2 = wp.array2d(dtype=V)
+        wp.overload(link_contact_wrench, {
+            "h": s, "con_pos": V2, "con_force": V2, "con_torque": V2, "link_com": V2, "link_force_out": V2,
+            "link_torque_out": V2, "link_impulse_f": V2, "link_impulse_t": V2})
         wp.overload(contact_wrench, {
             "con_frame": wp.array2d(dtype=Mt), "con_friction": a3, "efc_force": a2, "con_wrench_out": a3,
             "con_force_out": wp.array2d(dtype=V), "con_torque_out": wp.array2d(dtype=V)})
