@@ -21,6 +21,18 @@ def _vec3(name):
     return convert
 
 
+def _check_boundary(instance, attribute, value):
+    ok = value in BOUNDARIES if isinstance(value, str) else (
+        isinstance(value, tuple) and len(value) == 3 and all(isinstance(v, str) and v in BOUNDARIES for v in value))
+    if not ok:
+        raise OptionError(f"MPMOptions.boundary = {value!r}: must be one of {', '.join(map(repr, BOUNDARIES))} "
+                          f"or a triple of them for the walls normal to x, y and z")
+
+
+def _boundary(value):
+    return value if isinstance(value, str) or not isinstance(value, (list, tuple)) else tuple(value)
+
+
 def _planes(value):
     """((point, normal), ...) -> tuple of (point3, unit normal3)."""
     out = []
@@ -48,7 +60,9 @@ class MPMOptions:
     particle_size: lattice spacing of the particle sampler (m); None: dx/2 (8 particles per cell).
     boundary: what the domain walls (the outer ``boundary_padding`` cells) and the static ``planes``
         do to a grid velocity: "sticky" (zeroed), "slip" (normal component zeroed), "separate"
-        (normal component zeroed only when it points into the wall).
+        (normal component zeroed only when it points into the wall). A triple (bx, by, bz) sets the
+        walls normal to x, y and z separately (planes take bz), e.g. ("slip", "slip", "sticky"):
+        free-slip side walls (symmetry planes) over a no-slip floor.
     boundary_padding: width in cells of the wall layer (>= 3: the quadratic kernel reaches 1.5 cells).
     friction: Coulomb friction coefficient of "slip"/"separate" walls and planes (0: frictionless).
     planes: static planes ((point, normal), ...); grid nodes behind a plane (on the side opposite
@@ -62,7 +76,7 @@ class MPMOptions:
     upper_bound: tuple = attrs.field(default=(1.0, 1.0, 1.0), converter=_vec3("upper_bound"))
     grid_density: float = attrs.field(default=64.0, validator=positive)
     particle_size: float | None = attrs.field(default=None, validator=positive)
-    boundary: str = attrs.field(default="sticky", validator=one_of(*BOUNDARIES))
+    boundary: str | tuple = attrs.field(default="sticky", converter=_boundary, validator=_check_boundary)
     boundary_padding: int = attrs.field(default=3)
     friction: float = attrs.field(default=0.0, validator=non_negative)
     planes: tuple = attrs.field(default=(), converter=_planes)
@@ -84,6 +98,12 @@ class MPMOptions:
             raise OptionError(f"MPMOptions: the domain {lo}..{hi} at grid_density {self.grid_density} has "
                               f"{n} cells; each axis needs at least 2*boundary_padding+2 = "
                               f"{2 * self.boundary_padding + 2} cells (raise grid_density or the domain)")
+
+    @property
+    def wall_boundaries(self) -> tuple:
+        """Boundary codes (indices in BOUNDARIES) of the walls normal to x, y, z."""
+        b = (self.boundary,) * 3 if isinstance(self.boundary, str) else self.boundary
+        return tuple(BOUNDARIES.index(v) for v in b)
 
     @property
     def dx(self) -> float:

@@ -22,7 +22,7 @@ from polyphys.views import ParticleCarriers
 
 from .entity import MPMEntity
 from .materials import MPMMaterial
-from .options import BOUNDARIES, MPMOptions
+from .options import MPMOptions
 from .sampling import sample
 
 
@@ -133,7 +133,7 @@ class MPMSolver(Solver):
         dx = float(o.dx)
         self._consts = SimpleNamespace(
             lo=vec3(*lo.tolist()), dx=scalar(dx), inv_dx=scalar(o.grid_density), h=scalar(h),
-            gravity=vec3(*layout.gravity), boundary=BOUNDARIES.index(o.boundary),
+            gravity=vec3(*layout.gravity), boundary=wp.vec3i(*o.wall_boundaries),
             friction=scalar(o.friction), x_min=vec3(*(lo + dx).tolist()),
             x_max=vec3(*(lo + (np.asarray(self.n_nodes_axis) - 2) * dx).tolist()))
         self._parts = {}

@@ -17,6 +17,7 @@ from polyphys.views import ParticleView
 # -- options and materials ---------------------------------------------------------------------
 @pytest.mark.parametrize("kw, words", [
     ({"boundary": "bouncy"}, ["boundary", "bouncy", "sticky"]),
+    ({"boundary": ("slip", "sticky")}, ["boundary", "triple", "x, y and z"]),
     ({"grid_density": 0}, ["grid_density", "> 0"]),
     ({"lower_bound": (0, 0, 1), "upper_bound": (1, 1, 0.5)}, ["lower_bound", "upper_bound"]),
     ({"boundary_padding": 1}, ["boundary_padding", ">= 3"]),
@@ -318,6 +319,25 @@ def test_static_plane_holds_a_block():
     # particle may sink up to half a cell (dx/2) past the plane before the nodes stop it
     assert -0.5 / 32 < min(dmin) and dmin[-1] < 2 / 32
     assert np.linalg.norm(e.get_particles_vel().mean(0)) < 0.05
+
+
+def test_per_axis_wall_boundaries():
+    # boundary = (bx, by, bz): a block sliding along x at 0.5 m/s on the floor keeps its speed over
+    # free-slip z walls ("sticky" x/y walls it does not reach) and is stopped by a sticky floor
+    assert MPMOptions(boundary=["slip", "separate", "sticky"]).wall_boundaries == (1, 2, 0)
+    assert MPMOptions(boundary="slip").wall_boundaries == (1, 1, 1)
+    vx = {}
+    for floor in ("slip", "sticky"):
+        scene, (e,) = make_scene([cube(0.06, (0.2, 0.25, 3 / 32 + 0.031), M.Elastic(E=1e4))], dt=4e-3, substeps=2,
+                                 boundary=("sticky", "sticky", floor))
+        e.set_velocity((0.5, 0.0, 0.0))
+        for _ in range(10):
+            scene.step()
+        vx[floor] = float(e.get_particles_vel()[:, 0].mean())
+    # slip floor: nothing acts along x (gravity is along z, the x walls are 0.1 m away): 0.5 within
+    # the float32 rounding; sticky floor: the bottom layer is held, the block is slowed and tips
+    assert abs(vx["slip"] - 0.5) < 1e-4
+    assert vx["sticky"] < 0.45
 
 
 @pytest.mark.parametrize("coupled", [True, False])

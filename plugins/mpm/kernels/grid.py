@@ -1,7 +1,8 @@
 """Grid stages: clear, and the grid update (momentum -> velocity, gravity, boundary conditions).
 
 Node index n = (i·ny + j)·nz + k, position lo + (i, j, k)·dx. Walls act on the outer ``pad`` nodes
-of each axis, static planes on the nodes behind them. Boundary codes: 0 sticky (v = 0), 1 slip
+of each axis, static planes on the nodes behind them. Boundary codes (one per axis: the walls
+normal to x, y, z; planes use the z code): 0 sticky (v = 0), 1 slip
 (normal component removed), 2 separate (normal component removed only when it points into the
 wall); slip/separate apply Coulomb friction μ to the tangential part. Generic over float32/float64.
 """
@@ -51,7 +52,7 @@ def grid_update(
     ny: int,
     nz: int,
     pad: int,
-    boundary: int,
+    boundary: wp.vec3i,
     friction: Any,
     plane_pos: wp.array(dtype=Any),
     plane_nrm: wp.array(dtype=Any),
@@ -78,21 +79,21 @@ def grid_update(
     k = n % nz
     # walls
     if i < pad:
-        v = apply_bc(v, type(lo)(one, zero, zero), boundary, friction)
+        v = apply_bc(v, type(lo)(one, zero, zero), boundary[0], friction)
     if i > nx - 1 - pad:
-        v = apply_bc(v, type(lo)(-one, zero, zero), boundary, friction)
+        v = apply_bc(v, type(lo)(-one, zero, zero), boundary[0], friction)
     if j < pad:
-        v = apply_bc(v, type(lo)(zero, one, zero), boundary, friction)
+        v = apply_bc(v, type(lo)(zero, one, zero), boundary[1], friction)
     if j > ny - 1 - pad:
-        v = apply_bc(v, type(lo)(zero, -one, zero), boundary, friction)
+        v = apply_bc(v, type(lo)(zero, -one, zero), boundary[1], friction)
     if k < pad:
-        v = apply_bc(v, type(lo)(zero, zero, one), boundary, friction)
+        v = apply_bc(v, type(lo)(zero, zero, one), boundary[2], friction)
     if k > nz - 1 - pad:
-        v = apply_bc(v, type(lo)(zero, zero, -one), boundary, friction)
+        v = apply_bc(v, type(lo)(zero, zero, -one), boundary[2], friction)
     x = lo + type(lo)(type(h)(i), type(h)(j), type(h)(k)) * dx
     for q in range(plane_pos.shape[0]):
         nrm = plane_nrm[q]
         if wp.dot(x - plane_pos[q], nrm) < zero:
-            v = apply_bc(v, nrm, boundary, friction)
+            v = apply_bc(v, nrm, boundary[2], friction)
     grid_v_out[env, n] = v
     grid_active_out[env, n] = 1
