@@ -58,23 +58,10 @@ CTRL_VELOCITY = wp.constant(2)
 INTEGRATOR_EULER = wp.constant(0)
 
 
-@wp.func
-def inert_mul_ang(m: Any, mc: Any, ii: Any, w: Any, v: Any):
-    """Angular part (torque-like, about the reference point) of spatial inertia × motion."""
-    return ii * w + wp.cross(mc, v)
-
-
-@wp.func
-def inert_mul_lin(m: Any, mc: Any, ii: Any, w: Any, v: Any):
-    """Linear part (force-like) of spatial inertia × motion: m·v − m·c × ω."""
-    return m * v - wp.cross(mc, w)
-
-
-
 # -- LᵀDL factorisation and solve (step 6) as native C++ over raw row pointers ------------------
 # Warp's CPU array indexing recomputes `base + i·stride₀ + j·stride₁` with a negative-index fix-up
 # on every access (~17 instructions per update of the inner loop); this loop is MuJoCo's
-# mj_factorI / mj_solveLD on one env's contiguous rows, and plain C++ (valid on CPU and CUDA). The
+# mj_factorI / mj_solveLD on one env's contiguous rows, in plain C++ (compiles for CPU and CUDA). The
 # inner update dst[s] -= q[s]·tmp reads row k and writes an ancestor's row (disjoint ranges).
 _LDL_SNIPPET = """
     typedef {T} T;
