@@ -222,7 +222,13 @@ class RigidSolver(Solver):
                    d.cdofdot_v, d.cfrc_t, d.cfrc_f, d.cext_t, d.cext_f, d.mass, d.qld, d.qfrc_bias,
                    d.qfrc_passive, d.qfrc_actuator, d.qfrc_control, d.qfrc_ext, d.qfrc_smooth, d.dof_dv,
                    d.act_force, d.joint_mid_active]
-        return SimpleNamespace(n=sl.stop - sl.start, args=shared + [a[sl] for a in per_env],
+        args = shared + [a[sl] for a in per_env]
+        # the kernel's native stages walk each per-env row through a raw pointer (inner stride =
+        # element size): every array handed to it must be contiguous
+        for a in args:
+            if not isinstance(a, int) and not a.is_contiguous:
+                raise BuildError(f"rigid solver: a kernel array of shape {a.shape} is not contiguous")
+        return SimpleNamespace(n=sl.stop - sl.start, args=args,
                                links=RigidLinks(pos=d.link_pos[sl], quat=d.link_quat[sl],
                                                 com=d.link_xipos[sl], vel=d.link_com_vel[sl],
                                                 ang=d.link_ang[sl], coupling_force=self.coupling_force[sl],
