@@ -288,3 +288,39 @@ def test_no_rows_gives_free_acceleration():
     st.solve(M, qs, wp.array(np.full((1, nv), 5.0), dtype=wp.float64))
     np.testing.assert_array_equal(st.qacc.numpy()[0], np.arange(nv))
     assert not st.qfrc_constraint.numpy().any()
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_zero_spin_rolling_coefficients_add_no_support(cone):
+    """condim 6 with zero torsional/rolling coefficients gives the same solution as condim 3 (their
+    rows are zeroed: no phantom normal support, SPEC R6)."""
+    import mujoco
+    import warp as wp
+    m, d = S.make(cone=cone, condim=6, condim_ball=3)
+    out = {}
+    for case in ("cd3", "cd6zero"):
+        st, tree = S.stage_for(m, d, solver="Newton", tolerance=1e-12, iterations=100, ls_tolerance=1e-10)
+        dim = st.con_dim.numpy()
+        fr = st.con_friction.numpy()
+        if case == "cd3":
+            dim[dim == 6] = 3
+        elif case == "cd6zero":
+            fr[dim == 6, 2:] = 0.0
+        st.con_dim.assign(dim)
+        st.con_friction.assign(fr)
+        S.build(st, tree)
+        nv = m.nv
+        mM = np.zeros((nv, nv))
+        mujoco.mj_fullM(m, d, mM)
+        qs = wp.array(d.qacc_smooth[None], dtype=wp.float64)
+        st.solve(wp.array(mM[None], dtype=wp.float64), qs, qs)
+        assert np.isfinite(st.qacc.numpy()).all()
+        out[case] = st.qacc.numpy()[0]
+    assert (dim == 6).any()
+    # the zeroed rows: all of J zero for the torsional/rolling rows of the condim-6 contacts
+    adr = st.con_efc_adr.numpy()[0]
+    J = st.efc_J.numpy()[0]
+    for c in np.nonzero(dim[0] == 6)[0]:
+        rows = range(adr[c] + 4, adr[c] + 10) if cone == "pyramidal" else range(adr[c] + 3, adr[c] + 6)
+        assert not J[list(rows)].any()
+    np.testing.assert_allclose(out["cd6zero"], out["cd3"], atol=1e-9)

@@ -490,7 +490,14 @@ def constraint_build(
                                efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
                     fj = con_friction[env, c, j - 1]
                     efc_mu[env, row + j] = fj
-                    efc_R[env, row + j] = rt * f0 * f0 / (fj * fj)
+                    if fj > zero:
+                        efc_R[env, row + j] = rt * f0 * f0 / (fj * fj)
+                    else:
+                        # zero coefficient: the row is zeroed (no force, finite R)
+                        efc_R[env, row + j] = rt
+                        clear_row(efc_J, env, row + j, nv)
+                        efc_vel[env, row + j] = zero
+                        efc_aref[env, row + j] = zero
         else:
             # pyramidal: rows are built in place from the contact-frame rows; the frame rows are
             # formed one at a time in the last pyramid row pair and combined.
@@ -518,6 +525,12 @@ def constraint_build(
                         dg = rot
                     finish_row(efc_J, qvel, env, r0 + s, nv, dist, marg, imp, k, b, tran + fk * fk * dg, CONTACT_PYRAMIDAL, c,
                                efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                    if fk <= zero:
+                        # zero coefficient: the edge pair would be two extra normal rows (phantom
+                        # normal support, SPEC R6) — zeroed, it carries no force
+                        clear_row(efc_J, env, r0 + s, nv)
+                        efc_vel[env, r0 + s] = zero
+                        efc_aref[env, r0 + s] = zero
             # common R matching the elliptic friction impedance (MuJoCo): 2 μ_reg² R_first
             rpy = type(zero)(2.0) * mu2 * efc_R[env, row]
             for j in range(nrow):
