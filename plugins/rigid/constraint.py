@@ -252,8 +252,9 @@ class ConstraintStage:
     Model (static, given at construction; numpy): ``dof_parent`` (nv), ``link_dof_last`` (n_links:
     the deepest dof whose motion moves the link, −1 for world-fixed links), ``link_invweight``
     (n_links, 2: translational, rotational; MuJoCo's body_invweight0), ``dof_invweight`` (nv),
-    ``dof_frictionloss`` (n_envs, nv), ``dof_sol`` (nv, 7), limits (``lim_dof``, ``lim_qadr``,
-    ``lim_range`` (nl, 2), ``lim_margin``, ``lim_sol`` (nl, 7)), equalities (``eq_type``
+    ``dof_frictionloss`` (n_envs, nv), ``dof_sol`` (nv, 7), limits (``lim_dof`` (first dof),
+    ``lim_qadr`` (first qpos), ``lim_ball`` (1: ball joint, limited on its rotation angle against
+    max(range); 0: hinge/slide, two-sided), ``lim_range`` (nl, 2), ``lim_margin``, ``lim_sol`` (nl, 7)), equalities (``eq_type``
     (connect 0 / weld 1 / joint 2), ``eq_obj`` (neq, 4): connect/weld (link1, link2 (−1: world), -, -),
     joint (qadr1, qadr2 or −1, dof1, dof2); ``eq_data`` (neq, ≤ 11): connect (anchor1, anchor2 in
     link frames), weld (anchor on link2, anchor on link1, relpose quaternion w x y z, torquescale)
@@ -262,7 +263,8 @@ class ConstraintStage:
 
     def __init__(self, n_envs, nv, n_links, max_contacts, max_rows, device="cpu", precision="64",
                  options: ConstraintOptions | None = None, *, dof_parent, link_dof_last, link_invweight,
-                 dof_invweight, dof_frictionloss=None, dof_sol=None, lim_dof=(), lim_qadr=(), lim_range=None,
+                 dof_invweight, dof_frictionloss=None, dof_sol=None, lim_dof=(), lim_qadr=(), lim_ball=None,
+                 lim_range=None,
                  lim_margin=None, lim_sol=None, eq_type=(), eq_obj=None, eq_data=None, eq_sol=None):
         self.opt = options or ConstraintOptions()
         self.n_envs, self.nv, self.max_rows, self.max_contacts = n_envs, nv, max_rows, max_contacts
@@ -291,6 +293,7 @@ class ConstraintStage:
             dof_frictionloss=arr(np.zeros((E, nv)) if dof_frictionloss is None else dof_frictionloss, s, (E, nv)),
             dof_sol=arr(dsol, s, (nv, 7)), lim_dof=arr(lim_dof, wp.int32, (nl,)),
             lim_qadr=arr(lim_qadr, wp.int32, (nl,)),
+            lim_ball=arr(np.zeros(nl) if lim_ball is None else lim_ball, wp.int32, (nl,)),
             lim_range=arr(np.zeros((nl, 2)) if lim_range is None else lim_range, s, (nl, 2)),
             lim_margin=arr(np.zeros(nl) if lim_margin is None else lim_margin, s, (nl,)),
             lim_sol=arr(np.zeros((nl, 7)) if lim_sol is None else lim_sol, s, (nl, 7)),
@@ -361,7 +364,7 @@ class ConstraintStage:
         wp.launch(_K.constraint_build, dim=n, device=self.device, inputs=[
             self.nv, self.max_rows, CONES[o.cone], s(o.impratio), s(o.timeconst_floor),
             m["dof_parent"], m["link_dof_last"], m["link_invweight"], m["dof_invweight"], sl(m["dof_frictionloss"]),
-            m["dof_sol"], m["lim_dof"], m["lim_qadr"], m["lim_range"], m["lim_margin"], m["lim_sol"], m["eq_type"],
+            m["dof_sol"], m["lim_dof"], m["lim_qadr"], m["lim_ball"], m["lim_range"], m["lim_margin"], m["lim_sol"], m["eq_type"],
             m["eq_obj"], m["eq_data"], sl(m["eq_sol"]),
             sl(qpos), sl(qvel), sl(cdof_w), sl(cdof_v), sl(dof_ref), sl(link_pos), sl(link_quat), sl(self.eq_active), sl(self.eq_acc_bias),
             sl(self.n_con), sl(self.con_pos), sl(self.con_frame), sl(self.con_dist), sl(self.con_margin),

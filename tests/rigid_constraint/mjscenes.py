@@ -43,6 +43,10 @@ ARTICULATED = """
       <joint name="p0" type="hinge" axis="1 0 0"/>
       <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.4"/>
     </body>
+    <body name="cone" pos="-0.3 -0.6 0.6">
+      <joint name="bj" type="ball" range="0 30"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02" mass="0.3" contype="0" conaffinity="0"/>
+    </body>
     <body name="wb" pos="0.3 0.6 0.6">
       <freejoint name="wbj"/>
       <geom type="box" size=".03 .03 .03" mass="0.2" contype="0" conaffinity="0"/>
@@ -73,6 +77,8 @@ def make(cone="pyramidal", impratio=1.0, condim=3, condim_ball=6, solref="0.02 1
     d.qpos[j("j1")] = np.deg2rad(-12)
     d.qpos[j("j2")] = 0.051
     d.qpos[j("p0")] = 0.05
+    b = j("bj")
+    d.qpos[b:b + 4] = [np.cos(0.3), np.sin(0.3) * 0.6, -np.sin(0.3) * 0.8, 0.0]   # 34.4° > 30°
     w = j("wbj")
     d.qpos[w:w + 3] += [0.01, -0.02, 0.015]
     d.qpos[w + 3:w + 7] = [0.995, 0.05, -0.06, 0.03]
@@ -132,7 +138,7 @@ def link_dof_last(m):
 def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt):
     """ConstraintStage with MuJoCo's model arrays, contacts copied in; returns (stage, tree inputs)."""
     nv = m.nv
-    lims = [i for i in range(m.njnt) if m.jnt_limited[i] and m.jnt_type[i] in (2, 3)]
+    lims = [i for i in range(m.njnt) if m.jnt_limited[i] and m.jnt_type[i] in (1, 2, 3)]
     eqs = list(range(m.neq))
     eq_obj = np.zeros((len(eqs), 4), np.int32)
     eq_data = np.zeros((len(eqs), 11))
@@ -161,7 +167,7 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt
         dof_parent=m.dof_parentid, link_dof_last=link_dof_last(m), link_invweight=m.body_invweight0,
         dof_invweight=m.dof_invweight0, dof_frictionloss=np.tile(m.dof_frictionloss, (E, 1)),
         dof_sol=sol(m.dof_solref, m.dof_solimp), lim_dof=[m.jnt_dofadr[i] for i in lims],
-        lim_qadr=[m.jnt_qposadr[i] for i in lims], lim_range=m.jnt_range[lims], lim_margin=m.jnt_margin[lims],
+        lim_qadr=[m.jnt_qposadr[i] for i in lims], lim_ball=[int(m.jnt_type[i] == 1) for i in lims], lim_range=m.jnt_range[lims], lim_margin=m.jnt_margin[lims],
         lim_sol=sol(m.jnt_solref[lims], m.jnt_solimp[lims]), eq_type=eq_type, eq_obj=eq_obj, eq_data=eq_data,
         eq_sol=np.tile(sol(m.eq_solref, m.eq_solimp)[None], (E, 1, 1)))
     n = d.ncon

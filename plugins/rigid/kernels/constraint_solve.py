@@ -203,6 +203,7 @@ def constraint_build(
     dof_sol: wp.array2d(dtype=Any),
     lim_dof: wp.array(dtype=wp.int32),
     lim_qadr: wp.array(dtype=wp.int32),
+    lim_ball: wp.array(dtype=wp.int32),
     lim_range: wp.array2d(dtype=Any),
     lim_margin: wp.array(dtype=Any),
     lim_sol: wp.array2d(dtype=Any),
@@ -537,8 +538,41 @@ def constraint_build(
                 efc_R[env, row + j] = rpy
         row = row + nrow
 
-    # ---- joint limits (scalar joints), two-sided
+    # ---- joint limits: hinge/slide two-sided; ball: rotation angle against max(range) (MuJoCo)
     for li in range(lim_dof.shape[0]):
+        if lim_ball[li] == 1:
+            qa = lim_qadr[li]
+            bq = wp.vector(qpos[env, qa], qpos[env, qa + 1], qpos[env, qa + 2], qpos[env, qa + 3])
+            bq = bq / wp.length(bq)
+            bax = wp.vector(bq[1], bq[2], bq[3])
+            sa = wp.length(bax)
+            ang = zero
+            if sa > zero:
+                bax = bax / sa
+                ang = type(zero)(2.0) * wp.atan2(sa, bq[0])
+                if ang > type(zero)(3.141592653589793):
+                    ang = ang - type(zero)(6.283185307179586)
+            if ang < zero:
+                ang = -ang
+                bax = -bax
+            dist = wp.max(lim_range[li, 0], lim_range[li, 1]) - ang
+            if dist < lim_margin[li]:
+                if row + 1 > max_rows:
+                    over = 1
+                    continue
+                d = lim_dof[li]
+                tc = legal_timeconst(lim_sol[li, 0], lim_sol[li, 1], tc_floor)
+                dr = legal_dampratio(lim_sol[li, 0], lim_sol[li, 1])
+                dmax = clamp_imp(lim_sol[li, 3])
+                imp = impedance(clamp_imp(lim_sol[li, 2]), dmax, wp.max(zero, lim_sol[li, 4]), clamp_imp(lim_sol[li, 5]),
+                                wp.max(one, lim_sol[li, 6]), dist, lim_margin[li])
+                for c in range(3):
+                    efc_J[env, row, d + c] = -bax[c]
+                finish_row(efc_J, qvel, env, row, nv, dist, lim_margin[li], imp, ref_stiffness(tc, dr, dmax),
+                           ref_damping(tc, dr, dmax), dof_invweight[d], LIMIT, li,
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                row = row + 1
+            continue
         q = qpos[env, lim_qadr[li]]
         for s in range(2):
             side = -one
