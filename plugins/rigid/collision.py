@@ -48,8 +48,11 @@ SUPPORTED_PAIRS = frozenset({
     # GJK + EPA (kernels/collision_convex.py)
     ("sphere", "ellipsoid"), ("capsule", "cylinder"), ("capsule", "ellipsoid"),
     ("cylinder", "cylinder"), ("cylinder", "box"), ("cylinder", "ellipsoid"), ("box", "ellipsoid"),
-    ("ellipsoid", "ellipsoid")})
-NO_COLLISION_TYPES = ("mesh", "hfield")
+    ("ellipsoid", "ellipsoid"),
+    # convex meshes (their convex hull): plane–mesh by hull vertices, the rest by GJK + EPA
+    ("plane", "mesh"), ("sphere", "mesh"), ("capsule", "mesh"), ("cylinder", "mesh"),
+    ("box", "mesh"), ("ellipsoid", "mesh"), ("mesh", "mesh")})
+NO_COLLISION_TYPES = ("hfield",)
 # Most raw points one routine emits (box–box clipping and box–plane: 8).
 MAX_RAW_POINTS = 8
 
@@ -104,10 +107,24 @@ class CollisionOptions:
                                           validator=attrs.validators.instance_of(bool))
 
 
+def _hull_vertices(g: Geom) -> np.ndarray:
+    """Vertices of the convex hull of a mesh geom (geom frame)."""
+    import trimesh
+
+    v = np.asarray(g.mesh.vertices, dtype=float).reshape(-1, 3)
+    try:
+        return np.asarray(trimesh.convex.convex_hull(v).vertices, dtype=float)
+    except Exception as exc:  # degenerate (flat) meshes: qhull fails
+        raise OptionError(f"geom {g.name!r}: the convex hull of its mesh cannot be computed "
+                          f"({exc}); a collision mesh must enclose a volume") from None
+
+
 def _half_extents(g: Geom) -> np.ndarray:
     """Half extents of the geom's local AABB (centred at its origin)."""
     s = np.asarray(g.size, dtype=float)
     t = g.type
+    if t == "mesh":
+        return np.abs(_hull_vertices(g)).max(axis=0)
     if t == "sphere":
         return np.array([s[0]] * 3)
     if t == "capsule":
@@ -154,7 +171,7 @@ class CollisionPipeline:
         n_ent = int(self.geom_entity.max()) + 1 if G else 0
         local_masks = [False] * n_ent if local_masks is None else list(local_masks)
         global_masks = [(1, 1)] * n_ent if global_masks is None else list(global_masks)
-        for gi, g in enumerate(self.geoms):
+        for g in self.geoms:
             if not -1 <= g.link < L:
                 raise OptionError(f"geom {g.name!r}: link {g.link} out of range [-1, {L})")
         # weld groups: a link without a moving joint belongs to its parent's group; -1 = world
@@ -171,13 +188,28 @@ class CollisionPipeline:
         gw = self.geom_weld
         self.geom_weld_parent = np.where(gw >= 0, wparent[np.maximum(gw, 0)], -1)
         self.geom_type = np.array([T[g.type] for g in self.geoms], dtype=np.int32)
-        self.geom_collide = np.array([g.role != "visual" and g.type not in NO_COLLISION_TYPES
-                                      for g in self.geoms], dtype=np.int32)
-        skipped = [g.name for g in self.geoms if g.role != "visual" and g.type in NO_COLLISION_TYPES]
+        def _collides(g):
+            return g.role != "visual" and g.type not in NO_COLLISION_TYPES and not (
+                g.type == "mesh" and g.mesh is None)
+
+        self.geom_collide = np.array([_collides(g) for g in self.geoms], dtype=np.int32)
+        skipped = [g.name for g in self.geoms if g.role != "visual" and not _collides(g)]
         if skipped:
-            warnings.warn(f"collision: mesh and heightfield geoms have no collision routine yet; "
-                          f"{skipped[:8]}{' ...' if len(skipped) > 8 else ''} do not collide",
+            warnings.warn(f"collision: heightfield geoms (and mesh geoms without mesh data) have "
+                          f"no collision routine yet; {skipped[:8]}"
+                          f"{' ...' if len(skipped) > 8 else ''} do not collide",
                           PolyphysWarning, stacklevel=2)
+        # convex hulls of the mesh geoms (geom frame), one vertex array for all
+        self.mesh_vert = np.zeros((0, 3))
+        self.mesh_range = {}
+        hulls = []
+        for gi, g in enumerate(self.geoms):
+            if g.type == "mesh" and self.geom_collide[gi]:
+                hv = _hull_vertices(g)
+                self.mesh_range[gi] = (sum(len(h) for h in hulls), len(hv))
+                hulls.append(hv)
+        if hulls:
+            self.mesh_vert = np.concatenate(hulls)
         ct = np.array([int(g.contype) for g in self.geoms], dtype=np.int64)
         ca = np.array([int(g.conaffinity) for g in self.geoms], dtype=np.int64)
         lm = np.array([bool(local_masks[e]) for e in self.geom_entity], dtype=bool)
@@ -284,7 +316,6 @@ class CollisionPipeline:
         quat (G, 4) as w, x, y, z) of every geom in the neutral configuration (qpos0), for the
         ``neutral_collision`` option."""
         import warp as wp
-
         from polyphys.layout import Partition
 
         from .kernels import collision_driver as K  # noqa: F401  (registers the overloads)
@@ -329,8 +360,12 @@ class CollisionPipeline:
         m = SimpleNamespace()
         m.geom_type = f(self.geom_type, wp.int32)
         m.geom_collide = f(self.geom_collide, wp.int32)
-        m.geom_size = f(np.array([(tuple(g.size) + (0.0, 0.0, 0.0))[:3] for g in self.geoms],
-                                 dtype=npf).reshape(G, 3), V)
+        sizes = np.array([(tuple(g.size) + (0.0, 0.0, 0.0))[:3] for g in self.geoms],
+                         dtype=float).reshape(G, 3)
+        for gi, (adr, num) in self.mesh_range.items():
+            sizes[gi] = (adr, num, 0.0)          # a mesh's "size": its hull's vertex range
+        m.geom_size = f(sizes.astype(npf), V)
+        m.mesh_vert = f((self.mesh_vert if len(self.mesh_vert) else np.zeros((1, 3))).astype(npf), V)
         m.geom_half = f(self.half.astype(npf), V)
         m.geom_margin = f(np.array([g.margin for g in self.geoms], dtype=npf), S)
         m.geom_gap = f(np.array([g.gap for g in self.geoms], dtype=npf), S)
@@ -514,7 +549,8 @@ class CollisionPipeline:
                                   v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count], device=dev)
         wp.launch(K.narrowphase, dim=(n, self.max_pairs),
-                  inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum, xpos,
+                  inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum,
+                          m.mesh_vert, xpos,
                           v.geom_xmat, v.pairs_buf, v.pair_count],
                   outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                   device=dev)

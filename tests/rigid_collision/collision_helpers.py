@@ -4,7 +4,7 @@ the same geoms in MuJoCo (one single-pair MJCF model built here)."""
 from __future__ import annotations
 
 import numpy as np
-from polyphys.description import Geom, quat_to_mat
+from polyphys.description import Geom
 from polyphys.layout import Partition
 from polyphys.plugins.rigid.collision import CollisionOptions, CollisionPipeline, set_poses_host
 
@@ -180,6 +180,8 @@ def support_h(t, s, p, R, n):
     n = np.atleast_2d(n)
     dl = n @ R
     s = np.asarray(s, float)
+    if t == "mesh":                         # s: the vertices (geom frame)
+        return n @ p + np.max(dl @ s.T, axis=1)
     if t == "sphere":
         e = s[0] * np.ones(len(n))
     elif t == "capsule":

@@ -12,7 +12,8 @@ capsule and box edges; smooth pairs such as ellipsoid–ellipsoid reach 1e-15); 
 2.8e-5·size (capsule–cylinder) with seed 7; over seeds 1–6 the worst was also within it (after
 EPA's polytope was raised to 96 vertices and the descent starts from the 8 closest EPA faces, the
 centre line and the ± axes of both shapes: with 48 vertices and 4 starts, deep penetrations of
-capsules and cylinders missed the global minimum by up to 2e-3·size). These checks cannot pass a wrong depth that is too shallow (every
+capsules and cylinders missed the global minimum by up to 2e-3·size). These checks cannot pass
+a wrong depth that is too shallow (every
 direction gives a lower bound of the true distance) and bound one that is too deep by the same
 tolerance.
 """
@@ -43,7 +44,7 @@ def test_gjk_epa_against_support_functions_and_mujoco(t1, t2):
     rng = np.random.default_rng(7)
     dirs = rng.normal(size=(2000, 3))
     checked = 0
-    for example in range(3):
+    for _example in range(3):
         s1, s2 = _size(t1, rng), _size(t2, rng)
         scale = np.linalg.norm(s1) + np.linalg.norm(s2)
         poses = []
@@ -57,7 +58,7 @@ def test_gjk_epa_against_support_functions_and_mujoco(t1, t2):
         for pose, c in zip(poses, ours):
             R1, R2 = quat_to_mat(pose[1]), quat_to_mat(pose[3])
 
-            def sep(n):
+            def sep(n, s1=s1, s2=s2, pose=pose, R1=R1, R2=R2):
                 return separation(t1, s1, pose[0], R1, t2, s2, pose[2], R2, n)
 
             mc = mujoco_contacts(m, dd, pose)

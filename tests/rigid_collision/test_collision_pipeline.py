@@ -254,12 +254,15 @@ def test_bad_input():
         pipe.build(1, "cpu", "16")
 
 
-def test_mesh_geoms_warn_and_do_not_collide():
-    mesh = Geom(name="m", type="mesh", link=1, size=(0, 0, 0))
-    with pytest.warns(PolyphysWarning, match=r"mesh and heightfield .*\['m'\] do not collide"):
-        pipe = CollisionPipeline([geom("sphere", (0.5,), 0), mesh], [0, 1], [-1, -1], [True, True])
-    _run(pipe, np.zeros((2, 3)))
+def test_hfield_and_meshless_geoms_warn_and_do_not_collide():
+    hf = Geom(name="h", type="hfield", link=1, size=(1, 1, 0.1))
+    mesh = Geom(name="m", type="mesh", link=2, size=(0, 0, 0))      # no mesh data
+    with pytest.warns(PolyphysWarning, match=r"heightfield .*\['h', 'm'\] do not collide"):
+        pipe = CollisionPipeline([geom("sphere", (0.5,), 0), hf, mesh], [0, 1, 2], [-1] * 3,
+                                 [True] * 3)
+    _run(pipe, np.zeros((3, 3)))
     assert _pairs(pipe) == []
+
 
 
 @pytest.mark.parametrize("bp", ["all_vs_all", "sweep_and_prune"])
@@ -301,3 +304,24 @@ def test_captured_graph_equals_direct_run(bp):
         for x, y in zip(ca, cb):
             for key in x:
                 np.testing.assert_array_equal(x[key], y[key])
+
+
+def test_neutral_overlap_option():
+    """Pairs of one entity overlapping in the neutral configuration are removed unless
+    neutral_collision; pairs across entities and pairs not overlapping there stay."""
+    g = _spheres(3)
+    ent = [0, 0, 1]
+    neutral = (np.array([[0, 0, 0], [0.5, 0, 0], [0.9, 0, 0]]), np.tile([1.0, 0, 0, 0], (3, 1)))
+    now = np.zeros((3, 3))
+    pipe = CollisionPipeline(g, ent, [-1] * 3, [True] * 3)
+    pipe.build(1, "cpu", "64", neutral_poses=neutral)
+    assert pipe.neutral_excluded.tolist() == [[0, 1]]
+    _run(pipe, now)     # rebuilds with the exclusion kept
+    assert _pairs(pipe) == [(0, 2), (1, 2)]
+    pipe = CollisionPipeline(g, ent, [-1] * 3, [True] * 3, CollisionOptions(neutral_collision=True))
+    pipe.build(1, "cpu", "64", neutral_poses=neutral)
+    _run(pipe, now)
+    assert _pairs(pipe) == [(0, 1), (0, 2), (1, 2)]
+    with pytest.raises(OptionError, match="neutral_poses"):
+        CollisionPipeline(g, ent, [-1] * 3, [True] * 3).build(1, "cpu", "64",
+                                                              neutral_poses=(np.zeros((2, 3)), np.zeros((3, 4))))

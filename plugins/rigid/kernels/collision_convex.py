@@ -26,8 +26,9 @@ REFINE_STARTS = 8
 
 
 @wp.func
-def support(t: int, size: Any, pos: Any, R: Any, d: Any):
-    """World support point of a primitive (type codes of polyphys.geometry) in direction d."""
+def support(t: int, size: Any, pos: Any, R: Any, d: Any, mv: Any):
+    """World support point of a primitive (type codes of polyphys.geometry) in direction d; a
+    convex mesh (6) carries (first vertex, vertex count) of its hull in mv as its size."""
     zero = size[0] - size[0]
     one = zero + type(zero)(1.0)
     dl = wp.transpose(R) * d
@@ -59,6 +60,16 @@ def support(t: int, size: Any, pos: Any, R: Any, d: Any):
                 loc[i] = size[i]
             else:
                 loc[i] = -size[i]
+    elif t == 6:                                 # convex mesh: hull vertices mv[adr:adr+num]
+        adr = int(size[0])
+        num = int(size[1])
+        best = zero - type(zero)(1e30)
+        for i in range(num):
+            v = mv[adr + i]
+            pr = wp.dot(v, dl)
+            if pr > best:
+                best = pr
+                loc = v
     elif t == 5:                                 # ellipsoid
         sd = wp.vector(size[0] * dl[0], size[1] * dl[1], size[2] * dl[2])
         ls = wp.length(sd)
@@ -187,7 +198,6 @@ def _closest_simplex(W: Any, PA: Any, n: int):
 @wp.func
 def _witness(PA: Any, W: Any, n: int, v: Any):
     """The point of A whose Minkowski image is v (barycentric on the reduced simplex)."""
-    zero = v[0] - v[0]
     a = PA[0]
     if n == 2:
         b = _seg_bary(W[0], W[1])
@@ -200,26 +210,26 @@ def _witness(PA: Any, W: Any, n: int, v: Any):
 
 @wp.func
 def _hD(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, rot2: Any, size2: Any,
-        n: Any):
-    return wp.dot(n, support(t1, size1, pos1, rot1, n) - support(t2, size2, pos2, rot2, -n))
+        n: Any, mv: Any):
+    return wp.dot(n, support(t1, size1, pos1, rot1, n, mv) - support(t2, size2, pos2, rot2, -n, mv))
 
 
 @wp.func
 def _refine(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, rot2: Any, size2: Any,
-            n0: Any, gtol: Any):
+            n0: Any, gtol: Any, mv: Any):
     """Local minimum of h_D on the unit sphere from n0: at each step angle, the descent direction
     (minus the projected support point) and 8 pattern directions of the tangent plane are tried;
     the first that lowers h_D is taken and the angle doubled, else the angle is halved (pattern
     search also gets past the kinks of h_D at edges and rims)."""
     zero = gtol - gtol
     nr = n0
-    hv = _hD(t1, pos1, rot1, size1, t2, pos2, rot2, size2, nr)
+    hv = _hD(t1, pos1, rot1, size1, t2, pos2, rot2, size2, nr, mv)
     th = zero + type(gtol)(0.05)
     c45 = zero + type(gtol)(0.7071067811865476)
-    for it in range(REFINE_ITERS):
+    for _it in range(REFINE_ITERS):
         if th < type(gtol)(1e-12):
             break
-        w = support(t1, size1, pos1, rot1, nr) - support(t2, size2, pos2, rot2, -nr)
+        w = support(t1, size1, pos1, rot1, nr, mv) - support(t2, size2, pos2, rot2, -nr, mv)
         g = w - nr * wp.dot(w, nr)
         gl = wp.length(g)
         ta = _any_perp(nr)
@@ -248,7 +258,7 @@ def _refine(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, rot2:
                     dirv = -(ta + tb) * c45
                 if wp.length(dirv) > zero:
                     mm = wp.normalize(nr + dirv * th)
-                    hm = _hD(t1, pos1, rot1, size1, t2, pos2, rot2, size2, mm)
+                    hm = _hD(t1, pos1, rot1, size1, t2, pos2, rot2, size2, mm, mv)
                     if hm < hv:
                         nr = mm
                         hv = hm
@@ -262,7 +272,7 @@ def _refine(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, rot2:
 
 @wp.func
 def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, rot2: Any,
-                size2: Any, margin: Any):
+                size2: Any, margin: Any, mv: Any):
     """GJK, then EPA when the shapes overlap: one contact (normal 1→2, signed distance)."""
     pts, dres = _empty(pos1)
     zero = margin - margin
@@ -278,9 +288,9 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
         v = wp.vector(one, zero, zero)
     inside = bool(False)
     touching = bool(False)
-    for it in range(GJK_ITERS):
-        a = support(t1, size1, pos1, rot1, -v)
-        b = support(t2, size2, pos2, rot2, v)
+    for _it in range(GJK_ITERS):
+        a = support(t1, size1, pos1, rot1, -v, mv)
+        b = support(t2, size2, pos2, rot2, v, mv)
         w = a - b
         vv = wp.dot(v, v)
         if n > 0 and vv - wp.dot(v, w) <= gtol * wp.sqrt(vv):
@@ -322,8 +332,8 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
                 d[k // 2] = one
             else:
                 d[k // 2] = -one
-            a = support(t1, size1, pos1, rot1, d)
-            w = a - support(t2, size2, pos2, rot2, -d)
+            a = support(t1, size1, pos1, rot1, d, mv)
+            w = a - support(t2, size2, pos2, rot2, -d, mv)
             ok = bool(True)
             if nv == 1:
                 ok = wp.length(w - V[0]) > gtol
@@ -354,7 +364,7 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
         best_d = zero
         best_n = v
         best_f = int(0)
-        for it in range(EPA_VERTS):
+        for _it in range(EPA_VERTS):
             # closest alive face
             best_d = zero + type(zero)(1e30)
             for f in range(nf):
@@ -370,8 +380,8 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
                             best_f = f
             if nv >= EPA_VERTS:
                 break
-            a = support(t1, size1, pos1, rot1, best_n)
-            w = a - support(t2, size2, pos2, rot2, -best_n)
+            a = support(t1, size1, pos1, rot1, best_n, mv)
+            w = a - support(t2, size2, pos2, rot2, -best_n, mv)
             if wp.dot(w, best_n) - best_d <= gtol:
                 break
             # remove the faces seeing w; the horizon edges (used once) get new faces
@@ -414,7 +424,7 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
         hv = zero + type(zero)(1e30)
         nr = best_n
         prev = zero - type(zero)(1e30)
-        for st in range(REFINE_STARTS):
+        for _st in range(REFINE_STARTS):
             # the next closest alive face after distance prev
             cd = zero + type(zero)(1e30)
             cn = best_n
@@ -430,7 +440,7 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
                             cn = nn / ln
             if cd < type(zero)(1e29):
                 prev = cd
-                h1, n1 = _refine(t1, pos1, rot1, size1, t2, pos2, rot2, size2, cn, gtol)
+                h1, n1 = _refine(t1, pos1, rot1, size1, t2, pos2, rot2, size2, cn, gtol, mv)
                 if h1 < hv:
                     hv = h1
                     nr = n1
@@ -446,7 +456,7 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
                 d0 = -d0
             if wp.length(d0) > zero:
                 h1, n1 = _refine(t1, pos1, rot1, size1, t2, pos2, rot2, size2, wp.normalize(d0),
-                                 gtol)
+                                 gtol, mv)
                 if h1 < hv:
                     hv = h1
                     nr = n1
@@ -467,3 +477,36 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
         dres[0] = dist
         cnt = 1
     return cnt, nrm, pts, dres
+
+
+@wp.func
+def plane_mesh(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any, margin: Any,
+               mv: Any):
+    """Convex mesh (geom 2) on a plane (geom 1): the 8 deepest hull vertices within the margin
+    (pruning keeps 4)."""
+    pts, d = _empty(pos1)
+    n = _col(rot1, 2)
+    adr = int(size2[0])
+    num = int(size2[1])
+    cnt = int(0)
+    half = margin - margin + type(margin)(0.5)
+    for i in range(num):
+        c = pos2 + rot2 * mv[adr + i]
+        dist = wp.dot(c - pos1, n)
+        if dist < margin:
+            # insert into the list sorted by depth, keeping the 8 deepest
+            j = cnt
+            if cnt < 8:
+                cnt += 1
+            else:
+                j = 7
+                if dist >= d[7]:
+                    j = -1
+            if j >= 0:
+                while j > 0 and d[j - 1] > dist:
+                    d[j] = d[j - 1]
+                    pts[j] = pts[j - 1]
+                    j -= 1
+                d[j] = dist
+                pts[j] = c - n * (half * dist)
+    return cnt, n, pts, d

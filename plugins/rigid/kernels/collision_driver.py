@@ -11,10 +11,23 @@ from typing import Any
 
 import warp as wp
 
-from .collision_convex import convex_pair
-from .collision_primitive import (_any_perp, _empty, box_box, capsule_box, capsule_capsule, plane_box,
-                                  plane_capsule, plane_cylinder, plane_ellipsoid, plane_sphere,
-                                  sphere_box, sphere_capsule, sphere_cylinder, sphere_sphere)
+from .collision_convex import convex_pair, plane_mesh
+from .collision_primitive import (
+    _any_perp,
+    _empty,
+    box_box,
+    capsule_box,
+    capsule_capsule,
+    plane_box,
+    plane_capsule,
+    plane_cylinder,
+    plane_ellipsoid,
+    plane_sphere,
+    sphere_box,
+    sphere_capsule,
+    sphere_cylinder,
+    sphere_sphere,
+)
 
 PLANE = wp.constant(0)
 SPHERE = wp.constant(1)
@@ -22,6 +35,7 @@ CAPSULE = wp.constant(2)
 CYLINDER = wp.constant(3)
 BOX = wp.constant(4)
 ELLIPSOID = wp.constant(5)
+MESH = wp.constant(6)
 
 BIG = wp.constant(1.0e30)
 
@@ -276,7 +290,8 @@ def sap_sweep(
 
 
 @wp.func
-def _collide(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, margin: Any):
+def _collide(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, margin: Any,
+             mv: Any):
     pts, d = _empty(p1)
     n = p1 - p1
     cnt = int(0)
@@ -291,6 +306,8 @@ def _collide(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: 
             cnt, n, pts, d = plane_box(p1, R1, s1, p2, R2, s2, margin)
         elif t2 == ELLIPSOID:
             cnt, n, pts, d = plane_ellipsoid(p1, R1, s1, p2, R2, s2, margin)
+        elif t2 == MESH:
+            cnt, n, pts, d = plane_mesh(p1, R1, s1, p2, R2, s2, margin, mv)
     elif t1 == SPHERE:
         if t2 == SPHERE:
             cnt, n, pts, d = sphere_sphere(p1, R1, s1, p2, R2, s2, margin)
@@ -308,9 +325,10 @@ def _collide(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: 
     elif t1 == BOX:
         if t2 == BOX:
             cnt, n, pts, d = box_box(p1, R1, s1, p2, R2, s2, margin)
-    analytic = t1 == PLANE or (t1 == SPHERE and t2 <= BOX) or (t1 == CAPSULE and (t2 == CAPSULE or t2 == BOX)) or (t1 == BOX and t2 == BOX)
-    if not analytic and t1 >= SPHERE and t2 <= ELLIPSOID:
-        cnt, n, pts, d = convex_pair(t1, p1, R1, s1, t2, p2, R2, s2, margin)
+    analytic = (t1 == PLANE or (t1 == SPHERE and t2 <= BOX)
+                or (t1 == CAPSULE and (t2 == CAPSULE or t2 == BOX)) or (t1 == BOX and t2 == BOX))
+    if not analytic and t1 >= SPHERE and t2 <= MESH:
+        cnt, n, pts, d = convex_pair(t1, p1, R1, s1, t2, p2, R2, s2, margin, mv)
     return cnt, n, pts, d
 
 
@@ -322,6 +340,7 @@ def narrowphase(
     geom_margin: wp.array(dtype=Any),
     pair_margin: wp.array(dtype=Any),
     margin_sum: int,
+    mesh_vert: wp.array(dtype=Any),
     # Data in:
     geom_xpos_in: wp.array2d(dtype=Any),
     geom_xmat_in: wp.array2d(dtype=Any),
@@ -349,7 +368,7 @@ def narrowphase(
             margin = pair_margin[p[2]]
         cnt, n, pts, d = _collide(geom_type[g1], geom_type[g2], geom_xpos_in[env, g1],
                                   geom_xmat_in[env, g1], geom_size[g1], geom_xpos_in[env, g2],
-                                  geom_xmat_in[env, g2], geom_size[g2], margin)
+                                  geom_xmat_in[env, g2], geom_size[g2], margin, mesh_vert)
         start = int(0)
         stored = int(0)
         if cnt > 0:
@@ -511,7 +530,7 @@ def _overloads():
         wp.overload(sap_keys, {"aabb_lo_in": A2(dtype=V)})
         wp.overload(sap_sweep, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
         wp.overload(narrowphase, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
-                                  "pair_margin": A(dtype=s), "geom_xpos_in": A2(dtype=V),
+                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V),
                                   "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
                                   "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
         wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
