@@ -168,6 +168,48 @@ def mix_mujoco(fa, fb, sol_a, sol_b, solmix_a=1.0, solmix_b=1.0, priority_a=0, p
     return f5, sol
 
 
+# ------------------------------------------------------------------ invweights (host, at build)
+
+def link_jacobian(l, point, dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref):
+    """(6, nv) Jacobian (linear at ``point``, then angular; world frame) of link l from the motion
+    subspaces of one env (numpy, host side)."""
+    nv = len(dof_parent)
+    J = np.zeros((6, nv))
+    d = int(link_dof_last[l]) if l >= 0 else -1
+    while d >= 0:
+        J[:3, d] = cdof_v[d] + np.cross(cdof_w[d], np.asarray(point) - dof_ref[d])
+        J[3:, d] = cdof_w[d]
+        d = int(dof_parent[d])
+    return J
+
+
+def invweights(M, link_com, dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, joint_dofs):
+    """MuJoCo's body_invweight0 / dof_invweight0 (mj_setConst) from one env's state (use qpos0):
+    per link, A = J M⁻¹ Jᵀ of the 6D Jacobian at the link CoM, invweight = (mean of the translational
+    diagonal, mean of the rotational diagonal) (0 for links without dofs); per dof, the diagonal of
+    M⁻¹, averaged over each joint's dofs — free joints over their 3 translational and their 3
+    rotational dofs separately, ball joints over their 3. joint_dofs: list of (first dof, n dofs).
+    Returns (link_invweight (n_links, 2), dof_invweight (nv,))."""
+    Minv = np.linalg.inv(np.asarray(M, float))
+    nl = len(link_dof_last)
+    lw = np.zeros((nl, 2))
+    for l in range(nl):
+        if link_dof_last[l] < 0:
+            continue
+        J = link_jacobian(l, link_com[l], dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref)
+        A = J @ Minv @ J.T
+        lw[l] = [np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3]
+    dg = np.diag(Minv).copy()
+    dw = dg.copy()
+    for start, n in joint_dofs:
+        if n == 6:
+            dw[start:start + 3] = dg[start:start + 3].mean()
+            dw[start + 3:start + 6] = dg[start + 3:start + 6].mean()
+        elif n == 3:
+            dw[start:start + 3] = dg[start:start + 3].mean()
+    return lw, dw
+
+
 # ------------------------------------------------------------------ device stage
 
 def _pad_cols(a, n):
@@ -443,4 +485,4 @@ from polyphys.plugins.rigid.kernels import constraint_solve as _K  # noqa: E402
 
 __all__ = ["ConstraintOptions", "ConstraintStage", "impedance", "ref_coefficients", "reference_acceleration",
            "regularization", "contact_regularization", "legalize_sol_params", "floor_timeconst", "mix_friction",
-           "mix_sol_params", "mix_mujoco", "default_tolerance", "default_impratio", "options_from_rigid"]
+           "mix_sol_params", "mix_mujoco", "default_tolerance", "default_impratio", "options_from_rigid", "invweights", "link_jacobian"]

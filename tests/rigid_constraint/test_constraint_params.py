@@ -153,3 +153,23 @@ def test_options_from_rigid_rules():
     assert o.impratio == 100.0
     with pytest.raises(OptionError, match="contact_resolution='exact'"):
         C.options_from_rigid(NS(contact_resolution="exact"), "64", 0.002)
+
+
+@pytest.mark.parametrize("which", ["articulated", "humanoid"])
+def test_invweights_match_mujoco(which):
+    """link/dof invweights from M and the motion subspaces at qpos0 equal MuJoCo's body_invweight0 /
+    dof_invweight0 (the W of R = W(1−I)/I), to 1e-9 relative (a dense inverse vs MuJoCo's LDL solve)."""
+    import mujoco
+    r = S.make() if which == "articulated" else S.humanoid()
+    if r is None:
+        pytest.skip("gymnasium's humanoid.xml not installed")
+    m, _ = r
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)     # qpos0
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    ref = d.subtree_com[m.body_rootid[m.dof_bodyid]]
+    jd = [(m.jnt_dofadr[j], {0: 6, 1: 3}.get(int(m.jnt_type[j]), 1)) for j in range(m.njnt)]
+    lw, dw = C.invweights(M, d.xipos, m.dof_parentid, S.link_dof_last(m), d.cdof[:, :3], d.cdof[:, 3:], ref, jd)
+    np.testing.assert_allclose(lw, m.body_invweight0, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(dw, m.dof_invweight0, rtol=1e-9, atol=1e-12)
