@@ -55,16 +55,19 @@ def test_dam_break_front_follows_martin_moyce():
 
 
 def _sand_slump(phi_deg):
-    """A 0.3 × 0.3 × 0.1 m slab of sand on a sticky floor (dx = 1/64 m) slumps at its four vertical
-    sides. Returns (angle, runout, max speed): the angle of the top surface on the two x flanks of the
-    middle strip |y − 0.3| < 0.06 m, each fitted by least squares over the band 10–90 % of the final
-    height and averaged; the runout is the final x extent minus the initial 0.3 m."""
+    """A 0.3 × 0.3 × 0.1 m slab of sand on a sticky floor (dx = 1/64 m, 8 particles per cell) slumps at
+    its four vertical sides. Returns (angle, runout, max speed): the angle of the top surface on the two
+    x flanks of the middle strip |y − 0.3| < 0.06 m, each fitted by least squares over the band 10–90 %
+    of the final height and averaged; the runout is the final x extent minus the initial 0.3 m.
+    E = 3.537e5 Pa is Klar et al.'s sand: ρgH/(λ + 2μ) ≈ 0.5 % elastic strain at the base (with
+    E = 5e4 Pa, 3 %, the φ = 40° slab slumped to 22.9° instead of 28.4°)."""
     dens = 64.0
     dx = 1 / dens
     floor = 3 * dx
-    sand = M.Sand(E=5e4, nu=0.3, rho=2200.0, friction_angle=phi_deg)
+    sand = M.Sand(E=3.537e5, nu=0.3, rho=2200.0, friction_angle=phi_deg)
     opts = MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.6, 0.6, 0.3), grid_density=dens, boundary="sticky")
-    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=4e-3, substeps=5), mpm=opts)
+    # P-wave speed 14.6 m/s: h = 4e-4 s is 0.75 of the limit 0.5·dx/c = 5.3e-4 s
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=4e-3, substeps=10), mpm=opts)
     slab = scene.add_entity(morphs.Box(size=(0.3, 0.3, 0.1), pos=(0.3, 0.3, floor + 0.052)), sand)
     scene.build()
     for _ in range(100):                       # 0.4 s: the slump stops by ~0.35 s
@@ -94,8 +97,11 @@ def test_sand_slump_depends_on_friction_angle():
     assert a40 > a25 and run40 < run25 - 0.03
 
 
-@pytest.mark.xfail(strict=True, reason="measured at dx = 1/64 m: the fitted angles of repose are "
-                   "~17° (φ = 25°) and ~23° (φ = 40°) — below the ±5° band; see docs/mpm.md")
+@pytest.mark.xfail(strict=True, reason="measured at dx = 1/64 m (8 particles per cell, E = 3.537e5 Pa): "
+                   "fitted angles 17.6° (φ = 25°) and 25.8° (φ = 40°), below the ±5° band. The return mapping "
+                   "matches Klar et al. (test_mpm_return_mapping.py) and is stronger than Mohr–Coulomb in plane "
+                   "strain; the slump's inertia, a 6-cell-high pile and the geometry set the fitted angle "
+                   "(see docs/mpm.md, Validation)")
 @pytest.mark.parametrize("phi", [25.0, 40.0])
 def test_sand_angle_of_repose_within_5_degrees(phi):
     angle, _, speed = _sand_slump(phi)
