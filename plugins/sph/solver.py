@@ -287,12 +287,14 @@ class SPHSolver(Solver):
             L(F.solve_kappa, (ne, N), [m, int(divergence), p.mass, p.done, p.pos, p.vel, p.active,
                                        p.start, p.sorted, p.rho, p.alpha, p.warm, ws, base, p.kappa,
                                        p.err, total, out])
+            # apply the κ just accumulated before the convergence test (as SPlisHSPlasH): every κ
+            # in the accumulator and in the reported pressure has acted on the velocities
+            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
+                                        p.kappa, 1.0, p.vel])
             L(G.reduce_chunks, (ne, self.n_chunks), [N, p.err, p.active, p.done, p.err_sum, p.err_cnt])
             may_stop = 1 if (divergence or it >= 1) else 0
             L(G.check_converged, ne, [self.n_chunks, tol, may_stop, p.err_sum, p.err_cnt, p.done,
                                       p.solve_err])
-            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
-                                        p.kappa, 1.0, p.vel])
 
     def _integrate(self, p, apply_dv: int, move: int):
         from .kernels import fluid as F
