@@ -563,6 +563,23 @@ class CollisionPipeline:
         wp.launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
                   outputs=[v.contact_count], device=dev)
 
+    def export(self, part, n_con, con_pos, con_frame, con_dist, con_margin, con_link):
+        """Copy the partition's contacts into a constraint builder's arrays (whole-batch arrays,
+        (n_envs, C[, 2]); C may be smaller than max_contacts: the count is clamped to it):
+        n_con, pos, frame (rows: normal B→A, t1, t2), dist = −depth, margin = includemargin, and
+        the links of geoms A and B (−1: world). Kernels only (graph-capturable)."""
+        import warp as wp
+
+        from .kernels import collision_driver as K
+
+        v = self._parts[part.index]
+        s = slice(part.start, part.stop)
+        wp.launch(K.export_contacts, dim=(v.n, self.max_contacts),
+                  inputs=[self.model.geom_link, v.contact_count, v.contact_geom, v.contact_pos,
+                          v.contact_frame, v.contact_depth, v.contact_includemargin],
+                  outputs=[n_con[s], con_pos[s], con_frame[s], con_dist[s], con_margin[s],
+                           con_link[s]], device=self.device)
+
     # -- after the step ---------------------------------------------------------------------------
     def overflow(self) -> list:
         """[(budget name, env, needed, budget)] for every exceeded budget (host sync)."""

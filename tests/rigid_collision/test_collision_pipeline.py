@@ -325,3 +325,27 @@ def test_neutral_overlap_option():
     with pytest.raises(OptionError, match="neutral_poses"):
         CollisionPipeline(g, ent, [-1] * 3, [True] * 3).build(1, "cpu", "64",
                                                               neutral_poses=(np.zeros((2, 3)), np.zeros((3, 4))))
+
+
+def test_export_to_constraint_arrays():
+    """export() writes the contact set into a constraint builder's layout: dist = -depth, the
+    links of the geoms, the count clamped to the receiving capacity."""
+    g = [geom("plane", (0, 0, 1), -1)] + [Geom(name=f"s{i}", type="sphere", link=i, size=(0.5, 0, 0))
+                                          for i in range(3)]
+    pipe = CollisionPipeline(g, [0] * 4, [-1] * 3, [True] * 3)
+    _run(pipe, [[0, 0, 0], [0, 0, 0.4], [3, 0, 0.45], [3.8, 0, 0.45]], n_envs=2)
+    E, C = 2, 2
+    n_con = wp.zeros(E, dtype=wp.int32)
+    pos = wp.zeros((E, C), dtype=wp.vec3d)
+    frame = wp.zeros((E, C), dtype=wp.mat33d)
+    dist = wp.zeros((E, C), dtype=wp.float64)
+    marg = wp.zeros((E, C), dtype=wp.float64)
+    link = wp.zeros((E, C, 2), dtype=wp.int32)
+    pipe.export(Partition(0, 0, 2), n_con, pos, frame, dist, marg, link)
+    c = pipe.contacts([1])[0]
+    assert len(c["depth"]) == 4 and n_con.numpy().tolist() == [2, 2]
+    np.testing.assert_array_equal(dist.numpy()[1], -c["depth"][:2])
+    np.testing.assert_array_equal(frame.numpy()[1], c["frame"][:2])
+    np.testing.assert_array_equal(pos.numpy()[1], c["pos"][:2])
+    lk = np.array([g[i].link for i in range(4)])
+    np.testing.assert_array_equal(link.numpy()[1], np.stack([lk[c["geom_a"][:2]], lk[c["geom_b"][:2]]], 1))

@@ -511,6 +511,41 @@ def finalize_counts(
     contact_count_out[env] = wp.min(contact_raw_in[env], max_contacts)
 
 
+@wp.kernel
+def export_contacts(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    # Data in:
+    contact_count_in: wp.array(dtype=wp.int32),
+    contact_geom_in: wp.array2d(dtype=wp.vec2i),
+    contact_pos_in: wp.array2d(dtype=Any),
+    contact_frame_in: wp.array2d(dtype=Any),
+    contact_depth_in: wp.array2d(dtype=Any),
+    contact_includemargin_in: wp.array2d(dtype=Any),
+    # Data out:
+    n_con_out: wp.array(dtype=wp.int32),
+    con_pos_out: wp.array2d(dtype=Any),
+    con_frame_out: wp.array2d(dtype=Any),
+    con_dist_out: wp.array2d(dtype=Any),
+    con_margin_out: wp.array2d(dtype=Any),
+    con_link_out: wp.array3d(dtype=wp.int32),
+):
+    """Copy the contact set into a constraint builder's inputs: signed distance (MuJoCo's dist =
+    -depth), the links of geoms A and B (-1: world)."""
+    env, c = wp.tid()
+    n = wp.min(contact_count_in[env], con_pos_out.shape[1])
+    if c == 0:
+        n_con_out[env] = n
+    if c < n:
+        g = contact_geom_in[env, c]
+        con_pos_out[env, c] = contact_pos_in[env, c]
+        con_frame_out[env, c] = contact_frame_in[env, c]
+        con_dist_out[env, c] = -contact_depth_in[env, c]
+        con_margin_out[env, c] = contact_includemargin_in[env, c]
+        con_link_out[env, c, 0] = geom_link[g[0]]
+        con_link_out[env, c, 1] = geom_link[g[1]]
+
+
 def _overloads():
     for s in (wp.float32, wp.float64):
         V = wp.types.vector(3, s)
@@ -533,6 +568,11 @@ def _overloads():
                                   "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V),
                                   "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
                                   "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
+        wp.overload(export_contacts, {
+            "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
+            "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
+            "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
+            "con_margin_out": A2(dtype=s)})
         wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                             "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                             "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
