@@ -701,16 +701,19 @@ def update_constraint(
     qfrc_constraint: wp.array2d(dtype=Any),
     grad: wp.array2d(dtype=Any),
     ma: wp.array2d(dtype=Any),
+    full: int,
 ):
     """jar = J·qacc − aref, forces, states (1 quadratic, 2 cone middle zone), qfrc_constraint = Jᵀf,
-    gradient g = M·qacc − qfrc_smooth − Jᵀf; returns the total cost."""
+    gradient g = M·(qacc − qacc_smooth) − Jᵀf; returns the total cost. full = 0: jar and ma were
+    updated incrementally by the caller (jar += α·J·p, ma += α·M·p, as MuJoCo does)."""
     zero = qacc[env, 0] * type(qacc[env, 0])(0.0)
     half = type(zero)(0.5)
-    for i in range(nrow):
-        s = zero
-        for j in range(nv):
-            s = s + efc_J[env, i, j] * qacc[env, j]
-        jar[env, i] = s - efc_aref[env, i]
+    if full == 1:
+        for i in range(nrow):
+            s = zero
+            for j in range(nv):
+                s = s + efc_J[env, i, j] * qacc[env, j]
+            jar[env, i] = s - efc_aref[env, i]
     cost = zero
     i = int(0)
     while i < nrow:
@@ -779,10 +782,12 @@ def update_constraint(
         for r in range(nrow):
             s = s + efc_J[env, r, j] * efc_force[env, r]
         qfrc_constraint[env, j] = s
-        m = zero
-        for k in range(nv):
-            m = m + M[env, j, k] * (qacc[env, k] - qacc_smooth[env, k])
-        ma[env, j] = m
+        m = ma[env, j]
+        if full == 1:
+            m = zero
+            for k in range(nv):
+                m = m + M[env, j, k] * (qacc[env, k] - qacc_smooth[env, k])
+            ma[env, j] = m
         grad[env, j] = m - s
     # Gauss part ½(a − a₀)ᵀM(a − a₀)
     for j in range(nv):
@@ -888,18 +893,18 @@ def constraint_solve(
         if nrow == 0:
             qacc[env, j] = qacc_smooth[env, j]
     cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth, M,
-                             qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma)
+                             qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1)
     if warm_pick_lower == 1:
         for j in range(nv):
             qacc[env, j] = qacc_smooth[env, j]
         c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma)
+                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1)
         if cost < c2:
             for j in range(nv):
                 qacc[env, j] = qacc_warm[env, j]
             cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
                                      qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                                     qfrc_constraint, grad, ma)
+                                     qfrc_constraint, grad, ma, 1)
         else:
             cost = c2
 
@@ -1049,13 +1054,16 @@ def constraint_solve(
         # ---- update
         for j in range(nv):
             qacc[env, j] = qacc[env, j] + alpha * search[env, j]
+            ma[env, j] = ma[env, j] + alpha * mv[env, j]
+        for r in range(nrow):
+            jar[env, r] = jar[env, r] + alpha * jv[env, r]
         if solver == SOLVER_CG:
             for j in range(nv):
                 mgrad_old[env, j] = mgrad[env, j]
                 mv[env, j] = grad[env, j]
         old = cost
         cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                                 M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma)
+                                 M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0)
         niter = niter + 1
         improvement = scale * (old - cost)
         gnorm = zero
