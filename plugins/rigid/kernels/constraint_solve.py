@@ -1072,12 +1072,28 @@ def constraint_solve(
         gnorm = scale * wp.sqrt(gnorm)
         if solver == SOLVER_CG:
             cholesky_solve(nv, env, LM, grad, mgrad)
-            num = zero
-            den = zero
+            # Hager–Zhang β (M⁻¹-preconditioned) with the CG_DESCENT lower bound
+            # η = −1/(‖p‖·min(0.01, ‖g_old‖)); y = g − g_old, My = M⁻¹y
+            dy = zero
+            ymy = zero
+            pn = zero
+            gon = zero
             for j in range(nv):
-                num = num + grad[env, j] * (mgrad[env, j] - mgrad_old[env, j])
-                den = den + mv[env, j] * mgrad_old[env, j]
-            beta = wp.max(zero, num / wp.max(den, type(tolerance)(1.0e-30)))
+                yj = grad[env, j] - mv[env, j]
+                dy = dy + search[env, j] * yj
+                ymy = ymy + yj * (mgrad[env, j] - mgrad_old[env, j])
+                pn = pn + search[env, j] * search[env, j]
+                gon = gon + mv[env, j] * mv[env, j]
+            beta = zero
+            if wp.abs(dy) > type(tolerance)(1.0e-30):
+                num = zero
+                for j in range(nv):
+                    num = num + (mgrad[env, j] - mgrad_old[env, j] - type(tolerance)(2.0) * ymy / dy
+                                 * search[env, j]) * grad[env, j]
+                beta = num / dy
+                eta = -one / wp.max(wp.sqrt(pn) * wp.min(type(tolerance)(0.01), wp.sqrt(gon)),
+                                    type(tolerance)(1.0e-30))
+                beta = wp.max(beta, eta)
             for j in range(nv):
                 search[env, j] = -mgrad[env, j] + beta * search[env, j]
         if improvement < tolerance or gnorm < tolerance or alpha == zero:
