@@ -32,11 +32,57 @@ def _best(f, reps):
     return best
 
 
-def run(quick: bool = False) -> list[dict]:
+def _case(m, d, n, solver, reps):
+    """(polyphys seconds, MuJoCo seconds, max |qacc − MuJoCo|, polyphys iterations) for n envs."""
+    import mjscenes as S
     import mujoco
     import warp as wp
 
+    st, tree = S.stage_for(m, d, n_envs=n, solver=solver, tolerance=1e-8, iterations=100)
+    s = st.scalar
+    vec = {"cdof_w": st.V, "cdof_v": st.V, "dof_ref": st.V, "link_pos": st.V, "link_quat": st.Q}
+    a = {k: wp.array(np.asarray(v if k != "link_quat" else v[..., [1, 2, 3, 0]]), dtype=vec.get(k, s))
+         for k, v in tree.items()}
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    Mw = wp.array(np.repeat(M[None], n, 0), dtype=s)
+    qs = wp.array(np.repeat(d.qacc_smooth[None], n, 0), dtype=s)
+
+    def launches():
+        st.build_rows(a["qpos"], a["qvel"], a["cdof_w"], a["cdof_v"], a["dof_ref"], a["link_pos"], a["link_quat"])
+        st.solve(Mw, qs, qs)
+
+    launches()  # load modules before capture
+    with wp.ScopedCapture(device="cpu") as cap:
+        launches()
+    graph = cap.graph
+
+    def pp():
+        wp.capture_launch(graph)
+        wp.synchronize()
+
+    ds = [mujoco.MjData(m) for _ in range(n)]
+    for dd in ds:
+        dd.qpos[:] = d.qpos
+        dd.qvel[:] = d.qvel
+        mujoco.mj_forward(m, dd)
+
+    def mj():
+        for dd in ds:
+            dd.qacc_warmstart[:] = dd.qacc_smooth
+            mujoco.mj_makeConstraint(m, dd)
+            mujoco.mj_projectConstraint(m, dd)
+            mujoco.mj_referenceConstraint(m, dd)
+            mujoco.mj_fwdConstraint(m, dd)
+
+    tp, tm = _best(pp, reps), _best(mj, reps)
+    err = np.abs(st.qacc.numpy()[0] - ds[0].qacc).max()
+    return tp, tm, err, int(st.solver_niter.numpy()[0])
+
+
+def run(quick: bool = False) -> list[dict]:
     import mjscenes as S
+    import mujoco
 
     rows = []
     sizes = (64,) if quick else (64, 1024)
@@ -48,51 +94,11 @@ def run(quick: bool = False) -> list[dict]:
             m.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON if solver == "Newton" else mujoco.mjtSolver.mjSOL_CG
             mujoco.mj_forward(m, d)
             for n in sizes:
-                st, tree = S.stage_for(m, d, n_envs=n, solver=solver, tolerance=1e-8, iterations=100)
-                s = st.scalar
-                a = {k: wp.array(np.asarray(v if k != "link_quat" else v[..., [1, 2, 3, 0]]),
-                                 dtype={"cdof_w": st.V, "cdof_v": st.V, "dof_ref": st.V, "link_pos": st.V,
-                                        "link_quat": st.Q}.get(k, s)) for k, v in tree.items()}
-                M = np.zeros((m.nv, m.nv))
-                mujoco.mj_fullM(m, d, M)
-                Mw = wp.array(np.repeat(M[None], n, 0), dtype=s)
-                qs = wp.array(np.repeat(d.qacc_smooth[None], n, 0), dtype=s)
-
-                def launches():
-                    st.build_rows(a["qpos"], a["qvel"], a["cdof_w"], a["cdof_v"], a["dof_ref"], a["link_pos"],
-                                  a["link_quat"])
-                    st.solve(Mw, qs, qs)
-
-                launches()  # load modules before capture
-                with wp.ScopedCapture(device="cpu") as cap:
-                    launches()
-                graph = cap.graph
-
-                def pp():
-                    wp.capture_launch(graph)
-                    wp.synchronize()
-
-                ds = [mujoco.MjData(m) for _ in range(n)]
-                for dd in ds:
-                    dd.qpos[:] = d.qpos
-                    dd.qvel[:] = d.qvel
-                    mujoco.mj_forward(m, dd)
-
-                def mj():
-                    for dd in ds:
-                        dd.qacc_warmstart[:] = dd.qacc_smooth
-                        mujoco.mj_makeConstraint(m, dd)
-                        mujoco.mj_projectConstraint(m, dd)
-                        mujoco.mj_referenceConstraint(m, dd)
-                        mujoco.mj_fwdConstraint(m, dd)
-
-                reps = 3 if quick else 5
-                tp, tm = _best(pp, reps), _best(mj, reps)
-                err = np.abs(st.qacc.numpy()[0] - ds[0].qacc).max()
+                tp, tm, err, iters = _case(m, d, n, solver, 3 if quick else 5)
                 rows.append(dict(case=f"{cone} {solver} n_envs={n}", metric="constraint solves/s", unit="1/s",
                                  polyphys=n / tp, reference=n / tm, reference_name="MuJoCo 4.0 (loop, 1 thread)",
                                  ratio=tm / tp, notes=f"nv {m.nv}, nefc {d.nefc}, tol 1e-8; "
-                                 f"max |qacc - MuJoCo| {err:.1e}; polyphys iters {int(st.solver_niter.numpy()[0])}"))
+                                 f"max |qacc - MuJoCo| {err:.1e}; polyphys iters {iters}"))
     return rows
 
 

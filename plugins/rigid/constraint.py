@@ -12,12 +12,12 @@ stiffness −timeconst and damping −dampratio), ``(dmin, dmax, width, mid, pow
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import warp as wp
-
 from polyphys.errors import OptionError, PolyphysWarning
 
 MINVAL = 1e-15          # mjMINVAL
@@ -400,7 +400,7 @@ class ConstraintStage:
         link_pos/link_quat (n_links): link frame poses (for connect anchors). Contacts are read
         from the con_* buffers, the connect velocity-product term J̇·q̇ from eq_acc_bias (fill them
         first)."""
-        m, o, sl = self.model, self.opt, (lambda a: self._sl(a, part))
+        m, o, sl = self.model, self.opt, functools.partial(self._sl, part=part)
         n = self.n_envs if part is None else part.stop - part.start
         s = self.scalar
         wp.launch(_K.constraint_build, dim=n, device=self.device, inputs=[
@@ -408,7 +408,8 @@ class ConstraintStage:
             m["dof_parent"], m["link_dof_last"], m["link_invweight"], m["dof_invweight"], sl(m["dof_frictionloss"]),
             m["dof_sol"], m["lim_dof"], m["lim_qadr"], m["lim_ball"], m["lim_range"], m["lim_margin"], m["lim_sol"], m["eq_type"],
             m["eq_obj"], m["eq_data"], sl(m["eq_sol"]),
-            sl(qpos), sl(qvel), sl(cdof_w), sl(cdof_v), sl(dof_ref), sl(link_pos), sl(link_quat), sl(self.eq_active), sl(self.eq_acc_bias),
+            sl(qpos), sl(qvel), sl(cdof_w), sl(cdof_v), sl(dof_ref), sl(link_pos), sl(link_quat), sl(self.eq_active),
+            sl(self.eq_acc_bias),
             sl(self.n_con), sl(self.con_pos), sl(self.con_frame), sl(self.con_dist), sl(self.con_margin),
             sl(self.con_link), sl(self.con_dim), sl(self.con_friction), sl(self.con_sol),
             sl(self.n_efc), sl(self.overflow), sl(self.efc_J), sl(self.efc_type), sl(self.efc_id), sl(self.efc_pos),
@@ -418,7 +419,7 @@ class ConstraintStage:
     def mass_from_tree(self, dof_madr, dof_depth, m_col, mass, diag_add, part=None):
         """Fill self.M (n_envs, nv, nv) from the dynamics kernel's tree-sparse mass rows, adding
         diag_add (n_envs, nv; h·D_v for approximate_implicitfast, zeros otherwise) on the diagonal."""
-        sl = (lambda a: self._sl(a, part))
+        sl = functools.partial(self._sl, part=part)
         n = self.n_envs if part is None else part.stop - part.start
         wp.launch(_K.mass_dense, dim=n, device=self.device, inputs=[
             self.nv, dof_madr, dof_depth, m_col, sl(mass), sl(diag_add), sl(self.M)])
@@ -427,7 +428,7 @@ class ConstraintStage:
         """Solve for qacc (n_envs, nv) given the dense mass matrix M (n_envs, nv, nv) (the one the
         integrator uses: with h·D_v added for approximate_implicitfast), the unconstrained
         acceleration and a warm start. Outputs in self.qacc, self.efc_force, self.qfrc_constraint."""
-        o, sl, s = self.opt, (lambda a: self._sl(a, part)), self.scalar
+        o, sl, s = self.opt, functools.partial(self._sl, part=part), self.scalar
         n = self.n_envs if part is None else part.stop - part.start
         wp.launch(_K.constraint_solve, dim=n, device=self.device, inputs=[
             self.nv, SOLVERS[o.solver], int(o.iterations), s(o.tolerance), int(o.ls_iterations), s(o.ls_tolerance),
@@ -442,7 +443,7 @@ class ConstraintStage:
         """Fill con_wrench (contact frame, (F_n, F_t1, F_t2, T_n, T_t1, T_t2) on side A),
         con_force_world / con_torque_world (world frame, about the contact point) and con_valid
         from efc_force. Side B's wrench is the full negation."""
-        sl = (lambda a: self._sl(a, part))
+        sl = functools.partial(self._sl, part=part)
         n = self.n_envs if part is None else part.stop - part.start
         wp.launch(_K.contact_wrench, dim=n, device=self.device, inputs=[
             sl(self.n_con), sl(self.con_frame), sl(self.con_dim), sl(self.con_friction), sl(self.con_efc_adr),
@@ -453,7 +454,7 @@ class ConstraintStage:
         """Fill link_force / link_torque (world frame, torque about link_com (n_envs, n_links, vec3))
         from the contact wrenches (call contact_wrenches first); accumulate=True also adds h times
         them to link_impulse_force / link_impulse_torque (zero those at the start of a step)."""
-        sl = (lambda a: self._sl(a, part))
+        sl = functools.partial(self._sl, part=part)
         n = self.n_envs if part is None else part.stop - part.start
         wp.launch(_K.link_contact_wrench, dim=n, device=self.device, inputs=[
             self.scalar(h), int(accumulate), sl(self.n_con), sl(self.con_pos), sl(self.con_link), sl(self.con_valid),
@@ -485,4 +486,5 @@ from polyphys.plugins.rigid.kernels import constraint_solve as _K  # noqa: E402
 
 __all__ = ["ConstraintOptions", "ConstraintStage", "impedance", "ref_coefficients", "reference_acceleration",
            "regularization", "contact_regularization", "legalize_sol_params", "floor_timeconst", "mix_friction",
-           "mix_sol_params", "mix_mujoco", "default_tolerance", "default_impratio", "options_from_rigid", "invweights", "link_jacobian"]
+           "mix_sol_params", "mix_mujoco", "default_tolerance", "default_impratio",
+           "options_from_rigid", "invweights", "link_jacobian"]

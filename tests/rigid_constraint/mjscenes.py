@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
-
 from polyphys.plugins.rigid.constraint import ConstraintOptions, ConstraintStage
 
 # MuJoCo efc_type → polyphys row type, and the polyphys row order key (eq, friction, contact, limit)
@@ -167,7 +166,8 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt
         dof_parent=m.dof_parentid, link_dof_last=link_dof_last(m), link_invweight=m.body_invweight0,
         dof_invweight=m.dof_invweight0, dof_frictionloss=np.tile(m.dof_frictionloss, (E, 1)),
         dof_sol=sol(m.dof_solref, m.dof_solimp), lim_dof=[m.jnt_dofadr[i] for i in lims],
-        lim_qadr=[m.jnt_qposadr[i] for i in lims], lim_ball=[int(m.jnt_type[i] == 1) for i in lims], lim_range=m.jnt_range[lims], lim_margin=m.jnt_margin[lims],
+        lim_qadr=[m.jnt_qposadr[i] for i in lims], lim_ball=[int(m.jnt_type[i] == 1) for i in lims],
+        lim_range=m.jnt_range[lims], lim_margin=m.jnt_margin[lims],
         lim_sol=sol(m.jnt_solref[lims], m.jnt_solimp[lims]), eq_type=eq_type, eq_obj=eq_obj, eq_data=eq_data,
         eq_sol=np.tile(sol(m.eq_solref, m.eq_solimp)[None], (E, 1, 1)))
     n = d.ncon

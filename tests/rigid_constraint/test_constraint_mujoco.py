@@ -9,7 +9,9 @@ so its efc_force is the unique minimizer of the regularized convex problem to ~1
 import numpy as np
 import pytest
 
-import mjscenes as S
+mujoco = pytest.importorskip("mujoco")
+
+import mjscenes as S  # noqa: E402
 
 CASES = [("pyramidal", 1.0, 3), ("pyramidal", 5.0, 6), ("elliptic", 1.0, 3), ("elliptic", 30.0, 6),
          ("elliptic", 1.0, 4), ("elliptic", 100.0, 1)]
@@ -155,8 +157,8 @@ def test_warm_start_and_iteration_cap():
 
 def test_mass_from_tree_sparse():
     """Dense M from tree-sparse rows (row i: i and its dof ancestors) plus a diagonal term."""
-    import warp as wp
     import mujoco
+    import warp as wp
     m, d = S.make()
     st, _ = S.stage_for(m, d)
     nv = m.nv

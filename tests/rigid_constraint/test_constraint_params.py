@@ -3,10 +3,12 @@
 
 import numpy as np
 import pytest
-
-import mjscenes as S
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.plugins.rigid import constraint as C
+
+mujoco = pytest.importorskip("mujoco")
+
+import mjscenes as S  # noqa: E402
 
 
 def test_friction_mixing_spec_example():

@@ -2,12 +2,13 @@
 (mj_forward), this module builds rows and solves (warm-started from its own last qacc), MuJoCo's
 mj_Euler integrates. Compared with MuJoCo stepping itself (mj_step, same model)."""
 
-import mujoco
 import numpy as np
 import pytest
 import warp as wp
 
-import mjscenes as S
+mujoco = pytest.importorskip("mujoco")
+
+import mjscenes as S  # noqa: E402
 
 BOX = """
 <mujoco>

@@ -13,7 +13,7 @@ Two kernels, both generic over precision (float32 / float64 overloads):
     Minimizes, for frozen M, J, aref, R, the convex primal cost of MuJoCo
     ``½(a − a₀)ᵀM(a − a₀) + Σ s_i(J a − aref)`` with Newton (dense Cholesky of
     ``M + Jᵀ D J`` plus the elliptic cone block Hessians) or M⁻¹-preconditioned nonlinear CG
-    (Polak–Ribière+), an exact 1-D line search (safeguarded Newton on the derivative of the
+    (Hager–Zhang), an exact 1-D line search (safeguarded Newton on the derivative of the
     piecewise quadratic / cone cost), and MuJoCo's stopping rule with τ = tolerance·trace(M).
     Iteration caps are fixed; an env that has converged stops updating (device-side flag), so the
     launch is graph-capturable and needs no host sync.
@@ -929,7 +929,7 @@ def constraint_solve(
     gnorm = wp.sqrt(gnorm)
     if scale * gnorm < tolerance:
         done = 1
-    for it in range(iterations):
+    for _it in range(iterations):
         if done == 1:
             continue
         if solver == SOLVER_NEWTON:
@@ -1246,7 +1246,8 @@ def _overloads():
             "dof_sol": a2, "lim_range": a2, "lim_margin": a1, "lim_sol": a2, "eq_data": a2, "eq_sol": a3,
             "qpos": a2, "qvel": a2, "cdof_w": wp.array2d(dtype=V), "cdof_v": wp.array2d(dtype=V),
             "dof_ref": wp.array2d(dtype=V), "link_pos": wp.array2d(dtype=V), "link_quat": wp.array2d(dtype=Q),
-            "eq_acc_bias": a3, "con_pos": wp.array2d(dtype=V), "con_frame": wp.array2d(dtype=Mt), "con_dist": a2, "con_margin": a2,
+            "eq_acc_bias": a3, "con_pos": wp.array2d(dtype=V), "con_frame": wp.array2d(dtype=Mt), "con_dist": a2,
+            "con_margin": a2,
             "con_friction": a3, "con_sol": a3, "efc_J": a3, "efc_pos": a2, "efc_margin": a2, "efc_vel": a2,
             "efc_aref": a2, "efc_R": a2, "efc_D": a2, "efc_imp": a2, "efc_floss": a2, "efc_mu": a2,
         })
