@@ -53,6 +53,12 @@ SUPPORTED_PAIRS = frozenset({
     ("plane", "mesh"), ("sphere", "mesh"), ("capsule", "mesh"), ("cylinder", "mesh"),
     ("box", "mesh"), ("ellipsoid", "mesh"), ("mesh", "mesh")})
 NO_COLLISION_TYPES = ("hfield",)
+# pairs handled by kernels/collision_driver.narrowphase (the others by narrowphase_convex)
+ANALYTIC_PAIRS = frozenset({
+    ("plane", "sphere"), ("plane", "capsule"), ("plane", "cylinder"), ("plane", "box"),
+    ("plane", "ellipsoid"), ("plane", "mesh"), ("sphere", "sphere"), ("sphere", "capsule"),
+    ("sphere", "cylinder"), ("sphere", "box"), ("capsule", "capsule"), ("capsule", "box"),
+    ("box", "box")})
 # Most raw points one routine emits (box–box clipping and box–plane: 8).
 MAX_RAW_POINTS = 8
 
@@ -351,6 +357,7 @@ class CollisionPipeline:
         expl = np.array([[p["geom1"], p["geom2"], i] for i, p in enumerate(self.pairs)],
                         dtype=np.int64).reshape(-1, 3)
         self._warn_unsupported(dyn[:, :2] if bp == "all_vs_all" else None)
+        self._needs_convex = bool(self.convex_pairs)
         # budgets sized from the scene (docs/collision.md)
         n_possible = n_allowed + len(self.pairs)
         self.max_pairs = o.max_collision_pairs or max(1, min(n_possible, 8 * G + 64))
@@ -484,6 +491,7 @@ class CollisionPipeline:
                             key=lambda t: T[t])
             types.add((ta, tb))
         missing = sorted(types - SUPPORTED_PAIRS)
+        self.convex_pairs = sorted((types & SUPPORTED_PAIRS) - ANALYTIC_PAIRS)
         self.unsupported_pairs = missing
         if missing:
             warnings.warn(f"collision: no narrowphase routine yet for geom type pairs {missing}; "
@@ -554,6 +562,13 @@ class CollisionPipeline:
                           v.geom_xmat, v.pairs_buf, v.pair_count],
                   outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                   device=dev)
+        if self._needs_convex:
+            wp.launch(K.narrowphase_convex, dim=(n, self.max_pairs),
+                      inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum,
+                              m.mesh_vert, xpos,
+                              v.geom_xmat, v.pairs_buf, v.pair_count],
+                      outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
+                      device=dev)
         wp.launch(K.prune, dim=(n, self.max_pairs),
                   inputs=[m.geom_margin, m.geom_gap, m.pair_margin, m.pair_gap, self._msum,
                           self.options.max_contacts_per_pair, v.pairs_buf, v.pair_count,

@@ -325,11 +325,43 @@ def _collide(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: 
     elif t1 == BOX:
         if t2 == BOX:
             cnt, n, pts, d = box_box(p1, R1, s1, p2, R2, s2, margin)
+    return cnt, n, pts, d
+
+
+@wp.func
+def _is_convex(t1: int, t2: int):
+    """Pairs without an analytic routine, handled by GJK + EPA (narrowphase_convex)."""
     analytic = (t1 == PLANE or (t1 == SPHERE and t2 <= BOX)
                 or (t1 == CAPSULE and (t2 == CAPSULE or t2 == BOX)) or (t1 == BOX and t2 == BOX))
-    if not analytic and t1 >= SPHERE and t2 <= MESH:
-        cnt, n, pts, d = convex_pair(t1, p1, R1, s1, t2, p2, R2, s2, margin, mv)
-    return cnt, n, pts, d
+    return (not analytic) and t1 >= SPHERE and t2 <= MESH
+
+
+@wp.func
+def _store(env: int, k: int, cnt: int, n: Any, pts: Any, d: Any,
+           pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any, cand_normal_out: Any,
+           cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32)):
+    """Reserve a contiguous block of the env's candidate buffer and write the pair's points."""
+    start = int(0)
+    stored = int(0)
+    if cnt > 0:
+        start = wp.atomic_add(cand_count_out, env, cnt)
+        if start + cnt <= cand_pos_out.shape[1]:
+            stored = cnt
+            for i in range(cnt):
+                cand_pos_out[env, start + i] = pts[i]
+                cand_normal_out[env, start + i] = n
+                cand_dist_out[env, start + i] = d[i]
+    pair_cand_out[env, k] = wp.vec2i(start, stored)
+
+
+@wp.func
+def _pair_margin(p: wp.vec3i, geom_margin: Any, pair_margin: Any, margin_sum: int):
+    margin = wp.max(geom_margin[p[0]], geom_margin[p[1]])
+    if margin_sum != 0:
+        margin = geom_margin[p[0]] + geom_margin[p[1]]
+    if p[2] >= 0:
+        margin = pair_margin[p[2]]
+    return margin
 
 
 @wp.kernel
@@ -353,33 +385,64 @@ def narrowphase(
     cand_dist_out: wp.array2d(dtype=Any),
     cand_count_out: wp.array(dtype=wp.int32),
 ):
-    """One thread per stored pair: the pair's raw contact points (normal geom1→geom2, MuJoCo's
-    signed distance) go to a contiguous block of the env's candidate buffer."""
+    """One thread per stored pair with an analytic routine: the pair's raw contact points
+    (normal geom1→geom2, MuJoCo's signed distance) go to a contiguous block of the env's candidate
+    buffer. GJK + EPA pairs are left to narrowphase_convex (a separate kernel, so that EPA's local
+    arrays do not weigh on every thread)."""
     env, k = wp.tid()
     npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
     if k < npairs:
         p = pairs_in[env, k]
         g1 = p[0]
         g2 = p[1]
-        margin = wp.max(geom_margin[g1], geom_margin[g2])
-        if margin_sum != 0:
-            margin = geom_margin[g1] + geom_margin[g2]
-        if p[2] >= 0:
-            margin = pair_margin[p[2]]
-        cnt, n, pts, d = _collide(geom_type[g1], geom_type[g2], geom_xpos_in[env, g1],
-                                  geom_xmat_in[env, g1], geom_size[g1], geom_xpos_in[env, g2],
-                                  geom_xmat_in[env, g2], geom_size[g2], margin, mesh_vert)
-        start = int(0)
-        stored = int(0)
-        if cnt > 0:
-            start = wp.atomic_add(cand_count_out, env, cnt)
-            if start + cnt <= cand_pos_out.shape[1]:
-                stored = cnt
-                for i in range(cnt):
-                    cand_pos_out[env, start + i] = pts[i]
-                    cand_normal_out[env, start + i] = n
-                    cand_dist_out[env, start + i] = d[i]
-        pair_cand_out[env, k] = wp.vec2i(start, stored)
+        t1 = geom_type[g1]
+        t2 = geom_type[g2]
+        if not _is_convex(t1, t2):
+            margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
+            cnt, n, pts, d = _collide(t1, t2, geom_xpos_in[env, g1], geom_xmat_in[env, g1],
+                                      geom_size[g1], geom_xpos_in[env, g2], geom_xmat_in[env, g2],
+                                      geom_size[g2], margin, mesh_vert)
+            _store(env, k, cnt, n, pts, d, pair_cand_out, cand_pos_out, cand_normal_out,
+                   cand_dist_out, cand_count_out)
+
+
+@wp.kernel
+def narrowphase_convex(
+    # Model:
+    geom_type: wp.array(dtype=wp.int32),
+    geom_size: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
+    mesh_vert: wp.array(dtype=Any),
+    # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
+    pairs_in: wp.array2d(dtype=wp.vec3i),
+    pair_count_in: wp.array(dtype=wp.int32),
+    # Data out:
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
+    cand_pos_out: wp.array2d(dtype=Any),
+    cand_normal_out: wp.array2d(dtype=Any),
+    cand_dist_out: wp.array2d(dtype=Any),
+    cand_count_out: wp.array(dtype=wp.int32),
+):
+    """The GJK + EPA pairs (one contact each), same outputs as narrowphase."""
+    env, k = wp.tid()
+    npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
+    if k < npairs:
+        p = pairs_in[env, k]
+        g1 = p[0]
+        g2 = p[1]
+        t1 = geom_type[g1]
+        t2 = geom_type[g2]
+        if _is_convex(t1, t2):
+            margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
+            cnt, n, pts, d = convex_pair(t1, geom_xpos_in[env, g1], geom_xmat_in[env, g1],
+                                         geom_size[g1], t2, geom_xpos_in[env, g2],
+                                         geom_xmat_in[env, g2], geom_size[g2], margin, mesh_vert)
+            _store(env, k, cnt, n, pts, d, pair_cand_out, cand_pos_out, cand_normal_out,
+                   cand_dist_out, cand_count_out)
 
 
 @wp.func
@@ -565,6 +628,10 @@ def _overloads():
         wp.overload(sap_keys, {"aabb_lo_in": A2(dtype=V)})
         wp.overload(sap_sweep, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
         wp.overload(narrowphase, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
+                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V),
+                                  "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
+                                  "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
+        wp.overload(narrowphase_convex, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
                                   "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V),
                                   "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
                                   "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
