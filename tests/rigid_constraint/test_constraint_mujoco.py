@@ -326,3 +326,26 @@ def test_zero_spin_rolling_coefficients_add_no_support(cone):
         rows = range(adr[c] + 4, adr[c] + 10) if cone == "pyramidal" else range(adr[c] + 3, adr[c] + 6)
         assert not J[list(rows)].any()
     np.testing.assert_allclose(out["cd6zero"], out["cd3"], atol=1e-9)
+
+
+def test_in_place_warm_start():
+    """solve(M, qacc_smooth, st.qacc): the warm start read from the output buffer itself gives the
+    same result as a copy, also with MuJoCo's lower-cost rule (warm_pick_lower)."""
+    import warp as wp
+    m, d = S.make(cone="pyramidal")
+    st = S.solve_with_mj_inputs(m, d, tolerance=1e-10, iterations=2)
+    nv = m.nv
+    import mujoco
+    mM = np.zeros((nv, nv))
+    mujoco.mj_fullM(m, d, mM)
+    M = wp.array(mM[None], dtype=wp.float64)
+    qs = wp.array(d.qacc_smooth[None], dtype=wp.float64)
+    for pick in (False, True):
+        st.opt.warm_pick_lower = pick
+        st.solve(M, qs, qs)
+        warm = st.qacc.numpy().copy()
+        st.solve(M, qs, wp.array(warm, dtype=wp.float64))
+        ref = st.qacc.numpy().copy()
+        st.qacc.assign(warm)
+        st.solve(M, qs, st.qacc)
+        np.testing.assert_array_equal(st.qacc.numpy(), ref)

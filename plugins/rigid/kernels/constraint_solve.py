@@ -888,8 +888,10 @@ def constraint_solve(
         efc_state[env, i] = 0
 
     # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule); no rows: qacc_smooth
+    # (the warm start is copied to scratch first: qacc_warm may be qacc itself, warm-started in place)
     for j in range(nv):
-        qacc[env, j] = qacc_warm[env, j]
+        search[env, j] = qacc_warm[env, j]
+        qacc[env, j] = search[env, j]
         if nrow == 0:
             qacc[env, j] = qacc_smooth[env, j]
     cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth, M,
@@ -901,7 +903,7 @@ def constraint_solve(
                                M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1)
         if cost < c2:
             for j in range(nv):
-                qacc[env, j] = qacc_warm[env, j]
+                qacc[env, j] = search[env, j]
             cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
                                      qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
                                      qfrc_constraint, grad, ma, 1)
