@@ -349,3 +349,17 @@ def test_in_place_warm_start():
         st.qacc.assign(warm)
         st.solve(M, qs, st.qacc)
         np.testing.assert_array_equal(st.qacc.numpy(), ref)
+
+
+def test_row_overflow_is_reported():
+    """More rows than max_rows: rows are dropped whole (a contact keeps all its rows or none,
+    con_efc_adr = −1), and check() raises naming the env and the budget — never a silent truncation."""
+    from polyphys.errors import SimulationError
+    m, d = S.make()
+    st, tree = S.stage_for(m, d, max_rows=12)
+    S.build(st, tree)
+    assert st.overflow.numpy()[0] == 1
+    assert int(st.n_efc.numpy()[0]) <= 12
+    assert (st.con_efc_adr.numpy()[0, :d.ncon] == -1).any()
+    with pytest.raises(SimulationError, match=r"max_rows=12 in env 0"):
+        st.check()
