@@ -416,6 +416,27 @@ class ConstraintStage:
             sl(self.efc_margin), sl(self.efc_vel), sl(self.efc_aref), sl(self.efc_R), sl(self.efc_D),
             sl(self.efc_imp), sl(self.efc_floss), sl(self.efc_mu), sl(self.efc_dim), sl(self.con_efc_adr)])
 
+    def contact_params(self, con_geom, geom_friction, geom_sol, geom_condim, friction_ratio, mujoco_mode=False,
+                       geom_solmix=None, geom_priority=None, h=0.0, part=None):
+        """Fill con_friction (5), con_sol (7) and con_dim of the n_con contacts from their geoms
+        con_geom (n_envs, max_contacts, 2: geom of A, geom of B) by SPEC R5 (default mode: friction
+        max of μ·friction_ratio with the 0.01 floor, sol_params averaged then timeconst floored at
+        2h) or MuJoCo's mj_contactParam (mujoco_mode: priority, solmix, 1e-5 floor). Geom arrays are
+        Warp arrays: geom_friction (G, 3), geom_sol (G, 7), geom_condim (G,) int32, friction_ratio
+        (n_envs, G); geom_solmix (G,) / geom_priority (G,) int32 for MuJoCo mode."""
+        sl = functools.partial(self._sl, part=part)
+        n = self.n_envs if part is None else part.stop - part.start
+        s = self.scalar
+        G = geom_friction.shape[0]
+        if geom_solmix is None:
+            geom_solmix = wp.array(np.ones(G), dtype=s, device=self.device)
+        if geom_priority is None:
+            geom_priority = wp.zeros(G, dtype=wp.int32, device=self.device)
+        wp.launch(_K.contact_params, dim=n, device=self.device, inputs=[
+            int(mujoco_mode), s(2.0 * h), s(FRICTION_FLOOR_MUJOCO if mujoco_mode else FRICTION_FLOOR), geom_friction,
+            geom_sol, geom_solmix, geom_priority, geom_condim, sl(friction_ratio), sl(self.n_con), sl(con_geom),
+            sl(self.con_friction), sl(self.con_sol), sl(self.con_dim)])
+
     def mass_from_tree(self, dof_madr, dof_depth, m_col, mass, diag_add, part=None):
         """Fill self.M (n_envs, nv, nv) from the dynamics kernel's tree-sparse mass rows, adding
         diag_add (n_envs, nv; h·D_v for approximate_implicitfast, zeros otherwise) on the diagonal."""

@@ -175,3 +175,48 @@ def test_invweights_match_mujoco(which):
     lw, dw = C.invweights(M, d.xipos, m.dof_parentid, S.link_dof_last(m), d.cdof[:, :3], d.cdof[:, 3:], ref, jd)
     np.testing.assert_allclose(lw, m.body_invweight0, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(dw, m.dof_invweight0, rtol=1e-9, atol=1e-12)
+
+
+def test_contact_params_kernel_matches_host_rules():
+    """The device mixing kernel equals the host reference functions: default mode (per-env friction
+    ratio, 0.01 floor, mean + 2h floor) and MuJoCo mode (priority, solmix), and MuJoCo's own contact."""
+    import warp as wp
+    rng = np.random.default_rng(1)
+    G, E, Cn = 4, 2, 5
+    gf = rng.uniform(0.0, 1.0, (G, 3))
+    gf[3] = 0.0
+    gs = np.c_[rng.uniform(0.001, 0.03, G), rng.uniform(0.5, 2, G), rng.uniform(0.5, 0.9, G),
+               rng.uniform(0.9, 0.99, G), rng.uniform(0.001, 0.01, G), rng.uniform(0.2, 0.8, G), rng.uniform(1, 4, G)]
+    gs[2, :2] = (-500.0, -20.0)     # direct solref
+    mixw = np.array([1.0, 3.0, 0.5, 2.0])
+    prio = np.array([0, 0, 1, 0], np.int32)
+    cd = np.array([3, 6, 4, 1], np.int32)
+    ratio = rng.uniform(0.0, 2.0, (E, G))
+    pairs = rng.integers(0, G, (E, Cn, 2)).astype(np.int32)
+    h = 0.004
+    m, d = S.make()
+    st, _ = S.stage_for(m, d, n_envs=E)
+    st.con_dim.assign(np.zeros((E, st.max_contacts), np.int32))
+    n = min(Cn, st.max_contacts)
+    st.n_con.assign(np.full(E, n, np.int32))
+    cg = np.zeros((E, st.max_contacts, 2), np.int32)
+    cg[:, :n] = pairs[:, :n]
+    a = lambda x, dt=wp.float64: wp.array(x, dtype=dt)  # noqa: E731
+    for mode in (False, True):
+        st.contact_params(a(cg, wp.int32), a(gf), a(gs), a(cd, wp.int32), a(ratio), mujoco_mode=mode,
+                          geom_solmix=a(mixw), geom_priority=a(prio, wp.int32), h=h)
+        F, Sp, D = st.con_friction.numpy(), st.con_sol.numpy(), st.con_dim.numpy()
+        for e in range(E):
+            for c in range(n):
+                ga, gb = cg[e, c]
+                if mode:
+                    f5, sol = C.mix_mujoco(gf[ga], gf[gb], gs[ga], gs[gb], mixw[ga], mixw[gb], prio[ga], prio[gb])
+                else:
+                    f3 = C.mix_friction(gf[ga], gf[gb], ratio[e, ga], ratio[e, gb])
+                    f5 = np.array([f3[0], f3[0], f3[1], f3[2], f3[2]])
+                    sol = C.mix_sol_params(gs[ga], gs[gb], h)
+                np.testing.assert_allclose(F[e, c], f5, rtol=1e-14)
+                np.testing.assert_allclose(Sp[e, c], sol, rtol=1e-14)
+                win = cd[ga] if (mode and prio[ga] > prio[gb]) else cd[gb] if (mode and prio[gb] > prio[ga]) \
+                    else max(cd[ga], cd[gb])
+                assert D[e, c] == win
