@@ -31,14 +31,14 @@ VBD_ITERS = 10            # Newton's default
 SIZES = {"10k": (24, 9, 8), "100k": (52, 18, 18)}       # cells; 6 tets per cell
 
 
-def _scene(res, integrator, n_envs, model="linear"):
+def _scene(res, integrator, n_envs, model="linear", caps=(2, 20, 3)):
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.fem import FEMOptions
     from polyphys.plugins.fem.materials import Elastic, NeoHookean
 
     dt = H if integrator == "explicit" else 1e-2
-    opts = FEMOptions(integrator=integrator, newton_iters=2, cg_iters=20, line_search_iters=3)
+    opts = FEMOptions(integrator=integrator, newton_iters=caps[0], cg_iters=caps[1], line_search_iters=caps[2])
     sc = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=1, cpu_threads=1), fem=opts)
     size = np.asarray(res, dtype=float) * 0.01
     body = sc.add_entity(morphs.Box(size=tuple(size), pos=(size[0] / 2, 0, 1)),
@@ -257,8 +257,55 @@ def run(quick: bool = False) -> list[dict]:
     return rows
 
 
+def agreement() -> None:
+    """Same-scene check at 10k tets, one env (not timed; ``python -m benchmarks.bench_fem --agreement``):
+    explicit: largest vertex distance polyphys vs Newton SemiImplicit after 402 substeps (same energy
+    and integrator: float32 round-off expected); implicit: the largest sag over 20 steps of 10 ms for
+    polyphys (2 x 20 as benchmarked, 8 x 200 as a converged reference) and Newton VBD (10 and 100
+    iterations)."""
+    import warp as wp
+
+    global VBD_ITERS
+    wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
+    res = SIZES["10k"]
+    sc, body = _scene(res, "explicit", 1, model="neo_hookean")
+    X = body.rest_vertices
+    replay, positions = _newton_stepper(_newton_base(body, "explicit"), "explicit", 1)   # ran 2 substeps
+    for _ in range(2):
+        sc.step()
+    for _ in range(200):
+        replay()
+        sc.step()
+        sc.step()
+    xp, xn = body.get_vertices_pos().reshape(-1, 3), positions()
+    print(f"explicit, 402 substeps: max sag polyphys {(X[:, 2] - xp[:, 2]).max() * 1e3:.4f} mm, "
+          f"newton {(X[:, 2] - xn[:, 2]).max() * 1e3:.4f} mm, max |x_pp - x_newton| {np.abs(xp - xn).max():.2e} m")
+    for caps in ((2, 20, 3), (8, 200, 6)):
+        sc, body = _scene(res, "implicit", 1, model="neo_hookean", caps=caps)
+        sag = []
+        for _ in range(20):
+            sc.step()
+            sag.append((X[:, 2] - body.get_vertices_pos().reshape(-1, 3)[:, 2]).max())
+        print(f"implicit polyphys {caps[0]}x{caps[1]}: sag (mm) at steps 4,6..20:",
+              " ".join(f"{v * 1e3:.1f}" for v in sag[3::2]))
+    base = _newton_base(body, "implicit")
+    for iters in (10, 100):
+        VBD_ITERS = iters
+        replay, positions = _newton_stepper(base, "implicit", 1)     # ran 2 steps
+        sag = []
+        for _ in range(9):
+            replay()
+            sag.append((X[:, 2] - positions()[:, 2]).max())
+        print(f"implicit newton VBD {iters} iterations: sag (mm) at steps 4,6..20:",
+              " ".join(f"{v * 1e3:.1f}" for v in sag))
+    VBD_ITERS = 10
+
+
 if __name__ == "__main__":
     import sys
 
-    for r in run(quick="--full" not in sys.argv):
-        print(r)
+    if "--agreement" in sys.argv:
+        agreement()
+    else:
+        for r in run(quick="--full" not in sys.argv):
+            print(r)
