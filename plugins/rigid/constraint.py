@@ -92,10 +92,21 @@ def contact_regularization(sol, dist, margin, friction, condim, cone, impratio, 
     return [2 * mu2 * r0] * (2 * (condim - 1))
 
 
-def legalize_sol_params(sol, field="sol_params", compatible=False):
+def check_friction(value, field="friction"):
+    """set_friction's range (SPEC R5): every coefficient in [0.01, 5], else OptionError naming the
+    field, the value and the range."""
+    v = np.atleast_1d(np.asarray(value, float))
+    bad = v[(v < 0.01) | (v > 5.0) | ~np.isfinite(v)]
+    if bad.size:
+        raise OptionError(f"{field}={float(bad[0])!r} is outside the allowed range [0.01, 5]")
+    return value
+
+
+def legalize_sol_params(sol, field="sol_params", compatible=False, h=None):
     """Effective sol_params (SPEC R6): dmin/dmax/mid clamped to [1e-4, 0.9999], width >= 0, power >= 1,
     dampratio > 0; a negative timeconst (direct stiffness) is kept in MuJoCo-compatible mode, else
-    replaced by the default with a warning. Each clamp warns naming the field and the effective value."""
+    replaced by the default with a warning; with h (joint/equality setters) timeconst is floored at
+    2h. Each change warns naming the field and the effective value."""
     s = [float(v) for v in sol]
     if len(s) != 7:
         raise OptionError(f"{field} must have 7 entries (timeconst, dampratio, dmin, dmax, width, mid, "
@@ -114,6 +125,8 @@ def legalize_sol_params(sol, field="sol_params", compatible=False):
         out[i] = min(MAXIMP, max(MINIMP, s[i]))
     out[4] = max(0.0, s[4])
     out[6] = max(1.0, s[6])
+    if h is not None and out[0] > 0:     # joint/equality setters: timeconst floored at 2h
+        out[0] = max(out[0], 2.0 * h)
     for i, n in enumerate(names):
         if out[i] != s[i]:
             warnings.warn(f"{field}.{n}={s[i]!r} out of range; effective value {out[i]!r}", PolyphysWarning,
@@ -505,7 +518,7 @@ def default_impratio(cone):
 
 from polyphys.plugins.rigid.kernels import constraint_solve as _K  # noqa: E402
 
-__all__ = ["ConstraintOptions", "ConstraintStage", "impedance", "ref_coefficients", "reference_acceleration",
+__all__ = ["check_friction", "ConstraintOptions", "ConstraintStage", "impedance", "ref_coefficients", "reference_acceleration",
            "regularization", "contact_regularization", "legalize_sol_params", "floor_timeconst", "mix_friction",
            "mix_sol_params", "mix_mujoco", "default_tolerance", "default_impratio",
            "options_from_rigid", "invweights", "link_jacobian"]

@@ -220,3 +220,14 @@ def test_contact_params_kernel_matches_host_rules():
                 win = cd[ga] if (mode and prio[ga] > prio[gb]) else cd[gb] if (mode and prio[gb] > prio[ga]) \
                     else max(cd[ga], cd[gb])
                 assert D[e, c] == win
+
+
+def test_friction_range_and_setter_floor():
+    assert C.check_friction(0.5) == 0.5
+    with pytest.raises(OptionError, match=r"friction=0.005 is outside the allowed range \[0.01, 5\]"):
+        C.check_friction([0.5, 0.005])
+    with pytest.raises(OptionError, match=r"friction=6.0"):
+        C.check_friction(6.0)
+    # joint/equality setters: timeconst floored at 2h, with a warning naming the effective value
+    with pytest.warns(PolyphysWarning, match=r"timeconst=0.003 .* effective value 0.004"):
+        assert C.legalize_sol_params((0.003, 1, .9, .95, .001, .5, 2), h=0.002)[0] == 0.004
