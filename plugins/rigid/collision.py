@@ -153,11 +153,14 @@ class CollisionPipeline:
     when a joint with dofs connects it to its parent; local_masks: per entity, whether its geoms'
     contype/conaffinity are local masks (applied within the entity only; across entities the
     ``global_masks`` pair of that entity is used, default (1, 1)); excludes: (link, link) pairs;
-    pairs: dicts with geom1, geom2 (global) and optional margin, gap.
+    pairs: dicts with geom1, geom2 (global) and optional margin, gap; welds: equality welds
+    (link, link or -1 for the world, active at start): while a weld is active in an env (the
+    per-env device array ``weld_active``, set with ``set_weld_active`` or written by the solver),
+    the two welded links' groups do not collide in that env.
     """
 
     def __init__(self, geoms, geom_entity, link_parent, link_moves, options=None, *,
-                 local_masks=None, global_masks=None, excludes=(), pairs=()):
+                 local_masks=None, global_masks=None, excludes=(), pairs=(), welds=()):
         self.options = options if options is not None else CollisionOptions()
         if not isinstance(self.options, CollisionOptions):
             raise OptionError(f"CollisionPipeline options = {options!r}: must be CollisionOptions")
@@ -231,6 +234,13 @@ class CollisionPipeline:
             wa, wb = weld[a] + 1 if a >= 0 else 0, weld[b] + 1 if b >= 0 else 0
             ex.add(min(wa, wb) * self.weld_base + max(wa, wb))
         self.exclude_keys = np.array(sorted(ex), dtype=np.int64)
+        self.welds = []
+        for w in welds:
+            a, b = int(w[0]), int(w[1])
+            if not (-1 <= a < L and -1 <= b < L):
+                raise OptionError(f"weld {w!r}: links must be in [-1, {L})")
+            self.welds.append((int(weld[a]) if a >= 0 else -1, int(weld[b]) if b >= 0 else -1,
+                               bool(w[2]) if len(w) > 2 else True))
         self.pairs = []
         for p in pairs:
             g1, g2 = int(p["geom1"]), int(p["geom2"])
@@ -257,7 +267,7 @@ class CollisionPipeline:
                           global_masks=None):
         """Flatten EntityDescriptions (each placed in the world by its root links) into one
         pipeline; geom, link indices are global in the order given."""
-        geoms, ent, parent, moves, excludes, pairs = [], [], [], [], [], []
+        geoms, ent, parent, moves, excludes, pairs, welds = [], [], [], [], [], [], []
         lo = go = 0
         for e, d in enumerate(descriptions):
             for lk in d.links:
@@ -268,6 +278,10 @@ class CollisionPipeline:
                 ent.append(e)
             for a, b in d.contact_excludes:
                 excludes.append((a + lo, b + lo))
+            for eq in d.equalities:
+                if eq.type == "weld" and eq.obj1 >= 0:
+                    welds.append((eq.obj1 + lo, eq.obj2 + lo if eq.obj2 >= 0 else -1,
+                                  bool(eq.active)))
             for p in d.contact_pairs:
                 q = dict(p)
                 q["geom1"], q["geom2"] = int(p["geom1"]) + go, int(p["geom2"]) + go
@@ -275,7 +289,7 @@ class CollisionPipeline:
             lo += len(d.links)
             go += len(d.geoms)
         return cls(geoms, ent, parent, moves, options, local_masks=local_masks,
-                   global_masks=global_masks, excludes=excludes, pairs=pairs)
+                   global_masks=global_masks, excludes=excludes, pairs=pairs, welds=welds)
 
     # -- filtering (reference numpy form; the device form is in kernels/collision_driver.py) ----
     def pair_allowed(self, ga, gb) -> np.ndarray:
@@ -394,6 +408,11 @@ class CollisionPipeline:
         m.pair_gap = f(np.array([p["gap"] for p in self.pairs] or [0.0], dtype=npf), S)
         m.pair_list = f(np.concatenate([dyn, expl]).astype(np.int32).reshape(-1, 3), wp.vec3i)
         m.explicit_list = f(expl.astype(np.int32).reshape(-1, 3), wp.vec3i)
+        m.weld_pairs = f(np.array([w[:2] for w in self.welds] or np.zeros((0, 2)),
+                                  dtype=np.int32).reshape(-1, 2), wp.vec2i)
+        wa0 = np.zeros((n_envs, max(1, len(self.welds))), dtype=np.int32)   # >= 1 column
+        wa0[:, :len(self.welds)] = [w[2] for w in self.welds]
+        self.weld_active = wp.array(wa0, dtype=wp.int32, device=device)
         self.model = m
         self._msum = 1 if o.margin_combine == "sum" else 0
         n, P, C, K_ = n_envs, self.max_pairs, self.max_cand, self.max_contacts
@@ -425,7 +444,7 @@ class CollisionPipeline:
         for part in partitions:
             v = SimpleNamespace()
             sl = slice(part.start, part.stop)
-            for name in ("geom_xpos", "geom_xquat", "geom_xmat", "aabb_lo", "aabb_hi",
+            for name in ("weld_active", "geom_xpos", "geom_xquat", "geom_xmat", "aabb_lo", "aabb_hi",
                          "pair_count", "pairs_buf", "pair_cand", "cand_count", "cand_pos",
                          "cand_normal", "cand_dist", "contact_raw", "contact_count",
                          "contact_geom", "contact_pos", "contact_frame", "contact_depth",
@@ -499,6 +518,19 @@ class CollisionPipeline:
                           PolyphysWarning, stacklevel=3)
 
     # -- per substep --------------------------------------------------------------------------------
+    def set_weld_active(self, active, envs_idx=None):
+        """Switch equality welds per env (host setter, in place): ``active`` (n_welds,) or
+        (len(envs_idx), n_welds) of 0/1."""
+        envs = np.arange(self.n_envs) if envs_idx is None else np.atleast_1d(envs_idx).astype(int)
+        a = np.asarray(active, dtype=np.int32)
+        nw = len(self.welds)
+        if a.shape not in ((nw,), (len(envs), nw)):
+            raise OptionError(f"set_weld_active: shape {a.shape}, expected ({nw},) or "
+                              f"({len(envs)}, {nw})")
+        cur = self.weld_active.numpy()
+        cur[envs, :nw] = a
+        self.weld_active.assign(cur)
+
     def update_poses(self, part, link_xpos, link_xquat):
         """geom_xpos/geom_xquat of the partition from world link poses ((n_envs, n_links) arrays
         of the whole batch; the partition's rows are used)."""
@@ -537,7 +569,8 @@ class CollisionPipeline:
         if self.broadphase == "all_vs_all":
             if m.pair_list.shape[0]:
                 wp.launch(K.broadphase_list, dim=(n, m.pair_list.shape[0]),
-                          inputs=[m.pair_list, m.geom_type, m.pair_margin, v.aabb_lo, v.aabb_hi],
+                          inputs=[m.pair_list, m.geom_type, m.pair_margin, m.geom_weld,
+                                  m.weld_pairs, v.weld_active, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count], device=dev)
         else:
             ax = self.options.sap_axis
@@ -548,13 +581,13 @@ class CollisionPipeline:
                       inputs=[m.geom_type, m.geom_collide, m.geom_contype, m.geom_conaffinity,
                               m.geom_local_contype, m.geom_local_conaffinity, m.geom_entity,
                               m.geom_weld, m.geom_weld_parent, m.flags, self.weld_base,
-                              m.exclude_keys, m.explicit_keys, ax, v.keys, v.values, v.aabb_lo,
-                              v.aabb_hi],
+                              m.exclude_keys, m.explicit_keys, ax, m.weld_pairs, v.weld_active,
+                              v.keys, v.values, v.aabb_lo, v.aabb_hi],
                       outputs=[v.pairs_buf, v.pair_count], device=dev)
             if m.explicit_list.shape[0]:
                 wp.launch(K.broadphase_list, dim=(n, m.explicit_list.shape[0]),
-                          inputs=[m.explicit_list, m.geom_type, m.pair_margin, v.aabb_lo,
-                                  v.aabb_hi],
+                          inputs=[m.explicit_list, m.geom_type, m.pair_margin, m.geom_weld,
+                                  m.weld_pairs, v.weld_active, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count], device=dev)
         wp.launch(K.narrowphase, dim=(n, self.max_pairs),
                   inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum,

@@ -349,3 +349,27 @@ def test_export_to_constraint_arrays():
     np.testing.assert_array_equal(pos.numpy()[1], c["pos"][:2])
     lk = np.array([g[i].link for i in range(4)])
     np.testing.assert_array_equal(link.numpy()[1], np.stack([lk[c["geom_a"][:2]], lk[c["geom_b"][:2]]], 1))
+
+
+@pytest.mark.parametrize("bp", ["all_vs_all", "sweep_and_prune"])
+def test_equality_weld_switched_per_env(bp):
+    """No contact across an active weld; switching it off in one env restores that env's
+    contacts only (SPEC R4: also welds made at run time)."""
+    def desc():
+        links = [Link(name="a", joints=[0], geoms=[0]), Link(name="b", joints=[1], geoms=[1])]
+        joints = [Joint(name=f"j{i}", type="free", link=i) for i in range(2)]
+        geoms = [Geom(name=f"g{i}", type="sphere", link=i, size=(0.5, 0, 0)) for i in range(2)]
+        d = EntityDescription(name="w", links=links, joints=joints, geoms=geoms).finalize()
+        from polyphys.description import Equality
+
+        d.equalities = [Equality(name="weld", type="weld", obj1=0, obj2=1)]
+        return d
+
+    pipe = CollisionPipeline.from_descriptions([desc()], CollisionOptions(broadphase=bp))
+    _run(pipe, np.zeros((2, 3)), n_envs=2)
+    assert _pairs(pipe, 0) == [] and _pairs(pipe, 1) == []
+    pipe.set_weld_active([0], envs_idx=[1])
+    pipe.run(Partition(0, 0, 2))
+    assert _pairs(pipe, 0) == [] and _pairs(pipe, 1) == [(0, 1)]
+    with pytest.raises(OptionError, match="set_weld_active"):
+        pipe.set_weld_active([1, 1])

@@ -132,13 +132,32 @@ def _emit_pair(env: int, ga: int, gb: int, pid: int, geom_type: wp.array(dtype=w
         pairs_out[env, slot] = wp.vec3i(g1, g2, pid)
 
 
+@wp.func
+def _welded(env: int, ga: int, gb: int, geom_weld: wp.array(dtype=wp.int32),
+            weld_pairs: wp.array(dtype=wp.vec2i), weld_active: wp.array2d(dtype=wp.int32)):
+    """Whether an active equality weld of this env joins the two geoms' weld groups (welds can be
+    switched per env at run time)."""
+    wa = geom_weld[ga]
+    wb = geom_weld[gb]
+    out = bool(False)
+    for k in range(weld_pairs.shape[0]):
+        if weld_active[env, k] != 0:
+            w = weld_pairs[k]
+            if (w[0] == wa and w[1] == wb) or (w[0] == wb and w[1] == wa):
+                out = True
+    return out
+
+
 @wp.kernel
 def broadphase_list(
     # Model:
     pair_list: wp.array(dtype=wp.vec3i),
     geom_type: wp.array(dtype=wp.int32),
     pair_margin: wp.array(dtype=Any),
+    geom_weld: wp.array(dtype=wp.int32),
+    weld_pairs: wp.array(dtype=wp.vec2i),
     # Data in:
+    weld_active_in: wp.array2d(dtype=wp.int32),
     aabb_lo_in: wp.array2d(dtype=Any),
     aabb_hi_in: wp.array2d(dtype=Any),
     # Data out:
@@ -157,7 +176,8 @@ def broadphase_list(
         lo = lo - e
         hi = hi + e
     if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
-        _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out)
+        if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
+            _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out)
 
 
 @wp.kernel
@@ -254,7 +274,9 @@ def sap_sweep(
     exclude_keys: wp.array(dtype=wp.int64),
     explicit_keys: wp.array(dtype=wp.int64),
     axis: int,
+    weld_pairs: wp.array(dtype=wp.vec2i),
     # Data in:
+    weld_active_in: wp.array2d(dtype=wp.int32),
     keys_in: wp.array(dtype=wp.float32),
     values_in: wp.array(dtype=wp.int32),
     aabb_lo_in: wp.array2d(dtype=Any),
@@ -286,7 +308,9 @@ def sap_sweep(
                                          geom_local_contype, geom_local_conaffinity, geom_entity,
                                          geom_weld, geom_weld_parent, flags, exclude_keys,
                                          explicit_keys):
-                            _emit_pair(env, ga, gb, -1, geom_type, pairs_out, pair_count_out)
+                            if not _welded(env, ga, gb, geom_weld, weld_pairs, weld_active_in):
+                                _emit_pair(env, ga, gb, -1, geom_type, pairs_out,
+                                           pair_count_out)
 
 
 @wp.func
