@@ -87,9 +87,35 @@ def test_plugins_table_and_markdown(capsys):
 
 
 # -- polyphys run: the default scene ---------------------------------------------------------------
-def test_run_default_scene_writes_results_and_the_motion_is_exact(tmp_path):
+def test_run_default_composed_scene(tmp_path):
+    """The main job: kinematic platform, MPM jelly and a rigid box coupled by the Legacy coupler.
+    The box (dropped from 0.45 m) must end caught on top of the jelly, which must rest on the
+    platform: nothing falls through, everything finite, momentum exchanged both ways."""
     out = tmp_path / "res"
-    proc = _subprocess("-m", "polyphys", "run", "--out", str(out), "--steps", "50", "--no-progress")
+    proc = _subprocess("-m", "polyphys", "run", "--out", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scene"]["solvers"] == ["kinematic", "rigid", "mpm"]
+    assert summary["scene"]["couplers"] == ["legacy"]
+    traj = np.load(out / "trajectories.npz")
+    box_z = traj["box/get_pos"][:, 2]
+    jelly = traj["jelly/get_particles_pos"]
+    platform_top = 0.1 + 0.025
+    assert np.all(np.isfinite(jelly)) and np.all(np.isfinite(box_z))
+    # the jelly stays on the platform (within one grid cell, dx = 1/32 m, of its top face)
+    assert jelly[:, :, 2].min() > platform_top - 1 / 32
+    jelly_top = jelly[-1, :, 2].max()
+    # the box comes to rest on the jelly: its bottom face within a cell of the jelly's top surface
+    assert abs((box_z[-1] - 0.03) - jelly_top) < 1 / 32
+    assert abs(traj["box/get_vel"][-1, 2]) < 0.05
+    assert box_z.min() > jelly_top - 1 / 32                   # never sank through
+    assert (out / "plot.png").is_file() or "plot: skipped" in proc.stdout
+
+
+def test_run_kinematic_example_writes_results_and_the_motion_is_exact(tmp_path):
+    out = tmp_path / "res"
+    proc = _subprocess("-m", "polyphys", "run", os.path.join(EXAMPLES, "kinematic_primitives.toml"), "--out", str(out),
+                       "--steps", "50", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert (out / "trajectories.npz").is_file() and (out / "summary.json").is_file()
     try:
@@ -100,7 +126,7 @@ def test_run_default_scene_writes_results_and_the_motion_is_exact(tmp_path):
         assert "plot: skipped" in proc.stdout
     traj = np.load(out / "trajectories.npz")
     summary = json.loads((out / "summary.json").read_text())
-    dt = 0.01                                                     # default.toml [sim] dt
+    dt = 0.01                                                     # the file's [sim] dt
     t = traj["time"]
     np.testing.assert_array_equal(traj["step"], np.arange(51))
     np.testing.assert_allclose(t, np.arange(51) * dt, rtol=0, atol=1e-12)
@@ -133,7 +159,7 @@ def test_default_scene_is_package_data():
     assert os.path.isfile(path)
     assert os.path.basename(path) == "default.toml"
     plan = runmod.parse_file(path)
-    assert plan.name == "default" and len(plan.entities) == 4
+    assert plan.name == "default" and len(plan.entities) == 3
 
 
 BATCHED = """
@@ -337,7 +363,7 @@ def test_with_plugin_autoload_off_plugins_lists_nothing_and_run_says_why(tmp_pat
     assert proc.returncode == 2
     err = [ln for ln in proc.stderr.splitlines() if ln.startswith("polyphys: error:")]
     assert len(err) == 1
-    assert "solvers.kinematic" in err[0] and "POLYPHYS_DISABLE_PLUGIN_AUTOLOAD" in err[0]
+    assert "solvers.mpm" in err[0] and "POLYPHYS_DISABLE_PLUGIN_AUTOLOAD" in err[0]
 
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
