@@ -484,14 +484,16 @@ class ConstraintStage:
             sl(self.efc_type), sl(self.efc_force), sl(self.con_wrench), sl(self.con_force_world),
             sl(self.con_torque_world), sl(self.con_valid)])
 
-    def link_wrenches(self, link_com, h=0.0, accumulate=False, part=None):
+    def link_wrenches(self, link_com, h=0.0, accumulate=False, first_substep=False, part=None):
         """Fill link_force / link_torque (world frame, torque about link_com (n_envs, n_links, vec3))
         from the contact wrenches (call contact_wrenches first); accumulate=True also adds h times
-        them to link_impulse_force / link_impulse_torque (zero those at the start of a step)."""
+        them to link_impulse_force / link_impulse_torque, first_substep=True restarts those sums
+        (SPEC F4: the step's impulse is Σ h·f over its substeps)."""
         sl = functools.partial(self._sl, part=part)
         n = self.n_envs if part is None else part.stop - part.start
         wp.launch(_K.link_contact_wrench, dim=n, device=self.device, inputs=[
-            self.scalar(h), int(accumulate), sl(self.n_con), sl(self.con_pos), sl(self.con_link), sl(self.con_valid),
+            self.scalar(h), 2 if first_substep else int(bool(accumulate)), sl(self.n_con), sl(self.con_pos),
+            sl(self.con_link), sl(self.con_valid),
             sl(self.con_force_world), sl(self.con_torque_world), sl(link_com), sl(self.link_force),
             sl(self.link_torque), sl(self.link_impulse_force), sl(self.link_impulse_torque)])
 

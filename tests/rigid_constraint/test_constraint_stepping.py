@@ -65,6 +65,11 @@ def test_box_drop_and_rest_matches_mujoco(cone):
     np.testing.assert_allclose(d.qpos, d_ref.qpos, atol=1e-6)
     np.testing.assert_allclose(d.qvel, d_ref.qvel, atol=1e-6)
     st.contact_wrenches()
+    # impulse over a 'step' of 3 substeps at the rest state: restart, then two additions → 3·h·F
+    for k in range(3):
+        st.link_wrenches(wp.array(d.xipos[None], dtype=st.V), h=m.opt.timestep, accumulate=True, first_substep=k == 0)
+    np.testing.assert_allclose(st.link_impulse_force.numpy()[0, 1], 3 * m.opt.timestep * st.link_force.numpy()[0, 1],
+                               rtol=1e-14)
     n = int(st.n_con.numpy()[0])
     assert n == 4
     fz = st.con_force_world.numpy()[0, :n, 2].sum()

@@ -1208,8 +1208,8 @@ def link_contact_wrench(
     link_impulse_t: wp.array2d(dtype=Any),
 ):
     """Net contact wrench per link (world frame, torque about the link CoM): A gets (F, T + (p − c)×F),
-    B the negation moved to its own CoM. accumulate = 1 adds h·wrench to the impulse buffers
-    (SPEC F4: Σ h_k f_k over the substeps of a step; the caller zeroes them at step start)."""
+    B the negation moved to its own CoM. accumulate = 1 adds h·wrench to the impulse buffers, 2
+    restarts them with it (first substep of a step) — SPEC F4: Σ h_k f_k over the substeps of a step."""
     env = wp.tid()
     nl = link_com.shape[1]
     for l in range(nl):
@@ -1233,6 +1233,10 @@ def link_contact_wrench(
         for l in range(nl):
             link_impulse_f[env, l] = link_impulse_f[env, l] + h * link_force_out[env, l]
             link_impulse_t[env, l] = link_impulse_t[env, l] + h * link_torque_out[env, l]
+    elif accumulate == 2:   # first substep of a step: restart the sums
+        for l in range(nl):
+            link_impulse_f[env, l] = h * link_force_out[env, l]
+            link_impulse_t[env, l] = h * link_torque_out[env, l]
 
 
 @wp.kernel
