@@ -8,6 +8,7 @@ every solver gets isolated per-env reset and bit-exact checkpoints by constructi
 
 from __future__ import annotations
 
+import abc
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -69,7 +70,7 @@ class Entity:
         return f"<{type(self).__name__} {self.name!r} solver={self.solver.name} morph={type(self.morph).__name__}>"
 
 
-class Solver:
+class Solver(abc.ABC):
     """Base class of every solver plugin.
 
     Lifecycle: ``add_entity`` (before build) -> ``build(layout)`` -> per substep
@@ -93,21 +94,24 @@ class Solver:
         self._initial: dict[str, Any] | None = None
 
     # -- required --------------------------------------------------------------------------------
+    @abc.abstractmethod
     def add_entity(self, morph, material, surface=None, **kwargs) -> Entity:
-        raise NotImplementedError(f"solver {self.name!r} must implement add_entity")
+        """Take an entity (before build); return its handle."""
 
+    @abc.abstractmethod
     def build(self, layout: Layout) -> None:
-        raise NotImplementedError(f"solver {self.name!r} must implement build")
+        """Allocate every array for ``layout`` (they are never reallocated afterwards)."""
 
+    @abc.abstractmethod
     def substep_pre_coupling(self, f: int, part: Partition) -> None:
-        raise NotImplementedError(f"solver {self.name!r} must implement substep_pre_coupling")
+        """First half of substep ``f`` for the envs of ``part`` (before the couplers act)."""
 
+    @abc.abstractmethod
     def state_arrays(self) -> dict[str, Any]:
         """The complete dynamic state as batch-first, contiguous Warp arrays (n_envs, ...).
 
         Everything a bit-exact continuation needs belongs here (warm starts and caches included);
         parameters that never change during a step do not."""
-        raise NotImplementedError(f"solver {self.name!r} must implement state_arrays")
 
     # -- optional --------------------------------------------------------------------------------
     def substep_post_coupling(self, f: int, part: Partition) -> None:
@@ -214,7 +218,7 @@ class Solver:
         arrays.flag_nonfinite(views, part_flags)
 
 
-class Coupler:
+class Coupler(abc.ABC):
     """Base class of couplers: acts on the views two solvers expose, between their stages."""
 
     options_type: type = NoOptions
@@ -234,8 +238,9 @@ class Coupler:
     def preprocess(self, f: int, part: Partition) -> None:
         pass
 
+    @abc.abstractmethod
     def couple(self, f: int, part: Partition) -> None:
-        raise NotImplementedError(f"coupler {self.name!r} must implement couple")
+        """Act on the views of the owned solver pairs (between pre- and post-coupling)."""
 
     def state_arrays(self) -> dict[str, Any]:
         return {}
@@ -253,14 +258,15 @@ class Coupler:
     on_reset = Solver.on_reset
 
 
-class Importer:
+class Importer(abc.ABC):
     """Turns a file morph into an EntityDescription. Must not need any physics engine."""
 
+    @abc.abstractmethod
     def load(self, morph) -> Any:
-        raise NotImplementedError
+        """Return the EntityDescription of a file morph."""
 
 
-class Sensor:
+class Sensor(abc.ABC):
     """Attached to an entity (or link/site); ``step()`` runs after the physics of each step.
 
     ``read(envs_idx=None)`` returns a dict with ``value`` and timing metadata: ``step`` (per env),
@@ -281,8 +287,9 @@ class Sensor:
     def reset(self, envs_idx: np.ndarray) -> None:
         pass
 
+    @abc.abstractmethod
     def read(self, envs_idx=None) -> dict:
-        raise NotImplementedError
+        """The reading with its timing metadata."""
 
 
 def check_options(owner: str, options_type: type, options: Any) -> Any:

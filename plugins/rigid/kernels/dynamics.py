@@ -103,7 +103,7 @@ _LDL_SNIPPET = """
 """
 
 
-def _ldl_solve_stub(s):
+def _ldl_solve_signature(s):
     A2 = wp.array2d(dtype=s)
     I1 = wp.array(dtype=wp.int32)
 
@@ -114,8 +114,8 @@ def _ldl_solve_stub(s):
     return ldl_solve
 
 
-ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "double"))(_ldl_solve_stub(wp.float64))
-ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "float"))(_ldl_solve_stub(wp.float32))
+ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "double"))(_ldl_solve_signature(wp.float64))
+ldl_solve = wp.func_native(_LDL_SNIPPET.replace("{T}", "float"))(_ldl_solve_signature(wp.float32))
 
 
 # -- kinematics, spatial inertia, motion subspaces and velocities (steps 1-2), native ----------
@@ -302,7 +302,7 @@ _KIN_SNIPPET = """
 """
 
 
-def _kin_stub(s):
+def _kin_signature(s):
     A1 = wp.array(dtype=s)
     A2 = wp.array2d(dtype=s)
     V = wp.types.vector(3, s)
@@ -326,8 +326,8 @@ def _kin_stub(s):
     return kinematics
 
 
-kinematics = wp.func_native(_KIN_SNIPPET.replace("{T}", "double"))(_kin_stub(wp.float64))
-kinematics = wp.func_native(_KIN_SNIPPET.replace("{T}", "float"))(_kin_stub(wp.float32))
+kinematics = wp.func_native(_KIN_SNIPPET.replace("{T}", "double"))(_kin_signature(wp.float64))
+kinematics = wp.func_native(_KIN_SNIPPET.replace("{T}", "float"))(_kin_signature(wp.float32))
 
 
 # -- RNE (step 4), native like ldl_solve ------------------------------------------------------
@@ -413,7 +413,7 @@ _RNE_SNIPPET = """
 """
 
 
-def _rne_stub(s):
+def _rne_signature(s):
     A1 = wp.array(dtype=s)
     A2 = wp.array2d(dtype=s)
     V = wp.types.vector(3, s)
@@ -431,8 +431,8 @@ def _rne_stub(s):
     return rne
 
 
-rne = wp.func_native(_RNE_SNIPPET.replace("{T}", "double"))(_rne_stub(wp.float64))
-rne = wp.func_native(_RNE_SNIPPET.replace("{T}", "float"))(_rne_stub(wp.float32))
+rne = wp.func_native(_RNE_SNIPPET.replace("{T}", "double"))(_rne_signature(wp.float64))
+rne = wp.func_native(_RNE_SNIPPET.replace("{T}", "float"))(_rne_signature(wp.float32))
 
 
 # -- passive, actuator and control forces, velocity derivative D (step 5), native --------------
@@ -519,7 +519,7 @@ _FRC_SNIPPET = """
 """
 
 
-def _frc_stub(s):
+def _frc_signature(s):
     A1 = wp.array(dtype=s)
     A2 = wp.array2d(dtype=s)
     V1 = wp.array(dtype=wp.types.vector(3, s))
@@ -539,8 +539,8 @@ def _frc_stub(s):
     return dof_forces
 
 
-dof_forces = wp.func_native(_FRC_SNIPPET.replace("{T}", "double"))(_frc_stub(wp.float64))
-dof_forces = wp.func_native(_FRC_SNIPPET.replace("{T}", "float"))(_frc_stub(wp.float32))
+dof_forces = wp.func_native(_FRC_SNIPPET.replace("{T}", "double"))(_frc_signature(wp.float64))
+dof_forces = wp.func_native(_FRC_SNIPPET.replace("{T}", "float"))(_frc_signature(wp.float32))
 
 
 # -- CRBA rows and generalized bias/external forces (step 3), native like ldl_solve ------------
@@ -589,7 +589,7 @@ _CRBA_SNIPPET = """
 """
 
 
-def _crba_stub(s):
+def _crba_signature(s):
     A2 = wp.array2d(dtype=s)
     V2 = wp.array2d(dtype=wp.types.vector(3, s))
     M2 = wp.array2d(dtype=wp.types.matrix((3, 3), s))
@@ -603,8 +603,8 @@ def _crba_stub(s):
     return crba
 
 
-crba = wp.func_native(_CRBA_SNIPPET.replace("{T}", "double"))(_crba_stub(wp.float64))
-crba = wp.func_native(_CRBA_SNIPPET.replace("{T}", "float"))(_crba_stub(wp.float32))
+crba = wp.func_native(_CRBA_SNIPPET.replace("{T}", "double"))(_crba_signature(wp.float64))
+crba = wp.func_native(_CRBA_SNIPPET.replace("{T}", "float"))(_crba_signature(wp.float32))
 
 
 # -- integration (step 7), native -----------------------------------------------------------
@@ -694,7 +694,7 @@ _INT_SNIPPET = """
 """
 
 
-def _int_stub(s):
+def _int_signature(s):
     A2 = wp.array2d(dtype=s)
     V2 = wp.array2d(dtype=wp.types.vector(3, s))
     I1 = wp.array(dtype=wp.int32)
@@ -709,8 +709,8 @@ def _int_stub(s):
     return integrate
 
 
-integrate = wp.func_native(_INT_SNIPPET.replace("{T}", "double"))(_int_stub(wp.float64))
-integrate = wp.func_native(_INT_SNIPPET.replace("{T}", "float"))(_int_stub(wp.float32))
+integrate = wp.func_native(_INT_SNIPPET.replace("{T}", "double"))(_int_signature(wp.float64))
+integrate = wp.func_native(_INT_SNIPPET.replace("{T}", "float"))(_int_signature(wp.float32))
 
 
 @wp.kernel
