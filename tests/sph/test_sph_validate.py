@@ -28,7 +28,9 @@ def _demo():
 
 
 def column(solver, substeps, seconds, mu=10.0):
-    """A 0.16 x 0.16 x 0.24 m column at rest in a closed tank (dx = 0.02 m, 768 particles)."""
+    """A 0.16 x 0.16 x 0.24 m column at rest in a closed tank (dx = 0.02 m, 768 particles).
+    Returns the entity, dx, H, the max speed over the second half and the pressure averaged over
+    the steps of the second half."""
     from polyphys.plugins.sph import Liquid, SPHOptions
 
     dx, H, W = 0.02, 0.24, 0.16
@@ -38,43 +40,92 @@ def column(solver, substeps, seconds, mu=10.0):
     w = scene.add_entity(morphs.Box(size=(W, W, H), pos=(W / 2, W / 2, H / 2)),
                          material=Liquid(gamma=0.0, mu=mu, stiffness=2e5))
     scene.build()
-    vmax = 0.0
+    vmax, ps = 0.0, []
     for k in range(int(round(seconds / 0.01))):
         scene.step()
         if k * 0.01 >= seconds / 2:
             vmax = max(vmax, float(np.linalg.norm(w.get_particles_vel(), axis=1).max()))
-    return w, dx, H, vmax
+            ps.append(w.get_particles_pressure())
+    return w, dx, H, vmax, np.mean(ps, axis=0)
 
 
-@pytest.mark.xfail(strict=True, reason="measured: interior pressure slope 1.59 ρg, p(0) 1.54 ρgH, "
-                                       "max speed 0.16 m/s (DFSPH, 1 s); mean density 1000.6")
+def sph_pressure_acceleration(x, p, rho, m, H):
+    """−Σⱼ mⱼ(pᵢ/ρᵢ² + pⱼ/ρⱼ²)∇Wᵢⱼ (cubic spline, support H) by brute force: the acceleration the
+    solver's symmetric pressure term gives for the pressure field p."""
+    d = x[:, None, :] - x[None, :, :]
+    r = np.linalg.norm(d, axis=2)
+    q = r / H
+    s = 8.0 / (np.pi * H ** 3)
+    dw = np.where(q <= 0.5, s / H * (18 * q * q - 12 * q), s / H * (-6 * (1 - q) ** 2))
+    dw[(q >= 1) | (r == 0)] = 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = np.where(r[..., None] > 0, d * (dw / np.where(r > 0, r, 1))[..., None], 0.0)
+    c = p / rho ** 2
+    return -((m * (c[:, None] + c[None, :]))[..., None] * g).sum(axis=1)
+
+
+def test_hydrostatic_column_dfsph_pressure_balances_gravity():
+    """The reported DFSPH pressure p = (κ_divergence + κ_density)·ρ is the pressure whose SPH
+    gradient moved the particles in the substep. Averaged over the second half second, its
+    symmetric SPH gradient holds every interior particle against gravity."""
+    from polyphys.plugins.sph import sampling
+
+    w, dx, H, vmax, p = column("dfsph", 4, 1.0)
+    x, rho = w.get_particles_pos(), w.get_particles_density()
+    z = x[:, 2]
+    top = z.max() + dx / 2
+    inner = (z < top - 2 * dx) & (z > 1.5 * dx)
+    m = sampling.lattice_mass(1000.0, dx, 2 * dx, "cubic")
+    a = sph_pressure_acceleration(x, p, rho, m, 2 * dx)
+    # 5 %: the issue's pressure bound, applied to the force the pressure exerts (measured 0.98 g)
+    assert abs(a[inner, 2].mean() / 9.81 - 1) < 0.05
+    # DFSPH: the mean density below the free-surface layer within 1 % of rest
+    assert abs(rho[z < top - 2 * dx].mean() / 1000 - 1) < 0.01
+
+
+@pytest.mark.xfail(strict=True, reason="measured (DFSPH, 1 s): interior slope 1.33 ρg, p(0) 1.24 ρgH. "
+                                       "The pressure does balance gravity (test above); the settled, "
+                                       "disordered particles have an SPH gradient factor "
+                                       "Σ Vⱼ(zⱼ−zᵢ)∂W/∂z = 0.88 (lattice: 1.02), so the discrete "
+                                       "pressure that holds the column is steeper than ρg")
 def test_hydrostatic_column_dfsph():
-    w, dx, H, vmax = column("dfsph", 4, 1.0)
-    x, p, rho = w.get_particles_pos(), w.get_particles_pressure(), w.get_particles_density()
+    w, dx, H, vmax, p = column("dfsph", 4, 1.0)
+    x = w.get_particles_pos()
     z = x[:, 2]
     top = z.max() + dx / 2
     inner = (z < top - 2 * dx) & (z > 1.5 * dx)
     slope, p0 = np.polyfit(z[inner], p[inner], 1)
-    # 5 %: the issue's bound; the SPH gradient error of the cubic spline at H = 2dx is 2 %
+    # 5 %: the issue's bound; the SPH gradient error of the cubic spline at H = 2dx on the
+    # initial lattice is 2 %
     assert abs(p0 / (1000 * 9.81 * H) - 1) < 0.05
     assert abs(-slope / (1000 * 9.81) - 1) < 0.05
-    # DFSPH: the mean density below the free-surface layer within 1 % of rest
-    assert abs(rho[z < top - 2 * dx].mean() / 1000 - 1) < 0.01
+
+
+@pytest.mark.xfail(strict=True, reason="measured (DFSPH, 2 s, also with 8 substeps, tolerance 1e-4, "
+                                       "no warm start, mirrored boundary pressure): max speed "
+                                       "0.05-0.12 m/s, median 0.012-0.02 m/s, not decreasing with "
+                                       "the substep: a spatial rearrangement of the H = 2dx cubic-"
+                                       "spline particles, at the floor layer and the edges")
+def test_still_liquid_stays_still_dfsph():
+    w, dx, H, vmax, p = column("dfsph", 4, 2.0)
+    # bound: 1 % of the free-fall speed over the column, sqrt(2gH) = 2.2 m/s
+    assert vmax < 0.01 * math.sqrt(2 * 9.81 * H)
 
 
 @pytest.mark.xfail(strict=True, reason="measured: max speed 0.34 m/s and p(0) 1.12 ρgH after 1 s "
                                        "(WCSPH, c0 = 37 m/s)")
 def test_still_liquid_stays_still_wcsph():
-    w, dx, H, vmax = column("wcsph", 60, 2.0)
+    w, dx, H, vmax, p = column("wcsph", 60, 2.0)
     # bound: 1 % of the free-fall speed over the column, sqrt(2gH) = 2.2 m/s
     assert vmax < 0.01 * math.sqrt(2 * 9.81 * H)
 
 
 @pytest.mark.parametrize("solver", [
-    "dfsph",   # measured max |Z/Z_MM - 1| = 0.146
+    "dfsph",   # measured max |Z/Z_MM - 1| = 0.122 (at T = 1.19)
     pytest.param("wcsph", marks=pytest.mark.xfail(
-        strict=True, reason="measured max |Z/Z_MM - 1| = 0.156: the WCSPH front runs ahead of "
-                            "Martin & Moyce near T = 1"))])
+        strict=True, reason="measured max |Z/Z_MM - 1| = 0.188 at T = 1.19 with c0 = 10 x the front "
+                            "speed (0.156 with the softer c0 = 19 m/s): the front runs 12-18 % ahead "
+                            "of Martin & Moyce over 1 <= T <= 1.5, more so the less compressible"))])
 def test_dam_break_front_vs_martin_moyce(solver):
     """Column a = 0.2 m wide, 2a high, dx = 0.02 m (Martin & Moyce 1952, n² = 2)."""
     demo = _demo()
