@@ -574,3 +574,15 @@ class RigidEntity(Entity):
                 nq = quat_mul(q[:, a:a + 4], dq)
                 q[:, a:a + 4] = nq / np.linalg.norm(nq, axis=1, keepdims=True)
         return q
+
+    def get_raw_contacts(self, envs_idx=None) -> dict:
+        """The solver's raw contact set (``RigidSolver.get_raw_contacts``) with ``valid`` limited
+        to the contacts that involve one of this entity's geoms (indices stay global)."""
+        envs = self._envs(envs_idx)
+        out = self.solver._raw_contacts(envs)
+        g0 = sum(len(e.description.geoms) for e in self.solver.entities[:self.idx])
+        g1 = g0 + len(self.description.geoms)
+        mine = lambda g: (g >= g0) & (g < g1)  # noqa: E731
+        out["valid"] = out["valid"] & (mine(out["geom_a"]) | mine(out["geom_b"]))
+        out["count"] = out["valid"].sum(axis=1).astype(np.int32)
+        return {k: self._out(v) for k, v in out.items()}

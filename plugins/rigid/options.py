@@ -41,9 +41,17 @@ class RigidOptions:
 
     integrator: "Euler", "implicitfast" or "approximate_implicitfast" (default; SPEC R2);
     mujoco_compatible: MuJoCo's conventions where they differ from the Genesis defaults (SPEC R2a);
-    enable_collision: contacts on/off (this version has no contact solver: contacts are not
-    generated either way); disable_constraint: bypass every constraint (this version has no
-    constraint solver: the only supported value is True in effect, see docs/rigid.md);
+    enable_collision: collision detection on/off: with it on (and disable_constraint off) and
+    collidable geom pairs in the scene, contacts are detected every substep and readable with
+    ``get_raw_contacts`` (they produce no forces yet: the constraint solver is the next issue);
+    disable_constraint: bypass every constraint (also turns collision detection off);
+    broadphase: "auto", "sweep_and_prune" or "all_vs_all" (docs/collision.md);
+    max_collision_pairs / max_candidate_contacts / max_contacts: the per-env collision budgets
+    (SPEC R3; None sizes them from the scene); max_contacts_per_pair: points kept per pair (1-8);
+    collision_overflow: "raise" (BudgetExceededError after the step) or "warn" (drop the excess);
+    enable_self_collision / enable_adjacent_collision / enable_neutral_collision: SPEC R4 filters
+    (pairs inside one entity; parent-child links; pairs of one entity touching at qpos0);
+    mujoco_compatible also sums geom margins/gaps per pair (MuJoCo's rule; default: max);
     gravity_compensation: scale of MJCF body ``gravcomp`` (1 = as written);
     constraint_solver, iterations, tolerance, ls_iterations, ls_tolerance: constraint solver
     settings, validated and stored for the constraint solver (contacts/limits are the next issues);
@@ -62,6 +70,20 @@ class RigidOptions:
                                             validator=attrs.validators.optional(positive_int))
     ls_tolerance: float = attrs.field(default=0.01, validator=in_range(0.0, 1.0, lo_open=True))
     dt: float | None = attrs.field(default=None, validator=_opt_positive)
+    broadphase: str = attrs.field(default="auto",
+                                  validator=one_of("auto", "sweep_and_prune", "all_vs_all"))
+    max_collision_pairs: int | None = attrs.field(default=None,
+                                                  validator=attrs.validators.optional(positive_int))
+    max_candidate_contacts: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(positive_int))
+    max_contacts: int | None = attrs.field(default=None, validator=attrs.validators.optional(positive_int))
+    max_contacts_per_pair: int = attrs.field(default=4, validator=[positive_int, in_range(1, 8)])
+    collision_overflow: str = attrs.field(default="raise", validator=one_of("raise", "warn"))
+    enable_self_collision: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    enable_adjacent_collision: bool = attrs.field(default=False,
+                                                  validator=attrs.validators.instance_of(bool))
+    enable_neutral_collision: bool = attrs.field(default=False,
+                                                 validator=attrs.validators.instance_of(bool))
 
     @property
     def integrator_code(self) -> int:

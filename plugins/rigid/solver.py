@@ -196,13 +196,74 @@ class RigidSolver(Solver):
         self._all = self._part_args(slice(0, n))
         self.forward()
         self._check_masses()
-        n_geoms = sum(1 for desc, _, _ in self._pending for g in desc.geoms if g.role != "visual")
-        if self.options.enable_collision and not self.options.disable_constraint and n_geoms > 1:
+        self.collision = self._build_collision(layout)
+        if self.collision is not None:
             import warnings
 
-            warnings.warn("rigid solver: contacts and joint limits are not simulated in this version "
-                          "(bodies pass through each other); set RigidOptions(enable_collision=False, "
+            self._collide_all()
+            warnings.warn("rigid solver: contacts are detected (solver.get_raw_contacts) but produce "
+                          "no forces yet, and joint limits are not simulated (bodies pass through "
+                          "each other); set RigidOptions(enable_collision=False, "
                           "disable_constraint=True) to silence this", PolyphysWarning, stacklevel=3)
+
+    def _build_collision(self, layout):
+        """The collision pipeline (plugins/rigid/collision.py), or None when collision is off or the
+        scene has no collidable geom pair (rigid scenes without contacts pay nothing)."""
+        o = self.options
+        if not o.enable_collision or o.disable_constraint:
+            return None
+        from .collision import SAP_THRESHOLD, CollisionOptions, CollisionPipeline
+
+        descs = [e.description for e in self.entities]
+        copts = CollisionOptions(
+            broadphase=o.broadphase, max_collision_pairs=o.max_collision_pairs,
+            max_candidate_contacts=o.max_candidate_contacts, max_contacts=o.max_contacts,
+            max_contacts_per_pair=o.max_contacts_per_pair, overflow=o.collision_overflow,
+            self_collision=o.enable_self_collision, adjacent_collision=o.enable_adjacent_collision,
+            neutral_collision=o.enable_neutral_collision,
+            margin_combine="sum" if o.mujoco_compatible else "max")
+        # an imported asset's contype/conaffinity are local masks (SPEC R4)
+        local = [isinstance(e.morph, (M.MJCF, M.URDF)) for e in self.entities]
+        pipe = CollisionPipeline.from_descriptions(descs, copts, local_masks=local)
+        n_collide = int(pipe.geom_collide.sum())
+        if n_collide < 2 and not pipe.pairs:
+            return None
+        if n_collide <= 4 * SAP_THRESHOLD:          # the O(G^2) host filter is cheap here
+            allowed = pipe.allowed_pairs()
+            if not len(allowed) and not pipe.pairs:
+                return None
+            same = pipe.geom_entity[allowed[:, 0]] == pipe.geom_entity[allowed[:, 1]]
+            need_neutral = bool(same.any()) and not o.enable_neutral_collision
+        else:
+            need_neutral = not o.enable_neutral_collision
+        neutral = self._neutral_geom_poses(pipe) if need_neutral else None
+        pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions,
+                   neutral_poses=neutral)
+        return pipe
+
+    def _neutral_geom_poses(self, pipe):
+        """World pose (pos, quat w,x,y,z) of every geom at qpos0 (env 0 right after build)."""
+        lp = self.d.link_pos.numpy()[0].astype(float)
+        lq = self.d.link_quat.numpy()[0].astype(float)[:, [3, 0, 1, 2]]      # xyzw -> wxyz
+
+        def qmul(a, b):
+            w1, x1, y1, z1 = a
+            w2, x2, y2, z2 = b
+            return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                             w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+        pos, quat = [], []
+        for g in pipe.geoms:
+            gp, gq = np.asarray(g.pos, float), np.asarray(g.quat, float)
+            if g.link < 0:
+                pos.append(gp)
+                quat.append(gq)
+                continue
+            q = lq[g.link]
+            r = qmul(qmul(q, np.r_[0.0, gp]), q * np.array([1.0, -1, -1, -1]))[1:]
+            pos.append(lp[g.link] + r)
+            quat.append(qmul(q, gq))
+        return np.asarray(pos).reshape(-1, 3), np.asarray(quat).reshape(-1, 4)
 
     def _part_args(self, sl: slice) -> SimpleNamespace:
         m, p, d = self.model, self.params, self.d
@@ -398,10 +459,24 @@ class RigidSolver(Solver):
                   inputs=[mode, self.options.integrator_code, clear_ext, self._h, self._gravity, *pa.args],
                   device=self.layout.device)
 
+    def _collide(self, part) -> None:
+        """Collision detection of one partition at the link poses of the substep's forward
+        kinematics (computed inside the MODE_STEP launch from the substep-start qpos, as MuJoCo's
+        mj_step): kernels only, graph-capturable."""
+        d = self.d
+        self.collision.update_poses(part, d.link_pos, d.link_quat)
+        self.collision.run(part)
+
+    def _collide_all(self) -> None:
+        for part in self.layout.partitions:
+            self._collide(part)
+
     def substep(self, f, part):
-        """Fast path (no coupler): the whole substep in one launch."""
+        """Fast path (no coupler): the whole substep in one launch (+ collision detection)."""
         last = 1 if f == self.layout.substeps - 1 else 0
         self._launch(self._parts[part.index], MODE_STEP, last)
+        if self.collision is not None:
+            self._collide(part)
 
     def substep_pre_coupling(self, f, part):
         """With a coupler: link poses and velocities at the substep start for the RigidView."""
@@ -411,6 +486,48 @@ class RigidSolver(Solver):
         """The dynamics, with the coupler's reaction wrench added (then cleared), and integration."""
         last = 1 if f == self.layout.substeps - 1 else 0
         self._launch(self._parts[part.index], MODE_STEP, last)
+        if self.collision is not None:
+            self._collide(part)
+
+    def check_after_step(self) -> None:
+        """Collision budgets (SPEC R3): BudgetExceededError naming budget, env and count."""
+        if self.collision is not None:
+            self.collision.check()
+
+    # -- raw contacts ---------------------------------------------------------------------------
+    def get_raw_contacts(self, envs_idx=None) -> dict:
+        """The contact set of the last substep (or forward) before any force, batch axis first:
+        geom_a, geom_b, link_a, link_b (global indices, -1: world) (n, K) int; position (n, K, 3)
+        (world, midway between the surfaces); normal (n, K, 3) (unit, from B to A); penetration
+        (n, K) (> 0 when overlapping); valid (n, K) bool (slot k < the env's contact count);
+        count (n,). K = the max_contacts budget (0 when collision detection is off). An unbatched
+        scene drops the batch axis."""
+        envs = self.scene._envs_idx(envs_idx)
+        out = self._raw_contacts(envs)
+        if not self.scene.batched:
+            return {k: v[0] for k, v in out.items()}
+        return out
+
+    def _raw_contacts(self, envs: np.ndarray) -> dict:
+        n = len(envs)
+        c = self.collision
+        if c is None:
+            z = np.zeros((n, 0), np.int32)
+            return dict(geom_a=z, geom_b=z.copy(), link_a=z.copy(), link_b=z.copy(),
+                        position=np.zeros((n, 0, 3)), normal=np.zeros((n, 0, 3)),
+                        penetration=np.zeros((n, 0)), valid=np.zeros((n, 0), bool),
+                        count=np.zeros(n, np.int32))
+        cnt = c.contact_count.numpy()[envs]
+        geom = c.contact_geom.numpy()[envs]
+        valid = np.arange(c.max_contacts)[None, :] < cnt[:, None]
+        ga = np.where(valid, geom[..., 0], -1).astype(np.int32)
+        gb = np.where(valid, geom[..., 1], -1).astype(np.int32)
+        glink = np.array([g.link for g in c.geoms] + [-1], np.int32)   # index -1 -> -1
+        pos = np.where(valid[..., None], c.contact_pos.numpy()[envs], 0.0)
+        nrm = np.where(valid[..., None], c.contact_frame.numpy()[envs][:, :, 0], 0.0)
+        dep = np.where(valid, c.contact_depth.numpy()[envs], 0.0)
+        return dict(geom_a=ga, geom_b=gb, link_a=glink[ga], link_b=glink[gb], position=pos,
+                    normal=nrm, penetration=dep, valid=valid, count=cnt.astype(np.int32))
 
     # -- RigidView (couplers) --------------------------------------------------------------------
     accepts_reaction = True
@@ -454,8 +571,11 @@ class RigidSolver(Solver):
         return -1 if sim is None else sim.n_steps
 
     def forward(self):
-        """Kinematics and dynamics (M, bias, forces, qacc = M⁻¹f) at the current state."""
+        """Kinematics and dynamics (M, bias, forces, qacc = M⁻¹f) at the current state (and the
+        contacts, when collision detection is on)."""
         self._launch(self._all, MODE_FORWARD)
+        if getattr(self, "collision", None) is not None:
+            self._collide_all()
         self._kin_step = self._steps_done()
 
     def kinematics(self):
@@ -471,7 +591,10 @@ class RigidSolver(Solver):
         self.forward()
 
     def state_arrays(self):
-        return {k: getattr(self, k) if hasattr(self, k) else getattr(self.model, k) for k in STATE}
+        out = {k: getattr(self, k) if hasattr(self, k) else getattr(self.model, k) for k in STATE}
+        if getattr(self, "collision", None) is not None and self.collision.welds:
+            out["weld_active"] = self.collision.weld_active   # switchable per env at run time
+        return out
 
     def extra_state(self):
         return {f"param/{k}": getattr(self.params, k).numpy() for k in PARAMS}

@@ -1,0 +1,177 @@
+"""Collision detection wired into the rigid solver: raw contacts of a box on a plane, budgets through
+the scene, graph capture, reset and checkpoints with collision on (plugins/rigid/solver.py)."""
+
+import warnings
+
+import numpy as np
+import polyphys
+import pytest
+from polyphys import morphs
+from polyphys.errors import BudgetExceededError, OptionError, PolyphysWarning
+from polyphys.plugins.rigid import RigidOptions
+from polyphys.plugins.rigid.materials import Rigid
+
+HALF = 0.1   # box half edge (m)
+
+
+def _scene(n_envs=2, gravity=(0, 0, 0), precision="64", capture=True, threads=None, **opts):
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, gravity=gravity, precision=precision,
+                                                   graph_capture=capture, cpu_threads=threads),
+                           rigid=RigidOptions(**opts))
+    box = scene.add_entity(morphs.Box(size=(2 * HALF,) * 3, pos=(0, 0, 0.5)), Rigid(), name="box")
+    plane = scene.add_entity(morphs.Plane(), Rigid(), name="ground")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=n_envs)
+    return scene, box, plane
+
+
+def _check_box_plane(c, env, z):
+    """Contacts of env ``env`` for the axis-aligned box centred at height z over the plane z = 0:
+    none while above, else the 4 bottom corners, depth HALF − z (exact in float64 up to rounding
+    of z itself), normal from geom B to geom A. The pipeline puts the lower geom type first
+    (plane before box): A = the plane (geom 1, link 1), B = the box (geom 0, link 0), so the
+    normal is −z (box → plane)."""
+    k = int(c["count"][env])
+    if z > HALF:
+        assert k == 0 and not c["valid"][env].any()
+        return
+    d = HALF - z
+    assert k == 4 and c["valid"][env].sum() == 4
+    v = c["valid"][env]
+    assert np.all(c["geom_a"][env][v] == 1) and np.all(c["geom_b"][env][v] == 0)
+    assert np.all(c["link_a"][env][v] == 1) and np.all(c["link_b"][env][v] == 0)
+    np.testing.assert_allclose(c["normal"][env][v], np.tile([0.0, 0.0, -1.0], (4, 1)), atol=1e-12)
+    np.testing.assert_allclose(c["penetration"][env][v], d, rtol=0, atol=1e-12)
+    # the corners (x, y) = (±HALF, ±HALF), midway between the surfaces: z = −d/2
+    p = c["position"][env][v]
+    assert sorted(map(tuple, np.round(p[:, :2] / HALF).astype(int))) == [(-1, -1), (-1, 1), (1, -1),
+                                                                        (1, 1)]
+    np.testing.assert_allclose(p[:, :2], np.sign(p[:, :2]) * HALF, atol=1e-12)
+    np.testing.assert_allclose(p[:, 2], -d / 2, atol=1e-12)
+
+
+def test_box_on_plane_raw_contacts_placed():
+    scene, box, _ = _scene()
+    solver = scene.solver("rigid")
+    assert solver.collision is not None and solver.collision.broadphase == "all_vs_all"
+    scene.step()
+    c = solver.get_raw_contacts()
+    assert c["geom_a"].shape == (2, solver.collision.max_contacts)
+    assert c["position"].shape == (2, solver.collision.max_contacts, 3)
+    assert not c["valid"].any()
+    box.set_pos(np.array([[0, 0, 0.09], [0, 0, 0.5]]))
+    scene.step()              # no gravity, zero velocity: the pose is the same before and after
+    c = solver.get_raw_contacts()
+    _check_box_plane(c, 0, 0.09)
+    _check_box_plane(c, 1, 0.5)
+    one = solver.get_raw_contacts(envs_idx=[1])
+    assert one["valid"].shape[0] == 1 and not one["valid"].any()
+    # entity view: the same contacts (they all involve both entities)
+    assert box.get_raw_contacts()["count"].tolist() == [4, 0]
+
+
+def test_box_dropped_onto_plane_contacts_follow_its_height():
+    """Falling through (no contact forces yet): each step's contacts belong to the substep-start
+    configuration (MuJoCo's mj_step convention), i.e. the height read before the step."""
+    scene, box, _ = _scene(n_envs=0, gravity=(0, 0, -9.81))
+    box.set_pos(np.array([0.0, 0.0, 0.16]))
+    solver = scene.solver("rigid")
+    seen = 0
+    for _ in range(20):
+        z = float(box.get_pos()[2])
+        scene.step()
+        c = solver.get_raw_contacts()
+        _check_box_plane({k: v[None] for k, v in c.items()}, 0, z)
+        seen += int(c["count"])
+    assert seen >= 4 * 5          # it did penetrate for several steps
+
+
+def test_budget_overflow_raises_after_step_naming_env():
+    scene, box, _ = _scene(max_contacts=2)
+    box.set_pos(np.array([[0, 0, 0.5], [0, 0, 0.09]]))
+    with pytest.raises(BudgetExceededError, match=r"max_contacts exceeded in env 1: 4 needed, budget 2"):
+        scene.step()
+
+
+def test_budget_overflow_warn_policy_drops_excess():
+    scene, box, _ = _scene(max_contacts=2, collision_overflow="warn")
+    box.set_pos(np.array([[0, 0, 0.5], [0, 0, 0.09]]))
+    with pytest.warns(PolyphysWarning, match="env 1"):
+        scene.step()
+    assert scene.solver("rigid").get_raw_contacts()["count"].tolist() == [0, 2]
+
+
+def _drive(scene, box, steps, rng):
+    out = []
+    for _ in range(steps):
+        scene.step()
+        c = scene.solver("rigid").get_raw_contacts()
+        out.append((box.get_qpos().copy(), c["count"].copy(), c["position"].copy(),
+                    c["normal"].copy(), c["penetration"].copy()))
+    return out
+
+
+def _start(box, rng, n):
+    box.set_pos(np.column_stack([rng.uniform(-0.2, 0.2, n), rng.uniform(-0.2, 0.2, n),
+                                 rng.uniform(0.12, 0.2, n)]))
+    box.set_dofs_velocity(rng.normal(size=(n, 6)))
+
+
+def _same(a, b):
+    for x, y in zip(a, b):
+        for u, v in zip(x, y):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_captured_equals_uncaptured_with_collision_two_partitions():
+    runs = []
+    for capture in (True, False):
+        scene, box, _ = _scene(n_envs=4, gravity=(0, 0, -9.81), precision="32", capture=capture,
+                               threads=2)
+        assert len(scene.solver("rigid").layout.partitions) == 2
+        _start(box, np.random.default_rng(3), 4)
+        runs.append(_drive(scene, box, 12, None))
+    assert sum(int(r[1].sum()) for r in runs[0]) > 0          # contacts did occur
+    _same(runs[0], runs[1])
+
+
+def test_reset_and_checkpoint_bit_exact_with_collision(tmp_path):
+    scene, box, _ = _scene(n_envs=2, gravity=(0, 0, -9.81))
+    _start(box, np.random.default_rng(5), 2)
+    first = _drive(scene, box, 6, None)
+    scene.save_checkpoint(tmp_path / "c.npz")
+    tail = _drive(scene, box, 6, None)
+    scene.load_checkpoint(tmp_path / "c.npz")
+    _same(tail, _drive(scene, box, 6, None))
+    assert sum(int(r[1].sum()) for r in first + tail) > 0
+    scene.reset()
+    _start(box, np.random.default_rng(5), 2)
+    _same(first + tail, _drive(scene, box, 12, None))
+
+
+def test_no_pipeline_without_pairs_or_when_disabled():
+    for opts in ({"enable_collision": False}, {"disable_constraint": True}):
+        scene, _, _ = _scene(**opts)
+        s = scene.solver("rigid")
+        assert s.collision is None
+        c = s.get_raw_contacts()
+        assert c["valid"].shape == (2, 0) and c["count"].tolist() == [0, 0]
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01), rigid=RigidOptions())
+    scene.add_entity(morphs.Box(size=(0.2, 0.2, 0.2), pos=(0, 0, 1)), Rigid())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PolyphysWarning)      # one body: no contact warning
+        scene.build(n_envs=0)
+    assert scene.solver("rigid").collision is None
+
+
+@pytest.mark.parametrize("field,value", [("collision_overflow", "drop"), ("broadphase", "SAP"),
+                                         ("max_contacts", 0), ("max_contacts_per_pair", 9)])
+def test_collision_options_rejected(field, value):
+    with pytest.raises(OptionError, match=field):
+        RigidOptions(**{field: value})
+
+
+def test_mujoco_compatible_sums_margins():
+    scene, _, _ = _scene(mujoco_compatible=True)
+    assert scene.solver("rigid").collision.options.margin_combine == "sum"
