@@ -236,10 +236,51 @@ class RigidSolver(Solver):
             need_neutral = bool(same.any()) and not o.enable_neutral_collision
         else:
             need_neutral = not o.enable_neutral_collision
-        neutral = self._neutral_geom_poses(pipe) if need_neutral else None
-        pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions,
-                   neutral_poses=neutral)
+        if need_neutral:
+            self._exclude_neutral(pipe, copts, local, layout.device)
+        pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
         return pipe
+
+    def _exclude_neutral(self, pipe, copts, local, device) -> None:
+        """SPEC R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
+        kinematic tree of one entity that touch at qpos0. Unlike the pipeline's own
+        ``build(neutral_poses=...)`` (which takes every same-entity pair), a pair between two free
+        trees, or between a free tree and the world-attached part (an MJCF floor and a free box
+        resting on it), is kept: their relative placement at qpos0 is arbitrary. One float64
+        all-vs-all pass of a probe pipeline on the neutral geom poses (build time only)."""
+        import attrs
+        from polyphys.layout import Partition
+
+        from .collision import CollisionPipeline, set_poses_host
+
+        tree = []                       # per geom: (entity, nearest free-joint ancestor link or -1)
+        for ei, e in enumerate(self.entities):
+            d = e.description
+            root = []
+            for li, lk in enumerate(d.links):
+                free = any(d.joints[j].type == "free" for j in lk.joints)
+                root.append(li if free else (root[lk.parent] if lk.parent >= 0 else -1))
+            tree += [(ei, root[g.link] if g.link >= 0 else -1) for g in d.geoms]
+        probe = CollisionPipeline.from_descriptions(
+            [e.description for e in self.entities],
+            attrs.evolve(copts, broadphase="all_vs_all", neutral_collision=True,
+                         max_collision_pairs=None, max_candidate_contacts=None, max_contacts=None,
+                         overflow="warn"), local_masks=local)
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            probe.build(1, device, "64")
+            pos, quat = self._neutral_geom_poses(probe)
+            set_poses_host(probe, pos[None], quat[None])
+            probe.run(Partition(0, 0, 1))
+        c = probe.contacts([0])[0]
+        pairs = {(min(a, b), max(a, b)) for a, b, k in zip(c["geom_a"], c["geom_b"], c["pair"])
+                 if k < 0 and tree[a] == tree[b]}
+        G = pipe.n_geoms
+        pipe.neutral_excluded = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+        keys = set(pipe.explicit_keys.tolist()) | {a * G + b for a, b in pairs}
+        pipe.explicit_keys = np.array(sorted(keys), dtype=np.int64)
 
     def _neutral_geom_poses(self, pipe):
         """World pose (pos, quat w,x,y,z) of every geom at qpos0 (env 0 right after build)."""

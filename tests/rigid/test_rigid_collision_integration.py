@@ -175,3 +175,59 @@ def test_collision_options_rejected(field, value):
 def test_mujoco_compatible_sums_margins():
     scene, _, _ = _scene(mujoco_compatible=True)
     assert scene.solver("rigid").collision.options.margin_combine == "sum"
+
+
+ARM_XML = """<mujoco><option gravity="0 0 0"/><worldbody>
+<geom name="floor" type="plane" size="5 5 0.1"/>
+<body name="box" pos="0.3 0.2 0.08" euler="0 0 30"><freejoint/>
+  <geom name="b" type="box" size="0.1 0.1 0.1" mass="1"/></body>
+<body name="arm" pos="-1 0 1"><joint type="hinge" axis="0 1 0"/>
+  <geom name="u" type="capsule" fromto="0 0 0 0 0 -0.4" size="0.05" mass="1"/>
+  <body pos="0 0 -0.4"><joint type="hinge" axis="0 1 0"/>
+    <geom name="m" type="capsule" fromto="0 0 0 0.2 0 0" size="0.05" mass="1"/>
+    <body pos="0.2 0 0"><joint type="hinge" axis="0 1 0"/>
+      <geom name="l" type="capsule" fromto="0 0 0 -0.2 0 0.2" size="0.05" mass="1"/></body></body></body>
+</worldbody></mujoco>"""
+
+
+def _mjcf_scene(path, **opts):
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, precision="64", gravity=(0, 0, 0)),
+                           rigid=RigidOptions.mujoco(**opts))
+    scene.add_entity(morphs.MJCF(file=str(path)), Rigid())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=0)
+    return scene, scene.solver("rigid")
+
+
+def test_mjcf_floor_box_matches_mujoco_and_neutral_rule(tmp_path):
+    """One MJCF entity: the floor–box contact (free box resting on the floor at qpos0) is kept and
+    matches MuJoCo's (4 points, dist = −penetration, MuJoCo's normal geom1→geom2 = −ours); the
+    arm's links u and l (same tree, not adjacent) overlap at qpos0 and are removed unless
+    enable_neutral_collision."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "arm.xml"
+    path.write_text(ARM_XML)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    ref = sorted((c.geom1, c.geom2, c.dist, tuple(c.frame[:3])) for c in d.contact[:d.ncon])
+    scene, s = _mjcf_scene(path)
+    assert s.collision.neutral_excluded.tolist() == [[2, 4]]            # u–l
+    scene.step()
+    c = s.get_raw_contacts()
+    v = c["valid"]
+    got = sorted((a, b, -p, tuple(-n)) for a, b, p, n in zip(c["geom_a"][v], c["geom_b"][v],
+                                                            c["penetration"][v], c["normal"][v]))
+    mj_floor_box = [r for r in ref if {r[0], r[1]} == {0, 1}]
+    assert len(got) == len(mj_floor_box) == 4
+    for (a, b, dist, n), (ra, rb, rdist, rn) in zip(got, mj_floor_box):
+        assert (a, b) == (ra, rb)
+        assert dist == pytest.approx(rdist, abs=1e-12)
+        np.testing.assert_allclose(n, rn, atol=1e-12)
+    scene2, s2 = _mjcf_scene(path, enable_neutral_collision=True)
+    assert s2.collision.neutral_excluded.size == 0
+    scene2.step()
+    c2 = s2.get_raw_contacts()
+    pairs = {tuple(sorted(p)) for p in zip(c2["geom_a"][c2["valid"]], c2["geom_b"][c2["valid"]])}
+    assert pairs == {(0, 1), (2, 4)}
