@@ -124,12 +124,14 @@ def _same(a, b):
             np.testing.assert_array_equal(u, v)
 
 
-def test_captured_equals_uncaptured_with_collision_two_partitions():
+@pytest.mark.parametrize("broadphase", ["all_vs_all", "sweep_and_prune"])
+def test_captured_equals_uncaptured_with_collision_two_partitions(broadphase):
     runs = []
     for capture in (True, False):
         scene, box, _ = _scene(n_envs=4, gravity=(0, 0, -9.81), precision="32", capture=capture,
-                               threads=2)
+                               threads=2, broadphase=broadphase)
         assert len(scene.solver("rigid").layout.partitions) == 2
+        assert scene.solver("rigid").collision.broadphase == broadphase
         _start(box, np.random.default_rng(3), 4)
         runs.append(_drive(scene, box, 12, None))
     assert sum(int(r[1].sum()) for r in runs[0]) > 0          # contacts did occur
