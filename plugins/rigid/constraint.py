@@ -355,12 +355,15 @@ class ConstraintStage:
             eq_type=arr(eq_type, wp.int32, (neq,)),
             eq_obj=arr(np.zeros((neq, 4)) if eq_obj is None else eq_obj, wp.int32, (neq, 4)),
             eq_data=arr(_pad_cols(np.zeros((neq, 11)) if eq_data is None else eq_data, 11), s, (neq, 11)),
-            eq_sol=arr(np.zeros((E, neq, 7)) if eq_sol is None else eq_sol, s, (E, neq, 7)),
+            # per-env arrays keep at least one column: Warp cannot slice a zero-width array per
+            # partition (the kernel takes the count from eq_type)
+            eq_sol=arr(np.zeros((E, max(neq, 1), 7)) if eq_sol is None or neq == 0 else eq_sol, s,
+                       (E, max(neq, 1), 7)),
         )
         z = lambda *sh, dt=s: wp.zeros(sh, dtype=dt, device=device)  # noqa: E731
         C, R = max_contacts, max_rows
         # contact inputs (written by the collision stage / the solver)
-        self.eq_active = wp.array(np.ones((E, neq), np.int32), dtype=wp.int32, device=device)
+        self.eq_active = wp.array(np.ones((E, max(neq, 1)), np.int32), dtype=wp.int32, device=device)
         # J̇·q̇ of each connect (world acceleration of p1 − p2 at qacc = 0); zero unless the caller fills it
         self.eq_acc_bias = wp.zeros((E, max(neq, 1), 6), dtype=s, device=device)
         self.n_con = z(E, dt=wp.int32)

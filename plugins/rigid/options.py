@@ -54,7 +54,11 @@ class RigidOptions:
     mujoco_compatible also sums geom margins/gaps per pair (MuJoCo's rule; default: max);
     gravity_compensation: scale of MJCF body ``gravcomp`` (1 = as written);
     constraint_solver, iterations, tolerance, ls_iterations, ls_tolerance: constraint solver
-    settings, validated and stored for the constraint solver (contacts/limits are the next issues);
+    settings of the contact solve (plugins/rigid/constraint.py, docs/constraint.md);
+    friction_cone ("pyramidal"/"elliptic"), impratio (None: 1 pyramidal / 100 elliptic, 1 in
+    MuJoCo-compatible mode), contact_resolution (None: automatic; only "convex" is implemented —
+    elliptic + Newton outside MuJoCo-compatible mode needs contact_resolution="convex"),
+    noslip_iterations (0; noslip is not implemented): SPEC R2;
     dt: optional substep length the scene must match (None: the scene's dt/substeps).
     """
 
@@ -69,6 +73,11 @@ class RigidOptions:
     ls_iterations: int | None = attrs.field(default=None,
                                             validator=attrs.validators.optional(positive_int))
     ls_tolerance: float = attrs.field(default=0.01, validator=in_range(0.0, 1.0, lo_open=True))
+    friction_cone: str = attrs.field(default="pyramidal", validator=one_of("pyramidal", "elliptic"))
+    impratio: float | None = attrs.field(default=None, validator=_opt_positive)
+    contact_resolution: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(one_of("convex", "signorini")))
+    noslip_iterations: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
     dt: float | None = attrs.field(default=None, validator=_opt_positive)
     broadphase: str = attrs.field(default="auto",
                                   validator=one_of("auto", "sweep_and_prune", "all_vs_all"))

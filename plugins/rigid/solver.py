@@ -197,14 +197,16 @@ class RigidSolver(Solver):
         self.forward()
         self._check_masses()
         self.collision = self._build_collision(layout)
+        self.constraint = None
         if self.collision is not None:
             import warnings
 
             self._collide_all()
-            warnings.warn("rigid solver: contacts are detected (solver.get_raw_contacts) but produce "
-                          "no forces yet, and joint limits are not simulated (bodies pass through "
-                          "each other); set RigidOptions(enable_collision=False, "
-                          "disable_constraint=True) to silence this", PolyphysWarning, stacklevel=3)
+            self.constraint = self._build_constraint(layout)
+            warnings.warn("rigid solver: contacts produce forces, but joint limits, equality "
+                          "constraints and friction loss are not simulated yet; set "
+                          "RigidOptions(enable_collision=False, disable_constraint=True) to silence this",
+                          PolyphysWarning, stacklevel=3)
 
     def _build_collision(self, layout):
         """The collision pipeline (plugins/rigid/collision.py), or None when collision is off or the
@@ -240,6 +242,107 @@ class RigidSolver(Solver):
             self._exclude_neutral(pipe, copts, local, layout.device)
         pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
         return pipe
+
+    def _build_constraint(self, layout):
+        """The contact solve (plugins/rigid/constraint.py, docs/constraint.md "Integration"): one
+        ConstraintStage with fixed-size per-env buffers, its inputs mapped from the collision
+        pipeline's geoms and the dynamics kernel's arrays. None when nothing moves (no dof)."""
+        if self.n_dofs == 0:
+            return None
+        import warp as wp
+
+        from .constraint import ConstraintStage, invweights, options_from_rigid
+
+        o, h, t, pipe = self.options, self.host, self.tree, self.collision
+        n, dev, npf, nv = layout.n_envs, layout.device, layout.np_float, self.n_dofs
+        copts = options_from_rigid(o, layout.precision, layout.h)
+        if o.mujoco_compatible:     # MuJoCo floors timeconst at 2·timestep, the substep here
+            copts.timeconst_floor = 2.0 * layout.h
+        # last dof of the nearest ancestor-or-self link with dofs (-1: world-fixed)
+        adr = h["link_dof_adr"]
+        link_dof_last = np.full(self.n_links, -1, np.int32)
+        for l in range(self.n_links):
+            p = int(t.link_parent[l])
+            link_dof_last[l] = adr[l + 1] - 1 if adr[l + 1] > adr[l] else (link_dof_last[p] if p >= 0 else -1)
+        # invweights at qpos0 (env 0 right after build's forward)
+        Mq = self.mass_matrix(envs=np.array([0]))[0]
+        lp = self.d.link_pos.numpy()[0].astype(float)
+        dof_ref = lp[h["link_root"][h["dof_link"]]]
+        ndof_of = {0: 0, 1: 1, 2: 1, 3: 3, 4: 6}
+        joint_dofs = [(int(t.joint_dof_start[j]), ndof_of[int(t.joint_type[j])]) for j in range(self.n_joints)]
+        lw, dw = invweights(Mq, self.d.link_xipos.numpy()[0].astype(float), h["dof_parent"], link_dof_last,
+                            self.d.cdof_w.numpy()[0][:nv].astype(float), self.d.cdof_v.numpy()[0][:nv].astype(float),
+                            dof_ref, joint_dofs)
+        geoms = pipe.geoms
+        condim = np.array([int(g.condim) for g in geoms], np.int32)
+        per = (lambda c: 2 * (c - 1) if c > 1 else 1) if copts.cone == "pyramidal" else (lambda c: c)
+        max_rows = max(1, pipe.max_contacts * max(per(int(c)) for c in condim))
+        st = ConstraintStage(n, nv, self.n_links, pipe.max_contacts, max_rows, dev, layout.precision, copts,
+                             dof_parent=h["dof_parent"], link_dof_last=link_dof_last, link_invweight=lw,
+                             dof_invweight=dw)
+        arr = lambda a, dt: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
+        s = self.model.scalar
+        self._geom_friction = arr(np.array([g.friction for g in geoms], npf).reshape(-1, 3), s)
+        self._geom_sol = arr(np.array([tuple(g.solref) + tuple(g.solimp) for g in geoms], npf).reshape(-1, 7), s)
+        self._geom_condim = arr(condim, wp.int32)
+        self._geom_solmix = arr(np.array([g.solmix for g in geoms], npf), s)
+        self._geom_priority = arr(np.array([g.priority for g in geoms], np.int32), wp.int32)
+        self.friction_ratio = arr(np.ones((n, len(geoms)), npf), s)
+        self._dof_ref = wp.zeros((n, nv), dtype=self.model.vec3, device=dev)
+        self._diag_add = wp.zeros((n, nv), dtype=s, device=dev)
+        self._applied_saved = wp.zeros(self.qfrc_applied.shape, dtype=s, device=dev)
+        self._link_root = self.model.link_root
+        # the pipeline's (n, K) vec2i contact geoms seen as the (n, K, 2) int32 the stage reads (an
+        # alias of the same memory: no copy, the captured graph keeps the pointer)
+        cg = pipe.contact_geom
+        assert cg.is_contiguous
+        self._con_geom = wp.array(ptr=cg.ptr, dtype=wp.int32, shape=(n, pipe.max_contacts, 2), device=dev)
+        self._con_geom_owner = cg
+        return st
+
+    def _constrain(self, part) -> None:
+        """Contacts → rows → constrained acceleration for one partition (after MODE_FORWARD and the
+        collision of the substep-start configuration); hands qfrc_constraint to the integrating
+        launch through qfrc_applied (restored by _unconstrain)."""
+        import warp as wp
+
+        from .kernels import constraint_glue as G
+
+        st, d, m, dev = self.constraint, self.d, self.model, self.layout.device
+        sl = slice(part.start, part.stop)
+        n, nv = part.stop - part.start, self.n_dofs
+        self.collision.export(part, st.n_con, st.con_pos, st.con_frame, st.con_dist, st.con_margin, st.con_link)
+        st.contact_params(self._con_geom, self._geom_friction, self._geom_sol, self._geom_condim,
+                          self.friction_ratio, self.options.mujoco_compatible, self._geom_solmix,
+                          self._geom_priority, self.layout.h, part)
+        st.mass_from_tree(m.dof_madr, m.dof_depth, m.m_col, d.mass, self._diag_add, part)
+        wp.launch(G.dof_reference, dim=(n, nv), inputs=[self._link_root, m.dof_link, d.link_pos[sl]],
+                  outputs=[self._dof_ref[sl]], device=dev)
+        st.build_rows(self.qpos, self.qvel, d.cdof_w, d.cdof_v, self._dof_ref, d.link_pos, d.link_quat, part)
+        st.solve(st.M, d.qacc, st.qacc, part)
+        wp.launch(G.apply_constraint_force, dim=(n, nv), inputs=[st.qfrc_constraint[sl]],
+                  outputs=[self.qfrc_applied[sl], self._applied_saved[sl]], device=dev)
+
+    def _unconstrain(self, part, last: int) -> None:
+        import warp as wp
+
+        from .kernels import constraint_glue as G
+
+        sl = slice(part.start, part.stop)
+        wp.launch(G.restore_applied, dim=(part.stop - part.start, self.n_dofs),
+                  inputs=[int(last), self._applied_saved[sl]], outputs=[self.qfrc_applied[sl]],
+                  device=self.layout.device)
+
+    def _constrained_substep(self, f, part) -> None:
+        """MuJoCo's mj_step order: smooth dynamics (qacc_smooth) → collision → constraint solve →
+        integrate with qfrc_smooth + qfrc_constraint (the kernel's Euler / implicitfast step)."""
+        last = 1 if f == self.layout.substeps - 1 else 0
+        pa = self._parts[part.index]
+        self._launch(pa, MODE_FORWARD)
+        self._collide(part)
+        self._constrain(part)
+        self._launch(pa, MODE_STEP, last)
+        self._unconstrain(part, last)
 
     def _exclude_neutral(self, pipe, copts, local, device) -> None:
         """SPEC R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
@@ -514,6 +617,9 @@ class RigidSolver(Solver):
 
     def substep(self, f, part):
         """Fast path (no coupler): the whole substep in one launch (+ collision detection)."""
+        if self.constraint is not None:
+            self._constrained_substep(f, part)
+            return
         last = 1 if f == self.layout.substeps - 1 else 0
         self._launch(self._parts[part.index], MODE_STEP, last)
         if self.collision is not None:
@@ -525,6 +631,9 @@ class RigidSolver(Solver):
 
     def substep_post_coupling(self, f, part):
         """The dynamics, with the coupler's reaction wrench added (then cleared), and integration."""
+        if self.constraint is not None:
+            self._constrained_substep(f, part)
+            return
         last = 1 if f == self.layout.substeps - 1 else 0
         self._launch(self._parts[part.index], MODE_STEP, last)
         if self.collision is not None:
@@ -534,6 +643,8 @@ class RigidSolver(Solver):
         """Collision budgets (SPEC R3): BudgetExceededError naming budget, env and count."""
         if self.collision is not None:
             self.collision.check()
+        if getattr(self, "constraint", None) is not None:
+            self.constraint.check()
 
     # -- raw contacts ---------------------------------------------------------------------------
     def get_raw_contacts(self, envs_idx=None) -> dict:
@@ -635,6 +746,8 @@ class RigidSolver(Solver):
         out = {k: getattr(self, k) if hasattr(self, k) else getattr(self.model, k) for k in STATE}
         if getattr(self, "collision", None) is not None and self.collision.welds:
             out["weld_active"] = self.collision.weld_active   # switchable per env at run time
+        if getattr(self, "constraint", None) is not None:
+            out["constraint_qacc"] = self.constraint.qacc       # the constraint solve's warm start
         return out
 
     def extra_state(self):
