@@ -33,7 +33,7 @@ from types import SimpleNamespace
 
 import attrs
 import numpy as np
-from polyphys.description import GEOM_TYPES, Geom, quat_to_mat
+from polyphys.description import GEOM_TYPES, Geom, MeshData, quat_to_mat
 from polyphys.errors import BudgetExceededError, OptionError, PolyphysWarning
 from polyphys.options import in_range, one_of, positive_int
 
@@ -94,6 +94,10 @@ class CollisionOptions:
     neutral_collision: False (Genesis's default) removes the pairs of one entity that are already
         in contact in the neutral configuration handed to ``build(neutral_poses=...)``; True keeps
         them. Without neutral poses nothing is removed.
+    mesh_decomposition: non-convex mesh geoms: "auto" (convex decomposition with coacd when it is
+        installed; otherwise a PolyphysWarning and the convex hull), "coacd" (required: an
+        OptionError when coacd is missing) or "hull" (always the convex hull).
+    decomposition_threshold: coacd's concavity threshold (0.01-1; smaller: more, tighter parts).
     """
 
     broadphase: str = attrs.field(default="auto",
@@ -111,6 +115,9 @@ class CollisionOptions:
     margin_combine: str = attrs.field(default="max", validator=one_of("max", "sum"))
     neutral_collision: bool = attrs.field(default=False,
                                           validator=attrs.validators.instance_of(bool))
+    mesh_decomposition: str = attrs.field(default="auto",
+                                          validator=one_of("auto", "coacd", "hull"))
+    decomposition_threshold: float = attrs.field(default=0.05, validator=in_range(0.01, 1.0))
 
 
 def _hull_vertices(g: Geom) -> np.ndarray:
@@ -125,12 +132,83 @@ def _hull_vertices(g: Geom) -> np.ndarray:
                           f"({exc}); a collision mesh must enclose a volume") from None
 
 
-def _half_extents(g: Geom) -> np.ndarray:
+def _hfield_prisms(g: Geom) -> list:
+    """A heightfield as convex pieces (geom frame): every grid cell split along its (r, c)-(r+1,
+    c+1) diagonal into two triangles, each extruded from the surface down to the bottom plane
+    z = -size[3] (MuJoCo's prisms). Data: ``g.hfield["data"]`` (nrow, ncol) in [0, 1], row 0 at
+    -y, column 0 at -x; heights data × size[2]; the grid spans [-size[0], size[0]] ×
+    [-size[1], size[1]]."""
+    hf = g.hfield
+    data = np.asarray(hf["data"], dtype=float)
+    if data.ndim != 2 or min(data.shape) < 2:
+        raise OptionError(f"geom {g.name!r}: heightfield data has shape {data.shape}; needs at "
+                          f"least 2 x 2 samples")
+    rx, ry, ztop, zbot = (float(v) for v in tuple(hf["size"])[:4])
+    if zbot <= 0 and data.min() * ztop <= -zbot:
+        raise OptionError(f"geom {g.name!r}: heightfield bottom size[3] = {zbot}; must be > 0 "
+                          f"(the prisms need a volume under the surface)")
+    nr, nc = data.shape
+    x = np.linspace(-rx, rx, nc)
+    y = np.linspace(-ry, ry, nr)
+    z = data * ztop
+    out = []
+    for r in range(nr - 1):
+        for c in range(nc - 1):
+            for tri in (((r, c), (r + 1, c + 1), (r, c + 1)), ((r, c), (r + 1, c), (r + 1, c + 1))):
+                top = np.array([[x[j], y[i], z[i, j]] for i, j in tri])
+                bot = top.copy()
+                bot[:, 2] = -zbot
+                out.append(np.concatenate([top, bot]))
+    return out
+
+
+def _decompose_mesh(g: Geom, options) -> list | None:
+    """Convex parts (vertex arrays, geom frame) of a non-convex mesh geom, or None when the mesh is
+    convex or the options ask for the convex hull (see CollisionOptions.mesh_decomposition)."""
+    import trimesh
+
+    v = np.asarray(g.mesh.vertices, dtype=float).reshape(-1, 3)
+    f = np.asarray(g.mesh.faces, dtype=np.int64).reshape(-1, 3)
+    mode = options.mesh_decomposition
+    if mode == "hull" or not len(f):
+        return None
+    tm = trimesh.Trimesh(v, f, process=True)
+    hull_vol = trimesh.convex.convex_hull(v).volume
+    if tm.is_convex or (tm.is_volume and abs(tm.volume - hull_vol) <= 1e-6 * hull_vol):
+        return None
+    try:
+        import coacd
+    except ImportError:
+        if mode == "coacd":
+            raise OptionError(f"geom {g.name!r}: CollisionOptions.mesh_decomposition = 'coacd' "
+                              f"but the coacd package is not installed (pip install coacd); "
+                              f"allowed without it: 'auto', 'hull'") from None
+        warnings.warn(f"collision: geom {g.name!r} is a non-convex mesh and coacd is not installed"
+                      f" (pip install coacd): it collides as its convex hull (a bowl collides as a"
+                      f" filled bowl)", PolyphysWarning, stacklevel=4)
+        return None
+    coacd.set_log_level("error")
+    parts = coacd.run_coacd(coacd.Mesh(v, f), threshold=options.decomposition_threshold, seed=0)
+    return [np.asarray(pv, dtype=float) for pv, _ in parts]
+
+
+def _convex_parts(g: Geom, options):
+    """The convex pieces replacing geom ``g`` in the narrowphase, or None (g collides as is)."""
+    if g.role == "visual":
+        return None
+    if g.type == "hfield" and g.hfield is not None and "data" in g.hfield:
+        return _hfield_prisms(g)
+    if g.type == "mesh" and g.mesh is not None:
+        return _decompose_mesh(g, options)
+    return None
+
+
+def _half_extents(g: Geom, hull=None) -> np.ndarray:
     """Half extents of the geom's local AABB (centred at its origin)."""
     s = np.asarray(g.size, dtype=float)
     t = g.type
     if t == "mesh":
-        return np.abs(_hull_vertices(g)).max(axis=0)
+        return np.abs(_hull_vertices(g) if hull is None else hull).max(axis=0)
     if t == "sphere":
         return np.array([s[0]] * 3)
     if t == "capsule":
@@ -183,6 +261,39 @@ class CollisionPipeline:
         for g in self.geoms:
             if not -1 <= g.link < L:
                 raise OptionError(f"geom {g.name!r}: link {g.link} out of range [-1, {L})")
+        # non-convex meshes and heightfields: convex pieces appended as internal mesh geoms of the
+        # same link (geom_orig names the geom a contact reports); the original stops colliding
+        self.n_user_geoms = G
+        self.geom_orig = np.arange(G, dtype=np.int32)
+        self.decomposed = {}              # user geom -> list of its internal part indices
+        self._part_hull = {}
+        self._part_offset = {}
+        ent = list(self.geom_entity)
+        for gi in range(G):
+            g = self.geoms[gi]
+            parts = _convex_parts(g, self.options)
+            if not parts:
+                continue
+            R = quat_to_mat(np.asarray(g.quat, dtype=float))
+            idx = []
+            for k, pv in enumerate(parts):
+                c = 0.5 * (pv.min(axis=0) + pv.max(axis=0))
+                pj = len(self.geoms)
+                self.geoms.append(attrs.evolve(
+                    g, name=f"{g.name}#{k}", type="mesh", hfield=None,
+                    mesh=MeshData(vertices=pv - c, faces=np.zeros((0, 3), dtype=np.int64)),
+                    pos=tuple(np.asarray(g.pos, dtype=float) + R @ c)))
+                self._part_hull[pj] = pv - c
+                self._part_offset[pj] = c
+                ent.append(self.geom_entity[gi])
+                idx.append(pj)
+            self.decomposed[gi] = idx
+        if self.decomposed:
+            G = len(self.geoms)
+            self.n_geoms = G
+            self.geom_entity = np.asarray(ent, dtype=np.int32)
+            self.geom_orig = np.concatenate([self.geom_orig, np.concatenate(
+                [[gi] * len(ix) for gi, ix in self.decomposed.items()]).astype(np.int32)])
         # weld groups: a link without a moving joint belongs to its parent's group; -1 = world
         weld = np.full(L, -1, dtype=np.int64)
         for lk in range(L):
@@ -199,10 +310,13 @@ class CollisionPipeline:
         self.geom_type = np.array([T[g.type] for g in self.geoms], dtype=np.int32)
         def _collides(g):
             return g.role != "visual" and g.type not in NO_COLLISION_TYPES and not (
+                g.type == "mesh" and gi_of[id(g)] in self.decomposed) and not (
                 g.type == "mesh" and g.mesh is None)
 
+        gi_of = {id(g): i for i, g in enumerate(self.geoms)}
         self.geom_collide = np.array([_collides(g) for g in self.geoms], dtype=np.int32)
-        skipped = [g.name for g in self.geoms if g.role != "visual" and not _collides(g)]
+        skipped = [g.name for i, g in enumerate(self.geoms) if g.role != "visual"
+                   and not _collides(g) and i not in self.decomposed]
         if skipped:
             warnings.warn(f"collision: heightfield geoms (and mesh geoms without mesh data) have "
                           f"no collision routine yet; {skipped[:8]}"
@@ -214,7 +328,7 @@ class CollisionPipeline:
         hulls = []
         for gi, g in enumerate(self.geoms):
             if g.type == "mesh" and self.geom_collide[gi]:
-                hv = _hull_vertices(g)
+                hv = self._part_hull[gi] if gi in self._part_hull else _hull_vertices(g)
                 self.mesh_range[gi] = (sum(len(h) for h in hulls), len(hv))
                 hulls.append(hv)
         if hulls:
@@ -244,19 +358,26 @@ class CollisionPipeline:
         self.pairs = []
         for p in pairs:
             g1, g2 = int(p["geom1"]), int(p["geom2"])
-            if not (0 <= g1 < G and 0 <= g2 < G) or g1 == g2:
+            Gu = self.n_user_geoms
+            if not (0 <= g1 < Gu and 0 <= g2 < Gu) or g1 == g2:
                 raise OptionError(f"contact pair {p!r}: geom1/geom2 must be two different geom "
-                                  f"indices in [0, {G})")
+                                  f"indices in [0, {Gu})")
             a, b = self.geoms[g1], self.geoms[g2]
             comb = (lambda x, y: x + y) if self.options.margin_combine == "sum" else max
             self.pairs.append({"geom1": g1, "geom2": g2,
                                "margin": float(p.get("margin", comb(a.margin, b.margin))),
                                "gap": float(p.get("gap", comb(a.gap, b.gap)))})
-        self.explicit_keys = np.array(sorted({min(p["geom1"], p["geom2"]) * G
-                                              + max(p["geom1"], p["geom2"]) for p in self.pairs}),
+        # explicit pairs on the internal geoms (a decomposed geom's pair applies to its parts)
+        self.explicit_internal = np.array(
+            [[a, b, i] for i, p in enumerate(self.pairs)
+             for a in self.decomposed.get(p["geom1"], [p["geom1"]])
+             for b in self.decomposed.get(p["geom2"], [p["geom2"]])], dtype=np.int64).reshape(-1, 3)
+        self.explicit_keys = np.array(sorted({min(a, b) * G + max(a, b)
+                                              for a, b, _ in self.explicit_internal}),
                                       dtype=np.int64)
         self.neutral_excluded = np.zeros((0, 2), dtype=np.int64)
-        self.half = np.array([_half_extents(g) if self.geom_collide[i] else np.zeros(3)
+        self.half = np.array([_half_extents(g, self._part_hull.get(i)) if self.geom_collide[i]
+                              else np.zeros(3)
                               for i, g in enumerate(self.geoms)]).reshape(G, 3)
         self._unsupported_warned = False
         self.built = False
@@ -368,12 +489,11 @@ class CollisionPipeline:
         else:
             dyn = np.zeros((0, 3), dtype=np.int64)
             n_allowed = n_collide * (n_collide - 1) // 2
-        expl = np.array([[p["geom1"], p["geom2"], i] for i, p in enumerate(self.pairs)],
-                        dtype=np.int64).reshape(-1, 3)
+        expl = self.explicit_internal
         self._warn_unsupported(dyn[:, :2] if bp == "all_vs_all" else None)
         self._needs_convex = bool(self.convex_pairs)
         # budgets sized from the scene (docs/collision.md)
-        n_possible = n_allowed + len(self.pairs)
+        n_possible = n_allowed + len(self.explicit_internal)
         self.max_pairs = o.max_collision_pairs or max(1, min(n_possible, 8 * G + 64))
         self.max_cand = o.max_candidate_contacts or MAX_RAW_POINTS * self.max_pairs
         self.max_contacts = o.max_contacts or max(1, min(self.max_cand, 8 * G + 64))
@@ -398,6 +518,7 @@ class CollisionPipeline:
                      "geom_local_conaffinity"):
             setattr(m, name, f(getattr(self, name), wp.int32))
         m.geom_entity = f(self.geom_entity, wp.int32)
+        m.geom_orig = f(self.geom_orig, wp.int32)
         m.geom_weld = f(self.geom_weld.astype(np.int32), wp.int32)
         m.geom_weld_parent = f(self.geom_weld_parent.astype(np.int32), wp.int32)
         m.exclude_keys = f(self.exclude_keys if o.filtering else np.zeros(0, np.int64), wp.int64)
@@ -505,9 +626,8 @@ class CollisionPipeline:
                 for tb in present[i:]:
                     if not (ta == tb == "plane"):
                         types.add((ta, tb))
-        for p in self.pairs:
-            ta, tb = sorted((self.geoms[p["geom1"]].type, self.geoms[p["geom2"]].type),
-                            key=lambda t: T[t])
+        for a, b, _ in self.explicit_internal:
+            ta, tb = sorted((self.geoms[a].type, self.geoms[b].type), key=lambda t: T[t])
             types.add((ta, tb))
         missing = sorted(types - SUPPORTED_PAIRS)
         self.convex_pairs = sorted((types & SUPPORTED_PAIRS) - ANALYTIC_PAIRS)
@@ -603,7 +723,7 @@ class CollisionPipeline:
                       outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                       device=dev)
         wp.launch(K.prune, dim=(n, self.max_pairs),
-                  inputs=[m.geom_margin, m.geom_gap, m.pair_margin, m.pair_gap, self._msum,
+                  inputs=[m.geom_orig, m.geom_margin, m.geom_gap, m.pair_margin, m.pair_gap, self._msum,
                           self.options.max_contacts_per_pair, v.pairs_buf, v.pair_count,
                           v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
                   outputs=[v.contact_raw, v.contact_geom, v.contact_pos, v.contact_frame,
@@ -694,7 +814,17 @@ class CollisionPipeline:
 
 def set_poses_host(pipe: CollisionPipeline, pos, quat):
     """Write geom world poses (n_envs, n_geoms, 3) / (n_envs, n_geoms, 4 as w, x, y, z) from the
-    host (tests and tools; not for the step)."""
+    host (tests and tools; not for the step). Poses of the user geoms only (n_user_geoms) are
+    accepted too: the internal convex parts of decomposed geoms follow their geom."""
+    Gu = pipe.n_user_geoms
+    if Gu != pipe.n_geoms and np.size(pos) == pipe.n_envs * Gu * 3:
+        pos = np.asarray(pos, dtype=float).reshape(pipe.n_envs, Gu, 3)
+        quat = np.asarray(quat, dtype=float).reshape(pipe.n_envs, Gu, 4)
+        o = pipe.geom_orig
+        pos, quat = pos[:, o].copy(), quat[:, o].copy()
+        for pj, c in pipe._part_offset.items():
+            for e in range(pipe.n_envs):
+                pos[e, pj] += quat_to_mat(quat[e, pj] / np.linalg.norm(quat[e, pj])) @ c
     pos = np.asarray(pos, dtype=float).reshape(pipe.n_envs, pipe.n_geoms, 3)
     quat = np.asarray(quat, dtype=float).reshape(pipe.n_envs, pipe.n_geoms, 4)
     npf = np.float64 if pipe.precision == "64" else np.float32

@@ -477,6 +477,7 @@ def _pick(sel: int, i: int):
 @wp.kernel
 def prune(
     # Model:
+    geom_orig: wp.array(dtype=wp.int32),
     geom_margin: wp.array(dtype=Any),
     geom_gap: wp.array(dtype=Any),
     pair_margin: wp.array(dtype=Any),
@@ -577,7 +578,7 @@ def prune(
                         t1 = _any_perp(nrm)
                         t2 = wp.cross(nrm, t1)
                         contact_frame_out[env, out + m] = wp.matrix_from_rows(nrm, t1, t2)
-                        contact_geom_out[env, out + m] = wp.vec2i(g1, g2)
+                        contact_geom_out[env, out + m] = wp.vec2i(geom_orig[g1], geom_orig[g2])
                         contact_pos_out[env, out + m] = cand_pos_in[env, start + i]
                         contact_depth_out[env, out + m] = -cand_dist_in[env, start + i]
                         contact_includemargin_out[env, out + m] = margin - gap
