@@ -37,7 +37,6 @@ from polyphys.description import (
     quat_to_mat,
 )
 from polyphys.errors import ImportError_, OptionError, PolyphysWarning
-
 from polyphys.xmlfile import read_xml
 
 JOINT_MAP = {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "free"}

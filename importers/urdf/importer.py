@@ -31,7 +31,6 @@ from polyphys.description import (
     quat_mul,
 )
 from polyphys.errors import ImportError_, OptionError, PolyphysWarning
-
 from polyphys.xmlfile import read_xml
 
 JOINT_MAP = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic",
