@@ -199,14 +199,16 @@ class RigidSolver(Solver):
         self.collision = self._build_collision(layout)
         self.constraint = None
         if self.collision is not None:
+            self._collide_all()
+        self._limits = self._joint_limits()
+        if not self.options.disable_constraint and (self.collision is not None or self._limits["n"]
+                                                    or self._limits["frictionloss"].any()):
+            self.constraint = self._build_constraint(layout)
+        if self.constraint is not None and self._limits["has_eq"]:
             import warnings
 
-            self._collide_all()
-            self.constraint = self._build_constraint(layout)
-            warnings.warn("rigid solver: contacts produce forces, but joint limits, equality "
-                          "constraints and friction loss are not simulated yet; set "
-                          "RigidOptions(enable_collision=False, disable_constraint=True) to silence this",
-                          PolyphysWarning, stacklevel=3)
+            warnings.warn("rigid solver: equality constraints are not simulated yet; set "
+                          "RigidOptions(disable_constraint=True) to silence this", PolyphysWarning, stacklevel=3)
 
     def _build_collision(self, layout):
         """The collision pipeline (plugins/rigid/collision.py), or None when collision is off or the
@@ -243,6 +245,37 @@ class RigidSolver(Solver):
         pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
         return pipe
 
+    def _joint_limits(self) -> dict:
+        """Limited hinge/slide/ball joints (global indices) and per-dof friction loss with their
+        sol_params (MuJoCo's solref/solimp_limit, solref/solimp_friction) from the descriptions."""
+        t = self.tree
+        rows = dict(dof=[], qadr=[], ball=[], range=[], margin=[], sol=[])
+        floss, fsol = np.zeros(self.n_dofs), np.tile([0.02, 1.0, 0.9, 0.95, 0.001, 0.5, 2.0], (self.n_dofs, 1))
+        has_eq = False
+        for e, js in zip(self.entities, t.entity_joint_start):
+            d = e.description
+            has_eq = has_eq or bool(getattr(d, "equalities", None))
+            for ji, j in enumerate(d.joints):
+                g = js + ji
+                ds, qs = int(t.joint_dof_start[g]), int(t.joint_q_start[g])
+                nd = {"revolute": 1, "prismatic": 1, "spherical": 3, "free": 6}.get(j.type, 0)
+                if nd and j.frictionloss > 0:
+                    floss[ds:ds + nd] = j.frictionloss
+                    fsol[ds:ds + nd] = tuple(j.solref_friction) + tuple(j.solimp_friction)
+                if not j.limited or j.type not in ("revolute", "prismatic", "spherical"):
+                    continue
+                ball = j.type == "spherical"
+                rows["dof"].append(ds)
+                rows["qadr"].append(qs)
+                rows["ball"].append(int(ball))
+                rows["range"].append((0.0, max(j.range)) if ball else tuple(j.range))
+                rows["margin"].append(float(j.margin))
+                rows["sol"].append(tuple(j.solref_limit) + tuple(j.solimp_limit))
+        out = {k: np.asarray(v, float) for k, v in rows.items()}
+        out["n"] = len(rows["dof"])
+        out["frictionloss"], out["fsol"], out["has_eq"] = floss, fsol, has_eq
+        return out
+
     def _build_constraint(self, layout):
         """The contact solve (plugins/rigid/constraint.py, docs/constraint.md "Integration"): one
         ConstraintStage with fixed-size per-env buffers, its inputs mapped from the collision
@@ -273,25 +306,37 @@ class RigidSolver(Solver):
         lw, dw = invweights(Mq, self.d.link_xipos.numpy()[0].astype(float), h["dof_parent"], link_dof_last,
                             self.d.cdof_w.numpy()[0][:nv].astype(float), self.d.cdof_v.numpy()[0][:nv].astype(float),
                             dof_ref, joint_dofs)
-        geoms = pipe.geoms
+        lim = self._limits
+        geoms = pipe.geoms if pipe is not None else []
         condim = np.array([int(g.condim) for g in geoms], np.int32)
         per = (lambda c: 2 * (c - 1) if c > 1 else 1) if copts.cone == "pyramidal" else (lambda c: c)
-        max_rows = max(1, pipe.max_contacts * max(per(int(c)) for c in condim))
-        st = ConstraintStage(n, nv, self.n_links, pipe.max_contacts, max_rows, dev, layout.precision, copts,
+        max_con = pipe.max_contacts if pipe is not None else 0
+        # rows: frictionloss dofs + contacts + one per limited hinge/slide/ball (a hinge/slide
+        # can only be at one side at a time; MuJoCo makes one row per active side)
+        max_rows = max(1, max_con * max([per(int(c)) for c in condim] or [1])
+                       + int((lim["frictionloss"] > 0).sum()) + 2 * lim["n"])
+        nl = lim["n"]
+        st = ConstraintStage(n, nv, self.n_links, max(1, max_con), max_rows, dev, layout.precision, copts,
                              dof_parent=h["dof_parent"], link_dof_last=link_dof_last, link_invweight=lw,
-                             dof_invweight=dw)
+                             dof_invweight=dw, dof_frictionloss=np.tile(lim["frictionloss"], (n, 1)),
+                             dof_sol=lim["fsol"], lim_dof=lim["dof"].astype(np.int32),
+                             lim_qadr=lim["qadr"].astype(np.int32), lim_ball=lim["ball"].astype(np.int32),
+                             lim_range=lim["range"].reshape(nl, 2), lim_margin=lim["margin"],
+                             lim_sol=lim["sol"].reshape(nl, 7))
         arr = lambda a, dt: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
         s = self.model.scalar
+        self._dof_ref = wp.zeros((n, nv), dtype=self.model.vec3, device=dev)
+        self._diag_add = wp.zeros((n, nv), dtype=s, device=dev)
+        self._applied_saved = wp.zeros(self.qfrc_applied.shape, dtype=s, device=dev)
+        self._link_root = self.model.link_root
+        if pipe is None:
+            return st
         self._geom_friction = arr(np.array([g.friction for g in geoms], npf).reshape(-1, 3), s)
         self._geom_sol = arr(np.array([tuple(g.solref) + tuple(g.solimp) for g in geoms], npf).reshape(-1, 7), s)
         self._geom_condim = arr(condim, wp.int32)
         self._geom_solmix = arr(np.array([g.solmix for g in geoms], npf), s)
         self._geom_priority = arr(np.array([g.priority for g in geoms], np.int32), wp.int32)
         self.friction_ratio = arr(np.ones((n, len(geoms)), npf), s)
-        self._dof_ref = wp.zeros((n, nv), dtype=self.model.vec3, device=dev)
-        self._diag_add = wp.zeros((n, nv), dtype=s, device=dev)
-        self._applied_saved = wp.zeros(self.qfrc_applied.shape, dtype=s, device=dev)
-        self._link_root = self.model.link_root
         # the pipeline's (n, K) vec2i contact geoms seen as the (n, K, 2) int32 the stage reads (an
         # alias of the same memory: no copy, the captured graph keeps the pointer)
         cg = pipe.contact_geom
@@ -311,10 +356,8 @@ class RigidSolver(Solver):
         st, d, m, dev = self.constraint, self.d, self.model, self.layout.device
         sl = slice(part.start, part.stop)
         n, nv = part.stop - part.start, self.n_dofs
-        self.collision.export(part, st.n_con, st.con_pos, st.con_frame, st.con_dist, st.con_margin, st.con_link)
-        st.contact_params(self._con_geom, self._geom_friction, self._geom_sol, self._geom_condim,
-                          self.friction_ratio, self.options.mujoco_compatible, self._geom_solmix,
-                          self._geom_priority, self.layout.h, part)
+        if self.collision is not None:
+            self._contacts_to_stage(part)
         st.mass_from_tree(m.dof_madr, m.dof_depth, m.m_col, d.mass, self._diag_add, part)
         wp.launch(G.dof_reference, dim=(n, nv), inputs=[self._link_root, m.dof_link, d.link_pos[sl]],
                   outputs=[self._dof_ref[sl]], device=dev)
@@ -322,6 +365,13 @@ class RigidSolver(Solver):
         st.solve(st.M, d.qacc, st.qacc, part)
         wp.launch(G.apply_constraint_force, dim=(n, nv), inputs=[st.qfrc_constraint[sl]],
                   outputs=[self.qfrc_applied[sl], self._applied_saved[sl]], device=dev)
+
+    def _contacts_to_stage(self, part) -> None:
+        st = self.constraint
+        self.collision.export(part, st.n_con, st.con_pos, st.con_frame, st.con_dist, st.con_margin, st.con_link)
+        st.contact_params(self._con_geom, self._geom_friction, self._geom_sol, self._geom_condim,
+                          self.friction_ratio, self.options.mujoco_compatible, self._geom_solmix,
+                          self._geom_priority, self.layout.h, part)
 
     def _unconstrain(self, part, last: int) -> None:
         import warp as wp
@@ -339,7 +389,8 @@ class RigidSolver(Solver):
         last = 1 if f == self.layout.substeps - 1 else 0
         pa = self._parts[part.index]
         self._launch(pa, MODE_FORWARD)
-        self._collide(part)
+        if self.collision is not None:
+            self._collide(part)
         self._constrain(part)
         self._launch(pa, MODE_STEP, last)
         self._unconstrain(part, last)

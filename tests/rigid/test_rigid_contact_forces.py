@@ -201,3 +201,54 @@ def test_mjcf_box_on_plane_settles_to_mujocos_height(tmp_path):
     st.contact_wrenches()
     n = int(st.n_con.numpy()[0])
     assert st.con_wrench.numpy()[0, :n, 0].sum() == pytest.approx(8.0 * G, rel=5e-3)
+
+
+LIMIT_XML = """<mujoco>
+  <option timestep="0.005" integrator="Euler"/>
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="hinge" type="hinge" axis="0 1 0" limited="true" range="-30 30" frictionloss="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_mjcf_hinge_limit_and_frictionloss_match_mujoco(tmp_path):
+    """A pendulum falling onto its 30° limit, with friction loss, no collidable pair: the constraint
+    stage runs for the limit alone. Same rows and problem as MuJoCo (Euler, MuJoCo-compatible);
+    tolerance 1e-9 rad over 300 steps from the solve tolerance as in the box test (measured 7e-13)."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "lim.xml"
+    path.write_text(LIMIT_XML)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    q_mj = []
+    for _ in range(300):
+        mujoco.mj_step(m, d)
+        q_mj.append(float(d.qpos[0]))
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, gravity=(0, 0, -G), precision="64"),
+                           rigid=RigidOptions.mujoco(integrator="Euler"))
+    e = scene.add_entity(morphs.MJCF(file=str(path)), Rigid(), name="mj")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=0)
+    s = scene.solver("rigid")
+    assert s.collision is None and s.constraint is not None
+    q = []
+    for _ in range(300):
+        scene.step()
+        q.append(float(np.asarray(e.get_qpos())[0]))
+    q = np.array(q)
+    assert q[-1] == pytest.approx(np.deg2rad(30), abs=2e-3)      # resting at the limit (soft: ~0.6 mrad past)
+    np.testing.assert_allclose(q, q_mj, rtol=0, atol=1e-9)
+
+
+def test_no_constraint_stage_without_pairs_limits_or_frictionloss():
+    """The fast path stays: a lone free box (no collidable pair, no limit) has no constraint stage."""
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, gravity=(0, 0, -G), precision="64"),
+                           rigid=RigidOptions())
+    scene.add_entity(morphs.Box(size=(0.2,) * 3, pos=(0, 0, 1)), Rigid())
+    scene.build(n_envs=0)
+    s = scene.solver("rigid")
+    assert s.collision is None and s.constraint is None
