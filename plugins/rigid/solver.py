@@ -331,8 +331,17 @@ class RigidSolver(Solver):
         self._link_root = self.model.link_root
         if pipe is None:
             return st
-        self._geom_friction = arr(np.array([g.friction for g in geoms], npf).reshape(-1, 3), s)
-        self._geom_sol = arr(np.array([tuple(g.solref) + tuple(g.solimp) for g in geoms], npf).reshape(-1, 7), s)
+        # the entity's Rigid material overrides its geoms' sliding friction / sol_params when given
+        fr = np.array([g.friction for g in geoms], float).reshape(-1, 3)
+        sp = np.array([tuple(g.solref) + tuple(g.solimp) for g in geoms], float).reshape(-1, 7)
+        for gi, ei in enumerate(pipe.geom_entity):
+            mat = self.entities[int(ei)].material
+            if mat.friction is not None:
+                fr[gi, 0] = mat.friction
+            if mat.sol_params is not None:
+                sp[gi] = mat.sol_params
+        self._geom_friction = arr(fr.astype(npf), s)
+        self._geom_sol = arr(sp.astype(npf), s)
         self._geom_condim = arr(condim, wp.int32)
         self._geom_solmix = arr(np.array([g.solmix for g in geoms], npf), s)
         self._geom_priority = arr(np.array([g.priority for g in geoms], np.int32), wp.int32)
