@@ -586,3 +586,40 @@ class RigidEntity(Entity):
         out["valid"] = out["valid"] & (mine(out["geom_a"]) | mine(out["geom_b"]))
         out["count"] = out["valid"].sum(axis=1).astype(np.int32)
         return {k: self._out(v) for k, v in out.items()}
+
+    def get_contacts(self, with_entity=None, exclude_self_contact=False, is_padded=False, envs_idx=None) -> dict:
+        """Contacts of this entity's geoms with the forces of the last substep's constraint solve
+        (SPEC R9, F2): geom_a, geom_b, link_a, link_b (global indices, −1: world), position (world,
+        midway between the surfaces), normal (world, unit, from B to A), penetration (> 0 overlap),
+        force_a (world N, the force on geom A), force_b = −force_a, torque_a (world, about the
+        contact point; torsional/rolling couples), wrench (6D on A in the contact frame: F_n, F_t1,
+        F_t2, T_n, T_t1, T_t2), solved_at (time the substep started), stale (True after
+        set_qpos-style setters / reset / forward until the next step: the geometry is current, the
+        forces are not). with_entity: keep contacts whose other geom belongs to that entity;
+        exclude_self_contact: drop contacts between two geoms of this entity. Batched scenes (or
+        is_padded=True) keep the (n_envs, K) slots with valid_mask; an unbatched unpadded scene
+        returns only the valid contacts (no batch axis, no valid_mask)."""
+        envs = self._envs(envs_idx)
+        out = self.solver._contact_forces(envs)
+        ents = self.solver.entities
+        starts = np.cumsum([0] + [len(e.description.geoms) for e in ents])
+        mine = lambda g, e=self: (g >= starts[e.idx]) & (g < starts[e.idx + 1])  # noqa: E731
+        a, b = out["geom_a"], out["geom_b"]
+        keep = out["valid"] & (mine(a) | mine(b))
+        if with_entity is not None:
+            keep &= (mine(a) & mine(b, with_entity)) | (mine(b) & mine(a, with_entity))
+        if exclude_self_contact:
+            keep &= ~(mine(a) & mine(b))
+        out.pop("valid")
+        out.pop("count")
+        tags = {k: out.pop(k) for k in ("solved_at", "stale")}
+        if self.solver.scene.batched or is_padded:
+            for k, v in out.items():
+                pad = -1 if v.dtype.kind == "i" else 0
+                out[k] = np.where(keep.reshape(keep.shape + (1,) * (v.ndim - 2)), v, pad)
+            out["valid_mask"] = keep
+            out.update(tags)
+            return {k: self._out(v) for k, v in out.items()}
+        res = {k: v[0][keep[0]] for k, v in out.items()}
+        res.update({k: v[0] for k, v in tags.items()})
+        return res

@@ -741,6 +741,31 @@ class RigidSolver(Solver):
         return dict(geom_a=ga, geom_b=gb, link_a=glink[ga], link_b=glink[gb], position=pos,
                     normal=nrm, penetration=dep, valid=valid, count=cnt.astype(np.int32))
 
+    def _contact_forces(self, envs: np.ndarray) -> dict:
+        """Raw contacts plus the forces of the last constraint solve (SPEC R9/F2), host side:
+        force_a / torque_a (world, on geom A, torque about the contact point), force_b = −force_a,
+        wrench (n, K, 6: F_n, F_t1, F_t2, T_n, T_t1, T_t2 on A in the contact frame, normal B→A),
+        solved_at (the time the substep started), stale (a forward()/setter/reset ran since)."""
+        out = self._raw_contacts(envs)
+        n, K = out["valid"].shape
+        st = getattr(self, "constraint", None)
+        if st is None or self.collision is None:
+            out.update(force_a=np.zeros((n, K, 3)), force_b=np.zeros((n, K, 3)), torque_a=np.zeros((n, K, 3)),
+                       wrench=np.zeros((n, K, 6)))
+        else:
+            st.contact_wrenches()
+            v = out["valid"][..., None]
+            fa = np.where(v, st.con_force_world.numpy()[envs][:, :K].astype(float), 0.0)
+            out.update(force_a=fa, force_b=-fa,
+                       torque_a=np.where(v, st.con_torque_world.numpy()[envs][:, :K].astype(float), 0.0),
+                       wrench=np.where(v, st.con_wrench.numpy()[envs][:, :K].astype(float), 0.0))
+        steps = self._steps_done()
+        h = self.layout.h
+        dt = h * self.layout.substeps
+        out["solved_at"] = np.full(n, max(steps, 0) * dt - h if steps > 0 else np.nan)
+        out["stale"] = np.full(n, steps <= 0 or getattr(self, "_forward_at", None) == steps)
+        return out
+
     # -- RigidView (couplers) --------------------------------------------------------------------
     accepts_reaction = True
 
@@ -789,6 +814,7 @@ class RigidSolver(Solver):
         if getattr(self, "collision", None) is not None:
             self._collide_all()
         self._kin_step = self._steps_done()
+        self._forward_at = self._kin_step        # contact forces are those of the last step's solve
 
     def kinematics(self):
         self._launch(self._all, MODE_KINEMATICS)

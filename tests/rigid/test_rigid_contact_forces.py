@@ -284,3 +284,39 @@ def test_material_friction_decides_stick_or_slide_on_incline():
     assert 0 <= v < 3 * v_est and x < 3 * v_est * 1.0
     expect = 0.5 * G * (np.sin(th) - 0.2 * np.cos(th)) * 1.0 ** 2
     assert out[0.2][0] == pytest.approx(expect, rel=0.05)
+
+
+def test_get_contacts_forces_frames_and_staleness():
+    """entity.get_contacts (SPEC R9/F2): for the resting box, A = the plane, B = the box, normal B→A
+    = −z; the plane is pushed along the normal (force_a = −m·g ẑ in sum), the box gets force_b =
+    −force_a; the contact-frame wrench's F_n is the normal component; padded/batched shapes;
+    a set_pos makes the forces stale until the next step."""
+    for n_envs in (0, 2):
+        scene, box, s = _scene(n_envs=n_envs, pos=(0, 0, HALF))
+        plane = scene.entities[1]
+        for _ in range(100):
+            scene.step()
+        c = box.get_contacts()
+        if n_envs == 0:
+            assert c["force_a"].shape == (4, 3) and "valid_mask" not in c
+            fa, fb, w, nrm = c["force_a"], c["force_b"], c["wrench"], c["normal"]
+        else:
+            K = s.collision.max_contacts
+            assert c["force_a"].shape == (2, K, 3) and c["valid_mask"].shape == (2, K)
+            assert c["valid_mask"].sum(axis=1).tolist() == [4, 4]
+            np.testing.assert_array_equal(c["force_a"][0], c["force_a"][1])
+            v = c["valid_mask"][0]
+            fa, fb, w, nrm = c["force_a"][0][v], c["force_b"][0][v], c["wrench"][0][v], c["normal"][0][v]
+            assert np.all(c["geom_a"][0][~v] == -1) and np.all(c["force_a"][0][~v] == 0)
+        np.testing.assert_allclose(nrm, np.tile([0, 0, -1.0], (4, 1)), atol=1e-12)
+        np.testing.assert_allclose(fa.sum(axis=0), [0, 0, -8.0 * G], rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(fb, -fa)
+        np.testing.assert_allclose(w[:, 0], -fa[:, 2], rtol=1e-12)       # F_n along the normal −z
+        assert not np.any(c["stale"]) and np.all(np.asarray(c["solved_at"]) == pytest.approx(0.99))
+        # the same contacts from the plane's side, filters
+        assert len(np.atleast_1d(plane.get_contacts(with_entity=box)["valid_mask" if n_envs else "geom_a"])) > 0
+        assert not box.get_contacts(exclude_self_contact=True, is_padded=True)["stale"].any()
+        box.set_pos(np.array([0.0, 0, HALF]) if n_envs == 0 else np.array([[0.0, 0, HALF]] * 2))
+        assert np.all(box.get_contacts(is_padded=True)["stale"])
+        scene.step()
+        assert not np.any(box.get_contacts(is_padded=True)["stale"])
