@@ -188,7 +188,10 @@ def _decompose_mesh(g: Geom, options) -> list | None:
                       f" filled bowl)", PolyphysWarning, stacklevel=4)
         return None
     coacd.set_log_level("error")
-    parts = coacd.run_coacd(coacd.Mesh(v, f), threshold=options.decomposition_threshold, seed=0)
+    trimesh.repair.fix_normals(tm)       # closed and manifold: no remeshing (costs time, accuracy)
+    parts = coacd.run_coacd(coacd.Mesh(np.asarray(tm.vertices), np.asarray(tm.faces)),
+                            threshold=options.decomposition_threshold, seed=0,
+                            preprocess_mode="off" if tm.is_volume else "auto")
     return [np.asarray(pv, dtype=float) for pv, _ in parts]
 
 

@@ -240,3 +240,62 @@ def attrs_evolve(g, **kw):
     import attrs
 
     return attrs.evolve(g, link=0, **kw)
+
+
+def _u_channel():
+    """A U-shaped channel (non-convex): profile in x-z extruded over y in [-0.3, 0.3]; walls
+    x in [-0.3, -0.2] and [0.2, 0.3] up to z = 0.4, floor z in [0, 0.1]."""
+    P = [(-0.3, 0), (0.3, 0), (0.3, 0.4), (0.2, 0.4), (0.2, 0.1), (-0.2, 0.1), (-0.2, 0.4),
+         (-0.3, 0.4)]
+    caps = [(0, 5, 6), (0, 6, 7), (0, 1, 4), (0, 4, 5), (1, 2, 3), (1, 3, 4)]
+    v = np.array([[x, y, z] for y in (-0.3, 0.3) for x, z in P])
+    f = list(caps) + [(a + 8, b + 8, c + 8) for a, b, c in caps]
+    for i in range(8):
+        j = (i + 1) % 8
+        f += [(i, j, j + 8), (i, j + 8, i + 8)]
+    return v, np.array(f)
+
+
+def test_non_convex_mesh_decomposed_with_coacd():
+    """A small sphere in the hollow of a U channel touches the inner wall (decomposed), while the
+    convex hull would swallow it."""
+    pytest.importorskip("coacd")
+    v, f = _u_channel()
+    chan = Geom(name="u", type="mesh", link=-1, mesh=MeshData(vertices=v, faces=f))
+    ball = Geom(name="s", type="sphere", link=0, size=(0.05, 0, 0))
+    poses = [(np.array([0.17, 0.0, 0.25]), np.array([1.0, 0, 0, 0])),      # 0.02 into the wall
+             (np.array([0.0, 0.05, 0.14]), np.array([1.0, 0, 0, 0])),      # 0.01 into the floor
+             (np.array([0.0, 0.0, 0.25]), np.array([1.0, 0, 0, 0]))]       # free in the hollow
+    p, c = _run(chan, ball, poses)
+    assert len(p.decomposed[0]) >= 3
+    # coacd's parts approximate the mesh within its concavity threshold (0.05 × size); on this
+    # box-like channel the part faces lie within 3e-4 of the walls (measured; tolerance 1e-3)
+    d0, n0 = _deepest(c[0])
+    assert abs(d0 - 0.02) <= 1e-3 and np.linalg.norm(n0 - [-1, 0, 0]) <= 1e-2
+    d1, n1 = _deepest(c[1])
+    assert abs(d1 - 0.01) <= 1e-3 and np.linalg.norm(n1 - [0, 0, 1]) <= 1e-2
+    assert len(c[2]["depth"]) == 0
+    assert set(c[0]["geom_a"]) | set(c[0]["geom_b"]) == {0, 1}
+    # the convex hull instead: the sphere in the hollow is deep inside
+    _, ch = _run(chan, ball, poses, CollisionOptions(max_contacts_per_pair=8,
+                                                     mesh_decomposition="hull"))
+    assert _deepest(ch[2])[0] > 0.1
+
+
+def test_non_convex_mesh_without_coacd(monkeypatch):
+    monkeypatch.setitem(sys.modules, "coacd", None)                   # import coacd -> ImportError
+    v, f = _u_channel()
+    chan = Geom(name="u", type="mesh", link=-1, mesh=MeshData(vertices=v, faces=f))
+    with pytest.warns(PolyphysWarning, match="coacd is not installed"):
+        p = CollisionPipeline([chan, SPHERE], [0, 1], [-1], [True], CollisionOptions())
+    assert p.n_geoms == 2 and not p.decomposed
+    with pytest.raises(OptionError, match="mesh_decomposition = 'coacd'"):
+        CollisionPipeline([chan, SPHERE], [0, 1], [-1], [True],
+                          CollisionOptions(mesh_decomposition="coacd"))
+
+
+def test_heightfield_bad_data():
+    with pytest.raises(OptionError, match="at least 2 x 2"):
+        CollisionPipeline([hfield(np.zeros((1, 4)), (1, 1, 1, 1)), SPHERE], [0, 1], [-1], [True])
+    with pytest.raises(OptionError, match="bottom"):
+        CollisionPipeline([hfield(np.zeros((3, 4)), (1, 1, 1, 0.0)), SPHERE], [0, 1], [-1], [True])
