@@ -623,3 +623,13 @@ class RigidEntity(Entity):
         res = {k: v[0][keep[0]] for k, v in out.items()}
         res.update({k: v[0] for k, v in tags.items()})
         return res
+
+    def get_links_net_contact_wrench(self, envs_idx=None) -> dict:
+        """Per link of this entity (n_envs, n_links, 3, world frame): ``force`` and ``torque`` (about
+        the link CoM) — the net contact wrench of the last substep's solve (solved at the start of
+        that substep) — and ``impulse_force`` / ``impulse_torque``: Σ h·f over the substeps of the
+        last step (SPEC F4: m·Δv − h·Σ(gravity + external forces) for a single body)."""
+        envs = self._envs(envs_idx)
+        out = self.solver._link_contact_wrench(envs)
+        sl = slice(self.link_start, self.link_start + len(self.description.links))
+        return {k: self._out(v[:, sl]) for k, v in out.items()}

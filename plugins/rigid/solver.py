@@ -403,6 +403,12 @@ class RigidSolver(Solver):
         self._constrain(part)
         self._launch(pa, MODE_STEP, last)
         self._unconstrain(part, last)
+        if self.collision is not None:
+            # per-contact wrenches, per-link net contact wrench about the link CoM (world; the
+            # substep-start poses the contacts belong to) and Σ h·f over the step's substeps
+            st = self.constraint
+            st.contact_wrenches(part)
+            st.link_wrenches(self.d.link_xipos, self.layout.h, accumulate=True, first_substep=(f == 0), part=part)
 
     def _exclude_neutral(self, pipe, copts, local, device) -> None:
         """SPEC R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
@@ -766,6 +772,17 @@ class RigidSolver(Solver):
         out["stale"] = np.full(n, steps <= 0 or getattr(self, "_forward_at", None) == steps)
         return out
 
+    def _link_contact_wrench(self, envs: np.ndarray) -> dict:
+        """Per link (global index): net contact force and torque about the link CoM (world) of the
+        last substep, and the impulse Σ h·f / Σ h·τ over the last step's substeps (SPEC R9/F4)."""
+        st = getattr(self, "constraint", None)
+        z = np.zeros((len(envs), self.n_links, 3))
+        if st is None or self.collision is None:
+            return dict(force=z, torque=z.copy(), impulse_force=z.copy(), impulse_torque=z.copy())
+        g = lambda a: a.numpy()[envs].astype(float)  # noqa: E731
+        return dict(force=g(st.link_force), torque=g(st.link_torque), impulse_force=g(st.link_impulse_force),
+                    impulse_torque=g(st.link_impulse_torque))
+
     # -- RigidView (couplers) --------------------------------------------------------------------
     accepts_reaction = True
 
@@ -834,6 +851,9 @@ class RigidSolver(Solver):
             out["weld_active"] = self.collision.weld_active   # switchable per env at run time
         if getattr(self, "constraint", None) is not None:
             out["constraint_qacc"] = self.constraint.qacc       # the constraint solve's warm start
+            if self.collision is not None:                      # readbacks of the last step
+                out["contact_link_impulse_force"] = self.constraint.link_impulse_force
+                out["contact_link_impulse_torque"] = self.constraint.link_impulse_torque
         return out
 
     def extra_state(self):
