@@ -772,6 +772,55 @@ class RigidSolver(Solver):
         out["stale"] = np.full(n, steps <= 0 or getattr(self, "_forward_at", None) == steps)
         return out
 
+    # -- contact parameter setters (outside the step; in place, graphs keep their pointers) -------
+    def _geoms_idx(self, geoms_idx):
+        G = len(self.collision.geoms) if self.collision is not None else 0
+        idx = np.arange(G) if geoms_idx is None else np.atleast_1d(np.asarray(geoms_idx, np.int64))
+        bad = idx[(idx < 0) | (idx >= G)]
+        if bad.size:
+            raise OptionError(f"geoms_idx contains {int(bad[0])}: allowed 0..{G - 1} (global geom indices)")
+        return idx
+
+    def _need_contacts(self, what):
+        if getattr(self, "constraint", None) is None or self.collision is None:
+            raise OptionError(f"{what}: the scene has no contact solve (no collidable geom pair, "
+                              "enable_collision=False or disable_constraint=True)")
+
+    def set_friction(self, friction, geoms_idx=None) -> None:
+        """Sliding friction of geoms (global indices; all envs), each in [0.01, 5] (SPEC R5)."""
+        from .constraint import check_friction
+
+        self._need_contacts("set_friction")
+        idx = self._geoms_idx(geoms_idx)
+        f = np.broadcast_to(np.asarray(check_friction(friction), float), idx.shape)
+        host = self._geom_friction.numpy()
+        host[idx, 0] = f
+        self._geom_friction.assign(host)
+
+    def set_friction_ratio(self, ratio, geoms_idx=None, envs_idx=None) -> None:
+        """Per-env friction scale of geoms (domain randomisation, SPEC R5: μ = max(μ_A·s_A, μ_B·s_B,
+        0.01)); ratio broadcastable to (len(envs), len(geoms)), > 0."""
+        self._need_contacts("set_friction_ratio")
+        idx = self._geoms_idx(geoms_idx)
+        envs = self.scene._envs_idx(envs_idx)
+        r = np.broadcast_to(np.asarray(ratio, float), (len(envs), len(idx)))
+        if not np.all(np.isfinite(r) & (r > 0)):
+            raise OptionError(f"friction_ratio={float(r[~(np.isfinite(r) & (r > 0))][0])!r}: must be > 0")
+        self._write(self.friction_ratio, envs, idx, r)
+
+    def set_sol_params(self, sol_params, geoms_idx=None) -> None:
+        """Contact sol_params (timeconst, dampratio, dmin, dmax, width, mid, power) of geoms (global
+        indices), legalized as SPEC R6 (a warning names each clamped field and its effective value);
+        mixed per contact by SPEC R5. Joint/equality sol_params setters are not in this version."""
+        from .constraint import legalize_sol_params
+
+        self._need_contacts("set_sol_params")
+        idx = self._geoms_idx(geoms_idx)
+        sol = legalize_sol_params(sol_params, compatible=self.options.mujoco_compatible)
+        host = self._geom_sol.numpy()
+        host[idx] = sol
+        self._geom_sol.assign(host)
+
     def _link_contact_wrench(self, envs: np.ndarray) -> dict:
         """Per link (global index): net contact force and torque about the link CoM (world) of the
         last substep, and the impulse Σ h·f / Σ h·τ over the last step's substeps (SPEC R9/F4)."""
@@ -857,13 +906,23 @@ class RigidSolver(Solver):
         return out
 
     def extra_state(self):
-        return {f"param/{k}": getattr(self.params, k).numpy() for k in PARAMS}
+        out = {f"param/{k}": getattr(self.params, k).numpy() for k in PARAMS}
+        if getattr(self, "constraint", None) is not None and self.collision is not None:
+            out["param/friction_ratio"] = self.friction_ratio.numpy()
+            out["param/geom_friction"] = self._geom_friction.numpy()
+            out["param/geom_sol"] = self._geom_sol.numpy()
+        return out
 
     def load_extra_state(self, data):
         for k in PARAMS:
             key = f"param/{k}"
             if key in data:
                 getattr(self.params, k).assign(np.asarray(data[key]))
+        if getattr(self, "constraint", None) is not None and self.collision is not None:
+            for key, arr in (("param/friction_ratio", self.friction_ratio),
+                             ("param/geom_friction", self._geom_friction), ("param/geom_sol", self._geom_sol)):
+                if key in data:
+                    arr.assign(np.asarray(data[key]))
         self.forward()
 
     # -- host helpers used by the entities -----------------------------------------------------

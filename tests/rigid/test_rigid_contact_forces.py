@@ -341,3 +341,36 @@ def test_step_impulse_equals_momentum_change_minus_gravity():
     assert worst < 1e-12
     w = box.get_links_net_contact_wrench()
     assert w["impulse_force"][0][2] > 0.5 * m * G * 0.01   # it is in contact at the end
+
+
+def test_friction_setters_per_env_and_errors():
+    """set_friction_ratio per env (domain randomisation): on the 20° incline with μ = 0.5, env 0
+    keeps ratio 1 (holds), env 1 gets 0.4 on both geoms (μ = 0.2 < tan 20°: slides ~0.75 m in 1 s).
+    Bad values raise naming the field and the range."""
+    th = np.deg2rad(20)
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, gravity=(G * np.sin(th), 0, -G * np.cos(th)),
+                                                   precision="64"), rigid=RigidOptions())
+    box = scene.add_entity(morphs.Box(size=(2 * HALF,) * 3, pos=(0, 0, HALF - 1e-3)), Rigid(friction=0.5))
+    scene.add_entity(morphs.Plane(), Rigid(friction=0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=2)
+    s = scene.solver("rigid")
+    s.set_friction_ratio(0.4, envs_idx=[1])
+    np.testing.assert_array_equal(s.friction_ratio.numpy(), [[1, 1], [0.4, 0.4]])
+    for _ in range(200):
+        scene.step()
+    x = box.get_pos()[:, 0]
+    assert abs(x[0]) < 5e-3
+    assert x[1] == pytest.approx(0.5 * G * (np.sin(th) - 0.2 * np.cos(th)), rel=0.05)
+    with pytest.raises(OptionError, match=r"friction=9\.0.*\[0\.01, 5\]"):
+        s.set_friction(9.0)
+    with pytest.raises(OptionError, match="friction_ratio"):
+        s.set_friction_ratio(-1.0)
+    with pytest.raises(OptionError, match="geoms_idx contains 7"):
+        s.set_friction(0.5, geoms_idx=[7])
+    with pytest.warns(PolyphysWarning, match="dmax"):
+        s.set_sol_params((0.02, 1.0, 0.9, 1.5, 0.001, 0.5, 2.0))
+    assert s._geom_sol.numpy()[0, 3] == pytest.approx(0.9999)
+    s.set_friction(1.0, geoms_idx=[0])
+    assert s._geom_friction.numpy()[:, 0].tolist() == [1.0, 0.5]
