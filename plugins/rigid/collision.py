@@ -321,8 +321,8 @@ class CollisionPipeline:
         skipped = [g.name for i, g in enumerate(self.geoms) if g.role != "visual"
                    and not _collides(g) and i not in self.decomposed]
         if skipped:
-            warnings.warn(f"collision: heightfield geoms (and mesh geoms without mesh data) have "
-                          f"no collision routine yet; {skipped[:8]}"
+            warnings.warn(f"collision: heightfield geoms without elevation data and mesh geoms "
+                          f"without mesh data cannot collide; {skipped[:8]}"
                           f"{' ...' if len(skipped) > 8 else ''} do not collide",
                           PolyphysWarning, stacklevel=2)
         # convex hulls of the mesh geoms (geom frame), one vertex array for all
