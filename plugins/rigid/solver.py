@@ -202,13 +202,9 @@ class RigidSolver(Solver):
             self._collide_all()
         self._limits = self._joint_limits()
         if not self.options.disable_constraint and (self.collision is not None or self._limits["n"]
-                                                    or self._limits["frictionloss"].any()):
+                                                    or self._limits["frictionloss"].any()
+                                                    or self._limits["has_eq"]):
             self.constraint = self._build_constraint(layout)
-        if self.constraint is not None and self._limits["has_eq"]:
-            import warnings
-
-            warnings.warn("rigid solver: equality constraints are not simulated yet; set "
-                          "RigidOptions(disable_constraint=True) to silence this", PolyphysWarning, stacklevel=3)
 
     def _build_collision(self, layout):
         """The collision pipeline (plugins/rigid/collision.py), or None when collision is off or the
@@ -276,6 +272,57 @@ class RigidSolver(Solver):
         out["frictionloss"], out["fsol"], out["has_eq"] = floss, fsol, has_eq
         return out
 
+    def _equalities(self) -> dict:
+        """Equality constraints of the descriptions in the stage's layout (MuJoCo's eq_data):
+        connect (link1, link2; anchor in link1's frame, the same point in link2's frame at qpos0),
+        weld (anchor on link2, relpose of link2's anchor in link1's frame, torquescale), joint
+        (qpos/dof addresses, qpos0 references, polycoef). Links/joints made global; −1: world."""
+        t = self.tree
+        lp = self.d.link_pos.numpy()[0].astype(float)
+        lq = self.d.link_quat.numpy()[0].astype(float)          # x y z w
+
+        def rot(q):
+            x, y, z, w = q
+            return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                             [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                             [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+        typ, obj, data, sol, act = [], [], [], [], []
+        for e, ls, js in zip(self.entities, t.entity_link_start, t.entity_joint_start):
+            for q in getattr(e.description, "equalities", []):
+                o, dd = [-1, -1, -1, -1], [0.0] * 11
+                if q.type in ("connect", "weld"):
+                    l1 = ls + q.obj1 if q.obj1 >= 0 else -1
+                    l2 = ls + q.obj2 if q.obj2 >= 0 else -1
+                    o[:2] = [l1, l2]
+                    if q.type == "connect":
+                        a1 = np.asarray(q.anchor, float)
+                        pw = lp[l1] + rot(lq[l1]) @ a1 if l1 >= 0 else a1
+                        a2 = rot(lq[l2]).T @ (pw - lp[l2]) if l2 >= 0 else pw
+                        dd[:6] = [*a1, *a2]
+                    else:
+                        dd[:3] = list(q.anchor)
+                        dd[3:10] = list(q.relpose)
+                        dd[10] = float(q.torquescale)
+                elif q.type == "joint":
+                    g1 = js + q.obj1
+                    g2 = js + q.obj2 if q.obj2 >= 0 else -1
+                    qa1, da1 = int(t.joint_q_start[g1]), int(t.joint_dof_start[g1])
+                    qa2 = int(t.joint_q_start[g2]) if g2 >= 0 else -1
+                    da2 = int(t.joint_dof_start[g2]) if g2 >= 0 else -1
+                    o = [qa1, qa2, da1, da2]
+                    dd[:7] = [float(t.qpos0[qa1]), float(t.qpos0[qa2]) if qa2 >= 0 else 0.0, *map(float, q.polycoef)]
+                else:
+                    continue
+                typ.append({"connect": 0, "weld": 1, "joint": 2}[q.type])
+                obj.append(o)
+                data.append(dd)
+                sol.append(tuple(q.solref) + tuple(q.solimp))
+                act.append(int(q.active))
+        return dict(type=np.asarray(typ, np.int32), obj=np.asarray(obj, np.int32).reshape(-1, 4),
+                    data=np.asarray(data, float).reshape(-1, 11), sol=np.asarray(sol, float).reshape(-1, 7),
+                    active=np.asarray(act, np.int32))
+
     def _build_constraint(self, layout):
         """The contact solve (plugins/rigid/constraint.py, docs/constraint.md "Integration"): one
         ConstraintStage with fixed-size per-env buffers, its inputs mapped from the collision
@@ -316,13 +363,18 @@ class RigidSolver(Solver):
         max_rows = max(1, max_con * max([per(int(c)) for c in condim] or [1])
                        + int((lim["frictionloss"] > 0).sum()) + 2 * lim["n"])
         nl = lim["n"]
+        eq = self._equalities()
+        max_rows += sum({0: 3, 1: 6, 2: 1}[k] for k in eq["type"])
         st = ConstraintStage(n, nv, self.n_links, max(1, max_con), max_rows, dev, layout.precision, copts,
                              dof_parent=h["dof_parent"], link_dof_last=link_dof_last, link_invweight=lw,
                              dof_invweight=dw, dof_frictionloss=np.tile(lim["frictionloss"], (n, 1)),
                              dof_sol=lim["fsol"], lim_dof=lim["dof"].astype(np.int32),
                              lim_qadr=lim["qadr"].astype(np.int32), lim_ball=lim["ball"].astype(np.int32),
                              lim_range=lim["range"].reshape(nl, 2), lim_margin=lim["margin"],
-                             lim_sol=lim["sol"].reshape(nl, 7))
+                             lim_sol=lim["sol"].reshape(nl, 7), eq_type=eq["type"], eq_obj=eq["obj"],
+                             eq_data=eq["data"], eq_sol=np.tile(eq["sol"][None], (n, 1, 1)) if len(eq["type"]) else None)
+        if len(eq["type"]):
+            st.eq_active.assign(np.tile(eq["active"][None], (n, 1)).astype(np.int32))
         arr = lambda a, dt: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
         s = self.model.scalar
         self._dof_ref = wp.zeros((n, nv), dtype=self.model.vec3, device=dev)

@@ -374,3 +374,49 @@ def test_friction_setters_per_env_and_errors():
     assert s._geom_sol.numpy()[0, 3] == pytest.approx(0.9999)
     s.set_friction(1.0, geoms_idx=[0])
     assert s._geom_friction.numpy()[:, 0].tolist() == [1.0, 0.5]
+
+
+EQ_XML = """<mujoco>
+  <option timestep="0.002" integrator="Euler"/>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="h1" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" contype="0" conaffinity="0"/>
+    </body>
+    <body name="b" pos="0.5 0 1">
+      <joint name="h2" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <equality>
+    <joint joint1="h2" joint2="h1" polycoef="0 0.5 0 0 0"/>
+  </equality>
+</mujoco>"""
+
+
+def test_mjcf_joint_equality_matches_mujoco(tmp_path):
+    """Two hinges coupled by a joint equality q2 = 0.5·q1 (no J̇ term for a linear polynomial):
+    the same rows and problem as MuJoCo → trajectories equal to the solve tolerance (1e-9 rad,
+    measured 2e-16 over 250 steps)."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "eq.xml"
+    path.write_text(EQ_XML)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    ref = []
+    for _ in range(250):
+        mujoco.mj_step(m, d)
+        ref.append(d.qpos.copy())
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.002, gravity=(0, 0, -G), precision="64"),
+                           rigid=RigidOptions.mujoco(integrator="Euler"))
+    e = scene.add_entity(morphs.MJCF(file=str(path)), Rigid(), name="mj")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=0)
+    q = []
+    for _ in range(250):
+        scene.step()
+        q.append(np.asarray(e.get_qpos()).copy())
+    q, ref = np.array(q), np.array(ref)
+    assert abs(q[-1, 1] - 0.5 * q[-1, 0]) < 1e-3 and abs(q[-1, 0]) > 0.5      # coupled and moving
+    np.testing.assert_allclose(q, ref, rtol=0, atol=1e-9)
