@@ -373,6 +373,8 @@ class RigidSolver(Solver):
                              lim_range=lim["range"].reshape(nl, 2), lim_margin=lim["margin"],
                              lim_sol=lim["sol"].reshape(nl, 7), eq_type=eq["type"], eq_obj=eq["obj"],
                              eq_data=eq["data"], eq_sol=np.tile(eq["sol"][None], (n, 1, 1)) if len(eq["type"]) else None)
+        self._eq_types = eq["type"]
+        self._n_connect = int((eq["type"] == 0).sum())    # connect rows get J̇·q̇ (weld: not yet)
         if len(eq["type"]):
             st.eq_active.assign(np.tile(eq["active"][None], (n, 1)).astype(np.int32))
         arr = lambda a, dt: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
@@ -422,6 +424,12 @@ class RigidSolver(Solver):
         st.mass_from_tree(m.dof_madr, m.dof_depth, m.m_col, d.mass, self._diag_add, part)
         wp.launch(G.dof_reference, dim=(n, nv), inputs=[self._link_root, m.dof_link, d.link_pos[sl]],
                   outputs=[self._dof_ref[sl]], device=dev)
+        if self._n_connect:
+            mm = st.model
+            wp.launch(G.connect_bias, dim=(n, len(self._eq_types)), inputs=[
+                mm["eq_type"], mm["eq_obj"], mm["eq_data"], mm["link_dof_last"], mm["dof_parent"], self.qvel[sl],
+                d.cdof_w[sl], d.cdof_v[sl], d.cdofdot_w[sl], d.cdofdot_v[sl], self._dof_ref[sl], d.link_pos[sl],
+                d.link_quat[sl]], outputs=[st.eq_acc_bias[sl]], device=dev)
         st.build_rows(self.qpos, self.qvel, d.cdof_w, d.cdof_v, self._dof_ref, d.link_pos, d.link_quat, part)
         st.solve(st.M, d.qacc, st.qacc, part)
         wp.launch(G.apply_constraint_force, dim=(n, nv), inputs=[st.qfrc_constraint[sl]],

@@ -58,3 +58,55 @@ def restore_applied(
     if last != 0:
         v = v * type(v)(0.0)
     qfrc_applied[e, d] = v
+
+
+@wp.kernel
+def connect_bias(
+    # Model:
+    eq_type: wp.array(dtype=wp.int32),
+    eq_obj: wp.array2d(dtype=wp.int32),
+    eq_data: wp.array2d(dtype=Any),
+    link_dof_last: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    # Data in:
+    qvel_in: wp.array2d(dtype=Any),
+    cdof_w_in: wp.array2d(dtype=Any),
+    cdof_v_in: wp.array2d(dtype=Any),
+    cdofdot_w_in: wp.array2d(dtype=Any),
+    cdofdot_v_in: wp.array2d(dtype=Any),
+    dof_ref_in: wp.array2d(dtype=Any),
+    link_pos_in: wp.array2d(dtype=Any),
+    link_quat_in: wp.array2d(dtype=Any),
+    # Data out:
+    eq_acc_bias_out: wp.array3d(dtype=Any),
+):
+    """J̇·q̇ of a connect: world acceleration of anchor1 − anchor2 at qacc = 0 (MuJoCo's mj_jacDot:
+    Σ_d (ċdof_v + ċdof_w × (p − ref) + cdof_w × ṗ)·q̇_d along each link's dof chain)."""
+    env, e = wp.tid()
+    if eq_type[e] != 0:
+        return
+    zero = link_pos_in[env, 0] * eq_data[e, 0] * type(eq_data[e, 0])(0.0)
+    acc = zero
+    for j in range(2):
+        l = eq_obj[e, j]
+        if l < 0:
+            continue
+        anchor = type(zero)(eq_data[e, 3 * j], eq_data[e, 3 * j + 1], eq_data[e, 3 * j + 2])
+        p = link_pos_in[env, l] + wp.quat_rotate(link_quat_in[env, l], anchor)
+        pd = zero
+        d = link_dof_last[l]
+        while d >= 0:
+            pd = pd + (cdof_v_in[env, d] + wp.cross(cdof_w_in[env, d], p - dof_ref_in[env, d])) * qvel_in[env, d]
+            d = dof_parent[d]
+        a = zero
+        d = link_dof_last[l]
+        while d >= 0:
+            a = a + (cdofdot_v_in[env, d] + wp.cross(cdofdot_w_in[env, d], p - dof_ref_in[env, d])
+                     + wp.cross(cdof_w_in[env, d], pd)) * qvel_in[env, d]
+            d = dof_parent[d]
+        if j == 0:
+            acc = acc + a
+        else:
+            acc = acc - a
+    for k in range(3):
+        eq_acc_bias_out[env, e, k] = acc[k]
