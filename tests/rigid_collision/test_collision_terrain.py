@@ -337,3 +337,56 @@ def test_sphere_heightfield_against_mujoco():
         assert abs(dd - mj_depth) <= 1e-7, (dd, mj_depth)
         assert np.linalg.norm(nn - mj_n) <= 1e-6, (nn, mj_n)
         assert len(c["depth"]) == d.ncon
+
+
+_HF_XML = """<mujoco><asset><hfield name="h" nrow="3" ncol="4" size="1 1 0.1 0.2"
+  elevation="0 0 0 0 0 0 0 0 0 0 0 0"/></asset>
+<worldbody>{floor}<body pos="0.2 -0.25 0.3"><freejoint/><geom type="sphere" size="0.05" mass="1"/>
+</body></worldbody></mujoco>"""
+
+
+def _drop_sphere(tmp_path):
+    """A sphere dropped from 0.25 m onto a flat MJCF hfield and onto a plane at the same height,
+    1 s through the rigid solver (MJCF import → pieces → constraints): (link position,
+    penetrations) per floor."""
+    import warnings
+
+    import polyphys
+    from polyphys import morphs
+    from polyphys.plugins.rigid import RigidOptions
+    from polyphys.plugins.rigid.materials import Rigid
+
+    res = {}
+    for name, floor in (("hfield", '<geom type="hfield" hfield="h"/>'),
+                        ("plane", '<geom type="plane" size="2 2 0.1"/>')):
+        path = tmp_path / f"{name}.xml"
+        path.write_text(_HF_XML.format(floor=floor))
+        scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, precision="64"),
+                               rigid=RigidOptions.mujoco())
+        scene.add_entity(morphs.MJCF(file=str(path)), Rigid())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolyphysWarning)
+            scene.build(n_envs=0)
+        for _ in range(100):
+            scene.step()
+        s = scene.solver("rigid")
+        c = s.get_raw_contacts()
+        res[name] = (s.d.link_pos.numpy()[0][1], c["penetration"][c["valid"]])
+    return res
+
+
+def test_sphere_rests_on_mjcf_heightfield_like_on_plane(tmp_path):
+    res = _drop_sphere(tmp_path)
+    (ph, dh), (pp, dp) = res["hfield"], res["plane"]
+    assert len(dh) == len(dp) == 1
+    # same contact model and the same +z normal at rest, but the sphere still rolls from the
+    # sideways kick of the internal edge at impact (see the next test): measured 3e-8
+    assert abs(dh[0] - dp[0]) <= 1e-6 and abs(ph[2] - pp[2]) <= 1e-6
+
+
+@pytest.mark.xfail(strict=True, reason="internal-edge contacts: at impact the sphere is 0.028 m "
+                   "from a cell diagonal and the neighbouring prism's minimum translation is "
+                   "tilted; the sphere rolls 0.10 m (docs/collision.md, limits)")
+def test_sphere_on_heightfield_does_not_drift(tmp_path):
+    res = _drop_sphere(tmp_path)
+    assert np.linalg.norm(res["hfield"][0][:2] - res["plane"][0][:2]) <= 1e-3
