@@ -194,7 +194,8 @@ def wall_calibration(dx: float, H: float, kind: str) -> float:
     a = np.arange(-n, n + 1) * dx
     B = np.stack(np.meshgrid(a, a, [-dx / 2], indexing="ij"), -1).reshape(-1, 3)
     F = np.stack(np.meshgrid(a, a, dx / 2 + np.arange(n) * dx, indexing="ij"), -1).reshape(-1, 3)
-    x = np.array([dx / 2, dx / 2, dx / 2])
+    # a lattice particle: on the x, y grid of F and B (not staggered by dx/2), dx/2 above the wall
+    x = np.array([0.0, 0.0, dx / 2])
     m = lattice_mass(1.0, dx, H, kind)
     rho_f = float((m * kernel_w(np.linalg.norm(F - x, axis=1), H, kind)).sum())
     v = _akinci(B, H, kind)[len(B) // 2]
