@@ -374,7 +374,7 @@ class RigidSolver(Solver):
                              lim_sol=lim["sol"].reshape(nl, 7), eq_type=eq["type"], eq_obj=eq["obj"],
                              eq_data=eq["data"], eq_sol=np.tile(eq["sol"][None], (n, 1, 1)) if len(eq["type"]) else None)
         self._eq_types = eq["type"]
-        self._n_connect = int((eq["type"] == 0).sum())    # connect rows get J̇·q̇ (weld: not yet)
+        self._n_connect = int((eq["type"] <= 1).sum())    # connect/weld rows get J̇·q̇
         if len(eq["type"]):
             st.eq_active.assign(np.tile(eq["active"][None], (n, 1)).astype(np.int32))
         arr = lambda a, dt: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731

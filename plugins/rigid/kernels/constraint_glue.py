@@ -80,23 +80,39 @@ def connect_bias(
     # Data out:
     eq_acc_bias_out: wp.array3d(dtype=Any),
 ):
-    """J̇·q̇ of a connect: world acceleration of anchor1 − anchor2 at qacc = 0 (MuJoCo's mj_jacDot:
-    Σ_d (ċdof_v + ċdof_w × (p − ref) + cdof_w × ṗ)·q̇_d along each link's dof chain)."""
+    """J̇·q̇ of connect (3) and weld (6) rows (MuJoCo 4 subtracts it from aref). Translation: world
+    acceleration of anchor1 − anchor2 at qacc = 0 (mj_jacDot: Σ_d (ċdof_v + ċdof_w × (p − ref) +
+    cdof_w × ṗ)·q̇_d along each link's dof chain). Weld rotation: d/dt of
+    0.5·ts·vec(q̄2⊗(0, ω1−ω2)⊗q1⊗rel) at qacc = 0 (tests/rigid_constraint/mjscenes.py::weld_jdot_qvel)."""
     env, e = wp.tid()
-    if eq_type[e] != 0:
+    typ = eq_type[e]
+    if typ > 1:
         return
-    zero = link_pos_in[env, 0] * eq_data[e, 0] * type(eq_data[e, 0])(0.0)
+    one = type(eq_data[e, 0])(1.0)
+    zero = link_pos_in[env, 0] * (one - one)
     acc = zero
+    w0 = zero
+    w1 = zero
+    al0 = zero
+    al1 = zero
     for j in range(2):
         l = eq_obj[e, j]
         if l < 0:
             continue
-        anchor = type(zero)(eq_data[e, 3 * j], eq_data[e, 3 * j + 1], eq_data[e, 3 * j + 2])
+        c = 3 * j
+        if typ == 1:
+            c = 3 * (1 - j)
+        anchor = type(zero)(eq_data[e, c], eq_data[e, c + 1], eq_data[e, c + 2])
         p = link_pos_in[env, l] + wp.quat_rotate(link_quat_in[env, l], anchor)
         pd = zero
+        w = zero
+        al = zero
         d = link_dof_last[l]
         while d >= 0:
-            pd = pd + (cdof_v_in[env, d] + wp.cross(cdof_w_in[env, d], p - dof_ref_in[env, d])) * qvel_in[env, d]
+            qd = qvel_in[env, d]
+            pd = pd + (cdof_v_in[env, d] + wp.cross(cdof_w_in[env, d], p - dof_ref_in[env, d])) * qd
+            w = w + cdof_w_in[env, d] * qd
+            al = al + cdofdot_w_in[env, d] * qd
             d = dof_parent[d]
         a = zero
         d = link_dof_last[l]
@@ -106,7 +122,32 @@ def connect_bias(
             d = dof_parent[d]
         if j == 0:
             acc = acc + a
+            w0 = w
+            al0 = al
         else:
             acc = acc - a
+            w1 = w
+            al1 = al
     for k in range(3):
         eq_acc_bias_out[env, e, k] = acc[k]
+    if typ == 1:
+        l0 = eq_obj[e, 0]
+        l1 = eq_obj[e, 1]
+        q0 = link_quat_in[env, l0]
+        q1 = wp.quaternion(zero[0], zero[1], zero[2], one)
+        if l1 >= 0:
+            q1 = link_quat_in[env, l1]
+        rel = wp.quaternion(eq_data[e, 7], eq_data[e, 8], eq_data[e, 9], eq_data[e, 6])
+        ts = eq_data[e, 10]
+        q1c = wp.quat_inverse(q1)
+        qq = q0 * rel
+        wr = w0 - w1
+        ar = al0 - al1
+        half = one * type(one)(0.5)
+        pw1 = wp.quaternion(w1[0], w1[1], w1[2], zero[0])
+        pwr = wp.quaternion(wr[0], wr[1], wr[2], zero[0])
+        pw0 = wp.quaternion(w0[0], w0[1], w0[2], zero[0])
+        par = wp.quaternion(ar[0], ar[1], ar[2], zero[0])
+        t = (q1c * pw1 * pwr * qq) * (-half) + q1c * par * qq + (q1c * pwr * pw0 * qq) * half
+        for k in range(3):
+            eq_acc_bias_out[env, e, 3 + k] = half * ts * t[k]
