@@ -1,8 +1,10 @@
 """RigidSolver: articulated rigid-body dynamics (smooth part of MuJoCo's pipeline) over env batches.
 
-One kernel launch per substep and partition (``kernels/dynamics.py``); no per-env Python loop.
-Constraints (contacts, joint limits, equalities, friction loss) are not part of this version: the
-solver integrates the unconstrained dynamics (as MuJoCo with ``mjDSBL_CONSTRAINT``).
+One kernel launch per substep and partition (``kernels/dynamics.py``) when the scene has no
+constraint; no per-env Python loop. With contacts (a collidable geom pair), joint limits, DOF
+friction loss or equalities, the substep is MuJoCo's mj_step order: smooth dynamics (MODE_FORWARD)
+→ collision → the constraint stage (plugins/rigid/constraint.py: rows, Newton/CG solve) →
+integration with qfrc_smooth + qfrc_constraint (MODE_STEP); see ``_constrained_substep``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 from polyphys import morphs as M
 from polyphys.description import EntityDescription, from_primitive
-from polyphys.errors import BuildError, OptionError, PolyphysWarning
+from polyphys.errors import BuildError, OptionError
 from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
