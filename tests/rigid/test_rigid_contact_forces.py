@@ -18,8 +18,8 @@ HALF = 0.1                  # box half edge (m); Rigid() density 1000 → m = 8 
 
 
 def _scene(shape="box", n_envs=0, pos=(0, 0, 0.3), euler=(0, 0, 0), dt=0.01, substeps=1, capture=True,
-           threads=None, **opts):
-    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=substeps, gravity=(0, 0, -G), precision="64",
+           threads=None, precision="64", **opts):
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=substeps, gravity=(0, 0, -G), precision=precision,
                                                    graph_capture=capture, cpu_threads=threads),
                            rigid=RigidOptions(**opts))
     morph = (morphs.Box(size=(2 * HALF,) * 3, pos=pos, euler=euler) if shape == "box"
@@ -106,8 +106,9 @@ def _run(scene, k):
     return {n: a.numpy().copy() for n, a in scene.solver("rigid").state_arrays().items()}
 
 
-def test_contacts_captured_equals_uncaptured_two_partitions():
-    kw = dict(shape="box", n_envs=2, pos=(0, 0, 0.25), euler=(5, 10, 0))
+@pytest.mark.parametrize("precision", ["32", "64"])
+def test_contacts_captured_equals_uncaptured_two_partitions(precision):
+    kw = dict(shape="box", n_envs=2, pos=(0, 0, 0.25), euler=(5, 10, 0), precision=precision)
     a, _, _ = _scene(capture=True, threads=2, **kw)
     b, _, _ = _scene(capture=False, threads=1, **kw)
     sa, sb = _run(a, 40), _run(b, 40)
