@@ -8,6 +8,8 @@ are not damped by the stiffness term).
 
 from __future__ import annotations
 
+import abc
+
 import attrs
 from polyphys.errors import OptionError
 from polyphys.materials import Material
@@ -23,7 +25,7 @@ def _poisson(instance, attribute, value):
 
 
 @attrs.define(kw_only=True)
-class FEMMaterial(Material):
+class FEMMaterial(Material, abc.ABC):
     E: float = attrs.field(default=1e5, validator=positive)
     nu: float = attrs.field(default=0.3, validator=_poisson)
     rho: float = attrs.field(default=1000.0, validator=positive)
@@ -37,10 +39,9 @@ class FEMMaterial(Material):
         lam = self.E * self.nu / ((1.0 + self.nu) * (1.0 - 2.0 * self.nu))
         return mu, lam
 
+    @abc.abstractmethod
     def model_params(self) -> tuple[int, float, float]:
         """(model code, mu, lambda) the kernels use."""
-        raise NotImplementedError
-
 
 @attrs.define(kw_only=True)
 class Elastic(FEMMaterial):

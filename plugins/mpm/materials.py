@@ -8,6 +8,7 @@ their parameters are described in docs/mpm.md.
 
 from __future__ import annotations
 
+import abc
 import math
 
 import attrs
@@ -24,7 +25,7 @@ LIQUID = 5
 
 
 @attrs.define(kw_only=True)
-class MPMMaterial(Material):
+class MPMMaterial(Material, abc.ABC):
     """Base of the MPM materials (not registered itself: use one of the subclasses)."""
 
     E: float = attrs.field(default=1e6, validator=positive)
@@ -44,9 +45,9 @@ class MPMMaterial(Material):
         """P-wave speed sqrt((λ+2μ)/ρ) (m/s): sets the explicit stability limit."""
         return math.sqrt((self.lam + 2.0 * self.mu) / self.rho)
 
-    # kernel encoding: (type code, (p0, p1, p2, p3))
+    @abc.abstractmethod
     def _code(self) -> tuple[int, tuple]:
-        raise NotImplementedError
+        """Kernel encoding of the material: (type code, (p0, p1, p2, p3))."""
 
 
 @attrs.define(kw_only=True)
