@@ -124,3 +124,11 @@ def env_slice(arr, start: int, stop: int):
         wp = _wp()
         return wp.zeros((stop - start, *arr.shape[1:]), dtype=arr.dtype, device=arr.device)
     return arr[start:stop]
+
+
+def write_env_rows(arr, envs: np.ndarray, cols: slice, values: np.ndarray) -> None:
+    """arr[envs, cols] = values for a batch-first Warp array, in place (a host round trip: for
+    setters outside the step; graphs keep pointing at the same memory)."""
+    host = arr.numpy()
+    host[np.asarray(envs)[:, None], np.arange(host.shape[1])[cols]] = values
+    arr.assign(host)

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from polyphys import morphs as M
-from polyphys.arrays import env_slice
+from polyphys.arrays import env_slice, write_env_rows
 from polyphys.errors import OptionError
 from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
@@ -132,6 +132,4 @@ class KinematicSolver(Solver):
     # -- host access used by the entities ------------------------------------------------------------
     def _write_rows(self, arr, envs: np.ndarray, cols: slice, values: np.ndarray) -> None:
         """arr[envs, cols] = values (host round trip; outside the step)."""
-        host = arr.numpy()
-        host[envs[:, None], np.arange(host.shape[1])[cols]] = values
-        arr.assign(host)
+        write_env_rows(arr, envs, cols, values)

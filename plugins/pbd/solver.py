@@ -22,6 +22,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from polyphys import morphs as M
+from polyphys.arrays import write_env_rows
 from polyphys.errors import OptionError
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers, SurfaceMesh, SurfaceMeshView
@@ -448,6 +449,4 @@ class PBDSolver(Solver):
     # -- host access used by the entities ----------------------------------------------------------
     def write_rows(self, arr, envs: np.ndarray, cols: slice, values: np.ndarray) -> None:
         """arr[envs, cols] = values (host round trip; outside the step)."""
-        host = arr.numpy()
-        host[envs[:, None], np.arange(host.shape[1])[cols]] = values
-        arr.assign(host)
+        write_env_rows(arr, envs, cols, values)
