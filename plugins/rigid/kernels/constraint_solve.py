@@ -187,6 +187,33 @@ def clear_row(efc_J: wp.array3d(dtype=Any), env: int, row: int, nv: int):
         efc_J[env, row, j] = efc_J[env, row, j] * type(efc_J[env, row, j])(0.0)
 
 
+@wp.func
+def init_rows(
+    efc_J: wp.array3d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    efc_D: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_aref: wp.array2d(dtype=Any),
+    env: int,
+    lo: int,
+    hi: int,
+    nv: int,
+):
+    """Rows lo .. hi-1 to their cleared state (J 0, R 1, the rest 0); returns max(lo, hi)."""
+    zero = efc_R[env, 0] * type(efc_R[env, 0])(0.0)
+    for i in range(lo, hi):
+        clear_row(efc_J, env, i, nv)
+        efc_floss[env, i] = zero
+        efc_mu[env, i] = zero
+        efc_dim[env, i] = 0
+        efc_D[env, i] = zero
+        efc_R[env, i] = type(zero)(1.0)
+        efc_aref[env, i] = zero
+    return wp.max(lo, hi)
+
+
 @wp.kernel
 def constraint_build(
     # Model:
@@ -254,14 +281,10 @@ def constraint_build(
     half = type(impratio)(0.5)
     row = int(0)
     over = int(0)
-    for i in range(max_rows):
-        clear_row(efc_J, env, i, nv)
-        efc_floss[env, i] = zero
-        efc_mu[env, i] = zero
-        efc_dim[env, i] = 0
-        efc_D[env, i] = zero
-        efc_R[env, i] = one
-        efc_aref[env, i] = zero
+    # rows are initialized as they are used (clr: rows initialized so far) and the rows of the last
+    # build beyond this one's count at the end, not all max_rows × nv entries of J every time
+    prev = wp.min(n_efc[env], max_rows)
+    clr = int(0)
 
     # ---- equality: connect (3 rows), joint (1 row)
     for e in range(eq_type.shape[0]):
@@ -280,6 +303,7 @@ def constraint_build(
             if row + 3 > max_rows:
                 over = 1
                 continue
+            clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 3, nv)
             l1 = eq_obj[e, 0]
             l2 = eq_obj[e, 1]
             a1 = wp.vector(eq_data[e, 0], eq_data[e, 1], eq_data[e, 2])
@@ -316,6 +340,7 @@ def constraint_build(
             if row + 6 > max_rows:
                 over = 1
                 continue
+            clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 6, nv)
             wl0 = eq_obj[e, 0]
             wl1 = eq_obj[e, 1]
             wa0 = wp.vector(eq_data[e, 3], eq_data[e, 4], eq_data[e, 5])
@@ -379,6 +404,7 @@ def constraint_build(
             if row + 1 > max_rows:
                 over = 1
                 continue
+            clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
             # eq_obj: (qadr1, dof1, qadr2, dof2 packed as obj[e,0]=joint1 qadr, obj[e,1]=joint2 qadr or -1)
             q1 = eq_obj[e, 0]
             q2 = eq_obj[e, 1]
@@ -418,6 +444,7 @@ def constraint_build(
         if row + 1 > max_rows:
             over = 1
             continue
+        clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
         tc = legal_timeconst(dof_sol[d, 0], dof_sol[d, 1], tc_floor)
         dr = legal_dampratio(dof_sol[d, 0], dof_sol[d, 1])
         dmax = clamp_imp(dof_sol[d, 3])
@@ -440,6 +467,7 @@ def constraint_build(
             over = 1
             continue
         con_efc_adr[env, c] = row
+        clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + nrow, nv)
         la = con_link[env, c, 0]
         lb = con_link[env, c, 1]
         p = con_pos[env, c]
@@ -560,6 +588,7 @@ def constraint_build(
                 if row + 1 > max_rows:
                     over = 1
                     continue
+                clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
                 d = lim_dof[li]
                 tc = legal_timeconst(lim_sol[li, 0], lim_sol[li, 1], tc_floor)
                 dr = legal_dampratio(lim_sol[li, 0], lim_sol[li, 1])
@@ -583,6 +612,7 @@ def constraint_build(
                 if row + 1 > max_rows:
                     over = 1
                     continue
+                clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
                 d = lim_dof[li]
                 tc = legal_timeconst(lim_sol[li, 0], lim_sol[li, 1], tc_floor)
                 dr = legal_dampratio(lim_sol[li, 0], lim_sol[li, 1])
@@ -597,6 +627,8 @@ def constraint_build(
 
     for i in range(row):
         efc_D[env, i] = one / efc_R[env, i]
+    # the last build's rows beyond this one's: back to the cleared state (padding reads as empty)
+    init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, row, prev, nv)
     n_efc[env] = row
     overflow[env] = over
 
