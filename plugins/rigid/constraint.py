@@ -433,25 +433,50 @@ class ConstraintStage:
             sl(self.efc_imp), sl(self.efc_floss), sl(self.efc_mu), sl(self.efc_dim), sl(self.con_efc_adr)])
 
     def contact_params(self, con_geom, geom_friction, geom_sol, geom_condim, friction_ratio, mujoco_mode=False,
-                       geom_solmix=None, geom_priority=None, h=0.0, part=None):
+                       geom_solmix=None, geom_priority=None, h=0.0, part=None, con_pair=None, pair_condim=None,
+                       pair_friction=None, pair_sol=None):
         """Fill con_friction (5), con_sol (7) and con_dim of the n_con contacts from their geoms
         con_geom (n_envs, max_contacts, 2: geom of A, geom of B) by SPEC R5 (default mode: friction
         max of μ·friction_ratio with the 0.01 floor, sol_params averaged then timeconst floored at
         2h) or MuJoCo's mj_contactParam (mujoco_mode: priority, solmix, 1e-5 floor). Geom arrays are
-        Warp arrays: geom_friction (G, 3), geom_sol (G, 7), geom_condim (G,) int32, friction_ratio
-        (n_envs, G); geom_solmix (G,) / geom_priority (G,) int32 for MuJoCo mode."""
+        Warp arrays: geom_friction (G, 3) shared or (n_envs, G, 3) per env, geom_sol (G, 7),
+        geom_condim (G,) int32, friction_ratio (n_envs, G); geom_solmix (G,) / geom_priority (G,)
+        int32 for MuJoCo mode. Explicit pairs: con_pair (n_envs, max_contacts) int32 (pair index or
+        −1) with pair_condim (P,) int32, pair_friction (P, 5), pair_sol (P, 7): a pair's contacts take
+        its parameters outright (MuJoCo's <contact><pair>)."""
         sl = functools.partial(self._sl, part=part)
         n = self.n_envs if part is None else part.stop - part.start
         s = self.scalar
-        G = geom_friction.shape[0]
+        G = geom_friction.shape[-2]
         if geom_solmix is None:
             geom_solmix = wp.array(np.ones(G), dtype=s, device=self.device)
         if geom_priority is None:
             geom_priority = wp.zeros(G, dtype=wp.int32, device=self.device)
-        wp.launch(_K.contact_params, dim=n, device=self.device, inputs=[
-            int(mujoco_mode), s(2.0 * h), s(FRICTION_FLOOR_MUJOCO if mujoco_mode else FRICTION_FLOOR), geom_friction,
-            geom_sol, geom_solmix, geom_priority, geom_condim, sl(friction_ratio), sl(self.n_con), sl(con_geom),
-            sl(self.con_friction), sl(self.con_sol), sl(self.con_dim)])
+        floor = s(FRICTION_FLOOR_MUJOCO if mujoco_mode else FRICTION_FLOOR)
+        if geom_friction.ndim == 2 and con_pair is None:
+            wp.launch(_K.contact_params, dim=n, device=self.device, inputs=[
+                int(mujoco_mode), s(2.0 * h), floor, geom_friction,
+                geom_sol, geom_solmix, geom_priority, geom_condim, sl(friction_ratio), sl(self.n_con), sl(con_geom),
+                sl(self.con_friction), sl(self.con_sol), sl(self.con_dim)])
+            return
+        from polyphys.plugins.rigid.kernels import constraint_glue as _G
+
+        if geom_friction.ndim == 2:      # shared friction seen per env (host copy: not for the captured step)
+            geom_friction = wp.array(np.broadcast_to(geom_friction.numpy(), (self.n_envs, G, 3)).copy(), dtype=s,
+                                     device=self.device)
+        if con_pair is None:
+            if getattr(self, "_no_pair", None) is None:
+                self._no_pair = wp.array(np.full((self.n_envs, self.max_contacts), -1, np.int32), dtype=wp.int32,
+                                         device=self.device)
+            con_pair = self._no_pair
+        if pair_condim is None:
+            pair_condim = wp.zeros(1, dtype=wp.int32, device=self.device)
+            pair_friction = wp.zeros((1, 5), dtype=s, device=self.device)
+            pair_sol = wp.zeros((1, 7), dtype=s, device=self.device)
+        wp.launch(_G.contact_params_env, dim=n, device=self.device, inputs=[
+            int(mujoco_mode), s(2.0 * h), floor, geom_sol, geom_solmix, geom_priority, geom_condim, pair_condim,
+            pair_friction, pair_sol, sl(geom_friction), sl(friction_ratio), sl(self.n_con), sl(con_geom),
+            sl(con_pair), sl(self.con_friction), sl(self.con_sol), sl(self.con_dim)])
 
     def mass_from_tree(self, dof_madr, dof_depth, m_col, mass, diag_add, part=None):
         """Fill self.M (n_envs, nv, nv) from the dynamics kernel's tree-sparse mass rows, adding

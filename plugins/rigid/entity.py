@@ -633,3 +633,21 @@ class RigidEntity(Entity):
         out = self.solver._link_contact_wrench(envs)
         sl = slice(self.link_start, self.link_start + len(self.description.links))
         return {k: self._out(v[:, sl]) for k, v in out.items()}
+
+    # -- contact parameters (the solver's setters on this entity's geoms) -------------------------
+    def _geoms_global(self, geoms_idx_local):
+        g0 = sum(len(e.description.geoms) for e in self.solver.entities[:self.idx])
+        return g0 + self._local_idx(geoms_idx_local, len(self.description.geoms), "geoms_idx_local")
+
+    def set_friction(self, friction, geoms_idx_local=None, envs_idx=None):
+        """Sliding friction of this entity's geoms, in [0.01, 5]; per env with envs_idx
+        (``scene.solver("rigid").set_friction`` on the entity's global geom indices)."""
+        self.solver.set_friction(friction, geoms_idx=self._geoms_global(geoms_idx_local), envs_idx=envs_idx)
+
+    def get_friction(self, geoms_idx_local=None, envs_idx=None):
+        """Per-env (sliding, torsional, rolling) friction of this entity's geoms."""
+        return self.solver.get_friction(geoms_idx=self._geoms_global(geoms_idx_local), envs_idx=envs_idx)
+
+    def set_friction_ratio(self, ratio, geoms_idx_local=None, envs_idx=None):
+        """Per-env friction scale of this entity's geoms (SPEC R5)."""
+        self.solver.set_friction_ratio(ratio, geoms_idx=self._geoms_global(geoms_idx_local), envs_idx=envs_idx)

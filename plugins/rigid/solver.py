@@ -358,11 +358,13 @@ class RigidSolver(Solver):
         lim = self._limits
         geoms = pipe.geoms if pipe is not None else []
         condim = np.array([int(g.condim) for g in geoms], np.int32)
+        pairs = self._contact_pairs() if pipe is not None else None
         per = (lambda c: 2 * (c - 1) if c > 1 else 1) if copts.cone == "pyramidal" else (lambda c: c)
         max_con = pipe.max_contacts if pipe is not None else 0
         # rows: frictionloss dofs + contacts + one per limited hinge/slide/ball (a hinge/slide
         # can only be at one side at a time; MuJoCo makes one row per active side)
-        max_rows = max(1, max_con * max([per(int(c)) for c in condim] or [1])
+        all_dims = list(condim) + (list(pairs["condim"]) if pairs is not None else [])
+        max_rows = max(1, max_con * max([per(int(c)) for c in all_dims] or [1])
                        + int((lim["frictionloss"] > 0).sum()) + 2 * lim["n"])
         nl = lim["n"]
         eq = self._equalities()
@@ -396,8 +398,14 @@ class RigidSolver(Solver):
                 fr[gi, 0] = mat.friction
             if mat.sol_params is not None:
                 sp[gi] = mat.sol_params
-        self._geom_friction = arr(fr.astype(npf), s)
+        self._check_rolling(fr, condim, pairs)
+        self._geom_friction = arr(fr.astype(npf), s)          # model value (set_friction for all envs)
+        self.geom_friction = arr(np.tile(fr[None], (n, 1, 1)).astype(npf), s)   # per env: what contacts use
         self._geom_sol = arr(sp.astype(npf), s)
+        self._sol_input = {"geoms": sp.copy()}                 # setter inputs (get_sol_params)
+        self._pair_condim = arr(pairs["condim"], wp.int32)
+        self._pair_friction = arr(pairs["friction"].astype(npf), s)
+        self._pair_sol = arr(pairs["sol"].astype(npf), s)
         self._geom_condim = arr(condim, wp.int32)
         self._geom_solmix = arr(np.array([g.solmix for g in geoms], npf), s)
         self._geom_priority = arr(np.array([g.priority for g in geoms], np.int32), wp.int32)
@@ -408,7 +416,58 @@ class RigidSolver(Solver):
         assert cg.is_contiguous
         self._con_geom = wp.array(ptr=cg.ptr, dtype=wp.int32, shape=(n, pipe.max_contacts, 2), device=dev)
         self._con_geom_owner = cg
+        self._con_pair = pipe.contact_pair
         return st
+
+    def _contact_pairs(self) -> dict:
+        """Explicit contact pairs of the descriptions (MJCF <contact><pair>) in the collision
+        pipeline's pair order: condim (P,), friction (P, 5), sol_params (P, 7); a missing field takes
+        MuJoCo's pair default (condim 3, friction (1, 1, 0.005, 1e-4, 1e-4), solref (0.02, 1), solimp
+        (0.9, 0.95, 0.001, 0.5, 2)) — MuJoCo does not derive them from the geoms. At least one row
+        (unused) so Warp arrays are never empty."""
+        from .constraint import DEFAULT_SOL_PARAMS
+
+        rows = [p for e in self.entities for p in e.description.contact_pairs]
+        dims, fri, sol = [], [], []
+        for p in rows:
+            c = int(p.get("condim", 3))
+            if c not in (1, 3, 4, 6):
+                raise OptionError(f"contact pair {p.get('name') or (p['geom1'], p['geom2'])!r}: condim={c}; "
+                                  "allowed 1, 3, 4, 6")
+            f = np.asarray(p.get("friction", (1.0, 1.0, 0.005, 1e-4, 1e-4)), float).reshape(-1)
+            if f.size != 5:
+                raise OptionError(f"contact pair {p.get('name', '')!r}: friction needs 5 values, got {f.tolist()}")
+            dims.append(c)
+            fri.append(f)
+            sol.append(tuple(p.get("solref", DEFAULT_SOL_PARAMS[:2])) + tuple(p.get("solimp", DEFAULT_SOL_PARAMS[2:])))
+            srf = tuple(p.get("solreffriction", (0.0, 0.0)))
+            if any(v != 0 for v in srf) and self.options.friction_cone == "elliptic":
+                import warnings
+
+                from polyphys.errors import PolyphysWarning
+                warnings.warn(f"contact pair {p.get('name', '')!r}: solreffriction={srf} is not supported; its "
+                              "friction rows use the pair's solref", PolyphysWarning, stacklevel=3)
+        return dict(n=len(rows), condim=np.asarray(dims or [3], np.int32),
+                    friction=np.asarray(fri or [np.ones(5)], float).reshape(-1, 5),
+                    sol=np.asarray(sol or [DEFAULT_SOL_PARAMS], float).reshape(-1, 7))
+
+    def _check_rolling(self, friction, condim, pairs) -> None:
+        """SPEC R2: rolling friction requires torsional friction — a condim-6 geom or pair with a
+        rolling coefficient > 0 and a zero torsional one is an OptionError (default mode; MuJoCo-
+        compatible mode keeps MuJoCo's behaviour: the zero-coefficient rows are dropped)."""
+        if self.options.mujoco_compatible:
+            return
+        for gi, (f, c) in enumerate(zip(friction, condim)):
+            if c == 6 and f[2] > 0 and f[1] <= 0:
+                g = self.collision.geoms[gi]
+                raise OptionError(f"geom {gi} ({getattr(g, 'name', '') or 'unnamed'}): rolling friction {f[2]!r} "
+                                  f"with torsional friction {f[1]!r}; rolling requires torsional friction > 0 "
+                                  "(SPEC R2)")
+        for pi in range(pairs["n"]):
+            f = pairs["friction"][pi]
+            if pairs["condim"][pi] == 6 and max(f[3], f[4]) > 0 and f[2] <= 0:
+                raise OptionError(f"contact pair {pi}: rolling friction {f[3:].tolist()} with torsional friction "
+                                  f"{f[2]!r}; rolling requires torsional friction > 0 (SPEC R2)")
 
     def _constrain(self, part) -> None:
         """Contacts → rows → constrained acceleration for one partition (after MODE_FORWARD and the
@@ -440,9 +499,10 @@ class RigidSolver(Solver):
     def _contacts_to_stage(self, part) -> None:
         st = self.constraint
         self.collision.export(part, st.n_con, st.con_pos, st.con_frame, st.con_dist, st.con_margin, st.con_link)
-        st.contact_params(self._con_geom, self._geom_friction, self._geom_sol, self._geom_condim,
+        st.contact_params(self._con_geom, self.geom_friction, self._geom_sol, self._geom_condim,
                           self.friction_ratio, self.options.mujoco_compatible, self._geom_solmix,
-                          self._geom_priority, self.layout.h, part)
+                          self._geom_priority, self.layout.h, part, con_pair=self._con_pair,
+                          pair_condim=self._pair_condim, pair_friction=self._pair_friction, pair_sol=self._pair_sol)
 
     def _unconstrain(self, part, last: int) -> None:
         import warp as wp
@@ -848,20 +908,44 @@ class RigidSolver(Solver):
             raise OptionError(f"{what}: the scene has no contact solve (no collidable geom pair, "
                               "enable_collision=False or disable_constraint=True)")
 
-    def set_friction(self, friction, geoms_idx=None) -> None:
-        """Sliding friction of geoms (global indices; all envs), each in [0.01, 5] (SPEC R5)."""
+    def set_friction(self, friction, geoms_idx=None, envs_idx=None) -> None:
+        """Sliding friction of geoms (global indices), each in [0.01, 5] (SPEC R5; OptionError naming
+        the value and the range otherwise). envs_idx=None writes every env (and the model value);
+        with envs_idx only those envs (domain randomisation): friction broadcastable to
+        (len(envs), len(geoms)). Contacts mix per env: μ = max(μ_A·s_A, μ_B·s_B, 0.01). Contacts of an
+        explicit MJCF <pair> use the pair's own friction instead."""
         from .constraint import check_friction
 
         self._need_contacts("set_friction")
         idx = self._geoms_idx(geoms_idx)
-        f = np.broadcast_to(np.asarray(check_friction(friction), float), idx.shape)
-        host = self._geom_friction.numpy()
-        host[idx, 0] = f
-        self._geom_friction.assign(host)
+        envs = self.scene._envs_idx(envs_idx)
+        check_friction(friction)
+        try:
+            f = np.broadcast_to(np.asarray(friction, float), (len(envs), len(idx)))
+        except ValueError:
+            raise OptionError(f"friction of shape {np.shape(friction)}: expected a scalar, ({len(idx)},) or "
+                              f"({len(envs)}, {len(idx)}) (envs, geoms)") from None
+        host = self.geom_friction.numpy()
+        host[envs[:, None], idx[None, :], 0] = f
+        self.geom_friction.assign(host)
+        if envs_idx is None:
+            model = self._geom_friction.numpy()
+            model[idx, 0] = f[0]
+            self._geom_friction.assign(model)
+
+    def get_friction(self, geoms_idx=None, envs_idx=None) -> np.ndarray:
+        """Per-env geom friction (sliding, torsional, rolling): (n_envs, len(geoms), 3); an unbatched
+        scene drops the batch axis."""
+        self._need_contacts("get_friction")
+        idx = self._geoms_idx(geoms_idx)
+        envs = self.scene._envs_idx(envs_idx)
+        out = self.geom_friction.numpy()[envs][:, idx].astype(float)
+        return out if self.scene.batched else out[0]
 
     def set_friction_ratio(self, ratio, geoms_idx=None, envs_idx=None) -> None:
         """Per-env friction scale of geoms (domain randomisation, SPEC R5: μ = max(μ_A·s_A, μ_B·s_B,
-        0.01)); ratio broadcastable to (len(envs), len(geoms)), > 0."""
+        0.01)); ratio broadcastable to (len(envs), len(geoms)), > 0. Default mode only (MuJoCo-
+        compatible mode mixes as MuJoCo, without ratios)."""
         self._need_contacts("set_friction_ratio")
         idx = self._geoms_idx(geoms_idx)
         envs = self.scene._envs_idx(envs_idx)
@@ -870,18 +954,158 @@ class RigidSolver(Solver):
             raise OptionError(f"friction_ratio={float(r[~(np.isfinite(r) & (r > 0))][0])!r}: must be > 0")
         self._write(self.friction_ratio, envs, idx, r)
 
-    def set_sol_params(self, sol_params, geoms_idx=None) -> None:
-        """Contact sol_params (timeconst, dampratio, dmin, dmax, width, mid, power) of geoms (global
-        indices), legalized as SPEC R6 (a warning names each clamped field and its effective value);
-        mixed per contact by SPEC R5. Joint/equality sol_params setters are not in this version."""
+    # sol_params (SPEC R6): one kind per call; geoms and joints shared by all envs, equalities per env
+    def _sol_kind(self, geoms_idx, joints_idx, eqs_idx, what):
+        given = [k for k, v in (("geoms_idx", geoms_idx), ("joints_idx", joints_idx), ("eqs_idx", eqs_idx))
+                 if v is not None]
+        if len(given) > 1:
+            raise OptionError(f"{what}: one kind per call (geoms_idx=, joints_idx= or eqs_idx=), got {given}")
+        return given[0] if given else "geoms_idx"
+
+    @staticmethod
+    def _kind_idx(idx, n, field):
+        out = np.arange(n) if idx is None else np.atleast_1d(np.asarray(idx)).reshape(-1)
+        if out.size and not np.issubdtype(out.dtype, np.integer):
+            raise OptionError(f"{field}={idx!r}: expected integer indices")
+        bad = out[(out < 0) | (out >= n)]
+        if bad.size:
+            raise OptionError(f"{field} contains {int(bad[0])}: allowed 0..{n - 1} (global indices)")
+        return out.astype(np.int64)
+
+    def _sol_records(self):
+        """Host record of the sol_params inputs and effective values of joints (limit and
+        frictionloss rows) and equalities, made on first use from the model's values."""
+        rec = getattr(self, "_sol_rec", None)
+        if rec is not None:
+            return rec
+        import warnings
+
+        from .constraint import DEFAULT_SOL_PARAMS, legalize_sol_params
+
+        st, t = self.constraint, self.tree
+        compat, h = self.options.mujoco_compatible, self.layout.h
+        lim = self._limits
+        nj = self.n_joints
+        jin = np.tile(np.asarray(DEFAULT_SOL_PARAMS, float), (nj, 1))
+        # a joint's current value: its limit params (frictionloss params when it has no limit)
+        fsol = st.model["dof_sol"].numpy().astype(float)
+        lsol = st.model["lim_sol"].numpy().astype(float)
+        for j in range(nj):
+            if self._joint_ndof(j):
+                d0 = int(t.joint_dof_start[j])
+                rows = np.nonzero(lim["dof"].astype(int) == d0)[0]
+                jin[j] = lsol[rows[0]] if len(rows) else fsol[d0]
+        ne = len(self._eq_types)
+        ein = st.model["eq_sol"].numpy()[:, :ne].astype(float) if ne else np.zeros((self.layout.n_envs, 0, 7))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            jeff = np.array([legalize_sol_params(x, compatible=compat, h=h) for x in jin]).reshape(-1, 7)
+            eeff = np.array([[legalize_sol_params(x, compatible=compat, h=h) for x in row] for row in ein]
+                            ).reshape(ein.shape)
+            geff = np.array([legalize_sol_params(x, compatible=compat) for x in self._sol_input["geoms"]]
+                            ).reshape(-1, 7) if self.collision is not None else np.zeros((0, 7))
+        self._sol_rec = rec = {"joints": [jin, jeff], "eqs": [ein, eeff],
+                               "geoms": [self._sol_input["geoms"] if self.collision is not None
+                                         else np.zeros((0, 7)), geff]}
+        return rec
+
+    def _joint_ndof(self, j):
+        return {0: 0, 1: 1, 2: 1, 3: 3, 4: 6}[int(self.tree.joint_type[j])]
+
+    def set_sol_params(self, sol_params, geoms_idx=None, joints_idx=None, eqs_idx=None, envs_idx=None) -> None:
+        """sol_params (timeconst, dampratio, dmin, dmax, width, mid, power) of one kind per call
+        (SPEC R6; OptionError for two kinds):
+
+        - geoms_idx (global geom indices; the default when no kind is given: all geoms): contact
+          params, shared by all envs (envs_idx is an error), mixed per contact by SPEC R5;
+        - joints_idx (global joint indices): the joint's limit rows and its dofs' frictionloss rows,
+          shared by all envs; timeconst floored at 2h;
+        - eqs_idx (global equality indices): per env (envs_idx); timeconst floored at 2h.
+
+        Out-of-range values are clamped with a PolyphysWarning naming the field and the effective
+        value: dmin/dmax/mid to [1e-4, 0.9999], width >= 0, power >= 1, dampratio <= 0 and a
+        negative timeconst → default (MuJoCo-compatible mode keeps MuJoCo's direct (negative,
+        negative) form). ``get_sol_params`` returns both the input and the effective values."""
         from .constraint import legalize_sol_params
 
-        self._need_contacts("set_sol_params")
-        idx = self._geoms_idx(geoms_idx)
-        sol = legalize_sol_params(sol_params, compatible=self.options.mujoco_compatible)
-        host = self._geom_sol.numpy()
-        host[idx] = sol
-        self._geom_sol.assign(host)
+        if getattr(self, "constraint", None) is None:
+            raise OptionError("set_sol_params: the scene has no constraint solve (no contact, limit, "
+                              "frictionloss or equality)")
+        kind = self._sol_kind(geoms_idx, joints_idx, eqs_idx, "set_sol_params")
+        compat, h = self.options.mujoco_compatible, self.layout.h
+        if kind != "eqs_idx" and envs_idx is not None:
+            raise OptionError(f"set_sol_params({kind}=...): geom and joint sol_params are shared by all envs; "
+                              "envs_idx is only for eqs_idx (equality params are per env)")
+        vals = np.asarray(sol_params, float)
+        if vals.shape[-1:] != (7,):
+            raise OptionError(f"sol_params of shape {vals.shape}: the last axis must hold 7 values (timeconst, "
+                              "dampratio, dmin, dmax, width, mid, power)")
+        rec = self._sol_records() if self.constraint is not None else None
+        st = self.constraint
+        if kind == "geoms_idx":
+            self._need_contacts("set_sol_params(geoms_idx=)")
+            idx = self._geoms_idx(geoms_idx)
+            v = np.broadcast_to(vals, (len(idx), 7))
+            eff = np.array([legalize_sol_params(x, field="sol_params", compatible=compat) for x in v])
+            host = self._geom_sol.numpy()
+            host[idx] = eff
+            self._geom_sol.assign(host)
+            rec["geoms"][0][idx] = v
+            rec["geoms"][1][idx] = eff
+            return
+        if kind == "joints_idx":
+            idx = self._kind_idx(joints_idx, self.n_joints, "joints_idx")
+            v = np.broadcast_to(vals, (len(idx), 7))
+            eff = np.array([legalize_sol_params(x, field="sol_params", compatible=compat, h=h) for x in v])
+            t, lim = self.tree, self._limits
+            lsol, dsol = st.model["lim_sol"].numpy(), st.model["dof_sol"].numpy()
+            for j, e in zip(idx, eff):
+                d0 = int(t.joint_dof_start[j])
+                rows = np.nonzero(lim["dof"].astype(int) == d0)[0] if self._joint_ndof(j) else []
+                lsol[rows] = e
+                dsol[d0:d0 + self._joint_ndof(j)] = e
+            if len(lsol):
+                st.model["lim_sol"].assign(lsol)
+            st.model["dof_sol"].assign(dsol)
+            rec["joints"][0][idx] = v
+            rec["joints"][1][idx] = eff
+            return
+        ne = len(self._eq_types)
+        idx = self._kind_idx(eqs_idx, ne, "eqs_idx")
+        envs = self.scene._envs_idx(envs_idx)
+        try:
+            v = np.broadcast_to(vals, (len(envs), len(idx), 7))
+        except ValueError:
+            raise OptionError(f"sol_params of shape {vals.shape}: expected (7,), ({len(idx)}, 7) or "
+                              f"({len(envs)}, {len(idx)}, 7)") from None
+        eff = np.array([legalize_sol_params(x, field="sol_params", compatible=compat, h=h)
+                        for x in v.reshape(-1, 7)]).reshape(v.shape)
+        host = st.model["eq_sol"].numpy()
+        host[envs[:, None], idx[None, :]] = eff
+        st.model["eq_sol"].assign(host)
+        rec["eqs"][0][envs[:, None], idx[None, :]] = v
+        rec["eqs"][1][envs[:, None], idx[None, :]] = eff
+
+    def get_sol_params(self, geoms_idx=None, joints_idx=None, eqs_idx=None, envs_idx=None) -> dict:
+        """{"input": ..., "effective": ...} sol_params of one kind (as set_sol_params): geoms and
+        joints (k, 7); equalities (n_envs, k, 7) (no batch axis unbatched). input: the last value
+        given (the model's value before any call); effective: after legalization and, for joints
+        and equalities, the 2h timeconst floor (contacts then mix geoms by SPEC R5)."""
+        if getattr(self, "constraint", None) is None:
+            raise OptionError("get_sol_params: the scene has no constraint solve")
+        kind = self._sol_kind(geoms_idx, joints_idx, eqs_idx, "get_sol_params")
+        rec = self._sol_records()
+        if kind == "geoms_idx":
+            self._need_contacts("get_sol_params(geoms_idx=)")
+            idx = self._geoms_idx(geoms_idx)
+            return {"input": rec["geoms"][0][idx].copy(), "effective": rec["geoms"][1][idx].copy()}
+        if kind == "joints_idx":
+            idx = self._kind_idx(joints_idx, self.n_joints, "joints_idx")
+            return {"input": rec["joints"][0][idx].copy(), "effective": rec["joints"][1][idx].copy()}
+        idx = self._kind_idx(eqs_idx, len(self._eq_types), "eqs_idx")
+        envs = self.scene._envs_idx(envs_idx)
+        out = {k: rec["eqs"][i][envs][:, idx].copy() for i, k in enumerate(("input", "effective"))}
+        return out if self.scene.batched else {k: v[0] for k, v in out.items()}
 
     def _link_contact_wrench(self, envs: np.ndarray) -> dict:
         """Per link (global index): net contact force and torque about the link CoM (world) of the
@@ -972,7 +1196,11 @@ class RigidSolver(Solver):
         if getattr(self, "constraint", None) is not None and self.collision is not None:
             out["param/friction_ratio"] = self.friction_ratio.numpy()
             out["param/geom_friction"] = self._geom_friction.numpy()
+            out["param/geom_friction_env"] = self.geom_friction.numpy()
             out["param/geom_sol"] = self._geom_sol.numpy()
+        if getattr(self, "constraint", None) is not None:
+            for k in ("lim_sol", "dof_sol", "eq_sol"):
+                out[f"param/{k}"] = self.constraint.model[k].numpy()
         return out
 
     def load_extra_state(self, data):
@@ -982,9 +1210,15 @@ class RigidSolver(Solver):
                 getattr(self.params, k).assign(np.asarray(data[key]))
         if getattr(self, "constraint", None) is not None and self.collision is not None:
             for key, arr in (("param/friction_ratio", self.friction_ratio),
-                             ("param/geom_friction", self._geom_friction), ("param/geom_sol", self._geom_sol)):
+                             ("param/geom_friction", self._geom_friction), ("param/geom_sol", self._geom_sol),
+                             ("param/geom_friction_env", self.geom_friction)):
                 if key in data:
                     arr.assign(np.asarray(data[key]))
+        if getattr(self, "constraint", None) is not None:
+            for k in ("lim_sol", "dof_sol", "eq_sol"):
+                if f"param/{k}" in data and self.constraint.model[k].shape[0]:
+                    self.constraint.model[k].assign(np.asarray(data[f"param/{k}"]))
+            self._sol_rec = None        # inputs read back as the loaded effective values
         self.forward()
 
     # -- host helpers used by the entities -----------------------------------------------------

@@ -6,7 +6,9 @@
   force ``qfrc_constraint`` to the dynamics kernel's integrating launch through ``qfrc_applied``
   (saved first, restored after; cleared on the last substep as the kernel does), so the kernel's
   own (M + h·D) solve and integrator give MuJoCo's Euler / implicitfast step with
-  ``qfrc_smooth + qfrc_constraint``.
+  ``qfrc_smooth + qfrc_constraint``;
+- ``contact_params_env``: per-contact friction / sol_params / condim from per-env geom friction
+  (domain randomisation) and explicit MJCF ``<pair>`` parameters (SPEC R5, MuJoCo's rules).
 Generic over float32/float64 (Warp generates the overloads on first launch).
 """
 
@@ -151,3 +153,105 @@ def connect_bias(
         t = (q1c * pw1 * pwr * qq) * (-half) + q1c * par * qq + (q1c * pwr * pw0 * qq) * half
         for k in range(3):
             eq_acc_bias_out[env, e, 3 + k] = half * ts * t[k]
+
+
+@wp.kernel
+def contact_params_env(
+    # Model:
+    mujoco_mode: int,
+    tc_floor: Any,
+    friction_floor: Any,
+    geom_sol: wp.array2d(dtype=Any),
+    geom_solmix: wp.array(dtype=Any),
+    geom_priority: wp.array(dtype=wp.int32),
+    geom_condim: wp.array(dtype=wp.int32),
+    pair_condim: wp.array(dtype=wp.int32),
+    pair_friction: wp.array2d(dtype=Any),
+    pair_sol: wp.array2d(dtype=Any),
+    # Data in:
+    geom_friction_in: wp.array3d(dtype=Any),
+    friction_ratio_in: wp.array2d(dtype=Any),
+    n_con_in: wp.array(dtype=wp.int32),
+    con_geom_in: wp.array3d(dtype=wp.int32),
+    con_pair_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    con_friction_out: wp.array3d(dtype=Any),
+    con_sol_out: wp.array3d(dtype=Any),
+    con_dim_out: wp.array2d(dtype=wp.int32),
+):
+    """Per-contact parameters with per-env geom friction (n_envs, G, 3: sliding, torsional,
+    rolling) and explicit pairs (SPEC R5, MuJoCo's mj_contactParam / <contact><pair>).
+
+    A contact of an explicit pair (con_pair >= 0) takes the pair's condim, 5 friction coefficients
+    and sol_params outright (MuJoCo: pair_dim, pair_friction, pair_solref/solimp; no mixing, no
+    friction_ratio), floored like any contact (friction floor; default mode: timeconst >= 2h).
+    Otherwise, default mode: μ_k = max(μ_A,k·s_A, μ_B,k·s_B, floor), sol_params averaged then
+    timeconst floored at tc_floor, condim max; MuJoCo mode: priority wins outright, else friction
+    max, solref solmix-weighted (elementwise min when either is direct), solimp solmix-weighted."""
+    env = wp.tid()
+    zero = tc_floor * type(tc_floor)(0.0)
+    one = zero + type(tc_floor)(1.0)
+    for c in range(n_con_in[env]):
+        ga = con_geom_in[env, c, 0]
+        gb = con_geom_in[env, c, 1]
+        p = con_pair_in[env, c]
+        if p >= 0:
+            for k in range(5):
+                con_friction_out[env, c, k] = wp.max(pair_friction[p, k], friction_floor)
+            for k in range(7):
+                con_sol_out[env, c, k] = pair_sol[p, k]
+            if mujoco_mode == 0 and pair_sol[p, 0] > zero:
+                con_sol_out[env, c, 0] = wp.max(pair_sol[p, 0], tc_floor)
+            con_dim_out[env, c] = pair_condim[p]
+            continue
+        f0 = zero
+        f1 = zero
+        f2 = zero
+        dim = wp.max(geom_condim[ga], geom_condim[gb])
+        if mujoco_mode == 1 and geom_priority[ga] != geom_priority[gb]:
+            g = ga
+            if geom_priority[gb] > geom_priority[ga]:
+                g = gb
+            f0 = geom_friction_in[env, g, 0]
+            f1 = geom_friction_in[env, g, 1]
+            f2 = geom_friction_in[env, g, 2]
+            dim = geom_condim[g]
+            for k in range(7):
+                con_sol_out[env, c, k] = geom_sol[g, k]
+        else:
+            sa = one
+            sb = one
+            if mujoco_mode == 0:
+                sa = friction_ratio_in[env, ga]
+                sb = friction_ratio_in[env, gb]
+            f0 = wp.max(geom_friction_in[env, ga, 0] * sa, geom_friction_in[env, gb, 0] * sb)
+            f1 = wp.max(geom_friction_in[env, ga, 1] * sa, geom_friction_in[env, gb, 1] * sb)
+            f2 = wp.max(geom_friction_in[env, ga, 2] * sa, geom_friction_in[env, gb, 2] * sb)
+            mix = type(tc_floor)(0.5)
+            if mujoco_mode == 1:
+                ma = geom_solmix[ga]
+                mb = geom_solmix[gb]
+                mv = type(tc_floor)(1.0e-15)
+                if ma >= mv and mb >= mv:
+                    mix = ma / (ma + mb)
+                elif ma < mv and mb >= mv:
+                    mix = zero
+                elif ma >= mv and mb < mv:
+                    mix = one
+            direct = mujoco_mode == 1 and (geom_sol[ga, 0] <= zero or geom_sol[gb, 0] <= zero)
+            for k in range(7):
+                v = mix * geom_sol[ga, k] + (one - mix) * geom_sol[gb, k]
+                if direct and k < 2:
+                    v = wp.min(geom_sol[ga, k], geom_sol[gb, k])
+                con_sol_out[env, c, k] = v
+            if mujoco_mode == 0 and con_sol_out[env, c, 0] > zero:
+                con_sol_out[env, c, 0] = wp.max(con_sol_out[env, c, 0], tc_floor)
+        f0 = wp.max(f0, friction_floor)
+        f1 = wp.max(f1, friction_floor)
+        f2 = wp.max(f2, friction_floor)
+        con_friction_out[env, c, 0] = f0
+        con_friction_out[env, c, 1] = f0
+        con_friction_out[env, c, 2] = f1
+        con_friction_out[env, c, 3] = f2
+        con_friction_out[env, c, 4] = f2
+        con_dim_out[env, c] = dim
