@@ -63,6 +63,13 @@ def _floats(text, n=None, what="value"):
     return vals
 
 
+# MuJoCo's <pair> defaults (mjsPair): condim, 5 friction coefficients (sliding ×2, torsional,
+# rolling ×2), solref, solreffriction (0 0: use solref), solimp, margin, gap
+PAIR_DEFAULTS = {"condim": 3, "friction": (1.0, 1.0, 0.005, 0.0001, 0.0001), "solref": (0.02, 1.0),
+                 "solreffriction": (0.0, 0.0), "solimp": (0.9, 0.95, 0.001, 0.5, 2.0), "margin": 0.0,
+                 "gap": 0.0}
+
+
 def _pad(vals, n, fill):
     vals = list(vals)[:n]
     return tuple(vals + list(fill[len(vals):n]))
@@ -961,13 +968,17 @@ class MJCFImporter:
                 a = ctx.attrs(c, "main")
                 g1 = self._geom_of(a.get("geom1"), "contact pair")
                 g2 = self._geom_of(a.get("geom2"), "contact pair")
+                # every field, MuJoCo's pair defaults where neither the element nor its class
+                # gives one (MuJoCo does not derive a pair's parameters from its geoms; a partial
+                # vector keeps the defaults of the entries it omits)
                 p = {"geom1": g1, "geom2": g2, "name": a.get("name", "")}
-                for key, n in (("condim", None), ("friction", 5), ("solref", 2),
-                               ("solreffriction", 2), ("solimp", 5), ("margin", None),
-                               ("gap", None)):
+                for key, dflt in PAIR_DEFAULTS.items():
                     if key in a:
                         vals = _floats(a[key])
-                        p[key] = vals[0] if n is None else _pad(vals, n, vals[-1:] * n)
+                        p[key] = vals[0] if not isinstance(dflt, tuple) else _pad(vals, len(dflt), dflt)
+                    else:
+                        p[key] = dflt
+                p["condim"] = int(p["condim"])
                 desc.contact_pairs.append(p)
             else:
                 raise ImportError_(f"{ctx.file}: unknown element <{c.tag}> in <contact>; allowed "

@@ -460,14 +460,14 @@ class RigidSolver(Solver):
         for gi, (f, c) in enumerate(zip(friction, condim)):
             if c == 6 and f[2] > 0 and f[1] <= 0:
                 g = self.collision.geoms[gi]
-                raise OptionError(f"geom {gi} ({getattr(g, 'name', '') or 'unnamed'}): rolling friction {f[2]!r} "
-                                  f"with torsional friction {f[1]!r}; rolling requires torsional friction > 0 "
-                                  "(SPEC R2)")
+                raise OptionError(f"geom {gi} ({getattr(g, 'name', '') or 'unnamed'}): rolling friction "
+                                  f"{float(f[2])!r} with torsional friction {float(f[1])!r}; rolling requires "
+                                  "torsional friction > 0 (SPEC R2)")
         for pi in range(pairs["n"]):
             f = pairs["friction"][pi]
             if pairs["condim"][pi] == 6 and max(f[3], f[4]) > 0 and f[2] <= 0:
                 raise OptionError(f"contact pair {pi}: rolling friction {f[3:].tolist()} with torsional friction "
-                                  f"{f[2]!r}; rolling requires torsional friction > 0 (SPEC R2)")
+                                  f"{float(f[2])!r}; rolling requires torsional friction > 0 (SPEC R2)")
 
     def _constrain(self, part) -> None:
         """Contacts → rows → constrained acceleration for one partition (after MODE_FORWARD and the
