@@ -741,11 +741,7 @@ def update_constraint(
     zero = qacc[env, 0] * type(qacc[env, 0])(0.0)
     half = type(zero)(0.5)
     if full == 1:
-        for i in range(nrow):
-            s = zero
-            for j in range(nv):
-                s = s + efc_J[env, i, j] * qacc[env, j]
-            jar[env, i] = s - efc_aref[env, i]
+        jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar)
     cost = zero
     i = int(0)
     while i < nrow:
@@ -809,54 +805,247 @@ def update_constraint(
             efc_force[env, i] = f
             efc_state[env, i] = st
             i = i + 1
-    for j in range(nv):
-        s = zero
-        for r in range(nrow):
-            s = s + efc_J[env, r, j] * efc_force[env, r]
-        qfrc_constraint[env, j] = s
-        m = ma[env, j]
-        if full == 1:
-            m = zero
-            for k in range(nv):
-                m = m + M[env, j, k] * (qacc[env, k] - qacc_smooth[env, k])
-            ma[env, j] = m
-        grad[env, j] = m - s
+    jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad)
     # Gauss part ½(a − a₀)ᵀM(a − a₀)
     for j in range(nv):
         cost = cost + half * (qacc[env, j] - qacc_smooth[env, j]) * ma[env, j]
     return cost
 
 
+# -- dense per-env loops as native C++ over raw row pointers (as plugins/rigid/kernels/dynamics.py):
+# Warp's CPU a[env, i, j] recomputes the strided address with a negative-index fix-up on every
+# access; these are the same loops, in the same order, with every product its own statement (no
+# contraction into a fused multiply-add: results stay bit-identical to the Warp versions).
+_NATIVE_HEAD = """
+    typedef {T} T;
+    const size_t e = (size_t)env;
+"""
+
+_JMUL_SNIPPET = """
+    const size_t rs = J.strides[1];
+    const char* j0 = (const char*)J.data + e * J.strides[0];
+    const T* xx = (const T*)((const char*)x.data + e * x.strides[0]);
+    const T* sb = (const T*)((const char*)sub.data + e * sub.strides[0]);
+    T* o = (T*)((char*)out.data + e * out.strides[0]);
+    for (int r = 0; r < nrow; ++r) {
+        const T* jr = (const T*)(j0 + (size_t)r * rs);
+        T s = T(0);
+        for (int k = 0; k < nv; ++k) {
+            const T p = jr[k] * xx[k];
+            s = s + p;
+        }
+        o[r] = use_sub != 0 ? s - sb[r] : s;
+    }
+"""
+
+_JTMUL_SNIPPET = """
+    const size_t rs = J.strides[1];
+    const size_t ms = M.strides[1];
+    const char* j0 = (const char*)J.data + e * J.strides[0];
+    const char* m0 = (const char*)M.data + e * M.strides[0];
+    const T* f = (const T*)((const char*)efc_force.data + e * efc_force.strides[0]);
+    const T* qa = (const T*)((const char*)qacc.data + e * qacc.strides[0]);
+    const T* qs = (const T*)((const char*)qacc_smooth.data + e * qacc_smooth.strides[0]);
+    T* qc = (T*)((char*)qfrc_constraint.data + e * qfrc_constraint.strides[0]);
+    T* ma_ = (T*)((char*)ma.data + e * ma.strides[0]);
+    T* g = (T*)((char*)grad.data + e * grad.strides[0]);
+    for (int j = 0; j < nv; ++j) {
+        T s = T(0);
+        for (int r = 0; r < nrow; ++r) {
+            const T p = ((const T*)(j0 + (size_t)r * rs))[j] * f[r];
+            s = s + p;
+        }
+        qc[j] = s;
+        T m = ma_[j];
+        if (full == 1) {
+            const T* mr = (const T*)(m0 + (size_t)j * ms);
+            m = T(0);
+            for (int k = 0; k < nv; ++k) {
+                const T p = mr[k] * (qa[k] - qs[k]);
+                m = m + p;
+            }
+            ma_[j] = m;
+        }
+        g[j] = m - s;
+    }
+"""
+
+_MMUL_SNIPPET = """
+    const size_t ms = M.strides[1];
+    const char* m0 = (const char*)M.data + e * M.strides[0];
+    const T* xx = (const T*)((const char*)x.data + e * x.strides[0]);
+    T* y = (T*)((char*)out.data + e * out.strides[0]);
+    for (int j = 0; j < nv; ++j) {
+        const T* mr = (const T*)(m0 + (size_t)j * ms);
+        T s = T(0);
+        for (int k = 0; k < nv; ++k) {
+            const T p = mr[k] * xx[k];
+            s = s + p;
+        }
+        y[j] = s;
+    }
+"""
+
+_HCOPY_SNIPPET = """
+    const size_t ms = M.strides[1];
+    const size_t hs = H.strides[1];
+    const char* m0 = (const char*)M.data + e * M.strides[0];
+    char* h0 = (char*)H.data + e * H.strides[0];
+    for (int j = 0; j < nv; ++j) {
+        const T* mr = (const T*)(m0 + (size_t)j * ms);
+        T* hr = (T*)(h0 + (size_t)j * hs);
+        for (int k = 0; k < nv; ++k) hr[k] = mr[k];
+    }
+"""
+
+_HPAIR_SNIPPET = """
+    const size_t rs = J.strides[1];
+    const size_t hs = H.strides[1];
+    const T* ja_ = (const T*)((const char*)J.data + e * J.strides[0] + (size_t)ra * rs);
+    const T* jb_ = (const T*)((const char*)J.data + e * J.strides[0] + (size_t)rb * rs);
+    char* h0 = (char*)H.data + e * H.strides[0];
+    for (int j = 0; j < nv; ++j) {
+        const T ja = ja_[j] * w;
+        if (ja != T(0)) {
+            T* hr = (T*)(h0 + (size_t)j * hs);
+            for (int k = 0; k < nv; ++k) {
+                const T p = ja * jb_[k];
+                hr[k] = hr[k] + p;
+            }
+        }
+    }
+"""
+
+_CHOLF_SNIPPET = """
+    const size_t ls = L.strides[1];
+    char* l0 = (char*)L.data + e * L.strides[0];
+#define PP_L(i) ((T*)(l0 + (size_t)(i) * ls))
+    for (int j = 0; j < nv; ++j) {
+        T* lj = PP_L(j);
+        T s = lj[j];
+        for (int k = 0; k < j; ++k) {
+            const T p = lj[k] * lj[k];
+            s = s - p;
+        }
+        s = wp::sqrt(wp::max(s, T(1.0e-30)));
+        lj[j] = s;
+        for (int i = j + 1; i < nv; ++i) {
+            T* li = PP_L(i);
+            T t = li[j];
+            for (int k = 0; k < j; ++k) {
+                const T p = li[k] * lj[k];
+                t = t - p;
+            }
+            li[j] = t / s;
+        }
+    }
+#undef PP_L
+"""
+
+_CHOLS_SNIPPET = """
+    const size_t ls = L.strides[1];
+    const char* l0 = (const char*)L.data + e * L.strides[0];
+#define PP_L(i) ((const T*)(l0 + (size_t)(i) * ls))
+    const T* bb = (const T*)((const char*)b.data + e * b.strides[0]);
+    T* xx = (T*)((char*)x.data + e * x.strides[0]);
+    for (int i = 0; i < nv; ++i) {
+        const T* li = PP_L(i);
+        T s = bb[i];
+        for (int k = 0; k < i; ++k) {
+            const T p = li[k] * xx[k];
+            s = s - p;
+        }
+        xx[i] = s / li[i];
+    }
+    for (int ii = 0; ii < nv; ++ii) {
+        const int i = nv - 1 - ii;
+        T s = xx[i];
+        for (int k = i + 1; k < nv; ++k) {
+            const T p = PP_L(k)[i] * xx[k];
+            s = s - p;
+        }
+        xx[i] = s / PP_L(i)[i];
+    }
+#undef PP_L
+"""
+
+
+def _sig_jmul(s):
+    def jac_mul(env: wp.int32, nrow: wp.int32, nv: wp.int32, J: wp.array3d(dtype=s), x: wp.array2d(dtype=s),
+                sub: wp.array2d(dtype=s), use_sub: wp.int32, out: wp.array2d(dtype=s)):
+        ...
+    return jac_mul
+
+
+def _sig_jtmul(s):
+    def jac_tmul_grad(env: wp.int32, nrow: wp.int32, nv: wp.int32, full: wp.int32, J: wp.array3d(dtype=s),
+                      efc_force: wp.array2d(dtype=s), M: wp.array3d(dtype=s), qacc: wp.array2d(dtype=s),
+                      qacc_smooth: wp.array2d(dtype=s), qfrc_constraint: wp.array2d(dtype=s),
+                      ma: wp.array2d(dtype=s), grad: wp.array2d(dtype=s)):
+        ...
+    return jac_tmul_grad
+
+
+def _sig_mmul(s):
+    def mat_mul(env: wp.int32, nv: wp.int32, M: wp.array3d(dtype=s), x: wp.array2d(dtype=s),
+                out: wp.array2d(dtype=s)):
+        ...
+    return mat_mul
+
+
+def _sig_hcopy(s):
+    def hess_copy(env: wp.int32, nv: wp.int32, M: wp.array3d(dtype=s), H: wp.array3d(dtype=s)):
+        ...
+    return hess_copy
+
+
+def _sig_hpair(s):
+    def hess_add_pair(env: wp.int32, nv: wp.int32, ra: wp.int32, rb: wp.int32, w: s, J: wp.array3d(dtype=s),
+                      H: wp.array3d(dtype=s)):
+        ...
+    return hess_add_pair
+
+
+def _sig_cholf(s):
+    def chol_factor_native(env: wp.int32, nv: wp.int32, L: wp.array3d(dtype=s)):
+        ...
+    return chol_factor_native
+
+
+def _sig_chols(s):
+    def chol_solve_native(env: wp.int32, nv: wp.int32, L: wp.array3d(dtype=s), b: wp.array2d(dtype=s),
+                          x: wp.array2d(dtype=s)):
+        ...
+    return chol_solve_native
+
+
+# (each name assigned twice at module level: the second registration adds the float32 overload)
+jac_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _JMUL_SNIPPET)(_sig_jmul(wp.float64))   # out = J·x (− sub)
+jac_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _JMUL_SNIPPET)(_sig_jmul(wp.float32))
+jac_tmul_grad = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _JTMUL_SNIPPET)(_sig_jtmul(wp.float64))   # Jᵀf, M·(a − a₀), gradient
+jac_tmul_grad = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _JTMUL_SNIPPET)(_sig_jtmul(wp.float32))
+mat_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _MMUL_SNIPPET)(_sig_mmul(wp.float64))   # out = M·x
+mat_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _MMUL_SNIPPET)(_sig_mmul(wp.float32))
+hess_copy = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _HCOPY_SNIPPET)(_sig_hcopy(wp.float64))   # H = M
+hess_copy = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _HCOPY_SNIPPET)(_sig_hcopy(wp.float32))
+hess_add_pair = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _HPAIR_SNIPPET)(_sig_hpair(wp.float64))   # H += w·J_raᵀ J_rb (zero entries of J_ra skipped)
+hess_add_pair = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _HPAIR_SNIPPET)(_sig_hpair(wp.float32))
+chol_factor_native = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _CHOLF_SNIPPET)(_sig_cholf(wp.float64))   # in-place dense Cholesky
+chol_factor_native = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _CHOLF_SNIPPET)(_sig_cholf(wp.float32))
+chol_solve_native = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _CHOLS_SNIPPET)(_sig_chols(wp.float64))   # x = (L Lᵀ)⁻¹ b
+chol_solve_native = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _CHOLS_SNIPPET)(_sig_chols(wp.float32))
+
+
 @wp.func
 def cholesky_solve(nv: int, env: int, L: wp.array3d(dtype=Any), b: wp.array2d(dtype=Any), x: wp.array2d(dtype=Any)):
     """x = (L Lᵀ)⁻¹ b (L lower triangle of the factored matrix)."""
-    for i in range(nv):
-        s = b[env, i]
-        for k in range(i):
-            s = s - L[env, i, k] * x[env, k]
-        x[env, i] = s / L[env, i, i]
-    for ii in range(nv):
-        i = nv - 1 - ii
-        s = x[env, i]
-        for k in range(i + 1, nv):
-            s = s - L[env, k, i] * x[env, k]
-        x[env, i] = s / L[env, i, i]
+    chol_solve_native(env, nv, L, b, x)
 
 
 @wp.func
 def cholesky_factor(nv: int, env: int, L: wp.array3d(dtype=Any)):
     """In-place dense Cholesky (lower triangle) of the symmetric matrix stored in L."""
-    for j in range(nv):
-        s = L[env, j, j]
-        for k in range(j):
-            s = s - L[env, j, k] * L[env, j, k]
-        s = wp.sqrt(wp.max(s, type(s)(1.0e-30)))
-        L[env, j, j] = s
-        for i in range(j + 1, nv):
-            t = L[env, i, j]
-            for k in range(j):
-                t = t - L[env, i, k] * L[env, j, k]
-            L[env, i, j] = t / s
+    chol_factor_native(env, nv, L)
 
 
 @wp.kernel
@@ -910,10 +1099,7 @@ def constraint_solve(
     trace = zero
     for j in range(nv):
         trace = trace + M[env, j, j]
-        s = zero
-        for k in range(nv):
-            s = s + M[env, j, k] * qacc_smooth[env, k]
-        qfrc_smooth[env, j] = s
+    mat_mul(env, nv, M, qacc_smooth, qfrc_smooth)
     scale = one / wp.max(trace, type(tolerance)(1.0e-15))
     for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force
         efc_force[env, i] = zero
@@ -968,9 +1154,7 @@ def constraint_solve(
             continue
         if solver == SOLVER_NEWTON:
             # H = M + Jᵀ D J over quadratic rows + cone middle-zone block Hessians
-            for j in range(nv):
-                for k in range(nv):
-                    H[env, j, k] = M[env, j, k]
+            hess_copy(env, nv, M, H)
             i = int(0)
             while i < nrow:
                 if efc_type[env, i] == CONTACT_ELLIPTIC and efc_state[env, i] == 2:
@@ -1008,31 +1192,18 @@ def constraint_solve(
                                     idn = one
                                 hab = hab - nmt * mu / t * fa * fb * (idn - ua * ub)
                             hab = dm * hab
-                            for j in range(nv):
-                                ja = efc_J[env, i + a, j] * hab
-                                if ja != zero:
-                                    for k in range(nv):
-                                        H[env, j, k] = H[env, j, k] + ja * efc_J[env, i + bb, k]
+                            hess_add_pair(env, nv, i + a, i + bb, hab, efc_J, H)
                     i = i + dim
                 else:
                     if efc_state[env, i] == 1:
-                        d = efc_D[env, i]
-                        for j in range(nv):
-                            ja = efc_J[env, i, j] * d
-                            if ja != zero:
-                                for k in range(nv):
-                                    H[env, j, k] = H[env, j, k] + ja * efc_J[env, i, k]
+                        hess_add_pair(env, nv, i, i, efc_D[env, i], efc_J, H)
                     i = i + 1
             cholesky_factor(nv, env, H)
             cholesky_solve(nv, env, H, grad, search)
             for j in range(nv):
                 search[env, j] = -search[env, j]
         # ---- exact line search along search: derivative root of the convex 1-D cost
-        for j in range(nv):
-            s = zero
-            for k in range(nv):
-                s = s + M[env, j, k] * search[env, k]
-            mv[env, j] = s
+        mat_mul(env, nv, M, search, mv)
         pmp = zero
         pg0 = zero
         snorm = zero
@@ -1040,11 +1211,7 @@ def constraint_solve(
             pmp = pmp + search[env, j] * mv[env, j]
             pg0 = pg0 + search[env, j] * ma[env, j]
             snorm = snorm + search[env, j] * search[env, j]
-        for r in range(nrow):
-            s = zero
-            for k in range(nv):
-                s = s + efc_J[env, r, k] * search[env, k]
-            jv[env, r] = s
+        jac_mul(env, nrow, nv, efc_J, search, jv, 0, jv)
         gtol = zero
         lo = zero
         hi = -one
