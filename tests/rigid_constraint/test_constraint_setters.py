@@ -241,3 +241,28 @@ def test_direct_solref_kept_in_mujoco_mode(tmp_path):
     scene, e, s = _limit_eq_scene(tmp_path)
     with pytest.warns(PolyphysWarning, match="timeconst=-1000.0 out of range; effective value 0.02"):
         s.set_sol_params((-1000.0, -50.0, 0.9, 0.95, 0.001, 0.5, 2.0), joints_idx=[0])
+
+
+def test_checkpoint_keeps_per_env_friction_and_sol_params(tmp_path):
+    """Per-env friction and joint/equality sol_params are parameters, not state: reset keeps them,
+    a checkpoint carries them (loaded back after being changed)."""
+    scene, e, s = _limit_eq_scene(tmp_path)
+    sol = (0.05, 0.5, 0.9, 0.95, 0.001, 0.5, 2.0)
+    s.set_sol_params(sol, joints_idx=[0])
+    s.set_sol_params(sol, eqs_idx=[0], envs_idx=[1])
+    scene.step()
+    path = tmp_path / "ck.npz"
+    scene.save_checkpoint(str(path))
+    s.set_sol_params((0.07, 1.0, 0.9, 0.95, 0.001, 0.5, 2.0), joints_idx=[0])
+    s.set_sol_params((0.07, 1.0, 0.9, 0.95, 0.001, 0.5, 2.0), eqs_idx=[0])
+    scene.reset()
+    assert s.get_sol_params(eqs_idx=[0])["effective"][1, 0, 0] == 0.07        # reset keeps params
+    scene.load_checkpoint(str(path))
+    assert s.get_sol_params(joints_idx=[0])["effective"][0, 0] == 0.05
+    np.testing.assert_array_equal(s.get_sol_params(eqs_idx=[0])["effective"][:, 0, 0], [0.02, 0.05])
+    scene2, box, s2 = _incline(2)
+    s2.set_friction(0.2, envs_idx=[1])
+    scene2.save_checkpoint(str(tmp_path / "ck2.npz"))
+    s2.set_friction(0.9)
+    scene2.load_checkpoint(str(tmp_path / "ck2.npz"))
+    np.testing.assert_array_equal(s2.get_friction()[:, :, 0], [[0.5, 0.5], [0.2, 0.2]])
