@@ -4,7 +4,8 @@ One kernel launch per substep and partition (``kernels/dynamics.py``) when the s
 constraint; no per-env Python loop. With contacts (a collidable geom pair), joint limits, DOF
 friction loss or equalities, the substep is MuJoCo's mj_step order: smooth dynamics (MODE_FORWARD)
 → collision → the constraint stage (plugins/rigid/constraint.py: rows, Newton/CG solve) →
-integration with qfrc_smooth + qfrc_constraint (MODE_STEP); see ``_constrained_substep``.
+integration with qfrc_smooth + qfrc_constraint (MODE_INTEGRATE: MODE_STEP reusing the forward
+launch's kinematics, RNE and CRBA); see ``_constrained_substep``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .entity import RigidEntity
 from .materials import Rigid
 from .options import RigidOptions
 
-MODE_STEP, MODE_FORWARD, MODE_KINEMATICS = 0, 1, 2
+MODE_STEP, MODE_FORWARD, MODE_KINEMATICS, MODE_INTEGRATE = 0, 1, 2, 3
 CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
 
 # per-env parameters (domain randomisation): not state (reset keeps them), checkpointed as extra state
@@ -523,7 +524,9 @@ class RigidSolver(Solver):
         if self.collision is not None:
             self._collide(part)
         self._constrain(part)
-        self._launch(pa, MODE_STEP, last)
+        # MODE_STEP reusing this substep's MODE_FORWARD kinematics, RNE and CRBA (same state):
+        # dof forces (qfrc_applied now carries qfrc_constraint), (M + h·D) solve, integration
+        self._launch(pa, MODE_INTEGRATE, last)
         self._unconstrain(part, last)
         if self.collision is not None:
             # per-contact wrenches, per-link net contact wrench about the link CoM (world; the

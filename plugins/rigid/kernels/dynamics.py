@@ -50,6 +50,10 @@ JOINT_FREE = wp.constant(4)
 MODE_STEP = wp.constant(0)       # full substep: dynamics and integration
 MODE_FORWARD = wp.constant(1)    # dynamics at the current state (qacc = M⁻¹f), no time advance
 MODE_KINEMATICS = wp.constant(2)  # link poses and velocities only
+# MODE_STEP right after a MODE_FORWARD launch at the same state (the constrained substep): the
+# kinematics, RNE and CRBA outputs of that launch are reused (nothing they depend on changed in
+# between; qfrc_applied, which carries the constraint force, only enters the dof forces)
+MODE_INTEGRATE = wp.constant(3)
 
 CTRL_FORCE = wp.constant(0)
 CTRL_POSITION = wp.constant(1)
@@ -825,24 +829,26 @@ def rigid_dynamics(
     zero = gravity * s0
 
     # -- 1-2. kinematics, spatial inertia, motion subspaces, velocities (native, see kinematics)
-    kinematics(env, n_links, link_parent, link_root, link_pos0, link_quat0, link_joint_adr, joint_type,
-               joint_q_start, joint_dof_start, joint_pos, joint_axis, joint_ref, root_pos, root_quat,
-               link_mass, link_com, link_inertia, qpos, qvel, link_pos_out, link_quat_out, link_vel_out,
-               link_ang_out, link_xipos_out, link_com_vel_out, joint_anchor_out, joint_xaxis_out, cinert_m,
-               cinert_mc, cinert_i, cvel_w, cvel_v, cdof_w, cdof_v, cdofdot_w, cdofdot_v)
+    if mode != MODE_INTEGRATE:
+        kinematics(env, n_links, link_parent, link_root, link_pos0, link_quat0, link_joint_adr, joint_type,
+                   joint_q_start, joint_dof_start, joint_pos, joint_axis, joint_ref, root_pos, root_quat,
+                   link_mass, link_com, link_inertia, qpos, qvel, link_pos_out, link_quat_out, link_vel_out,
+                   link_ang_out, link_xipos_out, link_com_vel_out, joint_anchor_out, joint_xaxis_out, cinert_m,
+                   cinert_mc, cinert_i, cvel_w, cvel_v, cdof_w, cdof_v, cdofdot_w, cdofdot_v)
 
     if mode == MODE_KINEMATICS:
         return
 
     # -- 4. RNE, composite inertia, external link forces (native, see rne) ---------------------
-    rne(env, n_links, gravity, link_parent, link_root, link_dof_adr, link_gravcomp, qvel, cdofdot_w,
-        cdofdot_v, cinert_m, cinert_mc, cinert_i, cvel_w, cvel_v, link_pos_out, link_xipos_out,
-        xfrc_force_in, xfrc_torque_in, coupling_force_in, coupling_torque_in, cfrc_t, cfrc_f, cext_t,
-        cext_f, crb_m, crb_mc, crb_i)
+    if mode != MODE_INTEGRATE:
+        rne(env, n_links, gravity, link_parent, link_root, link_dof_adr, link_gravcomp, qvel, cdofdot_w,
+            cdofdot_v, cinert_m, cinert_mc, cinert_i, cvel_w, cvel_v, link_pos_out, link_xipos_out,
+            xfrc_force_in, xfrc_torque_in, coupling_force_in, coupling_torque_in, cfrc_t, cfrc_f, cext_t,
+            cext_f, crb_m, crb_mc, crb_i)
 
-    # -- 3. mass matrix (CRBA), bias and external generalized forces (native, see crba) ---------
-    crba(env, n_dofs, dof_link, dof_madr, dof_depth, m_col, dof_armature, cdof_w, cdof_v, cfrc_t, cfrc_f,
-         cext_t, cext_f, crb_m, crb_mc, crb_i, qfrc_bias_out, qfrc_ext_out, mass_out)
+        # -- 3. mass matrix (CRBA), bias and external generalized forces (native, see crba) -----
+        crba(env, n_dofs, dof_link, dof_madr, dof_depth, m_col, dof_armature, cdof_w, cdof_v, cfrc_t, cfrc_f,
+             cext_t, cext_f, crb_m, crb_mc, crb_i, qfrc_bias_out, qfrc_ext_out, mass_out)
 
     # -- 5. passive, actuator and control forces; velocity derivative D (native, see dof_forces) -
     dof_forces(env, n_dofs, n_act, integrator, dof_joint, joint_type, joint_q_start, joint_ref,
@@ -854,8 +860,9 @@ def rigid_dynamics(
                act_force_out)
 
     # -- 6. (M + h·D) = Lᵀ·diag·L along the tree (MuJoCo mj_factorI), solve for qacc ----------
+    integrating = mode == MODE_STEP or mode == MODE_INTEGRATE
     hd = h
-    if mode != MODE_STEP:
+    if not integrating:
         hd = s0
     # row i of the tree-sparse storage holds (i, parent(i), parent(parent(i)), ...): the entries of
     # an ancestor's row are the tail of the row of any of its descendants, so every loop is a
@@ -863,7 +870,7 @@ def rigid_dynamics(
     ldl_solve(env, n_dofs, hd, dof_madr, dof_depth, m_col, mass_out, dof_dv_out, qfrc_smooth_out,
               qld_out, qacc_out)
 
-    if mode != MODE_STEP:
+    if not integrating:
         return
 
     # a coupler's reaction lasts one substep; external wrenches and applied dof forces one step
