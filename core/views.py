@@ -32,10 +32,30 @@ class ParticleView(Protocol):
 
 
 @attrs.frozen
+class SdfGrids:
+    """Signed distance grids packed for one kernel (built by ``polyphys.sdf_grid``), each in its
+    geom's frame: grid g has ``dims[g]`` = (nx, ny, nz) node values at ``origin[g] + (i, j, k) ·
+    spacing[g]``, stored flat in ``values`` from ``offset[g]`` (index offset + (i·ny + j)·nz + k);
+    ``geom[i]`` is geom i's grid or -1. Queried with ``polyphys.kernels.sdf.sdf_grid_query``."""
+
+    values: Any          # wp.array(float32, total nodes)
+    origin: Any          # wp.array(vec3, n_grids)
+    spacing: Any         # wp.array(float32, n_grids)
+    dims: Any            # wp.array(vec3i, n_grids)
+    offset: Any          # wp.array(int32, n_grids)
+    geom: Any            # wp.array(int32, n_geoms)
+
+
+@attrs.frozen
 class RigidGeoms:
     """Static geometry a coupler queries (same for every env): per geom its link, type code
     (``polyphys.sdf`` GEOM_* constants), size (MuJoCo half sizes), local pose, and the Rigid
-    material's coupling fields (coup_friction, coup_restitution, coup_softness)."""
+    material's coupling fields (coup_friction, coup_restitution, coup_softness).
+
+    Mesh geoms (type GEOM_MESH) have no analytic SDF: the solver gives their triangles in
+    ``meshes`` (per geom ``(vertices (n, 3), faces (m, 3))`` numpy arrays in the geom frame, or
+    None for a primitive) and the coupler builds grid SDFs from them at build time, or it gives
+    ready ``sdf_grids`` (an :class:`SdfGrids`), which a coupler then uses as they are."""
 
     link: Any            # wp.array(int32, n_geoms), index into the link arrays
     type: Any            # wp.array(int32)
@@ -45,7 +65,8 @@ class RigidGeoms:
     coup_friction: Any   # wp.array(float)
     coup_restitution: Any
     coup_softness: Any
-    sdf_grids: Any = None    # mesh SDF grids (wp.Volume ids or arrays), or None
+    sdf_grids: Any = None    # SdfGrids, or None (then built from ``meshes``)
+    meshes: tuple = ()       # per geom: (vertices, faces) host arrays in the geom frame, or None
 
 
 @attrs.frozen

@@ -18,7 +18,8 @@ import warp as wp
 from polyphys.arrays import env_slice
 from polyphys.errors import CapabilityError, OptionError
 from polyphys.interfaces import Coupler
-from polyphys.views import ParticleView, RigidView
+from polyphys.sdf_grid import build_sdf_grids, empty_sdf_grids
+from polyphys.views import ParticleView, RigidView, SdfGrids
 
 from .kernels.couple import apply_reaction, legacy_response
 from .options import LegacyOptions
@@ -32,15 +33,18 @@ class LegacyCoupler(Coupler):
         n, dev = layout.n_envs, layout.device
         self._links: dict[str, SimpleNamespace] = {}     # per rigid solver: coupler-owned buffers
         self._pairs = []
+        self._grids: dict[str, SdfGrids] = {}             # per rigid solver: mesh geoms' grid SDFs
         for a, b in self.pairs:
             rigid, particles = a.view(RigidView), b.view(ParticleView)
             geoms = rigid.rigid_geoms()
+            if rigid.name not in self._grids:
+                self._grids[rigid.name] = self._sdf_grids(geoms, dev)
             n_links = self._n_links(rigid, layout)
             if rigid.name not in self._links:
                 bufs = {k: wp.zeros((n, n_links), dtype=wp.vec3, device=dev)
                         for k in ("force", "torque", "impulse", "angular_impulse")}
                 self._links[rigid.name] = SimpleNamespace(**bufs, n_links=n_links)
-            self._pairs.append((rigid, particles, geoms))
+            self._pairs.append((rigid, particles, geoms, self._grids[rigid.name]))
         self._parts = {}
         for part in layout.partitions:
             views = {}
@@ -48,12 +52,44 @@ class LegacyCoupler(Coupler):
                 views[name] = SimpleNamespace(**{k: env_slice(getattr(buf, k), part.start, part.stop)
                                                  for k in ("force", "torque", "impulse", "angular_impulse")})
             pair_views = []
-            for rigid, particles, geoms in self._pairs:
+            for rigid, particles, geoms, grids in self._pairs:
                 links = rigid.rigid_links(part)
                 carriers = particles.particle_carriers(part)
                 self._check_f32(rigid, links, particles, carriers)
-                pair_views.append((rigid, links, carriers, geoms))
+                pair_views.append((rigid, links, carriers, geoms, grids))
             self._parts[part.index] = SimpleNamespace(links=views, pairs=pair_views)
+
+    def _sdf_grids(self, geoms, device) -> SdfGrids:
+        """The solver's ready grids, or grid SDFs built now from its mesh geoms' triangles. Each
+        grid reaches beyond the mesh bounds at least as far as the coupling acts outside the
+        surface (d where exp(-d/coup_softness) = influence_cutoff), so a coupled carrier is inside it."""
+        n_geoms = geoms.type.shape[0]
+        if geoms.sdf_grids is not None:
+            grids = geoms.sdf_grids
+            if grids.geom.shape[0] != n_geoms:
+                raise OptionError(f"rigid_geoms().sdf_grids.geom has {grids.geom.shape[0]} entries; "
+                                  f"expected one per geom ({n_geoms})")
+            return grids
+        meshes = list(geoms.meshes) + [None] * (n_geoms - len(geoms.meshes))
+        if not any(m is not None for m in meshes):
+            return empty_sdf_grids(n_geoms, device)
+        softness = geoms.coup_softness.numpy().astype(float)
+        cutoff = max(self.options.influence_cutoff, 1e-3)
+        band = softness * np.log(1.0 / cutoff)
+        return build_sdf_grids(meshes, spacing=self.options.sdf_grid_spacing, res=self.options.sdf_grid_res,
+                               band=band, device=device)
+
+    def sdf_grids(self, rigid: str | None = None) -> SdfGrids:
+        """The packed mesh grid SDFs the coupler queries for a rigid-side solver's geoms (geom
+        frames; ``polyphys.sdf_grid.query_sdf_grids`` evaluates them on the host)."""
+        names = sorted(self._grids)
+        if rigid is None:
+            if len(names) != 1:
+                raise OptionError(f"sdf_grids(rigid=None): several rigid solvers {names}; name one")
+            rigid = names[0]
+        if rigid not in self._grids:
+            raise OptionError(f"sdf_grids(rigid={rigid!r}): coupled rigid solvers are {names}")
+        return self._grids[rigid]
 
     @staticmethod
     def _n_links(rigid, layout) -> int:
@@ -83,19 +119,20 @@ class LegacyCoupler(Coupler):
         for v in p.links.values():
             v.force.zero_()
             v.torque.zero_()
-        for rigid, links, carriers, geoms in p.pairs:
+        for rigid, links, carriers, geoms, grids in p.pairs:
             buf = p.links[rigid.name]
             n_carriers = carriers.pos.shape[1]
             if geoms.type.shape[0] == 0 or n_carriers == 0:
                 continue
             wp.launch(legacy_response, dim=(part.n_envs, n_carriers),
                       inputs=[geoms.link, geoms.type, geoms.size, geoms.pos, geoms.quat, geoms.coup_friction,
-                              geoms.coup_restitution, geoms.coup_softness, self.options.influence_cutoff,
+                              geoms.coup_restitution, geoms.coup_softness, grids.geom, grids.values,
+                              grids.origin, grids.spacing, grids.dims, grids.offset, self.options.influence_cutoff,
                               inv_h, links.pos, links.quat, links.com, links.vel, links.ang, carriers.pos,
                               carriers.mass, carriers.active, carriers.vel],
                       outputs=[buf.force, buf.torque], device=self.layout.device)
         done = set()
-        for rigid, links, _, _ in p.pairs:
+        for rigid, links, *_ in p.pairs:
             buf = p.links[rigid.name]
             if rigid.name in done or buf.force.shape[1] == 0:
                 continue

@@ -89,17 +89,21 @@ class KinematicSolver(Solver):
 
     # -- RigidView ---------------------------------------------------------------------------------
     def rigid_geoms(self) -> RigidGeoms:
-        """Collision geoms with an analytic SDF, their link (global index) and coupling fields."""
+        """Collision geoms with an analytic SDF, and mesh geoms with their triangles (the coupler
+        builds grid SDFs from them), their link (global index) and coupling fields."""
         if self._geoms is None:
             import warp as wp
 
-            rows = []
+            rows, meshes = [], []
             for e in self.entities:
                 mat = e.material
                 for g in e.description.geoms:
                     code = GEOM_CODES[g.type]
-                    if g.role == "visual" or code not in SDF_SUPPORTED:
+                    is_mesh = g.type == "mesh" and g.mesh is not None
+                    if g.role == "visual" or (code not in SDF_SUPPORTED and not is_mesh):
                         continue
+                    meshes.append((np.asarray(g.mesh.vertices, float), np.asarray(g.mesh.faces))
+                                  if is_mesh else None)
                     size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
                     rows.append((e.link_start + g.link, code, size, g.pos, g.quat[1:] + g.quat[:1],
                                  mat.coup_friction, mat.coup_restitution, mat.coup_softness))
@@ -114,7 +118,8 @@ class KinematicSolver(Solver):
                 quat=wp.array(np.asarray(col[4], f32).reshape(-1, 4), dtype=wp.quat, device=dev),
                 coup_friction=wp.array(np.asarray(col[5], f32), dtype=wp.float32, device=dev),
                 coup_restitution=wp.array(np.asarray(col[6], f32), dtype=wp.float32, device=dev),
-                coup_softness=wp.array(np.asarray(col[7], f32), dtype=wp.float32, device=dev))
+                coup_softness=wp.array(np.asarray(col[7], f32), dtype=wp.float32, device=dev),
+                meshes=tuple(meshes))
         return self._geoms
 
     def rigid_links(self, part) -> RigidLinks:

@@ -1,7 +1,7 @@
 """The Legacy velocity response (SPEC §C1), one thread per velocity carrier."""
 
 import warp as wp
-from polyphys.kernels.sdf import sdf_normal, sdf_primitive
+from polyphys.kernels.sdf import GEOM_MESH, sdf_grid_query, sdf_normal, sdf_primitive
 
 
 @wp.kernel
@@ -15,6 +15,12 @@ def legacy_response(
     geom_friction: wp.array(dtype=float),
     geom_restitution: wp.array(dtype=float),
     geom_softness: wp.array(dtype=float),
+    geom_grid: wp.array(dtype=wp.int32),
+    grid_values: wp.array(dtype=float),
+    grid_origin: wp.array(dtype=wp.vec3),
+    grid_spacing: wp.array(dtype=float),
+    grid_dims: wp.array(dtype=wp.vec3i),
+    grid_offset: wp.array(dtype=wp.int32),
     influence_cutoff: float,
     inv_h: float,
     # Data in:
@@ -32,7 +38,8 @@ def legacy_response(
     force_out: wp.array2d(dtype=wp.vec3),
     torque_out: wp.array2d(dtype=wp.vec3),
 ):
-    """For each geom in turn: d = SDF at the carrier, weight w = min(exp(-d/softness), 1); when
+    """For each geom in turn: d = SDF at the carrier (analytic for primitives, the packed grid
+    ``geom_grid[g]`` for meshes), weight w = min(exp(-d/softness), 1); when
     d <= 0 or w > cutoff and the carrier approaches the surface (v_n < 0 relative to the rigid
     point velocity): v_n' = -e·v_n, |v_t'| = max(0, |v_t| + μ·v_n) along v_t, the new velocity is
     blended with the old by w, and the reaction -m·Δv/h (force on the link, torque about its CoM)
@@ -53,10 +60,22 @@ def legacy_response(
         gq = lq * geom_quat[g]
         gp = link_pos_in[env, l] + wp.quat_rotate(lq, geom_pos[g])
         pl = wp.quat_rotate_inv(gq, x - gp)
-        d = sdf_primitive(geom_type[g], geom_size[g], pl)
+        d = float(1.0e10)
+        nl = wp.vec3(0.0, 0.0, 1.0)
+        if geom_type[g] == GEOM_MESH:
+            gi = geom_grid[g]
+            if gi >= 0:
+                r = sdf_grid_query(grid_values, grid_origin[gi], grid_spacing[gi], grid_dims[gi],
+                                   grid_offset[gi], pl)
+                d = r[0]
+                nl = wp.vec3(r[1], r[2], r[3])
+        else:
+            d = sdf_primitive(geom_type[g], geom_size[g], pl)
         w = wp.min(wp.exp(-d / geom_softness[g]), 1.0)
         if d <= 0.0 or w > influence_cutoff:
-            n = wp.quat_rotate(gq, sdf_normal(geom_type[g], geom_size[g], pl))
+            if geom_type[g] != GEOM_MESH:
+                nl = sdf_normal(geom_type[g], geom_size[g], pl)
+            n = wp.quat_rotate(gq, nl)
             com = link_com_in[env, l]
             v_rigid = link_vel_in[env, l] + wp.cross(link_ang_in[env, l], x - com)
             rv = v - v_rigid
