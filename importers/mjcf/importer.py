@@ -360,6 +360,7 @@ class MJCFImporter:
         opts["ls_iterations"] = int(o.get("ls_iterations", 50))
         opts["ls_tolerance"] = float(o.get("ls_tolerance", 0.01))
         opts["noslip_iterations"] = int(o.get("noslip_iterations", 0))
+        opts["noslip_tolerance"] = float(o.get("noslip_tolerance", 1e-6))
         opts["impratio"] = float(o.get("impratio", 1.0))
         for key in ("density", "viscosity"):
             if float(o.get(key, 0.0)) != 0.0:

@@ -243,12 +243,28 @@ class ConstraintOptions:
     impratio: float = 1.0
     timeconst_floor: float = 0.0    # 2h in the default mode (h = substep), 2·timestep in MuJoCo mode
     warm_pick_lower: bool = False   # MuJoCo-compatible: lower-cost of qacc_warm and qacc_smooth
+    resolution: str = "convex"      # contact_resolution: "convex" or "signorini" (elliptic + Newton only)
+    noslip_iterations: int = 0      # noslip PGS sweeps after the main solve (0: off; pyramidal only)
+    noslip_tolerance: float = 1e-6  # noslip stop: scale·improvement of a sweep below this (MuJoCo's default)
+    noslip_scale: float = 0.0       # noslip improvement scale; 0: 1/trace(M) of the env (MuJoCo: 1/(meaninertia·nv))
 
     def __post_init__(self):
         if self.solver not in SOLVERS:
             raise OptionError(f"constraint_solver={self.solver!r}; allowed: {sorted(SOLVERS)}")
         if self.cone not in CONES:
             raise OptionError(f"friction_cone={self.cone!r}; allowed: {sorted(CONES)}")
+        if self.resolution not in ("convex", "signorini"):
+            raise OptionError(f"contact_resolution={self.resolution!r}; allowed: 'convex', 'signorini'")
+        if self.resolution == "signorini" and not (self.cone == "elliptic" and self.solver == "Newton"):
+            raise OptionError(f"contact_resolution='signorini' needs friction_cone='elliptic' and "
+                              f"constraint_solver='Newton' (got {self.cone!r}, {self.solver!r})")
+        if int(self.noslip_iterations) < 0:
+            raise OptionError(f"noslip_iterations={self.noslip_iterations!r}; must be an integer >= 0")
+        if int(self.noslip_iterations) > 0 and self.cone == "elliptic":
+            raise OptionError(f"noslip_iterations={self.noslip_iterations} with friction_cone='elliptic': noslip "
+                              "needs the pyramidal cone (SPEC R2)")
+        if not self.noslip_tolerance > 0:
+            raise OptionError(f"noslip_tolerance={self.noslip_tolerance!r}; must be > 0")
         for f in ("iterations", "ls_iterations"):
             if int(getattr(self, f)) < 1:
                 raise OptionError(f"{f}={getattr(self, f)!r}; must be an integer >= 1")
@@ -261,17 +277,22 @@ def options_from_rigid(rigid_options, precision, h):
     """ConstraintOptions from RigidOptions (SPEC R2/R2a), read by field name so fields the rigid
     options do not have yet fall back to their SPEC defaults: constraint_solver, friction_cone,
     iterations, tolerance, ls_iterations, ls_tolerance, impratio, contact_resolution,
-    noslip_iterations, mujoco_compatible. h: the substep (2h timeconst floor).
+    noslip_iterations, noslip_tolerance, mujoco_compatible. h: the substep (2h timeconst floor).
 
-    Errors (SPEC R2): elliptic + noslip; contact_resolution="signorini" outside elliptic + Newton;
-    signorini itself and noslip are not in this module yet (OptionError naming the field)."""
+    contact_resolution None resolves by the seed's table: elliptic + Newton outside MuJoCo-compatible
+    mode → signorini, everything else → convex. Errors (SPEC R2, OptionError naming the field):
+    elliptic + noslip; an explicit contact_resolution='signorini' outside elliptic + Newton or in
+    MuJoCo-compatible mode (MuJoCo has no signorini)."""
     g = lambda n, dflt=None: getattr(rigid_options, n, dflt)  # noqa: E731
     compat = bool(g("mujoco_compatible", False))
     solver = g("constraint_solver", "Newton")
     cone = g("friction_cone", "pyramidal")
     if cone not in CONES:
         raise OptionError(f"friction_cone={cone!r}; allowed: {sorted(CONES)}")
-    noslip = int(g("noslip_iterations", 0) or 0)
+    noslip = g("noslip_iterations", 0) or 0
+    if isinstance(noslip, bool) or int(noslip) != noslip or noslip < 0:
+        raise OptionError(f"noslip_iterations={noslip!r}; must be an integer >= 0")
+    noslip = int(noslip)
     if noslip > 0 and cone == "elliptic":
         raise OptionError(f"noslip_iterations={noslip} with friction_cone='elliptic': noslip needs the "
                           "pyramidal cone (SPEC R2)")
@@ -281,13 +302,11 @@ def options_from_rigid(rigid_options, precision, h):
     if res == "signorini" and not (cone == "elliptic" and solver == "Newton"):
         raise OptionError(f"contact_resolution='signorini' needs friction_cone='elliptic' and "
                           f"constraint_solver='Newton' (got {cone!r}, {solver!r})")
-    auto_signorini = res is None and cone == "elliptic" and solver == "Newton" and not compat
-    if res == "signorini" or auto_signorini:
-        raise OptionError("contact_resolution='signorini' (the default for elliptic + Newton outside "
-                          "MuJoCo-compatible mode) is not implemented in this version; pass "
-                          "contact_resolution='convex'")
-    if noslip > 0:
-        raise OptionError(f"noslip_iterations={noslip}: the noslip pass is not implemented in this version; use 0")
+    if res == "signorini" and compat:
+        raise OptionError("contact_resolution='signorini' with mujoco_compatible=True: MuJoCo-compatible mode "
+                          "uses the convex resolution (SPEC R2a); pass contact_resolution=None or 'convex'")
+    if res is None:
+        res = "signorini" if (cone == "elliptic" and solver == "Newton" and not compat) else "convex"
     impratio = g("impratio", None)
     if impratio is None:
         impratio = 1.0 if compat else default_impratio(cone)
@@ -296,9 +315,12 @@ def options_from_rigid(rigid_options, precision, h):
         tol = default_tolerance(precision, compat)
     iters = g("iterations", None) or (100 if compat else 25)
     ls_iters = g("ls_iterations", None) or 50
+    ns_tol = g("noslip_tolerance", None)
     return ConstraintOptions(solver=solver, cone=cone, iterations=int(iters), tolerance=float(tol),
                              ls_iterations=int(ls_iters), ls_tolerance=float(g("ls_tolerance", 0.01)),
-                             impratio=float(impratio), timeconst_floor=2.0 * h, warm_pick_lower=compat)
+                             impratio=float(impratio), timeconst_floor=2.0 * h, warm_pick_lower=compat,
+                             resolution=res, noslip_iterations=noslip,
+                             noslip_tolerance=float(1e-6 if ns_tol is None else ns_tol))
 
 
 class ConstraintStage:
@@ -405,6 +427,15 @@ class ConstraintStage:
             setattr(self, n, z(E, nv))
         self.solver_niter = z(E, dt=wp.int32)
         self.solver_stat = z(E, 3)
+        # signorini: latched normal load and its last change per contact (at the normal row)
+        if self.opt.resolution == "signorini":
+            self.efc_load = z(E, R)
+            self.efc_dload = z(E, R)
+        # noslip: M⁻¹Jᵀ per row, sweeps used and the last sweep's scaled improvement
+        if self.opt.noslip_iterations > 0:
+            self.efc_MiJ = z(E, R, nv)
+            self.noslip_niter = z(E, dt=wp.int32)
+            self.noslip_stat = z(E)
 
     # -- launches (part: slice of envs; whole batch when None)
     def _sl(self, a, part):
@@ -489,7 +520,44 @@ class ConstraintStage:
     def solve(self, M, qacc_smooth, qacc_warm, part=None):
         """Solve for qacc (n_envs, nv) given the dense mass matrix M (n_envs, nv, nv) (the one the
         integrator uses: with h·D_v added for approximate_implicitfast), the unconstrained
-        acceleration and a warm start. Outputs in self.qacc, self.efc_force, self.qfrc_constraint."""
+        acceleration and a warm start. Outputs in self.qacc, self.efc_force, self.qfrc_constraint.
+        Dispatch: opt.resolution "convex" (constraint_solve) or "signorini" (constraint_solve_signorini);
+        with opt.noslip_iterations > 0 the noslip pass (constraint_noslip) follows and rewrites them."""
+        o, sl, s = self.opt, functools.partial(self._sl, part=part), self.scalar
+        n = self.n_envs if part is None else part.stop - part.start
+        if o.resolution == "signorini":
+            self._solve_signorini(M, qacc_smooth, qacc_warm, part)
+        else:
+            self._solve_convex(M, qacc_smooth, qacc_warm, part)
+        if o.noslip_iterations > 0:
+            self.noslip(M, qacc_smooth, part)
+
+    def noslip(self, M, qacc_smooth, part=None):
+        """The noslip pass alone (SPEC R8; ``solve`` runs it after the main solve when
+        opt.noslip_iterations > 0): Gauss–Seidel on the frictionloss rows and pyramidal edge pairs
+        of the unregularized problem, starting from efc_force; rewrites efc_force, qacc and
+        qfrc_constraint (noslip_niter, noslip_stat: sweeps used, last scaled improvement)."""
+        o, sl, s = self.opt, functools.partial(self._sl, part=part), self.scalar
+        n = self.n_envs if part is None else part.stop - part.start
+        wp.launch(_K.constraint_noslip, dim=n, device=self.device, inputs=[
+            self.nv, int(o.noslip_iterations), s(o.noslip_tolerance), s(o.noslip_scale), sl(M), sl(qacc_smooth),
+            sl(self.n_efc), sl(self.efc_J), sl(self.efc_type), sl(self.efc_aref), sl(self.efc_R),
+            sl(self.efc_floss), sl(self.LM), sl(self.efc_MiJ), sl(self.qacc), sl(self.efc_force),
+            sl(self.qfrc_constraint), sl(self.noslip_niter), sl(self.noslip_stat)])
+
+    def _solve_signorini(self, M, qacc_smooth, qacc_warm, part):
+        """Newton on the signorini problem (kernels/constraint_solve.py constraint_solve_signorini)."""
+        o, sl, s = self.opt, functools.partial(self._sl, part=part), self.scalar
+        n = self.n_envs if part is None else part.stop - part.start
+        wp.launch(_K.constraint_solve_signorini, dim=n, device=self.device, inputs=[
+            self.nv, int(o.iterations), s(o.tolerance), int(o.ls_iterations), s(o.ls_tolerance), sl(M),
+            sl(qacc_smooth), sl(qacc_warm), sl(self.n_efc), sl(self.efc_J), sl(self.efc_type), sl(self.efc_aref),
+            sl(self.efc_R), sl(self.efc_D), sl(self.efc_floss), sl(self.efc_mu), sl(self.efc_dim), sl(self.H),
+            sl(self.jar), sl(self.jv), sl(self.grad), sl(self.search), sl(self.ma), sl(self.mv), sl(self.efc_load),
+            sl(self.efc_dload), sl(self.qacc), sl(self.efc_force), sl(self.efc_state), sl(self.qfrc_constraint),
+            sl(self.solver_niter), sl(self.solver_stat)])
+
+    def _solve_convex(self, M, qacc_smooth, qacc_warm, part):
         o, sl, s = self.opt, functools.partial(self._sl, part=part), self.scalar
         n = self.n_envs if part is None else part.stop - part.start
         wp.launch(_K.constraint_solve, dim=n, device=self.device, inputs=[

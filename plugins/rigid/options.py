@@ -56,9 +56,11 @@ class RigidOptions:
     constraint_solver, iterations, tolerance, ls_iterations, ls_tolerance: constraint solver
     settings of the contact solve (plugins/rigid/constraint.py, docs/constraint.md);
     friction_cone ("pyramidal"/"elliptic"), impratio (None: 1 pyramidal / 100 elliptic, 1 in
-    MuJoCo-compatible mode), contact_resolution (None: automatic; only "convex" is implemented —
-    elliptic + Newton outside MuJoCo-compatible mode needs contact_resolution="convex"),
-    noslip_iterations (0; noslip is not implemented): SPEC R2;
+    MuJoCo-compatible mode), contact_resolution (None: automatic — "signorini" for elliptic + Newton
+    outside MuJoCo-compatible mode, else "convex"; an explicit "signorini" anywhere else is an
+    OptionError), noslip_iterations (0: off; > 0: that many PGS sweeps on the friction rows after
+    the main solve, pyramidal cone only) and noslip_tolerance (1e-6, MuJoCo's): SPEC R2/R8,
+    docs/constraint.md;
     dt: optional substep length the scene must match (None: the scene's dt/substeps).
     """
 
@@ -77,7 +79,8 @@ class RigidOptions:
     impratio: float | None = attrs.field(default=None, validator=_opt_positive)
     contact_resolution: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(one_of("convex", "signorini")))
-    noslip_iterations: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
+    noslip_iterations: int = attrs.field(default=0, validator=[attrs.validators.instance_of(int), non_negative])
+    noslip_tolerance: float = attrs.field(default=1e-6, validator=positive)
     dt: float | None = attrs.field(default=None, validator=_opt_positive)
     broadphase: str = attrs.field(default="auto",
                                   validator=one_of("auto", "sweep_and_prune", "all_vs_all"))

@@ -140,9 +140,9 @@ def test_contact_option_errors():
     with pytest.raises(OptionError, match="friction_cone"):
         RigidOptions(friction_cone="round")
     with pytest.raises(OptionError, match="signorini"):
-        _scene(friction_cone="elliptic")              # automatic signorini: not implemented, named
+        _scene(contact_resolution="signorini")        # signorini needs elliptic + Newton (SPEC R2)
     with pytest.raises(OptionError, match="noslip"):
-        _scene(noslip_iterations=3)
+        _scene(friction_cone="elliptic", noslip_iterations=3)     # noslip needs the pyramidal cone
 
 
 def test_elliptic_convex_box_rests():

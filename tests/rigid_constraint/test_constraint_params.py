@@ -149,8 +149,7 @@ def test_options_from_rigid_rules():
         C.options_from_rigid(NS(friction_cone="elliptic", noslip_iterations=3), "64", 0.002)
     with pytest.raises(OptionError, match="needs friction_cone='elliptic' and constraint_solver='Newton'"):
         C.options_from_rigid(NS(contact_resolution="signorini"), "64", 0.002)
-    with pytest.raises(OptionError, match="not implemented"):
-        C.options_from_rigid(NS(friction_cone="elliptic"), "64", 0.002)
+    assert C.options_from_rigid(NS(friction_cone="elliptic"), "64", 0.002).resolution == "signorini"
     o = C.options_from_rigid(NS(friction_cone="elliptic", contact_resolution="convex"), "64", 0.002)
     assert o.impratio == 100.0
     with pytest.raises(OptionError, match="contact_resolution='exact'"):

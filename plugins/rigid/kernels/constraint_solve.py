@@ -1561,3 +1561,701 @@ def _overloads():
 
 
 _overloads()
+
+
+# ---------------------------------------------------------------- signorini contact resolution
+#
+# SPEC R8 / seed 000 §5.3: elliptic contact rows, but each contact's friction is not the coupled
+# cone program of the convex path. The normal row is a one-sided quadratic (force −D_n·x_n ≥ 0); a
+# normal load ℓ is latched per Newton iteration; each friction block (sliding rows 1-2, torsional
+# row 3, rolling rows 4-5) is a quadratic "stick" segment saturated at the radius μ_block·ℓ:
+# f = −D·e when D‖e‖ ≤ μℓ, else f = −μℓ·e/‖e‖ (cost r‖e‖ − r²/2D: convex, C¹). ℓ stays fixed during
+# the line search and is re-latched after the update, with a half step when a contact's load
+# oscillates without contracting. Stopping requires both the improvement and the gradient test.
+
+
+@wp.func
+def sig_chol_factor(nv: int, env: int, L: wp.array3d(dtype=Any)):
+    """In-place dense Cholesky (lower triangle) of the symmetric positive definite matrix in L (the
+    signorini and noslip kernels keep their own plain-Warp copy, independent of the convex path's)."""
+    for j in range(nv):
+        s = L[env, j, j]
+        for k in range(j):
+            s = s - L[env, j, k] * L[env, j, k]
+        s = wp.sqrt(wp.max(s, type(s)(1.0e-30)))
+        L[env, j, j] = s
+        for i in range(j + 1, nv):
+            t = L[env, i, j]
+            for k in range(j):
+                t = t - L[env, i, k] * L[env, j, k]
+            L[env, i, j] = t / s
+
+
+@wp.func
+def sig_chol_solve(nv: int, env: int, L: wp.array3d(dtype=Any), b: wp.array2d(dtype=Any), x: wp.array2d(dtype=Any)):
+    """x = (L Lᵀ)⁻¹ b."""
+    for i in range(nv):
+        s = b[env, i]
+        for k in range(i):
+            s = s - L[env, i, k] * x[env, k]
+        x[env, i] = s / L[env, i, i]
+    for ii in range(nv):
+        i = nv - 1 - ii
+        s = x[env, i]
+        for k in range(i + 1, nv):
+            s = s - L[env, k, i] * x[env, k]
+        x[env, i] = s / L[env, i, i]
+
+
+@wp.func
+def sig_block(d: Any, r: Any, ee: Any, ev: Any, vv: Any):
+    """Cost and its first two derivatives of one friction block along a line, from ee = ‖e‖²,
+    ev = e·v, vv = ‖v‖² (e: block residual J·a − aref, v: its rate); d = D of the block rows, r the
+    latched radius."""
+    en = wp.sqrt(ee)
+    half = type(d)(0.5)
+    if d * en <= r:
+        return wp.vector(half * d * ee, d * ev, d * vv)
+    return wp.vector(r * en - half * r * r / d, r * ev / en, r * (vv - ev * ev / ee) / en)
+
+
+@wp.func
+def sig_block_size(dim: int, b: int):
+    """Rows of the friction block starting at contact row b (1: sliding, 3: torsional, 4: rolling)."""
+    if b == 1 and dim >= 3:
+        return 2
+    if b == 4:
+        return 2
+    return 1
+
+
+@wp.func
+def sig_row_cost(
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_D: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    efc_load: wp.array2d(dtype=Any),
+    jar: wp.array2d(dtype=Any),
+    jv: wp.array2d(dtype=Any),
+    env: int,
+    i: int,
+    alpha: Any,
+):
+    """Signorini cost of row i (or of the contact starting at i) at jar + alpha·jv with its first
+    two alpha-derivatives; returns (cost, d1, d2, rows consumed)."""
+    zero = alpha * type(alpha)(0.0)
+    half = type(alpha)(0.5)
+    one = type(alpha)(1.0)
+    tp = efc_type[env, i]
+    x = jar[env, i] + alpha * jv[env, i]
+    v = jv[env, i]
+    d = efc_D[env, i]
+    if tp == CONTACT_ELLIPTIC:
+        dim = efc_dim[env, i]
+        out = wp.vector(zero, zero, zero, type(alpha)(dim))
+        if x < zero:
+            out = wp.vector(half * d * x * x, d * x * v, d * v * v, type(alpha)(dim))
+        b = int(1)
+        while b < dim:
+            sz = sig_block_size(dim, b)
+            ee = zero
+            ev = zero
+            vv = zero
+            for k in range(sz):
+                e = jar[env, i + b + k] + alpha * jv[env, i + b + k]
+                w = jv[env, i + b + k]
+                ee = ee + e * e
+                ev = ev + e * w
+                vv = vv + w * w
+            c = sig_block(efc_D[env, i + b], efc_mu[env, i + b] * efc_load[env, i], ee, ev, vv)
+            out = out + wp.vector(c[0], c[1], c[2], zero)
+            b = b + sz
+        return out
+    if tp == EQUALITY:
+        return wp.vector(half * d * x * x, d * x * v, d * v * v, one)
+    if tp == FRICTION:
+        f = efc_floss[env, i]
+        rf = efc_R[env, i] * f
+        if x <= -rf:
+            return wp.vector(-f * x - half * rf * f, -f * v, zero, one)
+        if x >= rf:
+            return wp.vector(f * x - half * rf * f, f * v, zero, one)
+        return wp.vector(half * d * x * x, d * x * v, d * v * v, one)
+    if x < zero:
+        return wp.vector(half * d * x * x, d * x * v, d * v * v, one)
+    return wp.vector(zero, zero, zero, one)
+
+
+@wp.func
+def sig_update(
+    nv: int,
+    env: int,
+    efc_J: wp.array3d(dtype=Any),
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_D: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    efc_load: wp.array2d(dtype=Any),
+    nrow: int,
+    M: wp.array3d(dtype=Any),
+    qacc_smooth: wp.array2d(dtype=Any),
+    qacc: wp.array2d(dtype=Any),
+    efc_aref: wp.array2d(dtype=Any),
+    jar: wp.array2d(dtype=Any),
+    efc_force: wp.array2d(dtype=Any),
+    efc_state: wp.array2d(dtype=wp.int32),
+    qfrc_constraint: wp.array2d(dtype=Any),
+    grad: wp.array2d(dtype=Any),
+    ma: wp.array2d(dtype=Any),
+    full: int,
+):
+    """Forces, states (1 quadratic / stick, 2 saturated friction block, 0 inactive), qfrc = Jᵀf,
+    gradient M(a − a₀) − Jᵀf and the total cost of the signorini problem at the latched loads.
+    full = 1 recomputes jar = J·qacc − aref and ma = M(qacc − qacc_smooth); 0 uses the caller's."""
+    zero = qacc[env, 0] * type(qacc[env, 0])(0.0)
+    half = type(zero)(0.5)
+    if full == 1:
+        for i in range(nrow):
+            s = zero
+            for j in range(nv):
+                s = s + efc_J[env, i, j] * qacc[env, j]
+            jar[env, i] = s - efc_aref[env, i]
+    cost = zero
+    i = int(0)
+    while i < nrow:
+        tp = efc_type[env, i]
+        x = jar[env, i]
+        d = efc_D[env, i]
+        f = zero
+        st = 0
+        if tp == CONTACT_ELLIPTIC:
+            dim = efc_dim[env, i]
+            if x < zero:
+                f = -d * x
+                st = 1
+                cost = cost + half * d * x * x
+            efc_force[env, i] = f
+            efc_state[env, i] = st
+            b = int(1)
+            while b < dim:
+                sz = sig_block_size(dim, b)
+                ee = zero
+                for k in range(sz):
+                    ee = ee + jar[env, i + b + k] * jar[env, i + b + k]
+                db = efc_D[env, i + b]
+                r = efc_mu[env, i + b] * efc_load[env, i]
+                en = wp.sqrt(ee)
+                if db * en <= r:
+                    cost = cost + half * db * ee
+                    for k in range(sz):
+                        efc_force[env, i + b + k] = -db * jar[env, i + b + k]
+                        efc_state[env, i + b + k] = 1
+                else:
+                    cost = cost + r * en - half * r * r / db
+                    for k in range(sz):
+                        efc_force[env, i + b + k] = -r * jar[env, i + b + k] / en
+                        efc_state[env, i + b + k] = 2
+                b = b + sz
+            i = i + dim
+        else:
+            if tp == EQUALITY:
+                f = -d * x
+                st = 1
+                cost = cost + half * d * x * x
+            elif tp == FRICTION:
+                fl = efc_floss[env, i]
+                rf = efc_R[env, i] * fl
+                if x <= -rf:
+                    f = fl
+                    cost = cost - fl * x - half * rf * fl
+                elif x >= rf:
+                    f = -fl
+                    cost = cost + fl * x - half * rf * fl
+                else:
+                    f = -d * x
+                    st = 1
+                    cost = cost + half * d * x * x
+            elif x < zero:
+                f = -d * x
+                st = 1
+                cost = cost + half * d * x * x
+            efc_force[env, i] = f
+            efc_state[env, i] = st
+            i = i + 1
+    for j in range(nv):
+        s = zero
+        for r2 in range(nrow):
+            s = s + efc_J[env, r2, j] * efc_force[env, r2]
+        qfrc_constraint[env, j] = s
+        m = ma[env, j]
+        if full == 1:
+            m = zero
+            for k in range(nv):
+                m = m + M[env, j, k] * (qacc[env, k] - qacc_smooth[env, k])
+            ma[env, j] = m
+        grad[env, j] = m - s
+    for j in range(nv):
+        cost = cost + half * (qacc[env, j] - qacc_smooth[env, j]) * ma[env, j]
+    return cost
+
+
+@wp.func
+def sig_hess_add(nv: int, env: int, efc_J: wp.array3d(dtype=Any), H: wp.array3d(dtype=Any), ra: int, rb: int,
+                 w: Any):
+    """H += w·J_raᵀ J_rb."""
+    zero = w * type(w)(0.0)
+    for j in range(nv):
+        ja = efc_J[env, ra, j] * w
+        if ja != zero:
+            for k in range(nv):
+                H[env, j, k] = H[env, j, k] + ja * efc_J[env, rb, k]
+
+
+@wp.func
+def sig_relatch(env: int, nrow: int, efc_type: wp.array2d(dtype=wp.int32), efc_D: wp.array2d(dtype=Any),
+                efc_dim: wp.array2d(dtype=wp.int32), jar: wp.array2d(dtype=Any), efc_load: wp.array2d(dtype=Any),
+                efc_dload: wp.array2d(dtype=Any)):
+    """Re-latch each contact's normal load to its developed normal force max(0, −D_n·x_n); a
+    change that reverses the previous one without shrinking it (non-contracting oscillation) is
+    halved. Returns the largest |change|."""
+    zero = jar[env, 0] * type(jar[env, 0])(0.0)
+    half = type(zero)(0.5)
+    big = zero
+    i = int(0)
+    while i < nrow:
+        if efc_type[env, i] == CONTACT_ELLIPTIC:
+            c = wp.max(zero, -efc_D[env, i] * jar[env, i])
+            dl = c - efc_load[env, i]
+            dp = efc_dload[env, i]
+            if dl * dp < zero and wp.abs(dl) >= wp.abs(dp):
+                dl = half * dl
+            efc_load[env, i] = efc_load[env, i] + dl
+            efc_dload[env, i] = dl
+            big = wp.max(big, wp.abs(dl))
+            i = i + efc_dim[env, i]
+        else:
+            i = i + 1
+    return big
+
+
+@wp.kernel
+def constraint_solve_signorini(
+    # Model:
+    nv: int,
+    iterations: int,
+    tolerance: Any,
+    ls_iterations: int,
+    ls_tolerance: Any,
+    # Data in:
+    M: wp.array3d(dtype=Any),
+    qacc_smooth: wp.array2d(dtype=Any),
+    qacc_warm: wp.array2d(dtype=Any),
+    n_efc: wp.array(dtype=wp.int32),
+    efc_J: wp.array3d(dtype=Any),
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_aref: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_D: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    # Scratch:
+    H: wp.array3d(dtype=Any),
+    jar: wp.array2d(dtype=Any),
+    jv: wp.array2d(dtype=Any),
+    grad: wp.array2d(dtype=Any),
+    search: wp.array2d(dtype=Any),
+    ma: wp.array2d(dtype=Any),
+    mv: wp.array2d(dtype=Any),
+    efc_load: wp.array2d(dtype=Any),
+    efc_dload: wp.array2d(dtype=Any),
+    # Data out:
+    qacc: wp.array2d(dtype=Any),
+    efc_force: wp.array2d(dtype=Any),
+    efc_state: wp.array2d(dtype=wp.int32),
+    qfrc_constraint: wp.array2d(dtype=Any),
+    solver_niter: wp.array(dtype=wp.int32),
+    solver_stat: wp.array2d(dtype=Any),
+):
+    """Newton on the signorini problem (elliptic rows as built by constraint_build): per iteration
+    the Hessian M + Σ D JᵀJ (active quadratic rows, normal rows in contact, sticking blocks) +
+    Σ (r/‖e‖) Jᵀ(I − êêᵀ)J (saturated blocks), Cholesky, exact line search at fixed loads, update,
+    re-latch. Stops when scale·improvement < tolerance AND scale·‖g‖ < tolerance (scale = 1/trace M),
+    or when the line search cannot move and the loads did not change; ``iterations`` is a cap.
+    solver_stat = (improvement, gradient, largest load change of the last re-latch)."""
+    env = wp.tid()
+    nrow = n_efc[env]
+    zero = tolerance * type(tolerance)(0.0)
+    one = zero + type(tolerance)(1.0)
+    half = type(tolerance)(0.5)
+    trace = zero
+    for j in range(nv):
+        trace = trace + M[env, j, j]
+    scale = one / wp.max(trace, type(tolerance)(1.0e-15))
+    for i in range(nrow, efc_force.shape[1]):
+        efc_force[env, i] = zero
+        efc_state[env, i] = 0
+        efc_load[env, i] = zero
+        efc_dload[env, i] = zero
+    for j in range(nv):
+        search[env, j] = qacc_warm[env, j]
+        qacc[env, j] = search[env, j]
+        if nrow == 0:
+            qacc[env, j] = qacc_smooth[env, j]
+    for i in range(nrow):
+        s = zero
+        for j in range(nv):
+            s = s + efc_J[env, i, j] * qacc[env, j]
+        jar[env, i] = s - efc_aref[env, i]
+        efc_load[env, i] = zero
+        efc_dload[env, i] = zero
+    dmax = sig_relatch(env, nrow, efc_type, efc_D, efc_dim, jar, efc_load, efc_dload)
+    for i in range(nrow):
+        efc_dload[env, i] = zero
+    cost = sig_update(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, efc_load, nrow, M,
+                      qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1)
+    niter = int(0)
+    improvement = zero
+    gnorm = zero
+    for j in range(nv):
+        gnorm = gnorm + grad[env, j] * grad[env, j]
+    gnorm = scale * wp.sqrt(gnorm)
+    done = int(0)
+    if nrow == 0 or gnorm < tolerance:
+        done = 1
+    for _it in range(iterations):
+        if done == 1:
+            continue
+        # ---- Newton direction
+        for j in range(nv):
+            for k in range(nv):
+                H[env, j, k] = M[env, j, k]
+        i = int(0)
+        while i < nrow:
+            if efc_type[env, i] == CONTACT_ELLIPTIC:
+                dim = efc_dim[env, i]
+                if efc_state[env, i] == 1:
+                    sig_hess_add(nv, env, efc_J, H, i, i, efc_D[env, i])
+                b = int(1)
+                while b < dim:
+                    sz = sig_block_size(dim, b)
+                    if efc_state[env, i + b] == 1:
+                        for k in range(sz):
+                            sig_hess_add(nv, env, efc_J, H, i + b + k, i + b + k, efc_D[env, i + b])
+                    else:
+                        ee = zero
+                        for k in range(sz):
+                            ee = ee + jar[env, i + b + k] * jar[env, i + b + k]
+                        en = wp.sqrt(ee)
+                        w = efc_mu[env, i + b] * efc_load[env, i] / en
+                        for ka in range(sz):
+                            for kb in range(sz):
+                                idn = zero
+                                if ka == kb:
+                                    idn = one
+                                hab = w * (idn - jar[env, i + b + ka] * jar[env, i + b + kb] / ee)
+                                sig_hess_add(nv, env, efc_J, H, i + b + ka, i + b + kb, hab)
+                    b = b + sz
+                i = i + dim
+            else:
+                if efc_state[env, i] == 1:
+                    sig_hess_add(nv, env, efc_J, H, i, i, efc_D[env, i])
+                i = i + 1
+        sig_chol_factor(nv, env, H)
+        sig_chol_solve(nv, env, H, grad, search)
+        for j in range(nv):
+            search[env, j] = -search[env, j]
+        # ---- exact line search at the latched loads (convex piecewise 1-D cost)
+        for j in range(nv):
+            s = zero
+            for k in range(nv):
+                s = s + M[env, j, k] * search[env, k]
+            mv[env, j] = s
+        pmp = zero
+        pg0 = zero
+        for j in range(nv):
+            pmp = pmp + search[env, j] * mv[env, j]
+            pg0 = pg0 + search[env, j] * ma[env, j]
+        for r in range(nrow):
+            s = zero
+            for k in range(nv):
+                s = s + efc_J[env, r, k] * search[env, k]
+            jv[env, r] = s
+        gtol = zero
+        lo = zero
+        hi = -one
+        alpha = one
+        for ls in range(ls_iterations):
+            c1 = pg0 + alpha * pmp
+            c2 = pmp
+            i = int(0)
+            while i < nrow:
+                rc = sig_row_cost(efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, efc_load, jar, jv, env, i, alpha)
+                c1 = c1 + rc[1]
+                c2 = c2 + rc[2]
+                i = i + int(rc[3])
+            if ls == 0:
+                d0 = pg0
+                i = int(0)
+                while i < nrow:
+                    rc = sig_row_cost(efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, efc_load, jar, jv, env, i,
+                                      zero)
+                    d0 = d0 + rc[1]
+                    i = i + int(rc[3])
+                gtol = ls_tolerance * wp.abs(d0)
+                if d0 >= zero:
+                    alpha = zero
+                    break
+            if wp.abs(c1) <= gtol:
+                break
+            if c1 < zero:
+                lo = alpha
+            else:
+                hi = alpha
+            nxt = alpha - c1 / wp.max(c2, type(tolerance)(1.0e-30))
+            if hi >= zero:
+                if nxt <= lo or nxt >= hi:
+                    nxt = half * (lo + hi)
+            elif nxt <= lo:
+                nxt = type(tolerance)(2.0) * alpha
+            if nxt == alpha:
+                break
+            alpha = nxt
+        for j in range(nv):
+            qacc[env, j] = qacc[env, j] + alpha * search[env, j]
+            ma[env, j] = ma[env, j] + alpha * mv[env, j]
+        for r in range(nrow):
+            jar[env, r] = jar[env, r] + alpha * jv[env, r]
+        old = cost
+        cost = sig_update(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, efc_load, nrow, M,
+                          qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0)
+        improvement = scale * (old - cost)
+        # ---- re-latch the loads; forces, gradient and cost at the new loads
+        dmax = sig_relatch(env, nrow, efc_type, efc_D, efc_dim, jar, efc_load, efc_dload)
+        if dmax > zero:
+            cost = sig_update(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, efc_load, nrow, M,
+                              qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0)
+        niter = niter + 1
+        gnorm = zero
+        for j in range(nv):
+            gnorm = gnorm + grad[env, j] * grad[env, j]
+        gnorm = scale * wp.sqrt(gnorm)
+        if (improvement < tolerance and gnorm < tolerance) or (alpha == zero and dmax == zero):
+            done = 1
+    solver_niter[env] = niter
+    solver_stat[env, 0] = improvement
+    solver_stat[env, 1] = gnorm
+    solver_stat[env, 2] = cost
+
+
+# ---------------------------------------------------------------- noslip (SPEC R8)
+
+
+@wp.func
+def ns_row_solve(nv: int, env: int, L: wp.array3d(dtype=Any), efc_J: wp.array3d(dtype=Any), r: int,
+                 X: wp.array3d(dtype=Any)):
+    """X[r] = M⁻¹ J_rᵀ with L the Cholesky factor of M."""
+    for i in range(nv):
+        s = efc_J[env, r, i]
+        for k in range(i):
+            s = s - L[env, i, k] * X[env, r, k]
+        X[env, r, i] = s / L[env, i, i]
+    for ii in range(nv):
+        i = nv - 1 - ii
+        s = X[env, r, i]
+        for k in range(i + 1, nv):
+            s = s - L[env, k, i] * X[env, r, k]
+        X[env, r, i] = s / L[env, i, i]
+
+
+@wp.func
+def ns_dot(nv: int, env: int, efc_J: wp.array3d(dtype=Any), a: int, X: wp.array3d(dtype=Any), b: int):
+    """J_a · M⁻¹ J_bᵀ (an entry of A = J M⁻¹ Jᵀ)."""
+    s = efc_J[env, a, 0] * X[env, b, 0]
+    for k in range(1, nv):
+        s = s + efc_J[env, a, k] * X[env, b, k]
+    return s
+
+
+@wp.func
+def ns_res(nv: int, env: int, efc_J: wp.array3d(dtype=Any), a: int, v: wp.array2d(dtype=Any),
+           efc_aref: wp.array2d(dtype=Any)):
+    """Unregularized residual of row a: J_a·qacc(f) − aref_a with qacc(f) = a₀ + M⁻¹Jᵀf."""
+    s = efc_J[env, a, 0] * v[env, 0]
+    for k in range(1, nv):
+        s = s + efc_J[env, a, k] * v[env, k]
+    return s - efc_aref[env, a]
+
+
+@wp.kernel
+def constraint_noslip(
+    # Model:
+    nv: int,
+    iterations: int,
+    tolerance: Any,
+    fixed_scale: Any,
+    # Data in:
+    M: wp.array3d(dtype=Any),
+    qacc_smooth: wp.array2d(dtype=Any),
+    n_efc: wp.array(dtype=wp.int32),
+    efc_J: wp.array3d(dtype=Any),
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_aref: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    # Scratch:
+    LM: wp.array3d(dtype=Any),
+    efc_MiJ: wp.array3d(dtype=Any),
+    # Data out:
+    qacc: wp.array2d(dtype=Any),
+    efc_force: wp.array2d(dtype=Any),
+    qfrc_constraint: wp.array2d(dtype=Any),
+    noslip_niter: wp.array(dtype=wp.int32),
+    noslip_stat: wp.array(dtype=Any),
+):
+    """Noslip post-pass after the main solve (MuJoCo's mj_solNoSlip semantics): projected
+    Gauss–Seidel sweeps over the DOF frictionloss rows (clamped to ±frictionloss) and the pyramidal
+    contact edge pairs (the pair's sum — the normal force — held, its difference minimized over
+    [−sum, sum]) on the UNREGULARIZED problem A = J M⁻¹ Jᵀ, residual J·qacc(f) − aref. A pair update
+    that would raise the cost by more than 1e-10 is undone. The sweep improvement (the first sweep
+    also counts ½Σ R f², the removed regularization) times scale (fixed_scale, or 1/trace M when
+    0) below ``tolerance`` stops; ``iterations`` caps. Then qfrc_constraint = Jᵀf and
+    qacc = qacc_smooth + M⁻¹ qfrc_constraint. Matrix-free: M⁻¹J_rᵀ per row from one Cholesky of M."""
+    env = wp.tid()
+    nrow = n_efc[env]
+    zero = tolerance * type(tolerance)(0.0)
+    one = zero + type(tolerance)(1.0)
+    half = type(tolerance)(0.5)
+    for j in range(nv):
+        for k in range(nv):
+            LM[env, j, k] = M[env, j, k]
+    sig_chol_factor(nv, env, LM)
+    scale = fixed_scale
+    if scale <= zero:
+        tr = zero
+        for j in range(nv):
+            tr = tr + M[env, j, j]
+        scale = one / wp.max(tr, type(tolerance)(1.0e-15))
+    # M⁻¹Jᵀ of every row; qacc(f) = qacc_smooth + Σ_r M⁻¹J_rᵀ f_r
+    for j in range(nv):
+        qacc[env, j] = qacc_smooth[env, j]
+    for r in range(nrow):
+        ns_row_solve(nv, env, LM, efc_J, r, efc_MiJ)
+        fr = efc_force[env, r]
+        for j in range(nv):
+            qacc[env, j] = qacc[env, j] + efc_MiJ[env, r, j] * fr
+    niter = int(0)
+    improvement = zero
+    done = int(0)
+    for it in range(iterations):
+        if done == 1:
+            continue
+        improvement = zero
+        if it == 0:
+            for r in range(nrow):
+                improvement = improvement + half * efc_force[env, r] * efc_force[env, r] * efc_R[env, r]
+        i = int(0)
+        while i < nrow:
+            tp = efc_type[env, i]
+            if tp == FRICTION:
+                res = ns_res(nv, env, efc_J, i, qacc, efc_aref)
+                a = wp.max(type(tolerance)(1.0e-15), ns_dot(nv, env, efc_J, i, efc_MiJ, i))
+                old = efc_force[env, i]
+                f = old - res / a
+                fl = efc_floss[env, i]
+                if f < -fl:
+                    f = -fl
+                elif f > fl:
+                    f = fl
+                dl = f - old
+                improvement = improvement - (half * dl * dl * a + dl * res)
+                efc_force[env, i] = f
+                for j in range(nv):
+                    qacc[env, j] = qacc[env, j] + efc_MiJ[env, i, j] * dl
+                i = i + 1
+            elif tp == CONTACT_PYRAMIDAL:
+                k = i + 1
+                r0 = ns_res(nv, env, efc_J, i, qacc, efc_aref)
+                r1 = ns_res(nv, env, efc_J, k, qacc, efc_aref)
+                a00 = wp.max(type(tolerance)(1.0e-10), ns_dot(nv, env, efc_J, i, efc_MiJ, i))
+                a11 = wp.max(type(tolerance)(1.0e-10), ns_dot(nv, env, efc_J, k, efc_MiJ, k))
+                a01 = ns_dot(nv, env, efc_J, i, efc_MiJ, k)
+                a10 = ns_dot(nv, env, efc_J, k, efc_MiJ, i)
+                o0 = efc_force[env, i]
+                o1 = efc_force[env, k]
+                b0 = r0 - (a00 * o0 + a01 * o1)
+                b1 = r1 - (a10 * o0 + a11 * o1)
+                mid = half * (o0 + o1)
+                k1 = a00 + a11 - a01 - a10
+                k0 = mid * (a00 - a11) + b0 - b1
+                f0 = mid
+                f1 = mid
+                if k1 >= type(tolerance)(1.0e-15):
+                    y = -k0 / k1
+                    if y < -mid:
+                        f0 = zero
+                        f1 = type(tolerance)(2.0) * mid
+                    elif y > mid:
+                        f0 = type(tolerance)(2.0) * mid
+                        f1 = zero
+                    else:
+                        f0 = mid + y
+                        f1 = mid - y
+                d0 = f0 - o0
+                d1 = f1 - o1
+                ch = half * (d0 * (a00 * d0 + a01 * d1) + d1 * (a10 * d0 + a11 * d1)) + d0 * r0 + d1 * r1
+                if ch > type(tolerance)(1.0e-10):
+                    ch = zero
+                else:
+                    efc_force[env, i] = f0
+                    efc_force[env, k] = f1
+                    for j in range(nv):
+                        qacc[env, j] = qacc[env, j] + efc_MiJ[env, i, j] * d0 + efc_MiJ[env, k, j] * d1
+                improvement = improvement - ch
+                i = i + 2
+            else:
+                i = i + 1
+        improvement = improvement * scale
+        niter = niter + 1
+        if improvement < tolerance:
+            done = 1
+    # map to joint space (exact, as after a dual solve)
+    for j in range(nv):
+        s = zero
+        for r in range(nrow):
+            s = s + efc_J[env, r, j] * efc_force[env, r]
+        qfrc_constraint[env, j] = s
+    if nrow > 0:
+        for j in range(nv):
+            s = zero
+            for r in range(nrow):
+                s = s + efc_MiJ[env, r, j] * efc_force[env, r]
+            qacc[env, j] = qacc_smooth[env, j] + s
+    noslip_niter[env] = niter
+    noslip_stat[env] = improvement
+
+
+def _overloads_signorini_noslip():
+    for s in (wp.float32, wp.float64):
+        a1 = wp.array(dtype=s)
+        a2 = wp.array2d(dtype=s)
+        a3 = wp.array3d(dtype=s)
+        wp.overload(constraint_solve_signorini, {
+            "tolerance": s, "ls_tolerance": s, "M": a3, "qacc_smooth": a2, "qacc_warm": a2, "efc_J": a3,
+            "efc_aref": a2, "efc_R": a2, "efc_D": a2, "efc_floss": a2, "efc_mu": a2, "H": a3, "jar": a2, "jv": a2,
+            "grad": a2, "search": a2, "ma": a2, "mv": a2, "efc_load": a2, "efc_dload": a2, "qacc": a2,
+            "efc_force": a2, "qfrc_constraint": a2, "solver_stat": a2,
+        })
+        wp.overload(constraint_noslip, {
+            "tolerance": s, "fixed_scale": s, "M": a3, "qacc_smooth": a2, "efc_J": a3, "efc_aref": a2, "efc_R": a2,
+            "efc_floss": a2, "LM": a3, "efc_MiJ": a3, "qacc": a2, "efc_force": a2, "qfrc_constraint": a2,
+            "noslip_stat": a1,
+        })
+
+
+_overloads_signorini_noslip()
