@@ -132,12 +132,8 @@ def _hull_vertices(g: Geom) -> np.ndarray:
                           f"({exc}); a collision mesh must enclose a volume") from None
 
 
-def _hfield_prisms(g: Geom) -> list:
-    """A heightfield as convex pieces (geom frame): every grid cell split along its (r, c)-(r+1,
-    c+1) diagonal into two triangles, each extruded from the surface down to the bottom plane
-    z = -size[3] (MuJoCo's prisms). Data: ``g.hfield["data"]`` (nrow, ncol) in [0, 1], row 0 at
-    -y, column 0 at -x; heights data × size[2]; the grid spans [-size[0], size[0]] ×
-    [-size[1], size[1]]."""
+def _hfield_grid(g: Geom):
+    """Validated grid of a heightfield geom: (x (ncol,), y (nrow,), z (nrow, ncol), bottom)."""
     hf = g.hfield
     data = np.asarray(hf["data"], dtype=float)
     if data.ndim != 2 or min(data.shape) < 2:
@@ -148,18 +144,133 @@ def _hfield_prisms(g: Geom) -> list:
         raise OptionError(f"geom {g.name!r}: heightfield bottom size[3] = {zbot}; must be > 0 "
                           f"(the prisms need a volume under the surface)")
     nr, nc = data.shape
-    x = np.linspace(-rx, rx, nc)
-    y = np.linspace(-ry, ry, nr)
-    z = data * ztop
+    return np.linspace(-rx, rx, nc), np.linspace(-ry, ry, nr), data * ztop, zbot
+
+
+def _hfield_cells(nr: int, nc: int) -> list:
+    """The grid triangles as (row, col) vertex triples, counter-clockwise seen from +z: every cell
+    split along its (r, c)-(r+1, c+1) diagonal (MuJoCo's triangulation), lower-right triangle
+    first."""
     out = []
     for r in range(nr - 1):
         for c in range(nc - 1):
-            for tri in (((r, c), (r + 1, c + 1), (r, c + 1)), ((r, c), (r + 1, c), (r + 1, c + 1))):
-                top = np.array([[x[j], y[i], z[i, j]] for i, j in tri])
-                bot = top.copy()
-                bot[:, 2] = -zbot
-                out.append(np.concatenate([top, bot]))
+            out.append(((r, c), (r, c + 1), (r + 1, c + 1)))
+            out.append(((r, c), (r + 1, c + 1), (r + 1, c)))
     return out
+
+
+def _hfield_prisms(g: Geom) -> list:
+    """A heightfield as convex pieces (geom frame): every grid triangle (_hfield_cells) extruded
+    from the surface down to the bottom plane z = -size[3] (MuJoCo's prisms); vertices 0-2 are the
+    top triangle (counter-clockwise seen from +z), 3-5 the bottom. Data: ``g.hfield["data"]``
+    (nrow, ncol) in [0, 1], row 0 at -y, column 0 at -x; heights data × size[2]; the grid spans
+    [-size[0], size[0]] × [-size[1], size[1]]."""
+    x, y, z, zbot = _hfield_grid(g)
+    out = []
+    for tri in _hfield_cells(*z.shape):
+        top = np.array([[x[j], y[i], z[i, j]] for i, j in tri])
+        bot = top.copy()
+        bot[:, 2] = -zbot
+        out.append(np.concatenate([top, bot]))
+    return out
+
+
+CONE_SLOTS = 8      # normals of a grid vertex's cone: up to 6 triangles + 2 boundary walls
+
+
+def _sphere_hull(normals: np.ndarray) -> np.ndarray:
+    """The corners of the convex cone spanned by unit vectors (all in one open hemisphere),
+    counter-clockwise seen from outside: gnomonic projection about their mean direction, then a
+    2-D convex hull (monotone chain); duplicates (within 1e-12) merged."""
+    u = []
+    for n in normals:
+        if not any(np.linalg.norm(n - v) <= 1e-12 for v in u):
+            u.append(n)
+    u = np.array(u)
+    if len(u) <= 1:
+        return u
+    m = u.sum(axis=0)
+    m /= np.linalg.norm(m)
+    a = np.array([1.0, 0, 0]) if abs(m[0]) < 0.9 else np.array([0, 1.0, 0])
+    e1 = np.cross(m, a)
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(m, e1)
+    P = np.array([[n @ e1 / (n @ m), n @ e2 / (n @ m)] for n in u])
+    order = sorted(range(len(u)), key=lambda i: (P[i, 0], P[i, 1]))
+
+    def cross(o, a_, b):
+        return (P[a_, 0] - P[o, 0]) * (P[b, 1] - P[o, 1]) - (P[a_, 1] - P[o, 1]) * (P[b, 0] - P[o, 0])
+
+    lower, upper = [], []
+    for i in order:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], i) <= 1e-14:
+            lower.pop()
+        lower.append(i)
+    for i in reversed(order):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], i) <= 1e-14:
+            upper.pop()
+        upper.append(i)
+    hull = lower[:-1] + upper[:-1]
+    if len(hull) < 2:           # all collinear and equal after merging
+        hull = [order[0], order[-1]] if len(order) > 1 else order
+    return u[hull]
+
+
+def _hfield_cones(g: Geom):
+    """Surface normal cones of a heightfield's prisms, for the internal-edge correction
+    (kernels/collision_hfield.py). Per prism (order of _hfield_prisms): ``face`` (P, 4, 3) — the
+    top normal, then per top edge k (vertices k, k+1) the normal that edge may add: the
+    neighbour triangle's normal when the edge is convex (the neighbour falls away below this
+    triangle's plane), the outward horizontal normal of the boundary wall on the heightfield's
+    border, else the top normal itself (flat or concave edge: only this face's normal);
+    ``vcone`` (P, 3) the cone index of each top vertex; ``cones`` (V, CONE_SLOTS, 3) and
+    ``ncone`` (V,) — per grid vertex the corners of the convex cone of the normals of every
+    triangle and boundary wall meeting there (counter-clockwise seen from outside). All in the
+    heightfield's frame."""
+    x, y, z, _ = _hfield_grid(g)
+    nr, nc = z.shape
+    tris = _hfield_cells(nr, nc)
+    P = lambda v: np.array([x[v[1]], y[v[0]], z[v]])  # noqa: E731
+    nrm = []
+    for t in tris:
+        a, b, c = (P(v) for v in t)
+        n = np.cross(b - a, c - a)
+        nrm.append(n / np.linalg.norm(n))
+    edges = {}
+    for ti, t in enumerate(tris):
+        for k in range(3):
+            edges.setdefault(frozenset((t[k], t[(k + 1) % 3])), []).append(ti)
+    face = np.zeros((len(tris), 4, 3))
+    walls = {}
+    for ti, t in enumerate(tris):
+        face[ti, 0] = nrm[ti]
+        for k in range(3):
+            va, vb = t[k], t[(k + 1) % 3]
+            other = [o for o in edges[frozenset((va, vb))] if o != ti]
+            if not other:                       # border: the prism's side wall is a real face
+                d = P(vb) - P(va)
+                w = np.array([d[1], -d[0], 0.0])             # right of a ccw edge: outwards
+                w /= np.linalg.norm(w)
+                face[ti, k + 1] = w
+                walls.setdefault(va, []).append(w)
+                walls.setdefault(vb, []).append(w)
+                continue
+            o = other[0]
+            far = [v for v in tris[o] if v not in (va, vb)][0]
+            drop = (P(far) - P(va)) @ nrm[ti]
+            face[ti, k + 1] = nrm[o] if drop < -1e-12 * (1.0 + np.abs(z).max()) else nrm[ti]
+    inc = {}
+    for ti, t in enumerate(tris):
+        for v in t:
+            inc.setdefault(v, []).append(nrm[ti])
+    cones = np.zeros((nr * nc, CONE_SLOTS, 3))
+    ncone = np.zeros(nr * nc, dtype=np.int32)
+    for (i, j), ns in inc.items():
+        h = _sphere_hull(np.array(ns + walls.get((i, j), [])))
+        cones[i * nc + j, :len(h)] = h
+        ncone[i * nc + j] = len(h)
+    vcone = np.array([[i * nc + j for i, j in t] for t in tris], dtype=np.int32)
+    return face, vcone, cones, ncone
 
 
 def _decompose_mesh(g: Geom, options) -> list | None:
@@ -269,6 +380,8 @@ class CollisionPipeline:
         self.n_user_geoms = G
         self.geom_orig = np.arange(G, dtype=np.int32)
         self.decomposed = {}              # user geom -> list of its internal part indices
+        self.part_prism = {}              # internal part index -> heightfield prism index
+        prism_face, prism_vcone, cones, ncone = [], [], [], []
         self._part_hull = {}
         self._part_offset = {}
         ent = list(self.geom_entity)
@@ -279,6 +392,14 @@ class CollisionPipeline:
                 continue
             R = quat_to_mat(np.asarray(g.quat, dtype=float))
             idx = []
+            hf = g.type == "hfield"
+            if hf:                        # cones for the internal-edge correction
+                face, vcone, cone, nc_ = _hfield_cones(g)
+                p0 = sum(len(x) for x in prism_face)
+                prism_vcone.append(vcone + sum(len(x) for x in cones))
+                prism_face.append(face)
+                cones.append(cone)
+                ncone.append(nc_)
             for k, pv in enumerate(parts):
                 c = 0.5 * (pv.min(axis=0) + pv.max(axis=0))
                 pj = len(self.geoms)
@@ -290,7 +411,15 @@ class CollisionPipeline:
                 self._part_offset[pj] = c
                 ent.append(self.geom_entity[gi])
                 idx.append(pj)
+                if hf:
+                    self.part_prism[pj] = p0 + k
             self.decomposed[gi] = idx
+        self.prism_face = (np.concatenate(prism_face) if prism_face
+                           else np.zeros((0, 4, 3)))
+        self.prism_vcone = (np.concatenate(prism_vcone) if prism_vcone
+                            else np.zeros((0, 3), dtype=np.int32))
+        self.cones = np.concatenate(cones) if cones else np.zeros((0, CONE_SLOTS, 3))
+        self.ncone = np.concatenate(ncone) if ncone else np.zeros(0, dtype=np.int32)
         if self.decomposed:
             G = len(self.geoms)
             self.n_geoms = G
@@ -510,6 +639,15 @@ class CollisionPipeline:
             sizes[gi] = (adr, num, 0.0)          # a mesh's "size": its hull's vertex range
         m.geom_size = f(sizes.astype(npf), V)
         m.mesh_vert = f((self.mesh_vert if len(self.mesh_vert) else np.zeros((1, 3))).astype(npf), V)
+        gp = np.full(G, -1, dtype=np.int32)
+        for pj, pr in self.part_prism.items():
+            gp[pj] = pr
+        m.geom_prism = f(gp, wp.int32)
+        one = lambda a, shape: a if len(a) else np.zeros(shape)  # noqa: E731
+        m.prism_nrm = f(one(self.prism_face, (1, 4, 3)).astype(npf), V)
+        m.prism_vcone = f(one(self.prism_vcone, (1, 3)).astype(np.int32), wp.vec3i)
+        m.cone_nrm = f(one(self.cones, (1, CONE_SLOTS, 3)).astype(npf), V)
+        m.cone_cnt = f(one(self.ncone, (1,)).astype(np.int32), wp.int32)
         m.geom_half = f(self.half.astype(npf), V)
         m.geom_margin = f(np.array([g.margin for g in self.geoms], dtype=npf), S)
         m.geom_gap = f(np.array([g.gap for g in self.geoms], dtype=npf), S)
@@ -721,7 +859,8 @@ class CollisionPipeline:
         if self._needs_convex:
             wp.launch(K.narrowphase_convex, dim=(n, self.max_pairs),
                       inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum,
-                              m.mesh_vert, xpos,
+                              m.mesh_vert, m.geom_prism, m.prism_nrm, m.prism_vcone, m.cone_nrm,
+                              m.cone_cnt, xpos,
                               v.geom_xmat, v.pairs_buf, v.pair_count],
                       outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                       device=dev)

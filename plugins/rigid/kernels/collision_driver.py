@@ -12,6 +12,7 @@ from typing import Any
 import warp as wp
 
 from .collision_convex import convex_pair, plane_mesh
+from .collision_hfield import prism_contact
 from .collision_primitive import (
     _any_perp,
     _empty,
@@ -439,6 +440,11 @@ def narrowphase_convex(
     pair_margin: wp.array(dtype=Any),
     margin_sum: int,
     mesh_vert: wp.array(dtype=Any),
+    geom_prism: wp.array(dtype=wp.int32),
+    prism_nrm: wp.array2d(dtype=Any),
+    prism_vcone: wp.array(dtype=wp.vec3i),
+    cone_nrm: wp.array2d(dtype=Any),
+    cone_cnt: wp.array(dtype=wp.int32),
     # Data in:
     geom_xpos_in: wp.array2d(dtype=Any),
     geom_xmat_in: wp.array2d(dtype=Any),
@@ -451,7 +457,9 @@ def narrowphase_convex(
     cand_dist_out: wp.array2d(dtype=Any),
     cand_count_out: wp.array(dtype=wp.int32),
 ):
-    """The GJK + EPA pairs (one contact each), same outputs as narrowphase."""
+    """The GJK + EPA pairs (one contact each), same outputs as narrowphase. A pair with one
+    heightfield prism (geom_prism >= 0) gets the internal-edge correction and, for a face contact
+    of a sphere, capsule or box, the face manifold (collision_hfield.prism_contact)."""
     env, k = wp.tid()
     npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
     if k < npairs:
@@ -465,6 +473,20 @@ def narrowphase_convex(
             cnt, n, pts, d = convex_pair(t1, geom_xpos_in[env, g1], geom_xmat_in[env, g1],
                                          geom_size[g1], t2, geom_xpos_in[env, g2],
                                          geom_xmat_in[env, g2], geom_size[g2], margin, mesh_vert)
+            pr1 = geom_prism[g1]
+            pr2 = geom_prism[g2]
+            if pr2 >= 0 and pr1 < 0:
+                cnt, n, pts, d = prism_contact(pr2, geom_xpos_in[env, g2], geom_xmat_in[env, g2],
+                                               geom_size[g2], t1, geom_xpos_in[env, g1],
+                                               geom_xmat_in[env, g1], geom_size[g1], False, cnt,
+                                               n, pts, d, margin, mesh_vert, prism_nrm,
+                                               prism_vcone, cone_nrm, cone_cnt)
+            elif pr1 >= 0 and pr2 < 0:
+                cnt, n, pts, d = prism_contact(pr1, geom_xpos_in[env, g1], geom_xmat_in[env, g1],
+                                               geom_size[g1], t2, geom_xpos_in[env, g2],
+                                               geom_xmat_in[env, g2], geom_size[g2], True, cnt,
+                                               n, pts, d, margin, mesh_vert, prism_nrm,
+                                               prism_vcone, cone_nrm, cone_cnt)
             _store(env, k, cnt, n, pts, d, pair_cand_out, cand_pos_out, cand_normal_out,
                    cand_dist_out, cand_count_out)
 
@@ -657,7 +679,9 @@ def _overloads():
                                   "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
                                   "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
         wp.overload(narrowphase_convex, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
-                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V),
+                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
+                                  "prism_nrm": A2(dtype=V), "cone_nrm": A2(dtype=V),
+                                  "geom_xpos_in": A2(dtype=V),
                                   "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
                                   "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
         wp.overload(export_contacts, {

@@ -1,0 +1,156 @@
+"""Heightfields through the rigid solver (MJCF import → prisms → internal-edge correction and face
+manifolds → constraints), MuJoCo-compatible mode, float64: a box rests on a flat heightfield
+carrying its weight without drifting or rocking, a sphere rolls down a planar tilted heightfield
+without slipping (a = 5/7 g sin θ) like on the same tilted plane, and a dropped sphere rests where
+MuJoCo puts it."""
+
+import warnings
+
+import numpy as np
+import pytest
+from polyphys.errors import PolyphysWarning
+
+G = 9.81
+
+
+def _scene(tmp_path, xml, name="m", dt=0.01):
+    import polyphys
+    from polyphys import morphs
+    from polyphys.plugins.rigid import RigidOptions
+    from polyphys.plugins.rigid.materials import Rigid
+
+    path = tmp_path / f"{name}.xml"
+    path.write_text(xml)
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, precision="64", gravity=(0, 0, -G)),
+                           rigid=RigidOptions.mujoco())
+    body = scene.add_entity(morphs.MJCF(file=str(path)), Rigid())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=0)
+    return scene, body, scene.solver("rigid"), path
+
+
+def _flat(nrow, ncol, half):
+    z = " ".join(["0"] * (nrow * ncol))
+    return (f'<hfield name="h" nrow="{nrow}" ncol="{ncol}" size="{half} {half} 0.1 0.2" '
+            f'elevation="{z}"/>')
+
+
+_BOX = """<mujoco><asset>{hf}</asset><worldbody>{floor}
+<body pos="{x} {y} 0.1005"><freejoint/><geom type="box" size="0.1 0.08 0.1" mass="2"/></body>
+</worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("cells", ["small", "large"])
+def test_box_rests_on_flat_heightfield(tmp_path, cells):
+    """small: 0.1 m cells under a 0.2 × 0.16 m box footprint (it spans 9 cells, 18+ prisms);
+    large: 1 m cells, the footprint inside one triangle (one prism: before the face manifold it
+    got a single contact point and rocked)."""
+    hf = _flat(21, 21, 1.0) if cells == "small" else _flat(3, 3, 1.0)
+    x, y = (0.013, 0.027) if cells == "small" else (0.45, -0.3)
+    scene, box, s, _ = _scene(tmp_path, _BOX.format(hf=hf, floor='<geom type="hfield" hfield="h"/>',
+                                                    x=x, y=y))
+    for _ in range(50):
+        scene.step()
+    p0, q0 = np.asarray(box.get_pos()), np.asarray(box.get_quat())
+    for _ in range(100):
+        scene.step()
+    st = s.constraint
+    st.contact_wrenches()
+    n = int(st.n_con.numpy()[0])
+    fn = st.con_wrench.numpy()[0, :n, 0]
+    c = s.get_raw_contacts()
+    nz = c["normal"][c["valid"]]
+    # every contact of the flat terrain is vertical (internal-edge correction), >= 4 points
+    assert n >= 4 and np.abs(np.abs(nz[:, 2]) - 1.0).max() <= 1e-12
+    # SPEC: Σ normal force = m·g within 0.5 % after settling (as on a plane)
+    assert abs(fn.sum()) == pytest.approx(2.0 * G, rel=5e-3)
+    pos = np.asarray(box.get_pos())
+    q = np.asarray(box.get_quat())
+    v = np.asarray(box.get_dofs_velocity())
+    # at rest from 0.5 s on: no drift, no rocking (vertical normals give no horizontal force; the
+    # solver's residual tolerance 1e-8 over 1 s bounds the motion far below 1e-8 m / rad)
+    assert np.linalg.norm(pos - p0) <= 1e-8 and np.linalg.norm(q - q0) <= 1e-8
+    assert np.abs(v).max() <= 1e-6
+    # settling: the soft contacts are springs, and where a prism boundary crosses the footprint
+    # the points are denser on one side, so the box settles tilted by at most penetration /
+    # footprint half width (< 2e-3 / 0.08 = 2.5e-2; measured 2e-5 small, 0 large cells) and its
+    # impact shifts it by less than the penetration (measured 4e-6 m small, 0 large cells)
+    assert np.hypot(pos[0] - x, pos[1] - y) <= 1e-4
+    assert 2 * np.linalg.norm(q[1:]) <= (0.1 - pos[2]) / 0.08
+    assert 0.1 - 2e-3 < pos[2] < 0.1             # resting on its face, slightly penetrating
+
+
+_ROLL = """<mujoco><asset>{hf}</asset><worldbody>{floor}
+<body pos="{x} 0 {z}"><freejoint/><geom type="sphere" size="{r}" mass="1"/></body>
+</worldbody></mujoco>"""
+
+
+def test_sphere_rolls_down_tilted_heightfield_without_slipping(tmp_path):
+    """A planar slope z = ztop (x + 1) / 2 (tan θ = 0.175, θ = 9.9°) as a 6 × 11 heightfield and
+    as a tilted plane: the sphere's distance along the slope after 0.5 s is ½ (5/7) g sin θ t²
+    (rolling without slipping, friction 1 > (2/7) tan θ) within 3 % (the soft contact lets the
+    contact creep a little and the sphere settles into the surface during the first steps), and
+    the heightfield run equals the plane run (the same single face contact per step)."""
+    rx, ztop, r = 1.0, 0.35, 0.05
+    nc = 11
+    tan = ztop / (2 * rx)
+    th = np.arctan(tan)
+    n = np.array([-np.sin(th), 0.0, np.cos(th)])
+    x0 = 0.5
+    # 0.2 mm into the surface, so that both floors report the contact from the first step
+    c0 = np.array([x0, 0.0, ztop * (x0 + rx) / (2 * rx)]) + n * (r - 2e-4)
+    row = " ".join(repr(float(v)) for v in np.linspace(0, 1, nc))
+    hf = (f'<hfield name="h" nrow="6" ncol="{nc}" size="{rx} 0.5 {ztop} 0.2" '
+          f'elevation="{" ".join([row] * 6)}"/>')
+    floors = {"hfield": '<geom type="hfield" hfield="h"/>',
+              "plane": f'<geom type="plane" size="2 2 0.1" pos="0 0 {ztop / 2}" '
+                       f'euler="0 {-float(np.degrees(th))!r} 0"/>'}
+    dist = {}
+    T = 0.5
+    for name, floor in floors.items():
+        scene, ball, s, _ = _scene(tmp_path, _ROLL.format(hf=hf, floor=floor, x=float(c0[0]), z=float(c0[2]),
+                                                          r=r), name=name, dt=0.005)
+        for _ in range(int(round(T / 0.005))):
+            scene.step()
+        d = np.asarray(ball.get_pos()) - c0
+        dist[name] = d
+        c = s.get_raw_contacts()
+        nz = c["normal"][c["valid"]]
+        assert len(nz) == 1 and np.linalg.norm(np.abs(nz[0]) - np.abs(n)) <= 1e-9
+    a = 5.0 / 7.0 * G * np.sin(th)
+    along = -dist["hfield"] @ np.array([np.cos(th), 0.0, np.sin(th)])
+    assert along == pytest.approx(0.5 * a * T * T, rel=0.03)
+    assert abs(dist["hfield"][1]) <= 1e-9                        # straight down the slope
+    # same contact every step (point, normal and depth to rounding): measured 1e-13 m apart
+    np.testing.assert_allclose(dist["hfield"], dist["plane"], rtol=0, atol=1e-10)
+
+
+_DROP = """<mujoco><asset><hfield name="h" nrow="3" ncol="4" size="1 1 0.1 0.2"
+  elevation="0 0 0 0 0 0 0 0 0 0 0 0"/></asset>
+<worldbody><geom type="{floor}" {attr}/><body pos="0.2 -0.25 0.3"><freejoint/>
+<geom type="sphere" size="0.05" mass="1"/></body></worldbody></mujoco>"""
+
+
+def test_sphere_drop_rests_like_mujoco(tmp_path):
+    """A sphere dropped from 0.25 m onto a flat MJCF hfield (1 s, dt 0.01): the rest height
+    equals MuJoCo's on the same file (same soft contact model, float32 hfield data in MuJoCo:
+    1e-9), and it stays above its drop point — MuJoCo's own prisms give the neighbour prism's
+    tilted edge contact at impact (0.028 m from a cell diagonal) and its sphere rolls away
+    (measured 0.10 m); its plane run keeps the drop point."""
+    mujoco = pytest.importorskip("mujoco")
+    out = {}
+    for floor, attr in (("hfield", 'hfield="h"'), ("plane", 'size="2 2 0.1"')):
+        scene, ball, _, path = _scene(tmp_path, _DROP.format(floor=floor, attr=attr), name=floor)
+        for _ in range(100):
+            scene.step()
+        m = mujoco.MjModel.from_xml_path(str(path))
+        m.opt.timestep = 0.01
+        d = mujoco.MjData(m)
+        for _ in range(100):
+            mujoco.mj_step(m, d)
+        out[floor] = (np.asarray(ball.get_pos()), d.qpos[:3].copy())
+    (ph, mh), (pp, mp) = out["hfield"], out["plane"]
+    assert abs(ph[2] - mh[2]) <= 1e-9 and abs(pp[2] - mp[2]) <= 1e-9
+    assert np.linalg.norm(ph[:2] - [0.2, -0.25]) <= 1e-9
+    assert np.linalg.norm(mp[:2] - [0.2, -0.25]) <= 1e-9
