@@ -105,6 +105,146 @@ def _read_msh(path, what):
     return v, (f if nf else None)
 
 
+def _png_gray8(path, what):
+    """The samples of a PNG file as MuJoCo reads a heightfield image (lodepng, decoded to 8-bit
+    grey): grey as is (1/2/4-bit scaled to 0..255, 16-bit: the high byte), RGB(A) and palette
+    images by their red channel, alpha ignored; (height, width) uint8, the image's top row
+    first. Non-interlaced PNGs (the usual); a minimal reader on zlib (no imaging dependency)."""
+    import struct
+    import zlib
+
+    with open(path, "rb") as fh:
+        buf = fh.read()
+    if buf[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ImportError_(f"{what}: file {path!r} is not a PNG (bad signature)")
+    pos, ihdr, plte, idat = 8, None, None, []
+    while pos + 8 <= len(buf):
+        n, typ = struct.unpack(">I4s", buf[pos:pos + 8])
+        data = buf[pos + 8:pos + 8 + n]
+        if len(data) < n or pos + 12 + n > len(buf):
+            raise ImportError_(f"{what}: file {path!r}: PNG chunk {typ!r} is truncated")
+        if struct.unpack(">I", buf[pos + 8 + n:pos + 12 + n])[0] != zlib.crc32(typ + data):
+            raise ImportError_(f"{what}: file {path!r}: PNG chunk {typ!r} fails its CRC check")
+        if typ == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", data[:13])
+        elif typ == b"PLTE":
+            plte = np.frombuffer(data, np.uint8).reshape(-1, 3)
+        elif typ == b"IDAT":
+            idat.append(data)
+        elif typ == b"IEND":
+            break
+        pos += 12 + n
+    else:
+        raise ImportError_(f"{what}: file {path!r}: PNG is truncated (ends before its IEND "
+                           f"chunk)")
+    if ihdr is None or not idat:
+        raise ImportError_(f"{what}: file {path!r}: PNG without IHDR or image data")
+    w, h, depth, color, _, _, interlace = ihdr
+    chans = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}.get(color)
+    ok_depth = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}
+    if chans is None or depth not in ok_depth[color]:
+        raise ImportError_(f"{what}: file {path!r}: PNG colour type {color} with bit depth "
+                           f"{depth} is not valid")
+    if interlace:
+        raise ImportError_(f"{what}: file {path!r}: interlaced (Adam7) PNGs are not supported; "
+                           f"save the image without interlacing")
+    if w < 1 or h < 1:
+        raise ImportError_(f"{what}: file {path!r}: PNG has zero size ({w} x {h})")
+    try:
+        raw = zlib.decompress(b"".join(idat))
+    except zlib.error as exc:
+        raise ImportError_(f"{what}: file {path!r}: PNG image data is corrupt ({exc})") from None
+    bpp = max(1, chans * depth // 8)                 # bytes per pixel for the filters
+    stride = (w * chans * depth + 7) // 8
+    if len(raw) < h * (stride + 1):
+        raise ImportError_(f"{what}: file {path!r}: PNG image data is short ({len(raw)} bytes, "
+                           f"{h * (stride + 1)} expected for {w} x {h})")
+    img = np.zeros((h, stride), np.uint8)
+    prev = np.zeros(stride, np.int32)
+    for r in range(h):
+        ft = raw[r * (stride + 1)]
+        line = np.frombuffer(raw, np.uint8, stride, r * (stride + 1) + 1).astype(np.int32)
+        if ft == 0:
+            cur = line
+        elif ft == 2:
+            cur = (line + prev) & 255
+        elif ft in (1, 3, 4):
+            cur = line.copy()
+            for i in range(stride):
+                a = cur[i - bpp] if i >= bpp else 0
+                if ft == 1:
+                    cur[i] = (cur[i] + a) & 255
+                elif ft == 3:
+                    cur[i] = (cur[i] + ((a + prev[i]) >> 1)) & 255
+                else:
+                    b, c = prev[i], (prev[i - bpp] if i >= bpp else 0)
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    pr = a if (pa <= pb and pa <= pc) else (b if pb <= pc else c)
+                    cur[i] = (cur[i] + pr) & 255
+        else:
+            raise ImportError_(f"{what}: file {path!r}: PNG row {r} has unknown filter type {ft}")
+        img[r] = cur
+        prev = cur
+    if depth < 8:
+        bits = np.unpackbits(img, axis=1).reshape(h, -1)[:, :w * depth].reshape(h, w, depth)
+        vals = (bits * (1 << np.arange(depth - 1, -1, -1))).sum(axis=2)
+        if color == 3:
+            samples = vals[..., None]
+        else:
+            return (vals * 255 // ((1 << depth) - 1)).astype(np.uint8)
+    elif depth == 16:
+        samples = img.reshape(h, w, chans, 2)[..., 0]          # the high byte
+    else:
+        samples = img.reshape(h, w, chans)
+    if color == 3:
+        if plte is None:
+            raise ImportError_(f"{what}: file {path!r}: palette PNG without a PLTE chunk")
+        idx = samples[..., 0].astype(np.int64)
+        if idx.max() >= len(plte):
+            raise ImportError_(f"{what}: file {path!r}: palette index {idx.max()} beyond its "
+                               f"{len(plte)} colours")
+        return plte[idx, 0].copy()
+    return samples[..., 0].astype(np.uint8)
+
+
+def _hfield_file(path, what):
+    """Elevation samples of an MJCF ``<hfield file=...>`` as MuJoCo reads them: a ``.png`` (any
+    case) through _png_gray8, its top image row at +y; anything else MuJoCo's binary format —
+    int32 nrow, int32 ncol, then nrow*ncol float32 (native little-endian), row 0 at -y. Returns
+    (nrow, ncol) float32, row 0 at -y, not yet normalised."""
+    if path.lower().endswith(".png"):
+        return _png_gray8(path, what)[::-1].astype(np.float32)
+    with open(path, "rb") as fh:
+        buf = fh.read()
+    if len(buf) < 8:
+        raise ImportError_(f"{what}: file {path!r} is {len(buf)} bytes: too short for the binary "
+                           f"heightfield header (int32 nrow, int32 ncol); a PNG needs the .png "
+                           f"extension")
+    nr, nc = (int(v) for v in np.frombuffer(buf[:8], "<i4"))
+    if nr < 1 or nc < 1:
+        raise ImportError_(f"{what}: file {path!r}: binary heightfield header gives nrow = {nr}, "
+                           f"ncol = {nc}; both must be positive")
+    if len(buf) != 8 + 4 * nr * nc:
+        raise ImportError_(f"{what}: file {path!r} is {len(buf)} bytes; a binary heightfield of "
+                           f"{nr} x {nc} has {8 + 4 * nr * nc} (8 header + 4 per float32 sample)")
+    data = np.frombuffer(buf, "<f4", nr * nc, 8).reshape(nr, nc)
+    if not np.isfinite(data).all():
+        raise ImportError_(f"{what}: file {path!r}: elevation samples include NaN or infinity")
+    return data.astype(np.float32)
+
+
+def _hfield_normalise(raw):
+    """MuJoCo's compile step, in float32 as there: data - min, divided by (max - min) when that
+    exceeds mjMINVAL (1e-15); heights are then data × size[2]."""
+    d = np.asarray(raw, np.float32)
+    lo, hi = d.min(), d.max()
+    d = d - lo
+    if float(hi - lo) > 1e-15:
+        d = d / np.float32(hi - lo)
+    return d.astype(np.float64)
+
+
 class _Ctx:
     def __init__(self, morph):
         self.morph = morph
@@ -684,8 +824,13 @@ class MJCFImporter:
                 hfield["data"] = ((elev - elev.min()) / span if span > 0 else
                                   np.zeros_like(elev)).reshape(nr, nc)[::-1].copy()
             elif "file" in hfield:
-                ctx.notes.append(f"hfield {hn!r}: elevation file {hfield['file']!r} not read "
-                                 f"(geometry record only)")
+                if int(hfield.get("nrow", 0)) or int(hfield.get("ncol", 0)):
+                    raise ImportError_(f"{ctx.file}: hfield {hn!r} gives both file and "
+                                       f"nrow/ncol; the file sets the grid (MuJoCo refuses "
+                                       f"both too)")
+                path = self._mesh_path(hfield["file"], f"hfield {hn!r}")
+                raw = _hfield_file(path, f"{ctx.file}: hfield {hn!r}")
+                hfield["data"] = _hfield_normalise(raw)
             size = hs[:3]
         elif gt == "sdf":
             ctx.unsupported["geom type sdf"] += 1
