@@ -431,6 +431,7 @@ class ConstraintStage:
         if self.opt.resolution == "signorini":
             self.efc_load = z(E, R)
             self.efc_dload = z(E, R)
+            self.sig_nhalf = z(E, dt=wp.int32)     # halved load changes in the last solve
         # noslip: M⁻¹Jᵀ per row, sweeps used and the last sweep's scaled improvement
         if self.opt.noslip_iterations > 0:
             self.efc_MiJ = z(E, R, nv)
@@ -555,7 +556,7 @@ class ConstraintStage:
             sl(self.efc_R), sl(self.efc_D), sl(self.efc_floss), sl(self.efc_mu), sl(self.efc_dim), sl(self.H),
             sl(self.jar), sl(self.jv), sl(self.grad), sl(self.search), sl(self.ma), sl(self.mv), sl(self.efc_load),
             sl(self.efc_dload), sl(self.qacc), sl(self.efc_force), sl(self.efc_state), sl(self.qfrc_constraint),
-            sl(self.solver_niter), sl(self.solver_stat)])
+            sl(self.solver_niter), sl(self.solver_stat), sl(self.sig_nhalf)])
 
     def _solve_convex(self, M, qacc_smooth, qacc_warm, part):
         o, sl, s = self.opt, functools.partial(self._sl, part=part), self.scalar

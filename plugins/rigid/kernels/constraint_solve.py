@@ -1822,10 +1822,11 @@ def sig_relatch(env: int, nrow: int, efc_type: wp.array2d(dtype=wp.int32), efc_D
                 efc_dload: wp.array2d(dtype=Any)):
     """Re-latch each contact's normal load to its developed normal force max(0, −D_n·x_n); a
     change that reverses the previous one without shrinking it (non-contracting oscillation) is
-    halved. Returns the largest |change|."""
+    halved. Returns (largest |change|, number of halved changes)."""
     zero = jar[env, 0] * type(jar[env, 0])(0.0)
     half = type(zero)(0.5)
     big = zero
+    nh = zero
     i = int(0)
     while i < nrow:
         if efc_type[env, i] == CONTACT_ELLIPTIC:
@@ -1834,13 +1835,14 @@ def sig_relatch(env: int, nrow: int, efc_type: wp.array2d(dtype=wp.int32), efc_D
             dp = efc_dload[env, i]
             if dl * dp < zero and wp.abs(dl) >= wp.abs(dp):
                 dl = half * dl
+                nh = nh + type(zero)(1.0)
             efc_load[env, i] = efc_load[env, i] + dl
             efc_dload[env, i] = dl
             big = wp.max(big, wp.abs(dl))
             i = i + efc_dim[env, i]
         else:
             i = i + 1
-    return big
+    return wp.vector(big, nh)
 
 
 @wp.kernel
@@ -1881,13 +1883,15 @@ def constraint_solve_signorini(
     qfrc_constraint: wp.array2d(dtype=Any),
     solver_niter: wp.array(dtype=wp.int32),
     solver_stat: wp.array2d(dtype=Any),
+    sig_nhalf: wp.array(dtype=wp.int32),
 ):
     """Newton on the signorini problem (elliptic rows as built by constraint_build): per iteration
     the Hessian M + Σ D JᵀJ (active quadratic rows, normal rows in contact, sticking blocks) +
     Σ (r/‖e‖) Jᵀ(I − êêᵀ)J (saturated blocks), Cholesky, exact line search at fixed loads, update,
     re-latch. Stops when scale·improvement < tolerance AND scale·‖g‖ < tolerance (scale = 1/trace M),
     or when the line search cannot move and the loads did not change; ``iterations`` is a cap.
-    solver_stat = (improvement, gradient, largest load change of the last re-latch)."""
+    solver_stat = (improvement, gradient, cost) as the convex kernel; sig_nhalf counts the halved
+    load changes of the solve."""
     env = wp.tid()
     nrow = n_efc[env]
     zero = tolerance * type(tolerance)(0.0)
@@ -1914,12 +1918,13 @@ def constraint_solve_signorini(
         jar[env, i] = s - efc_aref[env, i]
         efc_load[env, i] = zero
         efc_dload[env, i] = zero
-    dmax = sig_relatch(env, nrow, efc_type, efc_D, efc_dim, jar, efc_load, efc_dload)
+    sig_relatch(env, nrow, efc_type, efc_D, efc_dim, jar, efc_load, efc_dload)
     for i in range(nrow):
         efc_dload[env, i] = zero
     cost = sig_update(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, efc_load, nrow, M,
                       qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1)
     niter = int(0)
+    nhalf = int(0)
     improvement = zero
     gnorm = zero
     for j in range(nv):
@@ -2036,7 +2041,9 @@ def constraint_solve_signorini(
                           qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0)
         improvement = scale * (old - cost)
         # ---- re-latch the loads; forces, gradient and cost at the new loads
-        dmax = sig_relatch(env, nrow, efc_type, efc_D, efc_dim, jar, efc_load, efc_dload)
+        rl = sig_relatch(env, nrow, efc_type, efc_D, efc_dim, jar, efc_load, efc_dload)
+        dmax = rl[0]
+        nhalf = nhalf + int(rl[1])
         if dmax > zero:
             cost = sig_update(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, efc_load, nrow, M,
                               qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0)
@@ -2051,6 +2058,7 @@ def constraint_solve_signorini(
     solver_stat[env, 0] = improvement
     solver_stat[env, 1] = gnorm
     solver_stat[env, 2] = cost
+    sig_nhalf[env] = nhalf
 
 
 # ---------------------------------------------------------------- noslip (SPEC R8)
