@@ -51,6 +51,9 @@ class RigidOptions:
     collision_overflow: "raise" (BudgetExceededError after the step) or "warn" (drop the excess);
     enable_self_collision / enable_adjacent_collision / enable_neutral_collision: SPEC R4 filters
     (pairs inside one entity; parent-child links; pairs of one entity touching at qpos0);
+    mesh_decomposition: non-convex mesh geoms: "auto" (convex decomposition with coacd when it is
+    installed, else a warning and the convex hull), "coacd" (required) or "hull";
+    decomposition_threshold: coacd's concavity threshold (0.01-1; smaller: more, tighter parts);
     mujoco_compatible also sums geom margins/gaps per pair (MuJoCo's rule; default: max);
     gravity_compensation: scale of MJCF body ``gravcomp`` (1 = as written);
     constraint_solver, iterations, tolerance, ls_iterations, ls_tolerance: constraint solver
@@ -96,6 +99,8 @@ class RigidOptions:
                                                   validator=attrs.validators.instance_of(bool))
     enable_neutral_collision: bool = attrs.field(default=False,
                                                  validator=attrs.validators.instance_of(bool))
+    mesh_decomposition: str = attrs.field(default="auto", validator=one_of("auto", "coacd", "hull"))
+    decomposition_threshold: float = attrs.field(default=0.05, validator=in_range(0.01, 1.0))
 
     @property
     def integrator_code(self) -> int:
