@@ -134,7 +134,7 @@ def test_noslip_box_on_incline_stops_creep_like_mujoco(tmp_path):
     lets it creep down at a steady ~1.9 mm/s (the velocity at which −B·v of the edge rows carries
     m·g·sinθ); noslip solves the friction rows without the regularization, so the creep decays
     (a_t = −B·v_t): final speed < 1 % of the creep without it (measured 4e-12 vs 1.9e-3 m/s),
-    travel < 20 % (measured 4 %). Against mj_step: without noslip to 1e-8 m (measured 1.6e-11). With
+    travel < 20 % (measured 4 %). Against mj_step: without noslip to 1e-8 m (measured 5e-11). With
     it, the four corner contacts come out of the two collision pipelines in different orders and
     Gauss–Seidel is order dependent until converged (4 contacts × 2 edge pairs on 6 dofs: A is
     singular; qacc is unique only at convergence) — so noslip_tolerance is 1e-15 (100 sweeps cap)
