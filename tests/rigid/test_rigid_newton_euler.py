@@ -1,7 +1,7 @@
 """Newton–Euler balance of the contact forces the rigid solver reports (issue 6, "a toy cannot fake
 it"): per substep for a free box landing and sliding, per step and over a whole fall for
 gymnasium's humanoid, which is also compared with MuJoCo (MuJoCo-compatible mode, same file,
-float64, Euler, pyramidal cone, convex resolution, impratio 1) before the first impact and by its
+float64, Euler, pyramidal and elliptic cones, convex resolution, impratio 1) before the first impact and by its
 contact set at a frozen pose after it. docs/constraint.md "Validation" lists the measured numbers."""
 
 import warnings
@@ -97,10 +97,11 @@ def test_box_landing_and_sliding_newton_euler_per_substep():
     assert np.abs(np.asarray(box.get_dofs_velocity())).max() < 1e-2
 
 
-@pytest.fixture(scope="module")
-def humanoid_fall():
+@pytest.fixture(scope="module", params=["pyramidal", "elliptic"])
+def humanoid_fall(request):
     """gymnasium's humanoid.xml in both engines (MuJoCo-compatible mode; MuJoCo's options set to
-    what polyphys models: Euler, Newton, 100 iterations, tolerance 1e-10, pyramidal, impratio 1),
+    what polyphys models: Euler, Newton, 100 iterations, tolerance 1e-10, the param's cone with
+    convex resolution, impratio 1),
     raised 0.3 m with random joint and root angular velocities, 300 steps of 3 ms: free fall,
     feet/hands/body hitting the floor, tumbling."""
     mujoco = pytest.importorskip("mujoco")
@@ -113,7 +114,9 @@ def humanoid_fall():
     m.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER)
     m.opt.solver = int(mujoco.mjtSolver.mjSOL_NEWTON)
     m.opt.iterations, m.opt.tolerance, m.opt.ls_iterations = 100, 1e-10, 50
-    m.opt.cone, m.opt.impratio = int(mujoco.mjtCone.mjCONE_PYRAMIDAL), 1.0
+    cone = request.param
+    m.opt.cone = int(mujoco.mjtCone.mjCONE_ELLIPTIC if cone == "elliptic" else mujoco.mjtCone.mjCONE_PYRAMIDAL)
+    m.opt.impratio = 1.0
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
     q0 = m.qpos0.copy()
@@ -124,14 +127,14 @@ def humanoid_fall():
     d.qpos[:], d.qvel[:] = q0, v0
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=float(m.opt.timestep), gravity=(0, 0, -G), precision="64"),
                            rigid=RigidOptions.mujoco(integrator="Euler", iterations=100, tolerance=1e-10,
-                                                     ls_iterations=50))
+                                                     ls_iterations=50, friction_cone=cone, impratio=1.0))
     ent = scene.add_entity(morphs.MJCF(file=path), Rigid(), name="humanoid")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PolyphysWarning)     # RK4/PGS/tendons/visuals not modelled: named
         scene.build(n_envs=0)
     ent.set_qpos(q0)
     ent.set_dofs_velocity(v0)
-    out = dict(m=m, d=d, scene=scene, ent=ent, h=float(m.opt.timestep), qpos=[], qpos_mj=[], ncon_mj=[], steps=[])
+    out = dict(cone=cone, m=m, d=d, scene=scene, ent=ent, h=float(m.opt.timestep), qpos=[], qpos_mj=[], ncon_mj=[], steps=[])
     mass = ent.get_links_mass()
     links = slice(1, None)                      # link 0 is MuJoCo's world body (the floor's link)
 
@@ -166,7 +169,7 @@ def test_humanoid_trajectory_equals_mujoco_before_first_impact(humanoid_fall):
     first = next(k for k, n in enumerate(f["ncon_mj"]) if n > 0)
     assert first > 10
     err = np.abs(np.array(f["qpos"][:first]) - np.array(f["qpos_mj"][:first])).max()
-    print(f"[measured] humanoid before first impact (step {first}): {err:.1e}")
+    print(f"[measured] humanoid {f['cone']} before first impact (step {first}): {err:.1e}")
     assert err < 1e-6
 
 
@@ -198,7 +201,7 @@ def test_humanoid_contact_impulse_equals_momentum_change(humanoid_fall):
     # the momentum from the links equals the free root's generalized momentum (M·q̇)[0:3]
     np.testing.assert_allclose(f["PT"], (f["M_end"] @ steps[-1][1])[:3], rtol=1e-12, atol=1e-12 * Mt)
     scale = Mt * G * T
-    print(f"[measured] humanoid: per-step {per:.1e} N·s, total J {J.round(4)} N·s, "
+    print(f"[measured] humanoid {f['cone']}: per-step {per:.1e} N·s, total J {J.round(4)} N·s, "
           f"ΔP + MgT {balance.round(4)}, E {E.round(4)}, |E|/|J| {np.linalg.norm(E) / np.linalg.norm(J):.2%}")
     assert per < 1e-9 * Mt * G * h
     print(f"[measured] humanoid: |J − (ΔP + MgT − E)| = {np.abs(J - (balance - E)).max():.1e} N·s")
