@@ -21,12 +21,12 @@ def hfield(data, size, name="hf"):
                 hfield={"size": tuple(size), "data": np.asarray(data, float)})
 
 
-def _run(ground, other, poses, options=None):
+def _run(ground, other, poses, options=None, precision="64"):
     """ground: world geom 0; other: geom 1 on a free link; poses: (pos, quat wxyz) of geom 1."""
     opts = options or CollisionOptions(max_contacts_per_pair=8, margin_combine="sum")
     p = CollisionPipeline([ground, other], [0, 1], [-1], [True], opts)
     n = len(poses)
-    p.build(n, "cpu", "64")
+    p.build(n, "cpu", precision)
     pos = np.array([[np.zeros(3), np.asarray(a[0], float)] for a in poses])
     quat = np.array([[[1.0, 0, 0, 0], np.asarray(a[1], float)] for a in poses])
     set_poses_host(p, pos, quat)
@@ -399,10 +399,13 @@ def _flat_small():
     return hfield(np.full((7, 9), 0.5), (0.6, 0.45, 0.1, 0.2))
 
 
-def test_sphere_anywhere_on_flat_heightfield_gets_plane_contacts():
+@pytest.mark.parametrize("precision", ["64", "32"])
+def test_sphere_anywhere_on_flat_heightfield_gets_plane_contacts(precision):
     """Sphere centres over faces, near diagonals, on grid lines and at grid vertices, up to 0.03
     deep (r = 0.05): every contact is vertical and on the line through the centre (no torque), and
-    the deepest equals the plane's penetration exactly."""
+    the deepest equals the plane's penetration (float64: exactly; float32: to its rounding of
+    the 0.6 m coordinates, 1e-6)."""
+    tol = 1e-12 if precision == "64" else 1e-6
     rng = np.random.default_rng(11)
     xs = np.linspace(-0.6, 0.6, 9)
     ys = np.linspace(-0.45, 0.45, 7)
@@ -420,13 +423,13 @@ def test_sphere_anywhere_on_flat_heightfield_gets_plane_contacts():
         d = rng.uniform(0.001, 0.03)
         poses.append((np.array([xy[0], xy[1], 0.05 + 0.05 - d]), np.array([1.0, 0, 0, 0])))
         deps.append(d)
-    _, cs = _run(_flat_small(), S, poses)
+    _, cs = _run(_flat_small(), S, poses, precision=precision)
     for (p, _), c, d in zip(poses, cs, deps):
         sgn = np.where(c["geom_a"] == 1, 1.0, -1.0)[:, None]
         n = sgn * c["normal"]
-        assert np.abs(n - [0, 0, 1]).max() <= 1e-12
-        assert np.abs(c["pos"][:, :2] - p[:2]).max() <= 1e-12
-        assert abs(c["depth"].max() - d) <= 1e-12
+        assert len(n) >= 1 and np.abs(n - [0, 0, 1]).max() <= tol
+        assert np.abs(c["pos"][:, :2] - p[:2]).max() <= tol
+        assert abs(c["depth"].max() - d) <= tol
 
 
 @pytest.mark.parametrize("shape", ["box", "capsule"])
