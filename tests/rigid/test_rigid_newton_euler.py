@@ -128,9 +128,9 @@ def humanoid_fall(request):
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=float(m.opt.timestep), gravity=(0, 0, -G), precision="64"),
                            rigid=RigidOptions.mujoco(integrator="Euler", iterations=100, tolerance=1e-10,
                                                      ls_iterations=50, friction_cone=cone, impratio=1.0))
-    ent = scene.add_entity(morphs.MJCF(file=path), Rigid(), name="humanoid")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PolyphysWarning)     # RK4/PGS/tendons/visuals not modelled: named
+        ent = scene.add_entity(morphs.MJCF(file=path), Rigid(), name="humanoid")
         scene.build(n_envs=0)
     ent.set_qpos(q0)
     ent.set_dofs_velocity(v0)
