@@ -28,6 +28,12 @@ class SPHOptions:
     DFSPH tolerance of the mean density change over one substep. max_density_iters,
     max_divergence_iters: iteration caps (each env stops as soon as it has converged).
     omega: relaxation of the DFSPH Jacobi steps (1 as in the paper; lower is slower but damps).
+    boundary_pressure: the pressure a boundary particle b exerts on the liquid.
+    "extrapolated" (default): Adami et al. (2012) for a static wall, p_b = Σ_f p_f W_bf/Σ_f W_bf
+    + g·Σ_f ρ_f(x_b − x_f)W_bf/Σ_f W_bf, the liquid's pressure carried to the boundary particle's
+    own depth (DFSPH: the solves' κ increments are mirrored, κ_b = κᵢ, and the hydrostatic part
+    acts with gravity); "mirrored": p_b = pᵢ (Akinci et al. 2012); "single": only the liquid
+    particle's own term pᵢ/ρᵢ² (as SPlisHSPlasH's DFSPH with Akinci boundaries).
     warm_start: start each DFSPH solve by applying the κ accumulated in the last substep's solve
     (Bender & Koschier 2017; the divergence one at half weight, as SPlisHSPlasH).
     dt: the substep this solver wants (None: the scene's); must equal dt/substeps of the scene.
@@ -47,6 +53,8 @@ class SPHOptions:
     max_density_iters: int = attrs.field(default=40, validator=positive_int)
     max_divergence_iters: int = attrs.field(default=10, validator=positive_int)
     omega: float = attrs.field(default=1.0, validator=in_range(0.0, 1.0, lo_open=True))
+    boundary_pressure: str = attrs.field(default="extrapolated",
+                                         validator=one_of("extrapolated", "mirrored", "single"))
     warm_start: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     dt: float | None = attrs.field(default=None, validator=non_negative)
 

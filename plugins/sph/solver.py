@@ -136,10 +136,14 @@ class SPHSolver(Solver):
         m.gravity = wp.vec3(*layout.gravity)
         m.xsph = o.xsph
         m.omega = o.omega
-        # boundary pressure: WCSPH mirrors it (p_b = pᵢ, Akinci et al. 2012; a single term let the
-        # floor sag and doubled the bottom pressure); DFSPH uses the single term as SPlisHSPlasH
-        # (mirroring doubled the residual motion of a resting column in our tests)
-        m.b_press = 2.0 if o.pressure_solver == "wcsph" else 1.0
+        # boundary pressure (SPHOptions.boundary_pressure): b_press multiplies the liquid
+        # particle's own pᵢ/ρᵢ² (DFSPH: κᵢ/ρᵢ) in the boundary term, b_extrap adds the pressure
+        # extrapolated to the boundary particle (Adami et al. 2012; DFSPH: its hydrostatic part,
+        # the κ increments being mirrored)
+        wc = o.pressure_solver == "wcsph"
+        bmode = o.boundary_pressure
+        m.b_press = {"extrapolated": 1.0 if wc else 2.0, "mirrored": 2.0, "single": 1.0}[bmode]
+        m.b_extrap = 1 if bmode == "extrapolated" else 0
         for k, name in enumerate(("rest_rho", "stiffness", "exponent", "mu", "gamma")):
             setattr(m, name, wp.array(mats[:, k].astype(f32), dtype=float, device=dev))
         m.b_pos = wp.array(bpts.astype(f32).reshape(-1, 3) if len(bpts) else np.zeros((1, 3), f32),
@@ -186,7 +190,6 @@ class SPHSolver(Solver):
         self.nbrs = z((n_envs, N), wp.int32)
         self.dv = z((n_envs, N), wp.vec3)
         self.kappa = z((n_envs, N))
-        self.warm = z((n_envs, N))
         self.pdiv = z((n_envs, N))
         self.zeros = z((n_envs, N))
         self.err = z((n_envs, N))
@@ -194,10 +197,12 @@ class SPHSolver(Solver):
         self.err_cnt = z((n_envs, self.n_chunks))
         self.done = z(n_envs, wp.int32)
         self.solve_err = z(n_envs)
+        self.warm = z((n_envs, N))
         self.cfl_flag = z(n_envs, wp.int32)
+        self.bp = z((n_envs, max(self.n_boundary, 1)))
         names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "rank", "sorted", "count", "start",
                  "cell_chunk", "rho", "pressure", "alpha", "nbrs", "dv", "kappa", "warm", "pdiv", "zeros", "err", "err_sum",
-                 "err_cnt", "done", "solve_err", "cfl_flag")
+                 "err_cnt", "done", "solve_err", "cfl_flag", "bp")
         self._parts = {p.index: SimpleNamespace(n=p.n_envs, **{k: getattr(self, k)[p.slice] for k in names})
                        for p in layout.partitions}
         self.forward()
@@ -261,6 +266,16 @@ class SPHSolver(Solver):
         self._launch(F.density, (p.n, self.N), [self.model, wc, p.mass, p.pos, p.active, p.start, p.sorted,
                                                 p.rho, p.pressure, p.alpha, p.nbrs])
 
+    def _boundary_pressure(self, p):
+        """Extrapolated boundary pressures p_b (Adami et al. 2012) per env; WCSPH with the liquid's
+        pressure, DFSPH its hydrostatic part only (the solves mirror their κ)."""
+        from .kernels import fluid as F
+
+        if self.model.b_extrap and self.n_boundary:
+            wc = int(self.options.pressure_solver == "wcsph")
+            self._launch(F.boundary_pressure, (p.n, self.n_boundary), [self.model, wc, p.pos, p.active, p.start,
+                                                                       p.sorted, p.rho, p.pressure, p.bp])
+
     def _solve(self, p, divergence: bool):
         """One DFSPH solve. Warm start as SPlisHSPlasH's DFSPH: the κ accumulated in the last
         substep's solve is applied first (the divergence one at half weight) and the solve then
@@ -311,8 +326,9 @@ class SPHSolver(Solver):
         self._density(p)
         if not wc:
             self._solve(p, divergence=True)
+        self._boundary_pressure(p)
         self._launch(F.accelerate, (p.n, self.N), [self.model, int(wc), p.mass, p.pos, p.vel, p.active,
-                                                   p.start, p.sorted, p.rho, p.pressure, p.dv])
+                                                   p.start, p.sorted, p.rho, p.pressure, p.bp, p.dv])
         self._integrate(p, 1, 0)
         if not wc:
             self._solve(p, divergence=False)

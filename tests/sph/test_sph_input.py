@@ -22,6 +22,8 @@ def test_bounds_and_enums():
         SPHOptions(lower_bound=(0, 0, 0), upper_bound=(1, 0, 1))
     with pytest.raises(OptionError, match="pressure_solver.*allowed"):
         SPHOptions(pressure_solver="pcisph")
+    with pytest.raises(OptionError, match="boundary_pressure.*allowed"):
+        SPHOptions(boundary_pressure="mls")
     with pytest.raises(OptionError, match="rho"):
         polyphys.materials.SPH.Liquid(rho=-1.0)
 

@@ -31,7 +31,8 @@ class Model:
     gravity: wp.vec3
     xsph: float
     omega: float                            # Jacobi relaxation of the DFSPH solves
-    b_press: float                          # boundary pressure factor: 2 = mirrored (p_b = p_i)
+    b_press: float                          # boundary pressure factor of pᵢ (DFSPH κᵢ): 2 = mirrored
+    b_extrap: int                           # 1: add the extrapolated boundary pressure (Adami 2012)
     rest_rho: wp.array(dtype=float)         # per particle (same in every env)
     stiffness: wp.array(dtype=float)
     exponent: wp.array(dtype=float)
@@ -166,6 +167,50 @@ def density(
 
 
 @wp.kernel
+def boundary_pressure(
+    # Model:
+    m: Model, with_fluid: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    rho_in: wp.array2d(dtype=float), pressure_in: wp.array2d(dtype=float),
+    # Data out:
+    bp_out: wp.array2d(dtype=float),
+):
+    """Pressure of boundary particle b extrapolated from the liquid (Adami et al. 2012, static
+    wall): p_b = (Σ_f p_f W_bf + g·Σ_f ρ_f (x_b − x_f) W_bf) / Σ_f W_bf, clamped at 0 (a wall
+    pushes, never pulls); 0 without liquid neighbours. with_fluid = 0 keeps only the hydrostatic
+    part g·Σ_f ρ_f (x_b − x_f) W_bf / Σ_f W_bf (DFSPH: the solves add their κ increments on top)."""
+    env, b = wp.tid()
+    xb = m.b_pos[b]
+    ci = cell_of(xb, m.lower, m.inv_cell, m.dims)
+    sw = float(0.0)
+    sp = float(0.0)
+    for dz in range(-1, 2):
+        for dy in range(-1, 2):
+            for dx in range(-1, 2):
+                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
+                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
+                        or c[2] >= m.dims[2]:
+                    continue
+                cid = cell_index(c, m.dims)
+                for k in range(start_in[env, cid], start_in[env, cid + 1]):
+                    f = sorted_in[env, k]
+                    d = xb - pos_in[env, f]
+                    r = wp.length(d)
+                    if r < m.H:
+                        w = kernel_w(r, m.H, m.kernel)
+                        sw += w
+                        sp += w * rho_in[env, f] * wp.dot(m.gravity, d)
+                        if with_fluid != 0:
+                            sp += w * pressure_in[env, f]
+    p = float(0.0)
+    if sw > 0.0:
+        p = wp.max(sp / sw, 0.0)
+    bp_out[env, b] = p
+
+
+@wp.kernel
 def accelerate(
     # Model:
     m: Model, with_pressure: int,
@@ -175,10 +220,13 @@ def accelerate(
     active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
     rho_in: wp.array2d(dtype=float), pressure_in: wp.array2d(dtype=float),
+    bp_in: wp.array2d(dtype=float),
     # Data out:
     dv_out: wp.array2d(dtype=wp.vec3),
 ):
-    """Velocity change of one substep: h·(gravity + viscosity + cohesion [+ pressure]) + XSPH."""
+    """Velocity change of one substep: h·(gravity + viscosity + cohesion [+ pressure]) + XSPH.
+    Boundary pressure force −Σ_b ψ_b (b_press·pᵢ [WCSPH] + p_b [b_extrap])/ρᵢ² ∇Wᵢ_b with p_b from
+    ``boundary_pressure``."""
     env, i = wp.tid()
     if active_in[env, i] == 0:
         dv_out[env, i] = wp.vec3(0.0)
@@ -221,12 +269,17 @@ def accelerate(
                             a -= gam * kij * mj * cohesion(r, m.H) * d / r
                         if m.xsph > 0.0:
                             xs -= (2.0 * mj / (rhoi + rhoj)) * kernel_w(r, m.H, m.kernel) * vij
-                if with_pressure != 0:
+                if with_pressure != 0 or m.b_extrap != 0:
                     for k in range(m.b_start[cid], m.b_start[cid + 1]):
                         d = xi - m.b_pos[k]
                         r = wp.length(d)
                         if r < m.H:
-                            a -= m.b_press * rho0 * m.b_vol[k] * pi * kernel_grad(d, r, m.H, m.kernel)
+                            pb = float(0.0)
+                            if with_pressure != 0:
+                                pb = m.b_press * pi
+                            if m.b_extrap != 0:
+                                pb += bp_in[env, k] / (rhoi * rhoi)
+                            a -= rho0 * m.b_vol[k] * pb * kernel_grad(d, r, m.H, m.kernel)
     dv_out[env, i] = m.h * a + m.xsph * xs
 
 
