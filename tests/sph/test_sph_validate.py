@@ -28,7 +28,7 @@ def _demo():
     return mod
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def column(solver, substeps, seconds, mu=10.0):
     """A 0.16 x 0.16 x 0.24 m column at rest in a closed tank (dx = 0.02 m, 768 particles; WCSPH
     c0 = 37 m/s, 60 substeps of 1/6 ms at the CFL limit). Returns the entity, dx, H, the max speed
