@@ -30,7 +30,7 @@ except ModuleNotFoundError:   # pragma: no cover - Python 3.10
 TOP_KEYS = ("scene", "sim", "solvers", "couplers", "entities", "run")
 SCENE_KEYS = ("name", "description", "plugins", "couplers")
 ENTITY_KEYS = ("name", "morph", "material", "surface", "options", "init", "record")
-RUN_KEYS = ("n_envs", "steps", "record", "record_every")
+RUN_KEYS = ("n_envs", "steps", "record", "record_every", "snapshots")
 RECORD_KEYS = ("getter", "as", "args")
 # Morph classes a file can name; Description needs an in-memory object, so it is not offered.
 MORPH_TYPES = ("Plane", "Box", "Sphere", "Capsule", "Cylinder", "Mesh", "MJCF", "URDF")
@@ -83,6 +83,7 @@ class ScenePlan:
     steps: int
     record: list
     record_every: int
+    snapshots: int = 0            # pictures at this many recorded times (snapshots.png); 0: none
 
 
 def _fmt(value) -> str:
@@ -162,6 +163,7 @@ class _Parser:
         n_envs = self.integer("run.n_envs", run.get("n_envs", 0), 0)
         steps = self.integer("run.steps", run.get("steps", DEFAULT_STEPS), 0)
         record_every = self.integer("run.record_every", run.get("record_every", 1), 1)
+        snapshots = self.integer("run.snapshots", run.get("snapshots", 0), 0)
         record = self.record_list("run.record", run.get("record", ["get_pos"]), explicit=False)
         ents = data.get("entities")
         if ents is None or ents == []:
@@ -176,7 +178,7 @@ class _Parser:
         return ScenePlan(source=self.source, name=name, description=description, sim=sim,
                          solver_options=solver_options, plugins=plugins, coupler=coupler,
                          entities=entities, n_envs=n_envs, steps=steps, record=record,
-                         record_every=record_every)
+                         record_every=record_every, snapshots=snapshots)
 
     def solvers(self, tables: dict, plugins) -> dict:
         from .registry import registry
@@ -582,6 +584,10 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         path = write_plot(traj, os.path.join(out_dir, "plot.png"), plan.name)
         if path is not None:
             files["plot"] = path
+        if plan.snapshots:
+            path = write_snapshots(traj, os.path.join(out_dir, "snapshots.png"), plan.snapshots, plan.name)
+            if path is not None:
+                files["snapshots"] = path
     return RunResult(out_dir=out_dir, files=files, summary=summary, trajectories=traj)
 
 
@@ -672,6 +678,71 @@ def write_plot(traj: dict, path: str, title: str = "") -> str | None:
         ax.set_zlabel("z [m]")
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_snapshots(traj: dict, path: str, n: int, title: str = "") -> str | None:
+    """Side views (x horizontal, z up; env 0) of the scene at ``n`` evenly spaced recorded times:
+    every recorded particle getter as a point cloud, every other recorded position (first link)
+    as a large marker. Returns the path, or None without matplotlib or anything to draw."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    import numpy as np
+
+    t = traj["time"]
+    n_rec = len(t)
+    layers = []                                   # (key, is_particles, (n_rec, m, 3))
+    for key, arr in traj.items():
+        if key in ("time", "step") or arr.ndim < 2 or arr.shape[-1] != 3 or arr.shape[0] != n_rec:
+            continue
+        if _is_particles(key):
+            a = arr
+            while a.ndim > 3:
+                a = a[:, 0]                       # env 0
+            layers.append((key, True, a.reshape(n_rec, -1, 3)))
+        elif "pos" in key.rsplit("/", 1)[-1]:
+            a = arr
+            while a.ndim > 2:
+                a = a[:, 0]                       # env 0, first link
+            layers.append((key, False, a[:, None, :]))
+    if not layers or n_rec == 0:
+        return None
+    idx = sorted({int(round(i)) for i in np.linspace(0, n_rec - 1, min(int(n), n_rec))})
+    pts = np.concatenate([a[idx].reshape(-1, 3) for _, _, a in layers])
+    lo, hi = pts.min(0), pts.max(0)
+    pad = 0.05 * max(float((hi - lo)[[0, 2]].max()), 0.05)
+    cols = min(len(idx), 4)
+    rows = (len(idx) + cols - 1) // cols
+    aspect = float(hi[2] - lo[2] + 2 * pad) / float(hi[0] - lo[0] + 2 * pad)
+    panel_h = min(max(4.2 * aspect, 1.2), 6.0) + 1.0
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, panel_h * rows + 0.6), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, r in zip(axes.flat, idx, strict=False):
+        for c, (key, cloud, a) in enumerate(layers):
+            p = a[r]
+            if cloud:
+                ax.scatter(p[:, 0], p[:, 2], s=1, color=colors[c % len(colors)], label=key)
+            else:
+                ax.scatter(p[:, 0], p[:, 2], s=60, marker="o", edgecolors="k",
+                           color=colors[c % len(colors)], label=key, zorder=3)
+        ax.set_xlim(lo[0] - pad, hi[0] + pad)
+        ax.set_ylim(lo[2] - pad, hi[2] + pad)
+        ax.set_aspect("equal")
+        ax.set_title(f"t = {t[r]:.3f} s", fontsize=9)
+        ax.set_xlabel("x [m]")
+        ax.set_ylabel("z [m]")
+    for ax in list(axes.flat)[len(idx):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=6, markerscale=2, loc="upper right")
+    fig.suptitle(f"{title} (side view, env 0)" if title else "side view, env 0")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
