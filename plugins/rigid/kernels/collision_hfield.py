@@ -21,7 +21,10 @@ heightfield's own adjacency):
    prism: its lowest feature along -nT (sphere point, capsule segment, box face most opposed to
    nT) clipped to the triangle's vertical column, each point with its distance to the triangle's
    plane. The columns partition the terrain, so every contact point is produced by exactly the
-   prism under it (the neighbour's clipped set is empty). Other shapes, and a face contact whose
+   prism under it (the neighbour's clipped set is empty). A clipped vertex on a flat or concave
+   edge of the triangle is dropped (the body's face or segment continues into the neighbour's
+   column there: an artefact of the partition), so on a flat terrain the manifold is the plane's
+   (box corners, capsule ends). Other shapes, and a face contact whose
    clipped set is empty, keep the single GJK/EPA point with the corrected normal (a sphere's
    point moved onto the line through its centre along the normal, so that it exerts no torque).
    An empty face manifold drops the contact when the feature admits no other normal (a flat or
@@ -101,13 +104,19 @@ def _side(a: Any, b: Any, p: Any):
 
 @wp.func
 def _face_manifold(to: int, q: Any, Rl: Any, so: Any, a: Any, b: Any, c: Any, nT: Any,
-                   margin: Any):
+                   margin: Any, flat: int):
     """Face contact points (heightfield frame) of a sphere, capsule or box (centre q, rotation Rl,
     half sizes so) with the prism under triangle abc (counter-clockwise, normal nT): its lowest
-    feature along -nT clipped to the triangle's column; (count, points midway, distances)."""
+    feature along -nT clipped to the triangle's column; (count, points midway, distances).
+    Every clipped vertex remembers the triangle edges it lies on (bit e: edge e, from vertex e to
+    e+1); one on an edge in ``flat`` (bit e: the neighbour across edge e is coplanar, or the edge
+    is concave) is dropped — there the body's feature continues into the neighbour's column, so
+    the vertex is an artefact of the partition, not a corner of the contact region (on a flat
+    terrain the manifold is then the plane's: box corners, capsule ends)."""
     zero = margin - margin
     half = type(zero)(0.5)
     poly = wp.matrix(shape=(8, 3), dtype=type(zero))
+    mask = wp.vector(length=8, dtype=wp.int32)
     pts = wp.matrix(shape=(8, 3), dtype=type(zero))
     dd = wp.vector(length=8, dtype=type(zero))
     np_ = int(0)
@@ -151,10 +160,13 @@ def _face_manifold(to: int, q: Any, Rl: Any, so: Any, a: Any, b: Any, c: Any, nT
             va = c
             vb = a
         out = wp.matrix(shape=(8, 3), dtype=type(zero))
+        om = wp.vector(length=8, dtype=wp.int32)
+        bit = 1 << e
         no = int(0)
         if np_ == 1:
             if _side(va, vb, poly[0]) >= zero:
                 out[0] = poly[0]
+                om[0] = mask[0]
                 no = 1
         elif np_ == 2:
             s0 = _side(va, vb, poly[0])
@@ -162,35 +174,47 @@ def _face_manifold(to: int, q: Any, Rl: Any, so: Any, a: Any, b: Any, c: Any, nT
             if s0 >= zero or s1 >= zero:
                 p0 = poly[0]
                 p1 = poly[1]
+                m0 = mask[0]
+                m1 = mask[1]
                 if s0 < zero:
                     p0 = poly[0] + (poly[1] - poly[0]) * (s0 / (s0 - s1))
+                    m0 = (mask[0] & mask[1]) | bit
                 if s1 < zero:
                     p1 = poly[1] + (poly[0] - poly[1]) * (s1 / (s1 - s0))
+                    m1 = (mask[0] & mask[1]) | bit
                 out[0] = p0
                 out[1] = p1
+                om[0] = m0
+                om[1] = m1
                 no = 2
         else:
             for i in range(np_):
+                ip = (i + np_ - 1) % np_
                 cur = poly[i]
-                prv = poly[(i + np_ - 1) % np_]
+                prv = poly[ip]
                 sc = _side(va, vb, cur)
                 sp = _side(va, vb, prv)
+                mi = (mask[i] & mask[ip]) | bit
                 if sc >= zero:
                     if sp < zero and no < 8:
                         out[no] = prv + (cur - prv) * (sp / (sp - sc))
+                        om[no] = mi
                         no += 1
                     if no < 8:
                         out[no] = cur
+                        om[no] = mask[i]
                         no += 1
                 elif sp >= zero and no < 8:
                     out[no] = prv + (cur - prv) * (sp / (sp - sc))
+                    om[no] = mi
                     no += 1
         poly = out
+        mask = om
         np_ = no
     cnt = int(0)
     for i in range(np_):
         dist = wp.dot(poly[i] - a, nT)
-        if dist < margin:
+        if dist < margin and (mask[i] & flat) == 0:
             pts[cnt] = poly[i] - nT * (half * dist)
             dd[cnt] = dist
             cnt += 1
@@ -281,7 +305,11 @@ def prism_contact(pr: int, pos_p: Any, R_p: Any, size_p: Any, to: int, pos_o: An
         if face and (to == SPHERE or to == CAPSULE or to == BOX):
             q = wp.transpose(R_p) * (pos_o - pos_p)
             Rl = wp.transpose(R_p) * R_o
-            mcnt, mp, md = _face_manifold(to, q, Rl, size_o, a, b, c, nT, margin)
+            flat = int(0)
+            for e in range(3):
+                if one - wp.dot(nT, prism_nrm[pr, e + 1]) <= tol2:
+                    flat = flat | (1 << e)
+            mcnt, mp, md = _face_manifold(to, q, Rl, size_o, a, b, c, nT, margin, flat)
             ocnt = mcnt
             for i in range(mcnt):
                 opts[i] = pos_p + R_p * mp[i]
