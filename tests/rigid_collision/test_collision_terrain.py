@@ -499,3 +499,37 @@ def test_convex_ridge_keeps_edge_normal():
     for c, (d, n) in zip(cs, ref):
         dd, nn = _deepest(c)
         assert abs(dd - d) <= FACE_TOL and np.linalg.norm(nn - n) <= 1e-6, (dd, d, nn, n)
+
+
+def test_box_flush_on_roof_face_keeps_ridge_points():
+    """A box lying flush on one face of a roof (z = 0.2 (1 - |x|)), 4 mm deep, overhanging the
+    ridge by 0.1 m: its contact region is the part of its face over that roof face, so the
+    manifold has the two corners on the face and the two points where the box face crosses the
+    ridge (a convex edge: kept, unlike a flat edge's); a prism across the ridge may add a single
+    corrected point. Every normal is in the ridge's cone (the arc between the two face normals)
+    and no depth exceeds the 4 mm."""
+    data = np.tile(1 - np.abs(np.linspace(-1, 1, 5)), (4, 1))
+    roof = hfield(data, (1.0, 0.6, 0.2, 0.2))
+    box = Geom(name="b", type="box", link=0, size=(0.2, 0.1, 0.05))
+    al = np.arctan(0.2)
+    nl = np.array([-np.sin(al), 0, np.cos(al)])                  # the x < 0 face
+    nr = np.array([np.sin(al), 0, np.cos(al)])
+    q = np.array([np.cos(-al / 2), 0, np.sin(-al / 2), 0])       # bottom face parallel to it
+    d = 0.004
+    c = _run(roof, box, [(np.array([-0.1, 0.05, 0.18]) + nl * (0.05 - d), q)])[1][0]
+    n = np.where(c["geom_a"] == 1, 1.0, -1.0)[:, None] * c["normal"]
+    # the manifold of the x < 0 prisms: the corners at -0.2 along the face and the points where
+    # the box face crosses x = 0 (the ridge's column boundary), at y = 0.05 ± 0.1, depth d, nl
+    u = np.array([np.cos(al), 0, np.sin(al)])                    # up the left face
+    base = np.array([-0.1, 0.05, 0.18]) - nl * d                # centre of the box face
+    body = c["pos"] - n * (c["depth"][:, None] / 2)              # the points on the box face
+    for a in (-0.2, -base[0] / u[0]):                          # corner; where x = 0
+        for y in (-0.05, 0.15):
+            want = base + a * u + np.array([0, y - 0.05, 0])
+            k = np.argmin(np.linalg.norm(body - want, axis=1))
+            assert np.linalg.norm(body[k] - want) <= 1e-9, (a, y, body)
+            assert np.linalg.norm(n[k] - nl) <= 1e-12 and abs(c["depth"][k] - d) <= 1e-12
+    # every contact's normal lies in the ridge arc, and none is deeper
+    for m in n:
+        assert abs(m[1]) <= 1e-12 and np.cross(nl, m)[1] >= -1e-12 and np.cross(m, nr)[1] >= -1e-12
+    assert c["depth"].max() <= d + 1e-12
