@@ -1889,7 +1889,8 @@ def constraint_solve_signorini(
     the Hessian M + Σ D JᵀJ (active quadratic rows, normal rows in contact, sticking blocks) +
     Σ (r/‖e‖) Jᵀ(I − êêᵀ)J (saturated blocks), Cholesky, exact line search at fixed loads, update,
     re-latch. Stops when scale·improvement < tolerance AND scale·‖g‖ < tolerance (scale = 1/trace M),
-    or when the line search cannot move and the loads did not change; ``iterations`` is a cap.
+    or when the line search cannot move and the loads did not change; ``iterations`` is a cap
+    (in float32 the gradient test can sit on rounding for stiff stacks: the cap then ends the solve).
     solver_stat = (improvement, gradient, cost) as the convex kernel; sig_nhalf counts the halved
     load changes of the solve."""
     env = wp.tid()
@@ -2037,8 +2038,9 @@ def constraint_solve_signorini(
         for r in range(nrow):
             jar[env, r] = jar[env, r] + alpha * jv[env, r]
         old = cost
+        # full recompute of jar and ma (not the incremental update): the loads are re-latched from jar
         cost = sig_update(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, efc_load, nrow, M,
-                          qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0)
+                          qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1)
         improvement = scale * (old - cost)
         # ---- re-latch the loads; forces, gradient and cost at the new loads
         rl = sig_relatch(env, nrow, efc_type, efc_D, efc_dim, jar, efc_load, efc_dload)
@@ -2254,8 +2256,9 @@ def _overloads_signorini_noslip():
         a2 = wp.array2d(dtype=s)
         a3 = wp.array3d(dtype=s)
         wp.overload(constraint_solve_signorini, {
-            "tolerance": s, "ls_tolerance": s, "M": a3, "qacc_smooth": a2, "qacc_warm": a2, "efc_J": a3,
-            "efc_aref": a2, "efc_R": a2, "efc_D": a2, "efc_floss": a2, "efc_mu": a2, "H": a3, "jar": a2, "jv": a2,
+            "tolerance": s, "ls_tolerance": s, "M": a3, "qacc_smooth": a2, "qacc_warm": a2,
+            "efc_J": a3, "efc_aref": a2, "efc_R": a2, "efc_D": a2, "efc_floss": a2, "efc_mu": a2, "H": a3, "jar": a2,
+            "jv": a2,
             "grad": a2, "search": a2, "ma": a2, "mv": a2, "efc_load": a2, "efc_dload": a2, "qacc": a2,
             "efc_force": a2, "qfrc_constraint": a2, "solver_stat": a2,
         })
