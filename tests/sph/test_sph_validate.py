@@ -143,7 +143,7 @@ def test_still_liquid_stays_still_wcsph():
 @pytest.mark.parametrize("solver", [
     "dfsph",   # measured max |Z/Z_MM - 1| = 0.122 (at T = 1.19)
     # measured 0.133 at T = 1.44 with the extrapolated wall pressure (0.235 with the mirrored
-    # p_b = pᵢ, whose back wall pushed the column out too hard)
+    # p_b = pᵢ: the front ran 12-18 % ahead for 1 <= T <= 1.5)
     "wcsph"])
 def test_dam_break_front_vs_martin_moyce(solver):
     """Column a = 0.2 m wide, 2a high, dx = 0.02 m (Martin & Moyce 1952, n² = 2)."""
