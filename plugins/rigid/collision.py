@@ -28,6 +28,7 @@ dynamic pair of the same two geoms.
 
 from __future__ import annotations
 
+import math
 import warnings
 from types import SimpleNamespace
 
@@ -178,42 +179,50 @@ def _hfield_prisms(g: Geom) -> list:
 CONE_SLOTS = 8      # normals of a grid vertex's cone: up to 6 triangles + 2 boundary walls
 
 
-def _sphere_hull(normals: np.ndarray) -> np.ndarray:
-    """The corners of the convex cone spanned by unit vectors (all in one open hemisphere),
-    counter-clockwise seen from outside: gnomonic projection about their mean direction, then a
-    2-D convex hull (monotone chain); duplicates (within 1e-12) merged."""
+def _sphere_hull(normals) -> list:
+    """The corners of the convex cone spanned by unit vectors (3-tuples, all in one open
+    hemisphere), counter-clockwise seen from outside: gnomonic projection about their mean
+    direction, then a 2-D convex hull (monotone chain); duplicates (within 1e-12) merged. Plain
+    floats: called once per grid vertex on a handful of vectors."""
     u = []
     for n in normals:
-        if not any(np.linalg.norm(n - v) <= 1e-12 for v in u):
-            u.append(n)
-    u = np.array(u)
+        if not any(abs(n[0] - v[0]) + abs(n[1] - v[1]) + abs(n[2] - v[2]) <= 1e-12 for v in u):
+            u.append(tuple(n))
     if len(u) <= 1:
         return u
-    m = u.sum(axis=0)
-    m /= np.linalg.norm(m)
-    a = np.array([1.0, 0, 0]) if abs(m[0]) < 0.9 else np.array([0, 1.0, 0])
-    e1 = np.cross(m, a)
-    e1 /= np.linalg.norm(e1)
-    e2 = np.cross(m, e1)
-    P = np.array([[n @ e1 / (n @ m), n @ e2 / (n @ m)] for n in u])
-    order = sorted(range(len(u)), key=lambda i: (P[i, 0], P[i, 1]))
+    m = [sum(v[k] for v in u) for k in range(3)]
+    lm = math.sqrt(m[0] ** 2 + m[1] ** 2 + m[2] ** 2)
+    m = [x / lm for x in m]
+    a = (1.0, 0.0, 0.0) if abs(m[0]) < 0.9 else (0.0, 1.0, 0.0)
 
-    def cross(o, a_, b):
-        return (P[a_, 0] - P[o, 0]) * (P[b, 1] - P[o, 1]) - (P[a_, 1] - P[o, 1]) * (P[b, 0] - P[o, 0])
+    def cross3(x, y):
+        return (x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0])
+
+    e1 = cross3(m, a)
+    l1 = math.sqrt(e1[0] ** 2 + e1[1] ** 2 + e1[2] ** 2)
+    e1 = (e1[0] / l1, e1[1] / l1, e1[2] / l1)
+    e2 = cross3(m, e1)
+    dot = lambda x, y: x[0] * y[0] + x[1] * y[1] + x[2] * y[2]  # noqa: E731
+    P = [(dot(n, e1) / dot(n, m), dot(n, e2) / dot(n, m)) for n in u]
+    order = sorted(range(len(u)), key=lambda i: P[i])
+
+    def turn(o, a_, b):
+        return ((P[a_][0] - P[o][0]) * (P[b][1] - P[o][1])
+                - (P[a_][1] - P[o][1]) * (P[b][0] - P[o][0]))
 
     lower, upper = [], []
     for i in order:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], i) <= 1e-14:
+        while len(lower) >= 2 and turn(lower[-2], lower[-1], i) <= 1e-14:
             lower.pop()
         lower.append(i)
     for i in reversed(order):
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], i) <= 1e-14:
+        while len(upper) >= 2 and turn(upper[-2], upper[-1], i) <= 1e-14:
             upper.pop()
         upper.append(i)
     hull = lower[:-1] + upper[:-1]
     if len(hull) < 2:           # all collinear and equal after merging
-        hull = [order[0], order[-1]] if len(order) > 1 else order
-    return u[hull]
+        hull = [order[0], order[-1]]
+    return [u[i] for i in hull]
 
 
 def _hfield_cones(g: Geom):
@@ -230,47 +239,51 @@ def _hfield_cones(g: Geom):
     x, y, z, _ = _hfield_grid(g)
     nr, nc = z.shape
     tris = _hfield_cells(nr, nc)
-    P = lambda v: np.array([x[v[1]], y[v[0]], z[v]])  # noqa: E731
-    nrm = []
-    for t in tris:
-        a, b, c = (P(v) for v in t)
-        n = np.cross(b - a, c - a)
-        nrm.append(n / np.linalg.norm(n))
+    T = np.array(tris, dtype=np.int64)                               # (P, 3, 2): (row, col)
+    V = np.stack([x[T[..., 1]], y[T[..., 0]], z[T[..., 0], T[..., 1]]], axis=-1)   # (P, 3, 3)
+    nrm = np.cross(V[:, 1] - V[:, 0], V[:, 2] - V[:, 0])
+    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+    vid = T[..., 0] * nc + T[..., 1]                                 # (P, 3) grid vertex ids
     edges = {}
-    for ti, t in enumerate(tris):
+    for ti in range(len(tris)):
         for k in range(3):
-            edges.setdefault(frozenset((t[k], t[(k + 1) % 3])), []).append(ti)
+            a_, b_ = int(vid[ti, k]), int(vid[ti, (k + 1) % 3])
+            edges.setdefault((min(a_, b_), max(a_, b_)), []).append(ti)
     face = np.zeros((len(tris), 4, 3))
+    face[:, 0] = nrm
+    nl = nrm.tolist()
+    Vl = V.tolist()
+    tol = 1e-12 * (1.0 + float(np.abs(z).max()))
     walls = {}
-    for ti, t in enumerate(tris):
-        face[ti, 0] = nrm[ti]
+    for ti in range(len(tris)):
         for k in range(3):
-            va, vb = t[k], t[(k + 1) % 3]
-            other = [o for o in edges[frozenset((va, vb))] if o != ti]
+            a_, b_ = int(vid[ti, k]), int(vid[ti, (k + 1) % 3])
+            other = [o for o in edges[(min(a_, b_), max(a_, b_))] if o != ti]
             if not other:                       # border: the prism's side wall is a real face
-                d = P(vb) - P(va)
-                w = np.array([d[1], -d[0], 0.0])             # right of a ccw edge: outwards
-                w /= np.linalg.norm(w)
+                pa, pb = Vl[ti][k], Vl[ti][(k + 1) % 3]
+                dx, dy = pb[0] - pa[0], pb[1] - pa[1]
+                ln = math.hypot(dx, dy)
+                w = (dy / ln, -dx / ln, 0.0)                 # right of a ccw edge: outwards
                 face[ti, k + 1] = w
-                walls.setdefault(va, []).append(w)
-                walls.setdefault(vb, []).append(w)
+                walls.setdefault(a_, []).append(w)
+                walls.setdefault(b_, []).append(w)
                 continue
             o = other[0]
-            far = [v for v in tris[o] if v not in (va, vb)][0]
-            drop = (P(far) - P(va)) @ nrm[ti]
-            face[ti, k + 1] = nrm[o] if drop < -1e-12 * (1.0 + np.abs(z).max()) else nrm[ti]
+            far = [Vl[o][j] for j in range(3) if int(vid[o, j]) not in (a_, b_)][0]
+            pa, n = Vl[ti][k], nl[ti]
+            drop = (far[0] - pa[0]) * n[0] + (far[1] - pa[1]) * n[1] + (far[2] - pa[2]) * n[2]
+            face[ti, k + 1] = nl[o] if drop < -tol else nl[ti]
     inc = {}
-    for ti, t in enumerate(tris):
-        for v in t:
-            inc.setdefault(v, []).append(nrm[ti])
+    for ti in range(len(tris)):
+        for k in range(3):
+            inc.setdefault(int(vid[ti, k]), []).append(nl[ti])
     cones = np.zeros((nr * nc, CONE_SLOTS, 3))
     ncone = np.zeros(nr * nc, dtype=np.int32)
-    for (i, j), ns in inc.items():
-        h = _sphere_hull(np.array(ns + walls.get((i, j), [])))
-        cones[i * nc + j, :len(h)] = h
-        ncone[i * nc + j] = len(h)
-    vcone = np.array([[i * nc + j for i, j in t] for t in tris], dtype=np.int32)
-    return face, vcone, cones, ncone
+    for v, ns in inc.items():
+        h = _sphere_hull(ns + walls.get(v, []))
+        cones[v, :len(h)] = h
+        ncone[v] = len(h)
+    return face, vid.astype(np.int32), cones, ncone
 
 
 def _decompose_mesh(g: Geom, options) -> list | None:
