@@ -66,7 +66,8 @@ class RigidGeoms:
     coup_restitution: Any
     coup_softness: Any
     sdf_grids: Any = None    # SdfGrids, or None (then built from ``meshes``)
-    meshes: tuple = ()       # per geom: (vertices, faces) host arrays in the geom frame, or None
+    # per geom: (vertices, faces) host arrays in the geom frame, or None (not compared or hashed)
+    meshes: tuple = attrs.field(default=(), eq=False)
 
 
 @attrs.frozen

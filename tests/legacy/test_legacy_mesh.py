@@ -128,3 +128,45 @@ def test_mpm_block_rests_on_a_mesh_body_like_on_the_primitive(shape):
     assert abs(f0 - 1.0) < 0.1 and abs(f1 - 1.0) < 0.1, (f0, f1)        # the body carries the block
     assert abs(z1 - z0) < dx, (z0, z1)
     assert abs(f1 / f0 - 1.0) < 0.03, (f0, f1)
+
+
+def test_solver_supplied_grids_are_used_as_given(monkeypatch):
+    """A rigid-side solver may hand ready grids in RigidGeoms.sdf_grids: the coupler queries them
+    instead of building its own; a geom index of the wrong length is refused."""
+    _ballistic()
+    import attrs
+    from polyphys.errors import OptionError
+    from polyphys.plugins.kinematic.solver import KinematicSolver
+    from polyphys.sdf_grid import build_sdf_grids
+    from polyphys_ballistic.options import BallisticOptions
+
+    tm = trimesh.creation.box(extents=(1.0, 1.0, 0.2))
+    original = KinematicSolver.rigid_geoms
+    given = {}
+
+    def with_grids(self):
+        geoms = original(self)
+        grids = given.get("grids")
+        if grids is None:
+            grids = given["grids"] = build_sdf_grids(geoms.meshes, spacing=0.05, device=self.layout.device)
+        return attrs.evolve(geoms, sdf_grids=grids)
+
+    monkeypatch.setattr(KinematicSolver, "rigid_geoms", with_grids)
+
+    def scene():
+        sc = polyphys.Scene(sim=SimOptions(dt=0.01, substeps=1, gravity=(0, 0, 0)),
+                            ballistic=BallisticOptions(particle_size=0.01, ground_height=-10.0))
+        sc.add_entity(_mesh(tm, pos=(0, 0, 1.0)), material=polyphys.materials.Kinematic(coup_restitution=0.5))
+        part = sc.add_entity(morphs.Box(size=(0.01, 0.01, 0.01), pos=(0.0, 0.0, 1.099)),
+                             material=polyphys.materials.Ballistic())
+        sc.build()
+        return sc, part
+
+    sc, part = scene()
+    assert sc.couplers[0].sdf_grids() is given["grids"]
+    part.set_vel(np.tile((0.0, 0.0, -1.5), (part.get_vel().shape[0], 1)))
+    sc.step()
+    np.testing.assert_allclose(part.get_vel()[0], [0.0, 0.0, 0.75], atol=1e-5)
+    given["grids"] = build_sdf_grids([None, None], device="cpu")           # two entries, one geom
+    with pytest.raises(OptionError, match="sdf_grids.geom has 2 entries; expected one per geom"):
+        scene()
