@@ -349,6 +349,8 @@ class RigidSolver(Solver):
             link_dof_last[l] = adr[l + 1] - 1 if adr[l + 1] > adr[l] else (link_dof_last[p] if p >= 0 else -1)
         # invweights at qpos0 (env 0 right after build's forward)
         Mq = self.mass_matrix(envs=np.array([0]))[0]
+        if copts.noslip_iterations > 0:   # noslip improvement scale 1/(meaninertia·nv) at qpos0 (MuJoCo, seed 000 §6.3)
+            copts.noslip_scale = 1.0 / max(float(np.trace(Mq)), 1e-15)
         lp = self.d.link_pos.numpy()[0].astype(float)
         dof_ref = lp[h["link_root"][h["dof_link"]]]
         ndof_of = {0: 0, 1: 1, 2: 1, 3: 3, 4: 6}
