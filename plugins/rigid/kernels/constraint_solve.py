@@ -144,6 +144,48 @@ def point_jac_add(
         d = dof_parent[d]
 
 
+# build-side row helpers as native C++ (see the solver's native loops below for why)
+_ROW_HEAD = """
+    typedef {T} T;
+    T* jr = (T*)((char*)efc_J.data + (size_t)env * efc_J.strides[0] + (size_t)row * efc_J.strides[1]);
+"""
+_ROW_CLEAR_SNIPPET = """
+    for (int j = 0; j < nv; ++j) jr[j] = T(0);
+"""
+_ROW_DOT_SNIPPET = """
+    const T* q = (const T*)((const char*)qvel.data + (size_t)env * qvel.strides[0]);
+    int lo = 0;
+    while (lo < nv && jr[lo] == T(0)) ++lo;
+    int hi = nv;
+    while (hi > lo && jr[hi - 1] == T(0)) --hi;
+    T s = T(0);
+    for (int j = lo; j < hi; ++j) {       // leading/trailing zero terms of the sum skipped
+        const T p = jr[j] * q[j];
+        s = s + p;
+    }
+    ((T*)((char*)out.data + (size_t)env * out.strides[0]))[row] = s;
+"""
+
+
+def _sig_row_clear(s):
+    def row_clear_native(efc_J: wp.array3d(dtype=s), env: wp.int32, row: wp.int32, nv: wp.int32):
+        ...
+    return row_clear_native
+
+
+def _sig_row_dot(s):
+    def row_dot_native(efc_J: wp.array3d(dtype=s), qvel: wp.array2d(dtype=s), env: wp.int32, row: wp.int32,
+                       nv: wp.int32, out: wp.array2d(dtype=s)):
+        ...
+    return row_dot_native
+
+
+row_clear_native = wp.func_native(_ROW_HEAD.replace("{T}", "double") + _ROW_CLEAR_SNIPPET)(_sig_row_clear(wp.float64))
+row_clear_native = wp.func_native(_ROW_HEAD.replace("{T}", "float") + _ROW_CLEAR_SNIPPET)(_sig_row_clear(wp.float32))
+row_dot_native = wp.func_native(_ROW_HEAD.replace("{T}", "double") + _ROW_DOT_SNIPPET)(_sig_row_dot(wp.float64))
+row_dot_native = wp.func_native(_ROW_HEAD.replace("{T}", "float") + _ROW_DOT_SNIPPET)(_sig_row_dot(wp.float32))
+
+
 @wp.func
 def finish_row(
     efc_J: wp.array3d(dtype=Any),
@@ -168,9 +210,8 @@ def finish_row(
     efc_R: wp.array2d(dtype=Any),
     efc_imp: wp.array2d(dtype=Any),
 ):
-    vel = type(pos)(0.0)
-    for j in range(nv):
-        vel = vel + efc_J[env, row, j] * qvel[env, j]
+    row_dot_native(efc_J, qvel, env, row, nv, efc_vel)      # efc_vel[env, row] = J_row·qvel
+    vel = efc_vel[env, row]
     efc_type[env, row] = tp
     efc_id[env, row] = ident
     efc_pos[env, row] = pos
@@ -183,8 +224,7 @@ def finish_row(
 
 @wp.func
 def clear_row(efc_J: wp.array3d(dtype=Any), env: int, row: int, nv: int):
-    for j in range(nv):
-        efc_J[env, row, j] = efc_J[env, row, j] * type(efc_J[env, row, j])(0.0)
+    row_clear_native(efc_J, env, row, nv)
 
 
 @wp.func
@@ -710,6 +750,246 @@ def row_cost(
     return wp.vector(zero, zero, zero, one)
 
 
+# -- the per-row loops of update_constraint and of the line search, native (same expressions, each
+# product its own statement). Scalars go out through ``out`` (the kernel's solver_stat row: scratch
+# until the solve writes its final statistics).
+_ROWS_HEAD = """
+    typedef {T} T;
+    const size_t e = (size_t)env;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    const int* tp_ = PP_R(efc_type, const int);
+    const int* dim_ = PP_R(efc_dim, const int);
+    const T* D_ = PP_R(efc_D, const T);
+    const T* R_ = PP_R(efc_R, const T);
+    const T* fl_ = PP_R(efc_floss, const T);
+    const T* mu_ = PP_R(efc_mu, const T);
+    const T* jar_ = PP_R(jar, const T);
+    T* o = PP_R(out, T);
+    const T half = T(0.5);
+"""
+
+_UPD_ROWS_SNIPPET = """
+    T* F = PP_R(efc_force, T);
+    int* S = PP_R(efc_state, int);
+#undef PP_R
+    T cost = T(0);
+    int i = 0;
+    while (i < nrow) {
+        const int tp = tp_[i];
+        if (tp == 5) {                                   // CONTACT_ELLIPTIC
+            const int dim = dim_[i];
+            const T mu = mu_[i];
+            const T n = mu * jar_[i];
+            T tt = T(0);
+            for (int j = 1; j < dim; ++j) {
+                const T u = mu_[i + j] * jar_[i + j];
+                const T u2 = u * u;
+                tt = tt + u2;
+            }
+            const T t = wp::sqrt(tt);
+            const T mt = mu * t;
+            const T mn = mu * n;
+            if (n >= mt || (t <= T(0) && n >= T(0))) {
+                for (int j = 0; j < dim; ++j) {
+                    F[i + j] = T(0);
+                    S[i + j] = 0;
+                }
+            } else if (mn + t <= T(0) || (t <= T(0) && n < T(0))) {
+                for (int j = 0; j < dim; ++j) {
+                    const T x = jar_[i + j];
+                    F[i + j] = -D_[i + j] * x;
+                    S[i + j] = 1;
+                    const T c = half * D_[i + j] * x * x;
+                    cost = cost + c;
+                }
+            } else {
+                const T mm = mu * mu;
+                const T mm2 = mu * mu;
+                const T den = mm * (T(1) + mm2);
+                const T dm = D_[i] / den;
+                const T nmt = n - mt;
+                const T c = half * dm * nmt * nmt;
+                cost = cost + c;
+                F[i] = -dm * nmt * mu;
+                S[i] = 2;
+                for (int j = 1; j < dim; ++j) {
+                    const T fj = mu_[i + j];
+                    F[i + j] = dm * nmt * mu / t * fj * fj * jar_[i + j];
+                    S[i + j] = 2;
+                }
+            }
+            i += dim;
+        } else {
+            const T x = jar_[i];
+            const T d = D_[i];
+            T f = T(0);
+            int st = 0;
+            if (tp == 0) {                               // EQUALITY
+                f = -d * x;
+                st = 1;
+                const T c = half * d * x * x;
+                cost = cost + c;
+            } else if (tp == 1) {                        // FRICTION
+                const T fl = fl_[i];
+                const T rf = R_[i] * fl;
+                if (x <= -rf) {
+                    f = fl;
+                    const T a = fl * x;
+                    const T b = half * rf * fl;
+                    cost = cost - a;
+                    cost = cost - b;
+                } else if (x >= rf) {
+                    f = -fl;
+                    const T a = fl * x;
+                    const T b = half * rf * fl;
+                    cost = cost + a;
+                    cost = cost - b;
+                } else {
+                    f = -d * x;
+                    st = 1;
+                    const T c = half * d * x * x;
+                    cost = cost + c;
+                }
+            } else if (x < T(0)) {
+                f = -d * x;
+                st = 1;
+                const T c = half * d * x * x;
+                cost = cost + c;
+            }
+            F[i] = f;
+            S[i] = st;
+            i += 1;
+        }
+    }
+    o[2] = cost;
+"""
+
+_LS_ROWS_SNIPPET = """
+    const T* jv_ = PP_R(jv, const T);
+#undef PP_R
+    T c1 = c1_init;
+    T c2 = c2_init;
+    int i = 0;
+    while (i < nrow) {
+        const int tp = tp_[i];
+        T d1 = T(0);
+        T d2 = T(0);
+        int used = 1;
+        if (tp == 5) {                                   // CONTACT_ELLIPTIC
+            const int dim = dim_[i];
+            used = dim;
+            const T mu = mu_[i];
+            const T ax0 = alpha * jv_[i];
+            const T x0 = jar_[i] + ax0;
+            const T n = mu * x0;
+            const T dn = mu * jv_[i];
+            T tt = T(0);
+            T uv = T(0);
+            T vv = T(0);
+            for (int j = 1; j < dim; ++j) {
+                const T fj = mu_[i + j];
+                const T aj = alpha * jv_[i + j];
+                const T u = fj * (jar_[i + j] + aj);
+                const T v = fj * jv_[i + j];
+                const T u2 = u * u;
+                const T uv1 = u * v;
+                const T v2 = v * v;
+                tt = tt + u2;
+                uv = uv + uv1;
+                vv = vv + v2;
+            }
+            const T t = wp::sqrt(tt);
+            const T mt = mu * t;
+            const T mn = mu * n;
+            if (n >= mt || (t <= T(0) && n >= T(0))) {
+                // top zone: no cost
+            } else if (mn + t <= T(0) || (t <= T(0) && n < T(0))) {
+                for (int j = 0; j < dim; ++j) {
+                    const T aj = alpha * jv_[i + j];
+                    const T x = jar_[i + j] + aj;
+                    const T dj = D_[i + j];
+                    const T a = dj * x * jv_[i + j];
+                    const T b = dj * jv_[i + j] * jv_[i + j];
+                    d1 = d1 + a;
+                    d2 = d2 + b;
+                }
+            } else {
+                const T mm = mu * mu;
+                const T mm2 = mu * mu;
+                const T den = mm * (T(1) + mm2);
+                const T dm = D_[i] / den;
+                const T nmt = n - mt;
+                const T dt = uv / t;
+                const T dt2 = dt * dt;
+                const T ddt = (vv - dt2) / t;
+                const T mdt = mu * dt;
+                const T g = dn - mdt;
+                d1 = dm * nmt * g;
+                const T gg = g * g;
+                const T nm = nmt * mu * ddt;
+                d2 = dm * (gg - nm);
+            }
+        } else {
+            const T av = alpha * jv_[i];
+            const T x = jar_[i] + av;
+            const T v = jv_[i];
+            const T d = D_[i];
+            if (tp == 0) {                               // EQUALITY
+                d1 = d * x * v;
+                d2 = d * v * v;
+            } else if (tp == 1) {                        // FRICTION
+                const T f = fl_[i];
+                const T rf = R_[i] * f;
+                if (x <= -rf) {
+                    d1 = -f * v;
+                } else if (x >= rf) {
+                    d1 = f * v;
+                } else {
+                    d1 = d * x * v;
+                    d2 = d * v * v;
+                }
+            } else if (x < T(0)) {
+                d1 = d * x * v;
+                d2 = d * v * v;
+            }
+        }
+        c1 = c1 + d1;
+        c2 = c2 + d2;
+        i += used;
+    }
+    o[0] = c1;
+    o[1] = c2;
+"""
+
+
+def _sig_upd_rows(s):
+    A2 = wp.array2d(dtype=s)
+    I2 = wp.array2d(dtype=wp.int32)
+
+    def update_rows_native(env: wp.int32, nrow: wp.int32, efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2,
+                           efc_floss: A2, efc_mu: A2, jar: A2, efc_force: A2, efc_state: I2, out: A2):
+        ...
+    return update_rows_native
+
+
+def _sig_ls_rows(s):
+    A2 = wp.array2d(dtype=s)
+    I2 = wp.array2d(dtype=wp.int32)
+
+    def line_rows_native(env: wp.int32, nrow: wp.int32, efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2,
+                         efc_floss: A2, efc_mu: A2, jar: A2, jv: A2, alpha: s, c1_init: s, c2_init: s, out: A2):
+        ...
+    return line_rows_native
+
+
+# forces, states and Σ row costs (→ out[env, 2]) at jar; row_cost's derivatives summed onto c1/c2_init
+# at jar + alpha·jv (→ out[env, 0], out[env, 1])
+update_rows_native = wp.func_native(_ROWS_HEAD.replace("{T}", "double") + _UPD_ROWS_SNIPPET)(_sig_upd_rows(wp.float64))
+update_rows_native = wp.func_native(_ROWS_HEAD.replace("{T}", "float") + _UPD_ROWS_SNIPPET)(_sig_upd_rows(wp.float32))
+line_rows_native = wp.func_native(_ROWS_HEAD.replace("{T}", "double") + _LS_ROWS_SNIPPET)(_sig_ls_rows(wp.float64))
+line_rows_native = wp.func_native(_ROWS_HEAD.replace("{T}", "float") + _LS_ROWS_SNIPPET)(_sig_ls_rows(wp.float32))
+
+
 @wp.func
 def update_constraint(
     nv: int,
@@ -734,6 +1014,7 @@ def update_constraint(
     grad: wp.array2d(dtype=Any),
     ma: wp.array2d(dtype=Any),
     full: int,
+    scratch: wp.array2d(dtype=Any),
 ):
     """jar = J·qacc − aref, forces, states (1 quadratic, 2 cone middle zone), qfrc_constraint = Jᵀf,
     gradient g = M·(qacc − qacc_smooth) − Jᵀf; returns the total cost. full = 0: jar and ma were
@@ -742,69 +1023,9 @@ def update_constraint(
     half = type(zero)(0.5)
     if full == 1:
         jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar)
-    cost = zero
-    i = int(0)
-    while i < nrow:
-        tp = efc_type[env, i]
-        if tp == CONTACT_ELLIPTIC:
-            dim = efc_dim[env, i]
-            mu = efc_mu[env, i]
-            n = mu * jar[env, i]
-            tt = zero
-            for j in range(1, dim):
-                u = efc_mu[env, i + j] * jar[env, i + j]
-                tt = tt + u * u
-            t = wp.sqrt(tt)
-            if n >= mu * t or (t <= zero and n >= zero):
-                for j in range(dim):
-                    efc_force[env, i + j] = zero
-                    efc_state[env, i + j] = 0
-            elif mu * n + t <= zero or (t <= zero and n < zero):
-                for j in range(dim):
-                    x = jar[env, i + j]
-                    efc_force[env, i + j] = -efc_D[env, i + j] * x
-                    efc_state[env, i + j] = 1
-                    cost = cost + half * efc_D[env, i + j] * x * x
-            else:
-                dm = efc_D[env, i] / (mu * mu * (type(zero)(1.0) + mu * mu))
-                nmt = n - mu * t
-                cost = cost + half * dm * nmt * nmt
-                efc_force[env, i] = -dm * nmt * mu
-                efc_state[env, i] = 2
-                for j in range(1, dim):
-                    fj = efc_mu[env, i + j]
-                    efc_force[env, i + j] = dm * nmt * mu / t * fj * fj * jar[env, i + j]
-                    efc_state[env, i + j] = 2
-            i = i + dim
-        else:
-            x = jar[env, i]
-            d = efc_D[env, i]
-            f = zero
-            st = 0
-            if tp == EQUALITY:
-                f = -d * x
-                st = 1
-                cost = cost + half * d * x * x
-            elif tp == FRICTION:
-                fl = efc_floss[env, i]
-                rf = efc_R[env, i] * fl
-                if x <= -rf:
-                    f = fl
-                    cost = cost - fl * x - half * rf * fl
-                elif x >= rf:
-                    f = -fl
-                    cost = cost + fl * x - half * rf * fl
-                else:
-                    f = -d * x
-                    st = 1
-                    cost = cost + half * d * x * x
-            elif x < zero:
-                f = -d * x
-                st = 1
-                cost = cost + half * d * x * x
-            efc_force[env, i] = f
-            efc_state[env, i] = st
-            i = i + 1
+    update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, efc_force, efc_state,
+                       scratch)
+    cost = scratch[env, 2]
     jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad)
     # Gauss part ½(a − a₀)ᵀM(a − a₀)
     for j in range(nv):
@@ -816,9 +1037,19 @@ def update_constraint(
 # Warp's CPU a[env, i, j] recomputes the strided address with a negative-index fix-up on every
 # access; these are the same loops, in the same order, with every product its own statement (no
 # contraction into a fused multiply-add: results stay bit-identical to the Warp versions).
+# Zero entries are skipped where they cannot change a result: a sum's leading/trailing zero terms
+# (x + 0·y = x, PP_SPAN: the nonzero column span of a row), rows with zero force in Jᵀf, and in the
+# Cholesky factor the entries left of each row's first nonzero (the envelope: L has no fill there).
+# Contact rows touch only the dofs of the two bodies' chains, so with several bodies (the 8 boxes:
+# 6 of 48 columns) this removes most of the dense work; the only difference is the sign of an
+# exact zero result.
 _NATIVE_HEAD = """
     typedef {T} T;
     const size_t e = (size_t)env;
+#ifndef PP_SPAN
+#define PP_SPAN(r, n, lo, hi) { lo = 0; while (lo < (n) && (r)[lo] == T(0)) ++lo; hi = (n); \\
+    while (hi > lo && (r)[hi - 1] == T(0)) --hi; }
+#endif
 """
 
 _JMUL_SNIPPET = """
@@ -829,8 +1060,10 @@ _JMUL_SNIPPET = """
     T* o = (T*)((char*)out.data + e * out.strides[0]);
     for (int r = 0; r < nrow; ++r) {
         const T* jr = (const T*)(j0 + (size_t)r * rs);
+        int lo, hi;
+        PP_SPAN(jr, nv, lo, hi);
         T s = T(0);
-        for (int k = 0; k < nv; ++k) {
+        for (int k = lo; k < hi; ++k) {
             const T p = jr[k] * xx[k];
             s = s + p;
         }
@@ -849,18 +1082,28 @@ _JTMUL_SNIPPET = """
     T* qc = (T*)((char*)qfrc_constraint.data + e * qfrc_constraint.strides[0]);
     T* ma_ = (T*)((char*)ma.data + e * ma.strides[0]);
     T* g = (T*)((char*)grad.data + e * grad.strides[0]);
-    for (int j = 0; j < nv; ++j) {
-        T s = T(0);
-        for (int r = 0; r < nrow; ++r) {
-            const T p = ((const T*)(j0 + (size_t)r * rs))[j] * f[r];
-            s = s + p;
+    // Jᵀf accumulated row by row (each column still sums its rows in ascending order)
+    for (int j = 0; j < nv; ++j) qc[j] = T(0);
+    for (int r = 0; r < nrow; ++r) {
+        const T fr = f[r];
+        if (fr == T(0)) continue;
+        const T* jr = (const T*)(j0 + (size_t)r * rs);
+        int lo, hi;
+        PP_SPAN(jr, nv, lo, hi);
+        for (int j = lo; j < hi; ++j) {
+            const T p = jr[j] * fr;
+            qc[j] = qc[j] + p;
         }
-        qc[j] = s;
+    }
+    for (int j = 0; j < nv; ++j) {
+        const T s = qc[j];
         T m = ma_[j];
         if (full == 1) {
             const T* mr = (const T*)(m0 + (size_t)j * ms);
+            int lo, hi;
+            PP_SPAN(mr, nv, lo, hi);
             m = T(0);
-            for (int k = 0; k < nv; ++k) {
+            for (int k = lo; k < hi; ++k) {
                 const T p = mr[k] * (qa[k] - qs[k]);
                 m = m + p;
             }
@@ -877,8 +1120,10 @@ _MMUL_SNIPPET = """
     T* y = (T*)((char*)out.data + e * out.strides[0]);
     for (int j = 0; j < nv; ++j) {
         const T* mr = (const T*)(m0 + (size_t)j * ms);
+        int lo, hi;
+        PP_SPAN(mr, nv, lo, hi);
         T s = T(0);
-        for (int k = 0; k < nv; ++k) {
+        for (int k = lo; k < hi; ++k) {
             const T p = mr[k] * xx[k];
             s = s + p;
         }
@@ -904,11 +1149,14 @@ _HPAIR_SNIPPET = """
     const T* ja_ = (const T*)((const char*)J.data + e * J.strides[0] + (size_t)ra * rs);
     const T* jb_ = (const T*)((const char*)J.data + e * J.strides[0] + (size_t)rb * rs);
     char* h0 = (char*)H.data + e * H.strides[0];
-    for (int j = 0; j < nv; ++j) {
+    int alo, ahi, blo, bhi;
+    PP_SPAN(ja_, nv, alo, ahi);
+    PP_SPAN(jb_, nv, blo, bhi);
+    for (int j = alo; j < ahi; ++j) {
         const T ja = ja_[j] * w;
         if (ja != T(0)) {
             T* hr = (T*)(h0 + (size_t)j * hs);
-            for (int k = 0; k < nv; ++k) {
+            for (int k = blo; k < bhi; ++k) {
                 const T p = ja * jb_[k];
                 hr[k] = hr[k] + p;
             }
@@ -920,19 +1168,33 @@ _CHOLF_SNIPPET = """
     const size_t ls = L.strides[1];
     char* l0 = (char*)L.data + e * L.strides[0];
 #define PP_L(i) ((T*)(l0 + (size_t)(i) * ls))
+    // envelope: first nonzero of each row of the lower triangle (L stays zero left of it)
+    int first_buf[256];
+    const bool env_ok = nv <= 256;
+    if (env_ok) {
+        for (int i = 0; i < nv; ++i) {
+            const T* li = PP_L(i);
+            int f0 = 0;
+            while (f0 < i && li[f0] == T(0)) ++f0;
+            first_buf[i] = f0;
+        }
+    }
     for (int j = 0; j < nv; ++j) {
         T* lj = PP_L(j);
+        const int fj = env_ok ? first_buf[j] : 0;
         T s = lj[j];
-        for (int k = 0; k < j; ++k) {
+        for (int k = fj; k < j; ++k) {
             const T p = lj[k] * lj[k];
             s = s - p;
         }
         s = wp::sqrt(wp::max(s, T(1.0e-30)));
         lj[j] = s;
         for (int i = j + 1; i < nv; ++i) {
+            const int fi = env_ok ? first_buf[i] : 0;
+            if (fi > j) continue;            // L[i, j] = 0: left of row i's envelope
             T* li = PP_L(i);
             T t = li[j];
-            for (int k = 0; k < j; ++k) {
+            for (int k = (fi > fj ? fi : fj); k < j; ++k) {
                 const T p = li[k] * lj[k];
                 t = t - p;
             }
@@ -1112,21 +1374,26 @@ def constraint_solve(
         qacc[env, j] = search[env, j]
         if nrow == 0:
             qacc[env, j] = qacc_smooth[env, j]
-    cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth, M,
-                             qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1)
     if warm_pick_lower == 1:
+        # smooth first, then the warm start: when the warm start wins (the usual case) its
+        # evaluation is the one in place and no third evaluation is needed
         for j in range(nv):
             qacc[env, j] = qacc_smooth[env, j]
         c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1)
-        if cost < c2:
+                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1, solver_stat)
+        for j in range(nv):
+            qacc[env, j] = search[env, j]
+            if nrow == 0:
+                qacc[env, j] = qacc_smooth[env, j]
+    cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth, M,
+                             qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1, solver_stat)
+    if warm_pick_lower == 1:
+        if not (cost < c2):
             for j in range(nv):
-                qacc[env, j] = search[env, j]
+                qacc[env, j] = qacc_smooth[env, j]
             cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
                                      qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                                     qfrc_constraint, grad, ma, 1)
-        else:
-            cost = c2
+                                     qfrc_constraint, grad, ma, 1, solver_stat)
 
     # M factor for CG preconditioning
     if solver == SOLVER_CG:
@@ -1217,22 +1484,15 @@ def constraint_solve(
         hi = -one
         alpha = one
         for ls in range(ls_iterations):
-            c1 = pg0 + alpha * pmp
-            c2 = pmp
-            i = int(0)
-            while i < nrow:
-                rc = row_cost(efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, jar, jv, env, i, alpha)
-                c1 = c1 + rc[1]
-                c2 = c2 + rc[2]
-                i = i + int(rc[3])
+            line_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, jv, alpha,
+                             pg0 + alpha * pmp, pmp, solver_stat)
+            c1 = solver_stat[env, 0]
+            c2 = solver_stat[env, 1]
             if ls == 0:
                 # derivative at 0 for the bracket
-                d0 = pg0
-                i = int(0)
-                while i < nrow:
-                    rc = row_cost(efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, jar, jv, env, i, zero)
-                    d0 = d0 + rc[1]
-                    i = i + int(rc[3])
+                line_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, jv, zero,
+                                 pg0, zero, solver_stat)
+                d0 = solver_stat[env, 0]
                 gtol = ls_tolerance * wp.abs(d0)
                 if d0 >= zero:
                     alpha = zero
@@ -1264,7 +1524,7 @@ def constraint_solve(
                 mv[env, j] = grad[env, j]
         old = cost
         cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                                 M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0)
+                                 M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0, solver_stat)
         niter = niter + 1
         improvement = scale * (old - cost)
         gnorm = zero
