@@ -1,26 +1,281 @@
-"""Constraint stage benchmark: polyphys ConstraintStage (rows + Newton/CG solve, one thread per env,
-batched) vs MuJoCo 4's constraint pipeline on the same frozen problem.
+"""Constrained rigid stepping: polyphys vs MuJoCo, full simulation steps with contacts (issue 6).
 
-Problem: the articulated MuJoCo scene of tests/rigid_constraint/mjscenes.py (nv 17, 4 contacts incl.
-one condim 6, 3 joint limits, 2 DOF frictionloss, connect + joint equality: 24-31 rows), replicated
-over n_envs. Both engines build the rows (Jacobian, impedance, aref, R) and solve from a cold start
-(qacc_smooth) with the same solver, cone, tolerance 1e-8 and iteration cap 100.
-MuJoCo: per env mj_makeConstraint + mj_projectConstraint + mj_referenceConstraint + mj_fwdConstraint
-in a Python loop over the envs (one thread; the loop overhead is part of what is measured).
-polyphys: build_rows + solve launched once over all envs, replayed as a captured Warp CPU graph
-(as inside the solver's captured step), on the machine's 2 cores.
+Scenes (one MJCF file each, loaded by both engines; polyphys in MuJoCo-compatible mode):
+
+- ``boxes``: 8 free boxes (0.2 m cubes, 1 kg) dropped onto a plane from 0.30-0.65 m, measured
+  after 1.5 s, i.e. **landed and resting** (32 box-plane contacts, 128 pyramidal rows);
+- ``humanoid``: gymnasium's humanoid.xml (nv 23) laid on its back on the floor and settled for 1 s
+  (floor contacts and hinge limits active; the fixed tendons of the file are not modelled by
+  polyphys and have no limit, so they make no rows in MuJoCo either).
+
+Both engines: implicitfast, pyramidal cone, Newton, iterations 100, tolerance 1e-8, ls_iterations
+50, ls_tolerance 0.01, float64, the model's timestep, one substep. The settled state (qpos, qvel and
+MuJoCo's warm start) is computed once with mj_step and given to every copy of both engines.
+
+Rows (``run``): for n_envs 64 and 1024, env-steps/s of polyphys (graph capture on, cpu_threads 1
+and 2: the envs split into partitions stepped by worker threads) and of MuJoCo stepping the same
+number of copies in one process — ``mujoco.rollout`` with nthread 1 and 2 and a plain ``mj_step``
+loop over one MjData per copy — measured in the same run; each polyphys ratio is against MuJoCo's
+best figure (> 1: polyphys faster). A CPU-time row (``time.process_time`` per env-step, one thread,
+n_envs 1024; 64 in quick mode) is the figure that survives a shared machine. The full run also
+keeps the frozen-stage rows of the first version (rows + solve of the constraint stage alone on the
+articulated test scene of tests/rigid_constraint, 64 envs, vs MuJoCo's constraint functions).
+
+Convergence (``convergence()``; ``python -m benchmarks.bench_constraint --plot``): the humanoid on
+the floor, one frozen constraint problem (rows built by polyphys at the state of the tests: on its
+back, random joint angles — some past their limits — and velocities), solved by
+Newton and by CG from a cold start (qacc_smooth) with iteration caps 1..N: the solver keeps no
+per-iteration history, and a solve capped at k iterations from the same start is exactly the k-th
+iterate of an uncapped one (the iteration is deterministic), so the residual after k iterations is
+read from ``solver_stat`` of the k-capped solve. Residual: MuJoCo's stopping statistic
+``scale·‖∇cost‖`` with ``scale = 1/trace(M)`` (and the improvement ``scale·Δcost``); MuJoCo's own
+per-iteration statistics (``MjData.solver``) for the same state are drawn alongside. Writes
+``benchmarks/results/constraint_convergence.png`` and ``.csv``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
 
+from . import row, time_steps
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "rigid_constraint"))
 
+SOLVE = dict(iterations=100, tolerance=1e-8, ls_iterations=50, ls_tolerance=0.01)
+
+_BOXES = """<mujoco model="boxes">
+  <option timestep="0.005" integrator="implicitfast" cone="pyramidal" solver="Newton"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="10 10 0.1"/>
+{bodies}
+  </worldbody>
+</mujoco>
+"""
+
+
+def _boxes_xml() -> str:
+    bodies = []
+    for i in range(8):
+        x, y = (i % 4) * 0.5 - 0.75, (i // 4) * 0.5 - 0.25
+        bodies.append(f'    <body name="box{i}" pos="{x} {y} {0.30 + 0.05 * i:.2f}" euler="{7 * i} {5 * i} {11 * i}">'
+                      f'<freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/></body>')
+    return _BOXES.format(bodies="\n".join(bodies))
+
+
+def _humanoid_path() -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("gymnasium")
+    if not (spec and spec.origin):
+        return None
+    p = os.path.join(os.path.dirname(spec.origin), "envs", "mujoco", "assets", "humanoid.xml")
+    return p if os.path.exists(p) else None
+
+
+def _mj_model(path, solver="Newton"):
+    import mujoco
+
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.integrator = int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST)
+    m.opt.solver = int(mujoco.mjtSolver.mjSOL_NEWTON if solver == "Newton" else mujoco.mjtSolver.mjSOL_CG)
+    m.opt.cone = int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
+    m.opt.iterations = SOLVE["iterations"]
+    m.opt.tolerance = SOLVE["tolerance"]
+    m.opt.ls_iterations = SOLVE["ls_iterations"]
+    m.opt.ls_tolerance = SOLVE["ls_tolerance"]
+    m.opt.density = 0.0
+    m.opt.viscosity = 0.0
+    return m
+
+
+def _settle(which, m, seconds):
+    """MjData after ``seconds`` of mj_step from the scene's start (humanoid: on its back at 0.12 m)."""
+    import mujoco
+
+    d = mujoco.MjData(m)
+    if which == "humanoid":
+        d.qpos[:] = m.qpos0
+        d.qpos[2] = 0.12
+        d.qpos[3:7] = [np.cos(np.pi / 4), 0, np.sin(np.pi / 4), 0]
+    for _ in range(int(round(seconds / m.opt.timestep))):
+        mujoco.mj_step(m, d)
+    return d
+
+
+def _scenes(tmpdir):
+    """[(name, path, settle seconds)] of the scenes available here."""
+    path = os.path.join(tmpdir, "boxes.xml")
+    with open(path, "w") as fh:
+        fh.write(_boxes_xml())
+    out = [("8 boxes resting on a plane", "boxes", path, 1.5)]
+    hp = _humanoid_path()
+    if hp is not None:
+        out.append(("humanoid lying on the floor", "humanoid", hp, 1.0))
+    return out
+
+
+def _pp_scene(path, dt, n, threads, solver="Newton", capture=True):
+    import warnings
+
+    import polyphys
+    from polyphys import morphs
+    from polyphys.plugins.rigid import RigidOptions
+    from polyphys.plugins.rigid.materials import Rigid
+
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, precision="64", graph_capture=capture, cpu_threads=threads),
+                           rigid=RigidOptions.mujoco(integrator="implicitfast", constraint_solver=solver,
+                                                     friction_cone="pyramidal", **SOLVE))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # the humanoid's RK4/PGS options, cameras, tendons
+        ent = scene.add_entity(morphs.MJCF(file=path), Rigid())
+        scene.build(n_envs=n)
+    return scene, ent
+
+
+def _pp_set(scene, ent, d, n):
+    ent.set_qpos(np.tile(d.qpos, (n, 1)))
+    ent.set_dofs_velocity(np.tile(d.qvel, (n, 1)))
+
+
+def _mj_initial(m, d, n):
+    import mujoco
+
+    size = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    s = np.zeros(size)
+    mujoco.mj_getState(m, d, s, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    return np.tile(s, (n, 1)), np.tile(d.qacc_warmstart, (n, 1))
+
+
+def _mujoco_rates(m, d, n, nstep, repeats):
+    import mujoco
+    from mujoco import rollout
+
+    state0, warm0 = _mj_initial(m, d, n)
+    out = {}
+    for threads in (1, 2):
+        datas = [mujoco.MjData(m) for _ in range(threads)]
+        rollout.rollout([m] * n, datas, state0, nstep=2, initial_warmstart=warm0)   # warm-up
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            rollout.rollout([m] * n, datas, state0, nstep=nstep, initial_warmstart=warm0)
+            best = min(best, time.perf_counter() - t0)
+        out[f"mujoco.rollout nthread={threads}"] = n * nstep / best
+    datas = []
+    for _ in range(n):
+        dd = mujoco.MjData(m)
+        mujoco.mj_setState(m, dd, state0[0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        dd.qacc_warmstart[:] = d.qacc_warmstart
+        datas.append(dd)
+    steps = max(2, nstep // 4)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            for dd in datas:
+                mujoco.mj_step(m, dd)
+        best = min(best, time.perf_counter() - t0)
+    out["mj_step loop"] = n * steps / best
+    return out
+
+
+def _mujoco_cpu(m, d, n, nstep, repeats):
+    import mujoco
+    from mujoco import rollout
+
+    state0, warm0 = _mj_initial(m, d, n)
+    datas = [mujoco.MjData(m)]
+    rollout.rollout([m] * n, datas, state0, nstep=2, initial_warmstart=warm0)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.process_time()
+        rollout.rollout([m] * n, datas, state0, nstep=nstep, initial_warmstart=warm0)
+        best = min(best, (time.process_time() - t0) / (n * nstep))
+    return best
+
+
+def _mj_stats(m, d, steps=20):
+    """Contacts, rows and Newton iterations per step of MuJoCo continuing from the settled state."""
+    import mujoco
+
+    dd = mujoco.MjData(m)
+    mujoco.mj_setState(m, dd, _mj_initial(m, d, 1)[0][0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    dd.qacc_warmstart[:] = d.qacc_warmstart
+    nc, ne, it = [], [], []
+    for _ in range(steps):
+        mujoco.mj_step(m, dd)
+        nc.append(dd.ncon)
+        ne.append(dd.nefc)
+        it.append(int(dd.solver_niter[:max(1, dd.nisland)].sum()))
+    return np.mean(nc), np.mean(ne), np.mean(it)
+
+
+def _pp_stats(scene):
+    st = scene.solver("rigid").constraint
+    return (float(st.n_con.numpy().mean()), float(st.n_efc.numpy().mean()),
+            float(st.solver_niter.numpy().mean()))
+
+
+def _stepping_rows(quick):
+    import warp as wp
+
+    rows = []
+    sizes = (64,) if quick else (64, 1024)
+    min_time, repeats = (0.1, 2) if quick else (0.4, 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, which, path, settle in _scenes(tmp):
+            m = _mj_model(path)
+            d = _settle(which, m, settle)
+            dt = float(m.opt.timestep)
+            vmax = float(np.abs(d.qvel).max())
+            mc, me, mi = _mj_stats(m, d)
+            for n in sizes:
+                nstep = max(4, int((0.05 if quick else 0.25) * 25000 / n))
+                ref = _mujoco_rates(m, d, n, nstep, repeats)
+                best_name = max(ref, key=ref.get)
+                for name, rate in ref.items():
+                    rows.append(row(f"{label}, {n} copies", f"env-steps/s, {name}", "env-steps/s", rate, None, "",
+                                    notes=f"MuJoCo reference; per step: {mc:.1f} contacts, {me:.0f} rows, "
+                                          f"{mi:.2f} Newton iterations"))
+                for threads in (1, 2):
+                    scene, ent = _pp_scene(path, dt, n, threads)
+                    _pp_set(scene, ent, d, n)
+                    t = time_steps(scene.step, min_time=min_time, repeats=repeats)
+                    pc, pe, pi = _pp_stats(scene)
+                    rate = n / t
+                    rows.append(row(f"{label}, n_envs={n}", f"env-steps/s, capture=on, cpu_threads={threads}",
+                                    "env-steps/s", rate, ref[best_name], best_name, ratio=rate / ref[best_name],
+                                    notes=f"per step: {pc:.1f} contacts, {pe:.0f} rows, {pi:.2f} Newton iterations; "
+                                          f"settled {settle} s (max |qvel| {vmax:.1e}); ratio > 1: polyphys faster"))
+                    del scene, ent
+            # CPU time per env-step, one thread (robust against the other processes on the machine)
+            n = 64 if quick else 1024
+            scene, ent = _pp_scene(path, dt, n, 1)
+            _pp_set(scene, ent, d, n)
+            for _ in range(3):
+                scene.step()
+            k = 4 if quick else 10
+            best = float("inf")
+            for _ in range(repeats):
+                t0 = time.process_time()
+                for _ in range(k):
+                    scene.step()
+                best = min(best, (time.process_time() - t0) / (k * n))
+            mj = _mujoco_cpu(m, d, n, k, repeats)
+            rows.append(row(f"{label}, n_envs={n}", "CPU time per env-step, 1 thread", "us", best * 1e6, mj * 1e6,
+                            "mujoco.rollout nthread=1 (CPU time)",
+                            notes="process_time: insensitive to other processes; ratio > 1: polyphys faster"))
+            del scene, ent
+            wp.synchronize()
+    return rows
+
+
+# -- frozen constraint stage (first version of this benchmark) ----------------------------------
 
 def _best(f, reps):
     f()
@@ -32,7 +287,7 @@ def _best(f, reps):
     return best
 
 
-def _case(m, d, n, solver, reps):
+def _frozen_case(m, d, n, solver, reps):
     """(polyphys seconds, MuJoCo seconds, max |qacc − MuJoCo|, polyphys iterations) for n envs."""
     import mjscenes as S
     import mujoco
@@ -80,12 +335,11 @@ def _case(m, d, n, solver, reps):
     return tp, tm, err, int(st.solver_niter.numpy()[0])
 
 
-def run(quick: bool = False) -> list[dict]:
+def _frozen_rows(n=64, reps=3):
     import mjscenes as S
     import mujoco
 
     rows = []
-    sizes = (64,) if quick else (64, 1024)
     for cone in ("pyramidal", "elliptic"):
         for solver in ("Newton", "CG"):
             m, d = S.make(cone=cone)
@@ -93,15 +347,138 @@ def run(quick: bool = False) -> list[dict]:
             m.opt.iterations = 100
             m.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON if solver == "Newton" else mujoco.mjtSolver.mjSOL_CG
             mujoco.mj_forward(m, d)
-            for n in sizes:
-                tp, tm, err, iters = _case(m, d, n, solver, 3 if quick else 5)
-                rows.append(dict(case=f"{cone} {solver} n_envs={n}", metric="constraint solves/s", unit="1/s",
-                                 polyphys=n / tp, reference=n / tm, reference_name="MuJoCo 4.0 (loop, 1 thread)",
-                                 ratio=tm / tp, notes=f"nv {m.nv}, nefc {d.nefc}, tol 1e-8; "
-                                 f"max |qacc - MuJoCo| {err:.1e}; polyphys iters {iters}"))
+            tp, tm, err, iters = _frozen_case(m, d, n, solver, reps)
+            rows.append(row(f"frozen stage, {cone} {solver} n_envs={n}", "constraint solves/s", "1/s",
+                            n / tp, n / tm, "MuJoCo 4 (per-env loop of its constraint functions, 1 thread)",
+                            ratio=tm / tp, notes=f"nv {m.nv}, nefc {d.nefc}, cold start, tol 1e-8; "
+                            f"max |qacc - MuJoCo| {err:.1e}; polyphys iters {iters}"))
+    return rows
+
+
+# -- convergence ---------------------------------------------------------------------------------
+
+def _frozen_humanoid_problem(solver):
+    """A 1-env polyphys humanoid lying on the floor in the state of the tests (tests/rigid_constraint
+    mjscenes.humanoid: on its back, random joint angles, some past their limits, random velocities)
+    with its constraint rows built (no solve yet), and the MuJoCo data of the same state."""
+    import mujoco
+
+    import mjscenes as S
+
+    path = _humanoid_path()
+    m = _mj_model(path, solver)
+    d = mujoco.MjData(m)
+    d0 = S.humanoid()[1]          # on its back, random joint angles (some past a limit) and velocities
+    d.qpos[:] = d0.qpos
+    d.qvel[:] = d0.qvel
+    scene, ent = _pp_scene(path, float(m.opt.timestep), 1, 1, solver=solver, capture=False)
+    _pp_set(scene, ent, d, 1)
+    s = scene.solver("rigid")
+    s.forward()                           # kinematics, M, qacc_smooth and the contacts of this state
+    part = scene.layout.partitions[0]
+    st = s.constraint
+    s._contacts_to_stage(part)
+    st.mass_from_tree(s.model.dof_madr, s.model.dof_depth, s.model.m_col, s.d.mass, s._diag_add, part)
+    import warp as wp
+
+    from polyphys.plugins.rigid.kernels import constraint_glue as G
+    wp.launch(G.dof_reference, dim=(1, s.n_dofs), inputs=[s._link_root, s.model.dof_link, s.d.link_pos],
+              outputs=[s._dof_ref])
+    st.build_rows(s.qpos, s.qvel, s.d.cdof_w, s.d.cdof_v, s._dof_ref, s.d.link_pos, s.d.link_quat, part)
+    dd = mujoco.MjData(m)
+    mujoco.mj_setState(m, dd, _mj_initial(m, d, 1)[0][0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    mujoco.mj_forward(m, dd)
+    return scene, s, st, m, dd
+
+
+def convergence(out_dir=None, max_iter=60):
+    """Residual vs iteration for Newton and CG (polyphys, capped solves; MuJoCo, its solver stats) on
+    the humanoid lying on the floor, cold start. Writes the PNG and the CSV; returns the data."""
+    import mujoco
+    import warp as wp
+
+    wp.config.quiet = True
+    out_dir = out_dir or os.path.join(os.path.dirname(__file__), "results")
+    data = {}
+    for solver in ("Newton", "CG"):
+        scene, s, st, m, dd = _frozen_humanoid_problem(solver)
+        qs = wp.clone(s.d.qacc)                          # qacc_smooth of the forward pass
+        tol = st.opt.tolerance
+        st.opt.tolerance = 1e-15                         # run each capped solve to its cap (or round-off)
+        grad, impr, cost, niter = [], [], [], []
+        cap = 100 if solver == "Newton" else max_iter
+        for k in range(1, cap + 1):
+            st.opt.iterations = k
+            st.solve(st.M, qs, qs)
+            ni = int(st.solver_niter.numpy()[0])
+            if ni < k:                                   # stopped on its own (round-off reached)
+                break
+            stat = st.solver_stat.numpy()[0]
+            niter.append(ni)
+            impr.append(float(stat[0]))
+            grad.append(float(stat[1]))
+            cost.append(float(stat[2]))
+        st.opt.tolerance = tol
+        # MuJoCo, same state and options, its per-iteration statistics (tolerance as the benchmark)
+        m.opt.tolerance = 1e-15
+        m.opt.iterations = cap
+        dd.qacc_warmstart[:] = dd.qacc_smooth
+        mujoco.mj_forward(m, dd)
+        n_mj = int(dd.solver_niter[0])
+        mj_grad = [float(x) for x in dd.solver.gradient[:n_mj]]      # island 0 (the humanoid is one)
+        mj_impr = [float(x) for x in dd.solver.improvement[:n_mj]]
+        data[solver] = dict(grad=grad, impr=impr, cost=cost, mj_grad=mj_grad, mj_impr=mj_impr,
+                            nefc=int(st.n_efc.numpy()[0]), mj_nefc=int(dd.nefc), mj_nisland=int(dd.nisland), tol=tol)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "constraint_convergence.csv"), "w") as fh:
+        fh.write("solver,engine,iteration,gradient,improvement\n")
+        for solver, v in data.items():
+            for i, (g, im) in enumerate(zip(v["grad"], v["impr"]), 1):
+                fh.write(f"{solver},polyphys,{i},{g:.6e},{im:.6e}\n")
+            for i, (g, im) in enumerate(zip(v["mj_grad"], v["mj_impr"]), 1):
+                fh.write(f"{solver},mujoco,{i},{g:.6e},{im:.6e}\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return data
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for solver, c in (("Newton", "C0"), ("CG", "C1")):
+        v = data[solver]
+        ax.semilogy(range(1, len(v["grad"]) + 1), v["grad"], "-o", ms=3, color=c, label=f"polyphys {solver}")
+        ax.semilogy(range(1, len(v["mj_grad"]) + 1), v["mj_grad"], "--x", ms=4, color=c, alpha=0.6,
+                    label=f"MuJoCo {solver}")
+    ax.axhline(data["Newton"]["tol"], color="k", lw=0.8, ls=":", label="tolerance 1e-8")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("residual  scale·‖∇cost‖  (scale = 1/trace M)")
+    ax.set_title(f"humanoid lying on the floor: one constraint solve, cold start "
+                 f"({data['Newton']['nefc']} rows, pyramidal)", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "constraint_convergence.png"), dpi=120)
+    plt.close(fig)
+    return data
+
+
+def run(quick: bool = False) -> list[dict]:
+    import warp as wp
+
+    wp.config.quiet = True
+    rows = _stepping_rows(quick)
+    if not quick:
+        rows += _frozen_rows()
     return rows
 
 
 if __name__ == "__main__":
-    for r in run(quick="--quick" in sys.argv):
-        print(r)
+    if "--plot" in sys.argv:
+        res = convergence()
+        for k, v in res.items():
+            print(k, "polyphys", len(v["grad"]), "iterations, final", v["grad"][-1], "| MuJoCo", len(v["mj_grad"]),
+                  "final", v["mj_grad"][-1] if v["mj_grad"] else None)
+    else:
+        for r in run(quick="--quick" in sys.argv):
+            print(r)
