@@ -123,3 +123,103 @@ class RigidOptions:
         """The MuJoCo-compatible preset (SPEC R2a)."""
         kwargs.setdefault("mujoco_compatible", True)
         return cls(**kwargs)
+
+
+# MJCF <option> (importer key in EntityDescription.options) → the RigidOptions field it maps to.
+# Taken from the model when the user left the field at None (SPEC R2a):
+_MODEL_TAKEN = ("iterations", "tolerance", "ls_iterations", "impratio")
+# Fields with a non-None default (an explicit value cannot be told from the default): the user's
+# value is kept; a model value that differs gives a warning naming the field to set.
+_MODEL_CHECKED = {"integrator": "integrator", "friction_cone": "cone", "constraint_solver": "solver",
+                  "ls_tolerance": "ls_tolerance", "noslip_iterations": "noslip_iterations",
+                  "noslip_tolerance": "noslip_tolerance", "enable_collision": "flag contact",
+                  "disable_constraint": "flag constraint"}
+_MJCF_ATTR = {"iterations": "iterations", "tolerance": "tolerance", "ls_iterations": "ls_iterations",
+              "impratio": "impratio", **_MODEL_CHECKED}
+_MODEL_INTEGRATOR = {"euler": Integrator.Euler, "Euler": Integrator.Euler,
+                     "implicitfast": Integrator.implicitfast}
+F32_TOLERANCE_FLOOR = 1e-5    # MuJoCo's double-precision default 1e-8 ↔ the float32 compat default
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(float(a) - float(b)) <= 1e-9 * max(abs(float(a)), abs(float(b)))
+    return a == b
+
+
+def _show(v):
+    return v.value if isinstance(v, Integrator) else v
+
+
+def resolve_model_options(options: RigidOptions, model_options, *, precision: str = "64",
+                          h: float | None = None, gravity=None) -> tuple[RigidOptions, list[str]]:
+    """The RigidOptions a scene runs with, given the models' MJCF ``<option>`` (SPEC R2a). Pure.
+
+    model_options: (entity name, ``EntityDescription.options``) pairs; empty dicts (primitives,
+    URDF, hand-built descriptions) take no part. Returns (resolved options, warning messages).
+
+    Default (Genesis) mode: the models' options are ignored; ``options`` is returned as is.
+    MuJoCo-compatible mode:
+
+    - iterations, tolerance, ls_iterations, impratio left at None are taken from the model
+      (the importer fills MuJoCo's defaults 100, 1e-8, 50, 1 when the file omits them). An
+      explicit RigidOptions value wins. In float32 a tolerance taken from the model is floored at
+      1e-5 (F32_TOLERANCE_FLOOR: MuJoCo's double default 1e-8 maps to the float32 compat default;
+      a tighter file value is floored with a message). Entities whose models disagree on such a
+      field, left at None, are an OptionError naming the entities, values and field to set.
+    - integrator, friction_cone, constraint_solver, ls_tolerance, noslip_iterations,
+      noslip_tolerance, enable_collision, disable_constraint have non-None defaults, so an explicit
+      choice cannot be told from the default: the RigidOptions value is always used; a model value
+      that differs gives one message naming the MJCF option, both values and the field to set.
+    - dt and gravity belong to SimOptions: a model timestep different from the substep ``h`` or
+      a model gravity different from ``gravity`` gives a message; the scene is not changed.
+    """
+    if not options.mujoco_compatible:
+        return options, []
+    models = [(str(name), dict(o)) for name, o in model_options if o]
+    if not models:
+        return options, []
+    notes: list[str] = []
+    taken = {}
+    for field in _MODEL_TAKEN:
+        if getattr(options, field) is not None:
+            continue
+        vals = [(name, o[field]) for name, o in models if field in o]
+        if not vals:
+            continue
+        if any(not _same(v, vals[0][1]) for _, v in vals[1:]):
+            listed = ", ".join(f"{name!r}: {v}" for name, v in vals)
+            raise OptionError(f"MuJoCo-compatible mode: the models' <option {_MJCF_ATTR[field]}> differ "
+                              f"({listed}); set RigidOptions.{field} to choose one")
+        value = vals[0][1]
+        if field == "tolerance" and precision == "32" and value < F32_TOLERANCE_FLOOR:
+            if not _same(value, 1e-8):
+                notes.append(f"<option tolerance={value}> of {vals[0][0]!r} is below what float32 "
+                             f"reaches; using {F32_TOLERANCE_FLOOR} (set RigidOptions.tolerance to "
+                             f"override, or use precision '64')")
+            value = F32_TOLERANCE_FLOOR
+        taken[field] = int(value) if field in ("iterations", "ls_iterations") else float(value)
+    diffs = []
+    for field, attr in _MODEL_CHECKED.items():
+        mine = getattr(options, field)
+        for name, o in models:
+            if field not in o:
+                continue
+            theirs = o[field]
+            if field == "integrator":
+                theirs = _MODEL_INTEGRATOR.get(theirs, theirs)
+            if not _same(mine, theirs):
+                diffs.append(f"<option {attr}> = {_show(theirs)!r} in {name!r} but "
+                             f"RigidOptions.{field} = {_show(mine)!r}")
+    if diffs:
+        notes.append("MuJoCo-compatible mode keeps the RigidOptions values that differ from the model "
+                     "(set these fields to follow the file): " + "; ".join(diffs))
+    for name, o in models:
+        if h is not None and "dt" in o and not _same(float(o["dt"]), float(h)):
+            notes.append(f"<option timestep> = {o['dt']} in {name!r} but the scene substep is {h} "
+                         f"(SimOptions dt/substeps); the scene's is used")
+        if gravity is not None and "gravity" in o and any(
+                abs(float(a) - float(b)) > 1e-9 * (1.0 + abs(float(b))) for a, b in zip(o["gravity"], gravity)):
+            notes.append(f"<option gravity> = {tuple(o['gravity'])} in {name!r} but SimOptions.gravity = "
+                         f"{tuple(gravity)}; the scene's is used")
+    return (attrs.evolve(options, **taken) if taken else options), notes

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 from polyphys import morphs as M
 from polyphys.description import EntityDescription, from_primitive
-from polyphys.errors import BuildError, OptionError
+from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
@@ -24,7 +24,7 @@ from polyphys.views import RigidGeoms, RigidLinks
 
 from .entity import RigidEntity
 from .materials import Rigid
-from .options import RigidOptions
+from .options import RigidOptions, resolve_model_options
 
 MODE_STEP, MODE_FORWARD, MODE_KINEMATICS, MODE_INTEGRATE = 0, 1, 2, 3
 CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
@@ -101,11 +101,20 @@ class RigidSolver(Solver):
 
     # -- build ---------------------------------------------------------------------------------
     def build(self, layout):
+        import warnings
+
         import warp as wp
 
         from .kernels import dynamics as K
 
         self.layout = layout
+        # MuJoCo-compatible mode: settings left at None come from the models' <option> (SPEC R2a);
+        # every later read of self.options (collision, constraint stage, integrator) sees them
+        self.options, notes = resolve_model_options(
+            self.options, [(e.name, e.description.options) for e in self.entities],
+            precision=layout.precision, h=layout.h, gravity=layout.gravity)
+        for msg in notes:
+            warnings.warn(msg, PolyphysWarning, stacklevel=3)
         if self.options.dt is not None and abs(self.options.dt - layout.h) > 1e-9 * layout.h:
             raise BuildError(f"RigidOptions.dt = {self.options.dt} but the scene substep is {layout.h}")
         self.tree = t = JointTree(self._pending)
