@@ -12,6 +12,7 @@ import abc
 import math
 
 import attrs
+from polyphys.errors import OptionError
 from polyphys.materials import Material
 from polyphys.options import in_range, one_of, positive
 
@@ -90,16 +91,33 @@ class Snow(MPMMaterial):
 @attrs.define(kw_only=True)
 class Sand(MPMMaterial):
     """Drucker–Prager elasto-plasticity on the Hencky strain (Klar et al. 2016) with a constant
-    friction angle (degrees) and no cohesion: α = √(2/3)·2 sin φ/(3 − sin φ)."""
+    friction angle φ (degrees) and no cohesion: the cone ‖dev τ‖ ≤ −α tr τ.
+
+    ``cone`` says what φ is matched to:
+    - "compression" (default, Klar et al.): the Mohr–Coulomb triaxial-compression meridian,
+      α = √(2/3)·2 sin φ/(3 − sin φ). Steady simple shear (a surface avalanche) then stops at
+      tan β = 3α/√2: the angle of repose is 29.6° for φ = 25°, 43.4° for φ = 40°.
+    - "shear": steady simple shear stops at tan φ, α = √2·tan φ/3, so the angle of repose of a
+      poured heap is φ (docs/mpm.md). φ ≤ 60° (above, α would exceed √(2/3) and an unconfined
+      column could stand without cohesion).
+    """
 
     E: float = attrs.field(default=3.537e5, validator=positive)
     nu: float = attrs.field(default=0.3, validator=in_range(0.0, 0.5, hi_open=True))
     rho: float = attrs.field(default=2200.0, validator=positive)
     friction_angle: float = attrs.field(default=35.0, validator=in_range(0.0, 90.0, lo_open=True,
                                                                          hi_open=True))
+    cone: str = attrs.field(default="compression", validator=one_of("compression", "shear"))
+
+    def __attrs_post_init__(self):
+        if self.cone == "shear" and self.friction_angle > 60.0:
+            raise OptionError(f"Sand.friction_angle = {self.friction_angle!r} with cone='shear': must be in "
+                              f"(0, 60] (α = √2·tan φ/3 would exceed √(2/3))")
 
     @property
     def alpha(self) -> float:
+        if self.cone == "shear":
+            return math.sqrt(2.0) * math.tan(math.radians(self.friction_angle)) / 3.0
         s = math.sin(math.radians(self.friction_angle))
         return math.sqrt(2.0 / 3.0) * 2.0 * s / (3.0 - s)
 

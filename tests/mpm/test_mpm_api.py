@@ -39,6 +39,8 @@ def test_options_errors_name_field_and_allowed(kw, words):
     (lambda: M.Elastic(nu=0.5), ["nu", "0.5", "[0.0, 0.5)"]),
     (lambda: M.Elastic(model="hooke"), ["model", "hooke", "corotated"]),
     (lambda: M.Sand(friction_angle=95.0), ["friction_angle", "95.0"]),
+    (lambda: M.Sand(cone="plane"), ["cone", "plane", "compression", "shear"]),
+    (lambda: M.Sand(friction_angle=70.0, cone="shear"), ["friction_angle", "70.0", "shear", "60"]),
     (lambda: M.Snow(theta_c=1.5), ["theta_c", "1.5"]),
     (lambda: M.ElastoPlastic(yield_stress=0.0), ["yield_stress", "> 0"]),
     (lambda: M.Liquid(rho=0), ["rho", "> 0"]),
@@ -54,6 +56,19 @@ def test_materials_registered_in_family():
     assert set(dir(polyphys.materials.MPM)) >= {"Elastic", "ElastoPlastic", "Snow", "Sand", "Liquid"}
     s = M.Sand(friction_angle=30.0)
     assert s.alpha == pytest.approx(math.sqrt(2 / 3) * 2 * 0.5 / 2.5)
+
+
+@pytest.mark.parametrize("phi", [25.0, 40.0])
+def test_sand_cone_matches(phi):
+    # steady simple shear with equal normal stresses (a surface avalanche): ‖dev τ‖ = √2·τ, p = σ, so the
+    # cone ‖dev τ‖ ≤ 3αp stops the flow at tan β = 3α/√2. "shear" puts β at φ; Klar's "compression"
+    # cone (the default) through the Mohr–Coulomb triaxial-compression meridian puts it 3–5° above
+    shear, comp = M.Sand(friction_angle=phi, cone="shear"), M.Sand(friction_angle=phi)
+    assert math.degrees(math.atan(3 * shear.alpha / math.sqrt(2))) == pytest.approx(phi, rel=1e-12)
+    s = math.sin(math.radians(phi))
+    assert comp.alpha == pytest.approx(math.sqrt(2 / 3) * 2 * s / (3 - s), rel=1e-12)
+    beta = math.degrees(math.atan(3 * comp.alpha / math.sqrt(2)))
+    assert beta == pytest.approx({25.0: 29.6, 40.0: 43.4}[phi], abs=0.05)
     e = M.Elastic(E=1e4, nu=0.25)
     assert e.mu == pytest.approx(4000.0) and e.lam == pytest.approx(4000.0)
 
