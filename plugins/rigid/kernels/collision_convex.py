@@ -271,6 +271,19 @@ def _refine(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, rot2:
 
 
 @wp.func
+def _scale(t: int, size: Any, mv: Any):
+    """Size of a shape for the tolerances: |half sizes|, or a convex mesh's largest vertex
+    distance from its origin (its "size" holds its vertex range, not a length)."""
+    out = wp.length(size)
+    if t == 6:
+        out = size[0] - size[0]
+        adr = int(size[0])
+        for i in range(int(size[1])):
+            out = wp.max(out, wp.length(mv[adr + i]))
+    return out
+
+
+@wp.func
 def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, rot2: Any,
                 size2: Any, margin: Any, mv: Any):
     """GJK, then EPA when the shapes overlap: one contact (normal 1→2, signed distance)."""
@@ -278,7 +291,7 @@ def convex_pair(t1: int, pos1: Any, rot1: Any, size1: Any, t2: int, pos2: Any, r
     zero = margin - margin
     one = zero + type(zero)(1.0)
     half = type(zero)(0.5)
-    scale = (wp.length(size1) + wp.length(size2))
+    scale = _scale(t1, size1, mv) + _scale(t2, size2, mv)
     gtol = type(zero)(1e-10) * scale
     W = wp.matrix(shape=(4, 3), dtype=type(zero))
     PA = wp.matrix(shape=(4, 3), dtype=type(zero))

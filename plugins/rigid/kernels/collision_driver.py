@@ -470,11 +470,54 @@ def narrowphase_convex(
         t2 = geom_type[g2]
         if _is_convex(t1, t2):
             margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
-            cnt, n, pts, d = convex_pair(t1, geom_xpos_in[env, g1], geom_xmat_in[env, g1],
-                                         geom_size[g1], t2, geom_xpos_in[env, g2],
-                                         geom_xmat_in[env, g2], geom_size[g2], margin, mesh_vert)
             pr1 = geom_prism[g1]
             pr2 = geom_prism[g2]
+            # a sphere or capsule against a heightfield prism: GJK on its core (the centre or the
+            # axis segment, as a zero-size box) with the radius added to the margin and taken off
+            # the distance afterwards — exact while the core stays outside the prism (penetration
+            # < radius, the usual case); when the core overlaps (or GJK reports so: a point on a
+            # flat polytope face is degenerate in float32), the full shapes are collided again
+            zero = margin - margin
+            s1 = geom_size[g1]
+            s2 = geom_size[g2]
+            ct1 = t1
+            ct2 = t2
+            rad = zero
+            if pr2 >= 0 and pr1 < 0 and (t1 == SPHERE or t1 == CAPSULE):
+                rad = s1[0]
+                s1 = wp.vector(zero, zero, s1[1])
+                if t1 == SPHERE:
+                    s1 = wp.vector(zero, zero, zero)
+                ct1 = BOX
+            elif pr1 >= 0 and pr2 < 0 and (t2 == SPHERE or t2 == CAPSULE):
+                rad = s2[0]
+                s2 = wp.vector(zero, zero, s2[1])
+                if t2 == SPHERE:
+                    s2 = wp.vector(zero, zero, zero)
+                ct2 = BOX
+            cnt = int(0)
+            n = s1
+            pts, d = _empty(s1)
+            tries = int(2)
+            for attempt in range(tries):
+                if attempt == 0 or (cnt > 0 and d[0] < zero and rad > zero):
+                    if attempt == 1:
+                        ct1 = t1
+                        ct2 = t2
+                        s1 = geom_size[g1]
+                        s2 = geom_size[g2]
+                        rad = zero
+                    cnt, n, pts, d = convex_pair(ct1, geom_xpos_in[env, g1],
+                                                 geom_xmat_in[env, g1], s1, ct2,
+                                                 geom_xpos_in[env, g2], geom_xmat_in[env, g2], s2,
+                                                 margin + rad, mesh_vert)
+            if cnt > 0 and rad > zero:
+                # the core's witness moves onto the surface: by rad towards the prism
+                sg = type(zero)(1.0)
+                if pr1 >= 0:
+                    sg = type(zero)(-1.0)
+                pts[0] = pts[0] + n * (sg * type(zero)(0.5) * rad)
+                d[0] = d[0] - rad
             if pr2 >= 0 and pr1 < 0:
                 cnt, n, pts, d = prism_contact(pr2, geom_xpos_in[env, g2], geom_xmat_in[env, g2],
                                                geom_size[g2], t1, geom_xpos_in[env, g1],

@@ -130,18 +130,51 @@ def point_jac_add(
     efc_J: wp.array3d(dtype=Any),
     row: int,
 ):
-    """efc_J[row] += scale · axis · (velocity of point p fixed to link per dof), rot=1: angular."""
+    """efc_J[row] += scale · axis · (velocity of point p fixed to link per dof), rot=1: angular
+    (native C++ walk of the dof chain, point_jac_native)."""
     if link < 0:
         return
-    d = link_dof_last[link]
-    while d >= 0:
-        w = cdof_w[env, d]
-        if rot == 1:
-            val = wp.dot(axis, w)
-        else:
-            val = wp.dot(axis, cdof_v[env, d] + wp.cross(w, p - dof_ref[env, d]))
-        efc_J[env, row, d] = efc_J[env, row, d] + scale * val
-        d = dof_parent[d]
+    point_jac_native(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, link, p, axis, rot, scale, efc_J, row)
+
+
+_POINT_JAC_SNIPPET = """
+    typedef {T} T;
+    typedef wp::vec_t<3, T> V;
+    const size_t e = (size_t)env;
+    const V* cw = (const V*)((const char*)cdof_w.data + e * cdof_w.strides[0]);
+    const V* cv = (const V*)((const char*)cdof_v.data + e * cdof_v.strides[0]);
+    const V* rf = (const V*)((const char*)dof_ref.data + e * dof_ref.strides[0]);
+    T* jr = (T*)((char*)efc_J.data + e * efc_J.strides[0] + (size_t)row * efc_J.strides[1]);
+    int d = link_dof_last.data[link];
+    while (d >= 0) {
+        const V w = cw[d];
+        T val;
+        if (rot == 1) {
+            val = wp::dot(axis, w);
+        } else {
+            val = wp::dot(axis, wp::add(cv[d], wp::cross(w, wp::sub(p, rf[d]))));
+        }
+        const T sv = scale * val;
+        jr[d] = jr[d] + sv;
+        d = dof_parent.data[d];
+    }
+"""
+
+
+def _sig_point_jac(s):
+    V = wp.types.vector(3, s)
+    I1 = wp.array(dtype=wp.int32)
+    V2 = wp.array2d(dtype=V)
+
+    def point_jac_native(dof_parent: I1, link_dof_last: I1, cdof_w: V2, cdof_v: V2, dof_ref: V2, env: wp.int32,
+                         link: wp.int32, p: V, axis: V, rot: wp.int32, scale: s, efc_J: wp.array3d(dtype=s),
+                         row: wp.int32):
+        ...
+    return point_jac_native
+
+
+point_jac_native = wp.func_native(_POINT_JAC_SNIPPET.replace("{T}", "double"))(_sig_point_jac(wp.float64))
+point_jac_native = wp.func_native(_POINT_JAC_SNIPPET.replace("{T}", "float"))(_sig_point_jac(wp.float32))
 
 
 # build-side row helpers as native C++ (see the solver's native loops below for why)
@@ -1565,6 +1598,43 @@ def constraint_solve(
     solver_stat[env, 2] = cost
 
 
+_MASS_DENSE_SNIPPET = """
+    typedef {T} T;
+    const size_t e = (size_t)env;
+    const size_t ms = M_out.strides[1];
+    char* m0 = (char*)M_out.data + e * M_out.strides[0];
+    const T* mass = (const T*)((const char*)mass_in.data + e * mass_in.strides[0]);
+    const T* dg = (const T*)((const char*)diag_add.data + e * diag_add.strides[0]);
+#define PP_M(i, j) (((T*)(m0 + (size_t)(i) * ms))[j])
+    for (int i = 0; i < nv; ++i)
+        for (int j = 0; j < nv; ++j) PP_M(i, j) = T(0);
+    for (int i = 0; i < nv; ++i) {
+        const int adr = dof_madr.data[i];
+        const int end = adr + dof_depth.data[i] + 1;
+        for (int a = adr; a < end; ++a) {
+            const int j = m_col.data[a];
+            PP_M(i, j) = mass[a];
+            PP_M(j, i) = mass[a];
+        }
+        PP_M(i, i) = PP_M(i, i) + dg[i];
+    }
+#undef PP_M
+"""
+
+
+def _sig_mass_dense(s):
+    I1 = wp.array(dtype=wp.int32)
+
+    def mass_dense_native(env: wp.int32, nv: wp.int32, dof_madr: I1, dof_depth: I1, m_col: I1,
+                          mass_in: wp.array2d(dtype=s), diag_add: wp.array2d(dtype=s), M_out: wp.array3d(dtype=s)):
+        ...
+    return mass_dense_native
+
+
+mass_dense_native = wp.func_native(_MASS_DENSE_SNIPPET.replace("{T}", "double"))(_sig_mass_dense(wp.float64))
+mass_dense_native = wp.func_native(_MASS_DENSE_SNIPPET.replace("{T}", "float"))(_sig_mass_dense(wp.float32))
+
+
 @wp.kernel
 def mass_dense(
     # Model:
@@ -1579,18 +1649,10 @@ def mass_dense(
     M_out: wp.array3d(dtype=Any),
 ):
     """Dense symmetric M (+ diag_add on the diagonal, e.g. h·D_v) from the tree-sparse rows of the
-    dynamics kernel (row i: entries dof_madr[i] .. dof_madr[i] + dof_depth[i], columns m_col)."""
+    dynamics kernel (row i: entries dof_madr[i] .. dof_madr[i] + dof_depth[i], columns m_col);
+    native C++ over the env's rows (mass_dense_native)."""
     env = wp.tid()
-    for i in range(nv):
-        for j in range(nv):
-            M_out[env, i, j] = mass_in[env, 0] * type(mass_in[env, 0])(0.0)
-    for i in range(nv):
-        adr = dof_madr[i]
-        for a in range(adr, adr + dof_depth[i] + 1):
-            j = m_col[a]
-            M_out[env, i, j] = mass_in[env, a]
-            M_out[env, j, i] = mass_in[env, a]
-        M_out[env, i, i] = M_out[env, i, i] + diag_add[env, i]
+    mass_dense_native(env, nv, dof_madr, dof_depth, m_col, mass_in, diag_add, M_out)
 
 
 @wp.kernel
@@ -1612,10 +1674,14 @@ def contact_wrench(
     """Per contact the 6D wrench on side A (F_n, F_t1, F_t2, T_n, T_t1, T_t2) in the contact frame
     (pyramidal edges recombined as MuJoCo's mj_contactForce: F_n = Σ edges, F_k = μ_k (f⁺ − f⁻)),
     and in the world frame (F_w = Cᵀ F, T_w = Cᵀ T, about the contact point); side B gets the
-    negation. Slots beyond n_con, and contacts without rows, are zero with valid 0."""
+    negation. Slots beyond n_con, and contacts without rows, are zero with valid 0 (a slot beyond
+    n_con whose valid flag is already 0 was cleared by an earlier call and is skipped)."""
     env = wp.tid()
     C = con_dim.shape[1]
+    nc = n_con[env]
     for c in range(C):
+        if c >= nc and con_valid_out[env, c] == 0:
+            continue
         zero = con_friction[env, c, 0] * type(con_friction[env, c, 0])(0.0)
         for j in range(6):
             con_wrench_out[env, c, j] = zero
