@@ -887,7 +887,8 @@ class RigidSolver(Solver):
         """Raw contacts plus the forces of the last constraint solve (SPEC R9/F2), host side:
         force_a / torque_a (world, on geom A, torque about the contact point), force_b = −force_a,
         wrench (n, K, 6: F_n, F_t1, F_t2, T_n, T_t1, T_t2 on A in the contact frame, normal B→A),
-        solved_at (the time the substep started), stale (a forward()/setter/reset ran since)."""
+        solved_at (the time the substep started; after forward()'s query, the current time) and
+        stale (a setter changed the state since the solve)."""
         out = self._raw_contacts(envs)
         n, K = out["valid"].shape
         st = getattr(self, "constraint", None)
@@ -904,6 +905,10 @@ class RigidSolver(Solver):
         steps = self._steps_done()
         h = self.layout.h
         dt = h * self.layout.substeps
+        if getattr(self, "_query_at", None) == steps:     # forward()'s query at the current state
+            out["solved_at"] = np.full(n, max(steps, 0) * dt)
+            out["stale"] = np.full(n, False)
+            return out
         out["solved_at"] = np.full(n, max(steps, 0) * dt - h if steps > 0 else np.nan)
         out["stale"] = np.full(n, steps <= 0 or getattr(self, "_forward_at", None) == steps)
         return out
@@ -1179,13 +1184,61 @@ class RigidSolver(Solver):
         return -1 if sim is None else sim.n_steps
 
     def forward(self):
-        """Kinematics and dynamics (M, bias, forces, qacc = M⁻¹f) at the current state (and the
-        contacts, when collision detection is on)."""
+        """Kinematics and dynamics (M, bias, forces, qacc = M⁻¹f) at the current state, the contacts
+        (when collision detection is on) and, as a fresh query (SPEC F1), the constraint forces at
+        this state: rows and solve without integrating (``_query_constraint``), readback tagged with
+        the query time (solved_at = now) and not stale. The forward() an entity setter runs right
+        after writing the state (``_write``) refreshes kinematics and contacts only: the forces stay
+        those of the last solve, flagged stale, until the next step or forward(). Nothing the next
+        step reads changes (the warm start, the step's impulse sums, qfrc_applied): a trajectory
+        continues bit for bit whether or not forward() ran (get_state and checkpoints call it)."""
         self._launch(self._all, MODE_FORWARD)
         if getattr(self, "collision", None) is not None:
             self._collide_all()
         self._kin_step = self._steps_done()
-        self._forward_at = self._kin_step        # contact forces are those of the last step's solve
+        setter = getattr(self, "_written_at", None) == self._kin_step
+        self._written_at = None
+        if setter or getattr(self, "constraint", None) is None:
+            self._forward_at = self._kin_step    # contact forces are those of the last solve: stale
+            self._query_at = None
+            return
+        self._query_constraint()
+        self._forward_at = None
+        self._query_at = self._kin_step          # contact forces solved at the current state
+
+    def _query_constraint(self) -> None:
+        """forward()'s constraint query, per partition, after MODE_FORWARD and collision: contacts →
+        rows → solve (cold start from qacc_smooth, so the query depends on the state alone) → contact
+        and per-link wrenches (accumulate=False: the step's impulse sums are kept). The solve writes
+        its result into the warm start st.qacc (state): saved before and restored after."""
+        import warp as wp
+
+        from .kernels import constraint_glue as G
+
+        st, d, m, dev = self.constraint, self.d, self.model, self.layout.device
+        if getattr(self, "_qacc_keep", None) is None:
+            self._qacc_keep = wp.empty_like(st.qacc)
+        wp.copy(self._qacc_keep, st.qacc)
+        for part in self.layout.partitions:
+            sl = slice(part.start, part.stop)
+            n, nv = part.stop - part.start, self.n_dofs
+            if self.collision is not None:
+                self._contacts_to_stage(part)
+            st.mass_from_tree(m.dof_madr, m.dof_depth, m.m_col, d.mass, self._diag_add, part)
+            wp.launch(G.dof_reference, dim=(n, nv), inputs=[self._link_root, m.dof_link, d.link_pos[sl]],
+                      outputs=[self._dof_ref[sl]], device=dev)
+            if self._n_connect:
+                mm = st.model
+                wp.launch(G.connect_bias, dim=(n, len(self._eq_types)), inputs=[
+                    mm["eq_type"], mm["eq_obj"], mm["eq_data"], mm["link_dof_last"], mm["dof_parent"],
+                    self.qvel[sl], d.cdof_w[sl], d.cdof_v[sl], d.cdofdot_w[sl], d.cdofdot_v[sl], self._dof_ref[sl],
+                    d.link_pos[sl], d.link_quat[sl]], outputs=[st.eq_acc_bias[sl]], device=dev)
+            st.build_rows(self.qpos, self.qvel, d.cdof_w, d.cdof_v, self._dof_ref, d.link_pos, d.link_quat, part)
+            st.solve(st.M, d.qacc, d.qacc, part)
+            if self.collision is not None:
+                st.contact_wrenches(part)
+                st.link_wrenches(d.link_xipos, self.layout.h, accumulate=False, part=part)
+        wp.copy(st.qacc, self._qacc_keep)
 
     def kinematics(self):
         self._launch(self._all, MODE_KINEMATICS)
@@ -1242,7 +1295,12 @@ class RigidSolver(Solver):
 
     # -- host helpers used by the entities -----------------------------------------------------
     def _write(self, arr, envs: np.ndarray, cols, values: np.ndarray) -> None:
-        """arr[envs, cols] = values (host round trip; outside the step)."""
+        """arr[envs, cols] = values (host round trip; outside the step). A write of the state or the
+        link parameters marks the forward() that the entity setter runs next as its refresh (forces
+        stale, no solve; see forward)."""
+        if any(arr is a for a in (self.qpos, self.qvel, self.model.root_pos, self.model.root_quat)) or any(
+                arr is getattr(self.params, k) for k in PARAMS):
+            self._written_at = self._steps_done()
         host = arr.numpy()
         cols = np.arange(host.shape[1])[cols] if isinstance(cols, slice) else np.asarray(cols)
         host[envs[:, None], cols[None, :]] = values
