@@ -13,8 +13,10 @@ Standalone host-side pipeline (the rigid solver calls it every substep; see docs
 Outputs per env (device arrays, (n_envs, max_contacts)): ``contact_count`` (n_envs,) usable
 count, ``contact_geom`` (geom A, geom B), ``contact_pos`` (world, midway between the surfaces),
 ``contact_frame`` (rows: normal from B to A, tangent 1, tangent 2), ``contact_depth``
-(penetration, > 0 when overlapping), ``contact_includemargin`` (margin − gap: a contact is active
-when depth > −includemargin), ``contact_pair`` (explicit pair index or −1).
+(penetration, > 0 when overlapping), ``contact_includemargin`` (the contact makes constraint rows
+when depth >= −includemargin: margin − gap by default, margin with ``gap_mode="outside"``),
+``contact_pair`` (explicit pair index or −1), ``contact_active`` (n_envs,) the contacts handed to
+the constraint builder (the first ones; with ``gap_mode="outside"`` the contacts in the gap follow).
 
 Filtering (SPEC R4), in this order: visual-only geoms never collide; a pair passes the global
 contype/conaffinity rule ((ta & ab) or (tb & aa)); inside one entity whose description has local
@@ -92,6 +94,11 @@ class CollisionOptions:
     sap_axis: the sweep axis (0 x, 1 y, 2 z).
     margin_combine: a pair's margin and gap from its geoms': "max" (default) or "sum" (MuJoCo's
         rule, for the MuJoCo-compatible mode); an explicit pair's own values replace both.
+    gap_mode: "inside" (SPEC R4 default, Genesis and MuJoCo < 4): contacts are detected below the
+        margin and make rows with includemargin = margin − gap; "outside" (MuJoCo 4.0): detected
+        below margin + gap, includemargin = margin, and the contacts in the gap (margin < distance
+        < margin + gap) are reported but make no rows; "auto" (default): "outside" when
+        margin_combine is "sum" (the MuJoCo-compatible mode), else "inside".
     neutral_collision: False (Genesis's default) removes the pairs of one entity that are already
         in contact in the neutral configuration handed to ``build(neutral_poses=...)``; True keeps
         them. Without neutral poses nothing is removed.
@@ -114,6 +121,7 @@ class CollisionOptions:
     filtering: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     sap_axis: int = attrs.field(default=0, validator=one_of(0, 1, 2))
     margin_combine: str = attrs.field(default="max", validator=one_of("max", "sum"))
+    gap_mode: str = attrs.field(default="auto", validator=one_of("auto", "inside", "outside"))
     neutral_collision: bool = attrs.field(default=False,
                                           validator=attrs.validators.instance_of(bool))
     mesh_decomposition: str = attrs.field(default="auto",
@@ -662,8 +670,17 @@ class CollisionPipeline:
         m.cone_nrm = f(one(self.cones, (1, CONE_SLOTS, 3)).astype(npf), V)
         m.cone_cnt = f(one(self.ncone, (1,)).astype(np.int32), wp.int32)
         m.geom_half = f(self.half.astype(npf), V)
-        m.geom_margin = f(np.array([g.margin for g in self.geoms], dtype=npf), S)
-        m.geom_gap = f(np.array([g.gap for g in self.geoms], dtype=npf), S)
+        # gap_mode "outside" (MuJoCo 4.0): detection (AABBs, broadphase, narrowphase) below
+        # margin + gap; prune gets the force margins (geom_fmargin / pair_fmargin)
+        gap_mode = o.gap_mode
+        if gap_mode == "auto":
+            gap_mode = "outside" if o.margin_combine == "sum" else "inside"
+        self._gap_out = 1 if gap_mode == "outside" else 0
+        g_margin = np.array([g.margin for g in self.geoms], dtype=npf)
+        g_gap = np.array([g.gap for g in self.geoms], dtype=npf)
+        m.geom_fmargin = f(g_margin, S)
+        m.geom_margin = f(g_margin + g_gap, S) if self._gap_out else m.geom_fmargin
+        m.geom_gap = f(g_gap, S)
         m.geom_link = f(np.array([g.link for g in self.geoms], dtype=np.int32), wp.int32)
         m.geom_pos = f(np.array([g.pos for g in self.geoms], dtype=npf).reshape(G, 3), V)
         m.geom_quat = f(np.array([(q[1], q[2], q[3], q[0]) for q in (g.quat for g in self.geoms)],
@@ -679,8 +696,13 @@ class CollisionPipeline:
         m.explicit_keys = f(self.explicit_keys, wp.int64)
         m.flags = ((1 if o.self_collision else 0) | (2 if o.adjacent_collision else 0)
                    | (4 if o.filtering else 0))
-        m.pair_margin = f(np.array([p["margin"] for p in self.pairs] or [0.0], dtype=npf), S)
-        m.pair_gap = f(np.array([p["gap"] for p in self.pairs] or [0.0], dtype=npf), S)
+        p_margin = np.array([p["margin"] for p in self.pairs] or [0.0], dtype=npf)
+        p_gap = np.array([p["gap"] for p in self.pairs] or [0.0], dtype=npf)
+        m.pair_fmargin = f(p_margin, S)
+        m.pair_margin = f(p_margin + p_gap, S) if self._gap_out else m.pair_fmargin
+        m.pair_gap = f(p_gap, S)
+        # contacts in the gap exist only with gap outside the margin and some gap > 0
+        self._split = bool(self._gap_out and (np.any(g_gap > 0) or np.any(p_gap > 0)))
         m.pair_list = f(np.concatenate([dyn, expl]).astype(np.int32).reshape(-1, 3), wp.vec3i)
         m.explicit_list = f(expl.astype(np.int32).reshape(-1, 3), wp.vec3i)
         m.weld_pairs = f(np.array([w[:2] for w in self.welds] or np.zeros((0, 2)),
@@ -713,6 +735,7 @@ class CollisionPipeline:
         self.contact_depth = z((n, K_), S)
         self.contact_includemargin = z((n, K_), S)
         self.contact_pair = z((n, K_), wp.int32)
+        self.contact_active = z(n, wp.int32) if self._split else self.contact_count
         if partitions is None:
             partitions = (Partition(0, 0, n_envs),)
         self._parts = {}
@@ -723,7 +746,7 @@ class CollisionPipeline:
                          "pair_count", "pairs_buf", "pair_cand", "cand_count", "cand_pos",
                          "cand_normal", "cand_dist", "contact_raw", "contact_count",
                          "contact_geom", "contact_pos", "contact_frame", "contact_depth",
-                         "contact_includemargin", "contact_pair"):
+                         "contact_includemargin", "contact_pair", "contact_active"):
                 setattr(v, name, getattr(self, name)[sl])
             v.n = part.stop - part.start
             if bp == "sweep_and_prune":
@@ -878,19 +901,24 @@ class CollisionPipeline:
                       outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                       device=dev)
         wp.launch(K.prune, dim=(n, self.max_pairs),
-                  inputs=[m.geom_orig, m.geom_margin, m.geom_gap, m.pair_margin, m.pair_gap, self._msum,
-                          self.options.max_contacts_per_pair, v.pairs_buf, v.pair_count,
+                  inputs=[m.geom_orig, m.geom_fmargin, m.geom_gap, m.pair_fmargin, m.pair_gap, self._msum,
+                          self._gap_out, self.options.max_contacts_per_pair, v.pairs_buf, v.pair_count,
                           v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
                   outputs=[v.contact_raw, v.contact_geom, v.contact_pos, v.contact_frame,
                            v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
         wp.launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
                   outputs=[v.contact_count], device=dev)
+        if self._split:
+            wp.launch(K.split_inactive, dim=n, inputs=[v.contact_count],
+                      outputs=[v.contact_active, v.contact_geom, v.contact_pos, v.contact_frame,
+                               v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
 
     def export(self, part, n_con, con_pos, con_frame, con_dist, con_margin, con_link):
         """Copy the partition's contacts into a constraint builder's arrays (whole-batch arrays,
         (n_envs, C[, 2]); C may be smaller than max_contacts: the count is clamped to it):
         n_con, pos, frame (rows: normal B→A, t1, t2), dist = −depth, margin = includemargin, and
-        the links of geoms A and B (−1: world). Kernels only (graph-capturable)."""
+        the links of geoms A and B (−1: world); only the active contacts (``contact_active``: with
+        gap_mode "outside" the contacts in the gap make no rows). Kernels only (graph-capturable)."""
         import warp as wp
 
         from .kernels import collision_driver as K
@@ -898,7 +926,7 @@ class CollisionPipeline:
         v = self._parts[part.index]
         s = slice(part.start, part.stop)
         wp.launch(K.export_contacts, dim=(v.n, self.max_contacts),
-                  inputs=[self.model.geom_link, v.contact_count, v.contact_geom, v.contact_pos,
+                  inputs=[self.model.geom_link, v.contact_active, v.contact_geom, v.contact_pos,
                           v.contact_frame, v.contact_depth, v.contact_includemargin],
                   outputs=[n_con[s], con_pos[s], con_frame[s], con_dist[s], con_margin[s],
                            con_link[s]], device=self.device)
@@ -935,9 +963,11 @@ class CollisionPipeline:
 
     def contacts(self, envs_idx=None) -> list:
         """Host readback of the contact set: one dict of numpy arrays per env (geom_a, geom_b,
-        pos, normal (B→A), frame, depth, includemargin, pair)."""
+        pos, normal (B→A), frame, depth, includemargin, pair, active: whether it makes constraint
+        rows — False for a contact in the gap with gap_mode "outside")."""
         envs = range(self.n_envs) if envs_idx is None else [int(e) for e in np.atleast_1d(envs_idx)]
         cnt = self.contact_count.numpy()
+        act = self.contact_active.numpy()
         arrs = {k: getattr(self, "contact_" + k).numpy() for k in
                 ("geom", "pos", "frame", "depth", "includemargin", "pair")}
         out = []
@@ -949,7 +979,7 @@ class CollisionPipeline:
                         "pos": arrs["pos"][e, :k].copy(), "normal": arrs["frame"][e, :k, 0].copy(),
                         "frame": arrs["frame"][e, :k].copy(), "depth": arrs["depth"][e, :k].copy(),
                         "includemargin": arrs["includemargin"][e, :k].copy(),
-                        "pair": arrs["pair"][e, :k].copy()})
+                        "pair": arrs["pair"][e, :k].copy(), "active": np.arange(k) < act[e]})
         return out
 
     def candidates(self, env: int = 0) -> list:

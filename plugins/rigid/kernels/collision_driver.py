@@ -548,6 +548,7 @@ def prune(
     pair_margin: wp.array(dtype=Any),
     pair_gap: wp.array(dtype=Any),
     margin_sum: int,
+    gap_outside: int,
     max_per_pair: int,
     # Data in:
     pairs_in: wp.array2d(dtype=wp.vec3i),
@@ -565,10 +566,13 @@ def prune(
     contact_includemargin_out: wp.array2d(dtype=Any),
     contact_pair_out: wp.array2d(dtype=wp.int32),
 ):
-    """Per pair: keep at most ``max_per_pair`` points (the deepest, the farthest from it, the one
-    farthest from their line, then the one adding the largest area), and write the contacts with
+    """Per pair: drop duplicate points (within 1e-6 of the point set's span plus 8 ulps), keep at
+    most ``max_per_pair`` (the deepest — among the points as deep within that tolerance the one
+    farthest from their centroid —, the farthest from it, the one farthest from their line, the one
+    adding the largest area to their triangle, then farthest-point), and write the contacts with
     the polyphys frame: row 0 the normal from geom B (= geom 2) to geom A (= geom 1), rows 1-2 the
-    tangents; depth = penetration (positive when overlapping)."""
+    tangents; depth = penetration (positive when overlapping). geom_margin / pair_margin here are
+    the force margins (without the gap when ``gap_outside``: the narrowphase got margin + gap)."""
     env, k = wp.tid()
     npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
     if k < npairs:
@@ -587,53 +591,129 @@ def prune(
             if p[2] >= 0:
                 margin = pair_margin[p[2]]
                 gap = pair_gap[p[2]]
+            # the distance below which the contact makes rows: margin − gap (gap inside the
+            # margin: polyphys's default, MuJoCo < 4) or margin (gap outside it: MuJoCo 4.0)
+            incl = margin - gap
+            if gap_outside != 0:
+                incl = margin
+            zero = margin - margin
+            one = zero + type(margin)(1.0)
+            # duplicates: a candidate within tol of an earlier kept one is dropped (clipping two
+            # aligned faces emits a corner twice when a vertex lies on a clip plane within
+            # round-off). tol: 1e-6 of the candidates' span (the manifold size) plus 8 ulps of
+            # the coordinates (the round-off of a clipped point)
+            eps = type(margin)(2.2e-16)
+            if one + type(margin)(1e-10) == one:
+                eps = type(margin)(1.2e-7)          # float32
+            xa = cand_pos_in[env, start]
+            span = zero
+            scale = zero
+            for i in range(cnt):
+                x = cand_pos_in[env, start + i]
+                span = wp.max(span, wp.length(x - xa))
+                scale = wp.max(scale, wp.max(wp.abs(x[0]), wp.max(wp.abs(x[1]), wp.abs(x[2]))))
+            tol = type(margin)(1e-6) * span + type(margin)(8.0) * eps * scale
+            skip = int(0)
+            nu = cnt
+            for i in range(1, cnt):
+                xi = cand_pos_in[env, start + i]
+                for j in range(i):
+                    if not _pick(skip, j) and not _pick(skip, i):
+                        if wp.length(xi - cand_pos_in[env, start + j]) <= tol:
+                            skip = skip | (1 << i)
+                            nu -= 1
             sel = int(0)
-            nsel = cnt
-            if cnt <= max_per_pair:
-                sel = (1 << cnt) - 1
+            if nu <= max_per_pair:
+                sel = ((1 << cnt) - 1) - skip          # skip is a subset of the bits
             else:
-                # 1) deepest
+                # 1) deepest; among points as deep within tol (a flat face-face contact: the
+                # clipped polygon also has points along its edges, where an edge lies on a clip
+                # plane within round-off) the one farthest from the candidates' centroid, which
+                # is a corner of their hull
+                dmin = cand_dist_in[env, start]
+                cen = xa * zero
+                for i in range(cnt):
+                    if not _pick(skip, i):
+                        dmin = wp.min(dmin, cand_dist_in[env, start + i])
+                        cen = cen + cand_pos_in[env, start + i]
+                cen = cen / type(margin)(nu)
                 i0 = int(0)
-                for i in range(1, cnt):
-                    if cand_dist_in[env, start + i] < cand_dist_in[env, start + i0]:
-                        i0 = i
+                best = zero - one
+                for i in range(cnt):
+                    if not _pick(skip, i) and cand_dist_in[env, start + i] <= dmin + tol:
+                        v = wp.length(cand_pos_in[env, start + i] - cen)
+                        if v > best:
+                            best = v
+                            i0 = i
                 sel = 1 << i0
                 x0 = cand_pos_in[env, start + i0]
                 i1 = int(-1)
                 i2 = int(-1)
                 if max_per_pair >= 2:
-                    best = margin - margin - type(margin)(1.0)
+                    # 2) the farthest from it
+                    best = zero - one
                     for i in range(cnt):
                         v = wp.length(cand_pos_in[env, start + i] - x0)
-                        if not _pick(sel, i) and v > best:
+                        if not _pick(sel | skip, i) and v > best:
                             best = v
                             i1 = i
                     sel = sel | (1 << i1)
                 if max_per_pair >= 3:
+                    # 3) the farthest from their line
                     x1 = cand_pos_in[env, start + i1]
-                    best = margin - margin - type(margin)(1.0)
+                    best = zero - one
                     for i in range(cnt):
                         v = wp.length(wp.cross(x1 - x0, cand_pos_in[env, start + i] - x0))
-                        if not _pick(sel, i) and v > best:
+                        if not _pick(sel | skip, i) and v > best:
                             best = v
                             i2 = i
                     sel = sel | (1 << i2)
                 if max_per_pair >= 4:
+                    # 4) the one adding the largest area to the triangle x0 x1 x2: the signed
+                    # areas (against the triangle's normal) of the edges it lies outside of; a
+                    # point inside the triangle or on a picked corner adds nothing
                     x1 = cand_pos_in[env, start + i1]
                     x2 = cand_pos_in[env, start + i2]
-                    best = margin - margin - type(margin)(1.0)
+                    nt = wp.cross(x1 - x0, x2 - x0)
+                    ln = wp.length(nt)
+                    best = zero - one
                     i3 = int(-1)
                     for i in range(cnt):
                         x = cand_pos_in[env, start + i]
-                        # the largest triangle x makes with an edge of the triangle x0 x1 x2
-                        v = wp.max(wp.max(wp.length(wp.cross(x - x0, x1 - x0)),
-                                          wp.length(wp.cross(x - x1, x2 - x1))),
-                                   wp.length(wp.cross(x - x2, x0 - x2)))
-                        if not _pick(sel, i) and v > best:
+                        v = zero
+                        if ln > zero:
+                            nh = nt / ln
+                            v = (wp.max(zero, -wp.dot(wp.cross(x1 - x0, x - x0), nh))
+                                 + wp.max(zero, -wp.dot(wp.cross(x2 - x1, x - x1), nh))
+                                 + wp.max(zero, -wp.dot(wp.cross(x0 - x2, x - x2), nh)))
+                        else:
+                            # collinear first three: the largest triangle on one of their edges
+                            v = wp.max(wp.max(wp.length(wp.cross(x - x0, x1 - x0)),
+                                              wp.length(wp.cross(x - x1, x2 - x1))),
+                                       wp.length(wp.cross(x - x2, x0 - x2)))
+                        if not _pick(sel | skip, i) and v > best:
                             best = v
                             i3 = i
                     sel = sel | (1 << i3)
-                nsel = max_per_pair
+                # 5+) farthest-point: the largest distance to the nearest picked point
+                for _q in range(4, max_per_pair):
+                    best = zero - one
+                    iq = int(-1)
+                    for i in range(cnt):
+                        if not _pick(sel | skip, i):
+                            x = cand_pos_in[env, start + i]
+                            v = wp.length(x - x0)
+                            for j in range(cnt):
+                                if _pick(sel, j):
+                                    v = wp.min(v, wp.length(x - cand_pos_in[env, start + j]))
+                            if v > best:
+                                best = v
+                                iq = i
+                    sel = sel | (1 << iq)
+            nsel = int(0)
+            for i in range(cnt):
+                if _pick(sel, i):
+                    nsel += 1
             out = wp.atomic_add(contact_raw_out, env, nsel)
             if out + nsel <= contact_pos_out.shape[1]:
                 m = int(0)
@@ -646,7 +726,7 @@ def prune(
                         contact_geom_out[env, out + m] = wp.vec2i(geom_orig[g1], geom_orig[g2])
                         contact_pos_out[env, out + m] = cand_pos_in[env, start + i]
                         contact_depth_out[env, out + m] = -cand_dist_in[env, start + i]
-                        contact_includemargin_out[env, out + m] = margin - gap
+                        contact_includemargin_out[env, out + m] = incl
                         contact_pair_out[env, out + m] = p[2]
                         m += 1
 
@@ -662,6 +742,56 @@ def finalize_counts(
     """The usable contact count: min(contacts produced, budget)."""
     env = wp.tid()
     contact_count_out[env] = wp.min(contact_raw_in[env], max_contacts)
+
+
+@wp.kernel
+def split_inactive(
+    # Data in:
+    contact_count_in: wp.array(dtype=wp.int32),
+    # Data out:
+    contact_active_out: wp.array(dtype=wp.int32),
+    contact_geom_out: wp.array2d(dtype=wp.vec2i),
+    contact_pos_out: wp.array2d(dtype=Any),
+    contact_frame_out: wp.array2d(dtype=Any),
+    contact_depth_out: wp.array2d(dtype=Any),
+    contact_includemargin_out: wp.array2d(dtype=Any),
+    contact_pair_out: wp.array2d(dtype=wp.int32),
+):
+    """MuJoCo 4.0's gap (gap outside the margin): one thread per env moves the active contacts
+    (depth >= -includemargin, i.e. distance <= margin) to the front of the env's contact set, the
+    contacts in the gap (margin < distance < margin + gap) behind them, and writes the active
+    count: export hands only those to the constraint builder (MuJoCo: efc_address = -1, no rows)."""
+    env = wp.tid()
+    n = wp.min(contact_count_in[env], contact_depth_out.shape[1])
+    i = int(0)
+    j = n - 1
+    while i <= j:
+        if contact_depth_out[env, i] >= -contact_includemargin_out[env, i]:
+            i += 1
+        elif contact_depth_out[env, j] < -contact_includemargin_out[env, j]:
+            j -= 1
+        else:
+            g = contact_geom_out[env, i]
+            contact_geom_out[env, i] = contact_geom_out[env, j]
+            contact_geom_out[env, j] = g
+            x = contact_pos_out[env, i]
+            contact_pos_out[env, i] = contact_pos_out[env, j]
+            contact_pos_out[env, j] = x
+            fr = contact_frame_out[env, i]
+            contact_frame_out[env, i] = contact_frame_out[env, j]
+            contact_frame_out[env, j] = fr
+            dp = contact_depth_out[env, i]
+            contact_depth_out[env, i] = contact_depth_out[env, j]
+            contact_depth_out[env, j] = dp
+            im = contact_includemargin_out[env, i]
+            contact_includemargin_out[env, i] = contact_includemargin_out[env, j]
+            contact_includemargin_out[env, j] = im
+            pr = contact_pair_out[env, i]
+            contact_pair_out[env, i] = contact_pair_out[env, j]
+            contact_pair_out[env, j] = pr
+            i += 1
+            j -= 1
+    contact_active_out[env] = i
 
 
 @wp.kernel
@@ -732,6 +862,9 @@ def _overloads():
             "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
             "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
             "con_margin_out": A2(dtype=s)})
+        wp.overload(split_inactive, {"contact_pos_out": A2(dtype=V), "contact_frame_out": A2(dtype=M),
+                                     "contact_depth_out": A2(dtype=s),
+                                     "contact_includemargin_out": A2(dtype=s)})
         wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                             "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                             "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),

@@ -1,0 +1,195 @@
+"""Contact margin and gap: MuJoCo 4.0's rule in the MuJoCo-compatible mode, SPEC R4's in the default.
+
+MuJoCo 4.0 (changelog 4.0, "margin and gap"; measured here on the installed 4.0.0): a pair's margin
+and gap are the sums of its geoms' (or an explicit pair's own); a contact is detected when the
+distance is below margin + gap; its includemargin is the margin (the gap is not subtracted); a
+contact with margin < distance < margin + gap is in mjData.contact with efc_address −1 (no
+constraint rows, no force). polyphys: CollisionOptions(gap_mode="outside") (what
+RigidOptions(mujoco_compatible=True) gets through margin_combine="sum", gap_mode="auto"). The
+default ("inside", SPEC R4 as docs/collision.md): detection below the margin, includemargin =
+margin − gap, every contact makes rows. Closed-form sphere/box–plane contacts, float64: distances
+agree to rounding (1e-12).
+"""
+
+import warnings
+
+import numpy as np
+import polyphys
+import pytest
+from collision_helpers import geom
+from polyphys import morphs
+from polyphys.errors import PolyphysWarning
+from polyphys.layout import Partition
+from polyphys.plugins.rigid import RigidOptions
+from polyphys.plugins.rigid.collision import CollisionOptions, CollisionPipeline, set_poses_host
+from polyphys.plugins.rigid.materials import Rigid
+
+mujoco = pytest.importorskip("mujoco")
+
+R = 0.1
+# (margin, gap) of plane and sphere; distances (sphere surface above the plane) in every regime:
+# beyond margin + gap, in the gap, at the margin's edge, inside the margin, penetrating
+GEOMS = ((0.002, 0.001), (0.001, 0.0005))            # pair margin .003, gap .0015 (summed)
+DISTS = (0.0050, 0.0044, 0.0040, 0.0032, 0.0029, 0.0020, 0.0, -0.0010)
+XML = """<mujoco><option timestep="0.002"/><worldbody>
+  <geom name="floor" type="plane" size="2 2 .1" margin="{m1}" gap="{g1}"/>
+  <body name="ball" pos="0 0 {z}"><freejoint/>
+    <geom name="ball" type="sphere" size="{r}" margin="{m2}" gap="{g2}"/></body>
+</worldbody>{pair}</mujoco>"""
+PAIR = '<contact><pair geom1="floor" geom2="ball" margin="0.0025" gap="0.002"/></contact>'
+
+
+def _mujoco(dist, pair=""):
+    (m1, g1), (m2, g2) = GEOMS
+    m = mujoco.MjModel.from_xml_string(XML.format(m1=m1, g1=g1, m2=m2, g2=g2, z=R + dist, r=R, pair=pair))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    c = d.contact[:d.ncon]
+    return d, [(float(c.dist[k]), float(c.includemargin[k]), bool(c.efc_address[k] >= 0)) for k in range(d.ncon)]
+
+
+def _pipeline(options, pairs=None):
+    (m1, g1), (m2, g2) = GEOMS
+    g = [geom("plane", (0.0, 0.0, 1.0), -1, margin=m1, gap=g1), geom("sphere", (R,), 0, margin=m2, gap=g2)]
+    pipe = CollisionPipeline(g, [0, 1], [-1], [True], options, pairs=pairs or [])
+    n = len(DISTS)
+    pipe.build(n, "cpu", "64")
+    pos = np.array([[[0, 0, 0], [0, 0, R + dz]] for dz in DISTS], float)
+    quat = np.tile([1.0, 0, 0, 0], (n, 2, 1))
+    set_poses_host(pipe, pos, quat)
+    pipe.run(Partition(0, 0, n))
+    pipe.check()
+    return pipe, pipe.contacts()
+
+
+def _ours(c):
+    return [(float(-c["depth"][k]), float(c["includemargin"][k]), bool(c["active"][k]))
+            for k in range(len(c["depth"]))]
+
+
+@pytest.mark.parametrize("explicit_pair", [False, True])
+def test_gap_outside_matches_mujoco(explicit_pair):
+    """gap_mode="outside" with summed margins: per distance the same contacts as MuJoCo 4.0 —
+    present or not, dist, includemargin = margin, active (rows) or in the gap — for the geoms'
+    summed margin/gap and for an explicit <pair> with its own."""
+    pairs = [{"geom1": 0, "geom2": 1, "margin": 0.0025, "gap": 0.002}] if explicit_pair else None
+    _, ours = _pipeline(CollisionOptions(margin_combine="sum", gap_mode="outside"), pairs)
+    in_gap = 0
+    for dz, c in zip(DISTS, ours):
+        _, mj = _mujoco(dz, PAIR if explicit_pair else "")
+        mine = _ours(c)
+        assert len(mine) == len(mj), (dz, mine, mj)
+        for (d0, im0, a0), (d1, im1, a1) in zip(mine, mj):
+            assert abs(d0 - d1) <= 1e-12 and abs(im0 - im1) <= 1e-12 and a0 == a1, (dz, mine, mj)
+            in_gap += not a1
+    assert in_gap >= 2                  # the gap regime was exercised
+
+
+def test_auto_gap_mode_follows_margin_combine():
+    """gap_mode="auto" is "outside" with margin_combine="sum" (the MuJoCo-compatible mode) and
+    "inside" with "max" (the default): the same contact sets as the explicit modes."""
+    for comb, mode in (("sum", "outside"), ("max", "inside")):
+        _, auto = _pipeline(CollisionOptions(margin_combine=comb))
+        _, explicit = _pipeline(CollisionOptions(margin_combine=comb, gap_mode=mode))
+        assert [_ours(c) for c in auto] == [_ours(c) for c in explicit]
+    _, a = _pipeline(CollisionOptions(margin_combine="sum"))
+    _, b = _pipeline(CollisionOptions(margin_combine="sum", gap_mode="inside"))
+    assert [_ours(c) for c in a] != [_ours(c) for c in b]
+
+
+def test_default_gap_inside_margin():
+    """The default (SPEC R4, docs/collision.md): margin and gap are the larger of the two geoms'
+    (.002, .001); a contact is detected below the margin and every contact makes rows with
+    includemargin = margin − gap = .001."""
+    _, ours = _pipeline(CollisionOptions())
+    for dz, c in zip(DISTS, ours):
+        mine = _ours(c)
+        assert len(mine) == (1 if dz < 0.002 else 0), (dz, mine)
+        for d0, im0, a0 in mine:
+            assert abs(d0 - dz) <= 1e-12 and abs(im0 - 0.001) <= 1e-15 and a0
+
+
+@pytest.mark.parametrize("dz", [0.004, 0.002])
+def test_gap_through_the_solver_matches_mujoco(dz, tmp_path):
+    """Through the rigid solver in the MuJoCo-compatible mode (pyramidal, Euler), one step from a
+    ball held dz above the floor (margin .003, gap .0015 summed), against MuJoCo's mj_forward at
+    the same state: 4.0 mm is in the gap — the contact is reported, makes no rows (MuJoCo: nefc 0)
+    and has zero force; 2.0 mm is inside the margin — MuJoCo's rows (4) and normal force (the
+    ball is pushed toward dist = margin although it does not touch), to the solvers' tolerance
+    (1e-6 relative; both stop at MuJoCo's 1e-8 criterion)."""
+    (m1, g1), (m2, g2) = GEOMS
+    path = tmp_path / "ball.xml"
+    path.write_text(XML.format(m1=m1, g1=g1, m2=m2, g2=g2, z=R + dz, r=R, pair=""))
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.002, gravity=(0, 0, -9.81), precision="64",
+                                                   graph_capture=False),
+                           rigid=RigidOptions.mujoco(integrator="Euler", friction_cone="pyramidal"))
+    ball = scene.add_entity(morphs.MJCF(file=str(path)), Rigid(), name="mj")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=0)
+    scene.step()
+    d, mj = _mujoco(dz)
+    st = scene.solver("rigid").constraint
+    c = ball.get_contacts()
+    raw = scene.solver("rigid").get_raw_contacts()
+    assert int(raw["count"]) == len(mj) == 1
+    assert abs(-float(raw["penetration"][0]) - mj[0][0]) <= 1e-12
+    assert int(st.n_con.numpy()[0]) == int(mj[0][2])
+    assert int(st.n_efc.numpy()[0]) == d.nefc
+    fn_mj = float(d.efc_force[:d.nefc].sum())       # pyramidal: the normal force is the edges' sum
+    assert len(c["wrench"]) == 1
+    if mj[0][2]:
+        assert float(c["wrench"][0][0]) == pytest.approx(fn_mj, rel=1e-6) and fn_mj > 0
+    else:
+        assert d.nefc == 0 and not np.any(c["wrench"])
+
+
+# -- pruning (collision_driver.prune) ------------------------------------------------------------
+@pytest.mark.parametrize("precision", ["64", "32"])
+def test_prune_aligned_faces_keep_four_distinct_corners(precision):
+    """Two aligned 0.2 m boxes, the upper one 0.207 mm into the lower one, with pose perturbations
+    of 1e-16 (the round-off of a resting stack): clipping emits corners twice and points along
+    edges lying on a clip plane; pruning keeps exactly the 4 corners in every pose (the former
+    4th-point rule, the largest unsigned triangle on an edge, missed a corner in 54 of these 400
+    float64 poses). Corners compared to 1e-7 m (float32: 1e-4, ulps of 0.9 m coordinates)."""
+    from collision_helpers import run_pairs
+    H = 0.1
+    rng = np.random.default_rng(0)
+    poses = [(np.array([0, 0, 0.7]), np.array([1.0, 0, 0, 0]),
+              np.array([*(rng.normal(size=2) * 1e-16), 0.9 - 2.07e-4]), np.array([1.0, *(rng.normal(size=3) * 1e-16)]))
+             for _ in range(400)]
+    _, cs = run_pairs("box", (H,) * 3, "box", (H,) * 3, poses, precision, 0.0, CollisionOptions(max_contacts_per_pair=4))
+    nd = 7 if precision == "64" else 4
+    want = {(sx * H, sy * H) for sx in (-1, 1) for sy in (-1, 1)}
+    bad = [e for e, c in enumerate(cs)
+           if len(c["pos"]) != 4 or {tuple(np.round(np.asarray(p[:2], float), nd)) for p in c["pos"]} != want]
+    assert not bad, (len(bad), cs[bad[0]]["pos"])
+
+
+@pytest.mark.parametrize("keep", [4, 5, 6, 7])
+def test_prune_octagon_keeps_distinct_candidate_points(keep):
+    """A box turned 45° on an equal box: the face manifold is an octagon (8 points). With
+    max_contacts_per_pair = keep (< 8) pruning writes exactly `keep` contacts, all distinct points
+    of the octagon at its depth (picks 5+ by farthest-point), and the 4 of keep=4 span the largest
+    share the rule guarantees: at least half the octagon's area (a triangle of the deepest, the
+    farthest and the farthest from their line, plus the largest added area)."""
+    from collision_helpers import axis_quat, run_pairs
+    H = 0.1
+    pose = (np.zeros(3), np.array([1.0, 0, 0, 0]), np.array([0, 0, 2 * H - 1e-3]), axis_quat([0, 0, 1], np.pi / 4))
+    pipe, (c,) = run_pairs("box", (H,) * 3, "box", (H,) * 3, [pose], "64", 0.0,
+                           CollisionOptions(max_contacts_per_pair=keep))
+    cand = pipe.candidates(0)[0][3]
+    assert len(cand) == 8
+    assert len(c["pos"]) == keep
+    d = np.linalg.norm(c["pos"][:, None] - cand[None], axis=-1).min(axis=1)
+    assert d.max() <= 1e-12                                           # every contact is a candidate
+    assert np.linalg.norm(c["pos"][:, None] - c["pos"][None], axis=-1)[np.triu_indices(keep, 1)].min() > 1e-3
+    np.testing.assert_allclose(c["depth"], 1e-3, atol=1e-12)
+    if keep == 4:
+        assert _area(c["pos"][:, :2]) >= 0.5 * _area(cand[:, :2])
+
+
+def _area(p):
+    """Area of a convex polygon given by its vertices in any order (sorted by angle, shoelace)."""
+    q = p[np.argsort(np.arctan2(*(p - p.mean(axis=0)).T[::-1]))]
+    return 0.5 * abs(np.dot(q[:, 0], np.roll(q[:, 1], -1)) - np.dot(q[:, 1], np.roll(q[:, 0], -1)))
