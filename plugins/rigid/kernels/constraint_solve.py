@@ -1048,6 +1048,9 @@ def update_constraint(
     ma: wp.array2d(dtype=Any),
     full: int,
     scratch: wp.array2d(dtype=Any),
+    sc_a: wp.array3d(dtype=Any),
+    sc_b: wp.array3d(dtype=Any),
+    sc_mode: int,
 ):
     """jar = J·qacc − aref, forces, states (1 quadratic, 2 cone middle zone), qfrc_constraint = Jᵀf,
     gradient g = M·(qacc − qacc_smooth) − Jᵀf; returns the total cost. full = 0: jar and ma were
@@ -1055,11 +1058,12 @@ def update_constraint(
     zero = qacc[env, 0] * type(qacc[env, 0])(0.0)
     half = type(zero)(0.5)
     if full == 1:
-        jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar)
+        jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar, sc_a, sc_b, sc_mode)
     update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, efc_force, efc_state,
                        scratch)
     cost = scratch[env, 2]
-    jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad)
+    jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad, sc_a, sc_b,
+                  sc_mode)
     # Gauss part ½(a − a₀)ᵀM(a − a₀)
     for j in range(nv):
         cost = cost + half * (qacc[env, j] - qacc_smooth[env, j]) * ma[env, j]
@@ -1084,6 +1088,36 @@ _NATIVE_HEAD = """
     while (hi > lo && (r)[hi - 1] == T(0)) --hi; }
 #endif
 """
+# the spans of M's rows (2j, 2j+1) and of J's rows (2nv + 2r, +1) are computed once per solve into a
+# scratch matrix the chosen solver does not use (sc_mode 1: LM, Newton; 2: H, CG; 0: none, when
+# 2(nrow + nv) > nv², each product scans its rows)
+_SPAN_HEAD = """
+    const T* spc = sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
+                 : sc_mode == 2 ? (const T*)((const char*)sc_b.data + e * sc_b.strides[0]) : (const T*)0;
+#define PP_JSPAN(r, jr, lo, hi) { if (spc) { lo = (int)spc[2 * nv + 2 * (r)]; hi = (int)spc[2 * nv + 2 * (r) + 1]; } \\
+    else PP_SPAN(jr, nv, lo, hi); }
+#define PP_MSPAN(j, mr, lo, hi) { if (spc) { lo = (int)spc[2 * (j)]; hi = (int)spc[2 * (j) + 1]; } \\
+    else PP_SPAN(mr, nv, lo, hi); }
+"""
+_SPANS_FILL_SNIPPET = """
+    if (sc_mode != 0) {
+        T* sp = (T*)(sc_mode == 1 ? (char*)sc_a.data + e * sc_a.strides[0] : (char*)sc_b.data + e * sc_b.strides[0]);
+        for (int j = 0; j < nv; ++j) {
+            const T* mr = (const T*)((const char*)M.data + e * M.strides[0] + (size_t)j * M.strides[1]);
+            int lo, hi;
+            PP_SPAN(mr, nv, lo, hi);
+            sp[2 * j] = T(lo);
+            sp[2 * j + 1] = T(hi);
+        }
+        for (int r = 0; r < nrow; ++r) {
+            const T* jr = (const T*)((const char*)J.data + e * J.strides[0] + (size_t)r * J.strides[1]);
+            int lo, hi;
+            PP_SPAN(jr, nv, lo, hi);
+            sp[2 * nv + 2 * r] = T(lo);
+            sp[2 * nv + 2 * r + 1] = T(hi);
+        }
+    }
+"""
 
 _JMUL_SNIPPET = """
     const size_t rs = J.strides[1];
@@ -1094,7 +1128,7 @@ _JMUL_SNIPPET = """
     for (int r = 0; r < nrow; ++r) {
         const T* jr = (const T*)(j0 + (size_t)r * rs);
         int lo, hi;
-        PP_SPAN(jr, nv, lo, hi);
+        PP_JSPAN(r, jr, lo, hi);
         T s = T(0);
         for (int k = lo; k < hi; ++k) {
             const T p = jr[k] * xx[k];
@@ -1122,7 +1156,7 @@ _JTMUL_SNIPPET = """
         if (fr == T(0)) continue;
         const T* jr = (const T*)(j0 + (size_t)r * rs);
         int lo, hi;
-        PP_SPAN(jr, nv, lo, hi);
+        PP_JSPAN(r, jr, lo, hi);
         for (int j = lo; j < hi; ++j) {
             const T p = jr[j] * fr;
             qc[j] = qc[j] + p;
@@ -1134,7 +1168,7 @@ _JTMUL_SNIPPET = """
         if (full == 1) {
             const T* mr = (const T*)(m0 + (size_t)j * ms);
             int lo, hi;
-            PP_SPAN(mr, nv, lo, hi);
+            PP_MSPAN(j, mr, lo, hi);
             m = T(0);
             for (int k = lo; k < hi; ++k) {
                 const T p = mr[k] * (qa[k] - qs[k]);
@@ -1154,7 +1188,7 @@ _MMUL_SNIPPET = """
     for (int j = 0; j < nv; ++j) {
         const T* mr = (const T*)(m0 + (size_t)j * ms);
         int lo, hi;
-        PP_SPAN(mr, nv, lo, hi);
+        PP_MSPAN(j, mr, lo, hi);
         T s = T(0);
         for (int k = lo; k < hi; ++k) {
             const T p = mr[k] * xx[k];
@@ -1183,8 +1217,8 @@ _HPAIR_SNIPPET = """
     const T* jb_ = (const T*)((const char*)J.data + e * J.strides[0] + (size_t)rb * rs);
     char* h0 = (char*)H.data + e * H.strides[0];
     int alo, ahi, blo, bhi;
-    PP_SPAN(ja_, nv, alo, ahi);
-    PP_SPAN(jb_, nv, blo, bhi);
+    PP_JSPAN(ra, ja_, alo, ahi);
+    PP_JSPAN(rb, jb_, blo, bhi);
     for (int j = alo; j < ahi; ++j) {
         const T ja = ja_[j] * w;
         if (ja != T(0)) {
@@ -1267,7 +1301,7 @@ _CHOLS_SNIPPET = """
 
 def _sig_jmul(s):
     def jac_mul(env: wp.int32, nrow: wp.int32, nv: wp.int32, J: wp.array3d(dtype=s), x: wp.array2d(dtype=s),
-                sub: wp.array2d(dtype=s), use_sub: wp.int32, out: wp.array2d(dtype=s)):
+                sub: wp.array2d(dtype=s), use_sub: wp.int32, out: wp.array2d(dtype=s), sc_a: wp.array3d(dtype=s), sc_b: wp.array3d(dtype=s), sc_mode: wp.int32):
         ...
     return jac_mul
 
@@ -1276,16 +1310,23 @@ def _sig_jtmul(s):
     def jac_tmul_grad(env: wp.int32, nrow: wp.int32, nv: wp.int32, full: wp.int32, J: wp.array3d(dtype=s),
                       efc_force: wp.array2d(dtype=s), M: wp.array3d(dtype=s), qacc: wp.array2d(dtype=s),
                       qacc_smooth: wp.array2d(dtype=s), qfrc_constraint: wp.array2d(dtype=s),
-                      ma: wp.array2d(dtype=s), grad: wp.array2d(dtype=s)):
+                      ma: wp.array2d(dtype=s), grad: wp.array2d(dtype=s), sc_a: wp.array3d(dtype=s), sc_b: wp.array3d(dtype=s), sc_mode: wp.int32):
         ...
     return jac_tmul_grad
 
 
 def _sig_mmul(s):
     def mat_mul(env: wp.int32, nv: wp.int32, M: wp.array3d(dtype=s), x: wp.array2d(dtype=s),
-                out: wp.array2d(dtype=s)):
+                out: wp.array2d(dtype=s), sc_a: wp.array3d(dtype=s), sc_b: wp.array3d(dtype=s), sc_mode: wp.int32):
         ...
     return mat_mul
+
+
+def _sig_spans(s):
+    def spans_fill(env: wp.int32, nrow: wp.int32, nv: wp.int32, J: wp.array3d(dtype=s), M: wp.array3d(dtype=s),
+                   sc_a: wp.array3d(dtype=s), sc_b: wp.array3d(dtype=s), sc_mode: wp.int32):
+        ...
+    return spans_fill
 
 
 def _sig_hcopy(s):
@@ -1296,7 +1337,7 @@ def _sig_hcopy(s):
 
 def _sig_hpair(s):
     def hess_add_pair(env: wp.int32, nv: wp.int32, ra: wp.int32, rb: wp.int32, w: s, J: wp.array3d(dtype=s),
-                      H: wp.array3d(dtype=s)):
+                      H: wp.array3d(dtype=s), sc_a: wp.array3d(dtype=s), sc_b: wp.array3d(dtype=s), sc_mode: wp.int32):
         ...
     return hess_add_pair
 
@@ -1315,16 +1356,18 @@ def _sig_chols(s):
 
 
 # (each name assigned twice at module level: the second registration adds the float32 overload)
-jac_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _JMUL_SNIPPET)(_sig_jmul(wp.float64))   # out = J·x (− sub)
-jac_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _JMUL_SNIPPET)(_sig_jmul(wp.float32))
-jac_tmul_grad = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _JTMUL_SNIPPET)(_sig_jtmul(wp.float64))   # Jᵀf, M·(a − a₀), gradient
-jac_tmul_grad = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _JTMUL_SNIPPET)(_sig_jtmul(wp.float32))
-mat_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _MMUL_SNIPPET)(_sig_mmul(wp.float64))   # out = M·x
-mat_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _MMUL_SNIPPET)(_sig_mmul(wp.float32))
+jac_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _SPAN_HEAD + _JMUL_SNIPPET)(_sig_jmul(wp.float64))   # out = J·x (− sub)
+jac_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _SPAN_HEAD + _JMUL_SNIPPET)(_sig_jmul(wp.float32))
+jac_tmul_grad = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _SPAN_HEAD + _JTMUL_SNIPPET)(_sig_jtmul(wp.float64))   # Jᵀf, M·(a − a₀), gradient
+jac_tmul_grad = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _SPAN_HEAD + _JTMUL_SNIPPET)(_sig_jtmul(wp.float32))
+mat_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _SPAN_HEAD + _MMUL_SNIPPET)(_sig_mmul(wp.float64))   # out = M·x
+mat_mul = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _SPAN_HEAD + _MMUL_SNIPPET)(_sig_mmul(wp.float32))
+spans_fill = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _SPANS_FILL_SNIPPET)(_sig_spans(wp.float64))
+spans_fill = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _SPANS_FILL_SNIPPET)(_sig_spans(wp.float32))
 hess_copy = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _HCOPY_SNIPPET)(_sig_hcopy(wp.float64))   # H = M
 hess_copy = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _HCOPY_SNIPPET)(_sig_hcopy(wp.float32))
-hess_add_pair = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _HPAIR_SNIPPET)(_sig_hpair(wp.float64))   # H += w·J_raᵀ J_rb (zero entries of J_ra skipped)
-hess_add_pair = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _HPAIR_SNIPPET)(_sig_hpair(wp.float32))
+hess_add_pair = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _SPAN_HEAD + _HPAIR_SNIPPET)(_sig_hpair(wp.float64))   # H += w·J_raᵀ J_rb (zero entries of J_ra skipped)
+hess_add_pair = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _SPAN_HEAD + _HPAIR_SNIPPET)(_sig_hpair(wp.float32))
 chol_factor_native = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _CHOLF_SNIPPET)(_sig_cholf(wp.float64))   # in-place dense Cholesky
 chol_factor_native = wp.func_native(_NATIVE_HEAD.replace("{T}", "float") + _CHOLF_SNIPPET)(_sig_cholf(wp.float32))
 chol_solve_native = wp.func_native(_NATIVE_HEAD.replace("{T}", "double") + _CHOLS_SNIPPET)(_sig_chols(wp.float64))   # x = (L Lᵀ)⁻¹ b
@@ -1394,7 +1437,14 @@ def constraint_solve(
     trace = zero
     for j in range(nv):
         trace = trace + M[env, j, j]
-    mat_mul(env, nv, M, qacc_smooth, qfrc_smooth)
+    # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
+    sc_mode = int(0)
+    if 2 * (nrow + nv) <= nv * nv:
+        sc_mode = 1
+        if solver == SOLVER_CG:
+            sc_mode = 2
+    spans_fill(env, nrow, nv, efc_J, M, LM, H, sc_mode)
+    mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
     scale = one / wp.max(trace, type(tolerance)(1.0e-15))
     for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force
         efc_force[env, i] = zero
@@ -1413,20 +1463,20 @@ def constraint_solve(
         for j in range(nv):
             qacc[env, j] = qacc_smooth[env, j]
         c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1, solver_stat)
+                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
         for j in range(nv):
             qacc[env, j] = search[env, j]
             if nrow == 0:
                 qacc[env, j] = qacc_smooth[env, j]
     cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth, M,
-                             qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1, solver_stat)
+                             qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
     if warm_pick_lower == 1:
         if not (cost < c2):
             for j in range(nv):
                 qacc[env, j] = qacc_smooth[env, j]
             cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
                                      qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                                     qfrc_constraint, grad, ma, 1, solver_stat)
+                                     qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
 
     # M factor for CG preconditioning
     if solver == SOLVER_CG:
@@ -1492,18 +1542,18 @@ def constraint_solve(
                                     idn = one
                                 hab = hab - nmt * mu / t * fa * fb * (idn - ua * ub)
                             hab = dm * hab
-                            hess_add_pair(env, nv, i + a, i + bb, hab, efc_J, H)
+                            hess_add_pair(env, nv, i + a, i + bb, hab, efc_J, H, LM, H, sc_mode)
                     i = i + dim
                 else:
                     if efc_state[env, i] == 1:
-                        hess_add_pair(env, nv, i, i, efc_D[env, i], efc_J, H)
+                        hess_add_pair(env, nv, i, i, efc_D[env, i], efc_J, H, LM, H, sc_mode)
                     i = i + 1
             cholesky_factor(nv, env, H)
             cholesky_solve(nv, env, H, grad, search)
             for j in range(nv):
                 search[env, j] = -search[env, j]
         # ---- exact line search along search: derivative root of the convex 1-D cost
-        mat_mul(env, nv, M, search, mv)
+        mat_mul(env, nv, M, search, mv, LM, H, sc_mode)
         pmp = zero
         pg0 = zero
         snorm = zero
@@ -1511,7 +1561,7 @@ def constraint_solve(
             pmp = pmp + search[env, j] * mv[env, j]
             pg0 = pg0 + search[env, j] * ma[env, j]
             snorm = snorm + search[env, j] * search[env, j]
-        jac_mul(env, nrow, nv, efc_J, search, jv, 0, jv)
+        jac_mul(env, nrow, nv, efc_J, search, jv, 0, jv, LM, H, sc_mode)
         gtol = zero
         lo = zero
         hi = -one
@@ -1557,7 +1607,7 @@ def constraint_solve(
                 mv[env, j] = grad[env, j]
         old = cost
         cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                                 M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0, solver_stat)
+                                 M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0, solver_stat, LM, H, sc_mode)
         niter = niter + 1
         improvement = scale * (old - cost)
         gnorm = zero
