@@ -1187,8 +1187,8 @@ class RigidSolver(Solver):
         """Kinematics and dynamics (M, bias, forces, qacc = M⁻¹f) at the current state, the contacts
         (when collision detection is on) and, as a fresh query (SPEC F1), the constraint forces at
         this state: rows and solve without integrating (``_query_constraint``), readback tagged with
-        the query time (solved_at = now) and not stale. The forward() an entity setter runs right
-        after writing the state (``_write``) refreshes kinematics and contacts only: the forces stay
+        the query time (solved_at = now) and not stale. The forward() an entity setter or reset runs
+        right after writing the state (``_write``) refreshes kinematics and contacts only: the forces stay
         those of the last solve, flagged stale, until the next step or forward(). Nothing the next
         step reads changes (the warm start, the step's impulse sums, qfrc_applied): a trajectory
         continues bit for bit whether or not forward() ran (get_state and checkpoints call it)."""
@@ -1250,6 +1250,7 @@ class RigidSolver(Solver):
             self.kinematics()
 
     def on_reset(self, envs_idx):
+        self._written_at = self._steps_done()    # a state write: refresh only, forces stale (forward)
         self.forward()
 
     def state_arrays(self):
