@@ -509,8 +509,15 @@ def box_box(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any, 
                 best_n = -L
     best_face = best
     # edge-edge axes; taken only when clearly better than the best face axis (prefers stable face
-    # manifolds when they tie, as for parallel faces)
-    tol = type(zero)(1e-9) * (size1[0] + size1[1] + size1[2] + size2[0] + size2[1] + size2[2])
+    # manifolds when they tie, as for parallel faces: an edge axis of two aligned boxes is their
+    # face axis). tol: 1e-9 of the sizes plus 64 ulps of the sizes and the centre distance (the
+    # round-off of the separations; float32: ~6e-6 m for 0.2 m boxes, where 1e-9 alone let a
+    # round-off edge axis win and a resting stack got one contact per pair and toppled)
+    eps = type(zero)(2.2e-16)
+    if one + type(zero)(1e-10) == one:
+        eps = type(zero)(1.2e-7)                    # float32
+    ssum = size1[0] + size1[1] + size1[2] + size2[0] + size2[1] + size2[2]
+    tol = type(zero)(1e-9) * ssum + type(zero)(64.0) * eps * (ssum + wp.length(dc))
     for i in range(3):
         for j in range(3):
             c = wp.cross(_col(rot1, i), _col(rot2, j))
