@@ -593,7 +593,8 @@ class RigidEntity(Entity):
         midway between the surfaces), normal (world, unit, from B to A), penetration (> 0 overlap),
         force_a (world N, the force on geom A), force_b = −force_a, torque_a (world, about the
         contact point; torsional/rolling couples), wrench (6D on A in the contact frame: F_n, F_t1,
-        F_t2, T_n, T_t1, T_t2), solved_at (time the substep started), stale (True after
+        F_t2, T_n, T_t1, T_t2), solved_at (time the substep started; NaN after forward()'s query),
+        query_at (the time of forward()'s fresh query; NaN for a step's solve; SPEC F1), stale (True after
         set_qpos-style setters / reset / forward until the next step: the geometry is current, the
         forces are not). with_entity: keep contacts whose other geom belongs to that entity;
         exclude_self_contact: drop contacts between two geoms of this entity. Batched scenes (or
@@ -612,7 +613,7 @@ class RigidEntity(Entity):
             keep &= ~(mine(a) & mine(b))
         out.pop("valid")
         out.pop("count")
-        tags = {k: out.pop(k) for k in ("solved_at", "stale")}
+        tags = {k: out.pop(k) for k in ("solved_at", "query_at", "stale")}
         if self.solver.scene.batched or is_padded:
             for k, v in out.items():
                 pad = -1 if v.dtype.kind == "i" else 0

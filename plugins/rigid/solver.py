@@ -887,8 +887,8 @@ class RigidSolver(Solver):
         """Raw contacts plus the forces of the last constraint solve (SPEC R9/F2), host side:
         force_a / torque_a (world, on geom A, torque about the contact point), force_b = −force_a,
         wrench (n, K, 6: F_n, F_t1, F_t2, T_n, T_t1, T_t2 on A in the contact frame, normal B→A),
-        solved_at (the time the substep started; after forward()'s query, the current time) and
-        stale (a setter changed the state since the solve)."""
+        solved_at (the time the substep started; NaN for forward()'s query), query_at (forward()'s
+        query: the current time; NaN for a step's solve) and stale (a setter changed the state since the solve)."""
         out = self._raw_contacts(envs)
         n, K = out["valid"].shape
         st = getattr(self, "constraint", None)
@@ -906,10 +906,12 @@ class RigidSolver(Solver):
         h = self.layout.h
         dt = h * self.layout.substeps
         if getattr(self, "_query_at", None) == steps:     # forward()'s query at the current state
-            out["solved_at"] = np.full(n, max(steps, 0) * dt)
+            out["solved_at"] = np.full(n, np.nan)         # SPEC F1: a query is not a step's solve ...
+            out["query_at"] = np.full(n, max(steps, 0) * dt)   # ... it is tagged with the query time
             out["stale"] = np.full(n, False)
             return out
         out["solved_at"] = np.full(n, max(steps, 0) * dt - h if steps > 0 else np.nan)
+        out["query_at"] = np.full(n, np.nan)
         out["stale"] = np.full(n, steps <= 0 or getattr(self, "_forward_at", None) == steps)
         return out
 

@@ -49,7 +49,7 @@ def test_forward_does_not_change_the_next_steps(cone):
     get_state() (which calls forward()) and a readback, then forward() again every 4th step; 20 more
     steps in both: every state array (warm start and impulse sums included) equal bit for bit after
     each step, and the contact readback of each step too. forward() itself keeps the warm start and
-    the step's impulse sums, and its readback is the query's (not stale, solved_at = now)."""
+    the step's impulse sums, and its readback is the query's (not stale, query_at = now, solved_at NaN)."""
     a, box_a, _ = _build(cone)
     b, box_b, _ = _build(cone)
     for _ in range(25):
@@ -64,7 +64,8 @@ def test_forward_does_not_change_the_next_steps(cone):
     b.forward()
     c1 = box_b.get_contacts()
     w1 = box_b.get_links_net_contact_wrench()
-    assert not c1["stale"].any() and np.allclose(c1["solved_at"], 25 * DT)
+    assert not c1["stale"].any() and np.allclose(c1["query_at"], 25 * DT) and np.isnan(c1["solved_at"]).all()
+    assert np.isnan(c0["query_at"]).all()
     # the query solved at the end state (new forces), the step's impulse sums and the state are kept
     assert not np.array_equal(c1["force_a"], c0["force_a"])
     assert not np.array_equal(w1["force"], w0["force"])
@@ -80,7 +81,7 @@ def test_forward_does_not_change_the_next_steps(cone):
         b.step()
         _assert_same(_state(a), _state(b), f"step {26 + i}")
         ca, cb = box_a.get_contacts(), box_b.get_contacts()
-        for k in ("force_a", "wrench", "solved_at", "stale", "valid_mask"):
+        for k in ("force_a", "wrench", "solved_at", "query_at", "stale", "valid_mask"):
             np.testing.assert_array_equal(ca[k], cb[k], err_msg=f"step {26 + i}: {k}")
 
 
@@ -127,8 +128,9 @@ def test_forward_after_set_qpos_equals_a_fresh_scene(cone):
     for ea, eb in ((box_a, box_b), (ball_a, ball_b)):
         ca, cb = ea.get_contacts(), eb.get_contacts()
         assert not ca["stale"].any() and not cb["stale"].any()
-        np.testing.assert_allclose(ca["solved_at"], 25 * DT)
-        np.testing.assert_array_equal(cb["solved_at"], 0.0)
+        np.testing.assert_allclose(ca["query_at"], 25 * DT)
+        np.testing.assert_array_equal(cb["query_at"], 0.0)
+        assert np.isnan(ca["solved_at"]).all() and np.isnan(cb["solved_at"]).all()
         for k in READ:
             np.testing.assert_array_equal(ca[k], cb[k], err_msg=k)
         wa, wb = ea.get_links_net_contact_wrench(), eb.get_links_net_contact_wrench()

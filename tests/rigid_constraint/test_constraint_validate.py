@@ -431,7 +431,7 @@ def test_forward_refreshes_contact_forces():
     scene.forward()
     c = box.get_contacts()
     assert not np.any(c["stale"])
-    assert c["solved_at"] == pytest.approx(scene.get_time())
+    assert c["query_at"] == pytest.approx(scene.get_time()) and np.isnan(c["solved_at"])
     # the soft contact at zero velocity (default sol_params, SPEC R6): each of the 4 corner rows
     # gives f = (aref − a_z)/R with aref = K·I·d, R = (1 − I)/(I·m) (W = 1/m), while the box
     # accelerates, m·a_z = Σf − m·g, so Σf = m·(g + K·I·d)·κ/(1 + κ), κ = 4I/(1 − I): not a static
