@@ -594,7 +594,9 @@ class RigidEntity(Entity):
         force_a (world N, the force on geom A), force_b = −force_a, torque_a (world, about the
         contact point; torsional/rolling couples), wrench (6D on A in the contact frame: F_n, F_t1,
         F_t2, T_n, T_t1, T_t2), solved_at (time the substep started; NaN after forward()'s query),
-        query_at (the time of forward()'s fresh query; NaN for a step's solve; SPEC F1), stale (True after
+        query_at (the time of forward()'s fresh query; NaN for a step's solve; SPEC F1), active
+        (the contact is a constraint row; False for a detected contact in the gap band, whose zero force
+        means "not in the solve", SPEC F2), stale (True after
         set_qpos-style setters / reset / forward until the next step: the geometry is current, the
         forces are not). with_entity: keep contacts whose other geom belongs to that entity;
         exclude_self_contact: drop contacts between two geoms of this entity. Batched scenes (or

@@ -233,7 +233,9 @@ class RigidSolver(Solver):
             max_contacts_per_pair=o.max_contacts_per_pair, overflow=o.collision_overflow,
             self_collision=o.enable_self_collision, adjacent_collision=o.enable_adjacent_collision,
             neutral_collision=o.enable_neutral_collision,
-            margin_combine="sum" if o.mujoco_compatible else "max")
+            margin_combine="sum" if o.mujoco_compatible else "max",
+            gap_mode="outside" if o.mujoco_compatible else "inside",
+            mesh_decomposition=o.mesh_decomposition, decomposition_threshold=o.decomposition_threshold)
         # an imported asset's contype/conaffinity are local masks (SPEC R4)
         local = [isinstance(e.morph, (M.MJCF, M.URDF)) for e in self.entities]
         pipe = CollisionPipeline.from_descriptions(descs, copts, local_masks=local)
@@ -853,8 +855,8 @@ class RigidSolver(Solver):
         """The contact set of the last substep (or forward) before any force, batch axis first:
         geom_a, geom_b, link_a, link_b (global indices, -1: world) (n, K) int; position (n, K, 3)
         (world, midway between the surfaces); normal (n, K, 3) (unit, from B to A); penetration
-        (n, K) (> 0 when overlapping); valid (n, K) bool (slot k < the env's contact count);
-        count (n,). K = the max_contacts budget (0 when collision detection is off). An unbatched
+        (n, K) (> 0 when overlapping); valid (n, K) bool (slot k < the env's contact count); active
+        (n, K) bool (a constraint row: False in MuJoCo 4's gap band, SPEC F2); count (n,). K = the max_contacts budget (0 when collision detection is off). An unbatched
         scene drops the batch axis."""
         envs = self.scene._envs_idx(envs_idx)
         out = self._raw_contacts(envs)
@@ -870,10 +872,13 @@ class RigidSolver(Solver):
             return dict(geom_a=z, geom_b=z.copy(), link_a=z.copy(), link_b=z.copy(),
                         position=np.zeros((n, 0, 3)), normal=np.zeros((n, 0, 3)),
                         penetration=np.zeros((n, 0)), valid=np.zeros((n, 0), bool),
-                        count=np.zeros(n, np.int32))
+                        active=np.zeros((n, 0), bool), count=np.zeros(n, np.int32))
         cnt = c.contact_count.numpy()[envs]
         geom = c.contact_geom.numpy()[envs]
         valid = np.arange(c.max_contacts)[None, :] < cnt[:, None]
+        # SPEC F2: a detected contact that is not a constraint row (MuJoCo 4's gap band) is inactive,
+        # which a zero force alone would not say; the active ones come first in each env
+        active = np.arange(c.max_contacts)[None, :] < c.contact_active.numpy()[envs][:, None]
         ga = np.where(valid, geom[..., 0], -1).astype(np.int32)
         gb = np.where(valid, geom[..., 1], -1).astype(np.int32)
         glink = np.array([g.link for g in c.geoms] + [-1], np.int32)   # index -1 -> -1
@@ -881,7 +886,8 @@ class RigidSolver(Solver):
         nrm = np.where(valid[..., None], c.contact_frame.numpy()[envs][:, :, 0], 0.0)
         dep = np.where(valid, c.contact_depth.numpy()[envs], 0.0)
         return dict(geom_a=ga, geom_b=gb, link_a=glink[ga], link_b=glink[gb], position=pos,
-                    normal=nrm, penetration=dep, valid=valid, count=cnt.astype(np.int32))
+                    normal=nrm, penetration=dep, valid=valid, active=valid & active,
+                    count=cnt.astype(np.int32))
 
     def _contact_forces(self, envs: np.ndarray) -> dict:
         """Raw contacts plus the forces of the last constraint solve (SPEC R9/F2), host side:

@@ -138,6 +138,8 @@ def test_gap_through_the_solver_matches_mujoco(dz, tmp_path):
     assert int(st.n_efc.numpy()[0]) == d.nefc
     fn_mj = float(d.efc_force[:d.nefc].sum())       # pyramidal: the normal force is the edges' sum
     assert len(c["wrench"]) == 1
+    # SPEC F2: the readback says whether the contact is a constraint row (MuJoCo's exclude flag)
+    assert bool(c["active"][0]) == bool(mj[0][2]) and bool(raw["active"][0]) == bool(mj[0][2])
     if mj[0][2]:
         assert float(c["wrench"][0][0]) == pytest.approx(fn_mj, rel=1e-6) and fn_mj > 0
     else:

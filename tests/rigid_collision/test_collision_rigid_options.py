@@ -50,9 +50,6 @@ def _pipeline(**opts):
     return scene.solver("rigid").collision
 
 
-@pytest.mark.xfail(strict=True, reason="needs the two fields passed to CollisionOptions in "
-                   "plugins/rigid/solver.py _build_collision (not this helper's file; patch in "
-                   "the report); remove this marker with it")
 def test_mesh_decomposition_reaches_the_collision_geometry():
     """The U channel collides as coacd parts by default and as one convex hull with
     mesh_decomposition="hull"; a coarser threshold gives fewer parts."""
