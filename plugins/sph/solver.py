@@ -2,18 +2,22 @@
 
 Papers: Monaghan (1994, 2005) WCSPH with the Tait equation of state (Becker & Teschner 2007);
 Bender & Koschier (2015, 2017) divergence-free SPH; Akinci et al. (2012) boundary particles and
-(2013) cohesion; Monaghan (1989) XSPH. Substep (h = dt/substeps):
+(2013) cohesion; Adami et al. (2012) extrapolated wall pressure; Monaghan (1989) XSPH.
+Substep (h = dt/substeps):
 
-WCSPH   grid → density + Tait pressure → dv = h·(g + pressure + viscosity + cohesion) + XSPH →
+WCSPH   grid → density + Tait pressure → wall pressure →
+        dv = h·(g + pressure + viscosity + cohesion) + XSPH →
         v += dv | coupling | x += h·v, clamp into the domain.
-DFSPH   grid → density + α → divergence solve (v) → dv = h·(g + viscosity + cohesion) + XSPH →
+DFSPH   grid → density + α → divergence solve (v) → hydrostatic wall pressure →
+        dv = h·(g + wall + viscosity + cohesion) + XSPH →
         v += dv → constant-density solve (v) | coupling | x += h·v, clamp into the domain.
 
 The state is pos, vel, active (DFSPH also the warm-start totals of κ of both solves); densities,
 pressures and the grid are recomputed from it every substep, so a checkpoint continues bit-exactly
 and captured = uncaptured.
 Limitations: one particle size per scene; boundaries are static (moving bodies couple through
-ParticleView); free-slip walls; the DFSPH solves stop per env at the tolerance or the iteration cap.
+ParticleView); free-slip walls; the DFSPH solves stop per env at the tolerance or the iteration cap;
+a resting DFSPH column is noisier than a WCSPH one (docs/sph.md, validation status).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Neighbours are visited cell by cell in a fixed order (z, y, x offsets −1..1) and, inside a cell, in
 ascending particle index (see grid.py), so every sum has one fixed order on every device.
 Boundary particles (Akinci et al. 2012) are static and shared by every env: a boundary particle b
-of volume V_b acts on liquid particle i as a mass ψ_b = ρ₀ᵢ·V_b at rest.
+of volume V_b acts on liquid particle i as a mass ψ_b = ρ₀ᵢ·V_b at rest; its pressure is the
+liquid's, extrapolated to it (Adami et al. 2012, ``boundary_pressure``), mirrored or the single
+own term (Model.b_press, Model.b_extrap).
 """
 
 import warp as wp
