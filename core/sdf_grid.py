@@ -14,6 +14,12 @@ SDF is linear over a cell (near a face, away from edges and the medial axis).
 
 The grids of several geoms are packed into one :class:`polyphys.views.SdfGrids`, so one kernel
 queries any of them by geom index.
+
+Heightfields need no grid: their surface is a height map, so ``polyphys.kernels.sdf.sdf_hfield``
+finds the closest point on the surface triangles of the cells near the query point directly
+(exact within a chosen horizontal ``reach``); :func:`hfield_heights` turns a ``Geom.hfield`` into
+heights and :func:`pack_height_fields` packs several for one kernel
+(:class:`polyphys.views.HeightFields`).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import math
 import numpy as np
 
 from .errors import OptionError
-from .views import SdfGrids
+from .views import HeightFields, SdfGrids
 
 DEFAULT_RES = 64                 # cells along the longest side of a mesh's bounding box
 MIN_BAND_CELLS = 2               # the grid reaches at least this many cells beyond the mesh bounds
@@ -196,3 +202,91 @@ def query_sdf_grids(grids: SdfGrids, grid, points, device=None):
 def interpolation_bound(spacing: float) -> float:
     """The largest difference between a trilinearly interpolated exact SDF and the SDF itself."""
     return math.sqrt(3.0) / 2.0 * float(spacing)
+
+
+# -- heightfields ------------------------------------------------------------------------------------
+MAX_REACH_CELLS = 8              # the closest-point search covers at most this many cells each side
+
+
+def hfield_heights(hfield, name: str = "hfield"):
+    """``(heights (nrow, ncol), (rx, ry, z_bottom))`` of a heightfield in its geom frame from a
+    ``Geom.hfield`` dict as the MJCF importer stores it: ``size`` = MuJoCo's (rx, ry, z_top,
+    z_bottom), ``data`` (nrow, ncol) in [0, 1] with row 0 at -y; heights = data × z_top. None when
+    it has no elevation data. Errors name the geom: fewer than 2 × 2 samples, non-finite data, a
+    bottom that is not below the surface."""
+    if hfield is None or "data" not in hfield:
+        return None
+    data = np.asarray(hfield["data"], dtype=float)
+    if data.ndim != 2 or min(data.shape) < 2:
+        raise OptionError(f"{name}: heightfield data has shape {data.shape}; needs at least 2 x 2 samples")
+    if not np.isfinite(data).all():
+        raise OptionError(f"{name}: heightfield data has non-finite values")
+    rx, ry, ztop, zbot = (float(v) for v in tuple(hfield["size"])[:4])
+    if not (rx > 0 and ry > 0):
+        raise OptionError(f"{name}: heightfield size (rx, ry) = ({rx}, {ry}); both must be > 0")
+    z = data * ztop
+    if not -zbot < z.min():
+        raise OptionError(f"{name}: heightfield bottom size[3] = {zbot}: the base z = {-zbot} must lie "
+                          f"below the lowest surface point {z.min()}")
+    return z, (rx, ry, zbot)
+
+
+def hfield_cell(hfield) -> float:
+    """The smaller grid step (m) of a ``(heights, (rx, ry, z_bottom))`` heightfield."""
+    z, (rx, ry, _) = hfield
+    return min(2.0 * rx / (z.shape[1] - 1), 2.0 * ry / (z.shape[0] - 1))
+
+
+def pack_height_fields(hfields, reach=0.0, device=None) -> HeightFields:
+    """Packed heightfields for a list of geoms: ``hfields[i]`` is geom i's ``(heights, (rx, ry,
+    z_bottom))`` (:func:`hfield_heights`) or None (``geom[i] = -1``). ``reach`` (m, a number or one
+    per geom): the SDF is exact within it; raised to one cell and capped at MAX_REACH_CELLS cells."""
+    import warp as wp
+
+    reaches = list(reach) if np.ndim(reach) else [reach] * len(hfields)
+    heights, shapes, extents, offsets, reach_l, geom = [], [], [], [], [], []
+    total = 0
+    for i, hf in enumerate(hfields):
+        if hf is None:
+            geom.append(-1)
+            continue
+        z, (rx, ry, zbot) = hf
+        z = np.asarray(z, dtype=np.float32)
+        cell = hfield_cell((z, (rx, ry, zbot)))
+        geom.append(len(shapes))
+        heights.append(z.reshape(-1))
+        shapes.append(z.shape)
+        extents.append((rx, ry, zbot, float(z.max())))
+        offsets.append(total)
+        reach_l.append(min(max(float(reaches[i]), cell), MAX_REACH_CELLS * cell))
+        total += z.size
+    flat = np.concatenate(heights).astype(np.float32) if heights else np.zeros(0, np.float32)
+    return HeightFields(
+        heights=wp.array(flat, dtype=wp.float32, device=device),
+        shape=wp.array(np.asarray(shapes, np.int32).reshape(-1, 2), dtype=wp.vec2i, device=device),
+        extent=wp.array(np.asarray(extents, np.float32).reshape(-1, 4), dtype=wp.vec4, device=device),
+        offset=wp.array(np.asarray(offsets, np.int32), dtype=wp.int32, device=device),
+        reach=wp.array(np.asarray(reach_l, np.float32), dtype=wp.float32, device=device),
+        geom=wp.array(np.asarray(geom, np.int32), dtype=wp.int32, device=device))
+
+
+def query_height_fields(hfields: HeightFields, index, points, device=None):
+    """Host-side query (tests, tools): signed distances (n,) and outward normals (n, 3) of packed
+    heightfield ``index`` (one, or one per point) at ``points`` (n, 3) in its geom frame."""
+    import warp as wp
+
+    from .kernels.sdf import query_height_fields as kernel
+
+    pts = np.asarray(points, dtype=np.float32).reshape(-1, 3)
+    idx = np.broadcast_to(np.asarray(index, dtype=np.int32), (len(pts),)).copy()
+    n = hfields.shape.shape[0]
+    if len(idx) and (idx.min() < 0 or idx.max() >= n):
+        raise OptionError(f"query_height_fields index = {index!r}: there are {n} heightfields")
+    dev = hfields.heights.device if device is None else device
+    out = wp.empty(len(pts), dtype=wp.vec4, device=dev)
+    wp.launch(kernel, dim=len(pts), inputs=[hfields.heights, hfields.shape, hfields.extent, hfields.offset,
+                                            hfields.reach, wp.array(idx, dtype=wp.int32, device=dev),
+                                            wp.array(pts, dtype=wp.vec3, device=dev)],
+              outputs=[out], device=dev)
+    r = out.numpy()
+    return r[:, 0].astype(float), r[:, 1:].astype(float)

@@ -47,6 +47,26 @@ class SdfGrids:
 
 
 @attrs.frozen
+class HeightFields:
+    """Heightfield geoms packed for one kernel (built by ``polyphys.sdf_grid.pack_height_fields``),
+    each in its geom's frame as MuJoCo lays one out: hfield h has ``shape[h]`` = (nrow, ncol)
+    surface heights z (m, geom frame) stored flat in ``heights`` from ``offset[h]`` (index offset +
+    r·ncol + c), sample (r, c) at x = -rx + c·2rx/(ncol-1), y = -ry + r·2ry/(nrow-1) (row 0 at -y);
+    ``extent[h]`` = (rx, ry, z_bottom, highest surface z) — the solid reaches down to z =
+    -z_bottom; ``reach[h]``: the
+    horizontal radius (m) of the neighbourhood searched for the closest surface point (the SDF is
+    exact within it); ``geom[i]`` is geom i's hfield or -1. Queried with
+    ``polyphys.kernels.sdf.sdf_hfield``."""
+
+    heights: Any         # wp.array(float32, total samples)
+    shape: Any           # wp.array(vec2i, n_hfields)
+    extent: Any          # wp.array(vec4, n_hfields)
+    offset: Any          # wp.array(int32, n_hfields)
+    reach: Any           # wp.array(float32, n_hfields)
+    geom: Any            # wp.array(int32, n_geoms)
+
+
+@attrs.frozen
 class RigidGeoms:
     """Static geometry a coupler queries (same for every env): per geom its link, type code
     (``polyphys.sdf`` GEOM_* constants), size (MuJoCo half sizes), local pose, and the Rigid
@@ -55,7 +75,11 @@ class RigidGeoms:
     Mesh geoms (type GEOM_MESH) have no analytic SDF: the solver gives their triangles in
     ``meshes`` (per geom ``(vertices (n, 3), faces (m, 3))`` numpy arrays in the geom frame, or
     None for a primitive) and the coupler builds grid SDFs from them at build time, or it gives
-    ready ``sdf_grids`` (an :class:`SdfGrids`), which a coupler then uses as they are."""
+    ready ``sdf_grids`` (an :class:`SdfGrids`), which a coupler then uses as they are.
+
+    Heightfield geoms (type GEOM_HFIELD) are listed in ``hfields``: per geom ``(heights (nrow,
+    ncol), (rx, ry, z_bottom))`` host arrays in the geom frame (``polyphys.sdf_grid.hfield_heights``
+    makes them from a ``Geom.hfield``), or None; a coupler packs them into :class:`HeightFields`."""
 
     link: Any            # wp.array(int32, n_geoms), index into the link arrays
     type: Any            # wp.array(int32)
@@ -68,6 +92,8 @@ class RigidGeoms:
     sdf_grids: Any = None    # SdfGrids, or None (then built from ``meshes``)
     # per geom: (vertices, faces) host arrays in the geom frame, or None (not compared or hashed)
     meshes: tuple = attrs.field(default=(), eq=False)
+    # per geom: (heights (nrow, ncol), (rx, ry, z_bottom)) host arrays in the geom frame, or None
+    hfields: tuple = attrs.field(default=(), eq=False)
 
 
 @attrs.frozen

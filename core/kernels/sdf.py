@@ -2,7 +2,8 @@
 
 Positive outside, negative inside; each returns the distance and the outward unit normal (the SDF
 gradient). Codes as in ``polyphys.geometry`` (plane 0, sphere 1, capsule 2, cylinder 3, box 4,
-ellipsoid 5; mesh 6 has a grid SDF, below). Sizes are MuJoCo half sizes.
+ellipsoid 5; mesh 6 has a grid SDF, heightfield 7 its own closest-point SDF, below). Sizes are
+MuJoCo half sizes.
 """
 
 import warp as wp
@@ -14,6 +15,7 @@ GEOM_CYLINDER = wp.constant(3)
 GEOM_BOX = wp.constant(4)
 GEOM_ELLIPSOID = wp.constant(5)
 GEOM_MESH = wp.constant(6)         # no analytic SDF: a grid (sdf_grid_query)
+GEOM_HFIELD = wp.constant(7)       # heightfield: closest point on its triangles nearby (sdf_hfield)
 
 
 @wp.func
@@ -229,3 +231,173 @@ def query_sdf_grids(
     t = wp.tid()
     g = grid_in[t]
     result_out[t] = sdf_grid_query(values, origin[g], spacing[g], dims[g], offset[g], points_in[t])
+
+
+# -- heightfields: closest point on the triangulated surface in a neighbourhood -----------------------
+# Heightfield h: shape (nrow, ncol) surface heights (geom frame) flat from offset (r·ncol + c), sample
+# (r, c) at x = -rx + c·dx, y = -ry + r·dy; every cell cut along its (r, c)-(r+1, c+1) diagonal as
+# MuJoCo and the rigid collision do; the solid reaches down to z = -z_bottom. Packed by
+# ``polyphys.sdf_grid.pack_height_fields``.
+
+@wp.func
+def closest_point_on_triangle(p: wp.vec3, a: wp.vec3, b: wp.vec3, c: wp.vec3):
+    """The point of triangle abc closest to p (Ericson, Real-Time Collision Detection 5.1.5)."""
+    ab = b - a
+    ac = c - a
+    ap = p - a
+    d1 = wp.dot(ab, ap)
+    d2 = wp.dot(ac, ap)
+    if d1 <= 0.0 and d2 <= 0.0:
+        return a
+    bp = p - b
+    d3 = wp.dot(ab, bp)
+    d4 = wp.dot(ac, bp)
+    if d3 >= 0.0 and d4 <= d3:
+        return b
+    vc = d1 * d4 - d3 * d2
+    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        return a + ab * (d1 / (d1 - d3))
+    cp = p - c
+    d5 = wp.dot(ab, cp)
+    d6 = wp.dot(ac, cp)
+    if d6 >= 0.0 and d5 <= d6:
+        return c
+    vb = d5 * d2 - d1 * d6
+    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        return a + ac * (d2 / (d2 - d6))
+    va = d3 * d6 - d5 * d4
+    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        return b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)))
+    inv = 1.0 / (va + vb + vc)
+    return a + ab * (vb * inv) + ac * (vc * inv)
+
+
+@wp.func
+def _hf_z(heights: wp.array(dtype=float), offset: int, ncol: int, r: int, c: int):
+    return heights[offset + r * ncol + c]
+
+
+@wp.func
+def sdf_hfield(heights: wp.array(dtype=float), offset: int, shape: wp.vec2i, extent: wp.vec4, reach: float,
+               p: wp.vec3):
+    """Signed distance and outward normal of a heightfield solid at ``p`` (geom frame), as vec4(d, n).
+
+    The solid: below the triangulated surface over the footprint [-rx, rx] × [-ry, ry], down to
+    z = -z_bottom (``extent`` = (rx, ry, z_bottom, highest surface z)). d = max(d_s, d_b): d_s the
+    distance to the closest point of the surface triangles of the cells within ``reach`` (horizontal)
+    of p's projection onto the footprint, signed by p against the surface height there; d_b the SDF
+    of the footprint prism z ≥ -z_bottom (walls and bottom). Exact (to float32) wherever |d| ≤
+    reach — the closest surface point then lies in the searched cells — except beside the footprint
+    (outside it) below a boundary where a taller wall part is nearer than the surface (there: within
+    [d_b, d]); beyond reach |d| > reach (an upper bound, or outside the bounding box its lower bound).
+    The normal is the closest face's normal when the closest point is inside that face (or p is
+    within 1e-5 cells of the surface), (p - closest point)/d with the sign of d when it is on an
+    edge or vertex, and the wall or bottom normal where d_b wins."""
+    nr = shape[0]
+    nc = shape[1]
+    rx = extent[0]
+    ry = extent[1]
+    zb = extent[2]
+    dx = 2.0 * rx / float(nc - 1)
+    dy = 2.0 * ry / float(nr - 1)
+    # d_b: the footprint prism, unbounded above (its SDF and gradient)
+    qx = wp.abs(p[0]) - rx
+    qy = wp.abs(p[1]) - ry
+    qz = -zb - p[2]
+    sx = wp.where(p[0] < 0.0, -1.0, 1.0)
+    sy = wp.where(p[1] < 0.0, -1.0, 1.0)
+    qo = wp.vec3(sx * wp.max(qx, 0.0), sy * wp.max(qy, 0.0), -wp.max(qz, 0.0))
+    out_len = wp.length(qo)
+    db = out_len + wp.min(wp.max(qx, wp.max(qy, qz)), 0.0)
+    nb = wp.vec3(0.0, 0.0, -1.0)
+    if out_len > 0.0:
+        nb = qo / out_len
+    elif qx >= qy and qx >= qz:
+        nb = wp.vec3(sx, 0.0, 0.0)
+    elif qy >= qz:
+        nb = wp.vec3(0.0, sy, 0.0)
+    # far above the bounding box: its distance is a lower bound > reach; skip the search
+    above = p[2] - extent[3]
+    if above > reach:
+        dbox = wp.length(wp.vec3(wp.max(qx, 0.0), wp.max(qy, 0.0), above))
+        nbox = wp.vec3(sx * wp.max(qx, 0.0), sy * wp.max(qy, 0.0), above) / dbox
+        return wp.vec4(dbox, nbox[0], nbox[1], nbox[2])
+    if db > reach:
+        return wp.vec4(db, nb[0], nb[1], nb[2])
+    # surface height at the projection onto the footprint (the sign of d_s)
+    cx = wp.clamp(p[0], -rx, rx)
+    cy = wp.clamp(p[1], -ry, ry)
+    u = (cx + rx) / dx
+    v = (cy + ry) / dy
+    c = wp.clamp(int(wp.floor(u)), 0, nc - 2)
+    r = wp.clamp(int(wp.floor(v)), 0, nr - 2)
+    fu = u - float(c)
+    fv = v - float(r)
+    z00 = _hf_z(heights, offset, nc, r, c)
+    z01 = _hf_z(heights, offset, nc, r, c + 1)
+    z10 = _hf_z(heights, offset, nc, r + 1, c)
+    z11 = _hf_z(heights, offset, nc, r + 1, c + 1)
+    hs = float(0.0)
+    if fu >= fv:
+        hs = z00 + fu * (z01 - z00) + fv * (z11 - z01)
+    else:
+        hs = z00 + fv * (z10 - z00) + fu * (z11 - z10)
+    sgn = wp.where(p[2] - hs < 0.0, -1.0, 1.0)
+    # closest point on the triangles of the cells within reach of the projection
+    c0 = wp.clamp(int(wp.floor((cx - reach + rx) / dx)), 0, nc - 2)
+    c1 = wp.clamp(int(wp.floor((cx + reach + rx) / dx)), 0, nc - 2)
+    r0 = wp.clamp(int(wp.floor((cy - reach + ry) / dy)), 0, nr - 2)
+    r1 = wp.clamp(int(wp.floor((cy + reach + ry) / dy)), 0, nr - 2)
+    best = float(1.0e30)
+    q = p
+    fn = wp.vec3(0.0, 0.0, 1.0)
+    for rr in range(r0, r1 + 1):
+        y0 = -ry + float(rr) * dy
+        for cc in range(c0, c1 + 1):
+            x0 = -rx + float(cc) * dx
+            a = wp.vec3(x0, y0, _hf_z(heights, offset, nc, rr, cc))
+            b = wp.vec3(x0 + dx, y0, _hf_z(heights, offset, nc, rr, cc + 1))
+            e = wp.vec3(x0 + dx, y0 + dy, _hf_z(heights, offset, nc, rr + 1, cc + 1))
+            f = wp.vec3(x0, y0 + dy, _hf_z(heights, offset, nc, rr + 1, cc))
+            q1 = closest_point_on_triangle(p, a, b, e)           # (r, c), (r, c+1), (r+1, c+1)
+            d1 = wp.length_sq(p - q1)
+            if d1 < best:
+                best = d1
+                q = q1
+                fn = wp.cross(b - a, e - a)
+            q2 = closest_point_on_triangle(p, a, e, f)           # (r, c), (r+1, c+1), (r+1, c)
+            d2 = wp.length_sq(p - q2)
+            if d2 < best:
+                best = d2
+                q = q2
+                fn = wp.cross(e - a, f - a)
+    dmin = wp.sqrt(best)
+    ds = sgn * dmin
+    ns = wp.normalize(fn)
+    # off a face's interior (an edge or vertex is closest) the gradient is (p - q)/d; in the interior
+    # it is the face normal, taken as is (no round-off from q)
+    if dmin > 1.0e-5 * wp.min(dx, dy) and wp.abs(wp.dot(p - q, ns)) < (1.0 - 1.0e-6) * dmin:
+        ns = (p - q) * (sgn / dmin)
+    if db > ds:
+        return wp.vec4(db, nb[0], nb[1], nb[2])
+    return wp.vec4(ds, ns[0], ns[1], ns[2])
+
+
+@wp.kernel
+def query_height_fields(
+    # Model:
+    heights: wp.array(dtype=float),
+    shape: wp.array(dtype=wp.vec2i),
+    extent: wp.array(dtype=wp.vec4),
+    offset: wp.array(dtype=wp.int32),
+    reach: wp.array(dtype=float),
+    # Data in:
+    hfield_in: wp.array(dtype=wp.int32),
+    points_in: wp.array(dtype=wp.vec3),
+    # Data out:
+    result_out: wp.array(dtype=wp.vec4),
+):
+    """Host-side queries (tests, tools): vec4(d, n) of heightfield ``hfield_in[t]`` at ``points_in[t]``."""
+    t = wp.tid()
+    h = hfield_in[t]
+    result_out[t] = sdf_hfield(heights, offset[h], shape[h], extent[h], reach[h], points_in[t])

@@ -3,7 +3,8 @@
 In ``couple(f, part)`` — after every solver's pre-coupling stage, before post-coupling — each velocity
 carrier (particles, or MPM grid nodes between grid update and G2P) near or inside a rigid geom gets
 the Legacy response (primitives: analytic SDFs; mesh geoms: grid SDFs the coupler builds at build
-time from the triangles the rigid side lists, ``polyphys.sdf_grid``); the momentum change divided by h goes, as a force on the link and a torque
+time from the triangles the rigid side lists, ``polyphys.sdf_grid``; heightfields: the closest point on their
+surface triangles near the carrier, ``polyphys.kernels.sdf.sdf_hfield``); the momentum change divided by h goes, as a force on the link and a torque
 about its CoM, into the rigid solver's per-substep coupling buffer (when it accepts a reaction: a
 kinematic side couples one way). The coupler keeps its own readback: the last substep's wrench per
 link and the impulse summed over the substeps of the step — not a contact: ``get_contacts()`` does
@@ -19,8 +20,8 @@ import warp as wp
 from polyphys.arrays import env_slice
 from polyphys.errors import CapabilityError, OptionError
 from polyphys.interfaces import Coupler
-from polyphys.sdf_grid import build_sdf_grids, empty_sdf_grids
-from polyphys.views import ParticleView, RigidView, SdfGrids
+from polyphys.sdf_grid import build_sdf_grids, empty_sdf_grids, pack_height_fields
+from polyphys.views import HeightFields, ParticleView, RigidView, SdfGrids
 
 from .kernels.couple import apply_reaction, legacy_response
 from .options import LegacyOptions
@@ -35,17 +36,19 @@ class LegacyCoupler(Coupler):
         self._links: dict[str, SimpleNamespace] = {}     # per rigid solver: coupler-owned buffers
         self._pairs = []
         self._grids: dict[str, SdfGrids] = {}             # per rigid solver: mesh geoms' grid SDFs
+        self._hfields: dict[str, HeightFields] = {}       # per rigid solver: heightfield geoms
         for a, b in self.pairs:
             rigid, particles = a.view(RigidView), b.view(ParticleView)
             geoms = rigid.rigid_geoms()
             if rigid.name not in self._grids:
                 self._grids[rigid.name] = self._sdf_grids(geoms, dev)
+                self._hfields[rigid.name] = self._height_fields(geoms, dev)
             n_links = self._n_links(rigid, layout)
             if rigid.name not in self._links:
                 bufs = {k: wp.zeros((n, n_links), dtype=wp.vec3, device=dev)
                         for k in ("force", "torque", "impulse", "angular_impulse")}
                 self._links[rigid.name] = SimpleNamespace(**bufs, n_links=n_links)
-            self._pairs.append((rigid, particles, geoms, self._grids[rigid.name]))
+            self._pairs.append((rigid, particles, geoms, self._grids[rigid.name], self._hfields[rigid.name]))
         self._parts = {}
         for part in layout.partitions:
             views = {}
@@ -53,11 +56,11 @@ class LegacyCoupler(Coupler):
                 views[name] = SimpleNamespace(**{k: env_slice(getattr(buf, k), part.start, part.stop)
                                                  for k in ("force", "torque", "impulse", "angular_impulse")})
             pair_views = []
-            for rigid, particles, geoms, grids in self._pairs:
+            for rigid, particles, geoms, grids, hfields in self._pairs:
                 links = rigid.rigid_links(part)
                 carriers = particles.particle_carriers(part)
                 self._check_f32(rigid, links, particles, carriers)
-                pair_views.append((rigid, links, carriers, geoms, grids))
+                pair_views.append((rigid, links, carriers, geoms, grids, hfields))
             self._parts[part.index] = SimpleNamespace(links=views, pairs=pair_views)
 
     def _sdf_grids(self, geoms, device) -> SdfGrids:
@@ -74,23 +77,45 @@ class LegacyCoupler(Coupler):
         meshes = list(geoms.meshes) + [None] * (n_geoms - len(geoms.meshes))
         if not any(m is not None for m in meshes):
             return empty_sdf_grids(n_geoms, device)
-        softness = geoms.coup_softness.numpy().astype(float)
-        cutoff = max(self.options.influence_cutoff, 1e-3)
-        band = softness * np.log(1.0 / cutoff)
+        band = self._coupling_band(geoms)
         return build_sdf_grids(meshes, spacing=self.options.sdf_grid_spacing, res=self.options.sdf_grid_res,
                                band=band, device=device)
+
+    def _coupling_band(self, geoms):
+        """Per geom, how far outside its surface the response acts: d where exp(-d/coup_softness)
+        = influence_cutoff."""
+        softness = geoms.coup_softness.numpy().astype(float)
+        return softness * np.log(1.0 / max(self.options.influence_cutoff, 1e-3))
+
+    def _height_fields(self, geoms, device) -> HeightFields:
+        """The heightfield geoms packed for the response kernel. The closest-point search reaches
+        (horizontally) the coupling band, at least one cell: the SDF is exact wherever the
+        response acts outside the surface (up to MAX_REACH_CELLS cells)."""
+        n_geoms = geoms.type.shape[0]
+        hfields = list(geoms.hfields) + [None] * (n_geoms - len(geoms.hfields))
+        band = self._coupling_band(geoms) if n_geoms else 0.0
+        return pack_height_fields(hfields, reach=band, device=device)
+
+    def height_fields(self, rigid: str | None = None) -> HeightFields:
+        """The packed heightfields the coupler queries for a rigid-side solver's geoms (geom
+        frames; ``polyphys.sdf_grid.query_height_fields`` evaluates them on the host)."""
+        return self._by_rigid(self._hfields, rigid, "height_fields")
 
     def sdf_grids(self, rigid: str | None = None) -> SdfGrids:
         """The packed mesh grid SDFs the coupler queries for a rigid-side solver's geoms (geom
         frames; ``polyphys.sdf_grid.query_sdf_grids`` evaluates them on the host)."""
-        names = sorted(self._grids)
+        return self._by_rigid(self._grids, rigid, "sdf_grids")
+
+    @staticmethod
+    def _by_rigid(table, rigid, what):
+        names = sorted(table)
         if rigid is None:
             if len(names) != 1:
-                raise OptionError(f"sdf_grids(rigid=None): several rigid solvers {names}; name one")
+                raise OptionError(f"{what}(rigid=None): several rigid solvers {names}; name one")
             rigid = names[0]
-        if rigid not in self._grids:
-            raise OptionError(f"sdf_grids(rigid={rigid!r}): coupled rigid solvers are {names}")
-        return self._grids[rigid]
+        if rigid not in table:
+            raise OptionError(f"{what}(rigid={rigid!r}): coupled rigid solvers are {names}")
+        return table[rigid]
 
     @staticmethod
     def _n_links(rigid, layout) -> int:
@@ -120,7 +145,7 @@ class LegacyCoupler(Coupler):
         for v in p.links.values():
             v.force.zero_()
             v.torque.zero_()
-        for rigid, links, carriers, geoms, grids in p.pairs:
+        for rigid, links, carriers, geoms, grids, hf in p.pairs:
             buf = p.links[rigid.name]
             n_carriers = carriers.pos.shape[1]
             if geoms.type.shape[0] == 0 or n_carriers == 0:
@@ -128,7 +153,8 @@ class LegacyCoupler(Coupler):
             wp.launch(legacy_response, dim=(part.n_envs, n_carriers),
                       inputs=[geoms.link, geoms.type, geoms.size, geoms.pos, geoms.quat, geoms.coup_friction,
                               geoms.coup_restitution, geoms.coup_softness, grids.geom, grids.values,
-                              grids.origin, grids.spacing, grids.dims, grids.offset, self.options.influence_cutoff,
+                              grids.origin, grids.spacing, grids.dims, grids.offset, hf.geom, hf.heights,
+                              hf.shape, hf.extent, hf.offset, hf.reach, self.options.influence_cutoff,
                               inv_h, links.pos, links.quat, links.com, links.vel, links.ang, carriers.pos,
                               carriers.mass, carriers.active, carriers.vel],
                       outputs=[buf.force, buf.torque], device=self.layout.device)

@@ -89,22 +89,28 @@ class KinematicSolver(Solver):
 
     # -- RigidView ---------------------------------------------------------------------------------
     def rigid_geoms(self) -> RigidGeoms:
-        """Collision geoms with an analytic SDF, and mesh geoms with their triangles (the coupler
-        builds grid SDFs from them), their link (global index) and coupling fields."""
+        """Collision geoms with an analytic SDF, mesh geoms with their triangles (the coupler
+        builds grid SDFs from them) and heightfield geoms with their heights (``hfield_heights``),
+        their link (global index) and coupling fields."""
         if self._geoms is None:
             import warp as wp
+            from polyphys.sdf_grid import hfield_heights
 
-            rows, meshes = [], []
+            rows, meshes, hfields = [], [], []
             for e in self.entities:
                 mat = e.material
                 for g in e.description.geoms:
                     code = GEOM_CODES[g.type]
                     is_mesh = g.type == "mesh" and g.mesh is not None
-                    if g.role == "visual" or (code not in SDF_SUPPORTED and not is_mesh):
+                    hf = hfield_heights(g.hfield, f"geom {g.name!r}") if g.type == "hfield" else None
+                    if g.role == "visual" or (code not in SDF_SUPPORTED and not is_mesh and hf is None):
                         continue
                     meshes.append((np.asarray(g.mesh.vertices, float), np.asarray(g.mesh.faces))
                                   if is_mesh else None)
+                    hfields.append(hf)
                     size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
+                    if hf is not None:
+                        size = hf[1]                    # (rx, ry, z_bottom)
                     rows.append((e.link_start + g.link, code, size, g.pos, g.quat[1:] + g.quat[:1],
                                  mat.coup_friction, mat.coup_restitution, mat.coup_softness))
             dev = self.layout.device
@@ -119,7 +125,7 @@ class KinematicSolver(Solver):
                 coup_friction=wp.array(np.asarray(col[5], f32), dtype=wp.float32, device=dev),
                 coup_restitution=wp.array(np.asarray(col[6], f32), dtype=wp.float32, device=dev),
                 coup_softness=wp.array(np.asarray(col[7], f32), dtype=wp.float32, device=dev),
-                meshes=tuple(meshes))
+                meshes=tuple(meshes), hfields=tuple(hfields))
         return self._geoms
 
     def rigid_links(self, part) -> RigidLinks:

@@ -1,7 +1,7 @@
 """The Legacy velocity response (SPEC §C1), one thread per velocity carrier."""
 
 import warp as wp
-from polyphys.kernels.sdf import GEOM_MESH, sdf_grid_query, sdf_normal, sdf_primitive
+from polyphys.kernels.sdf import GEOM_HFIELD, GEOM_MESH, sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
 
 
 @wp.kernel
@@ -21,6 +21,12 @@ def legacy_response(
     grid_spacing: wp.array(dtype=float),
     grid_dims: wp.array(dtype=wp.vec3i),
     grid_offset: wp.array(dtype=wp.int32),
+    geom_hfield: wp.array(dtype=wp.int32),
+    hfield_heights: wp.array(dtype=float),
+    hfield_shape: wp.array(dtype=wp.vec2i),
+    hfield_extent: wp.array(dtype=wp.vec4),
+    hfield_offset: wp.array(dtype=wp.int32),
+    hfield_reach: wp.array(dtype=float),
     influence_cutoff: float,
     inv_h: float,
     # Data in:
@@ -39,7 +45,8 @@ def legacy_response(
     torque_out: wp.array2d(dtype=wp.vec3),
 ):
     """For each geom in turn: d = SDF at the carrier (analytic for primitives, the packed grid
-    ``geom_grid[g]`` for meshes), weight w = min(exp(-d/softness), 1); when
+    ``geom_grid[g]`` for meshes, the closest point on the nearby surface triangles of heightfield
+    ``geom_hfield[g]``), weight w = min(exp(-d/softness), 1); when
     d <= 0 or w > cutoff and the carrier approaches the surface (v_n < 0 relative to the rigid
     point velocity): v_n' = -e·v_n, |v_t'| = max(0, |v_t| + μ·v_n) along v_t, the new velocity is
     blended with the old by w, and the reaction -m·Δv/h (force on the link, torque about its CoM)
@@ -69,11 +76,18 @@ def legacy_response(
                                    grid_offset[gi], pl)
                 d = r[0]
                 nl = wp.vec3(r[1], r[2], r[3])
+        elif geom_type[g] == GEOM_HFIELD:
+            hi = geom_hfield[g]
+            if hi >= 0:
+                r = sdf_hfield(hfield_heights, hfield_offset[hi], hfield_shape[hi], hfield_extent[hi],
+                               hfield_reach[hi], pl)
+                d = r[0]
+                nl = wp.vec3(r[1], r[2], r[3])
         else:
             d = sdf_primitive(geom_type[g], geom_size[g], pl)
         w = wp.min(wp.exp(-d / geom_softness[g]), 1.0)
         if d <= 0.0 or w > influence_cutoff:
-            if geom_type[g] != GEOM_MESH:
+            if geom_type[g] != GEOM_MESH and geom_type[g] != GEOM_HFIELD:
                 nl = sdf_normal(geom_type[g], geom_size[g], pl)
             n = wp.quat_rotate(gq, nl)
             com = link_com_in[env, l]
