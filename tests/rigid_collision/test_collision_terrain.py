@@ -402,9 +402,9 @@ def _flat_small():
 @pytest.mark.parametrize("precision", ["64", "32"])
 def test_sphere_anywhere_on_flat_heightfield_gets_plane_contacts(precision):
     """Sphere centres over faces, near diagonals, on grid lines and at grid vertices, up to 0.03
-    deep (r = 0.05): every contact is vertical and on the line through the centre (no torque), and
-    the deepest equals the plane's penetration (float64: exactly; float32: to its rounding of
-    the 0.6 m coordinates, 1e-6)."""
+    deep (r = 0.05), and 8 more 0.05-0.09 deep (centre below the surface): every contact is
+    vertical and on the line through the centre (no torque), and the deepest equals the plane's
+    penetration (float64: exactly; float32: to its rounding of the 0.6 m coordinates, 1e-6)."""
     tol = 1e-12 if precision == "64" else 1e-6
     rng = np.random.default_rng(11)
     xs = np.linspace(-0.6, 0.6, 9)
@@ -422,6 +422,12 @@ def test_sphere_anywhere_on_flat_heightfield_gets_plane_contacts(precision):
             xy = rng.uniform([-0.45, -0.3], [0.45, 0.3])
         d = rng.uniform(0.001, 0.03)
         poses.append((np.array([xy[0], xy[1], 0.05 + 0.05 - d]), np.array([1.0, 0, 0, 0])))
+        deps.append(d)
+    # deeper than the radius (the centre below the surface: a prism's minimum translation leaves
+    # through a side wall, a horizontal normal before the correction)
+    for d in np.random.default_rng(5).uniform(0.05, 0.09, 8):
+        xy = rng.uniform([-0.4, -0.3], [0.4, 0.3])
+        poses.append((np.array([xy[0], xy[1], 0.1 - d]), np.array([1.0, 0, 0, 0])))
         deps.append(d)
     _, cs = _run(_flat_small(), S, poses, precision=precision)
     for (p, _), c, d in zip(poses, cs, deps):

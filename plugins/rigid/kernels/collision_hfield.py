@@ -33,7 +33,8 @@ heightfield's own adjacency):
    The depth of a corrected single point stays the minimum translation (Bullet's choice): never
    more than the penetration along the corrected normal.
 
-Contacts of a prism's bottom (normal pointing down) are left as they are.
+Contacts of a prism's bottom (normal pointing down) are left as they are; those through a side
+wall (horizontal normal: a body more than its own radius deep) are corrected like the others.
 """
 
 from typing import Any
@@ -244,7 +245,9 @@ def prism_contact(pr: int, pos_p: Any, R_p: Any, size_p: Any, to: int, pos_o: An
     onrm = nrm
     opts = pts
     od = d
-    if cnt > 0 and nl[2] > zero:
+    # a side wall's normal is horizontal (nl[2] = 0 up to round-off): corrected as well; only a
+    # normal with a clearly downward component (the prism's bottom) is left alone
+    if cnt > 0 and nl[2] > -type(zero)(FACE_TOL):
         adr = int(size_p[0])
         a = mv[adr]
         b = mv[adr + 1]
