@@ -275,7 +275,7 @@ def init_rows(
     nv: int,
 ):
     """Rows lo .. hi-1 to their cleared state (J 0, R 1, the rest 0); returns max(lo, hi)."""
-    zero = efc_R[env, 0] * type(efc_R[env, 0])(0.0)
+    zero = type(efc_R[env, 0])(0.0)
     for i in range(lo, hi):
         clear_row(efc_J, env, i, nv)
         efc_floss[env, i] = zero
