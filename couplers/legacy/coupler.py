@@ -3,12 +3,12 @@
 In ``couple(f, part)`` — after every solver's pre-coupling stage, before post-coupling — each velocity
 carrier (particles, or MPM grid nodes between grid update and G2P) near or inside a rigid geom gets
 the Legacy response (primitives: analytic SDFs; mesh geoms: grid SDFs the coupler builds at build
-time from the triangles the rigid side lists, ``polyphys.sdf_grid``; heightfields: the closest point on their
-surface triangles near the carrier, ``polyphys.kernels.sdf.sdf_hfield``); the momentum change divided by h goes, as a force on the link and a torque
-about its CoM, into the rigid solver's per-substep coupling buffer (when it accepts a reaction: a
-kinematic side couples one way). The coupler keeps its own readback: the last substep's wrench per
-link and the impulse summed over the substeps of the step — not a contact: ``get_contacts()`` does
-not show it.
+time from the triangles the rigid side lists, ``polyphys.sdf_grid``; heightfields: the closest
+point on their surface triangles near the carrier, ``polyphys.kernels.sdf.sdf_hfield``); the
+momentum change divided by h goes, as a force on the link and a torque about its CoM, into the
+rigid solver's per-substep coupling buffer (when it accepts a reaction: a kinematic side couples
+one way). The coupler keeps its own readback: the last substep's wrench per link and the impulse
+summed over the substeps of the step — not a contact: ``get_contacts()`` does not show it.
 """
 
 from __future__ import annotations
