@@ -64,6 +64,12 @@ class MPMOptions:
         walls normal to x, y and z separately (planes take bz), e.g. ("slip", "slip", "sticky"):
         free-slip side walls (symmetry planes) over a no-slip floor.
     boundary_padding: width in cells of the wall layer (>= 3: the quadratic kernel reaches 1.5 cells).
+    wall_surface: False (default): the walls act on the nodes inside the wall layer only; the node
+        layer on the wall surface is free, so material sinks into the wall layer (a liquid keeps
+        leaking into it: docs/mpm.md). True: that node layer also loses its velocity into the wall
+        (one-sided, with ``friction``) and particles are held on the wall surface (Genesis' CubeBoundary
+        on nodes and particles): a resting liquid keeps its volume; material feels the wall from
+        1.5 cells away.
     friction: Coulomb friction coefficient of "slip"/"separate" walls and planes (0: frictionless).
     planes: static planes ((point, normal), ...); grid nodes behind a plane (on the side opposite
         to its normal) get the boundary condition above.
@@ -78,10 +84,16 @@ class MPMOptions:
     particle_size: float | None = attrs.field(default=None, validator=positive)
     boundary: str | tuple = attrs.field(default="sticky", converter=_boundary, validator=_check_boundary)
     boundary_padding: int = attrs.field(default=3)
+    wall_surface: bool = attrs.field(default=False)
     friction: float = attrs.field(default=0.0, validator=non_negative)
     planes: tuple = attrs.field(default=(), converter=_planes)
     cfl_check: str = attrs.field(default="error", validator=one_of("error", "warn", "off"))
     cfl_number: float = attrs.field(default=0.5, validator=positive)
+
+    @wall_surface.validator
+    def _check_wall_surface(self, attribute, value):
+        if not isinstance(value, bool):
+            raise OptionError(f"MPMOptions.wall_surface = {value!r}: must be True or False")
 
     @boundary_padding.validator
     def _check_padding(self, attribute, value):

@@ -131,11 +131,14 @@ class MPMSolver(Solver):
         self.vmax = wp.zeros(n, dtype=scalar, device=dev)
 
         dx = float(o.dx)
+        edge_lo, edge_hi = lo + dx, lo + (np.asarray(self.n_nodes_axis) - 2) * dx
+        # particles are held on the wall surface (wall_surface=True) or only at the grid's edge
+        wall_lo, wall_hi = self._safe_box() if o.wall_surface else (edge_lo, edge_hi)
         self._consts = SimpleNamespace(
             lo=vec3(*lo.tolist()), dx=scalar(dx), inv_dx=scalar(o.grid_density), h=scalar(h),
             gravity=vec3(*layout.gravity), boundary=wp.vec3i(*o.wall_boundaries),
-            friction=scalar(o.friction), x_min=vec3(*(lo + dx).tolist()),
-            x_max=vec3(*(lo + (np.asarray(self.n_nodes_axis) - 2) * dx).tolist()))
+            friction=scalar(o.friction), x_min=vec3(*edge_lo.tolist()), x_max=vec3(*edge_hi.tolist()),
+            wall_lo=vec3(*np.asarray(wall_lo, npf).tolist()), wall_hi=vec3(*np.asarray(wall_hi, npf).tolist()))
         self._parts = {}
         for part in layout.partitions:
             s = part.slice
@@ -191,7 +194,7 @@ class MPMSolver(Solver):
                           k.h, p.pos, p.vel, p.C, p.active],
                   outputs=[p.F, p.Jp, p.grid_mv, p.grid_m])
         wp.launch(grid.grid_update, dim=(p.n, self.n_nodes),
-                  inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, k.boundary, k.friction,
+                  inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, int(o.wall_surface), k.boundary, k.friction,
                           self.plane_pos, self.plane_nrm, k.gravity, k.h, p.grid_mv, p.grid_m],
                   outputs=[p.grid_v, p.grid_active])
 
@@ -203,7 +206,8 @@ class MPMSolver(Solver):
         p, k = self._parts[part.index], self._consts
         nx, ny, nz = self.n_nodes_axis
         wp.launch(transfer.g2p, dim=(p.n, self.n_particles),
-                  inputs=[k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, p.grid_v, p.active],
+                  inputs=[k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, k.wall_lo, k.wall_hi, p.grid_v,
+                          p.active],
                   outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax])
 
     def particle_carriers(self, part) -> ParticleCarriers:

@@ -1,8 +1,9 @@
 """Grid stages: clear, and the grid update (momentum -> velocity, gravity, boundary conditions).
 
 Node index n = (i·ny + j)·nz + k, position lo + (i, j, k)·dx. Walls act on the outer ``pad`` nodes
-of each axis, static planes on the nodes behind them. Boundary codes (one per axis: the walls
-normal to x, y, z; planes use the z code): 0 sticky (v = 0), 1 slip
+of each axis (and, with ``surface`` = 1, one-sidedly on the node layer on the wall surface, index
+``pad``: velocity into the wall removed), static planes on the nodes behind them. Boundary codes
+(one per axis: the walls normal to x, y, z; planes use the z code): 0 sticky (v = 0), 1 slip
 (normal component removed), 2 separate (normal component removed only when it points into the
 wall); slip/separate apply Coulomb friction μ to the tangential part. Generic over float32/float64.
 """
@@ -52,6 +53,7 @@ def grid_update(
     ny: int,
     nz: int,
     pad: int,
+    surface: int,
     boundary: wp.vec3i,
     friction: Any,
     plane_pos: wp.array(dtype=Any),
@@ -90,6 +92,20 @@ def grid_update(
         v = apply_bc(v, type(lo)(zero, zero, one), boundary[2], friction)
     if k > nz - 1 - pad:
         v = apply_bc(v, type(lo)(zero, zero, -one), boundary[2], friction)
+    if surface != 0:
+        # the node layer on the wall surface: velocity into the wall removed (one-sided, with friction)
+        if i == pad:
+            v = apply_bc(v, type(lo)(one, zero, zero), SEPARATE, friction)
+        if i == nx - 1 - pad:
+            v = apply_bc(v, type(lo)(-one, zero, zero), SEPARATE, friction)
+        if j == pad:
+            v = apply_bc(v, type(lo)(zero, one, zero), SEPARATE, friction)
+        if j == ny - 1 - pad:
+            v = apply_bc(v, type(lo)(zero, -one, zero), SEPARATE, friction)
+        if k == pad:
+            v = apply_bc(v, type(lo)(zero, zero, one), SEPARATE, friction)
+        if k == nz - 1 - pad:
+            v = apply_bc(v, type(lo)(zero, zero, -one), SEPARATE, friction)
     x = lo + type(lo)(type(h)(i), type(h)(j), type(h)(k)) * dx
     for q in range(plane_pos.shape[0]):
         nrm = plane_nrm[q]

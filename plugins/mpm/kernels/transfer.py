@@ -133,6 +133,8 @@ def g2p(
     h: Any,
     x_min: Any,
     x_max: Any,
+    wall_lo: Any,
+    wall_hi: Any,
     # Data in:
     grid_v_in: wp.array2d(dtype=Any),
     active_in: wp.array2d(dtype=wp.int32),
@@ -163,11 +165,21 @@ def g2p(
                 v = v + w * vi
                 B = B + w * wp.outer(vi, dpos)
     xn = x + h * v
-    xc = type(x)(wp.clamp(xn[0], x_min[0], x_max[0]), wp.clamp(xn[1], x_min[1], x_max[1]),
-                 wp.clamp(xn[2], x_min[2], x_max[2]))
-    if wp.length_sq(xc - xn) > type(h)(0.0):
-        flags_out[env] = 1           # a particle reached the edge of the grid: clamped
-    pos_out[env, p] = xc
+    if xn[0] < x_min[0] or xn[1] < x_min[1] or xn[2] < x_min[2] or xn[0] > x_max[0] or xn[1] > x_max[1] or \
+            xn[2] > x_max[2]:
+        flags_out[env] = 1           # a particle would have left the grid (held at the wall)
+    # particles are held inside [wall_lo, wall_hi] (the wall surfaces with MPMOptions.wall_surface,
+    # as Genesis' CubeBoundary on the particles; else the grid's edge): the position is projected
+    # onto that face and the velocity into it removed
+    zero = type(h)(0.0)
+    for d in range(3):
+        if xn[d] < wall_lo[d]:
+            xn[d] = wall_lo[d]
+            v[d] = wp.max(v[d], zero)
+        if xn[d] > wall_hi[d]:
+            xn[d] = wall_hi[d]
+            v[d] = wp.min(v[d], zero)
+    pos_out[env, p] = xn
     vel_out[env, p] = v
     C_out[env, p] = (type(h)(4.0) * inv_dx * inv_dx) * B
     wp.atomic_max(vmax_out, env, wp.length(v))
