@@ -161,24 +161,29 @@ def _scene(body, material, particles, vel, gravity=(0.0, 0.0, 0.0), substeps=1, 
     return sc, part
 
 
+@pytest.mark.parametrize("face", ["top", "wall"])
 @pytest.mark.parametrize("mu, e", [(0.3, 0.5), (0.0, 1.0), (2.0, 0.0)])
-def test_spec_c1_on_a_flat_hfield_equals_the_box(tmp_path, mu, e):
-    """A particle 1 mm under a flat heightfield's surface (weight 1), 13/27 mm off a cell corner:
-    the same response as under the top face of the equivalent box (the same footprint, from the
-    surface down to the base), bit for bit — and v_n' = −e·v_n, |v_t'| = max(0, |v_t| + μ·v_n)."""
+def test_spec_c1_on_a_flat_hfield_equals_the_box(tmp_path, mu, e, face):
+    """A particle 1 mm under a flat heightfield's surface (weight 1), 13/27 mm off a cell corner, or
+    1 mm inside its +x wall 5 cm under the surface: the same response as at the top face or the
+    side face of the equivalent box (the same footprint, from the surface down to the base), bit
+    for bit — and v_n' = −e·v_n, |v_t'| = max(0, |v_t| + μ·v_n)."""
     _ballistic()
     out = []
     terrain = _hfield_mjcf(tmp_path, np.zeros((5, 5)), 0.5, 0.5, 0.1, 0.2, (0, 0, 1.0))
+    pos, v, n = {"top": ((0.013, 0.027, 0.999), (0.7, -0.2, -1.5), 2),
+                 "wall": ((0.499, 0.027, 0.95), (-1.5, 0.2, 0.7), 0)}[face]
     for body in (morphs.Box(size=(1.0, 1.0, 0.2), pos=(0, 0, 0.9)), terrain):
         sc, part = _scene(body, polyphys.materials.Kinematic(coup_friction=mu, coup_restitution=e),
-                          morphs.Box(size=(0.01, 0.01, 0.01), pos=(0.013, 0.027, 0.999)), (0.7, -0.2, -1.5))
+                          morphs.Box(size=(0.01, 0.01, 0.01), pos=pos), v)
         sc.step()
         out.append(part.get_vel()[0])
     assert sc.couplers[0].height_fields().geom.numpy().tolist() == [0]
     np.testing.assert_array_equal(out[1], out[0])
-    v = np.array([0.7, -0.2, -1.5])
-    vt = np.linalg.norm(v[:2])
-    np.testing.assert_allclose(out[1], [*(v[:2] * max(0.0, vt + mu * v[2]) / vt), -e * v[2]], rtol=1e-6, atol=1e-6)
+    v = np.array(v)
+    vt = np.delete(v, n)
+    want = np.insert(vt * max(0.0, np.linalg.norm(vt) + mu * v[n]) / np.linalg.norm(vt), n, -e * v[n])
+    np.testing.assert_allclose(out[1], want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("side", ["kinematic", "rigid"])
@@ -284,3 +289,47 @@ def test_mpm_block_rests_on_a_flat_hfield_like_on_the_box(tmp_path):
     assert abs(f0 - 1.0) < 0.1 and abs(f1 - 1.0) < 0.1, (f0, f1)
     assert abs(z1 - z0) < dx, (z0, z1)
     assert abs(f1 / f0 - 1.0) < 0.03, (f0, f1)
+
+
+def test_mpm_sand_slides_down_a_sloped_hfield_without_friction_and_is_held_with(tmp_path):
+    """A sand block (0.1 × 0.1 × 0.06 m, Drucker–Prager φ = 35°, grid 32/m) dropped 3.5 cm onto a
+    fixed rigid 20° heightfield slope (7 × 5 samples, 0.1 m cells). coup_friction 0: the terrain
+    pushes only along its normal, so the sand's mean velocity along the slope grows at g·sinθ
+    (between 0.1 and 0.3 s, after landing, before its front leaves the terrain: measured 3.3555 vs
+    3.3552 m/s², bound 2 %). coup_friction 2: the base nodes lose their tangential velocity; after
+    the block has collapsed to its repose shape it moves 6 mm from 0.2 to 0.4 s (μ = 0: 0.13 m
+    from 0.1 to 0.3 s) and creeps at 0.016 m/s (bounds 5 % of the frictionless distance, 0.03 m/s)."""
+    pytest.importorskip("polyphys.plugins.mpm.options")
+    pytest.importorskip("polyphys.plugins.rigid")
+    from polyphys.plugins.mpm.options import MPMOptions
+    from polyphys.plugins.rigid.materials import Rigid
+
+    g, dt, dx = 9.81, 2e-3, 1.0 / 32
+    th, rx, z0, xc = np.radians(20.0), 0.3, 0.1, 0.12
+    ztop = 2 * rx * np.tan(th)
+    down = np.array([-np.cos(th), 0.0, -np.sin(th)])
+    res = {}
+    for mu in (0.0, 2.0):
+        # E = 3.5e5, rho = 2200: c ≈ 15 m/s, CFL 0.5·dx/c ≈ 1e-3 s ≫ h = 2.5e-4 s; the domain's
+        # walls (3 cells) stay clear of the spreading sand
+        sc = polyphys.Scene(sim=SimOptions(dt=dt, substeps=8, gravity=(0, 0, -g)),
+                            mpm=MPMOptions(lower_bound=(-0.55, -0.35, 0.0), upper_bound=(0.45, 0.35, 0.6),
+                                           grid_density=1.0 / dx))
+        terrain = _hfield_mjcf(tmp_path, np.tile(np.linspace(0.0, 1.0, 7), (5, 1)), rx, 0.25, ztop, 0.1,
+                               (0, 0, z0), name=f"slope{mu}")
+        sc.add_entity(terrain, Rigid(coup_friction=mu, coup_restitution=0.0))
+        zs = z0 + ztop * (xc + 0.05 + rx) / (2 * rx) + 0.035           # 3.5 cm above its upper edge
+        blob = sc.add_entity(morphs.Box(size=(0.1, 0.1, 0.06), pos=(xc, 0.0, zs)), polyphys.materials.MPM.Sand())
+        sc.build()
+        rec = {}
+        for i in range(1, 201 if mu else 151):
+            sc.step()
+            if i in (50, 100, 150, 200):
+                rec[i] = (blob.get_particles_pos().mean(0) @ down, blob.get_particles_vel().mean(0) @ down)
+        res[mu] = rec
+    a = (res[0.0][150][1] - res[0.0][50][1]) / (100 * dt)
+    assert a == pytest.approx(g * np.sin(th), rel=0.02)
+    slid = res[0.0][150][0] - res[0.0][50][0]                 # 0.2 s each
+    held = res[2.0][200][0] - res[2.0][100][0]
+    assert slid > 0.1 and abs(held) < 0.05 * slid, (slid, held)
+    assert abs(res[2.0][200][1]) < 0.03
