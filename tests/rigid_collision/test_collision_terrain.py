@@ -438,20 +438,24 @@ def test_sphere_anywhere_on_flat_heightfield_gets_plane_contacts(precision):
         assert abs(c["depth"].max() - d) <= tol
 
 
-@pytest.mark.parametrize("shape", ["box", "capsule"])
+@pytest.mark.parametrize("shape", ["box", "capsule", "cylinder"])
 def test_face_manifold_on_flat_heightfield_equals_plane(shape):
-    """A box (random yaw, tilt up to 8°) or capsule (lying, tilted up to 8°) anywhere on a flat
-    heightfield with cells smaller than it: the contact set is the plane's — the box corners /
-    capsule ends within the margin, vertical, same depths (1e-12). Before the face manifold each
-    touched prism gave one GJK/EPA point; the clipped vertices on the flat internal edges are
-    dropped (artefacts of the partition), so nothing else remains."""
+    """A box (random yaw, tilt up to 8°), capsule (lying, tilted up to 8°) or cylinder (standing
+    or lying, tilted up to 8°) anywhere on a flat heightfield with cells smaller than it: the
+    contact set is the plane's — the box corners / capsule ends / cylinder rim or generator
+    points within the margin, vertical, same depths (1e-12); a standing cylinder also gets the
+    rim point opposite the deepest (its square of rim points; plane–cylinder takes the far cap's
+    point instead, above the plane here). Before the face manifold each touched prism gave one
+    GJK/EPA point; the clipped vertices on the flat internal edges are dropped (artefacts of the
+    partition), so nothing else remains."""
     rng = np.random.default_rng(12)
-    geom = (Geom(name="b", type="box", link=0, size=(0.2, 0.12, 0.05)) if shape == "box"
-            else Geom(name="c", type="capsule", link=0, size=(0.04, 0.2, 0)))
+    geom = {"box": Geom(name="b", type="box", link=0, size=(0.2, 0.12, 0.05)),
+            "capsule": Geom(name="c", type="capsule", link=0, size=(0.04, 0.2, 0)),
+            "cylinder": Geom(name="y", type="cylinder", link=0, size=(0.06, 0.1, 0))}[shape]
     poses = []
-    for _ in range(12):
+    for i in range(12):
         yaw, tilt = rng.uniform(0, 2 * np.pi), rng.uniform(0, np.radians(8))
-        if shape == "capsule":          # axis horizontal, then tilted
+        if shape == "capsule" or (shape == "cylinder" and i % 2):   # axis horizontal, tilted
             base = np.array([np.cos(np.pi / 4), 0, np.sin(np.pi / 4), 0])
         else:
             base = np.array([1.0, 0, 0, 0])
@@ -467,8 +471,10 @@ def test_face_manifold_on_flat_heightfield_equals_plane(shape):
         R = quat_to_mat(q)
         if shape == "box":
             low = (np.abs(R) @ np.array(geom.size))[2]
-        else:
+        elif shape == "capsule":
             low = 0.04 + abs(R[2, 2]) * 0.2
+        else:                           # cylinder: half length along z, rim radius across
+            low = abs(R[2, 2]) * 0.1 + np.sqrt(max(0.0, 1 - R[2, 2] ** 2)) * 0.06
         xy = rng.uniform([-0.3, -0.2], [0.3, 0.2])
         poses.append((np.array([xy[0], xy[1], low - rng.uniform(0.001, 0.01)]), q))
     _, ch = _run(_flat_small(), geom, [(p + [0, 0, 0.05], q) for p, q in poses])
@@ -477,7 +483,8 @@ def test_face_manifold_on_flat_heightfield_equals_plane(shape):
         sgn = np.where(a["geom_a"] == 1, 1.0, -1.0)[:, None]
         assert np.abs(sgn * a["normal"] - [0, 0, 1]).max() <= 1e-12
         np.testing.assert_allclose(a["pos"][:, 2], 0.05 - a["depth"] / 2, rtol=0, atol=1e-12)
-        assert len(a["depth"]) == len(b["depth"]) >= 1
+        extra = 1 if shape == "cylinder" and len(a["depth"]) == 4 else 0
+        assert len(a["depth"]) == len(b["depth"]) + extra >= 1
         for p, d in zip(b["pos"], b["depth"]):
             k = np.argmin(np.linalg.norm(a["pos"][:, :2] - p[:2], axis=1))
             assert np.linalg.norm(a["pos"][k, :2] - p[:2]) <= 1e-12 and abs(a["depth"][k] - d) <= 1e-12

@@ -459,7 +459,7 @@ def narrowphase_convex(
 ):
     """The GJK + EPA pairs (one contact each), same outputs as narrowphase. A pair with one
     heightfield prism (geom_prism >= 0) gets the internal-edge correction and, for a face contact
-    of a sphere, capsule or box, the face manifold (collision_hfield.prism_contact)."""
+    of a sphere, capsule, cylinder or box, the face manifold (collision_hfield.prism_contact)."""
     env, k = wp.tid()
     npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
     if k < npairs:

@@ -17,7 +17,7 @@ heightfield's own adjacency):
    border: the outward wall; flat or concave edge: nT only), for a vertex the convex cone of the
    normals of every triangle and wall meeting there (collision.py _hfield_cones); a corrected
    normal equal to nT (tol2) is the face's;
-3. when the corrected normal is nT, a sphere, capsule or box gets the face manifold of this
+3. when the corrected normal is nT, a sphere, capsule, cylinder or box gets the face manifold of this
    prism: its lowest feature along -nT (sphere point, capsule segment, box face most opposed to
    nT) clipped to the triangle's vertical column, each point with its distance to the triangle's
    plane. The columns partition the terrain, so every contact point is produced by exactly the
@@ -41,10 +41,11 @@ from typing import Any
 
 import warp as wp
 
-from .collision_primitive import _col
+from .collision_primitive import _any_perp, _col
 
 SPHERE = wp.constant(1)
 CAPSULE = wp.constant(2)
+CYLINDER = wp.constant(3)
 BOX = wp.constant(4)
 
 FACE_TOL = 1.0e-6          # 1 - cos(angle) under which a normal is the face's (1.4 mrad)
@@ -106,9 +107,10 @@ def _side(a: Any, b: Any, p: Any):
 @wp.func
 def _face_manifold(to: int, q: Any, Rl: Any, so: Any, a: Any, b: Any, c: Any, nT: Any,
                    margin: Any, flat: int):
-    """Face contact points (heightfield frame) of a sphere, capsule or box (centre q, rotation Rl,
-    half sizes so) with the prism under triangle abc (counter-clockwise, normal nT): its lowest
-    feature along -nT clipped to the triangle's column; (count, points midway, distances).
+    """Face contact points (heightfield frame) of a sphere, capsule, cylinder or box (centre q,
+    rotation Rl, half sizes so) with the prism under triangle abc (counter-clockwise, normal nT):
+    its lowest feature along -nT clipped to the triangle's column; (count, points midway,
+    distances).
     Every clipped vertex remembers the triangle edges it lies on (bit e: edge e, from vertex e to
     e+1); one on an edge in ``flat`` (bit e: the neighbour across edge e is coplanar, or the edge
     is concave) is dropped — there the body's feature continues into the neighbour's column, so
@@ -129,6 +131,30 @@ def _face_manifold(to: int, q: Any, Rl: Any, so: Any, a: Any, b: Any, c: Any, nT
         poly[0] = q + ax - nT * so[0]
         poly[1] = q - ax - nT * so[0]
         np_ = 2
+    elif to == CYLINDER:
+        # standing (axis within 45° of nT): the near cap's rim at the deepest radial direction,
+        # ±90° and opposite (plane_cylinder's points); lying: the generator nearest the face
+        ax = _col(Rl, 2)
+        if wp.dot(ax, nT) > zero:
+            ax = -ax
+        rad = -nT - ax * wp.dot(-nT, ax)
+        lr = wp.length(rad)
+        if lr > type(zero)(1.0e-12):
+            rad = rad / lr
+        else:
+            rad = _any_perp(ax)
+        side = wp.cross(ax, rad)
+        near = q + ax * so[1]
+        if -wp.dot(ax, nT) >= type(zero)(0.7071067811865476):
+            poly[0] = near + rad * so[0]
+            poly[1] = near + side * so[0]
+            poly[2] = near - rad * so[0]
+            poly[3] = near - side * so[0]
+            np_ = 4
+        else:
+            poly[0] = near + rad * so[0]
+            poly[1] = q - ax * so[1] + rad * so[0]
+            np_ = 2
     elif to == BOX:
         i = int(0)
         best = zero - type(zero)(1.0)
@@ -305,7 +331,7 @@ def prism_contact(pr: int, pos_p: Any, R_p: Any, size_p: Any, to: int, pos_o: An
         if prism_first:
             onrm = nw
         mcnt = int(0)
-        if face and (to == SPHERE or to == CAPSULE or to == BOX):
+        if face and (to == SPHERE or to == CAPSULE or to == CYLINDER or to == BOX):
             q = wp.transpose(R_p) * (pos_o - pos_p)
             Rl = wp.transpose(R_p) * R_o
             flat = int(0)
