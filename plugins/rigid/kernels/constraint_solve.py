@@ -1054,14 +1054,18 @@ def update_constraint(
 ):
     """jar = J·qacc − aref, forces, states (1 quadratic, 2 cone middle zone), qfrc_constraint = Jᵀf,
     gradient g = M·(qacc − qacc_smooth) − Jᵀf; returns the total cost. full = 0: jar and ma were
-    updated incrementally by the caller (jar += α·J·p, ma += α·M·p, as MuJoCo does)."""
+    updated incrementally by the caller (jar += α·J·p, ma += α·M·p, as MuJoCo does); full = 2: the
+    cost at qacc = qacc_smooth only (no Jᵀf, no gradient)."""
     zero = qacc[env, 0] * type(qacc[env, 0])(0.0)
     half = type(zero)(0.5)
-    if full == 1:
+    if full >= 1:
         jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar, sc_a, sc_b, sc_mode)
     update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, efc_force, efc_state,
                        scratch)
     cost = scratch[env, 2]
+    if full == 2:
+        # cost only, at qacc = qacc_smooth (the Gauss part is exactly 0 there); gradient not formed
+        return cost
     jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad, sc_a, sc_b,
                   sc_mode)
     # Gauss part ½(a − a₀)ᵀM(a − a₀)
@@ -1463,7 +1467,7 @@ def constraint_solve(
         for j in range(nv):
             qacc[env, j] = qacc_smooth[env, j]
         c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
+                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 2, solver_stat, LM, H, sc_mode)
         for j in range(nv):
             qacc[env, j] = search[env, j]
             if nrow == 0:
