@@ -64,12 +64,13 @@ class MPMOptions:
         walls normal to x, y and z separately (planes take bz), e.g. ("slip", "slip", "sticky"):
         free-slip side walls (symmetry planes) over a no-slip floor.
     boundary_padding: width in cells of the wall layer (>= 3: the quadratic kernel reaches 1.5 cells).
-    wall_surface: False (default): the walls act on the nodes inside the wall layer only; the node
-        layer on the wall surface is free, so material sinks into the wall layer (a liquid keeps
-        leaking into it: docs/mpm.md). True: that node layer also loses its velocity into the wall
-        (one-sided, with ``friction``) and particles are held on the wall surface (Genesis' CubeBoundary
-        on nodes and particles): a resting liquid keeps its volume; material feels the wall from
-        1.5 cells away.
+    wall_surface: True (default): the node layer on the wall surface also loses its velocity into the
+        wall (one-sided, with ``friction``) and particles are held on the wall surface (Genesis'
+        CubeBoundary on nodes and particles): a resting liquid keeps its volume; material feels the
+        wall from 1.5 cells away (the quadratic kernel's reach). False (the old behaviour): the walls act
+        on the nodes inside the wall layer only; the node layer on the wall surface is free, so material
+        sinks up to ~0.5 cell into the wall layer and a resting liquid keeps leaking into it
+        (docs/mpm.md, "Walls and liquid volume").
     friction: Coulomb friction coefficient of "slip"/"separate" walls and planes (0: frictionless).
     planes: static planes ((point, normal), ...); grid nodes behind a plane (on the side opposite
         to its normal) get the boundary condition above.
@@ -84,7 +85,7 @@ class MPMOptions:
     particle_size: float | None = attrs.field(default=None, validator=positive)
     boundary: str | tuple = attrs.field(default="sticky", converter=_boundary, validator=_check_boundary)
     boundary_padding: int = attrs.field(default=3)
-    wall_surface: bool = attrs.field(default=False)
+    wall_surface: bool = attrs.field(default=True)
     friction: float = attrs.field(default=0.0, validator=non_negative)
     planes: tuple = attrs.field(default=(), converter=_planes)
     cfl_check: str = attrs.field(default="error", validator=one_of("error", "warn", "off"))

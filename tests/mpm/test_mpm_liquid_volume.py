@@ -15,7 +15,7 @@ particles per cell, h = 0.8 ms (0.43 of dx/c). Bounds (derived here, measured va
   ε·H/2 plus one cell (the surface resolution) of where it started;
 - no particle enters the wall layer (the walls hold them on the wall surface).
 
-With wall_surface=False (the default until the lead flips it) the node layer on the wall surface is
+With wall_surface=False (the old behaviour; the default is True) the node layer on the wall surface is
 free: the pressure of the liquid above pushes it into the wall and the liquid keeps flowing into the
 3-cell wall layers while J stays ≈ 1 (measured for the box-filling column below: mean height 0.42 of
 the start after 1.5 s, 12.5 particles per cell next to the floor instead of 8; docs/mpm.md).
@@ -95,4 +95,4 @@ def test_spreading_liquid_keeps_its_volume():
 def test_wall_surface_must_be_a_bool():
     with pytest.raises(OptionError, match=r"wall_surface = 'yes'.*True or False"):
         MPMOptions(wall_surface="yes")
-    assert MPMOptions().wall_surface is False
+    assert MPMOptions().wall_surface is True        # the default: walls do not leak
