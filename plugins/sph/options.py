@@ -35,7 +35,8 @@ class SPHOptions:
     acts with gravity); "mirrored": p_b = pᵢ (Akinci et al. 2012); "single": only the liquid
     particle's own term pᵢ/ρᵢ² (as SPlisHSPlasH's DFSPH with Akinci boundaries).
     warm_start: start each DFSPH solve by applying the κ accumulated in the last substep's solve
-    (Bender & Koschier 2017; the divergence one at half weight, as SPlisHSPlasH).
+    (Bender & Koschier 2017; the divergence one at half weight; SPlisHSPlasH uses half weight
+    for both, gated on predicted compression).
     dt: the substep this solver wants (None: the scene's); must equal dt/substeps of the scene.
     """
 

@@ -281,9 +281,11 @@ class SPHSolver(Solver):
                                                                        p.sorted, p.rho, p.pressure, p.bp])
 
     def _solve(self, p, divergence: bool):
-        """One DFSPH solve. Warm start as SPlisHSPlasH's DFSPH: the κ accumulated in the last
-        substep's solve is applied first (the divergence one at half weight) and the solve then
-        accumulates anew; the solve stops per env at the tolerance (at least 2 density iterations)."""
+        """One DFSPH solve. Warm start (Bender & Koschier 2017): the κ summed over the last
+        substep's solve is applied first (the divergence one at half weight; SPlisHSPlasH applies
+        both at half weight and only to particles predicted compressed — measured, no better, see
+        docs/sph.md) and the solve then sums anew; the solve stops per env at the tolerance (at
+        least 2 density iterations)."""
         from .kernels import fluid as F
         from .kernels import grid as G
 
