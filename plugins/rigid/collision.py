@@ -628,6 +628,7 @@ class CollisionPipeline:
         Q = wp.types.quaternion(S)
         M = wp.types.matrix((3, 3), S)
         self.n_envs, self.device, self.precision = n_envs, device, precision
+        self._cpu = wp.get_device(device).is_cpu
         self.scalar = S
         n_collide = int(self.geom_collide.sum())
         bp = o.broadphase
@@ -828,6 +829,15 @@ class CollisionPipeline:
         cur[envs, :nw] = a
         self.weld_active.assign(cur)
 
+    def _per_env(self, kernel, kernel_env, n, width):
+        """(kernel, dim) of a per-slot stage: on CPU one thread per env looping over its used
+        slots (the per-thread cost of the unused ones dominated: 126 pair slots for the
+        humanoid's 27 pairs, 208 contact slots for its 10 contacts), elsewhere one thread per slot.
+        The same order of the per-env atomic counters: bit-identical."""
+        if self._cpu:
+            return kernel_env, n
+        return kernel, (n, width)
+
     def update_poses(self, part, link_xpos, link_xquat):
         """geom_xpos/geom_xquat of the partition from world link poses ((n_envs, n_links) arrays
         of the whole batch; the partition's rows are used)."""
@@ -865,7 +875,7 @@ class CollisionPipeline:
             return
         if self.broadphase == "all_vs_all":
             if m.pair_list.shape[0]:
-                wp.launch(K.broadphase_list, dim=(n, m.pair_list.shape[0]),
+                wp.launch(*self._per_env(K.broadphase_list, K.broadphase_list_env, n, m.pair_list.shape[0]),
                           inputs=[m.pair_list, m.geom_type, m.pair_margin, m.geom_weld,
                                   m.weld_pairs, v.weld_active, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count], device=dev)
@@ -882,11 +892,11 @@ class CollisionPipeline:
                               v.keys, v.values, v.aabb_lo, v.aabb_hi],
                       outputs=[v.pairs_buf, v.pair_count], device=dev)
             if m.explicit_list.shape[0]:
-                wp.launch(K.broadphase_list, dim=(n, m.explicit_list.shape[0]),
+                wp.launch(*self._per_env(K.broadphase_list, K.broadphase_list_env, n, m.explicit_list.shape[0]),
                           inputs=[m.explicit_list, m.geom_type, m.pair_margin, m.geom_weld,
                                   m.weld_pairs, v.weld_active, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count], device=dev)
-        wp.launch(K.narrowphase, dim=(n, self.max_pairs),
+        wp.launch(*self._per_env(K.narrowphase, K.narrowphase_env, n, self.max_pairs),
                   inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum,
                           m.mesh_vert, xpos,
                           v.geom_xmat, v.pairs_buf, v.pair_count],
@@ -900,7 +910,7 @@ class CollisionPipeline:
                               v.geom_xmat, v.pairs_buf, v.pair_count],
                       outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                       device=dev)
-        wp.launch(K.prune, dim=(n, self.max_pairs),
+        wp.launch(*self._per_env(K.prune, K.prune_env, n, self.max_pairs),
                   inputs=[m.geom_orig, m.geom_fmargin, m.geom_gap, m.pair_fmargin, m.pair_gap, self._msum,
                           self._gap_out, self.options.max_contacts_per_pair, v.pairs_buf, v.pair_count,
                           v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
@@ -925,7 +935,7 @@ class CollisionPipeline:
 
         v = self._parts[part.index]
         s = slice(part.start, part.stop)
-        wp.launch(K.export_contacts, dim=(v.n, self.max_contacts),
+        wp.launch(*self._per_env(K.export_contacts, K.export_contacts_env, v.n, self.max_contacts),
                   inputs=[self.model.geom_link, v.contact_active, v.contact_geom, v.contact_pos,
                           v.contact_frame, v.contact_depth, v.contact_includemargin],
                   outputs=[n_con[s], con_pos[s], con_frame[s], con_dist[s], con_margin[s],

@@ -149,6 +149,26 @@ def _welded(env: int, ga: int, gb: int, geom_weld: wp.array(dtype=wp.int32),
     return out
 
 
+@wp.func
+def _broadphase_list_at(env: int, k: int, pair_list: wp.array(dtype=wp.vec3i),
+                        geom_type: wp.array(dtype=wp.int32), pair_margin: wp.array(dtype=Any),
+                        geom_weld: wp.array(dtype=wp.int32), weld_pairs: wp.array(dtype=wp.vec2i),
+                        weld_active_in: wp.array2d(dtype=wp.int32), aabb_lo_in: wp.array2d(dtype=Any),
+                        aabb_hi_in: wp.array2d(dtype=Any), pairs_out: wp.array2d(dtype=wp.vec3i),
+                        pair_count_out: wp.array(dtype=wp.int32)):
+    p = pair_list[k]
+    lo = aabb_lo_in[env, p[0]]
+    hi = aabb_hi_in[env, p[0]]
+    if p[2] >= 0:
+        m = pair_margin[p[2]]
+        e = wp.vector(m, m, m)
+        lo = lo - e
+        hi = hi + e
+    if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
+        if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
+            _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out)
+
+
 @wp.kernel
 def broadphase_list(
     # Model:
@@ -168,17 +188,33 @@ def broadphase_list(
     """All-vs-all over the pairs that passed the filters at build (and the explicit pairs, whose
     own margin inflates the AABB test)."""
     env, k = wp.tid()
-    p = pair_list[k]
-    lo = aabb_lo_in[env, p[0]]
-    hi = aabb_hi_in[env, p[0]]
-    if p[2] >= 0:
-        m = pair_margin[p[2]]
-        e = wp.vector(m, m, m)
-        lo = lo - e
-        hi = hi + e
-    if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
-        if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
-            _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out)
+    _broadphase_list_at(env, k, pair_list, geom_type, pair_margin, geom_weld, weld_pairs, weld_active_in,
+                        aabb_lo_in, aabb_hi_in, pairs_out, pair_count_out)
+
+
+@wp.kernel
+def broadphase_list_env(
+    # Model:
+    pair_list: wp.array(dtype=wp.vec3i),
+    geom_type: wp.array(dtype=wp.int32),
+    pair_margin: wp.array(dtype=Any),
+    geom_weld: wp.array(dtype=wp.int32),
+    weld_pairs: wp.array(dtype=wp.vec2i),
+    # Data in:
+    weld_active_in: wp.array2d(dtype=wp.int32),
+    aabb_lo_in: wp.array2d(dtype=Any),
+    aabb_hi_in: wp.array2d(dtype=Any),
+    # Data out:
+    pairs_out: wp.array2d(dtype=wp.vec3i),
+    pair_count_out: wp.array(dtype=wp.int32),
+):
+    """broadphase_list with one thread per env looping over its k (CPU: the per-thread cost of the
+    unused slots dominates; the same order of the atomic counters, bit-identical)."""
+    env = wp.tid()
+    for k in range(pair_list.shape[0]):
+        _broadphase_list_at(env, k, pair_list, geom_type, pair_margin, geom_weld, weld_pairs, weld_active_in,
+                            aabb_lo_in, aabb_hi_in, pairs_out, pair_count_out)
+
 
 
 @wp.kernel
@@ -389,6 +425,30 @@ def _pair_margin(p: wp.vec3i, geom_margin: Any, pair_margin: Any, margin_sum: in
     return margin
 
 
+@wp.func
+def _narrowphase_at(env: int, k: int, geom_type: wp.array(dtype=wp.int32), geom_size: wp.array(dtype=Any),
+                    geom_margin: wp.array(dtype=Any), pair_margin: wp.array(dtype=Any), margin_sum: int,
+                    mesh_vert: wp.array(dtype=Any), geom_xpos_in: wp.array2d(dtype=Any),
+                    geom_xmat_in: wp.array2d(dtype=Any), pairs_in: wp.array2d(dtype=wp.vec3i),
+                    pair_count_in: wp.array(dtype=wp.int32), pair_cand_out: wp.array2d(dtype=wp.vec2i),
+                    cand_pos_out: wp.array2d(dtype=Any), cand_normal_out: wp.array2d(dtype=Any),
+                    cand_dist_out: wp.array2d(dtype=Any), cand_count_out: wp.array(dtype=wp.int32)):
+    npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
+    if k < npairs:
+        p = pairs_in[env, k]
+        g1 = p[0]
+        g2 = p[1]
+        t1 = geom_type[g1]
+        t2 = geom_type[g2]
+        if not _is_convex(t1, t2):
+            margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
+            cnt, n, pts, d = _collide(t1, t2, geom_xpos_in[env, g1], geom_xmat_in[env, g1],
+                                      geom_size[g1], geom_xpos_in[env, g2], geom_xmat_in[env, g2],
+                                      geom_size[g2], margin, mesh_vert)
+            _store(env, k, cnt, n, pts, d, pair_cand_out, cand_pos_out, cand_normal_out,
+                   cand_dist_out, cand_count_out)
+
+
 @wp.kernel
 def narrowphase(
     # Model:
@@ -415,20 +475,40 @@ def narrowphase(
     buffer. GJK + EPA pairs are left to narrowphase_convex (a separate kernel, so that EPA's local
     arrays do not weigh on every thread)."""
     env, k = wp.tid()
-    npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
-    if k < npairs:
-        p = pairs_in[env, k]
-        g1 = p[0]
-        g2 = p[1]
-        t1 = geom_type[g1]
-        t2 = geom_type[g2]
-        if not _is_convex(t1, t2):
-            margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
-            cnt, n, pts, d = _collide(t1, t2, geom_xpos_in[env, g1], geom_xmat_in[env, g1],
-                                      geom_size[g1], geom_xpos_in[env, g2], geom_xmat_in[env, g2],
-                                      geom_size[g2], margin, mesh_vert)
-            _store(env, k, cnt, n, pts, d, pair_cand_out, cand_pos_out, cand_normal_out,
-                   cand_dist_out, cand_count_out)
+    _narrowphase_at(env, k, geom_type, geom_size, geom_margin, pair_margin, margin_sum, mesh_vert,
+                    geom_xpos_in, geom_xmat_in, pairs_in, pair_count_in, pair_cand_out, cand_pos_out,
+                    cand_normal_out, cand_dist_out, cand_count_out)
+
+
+@wp.kernel
+def narrowphase_env(
+    # Model:
+    geom_type: wp.array(dtype=wp.int32),
+    geom_size: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
+    mesh_vert: wp.array(dtype=Any),
+    # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
+    pairs_in: wp.array2d(dtype=wp.vec3i),
+    pair_count_in: wp.array(dtype=wp.int32),
+    # Data out:
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
+    cand_pos_out: wp.array2d(dtype=Any),
+    cand_normal_out: wp.array2d(dtype=Any),
+    cand_dist_out: wp.array2d(dtype=Any),
+    cand_count_out: wp.array(dtype=wp.int32),
+):
+    """narrowphase with one thread per env looping over its k (CPU: the per-thread cost of the
+    unused slots dominates; the same order of the atomic counters, bit-identical)."""
+    env = wp.tid()
+    for k in range(wp.min(pair_count_in[env], pairs_in.shape[1])):
+        _narrowphase_at(env, k, geom_type, geom_size, geom_margin, pair_margin, margin_sum, mesh_vert,
+                        geom_xpos_in, geom_xmat_in, pairs_in, pair_count_in, pair_cand_out, cand_pos_out,
+                        cand_normal_out, cand_dist_out, cand_count_out)
+
 
 
 @wp.kernel
@@ -539,41 +619,16 @@ def _pick(sel: int, i: int):
     return (sel & (1 << i)) != 0
 
 
-@wp.kernel
-def prune(
-    # Model:
-    geom_orig: wp.array(dtype=wp.int32),
-    geom_margin: wp.array(dtype=Any),
-    geom_gap: wp.array(dtype=Any),
-    pair_margin: wp.array(dtype=Any),
-    pair_gap: wp.array(dtype=Any),
-    margin_sum: int,
-    gap_outside: int,
-    max_per_pair: int,
-    # Data in:
-    pairs_in: wp.array2d(dtype=wp.vec3i),
-    pair_count_in: wp.array(dtype=wp.int32),
-    pair_cand_in: wp.array2d(dtype=wp.vec2i),
-    cand_pos_in: wp.array2d(dtype=Any),
-    cand_normal_in: wp.array2d(dtype=Any),
-    cand_dist_in: wp.array2d(dtype=Any),
-    # Data out:
-    contact_raw_out: wp.array(dtype=wp.int32),
-    contact_geom_out: wp.array2d(dtype=wp.vec2i),
-    contact_pos_out: wp.array2d(dtype=Any),
-    contact_frame_out: wp.array2d(dtype=Any),
-    contact_depth_out: wp.array2d(dtype=Any),
-    contact_includemargin_out: wp.array2d(dtype=Any),
-    contact_pair_out: wp.array2d(dtype=wp.int32),
-):
-    """Per pair: drop duplicate points (within 1e-6 of the point set's span plus 8 ulps), keep at
-    most ``max_per_pair`` (the deepest — among the points as deep within that tolerance the one
-    farthest from their centroid —, the farthest from it, the one farthest from their line, the one
-    adding the largest area to their triangle, then farthest-point), and write the contacts with
-    the polyphys frame: row 0 the normal from geom B (= geom 2) to geom A (= geom 1), rows 1-2 the
-    tangents; depth = penetration (positive when overlapping). geom_margin / pair_margin here are
-    the force margins (without the gap when ``gap_outside``: the narrowphase got margin + gap)."""
-    env, k = wp.tid()
+@wp.func
+def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_margin: wp.array(dtype=Any),
+              geom_gap: wp.array(dtype=Any), pair_margin: wp.array(dtype=Any), pair_gap: wp.array(dtype=Any),
+              margin_sum: int, gap_outside: int, max_per_pair: int, pairs_in: wp.array2d(dtype=wp.vec3i),
+              pair_count_in: wp.array(dtype=wp.int32), pair_cand_in: wp.array2d(dtype=wp.vec2i),
+              cand_pos_in: wp.array2d(dtype=Any), cand_normal_in: wp.array2d(dtype=Any),
+              cand_dist_in: wp.array2d(dtype=Any), contact_raw_out: wp.array(dtype=wp.int32),
+              contact_geom_out: wp.array2d(dtype=wp.vec2i), contact_pos_out: wp.array2d(dtype=Any),
+              contact_frame_out: wp.array2d(dtype=Any), contact_depth_out: wp.array2d(dtype=Any),
+              contact_includemargin_out: wp.array2d(dtype=Any), contact_pair_out: wp.array2d(dtype=wp.int32)):
     npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
     if k < npairs:
         pc = pair_cand_in[env, k]
@@ -732,6 +787,85 @@ def prune(
 
 
 @wp.kernel
+def prune(
+    # Model:
+    geom_orig: wp.array(dtype=wp.int32),
+    geom_margin: wp.array(dtype=Any),
+    geom_gap: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    pair_gap: wp.array(dtype=Any),
+    margin_sum: int,
+    gap_outside: int,
+    max_per_pair: int,
+    # Data in:
+    pairs_in: wp.array2d(dtype=wp.vec3i),
+    pair_count_in: wp.array(dtype=wp.int32),
+    pair_cand_in: wp.array2d(dtype=wp.vec2i),
+    cand_pos_in: wp.array2d(dtype=Any),
+    cand_normal_in: wp.array2d(dtype=Any),
+    cand_dist_in: wp.array2d(dtype=Any),
+    # Data out:
+    contact_raw_out: wp.array(dtype=wp.int32),
+    contact_geom_out: wp.array2d(dtype=wp.vec2i),
+    contact_pos_out: wp.array2d(dtype=Any),
+    contact_frame_out: wp.array2d(dtype=Any),
+    contact_depth_out: wp.array2d(dtype=Any),
+    contact_includemargin_out: wp.array2d(dtype=Any),
+    contact_pair_out: wp.array2d(dtype=wp.int32),
+):
+    """Per pair: drop duplicate points (within 1e-6 of the point set's span plus 8 ulps), keep at
+    most ``max_per_pair`` (the deepest — among the points as deep within that tolerance the one
+    farthest from their centroid —, the farthest from it, the one farthest from their line, the one
+    adding the largest area to their triangle, then farthest-point), and write the contacts with
+    the polyphys frame: row 0 the normal from geom B (= geom 2) to geom A (= geom 1), rows 1-2 the
+    tangents; depth = penetration (positive when overlapping). geom_margin / pair_margin here are
+    the force margins (without the gap when ``gap_outside``: the narrowphase got margin + gap)."""
+    env, k = wp.tid()
+    _prune_at(env, k, geom_orig, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum, gap_outside,
+              max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in, cand_dist_in,
+              contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out, contact_depth_out,
+              contact_includemargin_out, contact_pair_out)
+
+
+@wp.kernel
+def prune_env(
+    # Model:
+    geom_orig: wp.array(dtype=wp.int32),
+    geom_margin: wp.array(dtype=Any),
+    geom_gap: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    pair_gap: wp.array(dtype=Any),
+    margin_sum: int,
+    gap_outside: int,
+    max_per_pair: int,
+    # Data in:
+    pairs_in: wp.array2d(dtype=wp.vec3i),
+    pair_count_in: wp.array(dtype=wp.int32),
+    pair_cand_in: wp.array2d(dtype=wp.vec2i),
+    cand_pos_in: wp.array2d(dtype=Any),
+    cand_normal_in: wp.array2d(dtype=Any),
+    cand_dist_in: wp.array2d(dtype=Any),
+    # Data out:
+    contact_raw_out: wp.array(dtype=wp.int32),
+    contact_geom_out: wp.array2d(dtype=wp.vec2i),
+    contact_pos_out: wp.array2d(dtype=Any),
+    contact_frame_out: wp.array2d(dtype=Any),
+    contact_depth_out: wp.array2d(dtype=Any),
+    contact_includemargin_out: wp.array2d(dtype=Any),
+    contact_pair_out: wp.array2d(dtype=wp.int32),
+):
+    """prune with one thread per env looping over its k (CPU: the per-thread cost of the
+    unused slots dominates; the same order of the atomic counters, bit-identical)."""
+    env = wp.tid()
+    for k in range(wp.min(pair_count_in[env], pairs_in.shape[1])):
+        _prune_at(env, k, geom_orig, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum, gap_outside,
+                  max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in,
+                  cand_dist_in, contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out,
+                  contact_depth_out, contact_includemargin_out, contact_pair_out)
+
+
+
+@wp.kernel
 def finalize_counts(
     # Data in:
     contact_raw_in: wp.array(dtype=wp.int32),
@@ -829,6 +963,39 @@ def export_contacts(
         con_link_out[env, c, 1] = geom_link[g[1]]
 
 
+@wp.kernel
+def export_contacts_env(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    # Data in:
+    contact_count_in: wp.array(dtype=wp.int32),
+    contact_geom_in: wp.array2d(dtype=wp.vec2i),
+    contact_pos_in: wp.array2d(dtype=Any),
+    contact_frame_in: wp.array2d(dtype=Any),
+    contact_depth_in: wp.array2d(dtype=Any),
+    contact_includemargin_in: wp.array2d(dtype=Any),
+    # Data out:
+    n_con_out: wp.array(dtype=wp.int32),
+    con_pos_out: wp.array2d(dtype=Any),
+    con_frame_out: wp.array2d(dtype=Any),
+    con_dist_out: wp.array2d(dtype=Any),
+    con_margin_out: wp.array2d(dtype=Any),
+    con_link_out: wp.array3d(dtype=wp.int32),
+):
+    """export_contacts with one thread per env looping over its contacts (CPU)."""
+    env = wp.tid()
+    n = wp.min(contact_count_in[env], con_pos_out.shape[1])
+    n_con_out[env] = n
+    for c in range(n):
+        g = contact_geom_in[env, c]
+        con_pos_out[env, c] = contact_pos_in[env, c]
+        con_frame_out[env, c] = contact_frame_in[env, c]
+        con_dist_out[env, c] = -contact_depth_in[env, c]
+        con_margin_out[env, c] = contact_includemargin_in[env, c]
+        con_link_out[env, c, 0] = geom_link[g[0]]
+        con_link_out[env, c, 1] = geom_link[g[1]]
+
+
 def _overloads():
     for s in (wp.float32, wp.float64):
         V = wp.types.vector(3, s)
@@ -845,10 +1012,18 @@ def _overloads():
                                   "aabb_hi_out": A2(dtype=V)})
         wp.overload(broadphase_list, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
                                       "aabb_hi_in": A2(dtype=V)})
+        wp.overload(broadphase_list_env, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
+                                      "aabb_hi_in": A2(dtype=V)})
         wp.overload(sap_keys, {"aabb_lo_in": A2(dtype=V)})
         wp.overload(sap_sweep, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
         wp.overload(narrowphase, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
-                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V),
+                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
+                                                   "geom_xpos_in": A2(dtype=V),
+                                  "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
+                                  "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
+        wp.overload(narrowphase_env, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
+                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
+                                                   "geom_xpos_in": A2(dtype=V),
                                   "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
                                   "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
         wp.overload(narrowphase_convex, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
@@ -862,10 +1037,21 @@ def _overloads():
             "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
             "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
             "con_margin_out": A2(dtype=s)})
+        wp.overload(export_contacts_env, {
+            "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
+            "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
+            "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
+            "con_margin_out": A2(dtype=s)})
         wp.overload(split_inactive, {"contact_pos_out": A2(dtype=V), "contact_frame_out": A2(dtype=M),
                                      "contact_depth_out": A2(dtype=s),
                                      "contact_includemargin_out": A2(dtype=s)})
         wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+                            "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
+                            "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
+                            "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
+                            "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
+                            "contact_includemargin_out": A2(dtype=s)})
+        wp.overload(prune_env, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                             "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                             "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
                             "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
