@@ -64,13 +64,14 @@ class MPMOptions:
         walls normal to x, y and z separately (planes take bz), e.g. ("slip", "slip", "sticky"):
         free-slip side walls (symmetry planes) over a no-slip floor.
     boundary_padding: width in cells of the wall layer (>= 3: the quadratic kernel reaches 1.5 cells).
-    wall_surface: True (default): the node layer on the wall surface also loses its velocity into the
-        wall (one-sided, with ``friction``) and particles are held on the wall surface (Genesis'
-        CubeBoundary on nodes and particles): a resting liquid keeps its volume; material feels the
-        wall from 1.5 cells away (the quadratic kernel's reach). False (the old behaviour): the walls act
-        on the nodes inside the wall layer only; the node layer on the wall surface is free, so material
-        sinks up to ~0.5 cell into the wall layer and a resting liquid keeps leaking into it
-        (docs/mpm.md, "Walls and liquid volume").
+    wall_surface: True (default): the node layer on the wall surface is acted on too, one-sidedly (a
+        node moving into the wall is zeroed by a sticky wall, loses its normal part with ``friction``
+        by a slip/separate one; a node moving away is free) and particles are held on the wall
+        surface (Genesis' CubeBoundary on nodes and particles): a resting liquid keeps its volume;
+        material feels the wall from 1.5 cells away (the quadratic kernel's reach). False (the old
+        behaviour): the walls act on the nodes inside the wall layer only; the node layer on the wall
+        surface is free, so material sinks up to ~0.5 cell into the wall layer and a resting liquid
+        keeps leaking into it (docs/mpm.md, "Walls and liquid volume").
     friction: Coulomb friction coefficient of "slip"/"separate" walls and planes (0: frictionless).
     planes: static planes ((point, normal), ...); grid nodes behind a plane (on the side opposite
         to its normal) get the boundary condition above.

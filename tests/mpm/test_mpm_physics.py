@@ -101,8 +101,8 @@ def test_elastic_cube_dropped_on_ground_never_gains_energy():
     # reached the floor: the lowest particle starts 2.07 dx above the floor surface z = 3·dx (dx = 1/32)
     # and came within the reach of the wall-surface node there (the quadratic kernel's 1.5 dx), where
     # the wall acts with the default wall_surface=True (about 0.5-0.6 dx above the old contact, which
-    # sank 0.5 dx into the wall layer); particles are held on that surface (measured lowest 0.1124 m =
-    # 3·dx + 0.60 dx)
+    # sank 0.5 dx into the wall layer); particles are held on that surface (measured lowest 0.1128 m =
+    # 3·dx + 0.61 dx)
     assert 3 / 32 - 1e-6 <= min(zmin) < (3 + 1.5) / 32
     # tolerance: float32 rounding of the potential energy m g z summed over particles
     tol = 1e-5 * abs(E0)

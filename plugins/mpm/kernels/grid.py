@@ -2,7 +2,8 @@
 
 Node index n = (i·ny + j)·nz + k, position lo + (i, j, k)·dx. Walls act on the outer ``pad`` nodes
 of each axis (and, with ``surface`` = 1, one-sidedly on the node layer on the wall surface, index
-``pad``: velocity into the wall removed), static planes on the nodes behind them. Boundary codes
+``pad``: a node moving into the wall is zeroed by a sticky wall, loses its normal part with friction
+by slip/separate walls), static planes on the nodes behind them. Boundary codes
 (one per axis: the walls normal to x, y, z; planes use the z code): 0 sticky (v = 0), 1 slip
 (normal component removed), 2 separate (normal component removed only when it points into the
 wall); slip/separate apply Coulomb friction μ to the tangential part. Generic over float32/float64.
@@ -42,6 +43,19 @@ def apply_bc(v: Any, nrm: Any, boundary: int, friction: Any):
         if lt > zero:
             vt = vt * (wp.max(zero, lt + friction * vn) / lt)
     return vt
+
+
+@wp.func
+def apply_surface_bc(v: Any, nrm: Any, boundary: int, friction: Any):
+    # the node layer on a wall's surface: only a velocity into the wall is acted on, so material the
+    # wall does not press on is free. A sticky wall zeroes such a node whole (no slip while in
+    # contact: the surface is as rough as the nodes behind it), slip/separate remove the normal part
+    # with Coulomb friction
+    if wp.dot(v, nrm) >= type(friction)(0.0):
+        return v
+    if boundary == STICKY:
+        return type(v)()
+    return apply_bc(v, nrm, SEPARATE, friction)
 
 
 @wp.kernel
@@ -93,19 +107,19 @@ def grid_update(
     if k > nz - 1 - pad:
         v = apply_bc(v, type(lo)(zero, zero, -one), boundary[2], friction)
     if surface != 0:
-        # the node layer on the wall surface: velocity into the wall removed (one-sided, with friction)
+        # the node layer on the wall surface: one-sided (only a velocity into the wall is acted on)
         if i == pad:
-            v = apply_bc(v, type(lo)(one, zero, zero), SEPARATE, friction)
+            v = apply_surface_bc(v, type(lo)(one, zero, zero), boundary[0], friction)
         if i == nx - 1 - pad:
-            v = apply_bc(v, type(lo)(-one, zero, zero), SEPARATE, friction)
+            v = apply_surface_bc(v, type(lo)(-one, zero, zero), boundary[0], friction)
         if j == pad:
-            v = apply_bc(v, type(lo)(zero, one, zero), SEPARATE, friction)
+            v = apply_surface_bc(v, type(lo)(zero, one, zero), boundary[1], friction)
         if j == ny - 1 - pad:
-            v = apply_bc(v, type(lo)(zero, -one, zero), SEPARATE, friction)
+            v = apply_surface_bc(v, type(lo)(zero, -one, zero), boundary[1], friction)
         if k == pad:
-            v = apply_bc(v, type(lo)(zero, zero, one), SEPARATE, friction)
+            v = apply_surface_bc(v, type(lo)(zero, zero, one), boundary[2], friction)
         if k == nz - 1 - pad:
-            v = apply_bc(v, type(lo)(zero, zero, -one), SEPARATE, friction)
+            v = apply_surface_bc(v, type(lo)(zero, zero, -one), boundary[2], friction)
     x = lo + type(lo)(type(h)(i), type(h)(j), type(h)(k)) * dx
     for q in range(plane_pos.shape[0]):
         nrm = plane_nrm[q]
