@@ -847,7 +847,7 @@ class CollisionPipeline:
 
         v = self._parts[part.index]
         m = self.model
-        wp.launch(K.geom_poses, dim=(v.n, self.n_geoms),
+        wp.launch(*self._per_env(K.geom_poses, K.geom_poses_env, v.n, self.n_geoms),
                   inputs=[m.geom_link, m.geom_pos, m.geom_quat, link_xpos[part.start:part.stop],
                           link_xquat[part.start:part.stop]],
                   outputs=[v.geom_xpos, v.geom_xquat], device=self.device)
@@ -865,7 +865,7 @@ class CollisionPipeline:
         G, n, dev = self.n_geoms, v.n, self.device
         xpos = v.geom_xpos if geom_xpos is None else geom_xpos[part.start:part.stop]
         xquat = v.geom_xquat if geom_xquat is None else geom_xquat[part.start:part.stop]
-        wp.launch(K.aabb_update, dim=(n, G), inputs=[m.geom_type, m.geom_half, m.geom_margin,
+        wp.launch(*self._per_env(K.aabb_update, K.aabb_update_env, n, G), inputs=[m.geom_type, m.geom_half, m.geom_margin,
                                                      xpos, xquat],
                   outputs=[v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count, v.cand_count,
                            v.contact_raw], device=dev)

@@ -398,6 +398,7 @@ class RigidSolver(Solver):
         arr = lambda a, dt: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
         s = self.model.scalar
         self._dof_ref = wp.zeros((n, nv), dtype=self.model.vec3, device=dev)
+        self._cpu = wp.get_device(dev).is_cpu     # glue launches: one thread per env on CPU
         self._diag_add = wp.zeros((n, nv), dtype=s, device=dev)
         self._applied_saved = wp.zeros(self.qfrc_applied.shape, dtype=s, device=dev)
         self._link_root = self.model.link_root
@@ -497,8 +498,12 @@ class RigidSolver(Solver):
         if self.collision is not None:
             self._contacts_to_stage(part)
         st.mass_from_tree(m.dof_madr, m.dof_depth, m.m_col, d.mass, self._diag_add, part)
-        wp.launch(G.dof_reference, dim=(n, nv), inputs=[self._link_root, m.dof_link, d.link_pos[sl]],
-                  outputs=[self._dof_ref[sl]], device=dev)
+        if self._cpu:   # one thread per env looping over its dofs (the same values)
+            wp.launch(G.dof_reference_env, dim=n, inputs=[nv, self._link_root, m.dof_link, d.link_pos[sl]],
+                      outputs=[self._dof_ref[sl]], device=dev)
+        else:
+            wp.launch(G.dof_reference, dim=(n, nv), inputs=[self._link_root, m.dof_link, d.link_pos[sl]],
+                      outputs=[self._dof_ref[sl]], device=dev)
         if self._n_connect:
             mm = st.model
             wp.launch(G.connect_bias, dim=(n, len(self._eq_types)), inputs=[
@@ -507,6 +512,10 @@ class RigidSolver(Solver):
                 d.link_quat[sl]], outputs=[st.eq_acc_bias[sl]], device=dev)
         st.build_rows(self.qpos, self.qvel, d.cdof_w, d.cdof_v, self._dof_ref, d.link_pos, d.link_quat, part)
         st.solve(st.M, d.qacc, st.qacc, part)
+        if self._cpu:
+            wp.launch(G.apply_constraint_force_env, dim=n, inputs=[nv, st.qfrc_constraint[sl]],
+                      outputs=[self.qfrc_applied[sl], self._applied_saved[sl]], device=dev)
+            return
         wp.launch(G.apply_constraint_force, dim=(n, nv), inputs=[st.qfrc_constraint[sl]],
                   outputs=[self.qfrc_applied[sl], self._applied_saved[sl]], device=dev)
 
@@ -524,6 +533,11 @@ class RigidSolver(Solver):
         from .kernels import constraint_glue as G
 
         sl = slice(part.start, part.stop)
+        if self._cpu:
+            wp.launch(G.restore_applied_env, dim=part.stop - part.start,
+                      inputs=[self.n_dofs, int(last), self._applied_saved[sl]], outputs=[self.qfrc_applied[sl]],
+                      device=self.layout.device)
+            return
         wp.launch(G.restore_applied, dim=(part.stop - part.start, self.n_dofs),
                   inputs=[int(last), self._applied_saved[sl]], outputs=[self.qfrc_applied[sl]],
                   device=self.layout.device)

@@ -44,6 +44,21 @@ BIG = wp.constant(1.0e30)
 wp.set_module_options({"enable_backward": False})
 
 
+@wp.func
+def _geom_poses_at(env: int, g: int, geom_link: wp.array(dtype=wp.int32), geom_pos: wp.array(dtype=Any),
+                   geom_quat: wp.array(dtype=Any), link_xpos_in: wp.array2d(dtype=Any),
+                   link_xquat_in: wp.array2d(dtype=Any), geom_xpos_out: wp.array2d(dtype=Any),
+                   geom_xquat_out: wp.array2d(dtype=Any)):
+    lk = geom_link[g]
+    if lk < 0:
+        geom_xpos_out[env, g] = geom_pos[g]
+        geom_xquat_out[env, g] = geom_quat[g]
+    else:
+        q = link_xquat_in[env, lk]
+        geom_xpos_out[env, g] = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
+        geom_xquat_out[env, g] = wp.normalize(q * geom_quat[g])
+
+
 @wp.kernel
 def geom_poses(
     # Model:
@@ -59,14 +74,60 @@ def geom_poses(
 ):
     """World pose of each geom from its link's pose (link -1: the world frame)."""
     env, g = wp.tid()
-    lk = geom_link[g]
-    if lk < 0:
-        geom_xpos_out[env, g] = geom_pos[g]
-        geom_xquat_out[env, g] = geom_quat[g]
+    _geom_poses_at(env, g, geom_link, geom_pos, geom_quat, link_xpos_in, link_xquat_in, geom_xpos_out,
+                   geom_xquat_out)
+
+
+@wp.kernel
+def geom_poses_env(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    geom_pos: wp.array(dtype=Any),
+    geom_quat: wp.array(dtype=Any),
+    # Data in:
+    link_xpos_in: wp.array2d(dtype=Any),
+    link_xquat_in: wp.array2d(dtype=Any),
+    # Data out:
+    geom_xpos_out: wp.array2d(dtype=Any),
+    geom_xquat_out: wp.array2d(dtype=Any),
+):
+    """geom_poses with one thread per env looping over its g (CPU: the per-thread cost of the
+    unused slots dominates; the same order of the atomic counters, bit-identical)."""
+    env = wp.tid()
+    for g in range(geom_link.shape[0]):
+        _geom_poses_at(env, g, geom_link, geom_pos, geom_quat, link_xpos_in, link_xquat_in, geom_xpos_out,
+                       geom_xquat_out)
+
+
+
+@wp.func
+def _aabb_update_at(env: int, g: int, geom_type: wp.array(dtype=wp.int32), geom_half: wp.array(dtype=Any),
+                    geom_margin: wp.array(dtype=Any), geom_xpos_in: wp.array2d(dtype=Any),
+                    geom_xquat_in: wp.array2d(dtype=Any), geom_xmat_out: wp.array2d(dtype=Any),
+                    aabb_lo_out: wp.array2d(dtype=Any), aabb_hi_out: wp.array2d(dtype=Any),
+                    pair_count_out: wp.array(dtype=wp.int32), cand_count_out: wp.array(dtype=wp.int32),
+                    contact_raw_out: wp.array(dtype=wp.int32)):
+    if g == 0:
+        pair_count_out[env] = 0
+        cand_count_out[env] = 0
+        contact_raw_out[env] = 0
+    R = wp.quat_to_matrix(geom_xquat_in[env, g])
+    geom_xmat_out[env, g] = R
+    c = geom_xpos_in[env, g]
+    h = geom_half[g]
+    m = geom_margin[g]
+    one = m - m + type(m)(1.0)
+    if geom_type[g] == PLANE:
+        big = one * type(m)(BIG)
+        e = wp.vector(big, big, big)
+        aabb_lo_out[env, g] = -e
+        aabb_hi_out[env, g] = e
     else:
-        q = link_xquat_in[env, lk]
-        geom_xpos_out[env, g] = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
-        geom_xquat_out[env, g] = wp.normalize(q * geom_quat[g])
+        e = wp.vector(m, m, m)
+        for i in range(3):
+            e[i] = e[i] + wp.abs(R[i, 0]) * h[0] + wp.abs(R[i, 1]) * h[1] + wp.abs(R[i, 2]) * h[2]
+        aabb_lo_out[env, g] = c - e
+        aabb_hi_out[env, g] = c + e
 
 
 @wp.kernel
@@ -89,27 +150,34 @@ def aabb_update(
     """Rotation matrix and world AABB (inflated by the geom margin) of each geom; thread 0 of an
     env also clears that env's stage counters."""
     env, g = wp.tid()
-    if g == 0:
-        pair_count_out[env] = 0
-        cand_count_out[env] = 0
-        contact_raw_out[env] = 0
-    R = wp.quat_to_matrix(geom_xquat_in[env, g])
-    geom_xmat_out[env, g] = R
-    c = geom_xpos_in[env, g]
-    h = geom_half[g]
-    m = geom_margin[g]
-    one = m - m + type(m)(1.0)
-    if geom_type[g] == PLANE:
-        big = one * type(m)(BIG)
-        e = wp.vector(big, big, big)
-        aabb_lo_out[env, g] = -e
-        aabb_hi_out[env, g] = e
-    else:
-        e = wp.vector(m, m, m)
-        for i in range(3):
-            e[i] = e[i] + wp.abs(R[i, 0]) * h[0] + wp.abs(R[i, 1]) * h[1] + wp.abs(R[i, 2]) * h[2]
-        aabb_lo_out[env, g] = c - e
-        aabb_hi_out[env, g] = c + e
+    _aabb_update_at(env, g, geom_type, geom_half, geom_margin, geom_xpos_in, geom_xquat_in, geom_xmat_out,
+                    aabb_lo_out, aabb_hi_out, pair_count_out, cand_count_out, contact_raw_out)
+
+
+@wp.kernel
+def aabb_update_env(
+    # Model:
+    geom_type: wp.array(dtype=wp.int32),
+    geom_half: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xquat_in: wp.array2d(dtype=Any),
+    # Data out:
+    geom_xmat_out: wp.array2d(dtype=Any),
+    aabb_lo_out: wp.array2d(dtype=Any),
+    aabb_hi_out: wp.array2d(dtype=Any),
+    pair_count_out: wp.array(dtype=wp.int32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    contact_raw_out: wp.array(dtype=wp.int32),
+):
+    """aabb_update with one thread per env looping over its g (CPU: the per-thread cost of the
+    unused slots dominates; the same order of the atomic counters, bit-identical)."""
+    env = wp.tid()
+    for g in range(geom_type.shape[0]):
+        _aabb_update_at(env, g, geom_type, geom_half, geom_margin, geom_xpos_in, geom_xquat_in, geom_xmat_out,
+                        aabb_lo_out, aabb_hi_out, pair_count_out, cand_count_out, contact_raw_out)
+
 
 
 @wp.func
@@ -1006,7 +1074,14 @@ def _overloads():
         wp.overload(geom_poses, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q),
                                  "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
                                  "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q)})
+        wp.overload(geom_poses_env, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q),
+                                 "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
+                                 "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q)})
         wp.overload(aabb_update, {"geom_half": A(dtype=V), "geom_margin": A(dtype=s),
+                                  "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
+                                  "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
+                                  "aabb_hi_out": A2(dtype=V)})
+        wp.overload(aabb_update_env, {"geom_half": A(dtype=V), "geom_margin": A(dtype=s),
                                   "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
                                   "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
                                   "aabb_hi_out": A2(dtype=V)})

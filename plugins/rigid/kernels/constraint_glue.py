@@ -62,6 +62,58 @@ def restore_applied(
     qfrc_applied[e, d] = v
 
 
+# one thread per env looping over its dofs (CPU: the per-thread launch cost dominated these
+# one-line kernels); the same values, bit-identical
+@wp.kernel
+def dof_reference_env(
+    nv: int,
+    # Model:
+    link_root: wp.array(dtype=wp.int32),
+    dof_link: wp.array(dtype=wp.int32),
+    # Data in:
+    link_pos_in: wp.array2d(dtype=Any),
+    # Data out:
+    dof_ref_out: wp.array2d(dtype=Any),
+):
+    e = wp.tid()
+    for d in range(nv):
+        dof_ref_out[e, d] = link_pos_in[e, link_root[dof_link[d]]]
+
+
+@wp.kernel
+def apply_constraint_force_env(
+    nv: int,
+    # Data in:
+    qfrc_constraint_in: wp.array2d(dtype=Any),
+    # Data out:
+    qfrc_applied: wp.array2d(dtype=Any),
+    saved_out: wp.array2d(dtype=Any),
+):
+    e = wp.tid()
+    for d in range(nv):
+        a = qfrc_applied[e, d]
+        saved_out[e, d] = a
+        qfrc_applied[e, d] = a + qfrc_constraint_in[e, d]
+
+
+@wp.kernel
+def restore_applied_env(
+    nv: int,
+    last: wp.int32,
+    # Data in:
+    saved_in: wp.array2d(dtype=Any),
+    # Data out:
+    qfrc_applied: wp.array2d(dtype=Any),
+):
+    e = wp.tid()
+    for d in range(nv):
+        v = saved_in[e, d]
+        if last != 0:
+            v = v * type(v)(0.0)
+        qfrc_applied[e, d] = v
+
+
+
 @wp.kernel
 def connect_bias(
     # Model:
