@@ -419,42 +419,86 @@ def sap_sweep(
 
 
 @wp.func
-def _collide(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, margin: Any,
-             mv: Any):
-    pts, d = _empty(p1)
-    n = p1 - p1
-    cnt = int(0)
+def _collide_store(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, margin: Any,
+                   mv: Any, env: int, k: int, pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any,
+                   cand_normal_out: Any, cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32)):
+    """_collide and _store in one: each routine's points go to the buffers from its own branch, so that
+    no contact set flows out of a branch (Warp selects every variable reassigned in a branch after
+    it: 8×3 points and 8 distances per branch per pair); the same values stored, bit-identical."""
+    done = int(0)
     if t1 == PLANE:
         if t2 == SPHERE:
-            cnt, n, pts, d = plane_sphere(p1, R1, s1, p2, R2, s2, margin)
+            c0, n0, q0, d0 = plane_sphere(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c0, n0, q0, d0, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
         elif t2 == CAPSULE:
-            cnt, n, pts, d = plane_capsule(p1, R1, s1, p2, R2, s2, margin)
+            c1, n1, q1, d1 = plane_capsule(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c1, n1, q1, d1, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
         elif t2 == CYLINDER:
-            cnt, n, pts, d = plane_cylinder(p1, R1, s1, p2, R2, s2, margin)
+            c2, n2, q2, d2 = plane_cylinder(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c2, n2, q2, d2, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
         elif t2 == BOX:
-            cnt, n, pts, d = plane_box(p1, R1, s1, p2, R2, s2, margin)
+            c3, n3, q3, d3 = plane_box(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c3, n3, q3, d3, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
         elif t2 == ELLIPSOID:
-            cnt, n, pts, d = plane_ellipsoid(p1, R1, s1, p2, R2, s2, margin)
+            c4, n4, q4, d4 = plane_ellipsoid(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c4, n4, q4, d4, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
         elif t2 == MESH:
-            cnt, n, pts, d = plane_mesh(p1, R1, s1, p2, R2, s2, margin, mv)
+            c5, n5, q5, d5 = plane_mesh(p1, R1, s1, p2, R2, s2, margin, mv)
+            _store(env, k, c5, n5, q5, d5, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
     elif t1 == SPHERE:
         if t2 == SPHERE:
-            cnt, n, pts, d = sphere_sphere(p1, R1, s1, p2, R2, s2, margin)
+            c6, n6, q6, d6 = sphere_sphere(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c6, n6, q6, d6, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
         elif t2 == CAPSULE:
-            cnt, n, pts, d = sphere_capsule(p1, R1, s1, p2, R2, s2, margin)
+            c7, n7, q7, d7 = sphere_capsule(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c7, n7, q7, d7, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
         elif t2 == CYLINDER:
-            cnt, n, pts, d = sphere_cylinder(p1, R1, s1, p2, R2, s2, margin)
+            c8, n8, q8, d8 = sphere_cylinder(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c8, n8, q8, d8, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
         elif t2 == BOX:
-            cnt, n, pts, d = sphere_box(p1, R1, s1, p2, R2, s2, margin)
+            c9, n9, q9, d9 = sphere_box(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c9, n9, q9, d9, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
     elif t1 == CAPSULE:
         if t2 == CAPSULE:
-            cnt, n, pts, d = capsule_capsule(p1, R1, s1, p2, R2, s2, margin)
+            c10, n10, q10, d10 = capsule_capsule(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c10, n10, q10, d10, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
         elif t2 == BOX:
-            cnt, n, pts, d = capsule_box(p1, R1, s1, p2, R2, s2, margin)
+            c11, n11, q11, d11 = capsule_box(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c11, n11, q11, d11, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
     elif t1 == BOX:
         if t2 == BOX:
-            cnt, n, pts, d = box_box(p1, R1, s1, p2, R2, s2, margin)
-    return cnt, n, pts, d
+            c12, n12, q12, d12 = box_box(p1, R1, s1, p2, R2, s2, margin)
+            _store(env, k, c12, n12, q12, d12, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+                   cand_count_out)
+            done = 1
+    if done == 0:
+        pz, dz = _empty(p1)
+        _store(env, k, 0, p1 - p1, pz, dz, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
+               cand_count_out)
 
 
 @wp.func
@@ -510,11 +554,9 @@ def _narrowphase_at(env: int, k: int, geom_type: wp.array(dtype=wp.int32), geom_
         t2 = geom_type[g2]
         if not _is_convex(t1, t2):
             margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
-            cnt, n, pts, d = _collide(t1, t2, geom_xpos_in[env, g1], geom_xmat_in[env, g1],
-                                      geom_size[g1], geom_xpos_in[env, g2], geom_xmat_in[env, g2],
-                                      geom_size[g2], margin, mesh_vert)
-            _store(env, k, cnt, n, pts, d, pair_cand_out, cand_pos_out, cand_normal_out,
-                   cand_dist_out, cand_count_out)
+            _collide_store(t1, t2, geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
+                           geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2], margin, mesh_vert,
+                           env, k, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
 
 
 @wp.kernel
