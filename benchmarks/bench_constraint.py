@@ -365,9 +365,8 @@ def _frozen_humanoid_problem(solver):
     """A 1-env polyphys humanoid lying on the floor in the state of the tests (tests/rigid_constraint
     mjscenes.humanoid: on its back, random joint angles, some past their limits, random velocities)
     with its constraint rows built (no solve yet), and the MuJoCo data of the same state."""
-    import mujoco
-
     import mjscenes as S
+    import mujoco
 
     path = _humanoid_path()
     m = _mj_model(path, solver)
@@ -384,7 +383,6 @@ def _frozen_humanoid_problem(solver):
     s._contacts_to_stage(part)
     st.mass_from_tree(s.model.dof_madr, s.model.dof_depth, s.model.m_col, s.d.mass, s._diag_add, part)
     import warp as wp
-
     from polyphys.plugins.rigid.kernels import constraint_glue as G
     wp.launch(G.dof_reference, dim=(1, s.n_dofs), inputs=[s._link_root, s.model.dof_link, s.d.link_pos],
               outputs=[s._dof_ref])

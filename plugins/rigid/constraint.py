@@ -524,8 +524,7 @@ class ConstraintStage:
         acceleration and a warm start. Outputs in self.qacc, self.efc_force, self.qfrc_constraint.
         Dispatch: opt.resolution "convex" (constraint_solve) or "signorini" (constraint_solve_signorini);
         with opt.noslip_iterations > 0 the noslip pass (constraint_noslip) follows and rewrites them."""
-        o, sl, s = self.opt, functools.partial(self._sl, part=part), self.scalar
-        n = self.n_envs if part is None else part.stop - part.start
+        o = self.opt
         if o.resolution == "signorini":
             self._solve_signorini(M, qacc_smooth, qacc_warm, part)
         else:
@@ -563,7 +562,8 @@ class ConstraintStage:
         n = self.n_envs if part is None else part.stop - part.start
         wp.launch(_K.constraint_solve, dim=n, device=self.device, inputs=[
             self.nv, SOLVERS[o.solver], int(o.iterations), s(o.tolerance), int(o.ls_iterations), s(o.ls_tolerance),
-            int(o.warm_pick_lower), sl(M), sl(qacc_smooth), sl(qacc_warm), sl(self.n_efc), sl(self.efc_J),
+            int(o.warm_pick_lower), int(o.solver == "Newton" and not o.warm_pick_lower),
+            sl(M), sl(qacc_smooth), sl(qacc_warm), sl(self.n_efc), sl(self.efc_J),
             sl(self.efc_type), sl(self.efc_aref), sl(self.efc_R), sl(self.efc_D), sl(self.efc_floss), sl(self.efc_mu),
             sl(self.efc_dim), sl(self.H), sl(self.LM), sl(self.jar), sl(self.jv), sl(self.grad), sl(self.mgrad),
             sl(self.mgrad_old), sl(self.search), sl(self.ma), sl(self.mv), sl(self.qfrc_smooth),

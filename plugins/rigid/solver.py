@@ -870,7 +870,8 @@ class RigidSolver(Solver):
         geom_a, geom_b, link_a, link_b (global indices, -1: world) (n, K) int; position (n, K, 3)
         (world, midway between the surfaces); normal (n, K, 3) (unit, from B to A); penetration
         (n, K) (> 0 when overlapping); valid (n, K) bool (slot k < the env's contact count); active
-        (n, K) bool (a constraint row: False in MuJoCo 4's gap band, SPEC F2); count (n,). K = the max_contacts budget (0 when collision detection is off). An unbatched
+        (n, K) bool (a constraint row: False in MuJoCo 4's gap band, SPEC F2); count (n,). K = the
+        max_contacts budget (0 when collision detection is off). An unbatched
         scene drops the batch axis."""
         envs = self.scene._envs_idx(envs_idx)
         out = self._raw_contacts(envs)
