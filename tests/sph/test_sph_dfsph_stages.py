@@ -193,3 +193,37 @@ def test_dfsph_positions_advance_with_the_corrected_velocity(make_scene):
     assert free.sum() > 40
     assert np.abs(v1).max() > 0.01                       # gravity and the solves moved them
     np.testing.assert_allclose((x1 - x0)[free], h * v1[free], rtol=1e-4, atol=1e-6)
+
+
+def test_dfsph_non_pressure_forces_match_brute_force(make_scene):
+    """The DFSPH non-pressure stage (before the density solve): dvᵢ = h·(g + 2(d+2)νᵢ Σⱼ (mⱼ/ρⱼ)
+    (vᵢⱼ·xᵢⱼ)/(|xᵢⱼ|² + 0.01H²)∇Wᵢⱼ − Σ_b ψ_b (p_b/ρᵢ²)∇Wᵢ_b), νᵢ = μ/ρᵢ, with p_b the hydrostatic
+    wall pressure (extrapolated mode) and no own pressure term (DFSPH has none before its solves)."""
+    from polyphys.plugins.sph.kernels import fluid as F
+
+    scene, water, s = _state(make_scene, "extrapolated", 6)
+    s.model.mu.fill_(1.0)                               # a viscosity large enough to be seen
+    scene.forward()
+    n, N = scene.n_envs, s.N
+    for part in scene.layout.partitions:
+        s._boundary_pressure(s._parts[part.index])
+    _nan(s.dv)
+    s._launch(F.accelerate, (n, N), [s.model, 0, s.mass, s.pos, s.vel, s.active, s.start, s.sorted, s.rho,
+                                     s.pressure, s.bp, s.dv])
+    g = np.asarray(scene.layout.gravity)
+    H = s.options.support
+    for env in range(2):
+        ref = Ref(s, env)
+        v = s.vel.numpy()[env].astype(float)
+        bp = s.bp.numpy()[env, : s.n_boundary].astype(float)
+        d = ref.x[:, None] - ref.x[None]
+        vij = v[:, None] - v[None]
+        coef = 10.0 * 1.0 / ref.rho[:, None] * ref.m[None] / ref.rho[None] \
+            * (vij * d).sum(-1) / ((d ** 2).sum(-1) + 0.01 * H * H)
+        a_visc = np.einsum("ij,ijk->ik", coef, ref.gf)
+        a_wall = -np.einsum("b,b,ibk->ik", ref.psi, bp, ref.gb) / ref.rho[:, None] ** 2
+        a = s.dv.numpy()[env] / ref.h - g
+        assert np.abs(a_visc).max() > 0.5 and np.abs(a_wall).max() > 1.0   # both terms matter
+        ref_a = a_visc + a_wall
+        # float32: dv = h·a rounds at ~1e-7·|g|/h relative to h·g; 1e-3 of the largest term
+        np.testing.assert_allclose(a, ref_a, rtol=1e-3, atol=1e-3 * np.abs(ref_a).max())
