@@ -1210,7 +1210,7 @@ _HCOPY_SNIPPET = """
     for (int j = 0; j < nv; ++j) {
         const T* mr = (const T*)(m0 + (size_t)j * ms);
         T* hr = (T*)(h0 + (size_t)j * hs);
-        for (int k = 0; k < nv; ++k) hr[k] = mr[k];
+        for (int k = 0; k <= j; ++k) hr[k] = mr[k];   // lower triangle: all the factor reads
     }
 """
 
@@ -1227,7 +1227,8 @@ _HPAIR_SNIPPET = """
         const T ja = ja_[j] * w;
         if (ja != T(0)) {
             T* hr = (T*)(h0 + (size_t)j * hs);
-            for (int k = blo; k < bhi; ++k) {
+            const int kend = bhi < j + 1 ? bhi : j + 1;   // lower triangle only
+            for (int k = blo; k < kend; ++k) {
                 const T p = ja * jb_[k];
                 hr[k] = hr[k] + p;
             }
@@ -1272,6 +1273,12 @@ _CHOLF_SNIPPET = """
             li[j] = t / s;
         }
     }
+    // the envelope kept for the solve in row 0's upper triangle (L[0][i] = first nonzero of row i,
+    // i >= 1; row 0 starts at 0): no reader of L uses its upper triangle
+    {
+        T* l0r = PP_L(0);
+        for (int i = 1; i < nv; ++i) l0r[i] = T(env_ok ? first_buf[i] : 0);
+    }
 #undef PP_L
 """
 
@@ -1281,10 +1288,32 @@ _CHOLS_SNIPPET = """
 #define PP_L(i) ((const T*)(l0 + (size_t)(i) * ls))
     const T* bb = (const T*)((const char*)b.data + e * b.strides[0]);
     T* xx = (T*)((char*)x.data + e * x.strides[0]);
+    // row envelope stored by the factor in L[0][1..nv) (entries left of it are exact zeros);
+    // column i's last nonzero row: the largest k with first[k] <= i (from the suffix minimum of first)
+    int first_buf[256];
+    int cend_buf[256];
+    const bool env_ok = nv <= 256;
+    if (env_ok) {
+        first_buf[0] = 0;
+        for (int i = 1; i < nv; ++i) first_buf[i] = (int)PP_L(0)[i];
+        int k = nv - 1;
+        int m = nv;                 // min of first[k'] over k' > k (none yet)
+        for (int ii = 0; ii < nv; ++ii) {
+            const int i = nv - 1 - ii;
+            // largest k with min(first[k..nv)) <= i; the suffix minimum is nondecreasing in k
+            while (k > i) {
+                const int mk = first_buf[k] < m ? first_buf[k] : m;
+                if (mk <= i) break;
+                m = mk;
+                --k;
+            }
+            cend_buf[i] = k;
+        }
+    }
     for (int i = 0; i < nv; ++i) {
         const T* li = PP_L(i);
         T s = bb[i];
-        for (int k = 0; k < i; ++k) {
+        for (int k = env_ok ? first_buf[i] : 0; k < i; ++k) {
             const T p = li[k] * xx[k];
             s = s - p;
         }
@@ -1293,7 +1322,9 @@ _CHOLS_SNIPPET = """
     for (int ii = 0; ii < nv; ++ii) {
         const int i = nv - 1 - ii;
         T s = xx[i];
-        for (int k = i + 1; k < nv; ++k) {
+        const int kend = env_ok ? cend_buf[i] : nv - 1;
+        for (int k = i + 1; k <= kend; ++k) {
+            if (env_ok && first_buf[k] > i) continue;     // L[k, i] = 0: left of row k's envelope
             const T p = PP_L(k)[i] * xx[k];
             s = s - p;
         }
