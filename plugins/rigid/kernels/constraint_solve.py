@@ -1088,8 +1088,10 @@ _NATIVE_HEAD = """
     typedef {T} T;
     const size_t e = (size_t)env;
 #ifndef PP_SPAN
-#define PP_SPAN(r, n, lo, hi) { lo = 0; while (lo < (n) && (r)[lo] == T(0)) ++lo; hi = (n); \\
-    while (hi > lo && (r)[hi - 1] == T(0)) --hi; }
+// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
+#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \\
+    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \\
+    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
 #endif
 """
 # the spans of M's rows (2j, 2j+1) and of J's rows (2nv + 2r, +1) are computed once per solve into a
