@@ -1248,8 +1248,11 @@ _CHOLF_SNIPPET = """
     if (env_ok) {
         for (int i = 0; i < nv; ++i) {
             const T* li = PP_L(i);
-            int f0 = 0;
-            while (f0 < i && li[f0] == T(0)) ++f0;
+            int f0 = i;                      // first nonzero left of the diagonal (branch-free min)
+            for (int k = 0; k < i; ++k) {
+                const int a = li[k] == T(0) ? i : k;
+                f0 = a < f0 ? a : f0;
+            }
             first_buf[i] = f0;
         }
     }
