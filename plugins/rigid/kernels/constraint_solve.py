@@ -2007,39 +2007,6 @@ _overloads()
 
 
 @wp.func
-def sig_chol_factor(nv: int, env: int, L: wp.array3d(dtype=Any)):
-    """In-place dense Cholesky (lower triangle) of the symmetric positive definite matrix in L (the
-    signorini and noslip kernels keep their own plain-Warp copy, independent of the convex path's)."""
-    for j in range(nv):
-        s = L[env, j, j]
-        for k in range(j):
-            s = s - L[env, j, k] * L[env, j, k]
-        s = wp.sqrt(wp.max(s, type(s)(1.0e-30)))
-        L[env, j, j] = s
-        for i in range(j + 1, nv):
-            t = L[env, i, j]
-            for k in range(j):
-                t = t - L[env, i, k] * L[env, j, k]
-            L[env, i, j] = t / s
-
-
-@wp.func
-def sig_chol_solve(nv: int, env: int, L: wp.array3d(dtype=Any), b: wp.array2d(dtype=Any), x: wp.array2d(dtype=Any)):
-    """x = (L Lᵀ)⁻¹ b."""
-    for i in range(nv):
-        s = b[env, i]
-        for k in range(i):
-            s = s - L[env, i, k] * x[env, k]
-        x[env, i] = s / L[env, i, i]
-    for ii in range(nv):
-        i = nv - 1 - ii
-        s = x[env, i]
-        for k in range(i + 1, nv):
-            s = s - L[env, k, i] * x[env, k]
-        x[env, i] = s / L[env, i, i]
-
-
-@wp.func
 def sig_block(d: Any, r: Any, ee: Any, ev: Any, vv: Any):
     """Cost and its first two derivatives of one friction block along a line, from ee = ‖e‖²,
     ev = e·v, vv = ‖v‖² (e: block residual J·a − aref, v: its rate); d = D of the block rows, r the
@@ -2404,8 +2371,8 @@ def constraint_solve_signorini(
                 if efc_state[env, i] == 1:
                     sig_hess_add(nv, env, efc_J, H, i, i, efc_D[env, i])
                 i = i + 1
-        sig_chol_factor(nv, env, H)
-        sig_chol_solve(nv, env, H, grad, search)
+        cholesky_factor(nv, env, H)
+        cholesky_solve(nv, env, H, grad, search)
         for j in range(nv):
             search[env, j] = -search[env, j]
         # ---- exact line search at the latched loads (convex piecewise 1-D cost)
@@ -2576,7 +2543,7 @@ def constraint_noslip(
     for j in range(nv):
         for k in range(nv):
             LM[env, j, k] = M[env, j, k]
-    sig_chol_factor(nv, env, LM)
+    cholesky_factor(nv, env, LM)
     scale = fixed_scale
     if scale <= zero:
         tr = zero
