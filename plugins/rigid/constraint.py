@@ -485,15 +485,9 @@ class ConstraintStage:
         if geom_priority is None:
             geom_priority = wp.zeros(G, dtype=wp.int32, device=self.device)
         floor = s(FRICTION_FLOOR_MUJOCO if mujoco_mode else FRICTION_FLOOR)
-        if geom_friction.ndim == 2 and con_pair is None:
-            wp.launch(_K.contact_params, dim=n, device=self.device, inputs=[
-                int(mujoco_mode), s(2.0 * h), floor, geom_friction,
-                geom_sol, geom_solmix, geom_priority, geom_condim, sl(friction_ratio), sl(self.n_con), sl(con_geom),
-                sl(self.con_friction), sl(self.con_sol), sl(self.con_dim)])
-            return
         from polyphys.plugins.rigid.kernels import constraint_glue as _G
 
-        if geom_friction.ndim == 2:      # shared friction seen per env (host copy: not for the captured step)
+        if geom_friction.ndim == 2:      # shared friction seen per env (host copy: standalone use, not the solver's step)
             geom_friction = wp.array(np.broadcast_to(geom_friction.numpy(), (self.n_envs, G, 3)).copy(), dtype=s,
                                      device=self.device)
         if con_pair is None:

@@ -1870,91 +1870,6 @@ def link_contact_wrench(
             link_impulse_t[env, l] = h * link_torque_out[env, l]
 
 
-@wp.kernel
-def contact_params(
-    # Model:
-    mujoco_mode: int,
-    tc_floor: Any,
-    friction_floor: Any,
-    geom_friction: wp.array2d(dtype=Any),
-    geom_sol: wp.array2d(dtype=Any),
-    geom_solmix: wp.array(dtype=Any),
-    geom_priority: wp.array(dtype=wp.int32),
-    geom_condim: wp.array(dtype=wp.int32),
-    # Data in:
-    friction_ratio: wp.array2d(dtype=Any),
-    n_con: wp.array(dtype=wp.int32),
-    con_geom: wp.array3d(dtype=wp.int32),
-    # Data out:
-    con_friction_out: wp.array3d(dtype=Any),
-    con_sol_out: wp.array3d(dtype=Any),
-    con_dim_out: wp.array2d(dtype=wp.int32),
-):
-    """Per-contact parameters from the two geoms (SPEC R5). Default mode: μ_k = max(μ_A,k·s_A,
-    μ_B,k·s_B, floor) per component (sliding, torsional, rolling; s = per-env friction_ratio of the
-    geom), sol_params averaged, positive timeconst floored at tc_floor, condim max. MuJoCo mode
-    (mj_contactParam): higher priority wins outright; else friction max, solref solmix-weighted
-    (elementwise min when direct), solimp solmix-weighted, condim max; floor 1e-5 (friction_floor).
-    Friction is expanded to 5 components (s, s, t, r, r)."""
-    env = wp.tid()
-    for c in range(n_con[env]):
-        ga = con_geom[env, c, 0]
-        gb = con_geom[env, c, 1]
-        zero = tc_floor * type(tc_floor)(0.0)
-        one = zero + type(tc_floor)(1.0)
-        f0 = zero
-        f1 = zero
-        f2 = zero
-        dim = wp.max(geom_condim[ga], geom_condim[gb])
-        if mujoco_mode == 1 and geom_priority[ga] != geom_priority[gb]:
-            g = ga
-            if geom_priority[gb] > geom_priority[ga]:
-                g = gb
-            f0 = geom_friction[g, 0]
-            f1 = geom_friction[g, 1]
-            f2 = geom_friction[g, 2]
-            dim = geom_condim[g]
-            for k in range(7):
-                con_sol_out[env, c, k] = geom_sol[g, k]
-        else:
-            sa = one
-            sb = one
-            if mujoco_mode == 0:
-                sa = friction_ratio[env, ga]
-                sb = friction_ratio[env, gb]
-            f0 = wp.max(geom_friction[ga, 0] * sa, geom_friction[gb, 0] * sb)
-            f1 = wp.max(geom_friction[ga, 1] * sa, geom_friction[gb, 1] * sb)
-            f2 = wp.max(geom_friction[ga, 2] * sa, geom_friction[gb, 2] * sb)
-            mix = type(tc_floor)(0.5)
-            if mujoco_mode == 1:
-                ma = geom_solmix[ga]
-                mb = geom_solmix[gb]
-                mv = type(tc_floor)(1.0e-15)
-                if ma >= mv and mb >= mv:
-                    mix = ma / (ma + mb)
-                elif ma < mv and mb >= mv:
-                    mix = zero
-                elif ma >= mv and mb < mv:
-                    mix = one
-            direct = mujoco_mode == 1 and (geom_sol[ga, 0] <= zero or geom_sol[gb, 0] <= zero)
-            for k in range(7):
-                v = mix * geom_sol[ga, k] + (one - mix) * geom_sol[gb, k]
-                if direct and k < 2:
-                    v = wp.min(geom_sol[ga, k], geom_sol[gb, k])
-                con_sol_out[env, c, k] = v
-            if mujoco_mode == 0 and con_sol_out[env, c, 0] > zero:
-                con_sol_out[env, c, 0] = wp.max(con_sol_out[env, c, 0], tc_floor)
-        f0 = wp.max(f0, friction_floor)
-        f1 = wp.max(f1, friction_floor)
-        f2 = wp.max(f2, friction_floor)
-        con_friction_out[env, c, 0] = f0
-        con_friction_out[env, c, 1] = f0
-        con_friction_out[env, c, 2] = f1
-        con_friction_out[env, c, 3] = f2
-        con_friction_out[env, c, 4] = f2
-        con_dim_out[env, c] = dim
-
-
 def _overloads():
     for s in (wp.float32, wp.float64):
         V = wp.types.vector(3, s)
@@ -1980,9 +1895,6 @@ def _overloads():
             "qfrc_smooth": a2, "qacc": a2, "efc_force": a2, "qfrc_constraint": a2, "solver_stat": a2,
         })
         wp.overload(mass_dense, {"mass_in": a2, "diag_add": a2, "M_out": a3})
-        wp.overload(contact_params, {
-            "tc_floor": s, "friction_floor": s, "geom_friction": a2, "geom_sol": a2, "geom_solmix": a1,
-            "friction_ratio": a2, "con_friction_out": a3, "con_sol_out": a3})
         V2 = wp.array2d(dtype=V)
         wp.overload(link_contact_wrench, {
             "h": s, "con_pos": V2, "con_force": V2, "con_torque": V2, "link_com": V2, "link_force_out": V2,
