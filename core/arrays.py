@@ -126,9 +126,10 @@ def env_slice(arr, start: int, stop: int):
     return arr[start:stop]
 
 
-def write_env_rows(arr, envs: np.ndarray, cols: slice, values: np.ndarray) -> None:
+def write_env_rows(arr, envs: np.ndarray, cols, values: np.ndarray) -> None:
     """arr[envs, cols] = values for a batch-first Warp array, in place (a host round trip: for
-    setters outside the step; graphs keep pointing at the same memory)."""
+    setters outside the step; graphs keep pointing at the same memory). cols: a slice or an index
+    array of the second axis."""
     host = arr.numpy()
     host[np.asarray(envs)[:, None], np.arange(host.shape[1])[cols]] = values
     arr.assign(host)

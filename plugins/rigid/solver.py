@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from polyphys import morphs as M
+from polyphys.arrays import write_env_rows
 from polyphys.description import EntityDescription, from_primitive
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
@@ -1122,9 +1123,7 @@ class RigidSolver(Solver):
                               f"({len(envs)}, {len(idx)}, 7)") from None
         eff = np.array([legalize_sol_params(x, field="sol_params", compatible=compat, h=h)
                         for x in v.reshape(-1, 7)]).reshape(v.shape)
-        host = st.model["eq_sol"].numpy()
-        host[envs[:, None], idx[None, :]] = eff
-        st.model["eq_sol"].assign(host)
+        write_env_rows(st.model["eq_sol"], envs, idx, eff)
         rec["eqs"][0][envs[:, None], idx[None, :]] = v
         rec["eqs"][1][envs[:, None], idx[None, :]] = eff
 
