@@ -25,18 +25,20 @@ class SPHOptions:
     ``box_walls`` and particles are clamped into it (no particle ever leaves it).
     xsph: XSPH velocity smoothing ε (0 = off). cfl: Courant number of the time-step checks.
     density_tol: DFSPH mean density error tolerance (fraction of rest density); divergence_tol:
-    DFSPH tolerance of the mean density change over one substep. max_density_iters,
+    DFSPH tolerance of the mean density change over one substep (1e-4: the velocity residual a
+    looser solve leaves, ~tol·dx/h per substep, is what keeps a resting column jittering — 1e-3
+    gave 0.054 m/s on the still column of docs/sph.md, 1e-4 0.019 m/s). max_density_iters,
     max_divergence_iters: iteration caps (each env stops as soon as it has converged).
     omega: relaxation of the DFSPH Jacobi steps (1 as in the paper; lower is slower but damps).
     boundary_pressure: the pressure a boundary particle b exerts on the liquid.
-    "extrapolated" (default): Adami et al. (2012) for a static wall, p_b = Σ_f p_f W_bf/Σ_f W_bf
-    + g·Σ_f ρ_f(x_b − x_f)W_bf/Σ_f W_bf, the liquid's pressure carried to the boundary particle's
-    own depth (DFSPH: the solves' κ increments are mirrored, κ_b = κᵢ, and the hydrostatic part
-    acts with gravity); "mirrored": p_b = pᵢ (Akinci et al. 2012); "single": only the liquid
-    particle's own term pᵢ/ρᵢ² (as SPlisHSPlasH's DFSPH with Akinci boundaries).
-    warm_start: start each DFSPH solve by applying the κ accumulated in the last substep's solve
-    (Bender & Koschier 2017; the divergence one at half weight; SPlisHSPlasH uses half weight
-    for both, gated on predicted compression).
+    "extrapolated" (default): the liquid's pressure carried to the boundary particle's own depth
+    (Adami et al. 2012, static wall) — WCSPH: p_b = (Σ_f p_f W_bf + g·Σ_f ρ_f(x_b − x_f)W_bf)/Σ_f W_bf;
+    DFSPH, whose pressure only exists inside its solves: pairwise, p_b = pᵢ + ρᵢ g·(x_b − xᵢ) for
+    liquid particle i (the solves mirror κ, κ_b = κᵢ, and the hydrostatic offset acts with
+    gravity, bounded so that p_b ≥ 0); "mirrored": p_b = pᵢ (Akinci et al. 2012); "single": only
+    the liquid particle's own term pᵢ/ρᵢ² (as SPlisHSPlasH's DFSPH with Akinci boundaries).
+    warm_start: start each DFSPH solve by applying half of the κ total of the last substep's solve
+    and carrying it (Bender & Koschier 2017 in SPlisHSPlasH's form); False: every solve from 0.
     dt: the substep this solver wants (None: the scene's); must equal dt/substeps of the scene.
     """
 
@@ -50,7 +52,7 @@ class SPHOptions:
     xsph: float = attrs.field(default=0.0, validator=in_range(0.0, 1.0))
     cfl: float = attrs.field(default=0.4, validator=in_range(0.0, 1.0, lo_open=True))
     density_tol: float = attrs.field(default=1e-3, validator=positive)
-    divergence_tol: float = attrs.field(default=1e-3, validator=positive)
+    divergence_tol: float = attrs.field(default=1e-4, validator=positive)
     max_density_iters: int = attrs.field(default=40, validator=positive_int)
     max_divergence_iters: int = attrs.field(default=10, validator=positive_int)
     omega: float = attrs.field(default=1.0, validator=in_range(0.0, 1.0, lo_open=True))

@@ -203,6 +203,15 @@ def wall_calibration(dx: float, H: float, kind: str) -> float:
     return max(1.0 - rho_f, 0.0) / rho_b
 
 
+def flat_wall_volume(dx: float, H: float, kind: str) -> float:
+    """The calibrated volume of a boundary particle in an infinite flat wall of spacing dx
+    (``boundary_volumes`` of a site far from any edge)."""
+    n = int(math.ceil(H / dx)) + 2
+    a = np.arange(-n, n + 1) * dx
+    B = np.stack(np.meshgrid(a, a, [0.0], indexing="ij"), -1).reshape(-1, 3)
+    return wall_calibration(dx, H, kind) * float(_akinci(B, H, kind)[len(B) // 2])
+
+
 def _akinci(pts: np.ndarray, H: float, kind: str) -> np.ndarray:
     from scipy.spatial import cKDTree
 

@@ -8,8 +8,8 @@ Substep (h = dt/substeps):
 WCSPH   grid → density + Tait pressure → wall pressure →
         dv = h·(g + pressure + viscosity + cohesion) + XSPH →
         v += dv | coupling | x += h·v, clamp into the domain.
-DFSPH   grid → density + α → divergence solve (v) → hydrostatic wall pressure →
-        dv = h·(g + wall + viscosity + cohesion) + XSPH →
+DFSPH   grid → density + α → divergence solve (v) →
+        dv = h·(g + hydrostatic wall offset + viscosity + cohesion) + XSPH →
         v += dv → constant-density solve (v) | coupling | x += h·v, clamp into the domain.
 
 The state is pos, vel, active (DFSPH also the warm-start totals of κ of both solves); densities,
@@ -35,6 +35,10 @@ from . import sampling
 from .entity import SPHBoundaryEntity, SPHEntity
 from .materials import Boundary, Liquid
 from .options import SPHOptions
+
+# weight of the DFSPH warm start: the share of the last substep's κ total applied first and carried
+# (SPlisHSPlasH's 0.5; see SPHSolver._solve)
+WARM_START_WEIGHT = 0.5
 
 
 class SPHSolver(Solver):
@@ -118,6 +122,13 @@ class SPHSolver(Solver):
         parts += [e.boundary_points for e in self._boundaries if len(e.boundary_points)]
         bpts = np.concatenate(parts) if parts else np.zeros((0, 3))
         bvol = sampling.boundary_volumes(bpts, dx, H, o.kernel)
+        if o.box_walls:
+            # the box walls are one lattice layer dx/2 outside each face: every site stands for
+            # one liquid lattice site, so every site gets the flat-wall volume. (Akinci's
+            # V_b = c/Σ_k W_bk reads a fold as a thinner wall: face sites next to an edge got
+            # 0.95-0.97 of it, corner sites 1.16, and the liquid along the edges was pushed
+            # into them.)
+            bvol[: len(parts[0])] = sampling.flat_wall_volume(dx, H, o.kernel)
         lo = np.asarray(o.lower_bound)
         dims = np.asarray(self.dims)
         cc = np.clip(np.floor((bpts - lo) / H).astype(np.int64), 0, dims - 1)
@@ -201,11 +212,10 @@ class SPHSolver(Solver):
         self.err_cnt = z((n_envs, self.n_chunks))
         self.done = z(n_envs, wp.int32)
         self.solve_err = z(n_envs)
-        self.warm = z((n_envs, N))
         self.cfl_flag = z(n_envs, wp.int32)
         self.bp = z((n_envs, max(self.n_boundary, 1)))
         names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "rank", "sorted", "count", "start",
-                 "cell_chunk", "rho", "pressure", "alpha", "nbrs", "dv", "kappa", "warm", "pdiv", "zeros", "err", "err_sum",
+                 "cell_chunk", "rho", "pressure", "alpha", "nbrs", "dv", "kappa", "pdiv", "zeros", "err", "err_sum",
                  "err_cnt", "done", "solve_err", "cfl_flag", "bp")
         self._parts = {p.index: SimpleNamespace(n=p.n_envs, **{k: getattr(self, k)[p.slice] for k in names})
                        for p in layout.partitions}
@@ -271,21 +281,23 @@ class SPHSolver(Solver):
                                                 p.rho, p.pressure, p.alpha, p.nbrs])
 
     def _boundary_pressure(self, p):
-        """Extrapolated boundary pressures p_b (Adami et al. 2012) per env; WCSPH with the liquid's
-        pressure, DFSPH its hydrostatic part only (the solves mirror their κ)."""
+        """WCSPH: extrapolated boundary pressures p_b (Adami et al. 2012) per env. (DFSPH forms its
+        wall pressure pairwise: the solves mirror κ, ``accelerate`` adds the hydrostatic offset.)"""
         from .kernels import fluid as F
 
         if self.model.b_extrap and self.n_boundary:
-            wc = int(self.options.pressure_solver == "wcsph")
-            self._launch(F.boundary_pressure, (p.n, self.n_boundary), [self.model, wc, p.pos, p.active, p.start,
+            self._launch(F.boundary_pressure, (p.n, self.n_boundary), [self.model, p.pos, p.active, p.start,
                                                                        p.sorted, p.rho, p.pressure, p.bp])
 
     def _solve(self, p, divergence: bool):
-        """One DFSPH solve. Warm start (Bender & Koschier 2017): the κ summed over the last
-        substep's solve is applied first (the divergence one at half weight; SPlisHSPlasH applies
-        both at half weight and only to particles predicted compressed — measured, no better, see
-        docs/sph.md) and the solve then sums anew; the solve stops per env at the tolerance (at
-        least 2 density iterations)."""
+        """One DFSPH solve. Warm start (Bender & Koschier 2017, in SPlisHSPlasH's form): half of
+        the κ total the solve reached in the last substep is applied first and carried, and the
+        solve adds its increments to it — at rest the total settles to the whole pressure, half
+        carried and half rebuilt by the Jacobi steps. (Restarting the total at 0 made it alternate
+        between the whole pressure and nothing, so every other substep rebuilt all of it from the
+        solve's residual; carrying it whole is an undamped integral of the density error and
+        rings — docs/sph.md.) The solve stops per env at the tolerance (at least 2 density
+        iterations) or the iteration cap."""
         from .kernels import fluid as F
         from .kernels import grid as G
 
@@ -295,19 +307,16 @@ class SPHSolver(Solver):
         L(G.zero_flags, ne, [p.done])
         if o.warm_start:
             L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
-                                        total, 0.5 if divergence else 1.0, p.vel])
-
-        L(F.move_rows, (ne, N), [total, p.warm])
-        if not o.warm_start:
-            L(F.zero_rows, (ne, N), [p.warm])
-        ws = 0.5 if divergence else 1.0
+                                        total, WARM_START_WEIGHT, p.vel])
+            L(F.scale_rows, (ne, N), [WARM_START_WEIGHT, total])
+        else:
+            L(F.zero_rows, (ne, N), [total])
         base, out = (p.zeros, p.pdiv) if divergence else (p.pdiv, p.pressure)
         iters = o.max_divergence_iters if divergence else o.max_density_iters
         tol = o.divergence_tol if divergence else o.density_tol
         for it in range(iters):
             L(F.solve_kappa, (ne, N), [m, int(divergence), p.mass, p.done, p.pos, p.vel, p.active,
-                                       p.start, p.sorted, p.rho, p.alpha, p.warm, ws, base, p.kappa,
-                                       p.err, total, out])
+                                       p.start, p.sorted, p.rho, p.alpha, base, p.kappa, p.err, total, out])
             # apply the κ just accumulated before the convergence test (as SPlisHSPlasH): every κ
             # in the accumulator and in the reported pressure has acted on the velocities
             L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
@@ -330,11 +339,13 @@ class SPHSolver(Solver):
         wc = self.options.pressure_solver == "wcsph"
         self._grid(p)
         self._density(p)
-        if not wc:
+        if wc:
+            self._boundary_pressure(p)
+        else:
             self._solve(p, divergence=True)
-        self._boundary_pressure(p)
         self._launch(F.accelerate, (p.n, self.N), [self.model, int(wc), p.mass, p.pos, p.vel, p.active,
-                                                   p.start, p.sorted, p.rho, p.pressure, p.bp, p.dv])
+                                                   p.start, p.sorted, p.rho, p.pressure, p.bp,
+                                                   p.kappa_rho, p.dv])
         self._integrate(p, 1, 0)
         if not wc:
             self._solve(p, divergence=False)

@@ -171,7 +171,7 @@ def density(
 @wp.kernel
 def boundary_pressure(
     # Model:
-    m: Model, with_fluid: int,
+    m: Model,
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
@@ -179,10 +179,10 @@ def boundary_pressure(
     # Data out:
     bp_out: wp.array2d(dtype=float),
 ):
-    """Pressure of boundary particle b extrapolated from the liquid (Adami et al. 2012, static
-    wall): p_b = (Σ_f p_f W_bf + g·Σ_f ρ_f (x_b − x_f) W_bf) / Σ_f W_bf, clamped at 0 (a wall
-    pushes, never pulls); 0 without liquid neighbours. with_fluid = 0 keeps only the hydrostatic
-    part g·Σ_f ρ_f (x_b − x_f) W_bf / Σ_f W_bf (DFSPH: the solves add their κ increments on top)."""
+    """WCSPH: pressure of boundary particle b extrapolated from the liquid (Adami et al. 2012,
+    static wall): p_b = (Σ_f p_f W_bf + g·Σ_f ρ_f (x_b − x_f) W_bf) / Σ_f W_bf, clamped at 0 (a wall
+    pushes, never pulls); 0 without liquid neighbours. (DFSPH has no pressure field before its
+    solves: its wall pressure is formed pairwise in ``accelerate`` and the solves.)"""
     env, b = wp.tid()
     xb = m.b_pos[b]
     ci = cell_of(xb, m.lower, m.inv_cell, m.dims)
@@ -204,8 +204,7 @@ def boundary_pressure(
                         w = kernel_w(r, m.H, m.kernel)
                         sw += w
                         sp += w * rho_in[env, f] * wp.dot(m.gravity, d)
-                        if with_fluid != 0:
-                            sp += w * pressure_in[env, f]
+                        sp += w * pressure_in[env, f]
     p = float(0.0)
     if sw > 0.0:
         p = wp.max(sp / sw, 0.0)
@@ -222,13 +221,18 @@ def accelerate(
     active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
     rho_in: wp.array2d(dtype=float), pressure_in: wp.array2d(dtype=float),
-    bp_in: wp.array2d(dtype=float),
+    bp_in: wp.array2d(dtype=float), kappa_in: wp.array2d(dtype=float),
     # Data out:
     dv_out: wp.array2d(dtype=wp.vec3),
 ):
     """Velocity change of one substep: h·(gravity + viscosity + cohesion [+ pressure]) + XSPH.
-    Boundary pressure force −Σ_b ψ_b (b_press·pᵢ [WCSPH] + p_b [b_extrap])/ρᵢ² ∇Wᵢ_b with p_b from
-    ``boundary_pressure``."""
+    Boundary pressure force −Σ_b ψ_b (b_press·pᵢ + p_b)/ρᵢ² ∇Wᵢ_b (b_extrap):
+    WCSPH: pᵢ the Tait pressure and p_b from ``boundary_pressure`` (Adami et al. 2012);
+    DFSPH (with_pressure = 0): the solves apply the mirrored κ (b_press = 2) and this stage the
+    wall's hydrostatic offset from particle i, p_b − pᵢ = max(ρᵢ g·(x_b − xᵢ), −ρᵢκᵢ) — the liquid's
+    pressure carried linearly from i to the boundary particle's own depth, bounded so that the
+    wall pressure pᵢ + (p_b − pᵢ) never turns negative for the pressure pᵢ = ρᵢκᵢ the density solve
+    carries into this substep (``kappa_in``; a wall pushes, never pulls)."""
     env, i = wp.tid()
     if active_in[env, i] == 0:
         dv_out[env, i] = wp.vec3(0.0)
@@ -238,6 +242,7 @@ def accelerate(
     rhoi = rho_in[env, i]
     rho0 = m.rest_rho[i]
     pi = pressure_in[env, i] / (rhoi * rhoi)
+    kest = kappa_in[env, i]
     nu10 = 10.0 * m.mu[i] / rhoi          # 2(d+2)·ν with d = 3
     gam = m.gamma[i]
     eps = 0.01 * m.H * m.H
@@ -280,7 +285,10 @@ def accelerate(
                             if with_pressure != 0:
                                 pb = m.b_press * pi
                             if m.b_extrap != 0:
-                                pb += bp_in[env, k] / (rhoi * rhoi)
+                                if with_pressure != 0:
+                                    pb += bp_in[env, k] / (rhoi * rhoi)
+                                else:
+                                    pb += wp.max(wp.dot(m.gravity, m.b_pos[k] - xi), -kest) / rhoi
                             a -= rho0 * m.b_vol[k] * pb * kernel_grad(d, r, m.H, m.kernel)
     dv_out[env, i] = m.h * a + m.xsph * xs
 
@@ -295,7 +303,7 @@ def solve_kappa(
     active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
     rho_in: wp.array2d(dtype=float), alpha_in: wp.array2d(dtype=float),
-    warm_in: wp.array2d(dtype=float), warm_scale: float, base_in: wp.array2d(dtype=float),
+    base_in: wp.array2d(dtype=float),
     # Data out:
     kappa_out: wp.array2d(dtype=float), err_out: wp.array2d(dtype=float),
     total_inout: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
@@ -303,9 +311,10 @@ def solve_kappa(
     """DFSPH Jacobi step (Bender & Koschier 2015, 2017): the density predicted from the current
     velocities ρ*ᵢ = ρᵢ + h·Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ (+ boundary), its compression e = max(ρ*ᵢ − ρ₀, 0)
     (a liquid pushes, never pulls), κᵢ = ω·e·αᵢ/h², error e/ρ₀. The same form serves the
-    divergence solve (e/h is then the clamped density change rate). total += κ (the warm start of
-    the next substep). Both solves apply pressure-like impulses: pressure_out = base +
-    (warm_scale·warm + total)·ρ, with base the divergence solve's share in the density solve."""
+    divergence solve (e/h is then the clamped density change rate). total += κ (it starts as the
+    carried half of the last substep's total, see SPHSolver._solve). Both solves apply
+    pressure-like impulses: pressure_out = base + total·ρ, with base the divergence solve's share
+    in the density solve."""
     env, i = wp.tid()
     if done_in[env] != 0:
         return
@@ -342,7 +351,7 @@ def solve_kappa(
     kap = m.omega * e * alpha_in[env, i] / (h * h)
     tot = total_inout[env, i] + kap
     total_inout[env, i] = tot
-    pressure_out[env, i] = base_in[env, i] + (warm_scale * warm_in[env, i] + tot) * rho_in[env, i]
+    pressure_out[env, i] = base_in[env, i] + tot * rho_in[env, i]
     kappa_out[env, i] = kap
     err_out[env, i] = e / rho0
 
@@ -392,16 +401,14 @@ def solve_update(
 
 
 @wp.kernel
-def move_rows(
-    # Data in:
-    src_inout: wp.array2d(dtype=float),
+def scale_rows(
+    # Model:
+    factor: float,
     # Data out:
-    dst_out: wp.array2d(dtype=float),
+    values_inout: wp.array2d(dtype=float),
 ):
-    """dst = src, then src = 0 (the warm start moves into ``dst``; the solve accumulates anew)."""
     env, i = wp.tid()
-    dst_out[env, i] = src_inout[env, i]
-    src_inout[env, i] = 0.0
+    values_inout[env, i] = factor * values_inout[env, i]
 
 
 @wp.kernel
