@@ -27,7 +27,7 @@ class SPHOptions:
     density_tol: DFSPH mean density error tolerance (fraction of rest density); divergence_tol:
     DFSPH tolerance of the mean density change over one substep (1e-4: the velocity residual a
     looser solve leaves, ~tol·dx/h per substep, is what keeps a resting column jittering — 1e-3
-    gave 0.054 m/s on the still column of docs/sph.md, 1e-4 0.019 m/s). max_density_iters,
+    gave 0.089 m/s on the still column of docs/sph.md, 1e-4 0.018 m/s). max_density_iters,
     max_divergence_iters: iteration caps (each env stops as soon as it has converged).
     omega: relaxation of the DFSPH Jacobi steps (1 as in the paper; lower is slower but damps).
     boundary_pressure: the pressure a boundary particle b exerts on the liquid.

@@ -17,7 +17,8 @@ pressures and the grid are recomputed from it every substep, so a checkpoint con
 and captured = uncaptured.
 Limitations: one particle size per scene; boundaries are static (moving bodies couple through
 ParticleView); free-slip walls; the DFSPH solves stop per env at the tolerance or the iteration cap;
-a resting DFSPH column is noisier than a WCSPH one (docs/sph.md, validation status).
+a resting DFSPH column jitters at the divergence tolerance's velocity residual, more than a WCSPH
+one in large or weakly viscous columns (docs/sph.md, validation status).
 """
 
 from __future__ import annotations
