@@ -203,6 +203,25 @@ def wall_calibration(dx: float, H: float, kind: str) -> float:
     return max(1.0 - rho_f, 0.0) / rho_b
 
 
+def viscous_rate(dx: float, H: float, kind: str) -> float:
+    """λ/ν: the decay rate per unit kinematic viscosity of the fastest mode of the SPH Laplacian
+    viscosity 2(d+2)ν Σⱼ Vⱼ(vᵢⱼ·xᵢⱼ)/(|xᵢⱼ|²+0.01H²)∇Wᵢⱼ on a lattice of spacing dx — the
+    checkerboard velocity field (−1)^(i+j+k) along one axis. The explicit update is stable for
+    h·λ ≤ 2 (cubic spline at H = 2dx: h ≤ 0.206·dx²/ν)."""
+    n = int(math.ceil(H / dx)) + 1
+    a = np.arange(-n, n + 1)
+    grid = np.stack(np.meshgrid(a, a, a, indexing="ij"), -1).reshape(-1, 3)
+    odd = grid.sum(1) % 2 == 1
+    d = grid * dx
+    r = np.linalg.norm(d, axis=1)
+    keep = odd & (r > 0) & (r < H)
+    d, r = d[keep], r[keep]
+    eps = 1e-7 * dx
+    dw = (kernel_w(r + eps, H, kind) - kernel_w(r - eps, H, kind)) / (2 * eps)
+    vol = lattice_mass(1.0, dx, H, kind)
+    return float(20.0 * np.sum(vol * d[:, 0] ** 2 * np.abs(dw) / (r * (r ** 2 + 0.01 * H * H))))
+
+
 def flat_wall_volume(dx: float, H: float, kind: str) -> float:
     """The calibrated volume of a boundary particle in an infinite flat wall of spacing dx
     (``boundary_volumes`` of a site far from any edge)."""

@@ -253,6 +253,24 @@ class SPHSolver(Solver):
                 warnings.warn(f"SPH (DFSPH) substep h = {h:.3g} s exceeds the CFL estimate cfl·dx/v "
                               f"with fall speed v = {v:.3g} m/s; {hint(hmax)}", PolyphysWarning,
                               stacklevel=4)
+        # viscosity (explicit): the fastest lattice mode decays at λ = ν·viscous_rate; the update is
+        # stable for h·λ ≤ 2 — warn beyond half of that
+        nu = mats[:, 3] / mats[:, 0]
+        if nu.max() > 0:
+            hmax = 1.0 / (sampling.viscous_rate(dx, o.support, o.kernel) * float(nu.max()))
+            if h > hmax * (1 + 1e-9):
+                warnings.warn(f"SPH substep h = {h:.3g} s exceeds half the explicit stability limit of the "
+                              f"viscosity (kinematic viscosity mu/rho = {nu.max():.3g} m²/s at particle_size "
+                              f"{dx:g}); {hint(hmax)}", PolyphysWarning, stacklevel=4)
+        # too little viscosity: nothing damps the particle-scale noise of the pressure forces
+        # (measured: a resting column at dx = 2 cm blows up at mu = 0.1 Pa·s and below, docs/sph.md)
+        nu_min = 0.01 * dx * v
+        if o.xsph == 0.0 and nu.min() < nu_min:
+            warnings.warn(f"SPH: kinematic viscosity mu/rho = {nu.min():.3g} m²/s is below 0.01·dx·v = "
+                          f"{nu_min:.3g} m²/s (particle_size {dx:g} m, fall speed v = {v:.3g} m/s): SPH at "
+                          f"this resolution then has too little dissipation at the particle scale and a "
+                          f"resting liquid can become unstable; raise Liquid(mu=...) (Pa·s) or set "
+                          f"SPHOptions(xsph=0.5)", PolyphysWarning, stacklevel=4)
 
     # -- stepping --------------------------------------------------------------------------------------
     def _launch(self, kernel, dim, inputs):

@@ -72,3 +72,36 @@ def test_wrong_morph_for_liquid_and_no_liquid():
     scene.add_entity(morphs.Plane(), material=Boundary())
     with pytest.raises(BuildError, match="no liquid particle"):
         scene.build()
+
+
+def _build_warnings(mu, xsph=0.0, dt=0.004, substeps=2):
+    from polyphys.plugins.sph import Liquid, SPHOptions
+
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=substeps),
+                           sph=SPHOptions(particle_size=0.02, xsph=xsph, lower_bound=(0, 0, 0),
+                                          upper_bound=(0.2, 0.2, 0.3)))
+    scene.add_entity(morphs.Box(size=(0.1, 0.1, 0.2), pos=(0.05, 0.05, 0.1)), material=Liquid(mu=mu))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        scene.build()
+    return [str(r.message) for r in rec if issubclass(r.category, PolyphysWarning)]
+
+
+def test_viscous_time_step_above_the_explicit_limit_warns():
+    """ν = 0.05 m²/s at dx = 2 cm: the fastest lattice mode of the Laplacian viscosity decays at
+    λ = 24258·ν (sampling.viscous_rate, cubic spline at 2dx), explicit Euler is stable for h·λ ≤ 2;
+    the warning fires beyond half: h_max = 1/λ = 8.24e-4 s -> substeps >= 5 for dt = 4 ms."""
+    msgs = _build_warnings(mu=50.0)
+    assert any("explicit stability limit of the viscosity" in m and "largest stable substep is 0.000824 s" in m
+               and "substeps >= 5" in m for m in msgs), msgs
+    assert not any("viscosity" in m for m in _build_warnings(mu=50.0, substeps=5))
+
+
+def test_too_little_viscosity_warns_unless_xsph():
+    """Water's 1e-3 Pa·s at dx = 2 cm: below 0.01·dx·√(2|g|Δ) (3.86e-4 m²/s) a resting
+    liquid was measured to blow up (ν = 1e-6 m²/s is reported; the lattice top is at 0.19 m: v = 1.93 m/s);
+    XSPH (ε = 0.5) or the default viscosity (5 Pa·s) silence it."""
+    msgs = _build_warnings(mu=0.001)
+    assert any("too little dissipation" in m and "1e-06" in m and "0.000386" in m for m in msgs), msgs
+    assert not any("too little dissipation" in m for m in _build_warnings(mu=0.001, xsph=0.5))
+    assert not any("too little dissipation" in m for m in _build_warnings(mu=5.0))
