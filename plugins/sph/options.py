@@ -10,6 +10,8 @@ from polyphys.options import in_range, non_negative, one_of, positive, positive_
 # density estimate then misses a large part of the kernel and the liquid clumps or explodes
 MIN_SUPPORT_FACTOR = 1.5
 MAX_CELLS = 1 << 24
+# default XSPH ε of DFSPH (SPHOptions.xsph = None)
+DFSPH_XSPH = 0.1
 
 
 @attrs.frozen(kw_only=True)
@@ -23,7 +25,10 @@ class SPHOptions:
     (Wendland C2). support_radius: kernel support H (m); None: 2·particle_size (about 33 neighbours).
     lower_bound/upper_bound: the domain box (m); its six faces are walls of boundary particles when
     ``box_walls`` and particles are clamped into it (no particle ever leaves it).
-    xsph: XSPH velocity smoothing ε (0 = off). cfl: Courant number of the time-step checks.
+    xsph: XSPH velocity smoothing ε per substep (0 = off); None: 0.1 for DFSPH (SPlisHSPlasH-like
+    XSPH; without it a resting DFSPH column jitters at 0.021 m/s and one at water's viscosity blows
+    up — docs/sph.md), 0 for WCSPH. ``xsph_factor`` is the value used. cfl: Courant number of the
+    time-step checks.
     density_tol: DFSPH mean density error tolerance (fraction of rest density); divergence_tol:
     DFSPH tolerance of the mean density change over one substep (1e-4: the velocity residual a
     looser solve leaves, ~tol·dx/h per substep, is what keeps a resting column jittering — 1e-3
@@ -49,7 +54,7 @@ class SPHOptions:
     lower_bound: tuple = attrs.field(default=(-0.5, -0.5, 0.0), converter=vec3)
     upper_bound: tuple = attrs.field(default=(0.5, 0.5, 1.0), converter=vec3)
     box_walls: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
-    xsph: float = attrs.field(default=0.0, validator=in_range(0.0, 1.0))
+    xsph: float | None = attrs.field(default=None, validator=in_range(0.0, 1.0))
     cfl: float = attrs.field(default=0.4, validator=in_range(0.0, 1.0, lo_open=True))
     density_tol: float = attrs.field(default=1e-3, validator=positive)
     divergence_tol: float = attrs.field(default=1e-4, validator=positive)
@@ -79,6 +84,12 @@ class SPHOptions:
                               f"{dims[0] * dims[1] * dims[2]} neighbour cells of size {H:g} m per env; "
                               f"at most {MAX_CELLS} are allowed: shrink the domain or enlarge "
                               f"particle_size")
+
+    @property
+    def xsph_factor(self) -> float:
+        if self.xsph is not None:
+            return self.xsph
+        return DFSPH_XSPH if self.pressure_solver == "dfsph" else 0.0
 
     @property
     def support(self) -> float:

@@ -150,7 +150,7 @@ class SPHSolver(Solver):
         m.kernel = 0 if o.kernel == "cubic" else 1
         m.h = layout.h
         m.gravity = wp.vec3(*layout.gravity)
-        m.xsph = o.xsph
+        m.xsph = o.xsph_factor
         m.omega = o.omega
         # boundary pressure (SPHOptions.boundary_pressure): b_press multiplies the liquid
         # particle's own pᵢ/ρᵢ² (DFSPH: κᵢ/ρᵢ) in the boundary term, b_extrap adds the pressure
@@ -265,7 +265,7 @@ class SPHSolver(Solver):
         # too little viscosity: nothing damps the particle-scale noise of the pressure forces
         # (measured: a resting column at dx = 2 cm blows up at mu = 0.1 Pa·s and below, docs/sph.md)
         nu_min = 0.01 * dx * v
-        if o.xsph == 0.0 and nu.min() < nu_min:
+        if o.xsph_factor == 0.0 and nu.min() < nu_min:
             warnings.warn(f"SPH: kinematic viscosity mu/rho = {nu.min():.3g} m²/s is below 0.01·dx·v = "
                           f"{nu_min:.3g} m²/s (particle_size {dx:g} m, fall speed v = {v:.3g} m/s): SPH at "
                           f"this resolution then has too little dissipation at the particle scale and a "

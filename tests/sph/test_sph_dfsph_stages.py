@@ -3,11 +3,12 @@
 Each Warp stage runs on a small disordered state (80 particles per env next to the domain's
 boundary particles, random velocities), its outputs NaN-filled first, and is compared with NumPy:
 
-- factor  αᵢ = ρᵢ / (|gᵢ|·(gᵢ + (c − 1)·g_bᵢ) + Σⱼ|mⱼ∇Wᵢⱼ|²), gᵢ = Σⱼ mⱼ∇Wᵢⱼ + g_bᵢ,
-  g_bᵢ = Σ_b ψ_b∇Wᵢ_b (Akinci boundary: in the first sum, not in the second). c = 1 is the
-  paper's / SPlisHSPlasH's single boundary term; c = 2 the mirrored boundary κ_b = κᵢ
-  ("extrapolated", "mirrored"), whose own-particle response carries the boundary twice;
-- Jacobi step  κᵢ = ω·max(ρᵢ + h·(Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ + Σ_b ψ_b vᵢ·∇Wᵢ_b) − ρ₀, 0)·αᵢ/h²
+- factor  αᵢ = ρᵢ / (|Σⱼ mⱼ∇Wᵢⱼ + c·g_bᵢ|² + Σⱼ|mⱼ∇Wᵢⱼ|²), g_bᵢ = Σ_b ψ_b∇Wᵢ_b (Akinci
+  boundary: in the first sum, not in the second). c = 1 is the paper's / SPlisHSPlasH's single
+  boundary term; c = 2 the mirrored boundary κ_b = κᵢ ("extrapolated", "mirrored"), which pushes
+  with the wall counted twice — the solve then also counts the wall's share of the density rate
+  twice, so that rate and update are transposes of each other (an exact projection);
+- Jacobi step  κᵢ = ω·max(ρᵢ + h·(Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ + c·Σ_b ψ_b vᵢ·∇Wᵢ_b) − ρ₀, 0)·αᵢ/h²
   (static boundary, v_b = 0), error e/ρ₀, accumulator and reported pressure κ·ρ;
 - velocity update  vᵢ −= h·(Σⱼ mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ + c·Σ_b ψ_b (κᵢ/ρᵢ)∇Wᵢ_b);
 - consistency of α with the update: a κ on one particle alone, κᵢ = e·αᵢ/h², removes exactly
@@ -58,13 +59,16 @@ class Ref:
         g_f = np.einsum("j,ijk->ik", self.m, self.gf)
         g_b = np.einsum("b,ibk->ik", self.psi, self.gb)
         sq = (self.m[None] ** 2 * (self.gf ** 2).sum(-1)).sum(1)
-        den = ((g_f + g_b) * (g_f + c * g_b)).sum(-1) + sq
+        den = ((g_f + c * g_b) ** 2).sum(-1) + sq
         return np.where(den > 1e-6, self.rho / den, 0.0)
 
-    def predicted_density(self, v):
+    def predicted_density(self, v, c):
+        """ρᵢ + h·(Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ + c·Σ_b ψ_b vᵢ·∇Wᵢ_b): the wall's rate counted c times, as
+        the velocity update counts its pressure (c = 2 mirrored) — the solve is then the exact
+        projection J̃·J̃ᵀ of that rate."""
         vij = v[:, None] - v[None]
         return self.rho + self.h * (np.einsum("j,ijk,ijk->i", self.m, vij, self.gf)
-                                    + np.einsum("b,ik,ibk->i", self.psi, v, self.gb))
+                                    + c * np.einsum("b,ik,ibk->i", self.psi, v, self.gb))
 
     def update(self, v, kappa, c):
         k = kappa / self.rho
@@ -131,7 +135,7 @@ def test_dfsph_jacobi_step_and_velocity_update_match_paper(make_scene, mode):
     for env in range(2):
         ref = Ref(s, env)
         alpha = s.alpha.numpy()[env].astype(float)
-        e = np.maximum(ref.predicted_density(v0[env]) - ref.rho0, 0.0)
+        e = np.maximum(ref.predicted_density(v0[env], C[mode]) - ref.rho0, 0.0)
         k_ref = e * alpha / ref.h ** 2
         assert 10 < (k_ref > 0).sum() < N - 10           # both sides of the clamp are exercised
         # κ = e·α/h²: e is a difference of ρ* ≈ ρ₀ (float32 round-off ~1e-4 kg/m³ per term)
@@ -175,7 +179,7 @@ def test_dfsph_factor_is_the_inverse_of_the_own_pressure_response(make_scene, mo
         ref = Ref(s, env)
         if env == 0:
             assert np.abs(np.einsum("b,bk->k", ref.psi, ref.gb[i])).sum() > 0   # at the wall
-        change = ref.predicted_density(v1[env])[i] - ref.predicted_density(v0[env])[i]
+        change = ref.predicted_density(v1[env], C[mode])[i] - ref.predicted_density(v0[env], C[mode])[i]
         # float32 velocities (~1e-7 relative) summed over ~40 neighbours: 1e-3 of e
         assert abs(change + e) < 1e-3 * e, (env, change)
 
@@ -199,7 +203,8 @@ def test_dfsph_non_pressure_forces_match_brute_force(make_scene):
     """The DFSPH non-pressure stage (before the density solve): dvᵢ = h·(g + 2(d+2)νᵢ Σⱼ (mⱼ/ρⱼ)
     (vᵢⱼ·xᵢⱼ)/(|xᵢⱼ|² + 0.01H²)∇Wᵢⱼ − Σ_b ψ_b (Δp_bᵢ/ρᵢ²)∇Wᵢ_b), νᵢ = μ/ρᵢ, with the wall's
     hydrostatic offset from particle i Δp_bᵢ = max(ρᵢ g·(x_b − xᵢ), −ρᵢκᵢ) (extrapolated mode; κᵢ the
-    density solve's carried total) and no own pressure term (DFSPH has none before its solves)."""
+    density solve's carried total), the XSPH smoothing (DFSPH default ε = 0.1) and no own pressure
+    term (DFSPH has none before its solves)."""
     from polyphys.plugins.sph.kernels import fluid as F
 
     scene, water, s = _state(make_scene, "extrapolated", 6)
@@ -231,9 +236,17 @@ def test_dfsph_non_pressure_forces_match_brute_force(make_scene):
         assert bounded.sum() > 5 and (near & ~bounded).sum() > 50        # both sides of the bound
         dp = np.maximum(hyd, -k[:, None])                                 # Δp/ρᵢ
         a_wall = -np.einsum("b,ib,ibk->ik", ref.psi, dp, ref.gb) / ref.rho[:, None]
+        # XSPH (DFSPH default ε = 0.1): dvᵢ += ε·Σⱼ 2mⱼ/(ρᵢ + ρⱼ)·Wᵢⱼ·(vⱼ − vᵢ), as an acceleration /h
+        eps = s.options.xsph_factor
+        assert eps == 0.1
+        wij = w(np.linalg.norm(d, axis=-1), H)
+        np.fill_diagonal(wij, 0.0)
+        a_xsph = -eps / ref.h * np.einsum("ij,ijk->ik", 2 * ref.m[None] / (ref.rho[:, None] + ref.rho[None]) * wij,
+                                          vij)
         a = s.dv.numpy()[env] / ref.h - g
         assert np.abs(a_visc).max() > 0.5 and np.abs(a_wall).max() > 1.0   # both terms matter
-        ref_a = a_visc + a_wall
+        assert np.abs(a_xsph).max() > 1.0
+        ref_a = a_visc + a_wall + a_xsph
         # float32: dv = h·a rounds at ~1e-7·|g|/h relative to h·g; 1e-3 of the largest term
         np.testing.assert_allclose(a, ref_a, rtol=1e-3, atol=1e-3 * np.abs(ref_a).max())
 

@@ -98,7 +98,7 @@ def test_hydrostatic_column_dfsph_pressure_balances_gravity():
     psi = 1000.0 * s.model.b_vol.numpy()[: s.n_boundary].astype(float)
     a = sph_pressure_acceleration(x, p, rho, m, 2 * dx) \
         + wall_pressure_acceleration(x, p, rho, s.boundary_positions, psi, 2 * dx, np.array([0, 0, -9.81]))
-    # 5 %: the issue's pressure bound, applied to the force the pressure exerts (measured 1.006 g)
+    # 5 %: the issue's pressure bound, applied to the force the pressure exerts (measured 1.008 g)
     assert abs(a[inner, 2].mean() / 9.81 - 1) < 0.05
     # DFSPH: the mean density below the free-surface layer within 1 % of rest
     assert abs(rho[z < top - 2 * dx].mean() / 1000 - 1) < 0.01
@@ -107,7 +107,7 @@ def test_hydrostatic_column_dfsph_pressure_balances_gravity():
 def test_hydrostatic_column_dfsph():
     """DFSPH with the pairwise extrapolated wall pressure and the carried half warm start: the
     pressure averaged over 0.5-1 s read as a straight line over the interior: slope ρg and p(0) =
-    ρgH within 5 % (measured 0.987 ρg, 0.992 ρgH; 1.12 / 1.11 before 2026-11-30 — docs/sph.md)."""
+    ρgH within 5 % (measured 0.992 ρg, 0.994 ρgH; 1.12 / 1.11 before 2026-11-30 — docs/sph.md)."""
     _check_hydrostatic_line(*column("dfsph", 4, 1.0))
 
 
@@ -134,9 +134,9 @@ def _check_hydrostatic_line(w, dx, H, vmax, p):
 
 
 def test_still_liquid_stays_still_dfsph():
-    """Measured max 0.018 m/s, median of the per-step maxima 0.013 over 1-2 s (0.156 / 0.104
+    """Measured max 0.009 m/s, median of the per-step maxima 0.008 over 1-2 s (0.156 / 0.104
     before 2026-11-30: the side walls under-supported the liquid next to them and the warm start
-    alternated — docs/sph.md)."""
+    alternated; 0.021 without the default XSPH — docs/sph.md)."""
     w, dx, H, vmax, p = column("dfsph", 4, 2.0)
     # bound: 1 % of the free-fall speed over the column, sqrt(2gH) = 2.2 m/s
     assert vmax < 0.01 * math.sqrt(2 * 9.81 * H)
@@ -151,7 +151,7 @@ def test_still_liquid_stays_still_wcsph():
 
 
 @pytest.mark.parametrize("solver", [
-    "dfsph",   # measured max |Z/Z_MM - 1| = 0.096 (at T = 1.19; 0.122 before 2026-11-30)
+    "dfsph",   # measured max |Z/Z_MM - 1| = 0.051 (at T = 1.19; 0.122 before 2026-11-30)
     # measured 0.146 at T = 1.68, the front 6-15 % ahead (0.133 before the box-wall sites all
     # got the flat-wall volume on 2026-11-30; 0.235 with the mirrored
     # p_b = pᵢ: the front ran 12-18 % ahead for 1 <= T <= 1.5)

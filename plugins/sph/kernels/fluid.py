@@ -109,8 +109,9 @@ def density(
     rho_out: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
     alpha_out: wp.array2d(dtype=float), nbrs_out: wp.array2d(dtype=wp.int32),
 ):
-    """ρᵢ = Σⱼ mⱼWᵢⱼ + Σ_b ψ_b Wᵢ_b; WCSPH: Tait pressure; DFSPH: αᵢ = ρᵢ/(|g_f + g_b|² + Σ|mⱼ∇W|²)
-    with g_f = Σⱼ mⱼ∇Wᵢⱼ, g_b = Σ_b ψ_b∇Wᵢ_b."""
+    """ρᵢ = Σⱼ mⱼWᵢⱼ + Σ_b ψ_b Wᵢ_b; WCSPH: Tait pressure; DFSPH: αᵢ = ρᵢ/(|g_f + c·g_b|² + Σ|mⱼ∇W|²)
+    with g_f = Σⱼ mⱼ∇Wᵢⱼ, g_b = Σ_b ψ_b∇Wᵢ_b and c = b_press (the wall counted as the velocity
+    update and the density rate of the solves count it)."""
     env, i = wp.tid()
     rho0 = m.rest_rho[i]
     if active_in[env, i] == 0:
@@ -161,7 +162,7 @@ def density(
         alpha_out[env, i] = 0.0
     else:
         pressure_out[env, i] = 0.0
-        den = wp.dot(gsum + gb, gsum + m.b_press * gb) + gsq
+        den = wp.dot(gsum + m.b_press * gb, gsum + m.b_press * gb) + gsq
         a = float(0.0)
         if den > 1.0e-6:
             a = rho / den
@@ -309,8 +310,11 @@ def solve_kappa(
     total_inout: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
 ):
     """DFSPH Jacobi step (Bender & Koschier 2015, 2017): the density predicted from the current
-    velocities ρ*ᵢ = ρᵢ + h·Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ (+ boundary), its compression e = max(ρ*ᵢ − ρ₀, 0)
-    (a liquid pushes, never pulls), κᵢ = ω·e·αᵢ/h², error e/ρ₀. The same form serves the
+    velocities ρ*ᵢ = ρᵢ + h·(Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ + c·Σ_b ψ_b vᵢ·∇Wᵢ_b), its compression
+    e = max(ρ*ᵢ − ρ₀, 0) (a liquid pushes, never pulls), κᵢ = ω·e·αᵢ/h², error e/ρ₀. The wall's
+    rate counts c = b_press times, as ``solve_update`` counts the wall's pressure: rate and update
+    are then transposes of each other and the solve is an exact projection (c = 2, the mirrored
+    wall, with the physical rate c = 1: resting-column jitter 25–40 % higher, docs/sph.md). The same form serves the
     divergence solve (e/h is then the clamped density change rate). total += κ (it starts as the
     carried half of the last substep's total, see SPHSolver._solve). Both solves apply
     pressure-like impulses: pressure_out = base + total·ρ, with base the divergence solve's share
@@ -345,7 +349,7 @@ def solve_kappa(
                     d = xi - m.b_pos[k]
                     r = wp.length(d)
                     if r < m.H:
-                        drho += rho0 * m.b_vol[k] * wp.dot(vi, kernel_grad(d, r, m.H, m.kernel))
+                        drho += m.b_press * rho0 * m.b_vol[k] * wp.dot(vi, kernel_grad(d, r, m.H, m.kernel))
     h = m.h
     e = wp.max(rho_in[env, i] + h * drho - rho0, 0.0)
     kap = m.omega * e * alpha_in[env, i] / (h * h)
