@@ -105,3 +105,22 @@ def test_too_little_viscosity_warns_unless_xsph():
     assert any("too little dissipation" in m and "1e-06" in m and "0.000386" in m for m in msgs), msgs
     assert not any("too little dissipation" in m for m in _build_warnings(mu=0.001, xsph=0.5))
     assert not any("too little dissipation" in m for m in _build_warnings(mu=5.0))
+
+
+def test_support_above_two_spacings_with_walls_is_an_error():
+    """One layer of boundary particles stands for the missing liquid only within 2·dx: with a larger
+    support a resting column sank into the floor (3 cm at 3·dx, docs/sph.md). Without walls the
+    support is free (≥ 1.5·dx)."""
+    from polyphys.plugins.sph import Liquid, SPHOptions
+
+    def build(**kw):
+        scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.002, substeps=2),
+                               sph=SPHOptions(particle_size=0.02, support_radius=0.06, lower_bound=(0, 0, 0),
+                                              upper_bound=(0.2, 0.2, 0.3), **kw))
+        scene.add_entity(morphs.Box(size=(0.1, 0.1, 0.1), pos=(0.1, 0.1, 0.1)), material=Liquid())
+        scene.build()
+
+    with pytest.raises(OptionError, match=r"support_radius = 0.06 m exceeds 2·particle_size = 0.04 m.*"
+                                          r"allowed: support_radius <= 0.04 m, or no walls"):
+        build()
+    build(box_walls=False)
