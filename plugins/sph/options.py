@@ -22,7 +22,8 @@ class SPHOptions:
     incompressible to ``density_tol``) or "wcsph" (Tait equation of state, weakly compressible).
     particle_size: particle spacing dx (m); every liquid is sampled on a cubic lattice of this
     spacing and boundaries on a surface grid of it. kernel: "cubic" (cubic spline) or "wendland"
-    (Wendland C2). support_radius: kernel support H (m); None: 2·particle_size (about 33 neighbours).
+    (Wendland C2). support_radius: kernel support H (m); None: 2·particle_size (about 33 neighbours); at
+    least 1.5·particle_size, and at most 2·particle_size in a scene with walls (one boundary layer).
     lower_bound/upper_bound: the domain box (m); its six faces are walls of boundary particles when
     ``box_walls`` and particles are clamped into it (no particle ever leaves it).
     xsph: XSPH velocity smoothing ε per substep (0 = off); None: 0.1 for DFSPH (SPlisHSPlasH-like
