@@ -224,7 +224,8 @@ class SPHSolver(Solver):
         self.done = z(n_envs, wp.int32)
         self.solve_err = z(n_envs)
         self.cfl_flag = z(n_envs, wp.int32)
-        self.bp = z((n_envs, max(self.n_boundary, 1)))
+        # wall pressures of the WCSPH Adami extrapolation (DFSPH forms its wall pressure pairwise)
+        self.bp = z((n_envs, max(self.n_boundary, 1) if (wc and m.b_extrap) else 1))
         names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "rank", "sorted", "count", "start",
                  "cell_chunk", "rho", "pressure", "alpha", "nbrs", "dv", "kappa", "pdiv", "zeros", "err", "err_sum",
                  "err_cnt", "done", "solve_err", "cfl_flag", "bp")
