@@ -14,7 +14,8 @@ boundary particles: walls are a clamp of the positions into the tank (velocity i
 - ``_taichi_dfsph``: the same DFSPH as polyphys (1 substep): ρ and α, a divergence solve, gravity +
   viscosity, a density solve (tol 1e-4 / 1e-3, caps 10 / 40, at least 2 density iterations, warm
   start = half the last substep's κ total, Jacobi κ from the predicted compression, applied after
-  each step), x += h·v with the clamp. The convergence test reads the mean error on the host after
+  each step), x += h·v with the clamp; no XSPH (polyphys DFSPH applies its default ε = 0.1 inside
+  the viscosity loop it runs anyway). The convergence test reads the mean error on the host after
   every Jacobi step (polyphys tests on the device inside its captured graph). The totals start at
   0 (polyphys starts the density solve's at the hydrostatic κ). The iteration counts differ with
   the walls: on the first 60 substeps of the 20k block polyphys did 6.5 Jacobi steps per substep
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import math
 import time
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -59,8 +61,13 @@ def _pp(n_target: int, n_envs: int, solver: str):
     return scene.step, w.n_particles * n_envs * sub
 
 
-def _taichi(n_target: int):
+def _taichi_tank(n_target: int, h: float):
+    """What both Taichi references share: ``ti.init``, the block and tank of ``_pp``, the lattice
+    mass (as polyphys), position and velocity fields, a capped cell list rebuilt by ``build``, the
+    cubic spline ``w_cubic`` / ``grad_w``, and ``integrate`` (x += h·v, clamped into the tank with
+    the velocity into a wall zeroed)."""
     import taichi as ti
+    from polyphys.plugins.sph import sampling
 
     ti.init(arch=ti.cpu, offline_cache=True, log_level=ti.ERROR)
     nx, ny, nz = _block(n_target)
@@ -70,152 +77,10 @@ def _taichi(n_target: int):
     lo = np.zeros(3)
     hi = np.array([4 * a, ny * DX, 2.2 * a])
     dims = np.ceil((hi - lo) / H).astype(int)
+    top = [int(d) - 1 for d in dims]
     cap = 64
-    h = 1e-3 / 6
-    # lattice-calibrated mass, as in polyphys
-    from polyphys.plugins.sph import sampling
-
-    mass = sampling.lattice_mass(RHO, DX, H, "cubic")
     x = ti.Vector.field(3, ti.f32, n)
     v = ti.Vector.field(3, ti.f32, n)
-    rho = ti.field(ti.f32, n)
-    p = ti.field(ti.f32, n)
-    cnt = ti.field(ti.i32, tuple(dims))
-    cell = ti.field(ti.i32, tuple(dims) + (cap,))
-    g = np.stack(np.meshgrid(*[(np.arange(k) + 0.5) * DX for k in (nx, ny, nz)], indexing="ij"), -1)
-    x.from_numpy(g.reshape(-1, 3).astype(np.float32))
-
-    @ti.func
-    def w_cubic(r):
-        q = r / H
-        s = 8.0 / (math.pi * H ** 3)
-        out = 0.0
-        if q <= 0.5:
-            out = s * (6 * q ** 3 - 6 * q ** 2 + 1)
-        elif q < 1.0:
-            out = s * 2 * (1 - q) ** 3
-        return out
-
-    @ti.func
-    def dw_cubic(r):
-        q = r / H
-        s = 8.0 / (math.pi * H ** 3)
-        out = 0.0
-        if q <= 0.5:
-            out = s / H * (18 * q * q - 12 * q)
-        elif q < 1.0:
-            out = s / H * (-6 * (1 - q) ** 2)
-        return out
-
-    @ti.func
-    def cell_of(pos):
-        c = ti.cast(ti.floor(pos / H), ti.i32)
-        return ti.max(ti.min(c, ti.Vector(list(dims - 1))), 0)
-
-    @ti.kernel
-    def build():
-        for I in ti.grouped(cnt):
-            cnt[I] = 0
-        for i in range(n):
-            c = cell_of(x[i])
-            k = ti.atomic_add(cnt[c], 1)
-            if k < cap:
-                cell[c, k] = i
-
-    @ti.kernel
-    def density():
-        for i in range(n):
-            c = cell_of(x[i])
-            r_i = 0.0
-            for o in ti.static(ti.grouped(ti.ndrange((-1, 2), (-1, 2), (-1, 2)))):
-                cc = c + o
-                if (cc >= 0).all() and (cc < ti.Vector(list(dims))).all():
-                    for k in range(ti.min(cnt[cc], cap)):
-                        r = (x[i] - x[cell[cc, k]]).norm()
-                        if r < H:
-                            r_i += mass * w_cubic(r)
-            rho[i] = r_i
-            p[i] = ti.max(B * ((r_i / RHO) ** GAMMA - 1.0), 0.0)
-
-    @ti.kernel
-    def forces():
-        for i in range(n):
-            c = cell_of(x[i])
-            acc = ti.Vector([0.0, 0.0, -9.81])
-            pi = p[i] / rho[i] ** 2
-            for o in ti.static(ti.grouped(ti.ndrange((-1, 2), (-1, 2), (-1, 2)))):
-                cc = c + o
-                if (cc >= 0).all() and (cc < ti.Vector(list(dims))).all():
-                    for k in range(ti.min(cnt[cc], cap)):
-                        j = cell[cc, k]
-                        d = x[i] - x[j]
-                        r = d.norm()
-                        if 1e-9 < r < H:
-                            gw = d / r * dw_cubic(r)
-                            acc -= mass * (pi + p[j] / rho[j] ** 2) * gw
-                            acc += 10 * MU / rho[i] * mass / rho[j] * (v[i] - v[j]).dot(d) / (
-                                r * r + 0.01 * H * H) * gw
-            v[i] += h * acc
-
-    @ti.kernel
-    def integrate():
-        for i in range(n):
-            y = x[i] + h * v[i]
-            for ax in ti.static(range(3)):
-                if y[ax] < lo[ax]:
-                    y[ax] = lo[ax]
-                    v[i][ax] = ti.max(v[i][ax], 0.0)
-                if y[ax] > hi[ax]:
-                    y[ax] = hi[ax]
-                    v[i][ax] = ti.min(v[i][ax], 0.0)
-            x[i] = y
-
-    def step():
-        for _ in range(6):
-            build()
-            density()
-            forces()
-            integrate()
-        ti.sync()
-
-    return step, n * 6
-
-
-
-def _taichi_dfsph(n_target: int):
-    """Taichi DFSPH of polyphys' algorithm (plugins/sph/solver.py ``_solve``,
-    ``substep_pre_coupling``): per substep the cell list, ρᵢ and αᵢ = ρᵢ/(|Σⱼ mⱼ∇Wᵢⱼ|² + Σⱼ|mⱼ∇Wᵢⱼ|²);
-    a divergence solve; gravity + viscosity; a density solve; x += h·v with the wall clamp. Each
-    solve applies half of the κ total it reached in the last substep (warm start, the total carrying
-    that half), then Jacobi steps κᵢ = max(ρᵢ + h·Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ − ρ₀, 0)·αᵢ/h², each applied
-    as vᵢ −= h·Σⱼ mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ, until the mean compression error over the particles is
-    ≤ tol (read on the host after each step). Totals start at 0 (polyphys starts the density solve's
-    at the hydrostatic κ, which a block released from rest does not need). No boundary particles: walls by the
-    clamp, as in ``_taichi``. ``step.fields`` = (x, v, rho) and ``step.iters`` = the last substep's
-    (divergence, density) iteration counts are there for checks."""
-    import taichi as ti
-
-    ti.init(arch=ti.cpu, offline_cache=True, log_level=ti.ERROR)
-    nx, ny, nz = _block(n_target)
-    a = nx * DX
-    n = nx * ny * nz
-    H = 2 * DX
-    lo = np.zeros(3)
-    hi = np.array([4 * a, ny * DX, 2.2 * a])
-    dims = np.ceil((hi - lo) / H).astype(int)
-    cap = 64
-    h = 1e-3
-    from polyphys.plugins.sph import sampling
-
-    mass = sampling.lattice_mass(RHO, DX, H, "cubic")
-    x = ti.Vector.field(3, ti.f32, n)
-    v = ti.Vector.field(3, ti.f32, n)
-    rho = ti.field(ti.f32, n)
-    alpha = ti.field(ti.f32, n)
-    kappa = ti.field(ti.f32, n)
-    tot_div = ti.field(ti.f32, n)
-    tot_rho = ti.field(ti.f32, n)
-    err = ti.field(ti.f32, ())
     cnt = ti.field(ti.i32, tuple(dims))
     cell = ti.field(ti.i32, tuple(dims) + (cap,))
     g = np.stack(np.meshgrid(*[(np.arange(k) + 0.5) * DX for k in (nx, ny, nz)], indexing="ij"), -1)
@@ -245,8 +110,6 @@ def _taichi_dfsph(n_target: int):
                 dw = s / H * (-6 * (1 - q) ** 2)
         return d * (dw / ti.max(r, 1e-12))
 
-    top = [int(d) - 1 for d in dims]
-
     @ti.func
     def cell_of(pos):
         c = ti.cast(ti.floor(pos / H), ti.i32)
@@ -265,6 +128,103 @@ def _taichi_dfsph(n_target: int):
             k = ti.atomic_add(cnt[c], 1)
             if k < cap:
                 cell[c, k] = i
+
+    @ti.kernel
+    def integrate():
+        for i in range(n):
+            y = x[i] + h * v[i]
+            for ax in ti.static(range(3)):
+                if y[ax] < lo[ax]:
+                    y[ax] = lo[ax]
+                    v[i][ax] = ti.max(v[i][ax], 0.0)
+                if y[ax] > hi[ax]:
+                    y[ax] = hi[ax]
+                    v[i][ax] = ti.min(v[i][ax], 0.0)
+            x[i] = y
+
+    return SimpleNamespace(ti=ti, n=n, H=H, cap=cap, mass=sampling.lattice_mass(RHO, DX, H, "cubic"), x=x, v=v,
+                           cnt=cnt, cell=cell, w_cubic=w_cubic, grad_w=grad_w, cell_of=cell_of,
+                           in_grid=in_grid, build=build, integrate=integrate)
+
+
+def _taichi(n_target: int):
+    h = 1e-3 / 6
+    tank = _taichi_tank(n_target, h)
+    ti, n, H, cap, mass, x, v = tank.ti, tank.n, tank.H, tank.cap, tank.mass, tank.x, tank.v
+    cnt, cell, w_cubic, grad_w = tank.cnt, tank.cell, tank.w_cubic, tank.grad_w
+    cell_of, in_grid, build, integrate = tank.cell_of, tank.in_grid, tank.build, tank.integrate
+    rho = ti.field(ti.f32, n)
+    p = ti.field(ti.f32, n)
+
+    @ti.kernel
+    def density():
+        for i in range(n):
+            c = cell_of(x[i])
+            r_i = 0.0
+            for o in ti.static(ti.grouped(ti.ndrange((-1, 2), (-1, 2), (-1, 2)))):
+                cc = c + o
+                if in_grid(cc):
+                    for k in range(ti.min(cnt[cc], cap)):
+                        r = (x[i] - x[cell[cc, k]]).norm()
+                        if r < H:
+                            r_i += mass * w_cubic(r)
+            rho[i] = r_i
+            p[i] = ti.max(B * ((r_i / RHO) ** GAMMA - 1.0), 0.0)
+
+    @ti.kernel
+    def forces():
+        for i in range(n):
+            c = cell_of(x[i])
+            acc = ti.Vector([0.0, 0.0, -9.81])
+            pi = p[i] / rho[i] ** 2
+            for o in ti.static(ti.grouped(ti.ndrange((-1, 2), (-1, 2), (-1, 2)))):
+                cc = c + o
+                if in_grid(cc):
+                    for k in range(ti.min(cnt[cc], cap)):
+                        j = cell[cc, k]
+                        d = x[i] - x[j]
+                        r = d.norm()
+                        if 1e-9 < r < H:
+                            gw = grad_w(d, r)
+                            acc -= mass * (pi + p[j] / rho[j] ** 2) * gw
+                            acc += 10 * MU / rho[i] * mass / rho[j] * (v[i] - v[j]).dot(d) / (
+                                r * r + 0.01 * H * H) * gw
+            v[i] += h * acc
+
+    def step():
+        for _ in range(6):
+            build()
+            density()
+            forces()
+            integrate()
+        ti.sync()
+
+    return step, n * 6
+
+
+
+def _taichi_dfsph(n_target: int):
+    """Taichi DFSPH of polyphys' algorithm (plugins/sph/solver.py ``_solve``,
+    ``substep_pre_coupling``): per substep the cell list, ρᵢ and αᵢ = ρᵢ/(|Σⱼ mⱼ∇Wᵢⱼ|² + Σⱼ|mⱼ∇Wᵢⱼ|²);
+    a divergence solve; gravity + viscosity; a density solve; x += h·v with the wall clamp. Each
+    solve applies half of the κ total it reached in the last substep (warm start, the total carrying
+    that half), then Jacobi steps κᵢ = max(ρᵢ + h·Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ − ρ₀, 0)·αᵢ/h², each applied
+    as vᵢ −= h·Σⱼ mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ, until the mean compression error over the particles is
+    ≤ tol (read on the host after each step). Totals start at 0 (polyphys starts the density solve's
+    at the hydrostatic κ, which a block released from rest does not need). No boundary particles: walls by the
+    clamp, as in ``_taichi``. ``step.fields`` = (x, v, rho) and ``step.iters`` = the last substep's
+    (divergence, density) iteration counts are there for checks."""
+    h = 1e-3
+    tank = _taichi_tank(n_target, h)
+    ti, n, H, cap, mass, x, v = tank.ti, tank.n, tank.H, tank.cap, tank.mass, tank.x, tank.v
+    cnt, cell, w_cubic, grad_w = tank.cnt, tank.cell, tank.w_cubic, tank.grad_w
+    cell_of, in_grid, build, integrate = tank.cell_of, tank.in_grid, tank.build, tank.integrate
+    rho = ti.field(ti.f32, n)
+    alpha = ti.field(ti.f32, n)
+    kappa = ti.field(ti.f32, n)
+    tot_div = ti.field(ti.f32, n)
+    tot_rho = ti.field(ti.f32, n)
+    err = ti.field(ti.f32, ())
 
     @ti.kernel
     def density_alpha():
@@ -363,19 +323,6 @@ def _taichi_dfsph(n_target: int):
                             acc += 10 * MU / rho[i] * mass / rho[j] * (v[i] - v[j]).dot(d) / (
                                 r * r + 0.01 * H * H) * grad_w(d, r)
             v[i] += h * acc
-
-    @ti.kernel
-    def integrate():
-        for i in range(n):
-            y = x[i] + h * v[i]
-            for ax in ti.static(range(3)):
-                if y[ax] < lo[ax]:
-                    y[ax] = lo[ax]
-                    v[i][ax] = ti.max(v[i][ax], 0.0)
-                if y[ax] > hi[ax]:
-                    y[ax] = hi[ax]
-                    v[i][ax] = ti.min(v[i][ax], 0.0)
-            x[i] = y
 
     apply_kappa = make_apply(kappa)
     solvers = {id(t): (make_halve(t), make_apply(t), make_jacobi(t)) for t in (tot_div, tot_rho)}
