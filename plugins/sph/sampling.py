@@ -190,17 +190,8 @@ def wall_calibration(dx: float, H: float, kind: str) -> float:
     lattice particle one spacing away then sees more than ρ₀ and a liquid at rest is blown off the
     walls. Scaling by c (≈ 0.7 for the cubic spline at H = 2dx, where one layer of lattice volume
     dx³ is exact) removes that start-up jolt."""
-    n = int(math.ceil(H / dx)) + 2
-    a = np.arange(-n, n + 1) * dx
-    B = np.stack(np.meshgrid(a, a, [-dx / 2], indexing="ij"), -1).reshape(-1, 3)
-    F = np.stack(np.meshgrid(a, a, dx / 2 + np.arange(n) * dx, indexing="ij"), -1).reshape(-1, 3)
-    # a lattice particle: on the x, y grid of F and B (not staggered by dx/2), dx/2 above the wall
-    x = np.array([0.0, 0.0, dx / 2])
-    m = lattice_mass(1.0, dx, H, kind)
-    rho_f = float((m * kernel_w(np.linalg.norm(F - x, axis=1), H, kind)).sum())
-    v = _akinci(B, H, kind)[len(B) // 2]
-    rho_b = float((v * kernel_w(np.linalg.norm(B - x, axis=1), H, kind)).sum())
-    return max(1.0 - rho_f, 0.0) / rho_b
+    vol, v = _flat_wall(dx, H, kind)
+    return vol / v
 
 
 def viscous_rate(dx: float, H: float, kind: str) -> float:
@@ -225,10 +216,22 @@ def viscous_rate(dx: float, H: float, kind: str) -> float:
 def flat_wall_volume(dx: float, H: float, kind: str) -> float:
     """The calibrated volume of a boundary particle in an infinite flat wall of spacing dx
     (``boundary_volumes`` of a site far from any edge)."""
+    return _flat_wall(dx, H, kind)[0]
+
+
+def _flat_wall(dx: float, H: float, kind: str) -> tuple[float, float]:
+    """(calibrated volume, Akinci volume 1/Σ_k W_bk) of a site of an infinite flat wall of spacing
+    dx: the calibrated volume gives a liquid lattice particle dx/2 from the wall (the boundary
+    layer dx/2 behind it, on the lattice's x, y grid) exactly the rest density."""
     n = int(math.ceil(H / dx)) + 2
     a = np.arange(-n, n + 1) * dx
-    B = np.stack(np.meshgrid(a, a, [0.0], indexing="ij"), -1).reshape(-1, 3)
-    return wall_calibration(dx, H, kind) * float(_akinci(B, H, kind)[len(B) // 2])
+    B = np.stack(np.meshgrid(a, a, [-dx / 2], indexing="ij"), -1).reshape(-1, 3)
+    F = np.stack(np.meshgrid(a, a, dx / 2 + np.arange(n) * dx, indexing="ij"), -1).reshape(-1, 3)
+    x = np.array([0.0, 0.0, dx / 2])
+    m = lattice_mass(1.0, dx, H, kind)
+    rho_f = float((m * kernel_w(np.linalg.norm(F - x, axis=1), H, kind)).sum())
+    w_b = float(kernel_w(np.linalg.norm(B - x, axis=1), H, kind).sum())
+    return max(1.0 - rho_f, 0.0) / w_b, float(_akinci(B, H, kind)[len(B) // 2])
 
 
 def _akinci(pts: np.ndarray, H: float, kind: str) -> np.ndarray:
