@@ -1,0 +1,174 @@
+"""Kernels of the sensor measurement pipeline (``polyphys.sensors.SensorHub``), shared by every
+sensor, a third party's included: the ground truth of all sensors of a scene is one (n_envs, D)
+array; these kernels turn it into the measured reading (docs/sensors.md, "Measurement models").
+
+Per column j of an env: y = truth + bias + drift + noise (drift a random walk), then quantization
+to a multiple of the resolution, then saturation to [lo, hi]; y enters a ring buffer of the last L
+readings and the reading ``delay`` steps old leaves it. Random numbers come from Warp's counter-based
+generator (PCG hash): the stream of (column seed, env) advanced by the env's ``tick`` counter, so a
+draw does not depend on partitioning, thread order or device.
+"""
+
+from typing import Any
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})
+
+# column datatypes (MuJoCo's sensor datatypes; bool: contact flags, no noise)
+COL_REAL = wp.constant(0)
+COL_POSITIVE = wp.constant(1)
+COL_QUAT = wp.constant(2)        # first column of a (w, x, y, z) quaternion: the 4 are one value
+COL_AXIS = wp.constant(3)        # first column of a unit vector: the 3 are one value
+COL_BOOL = wp.constant(4)
+COL_TAIL = wp.constant(5)        # a later column of a quaternion or axis (handled by its first column)
+
+
+@wp.kernel
+def sensor_tick(
+    # Model:
+    buffer_len: wp.int32,
+    # Data in/out:
+    head: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    tick: wp.array(dtype=wp.int32),
+):
+    """Advance each env's ring-buffer head, its count of readings since reset and its draw counter."""
+    env = wp.tid()
+    head[env] = (head[env] + 1) % buffer_len
+    count[env] = wp.min(count[env] + 1, buffer_len)
+    tick[env] = tick[env] + 1
+
+
+@wp.func
+def _stream(seed: wp.int32, env: wp.int32, tick: wp.int32):
+    s = wp.rand_init(seed, env)
+    return wp.rand_init(wp.int32(s), tick)
+
+
+@wp.func
+def _quat_noise(w: Any, x: Any, y: Any, z: Any, angle_std: Any, rng: wp.uint32):
+    """Right-multiply (w, x, y, z) by a rotation about a random unit axis by an N(0, std²) angle
+    (MuJoCo's noise on quaternion sensors)."""
+    ang = angle_std * type(w)(wp.randn(rng))
+    ax = type(w)(wp.randn(rng))
+    ay = type(w)(wp.randn(rng))
+    az = type(w)(wp.randn(rng))
+    nrm = wp.sqrt(ax * ax + ay * ay + az * az)
+    if nrm > type(w)(0.0):
+        ax = ax / nrm
+        ay = ay / nrm
+        az = az / nrm
+    s = wp.sin(ang * type(w)(0.5))
+    c = wp.cos(ang * type(w)(0.5))
+    bx = ax * s
+    by = ay * s
+    bz = az * s
+    return wp.vector(w * c - x * bx - y * by - z * bz, w * bx + x * c + y * bz - z * by,
+                     w * by - x * bz + y * c + z * bx, w * bz + x * by - y * bx + z * c)
+
+
+@wp.kernel
+def sensor_measure(
+    # Model:
+    env_offset: wp.int32,
+    sqrt_dt: Any,
+    col_type: wp.array(dtype=wp.int32),
+    col_sensor: wp.array(dtype=wp.int32),
+    col_seed: wp.array(dtype=wp.int32),
+    col_drift: wp.array(dtype=Any),
+    col_resolution: wp.array(dtype=Any),
+    col_lo: wp.array(dtype=Any),
+    col_hi: wp.array(dtype=Any),
+    noise: wp.array2d(dtype=Any),
+    bias: wp.array2d(dtype=Any),
+    delay: wp.array2d(dtype=wp.int32),
+    # Data in:
+    truth_in: wp.array2d(dtype=Any),
+    head_in: wp.array(dtype=wp.int32),
+    count_in: wp.array(dtype=wp.int32),
+    tick_in: wp.array(dtype=wp.int32),
+    # Data in/out (state):
+    drift: wp.array2d(dtype=Any),
+    buffer: wp.array3d(dtype=Any),
+    # Data out:
+    measured_out: wp.array2d(dtype=Any),
+):
+    e, j = wp.tid()
+    t = col_type[j]
+    if t == COL_TAIL:
+        return
+    L = buffer.shape[1]
+    h = head_in[e]
+    k = wp.min(delay[e, col_sensor[j]], count_in[e] - 1)
+    src = (h - k + L) % L
+    rng = _stream(col_seed[j], env_offset + e, tick_in[e])
+    x = truth_in[e, j]
+    zero = type(x)(0.0)
+    if t == COL_QUAT:
+        q = _quat_noise(truth_in[e, j], truth_in[e, j + 1], truth_in[e, j + 2], truth_in[e, j + 3], noise[e, j], rng)
+        for c in range(4):
+            buffer[e, h, j + c] = q[c]
+            measured_out[e, j + c] = buffer[e, src, j + c]
+        return
+    if t == COL_AXIS:
+        q = _quat_noise(type(x)(1.0), zero, zero, zero, noise[e, j], rng)
+        v = wp.vector(truth_in[e, j], truth_in[e, j + 1], truth_in[e, j + 2])
+        r = wp.quat_rotate(wp.quaternion(q[1], q[2], q[3], q[0]), v)
+        for c in range(3):
+            buffer[e, h, j + c] = r[c]
+            measured_out[e, j + c] = buffer[e, src, j + c]
+        return
+    y = x
+    if t != COL_BOOL:
+        d = drift[e, j] + col_drift[j] * sqrt_dt * type(x)(wp.randn(rng))
+        drift[e, j] = d
+        y = x + bias[e, j] + d + noise[e, j] * type(x)(wp.randn(rng))
+        if t == COL_POSITIVE:
+            # MuJoCo's positive datatype: a zero reading stays zero, a positive one stays >= 0
+            if x > zero:
+                y = wp.max(zero, y)
+            else:
+                y = x
+        res = col_resolution[j]
+        if res > zero:
+            y = wp.round(y / res) * res
+        y = wp.min(wp.max(y, col_lo[j]), col_hi[j])
+    buffer[e, h, j] = y
+    measured_out[e, j] = buffer[e, src, j]
+
+
+@wp.kernel
+def sensor_reset_rows(
+    # Model:
+    env_mask: wp.array(dtype=wp.int32),
+    # Data out:
+    head_out: wp.array(dtype=wp.int32),
+    count_out: wp.array(dtype=wp.int32),
+    drift_out: wp.array2d(dtype=Any),
+    buffer_out: wp.array3d(dtype=Any),
+):
+    """Per-env reset of the measurement state (the draw counter ``tick`` is not rewound)."""
+    e = wp.tid()
+    if env_mask[e] == 0:
+        return
+    head_out[e] = 0
+    count_out[e] = 0
+    zero = type(drift_out[e, 0])(0.0)
+    for j in range(drift_out.shape[1]):
+        drift_out[e, j] = zero
+    for i in range(buffer_out.shape[1]):
+        for j in range(buffer_out.shape[2]):
+            buffer_out[e, i, j] = zero
+
+
+def _overloads():
+    for s in (wp.float32, wp.float64):
+        a1, a2, a3 = wp.array(dtype=s), wp.array2d(dtype=s), wp.array3d(dtype=s)
+        wp.overload(sensor_measure, {"sqrt_dt": s, "col_drift": a1, "col_resolution": a1, "col_lo": a1,
+                                     "col_hi": a1, "noise": a2, "bias": a2, "truth_in": a2, "drift": a2,
+                                     "buffer": a3, "measured_out": a2})
+        wp.overload(sensor_reset_rows, {"drift_out": a2, "buffer_out": a3})
+
+
+_overloads()
