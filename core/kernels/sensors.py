@@ -133,7 +133,8 @@ def sensor_measure(
         res = col_resolution[j]
         if res > zero:
             y = wp.round(y / res) * res
-        y = wp.min(wp.max(y, col_lo[j]), col_hi[j])
+        if not wp.isnan(y):                 # no reading (a NaN) stays NaN
+            y = wp.min(wp.max(y, col_lo[j]), col_hi[j])
     buffer[e, h, j] = y
     measured_out[e, j] = buffer[e, src, j]
 

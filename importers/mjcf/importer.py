@@ -505,7 +505,7 @@ class MJCFImporter:
         for key in ("density", "viscosity"):
             if float(o.get(key, 0.0)) != 0.0:
                 ctx.notes.append(f"option {key}={o[key]} (fluid forces) is not modelled")
-        for key in ("wind", "magnetic"):
+        for key in ("wind",):          # magnetic: the magnetometer sensors' field (sensors.py)
             if key in o and any(v != 0.0 for v in _floats(o[key])):
                 ctx.notes.append(f"option {key}={o[key]!r} is not modelled")
         if o.get("flag_contact", "enable") == "disable":

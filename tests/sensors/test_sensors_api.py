@@ -69,7 +69,6 @@ def test_shapes_names_and_tags_batched_and_unbatched():
         p = frame.read()
         q = p["quat"]
         assert np.allclose(np.linalg.norm(q, axis=-1), 1.0)
-        # the frame reading belongs to the state before the last substep: its z-axis is the body's there
         assert c.read().value.dtype == bool and c.read().value.shape == lead + (1,)
         readings = scene.read_sensors()
         assert set(readings) == {"box/imu0", "box/pose", "box/contact0"}
