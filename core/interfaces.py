@@ -276,10 +276,11 @@ class Sensor:
     find the views it needs (``entity.solver.view(...)``), set ``fields`` — its outputs as
     ``(name, width, datatype)`` with datatype ``real``, ``positive``, ``quat``, ``axis`` or ``bool``
     — and ``stage``/``time_lag``. Inside the captured step (after the last substep) the scene's
-    SensorHub calls ``make_group(...).evaluate(part, truth)``: the sensor writes its ground truth
-    into its columns ``[column, column + dim)`` of ``truth`` (the partition's rows), by kernel
-    launches only. The measurement models, the sensor state (delay buffers, drift, noise counters),
-    per-env reset, checkpoints and the time tags of ``read()`` are the core's.
+    SensorHub calls ``bind()`` (columns are known then) and ``make_group(...).evaluate(part,
+    truth)``: the sensor writes its ground truth into its columns ``[column, column + dim)`` of
+    ``truth`` (the partition's rows), by kernel launches only. The measurement models, the sensor
+    state (delay buffers, drift, noise counters), per-env reset, checkpoints and the time tags of
+    ``read()`` are the core's.
 
     stage: ``"solve"`` — the values belong to the state a solve was made at, ``time_lag`` seconds
     before the step's end (rigid: the start of the last substep), tagged ``solved_at``; ``"end"`` —
@@ -314,6 +315,10 @@ class Sensor:
     def build(self, layout: Layout) -> None:
         """Resolve names and views, set ``fields`` (and ``stage``/``time_lag``), allocate parameters."""
         self.layout = layout
+
+    def bind(self) -> None:
+        """After the scene gave this sensor its columns (``self.column``): allocate the parameter
+        arrays ``evaluate`` launches with (nothing is allocated inside the step)."""
 
     def group_key(self) -> Any:
         """Sensors with equal keys are evaluated by one group (``make_group``); default: alone."""

@@ -189,6 +189,8 @@ class SensorHub:
             s.index, s.column, s._hub = i, col, self
             col += s.dim
         self.dim = D = col
+        for s in sensors:
+            s.bind()
         groups: dict = {}
         for s in sensors:
             groups.setdefault(s.group_key(), []).append(s)
