@@ -107,7 +107,7 @@ def apex_sensor(
     z0 = pos_in[env, start[i]][2]
     top = type(z0)(-1.0e30)
     fast = type(z0)(0.0)
-    n = int(0)
+    n = wp.int32(0)
     for k in range(start[i], start[i] + count[i]):
         if active_in[env, k] != 0:
             top = wp.max(top, pos_in[env, k][2])
