@@ -360,7 +360,8 @@ class Scene:
         self._require_built("read_sensors()")
         if self.sensor_hub is None:
             return {}
-        return {s.full_name: self.sensor_hub.read(s, envs_idx, ground_truth) for s in self.sensors}
+        readings = self.sensor_hub.read_many(self.sensors, envs_idx, ground_truth)
+        return {s.full_name: r for s, r in zip(self.sensors, readings, strict=True)}
 
     def sensor(self, full_name: str):
         """The sensor named ``"entity/sensor"`` (or a scene-level sensor's own name)."""

@@ -224,6 +224,8 @@ class SensorHub:
         self.buffer_len = L = max(s.measurement.delay_buffer for s in sensors) + 1
         arr = lambda a, dt: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
         self.col_type = arr(np.asarray(ctype, np.int32), wp.int32)
+        self._plain_host = np.zeros(D, np.int32)
+        self.col_plain = arr(self._plain_host, wp.int32)
         self.col_sensor = arr(np.asarray(csens, np.int32), wp.int32)
         self.col_seed = arr(np.asarray(cseed, np.int32), wp.int32)
         self.col_drift = arr(np.asarray(cdrift, npf), s_t)
@@ -243,6 +245,19 @@ class SensorHub:
         self.tick = wp.zeros(n, dtype=wp.int32, device=dev)
         self._sqrt_dt = s_t(math.sqrt(layout.dt))
         self._parts: dict = {}
+        for s in sensors:
+            self._update_plain(s)
+
+    def _update_plain(self, sensor: Sensor) -> None:
+        """Mark the sensor's columns plain (the reading is the truth: no noise, bias, drift,
+        quantization, saturation in any env, and no delay buffer) so the measurement copies them."""
+        sl = slice(sensor.column, sensor.column + sensor.dim)
+        plain = ((self.noise.numpy()[:, sl] == 0).all(axis=0) & (self.bias.numpy()[:, sl] == 0).all(axis=0)
+                 & (self.col_drift.numpy()[sl] == 0) & (self.col_resolution.numpy()[sl] == 0)
+                 & np.isinf(self.col_lo.numpy()[sl]) & np.isinf(self.col_hi.numpy()[sl])
+                 & (sensor.measurement.delay_buffer == 0))
+        self._plain_host[sl] = plain.astype(np.int32)
+        self.col_plain.assign(self._plain_host)
 
     # -- inside the captured step --------------------------------------------------------------
     def _part(self, part: Partition):
@@ -262,42 +277,45 @@ class SensorHub:
         p = self._part(part)
         for g in self.groups:
             g.evaluate(part, p["truth"])
-        dev = self.layout.device
-        wp.launch(K.sensor_tick, dim=part.n_envs, inputs=[self.buffer_len, p["head"], p["count"], p["tick"]],
-                  device=dev)
-        wp.launch(K.sensor_measure, dim=(part.n_envs, self.dim), device=dev, inputs=[
-            part.start, self._sqrt_dt, self.col_type, self.col_sensor, self.col_seed, self.col_drift,
+        wp.launch(K.sensor_measure, dim=part.n_envs, device=self.layout.device, inputs=[
+            part.start, self._sqrt_dt, self.col_type, self.col_plain, self.col_sensor, self.col_seed, self.col_drift,
             self.col_resolution, self.col_lo, self.col_hi, p["noise"], p["bias"], p["delay"], p["truth"],
             p["head"], p["count"], p["tick"], p["drift"], p["buffer"], p["measured"]])
 
     # -- readings (outside the step) -----------------------------------------------------------
     def read(self, sensor: Sensor, envs_idx=None, ground_truth: bool = False) -> Reading:
+        return self.read_many([sensor], envs_idx, ground_truth)[0]
+
+    def read_many(self, sensors: list, envs_idx=None, ground_truth: bool = False) -> list:
+        """Readings of ``sensors`` from one host copy of the arrays."""
         scene = self.scene
         envs = scene._envs_idx(envs_idx)
-        src = self.truth if ground_truth else self.measured
-        c0 = sensor.column
-        value = src.numpy()[envs, c0:c0 + sensor.dim].astype(float)
+        src = (self.truth if ground_truth else self.measured).numpy()[envs]
         count = self.count.numpy()[envs].astype(np.int64)
-        k = np.zeros(len(envs), np.int64) if ground_truth else np.minimum(
-            self.delay.numpy()[envs, sensor.index].astype(np.int64), np.maximum(count - 1, 0))
+        delays = self.delay.numpy()[envs].astype(np.int64)
         step = scene._step_count[envs].astype(np.int64)
         none = count == 0
-        rstep = np.where(none, -1, step - k)
-        t = rstep * self.layout.dt
         nan = np.full(len(envs), np.nan)
-        if sensor.stage == "solve":
-            solved_at, query_at = np.where(none, np.nan, t - sensor.time_lag), nan
-        else:
-            solved_at, query_at = nan, np.where(none, np.nan, t - sensor.time_lag)
-        value[none] = np.nan
-        if all(dt == "bool" for _, _, dt in sensor.fields):
-            value = np.where(np.isnan(value), 0.0, value) > 0.5
-        fields = {name: value[:, sl] for name, sl in sensor.field_slices().items()}
-        if not scene.batched:
-            value, fields = value[0], {k_: v[0] for k_, v in fields.items()}
-            step, rstep, solved_at, query_at = int(step[0]), int(rstep[0]), float(solved_at[0]), float(query_at[0])
-        return Reading(value=value, fields=fields, step=step, reading_step=rstep, solved_at=solved_at,
-                       query_at=query_at, ground_truth=ground_truth)
+        out = []
+        for sensor in sensors:
+            c0 = sensor.column
+            value = src[:, c0:c0 + sensor.dim].astype(float)
+            k = np.zeros(len(envs), np.int64) if ground_truth else np.minimum(delays[:, sensor.index],
+                                                                                np.maximum(count - 1, 0))
+            rstep = np.where(none, -1, step - k)
+            t = np.where(none, np.nan, rstep * self.layout.dt - sensor.time_lag)
+            solved_at, query_at = (t, nan.copy()) if sensor.stage == "solve" else (nan.copy(), t)
+            value[none] = np.nan
+            if all(dt == "bool" for _, _, dt in sensor.fields):
+                value = np.where(np.isnan(value), 0.0, value) > 0.5
+            fields = {name: value[:, sl] for name, sl in sensor.field_slices().items()}
+            st, rs = step.copy(), rstep
+            if not scene.batched:
+                value, fields = value[0], {k_: v[0] for k_, v in fields.items()}
+                st, rs, solved_at, query_at = int(step[0]), int(rstep[0]), float(solved_at[0]), float(query_at[0])
+            out.append(Reading(value=value, fields=fields, step=st, reading_step=rs, solved_at=solved_at,
+                               query_at=query_at, ground_truth=ground_truth))
+        return out
 
     # -- per-env measurement parameters (outside the step) --------------------------------------
     def set_param(self, sensor: Sensor, field: str, value, envs_idx=None) -> None:
@@ -324,6 +342,7 @@ class SensorHub:
         else:
             sensor._check_measurement(np.zeros_like(vals), vals, None, None, None, None)
         arrays.write_env_rows(getattr(self, field), envs, sl, np.tile(vals, (len(envs), 1)))
+        self._update_plain(sensor)
 
     # -- state -----------------------------------------------------------------------------------
     def state_arrays(self) -> dict:
@@ -372,6 +391,8 @@ class SensorHub:
         for k, a in self.param_arrays().items():
             if f"param/{k}" in data:
                 a.assign(np.asarray(data[f"param/{k}"]))
+        for s in self.sensors:
+            self._update_plain(s)
 
     def describe(self) -> list:
         """(full name, kind, outputs) of every sensor: part of the scene's layout digest."""

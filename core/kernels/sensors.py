@@ -5,8 +5,8 @@ array; these kernels turn it into the measured reading (docs/sensors.md, "Measur
 Per column j of an env: y = truth + bias + drift + noise (drift a random walk), then quantization
 to a multiple of the resolution, then saturation to [lo, hi]; y enters a ring buffer of the last L
 readings and the reading ``delay`` steps old leaves it. Random numbers come from Warp's counter-based
-generator (PCG hash): the stream of (column seed, env) advanced by the env's ``tick`` counter, so a
-draw does not depend on partitioning, thread order or device.
+generator (a PCG hash): each (column seed, env, tick) starts its own stream, tick being the env's
+count of measured steps, so a draw depends neither on partitioning, thread order nor device.
 """
 
 from typing import Any
@@ -22,22 +22,6 @@ COL_QUAT = wp.constant(2)        # first column of a (w, x, y, z) quaternion: th
 COL_AXIS = wp.constant(3)        # first column of a unit vector: the 3 are one value
 COL_BOOL = wp.constant(4)
 COL_TAIL = wp.constant(5)        # a later column of a quaternion or axis (handled by its first column)
-
-
-@wp.kernel
-def sensor_tick(
-    # Model:
-    buffer_len: wp.int32,
-    # Data in/out:
-    head: wp.array(dtype=wp.int32),
-    count: wp.array(dtype=wp.int32),
-    tick: wp.array(dtype=wp.int32),
-):
-    """Advance each env's ring-buffer head, its count of readings since reset and its draw counter."""
-    env = wp.tid()
-    head[env] = (head[env] + 1) % buffer_len
-    count[env] = wp.min(count[env] + 1, buffer_len)
-    tick[env] = tick[env] + 1
 
 
 @wp.func
@@ -68,12 +52,23 @@ def _quat_noise(w: Any, x: Any, y: Any, z: Any, angle_std: Any, rng: wp.uint32):
                      w * by - x * bz + y * c + z * bx, w * bz + x * by - y * bx + z * c)
 
 
+@wp.func
+def _normal_pair(rng: wp.uint32):
+    """Two independent standard normal draws (Box–Muller on two uniforms)."""
+    u1 = wp.max(wp.randf(rng), float(1.0e-30))
+    u2 = wp.randf(rng)
+    r = wp.sqrt(float(-2.0) * wp.log(u1))
+    a = float(6.283185307179586) * u2
+    return wp.vec2(r * wp.cos(a), r * wp.sin(a))
+
+
 @wp.kernel
 def sensor_measure(
     # Model:
     env_offset: wp.int32,
     sqrt_dt: Any,
     col_type: wp.array(dtype=wp.int32),
+    col_plain: wp.array(dtype=wp.int32),
     col_sensor: wp.array(dtype=wp.int32),
     col_seed: wp.array(dtype=wp.int32),
     col_drift: wp.array(dtype=Any),
@@ -85,58 +80,91 @@ def sensor_measure(
     delay: wp.array2d(dtype=wp.int32),
     # Data in:
     truth_in: wp.array2d(dtype=Any),
-    head_in: wp.array(dtype=wp.int32),
-    count_in: wp.array(dtype=wp.int32),
-    tick_in: wp.array(dtype=wp.int32),
     # Data in/out (state):
+    head: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    tick: wp.array(dtype=wp.int32),
     drift: wp.array2d(dtype=Any),
     buffer: wp.array3d(dtype=Any),
     # Data out:
     measured_out: wp.array2d(dtype=Any),
 ):
-    e, j = wp.tid()
-    t = col_type[j]
-    if t == COL_TAIL:
-        return
+    """One thread per env (a loop over its columns: on CPU the per-thread cost of a (env, column)
+    grid dominated): advance the ring buffer, measure every column, read the delayed value. Columns
+    without noise and drift draw no random numbers (the streams of the others do not depend on it);
+    ``col_plain`` columns (no measurement model, no delay buffer) are copied."""
+    e = wp.tid()
     L = buffer.shape[1]
-    h = head_in[e]
-    k = wp.min(delay[e, col_sensor[j]], count_in[e] - 1)
-    src = (h - k + L) % L
-    rng = _stream(col_seed[j], env_offset + e, tick_in[e])
-    x = truth_in[e, j]
-    zero = type(x)(0.0)
-    if t == COL_QUAT:
-        q = _quat_noise(truth_in[e, j], truth_in[e, j + 1], truth_in[e, j + 2], truth_in[e, j + 3], noise[e, j], rng)
-        for c in range(4):
-            buffer[e, h, j + c] = q[c]
-            measured_out[e, j + c] = buffer[e, src, j + c]
-        return
-    if t == COL_AXIS:
-        q = _quat_noise(type(x)(1.0), zero, zero, zero, noise[e, j], rng)
-        v = wp.vector(truth_in[e, j], truth_in[e, j + 1], truth_in[e, j + 2])
-        r = wp.quat_rotate(wp.quaternion(q[1], q[2], q[3], q[0]), v)
-        for c in range(3):
-            buffer[e, h, j + c] = r[c]
-            measured_out[e, j + c] = buffer[e, src, j + c]
-        return
-    y = x
-    if t != COL_BOOL:
-        d = drift[e, j] + col_drift[j] * sqrt_dt * type(x)(wp.randn(rng))
-        drift[e, j] = d
-        y = x + bias[e, j] + d + noise[e, j] * type(x)(wp.randn(rng))
-        if t == COL_POSITIVE:
-            # MuJoCo's positive datatype: a zero reading stays zero, a positive one stays >= 0
-            if x > zero:
-                y = wp.max(zero, y)
+    h = (head[e] + 1) % L
+    c = wp.min(count[e] + 1, L)
+    tk = tick[e] + 1
+    head[e] = h
+    count[e] = c
+    tick[e] = tk
+    for j in range(truth_in.shape[1]):
+        t = col_type[j]
+        if t == COL_TAIL:
+            continue
+        if col_plain[j] != 0:
+            w = 1
+            if t == COL_QUAT:
+                w = 4
+            elif t == COL_AXIS:
+                w = 3
+            for i in range(w):
+                measured_out[e, j + i] = truth_in[e, j + i]
+            continue
+        k = wp.min(delay[e, col_sensor[j]], c - 1)
+        src = (h - k + L) % L
+        x = truth_in[e, j]
+        zero = type(x)(0.0)
+        if t == COL_QUAT or t == COL_AXIS:
+            w = 4
+            if t == COL_AXIS:
+                w = 3
+            if noise[e, j] > zero:
+                rng = _stream(col_seed[j], env_offset + e, tk)
+                if t == COL_QUAT:
+                    q = _quat_noise(truth_in[e, j], truth_in[e, j + 1], truth_in[e, j + 2], truth_in[e, j + 3],
+                                    noise[e, j], rng)
+                    for i in range(4):
+                        buffer[e, h, j + i] = q[i]
+                else:
+                    q = _quat_noise(type(x)(1.0), zero, zero, zero, noise[e, j], rng)
+                    v = wp.vector(truth_in[e, j], truth_in[e, j + 1], truth_in[e, j + 2])
+                    r = wp.quat_rotate(wp.quaternion(q[1], q[2], q[3], q[0]), v)
+                    for i in range(3):
+                        buffer[e, h, j + i] = r[i]
             else:
-                y = x
-        res = col_resolution[j]
-        if res > zero:
-            y = wp.round(y / res) * res
-        if not wp.isnan(y):                 # no reading (a NaN) stays NaN
-            y = wp.min(wp.max(y, col_lo[j]), col_hi[j])
-    buffer[e, h, j] = y
-    measured_out[e, j] = buffer[e, src, j]
+                for i in range(w):
+                    buffer[e, h, j + i] = truth_in[e, j + i]
+            for i in range(w):
+                measured_out[e, j + i] = buffer[e, src, j + i]
+            continue
+        y = x
+        if t != COL_BOOL:
+            d = drift[e, j]
+            ns = noise[e, j]
+            if col_drift[j] > zero or ns > zero:
+                g = _normal_pair(_stream(col_seed[j], env_offset + e, tk))
+                d = d + col_drift[j] * sqrt_dt * type(x)(g[0])
+                drift[e, j] = d
+                y = x + bias[e, j] + d + ns * type(x)(g[1])
+            else:
+                y = x + bias[e, j] + d
+            if t == COL_POSITIVE:
+                # MuJoCo's positive datatype: a zero reading stays zero, a positive one stays >= 0
+                if x > zero:
+                    y = wp.max(zero, y)
+                else:
+                    y = x
+            res = col_resolution[j]
+            if res > zero:
+                y = wp.round(y / res) * res
+            if not wp.isnan(y):                 # no reading (a NaN) stays NaN
+                y = wp.min(wp.max(y, col_lo[j]), col_hi[j])
+        buffer[e, h, j] = y
+        measured_out[e, j] = buffer[e, src, j]
 
 
 @wp.kernel

@@ -16,7 +16,9 @@ approximate_implicitfast the solve itself includes h·D, so its qacc does).
 
 Entity getters ``get_cfrc_int``, ``get_cfrc_ext``, ``get_qfrc_constraint`` read the same arrays; the
 first call of a scene without sensors switches the stage on and answers with a fresh query at the
-current state (``forward()``, tagged ``query_at``).
+current state (``forward()``, tagged ``query_at``). Once on, every ``forward()`` query (get_state,
+checkpoints, an explicit ``scene.forward()``) refreshes these arrays with its own solve, tagged
+``query_at``; the sensors' readings of the step were taken inside the step and are not affected.
 """
 
 from __future__ import annotations
@@ -171,11 +173,12 @@ class RigidSensorViewMixin:
     def _readback_read(self, envs: np.ndarray, names) -> dict:
         done = self._steps_done()
         if (self._readback is None or done <= max(self._readback_enabled_at, 0)) and self._readback_query_at != done:
-            # no step has computed it yet: switch the stage on and query the current state (forward()
-            # leaves the constrained acceleration of its query in d.qacc)
+            # no step has computed it yet: switch the stage on and query the current state (with a
+            # constraint stage, forward()'s query runs the stage on its solve; else qacc = M⁻¹f)
             self.request_sensor_data()
             self.forward()
-            self._readback.run(None, self.d.qacc)
+            if getattr(self, "constraint", None) is None:
+                self._readback.run(None, self.d.qacc)
             self._readback_query_at = done
         a = self._readback.a
         out = {k: getattr(a, src).numpy()[envs].astype(float) for k, src in names.items()}

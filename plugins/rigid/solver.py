@@ -1275,6 +1275,9 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             if self.collision is not None:
                 st.contact_wrenches(part)
                 st.link_wrenches(d.link_xipos, self.layout.h, accumulate=False, part=part)
+            if self._readback is not None:          # the readback of this query (readback.py)
+                self._readback.run(part, st.qacc)
+                self._readback_query_at = self._steps_done()
         wp.copy(st.qacc, self._qacc_keep)
 
     def kinematics(self):

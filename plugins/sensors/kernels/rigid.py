@@ -234,21 +234,26 @@ def joint_sensor(
     their dofs), constraint_force (qfrc_constraint on their dofs); joints start[i]..start[i+1]."""
     e, i = wp.tid()
     c = col[i]
-    oq = int(0)
+    s0 = slot[i, 0]
+    s1 = slot[i, 1]
+    s2 = slot[i, 2]
+    s3 = slot[i, 3]
+    oq = c + s0
     ov = int(0)
     for j in range(start[i], start[i + 1]):
-        if slot[i, 0] >= 0:
+        if s0 >= 0:
+            q0 = q_start[j]
             for k in range(nq[j]):
-                truth_out[e, c + slot[i, 0] + oq + k] = qpos[e, q_start[j] + k]
+                truth_out[e, oq + k] = qpos[e, q0 + k]
+            oq = oq + nq[j]
+        d0 = dof_start[j]
         for k in range(nv[j]):
-            d = dof_start[j] + k
-            if slot[i, 1] >= 0:
-                truth_out[e, c + slot[i, 1] + ov + k] = qvel[e, d]
-            if slot[i, 2] >= 0:
-                truth_out[e, c + slot[i, 2] + ov + k] = qfrc_actuator[e, d]
-            if slot[i, 3] >= 0:
-                truth_out[e, c + slot[i, 3] + ov + k] = qfrc_constraint[e, d]
-        oq = oq + nq[j]
+            if s1 >= 0:
+                truth_out[e, c + s1 + ov + k] = qvel[e, d0 + k]
+            if s2 >= 0:
+                truth_out[e, c + s2 + ov + k] = qfrc_actuator[e, d0 + k]
+            if s3 >= 0:
+                truth_out[e, c + s3 + ov + k] = qfrc_constraint[e, d0 + k]
         ov = ov + nv[j]
 
 
