@@ -239,30 +239,30 @@ def rne_post_constraint(
     qfrc_actuator_in: wp.array2d(dtype=Any),
     qfrc_constraint_in: wp.array2d(dtype=Any),
     act_force_in: wp.array2d(dtype=Any),
-    cdof_w: wp.array2d(dtype=Any),
-    cdof_v: wp.array2d(dtype=Any),
-    cdofdot_w: wp.array2d(dtype=Any),
-    cdofdot_v: wp.array2d(dtype=Any),
-    cvel_w: wp.array2d(dtype=Any),
-    cvel_v: wp.array2d(dtype=Any),
-    cinert_m: wp.array2d(dtype=Any),
-    cinert_mc: wp.array2d(dtype=Any),
-    cinert_i: wp.array2d(dtype=Any),
-    link_pos: wp.array2d(dtype=Any),
-    link_quat: wp.array2d(dtype=Any),
-    link_com: wp.array2d(dtype=Any),
-    link_ang: wp.array2d(dtype=Any),
-    link_vel: wp.array2d(dtype=Any),
+    cdof_w_in: wp.array2d(dtype=Any),
+    cdof_v_in: wp.array2d(dtype=Any),
+    cdofdot_w_in: wp.array2d(dtype=Any),
+    cdofdot_v_in: wp.array2d(dtype=Any),
+    cvel_w_in: wp.array2d(dtype=Any),
+    cvel_v_in: wp.array2d(dtype=Any),
+    cinert_m_in: wp.array2d(dtype=Any),
+    cinert_mc_in: wp.array2d(dtype=Any),
+    cinert_i_in: wp.array2d(dtype=Any),
+    link_pos_in: wp.array2d(dtype=Any),
+    link_quat_in: wp.array2d(dtype=Any),
+    link_com_in: wp.array2d(dtype=Any),
+    link_ang_in: wp.array2d(dtype=Any),
+    link_vel_in: wp.array2d(dtype=Any),
     xfrc_force_in: wp.array2d(dtype=Any),
     xfrc_torque_in: wp.array2d(dtype=Any),
     coupling_force_in: wp.array2d(dtype=Any),
     coupling_torque_in: wp.array2d(dtype=Any),
     contact_force_in: wp.array2d(dtype=Any),
     contact_torque_in: wp.array2d(dtype=Any),
-    n_efc: wp.array(dtype=wp.int32),
-    efc_type: wp.array2d(dtype=wp.int32),
-    efc_id: wp.array2d(dtype=wp.int32),
-    efc_force: wp.array2d(dtype=Any),
+    n_efc_in: wp.array(dtype=wp.int32),
+    efc_type_in: wp.array2d(dtype=wp.int32),
+    efc_id_in: wp.array2d(dtype=wp.int32),
+    efc_force_in: wp.array2d(dtype=Any),
     # Data out:
     qpos_out: wp.array2d(dtype=Any),
     qvel_out: wp.array2d(dtype=Any),
@@ -279,12 +279,12 @@ def rne_post_constraint(
 ):
     e = wp.tid()
     readback(e, gravity, link_parent, link_root, link_dof_adr, eq_type, eq_obj, eq_data, n_dofs, n_act, has_rows,
-             qpos_in, qvel_in, qacc_in, qfrc_actuator_in, qfrc_constraint_in, act_force_in, cdof_w, cdof_v,
-             cdofdot_w, cdofdot_v, cvel_w, cvel_v, cinert_m, cinert_mc, cinert_i, link_pos, link_quat, link_com,
-             link_ang, link_vel, xfrc_force_in, xfrc_torque_in, coupling_force_in, coupling_torque_in,
-             contact_force_in, contact_torque_in, n_efc, efc_type, efc_id, efc_force, qpos_out, qvel_out,
-             qacc_out, qfrc_actuator_out, qfrc_constraint_out, act_force_out, acc_ang_out, acc_out, int_force_out,
-             int_torque_out, ext_force_out, ext_torque_out)
+             qpos_in, qvel_in, qacc_in, qfrc_actuator_in, qfrc_constraint_in, act_force_in, cdof_w_in, cdof_v_in,
+             cdofdot_w_in, cdofdot_v_in, cvel_w_in, cvel_v_in, cinert_m_in, cinert_mc_in, cinert_i_in, link_pos_in,
+             link_quat_in, link_com_in, link_ang_in, link_vel_in, xfrc_force_in, xfrc_torque_in, coupling_force_in,
+             coupling_torque_in, contact_force_in, contact_torque_in, n_efc_in, efc_type_in, efc_id_in, efc_force_in,
+             qpos_out, qvel_out, qacc_out, qfrc_actuator_out, qfrc_constraint_out, act_force_out, acc_ang_out,
+             acc_out, int_force_out, int_torque_out, ext_force_out, ext_torque_out)
 
 
 def _overloads():
@@ -293,14 +293,14 @@ def _overloads():
         Q = wp.types.quaternion(s)
         M = wp.types.matrix((3, 3), s)
         a2, v2 = wp.array2d(dtype=s), wp.array2d(dtype=V)
-        sig = {"gravity": V, "eq_data": a2, "link_quat": wp.array2d(dtype=Q), "cinert_i": wp.array2d(dtype=M)}
+        sig = {"gravity": V, "eq_data": a2, "link_quat_in": wp.array2d(dtype=Q), "cinert_i_in": wp.array2d(dtype=M)}
         for k in ("qpos_in", "qvel_in", "qacc_in", "qfrc_actuator_in", "qfrc_constraint_in", "act_force_in",
-                  "cinert_m", "efc_force", "qpos_out", "qvel_out", "qacc_out", "qfrc_actuator_out",
+                  "cinert_m_in", "efc_force_in", "qpos_out", "qvel_out", "qacc_out", "qfrc_actuator_out",
                   "qfrc_constraint_out", "act_force_out"):
             sig[k] = a2
-        for k in ("cdof_w", "cdof_v", "cdofdot_w", "cdofdot_v", "cvel_w", "cvel_v", "cinert_mc", "link_pos",
-                  "link_com", "link_ang", "link_vel", "xfrc_force_in", "xfrc_torque_in", "coupling_force_in",
-                  "coupling_torque_in", "contact_force_in", "contact_torque_in", "acc_ang_out", "acc_out",
+        for k in ("cdof_w_in", "cdof_v_in", "cdofdot_w_in", "cdofdot_v_in", "cvel_w_in", "cvel_v_in", "cinert_mc_in",
+                  "link_pos_in", "link_com_in", "link_ang_in", "link_vel_in", "xfrc_force_in", "xfrc_torque_in",
+                  "coupling_force_in", "coupling_torque_in", "contact_force_in", "contact_torque_in", "acc_ang_out", "acc_out",
                   "int_force_out", "int_torque_out", "ext_force_out", "ext_torque_out"):
             sig[k] = v2
         wp.overload(rne_post_constraint, sig)

@@ -15,13 +15,13 @@ def region_sensor(
     col: wp.array(dtype=wp.int32),
     slot: wp.array2d(dtype=wp.int32),
     # Data in:
-    pos: wp.array2d(dtype=Any),
-    vel: wp.array2d(dtype=Any),
-    active: wp.array2d(dtype=wp.int32),
+    pos_in: wp.array2d(dtype=Any),
+    vel_in: wp.array2d(dtype=Any),
+    active_in: wp.array2d(dtype=wp.int32),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
-    """Outputs: pos, vel (mean position and velocity of the active particles inside the box
+    """Outputs: pos_in, vel_in (mean position and velocity of the active_in particles inside the box
     [lo, hi]; NaN when none is), count. One thread per (env, sensor) walks the particles in order,
     so the sums do not depend on thread scheduling."""
     e, i = wp.tid()
@@ -31,13 +31,13 @@ def region_sensor(
     sp = b0 * zero
     sv = b0 * zero
     n = int(0)
-    for k in range(pos.shape[1]):
-        if active[e, k] == 0:
+    for k in range(pos_in.shape[1]):
+        if active_in[e, k] == 0:
             continue
-        p = pos[e, k]
+        p = pos_in[e, k]
         if p[0] >= b0[0] and p[0] <= b1[0] and p[1] >= b0[1] and p[1] <= b1[1] and p[2] >= b0[2] and p[2] <= b1[2]:
             sp = sp + p
-            sv = sv + vel[e, k]
+            sv = sv + vel_in[e, k]
             n = n + 1
     c = col[i]
     mp = b0 * zero
@@ -63,7 +63,7 @@ def _overloads():
     for s in (wp.float32, wp.float64):
         V = wp.types.vector(3, s)
         v1, v2 = wp.array(dtype=V), wp.array2d(dtype=V)
-        wp.overload(region_sensor, {"lo": v1, "hi": v1, "pos": v2, "vel": v2, "truth_out": wp.array2d(dtype=s)})
+        wp.overload(region_sensor, {"lo": v1, "hi": v1, "pos_in": v2, "vel_in": v2, "truth_out": wp.array2d(dtype=s)})
 
 
 _overloads()

@@ -84,13 +84,13 @@ def imu_sensor(
     col: wp.array(dtype=wp.int32),
     slot: wp.array2d(dtype=wp.int32),
     # Data in:
-    link_pos: wp.array2d(dtype=Any),
-    link_quat: wp.array2d(dtype=Any),
-    link_com: wp.array2d(dtype=Any),
-    link_ang: wp.array2d(dtype=Any),
-    link_vel: wp.array2d(dtype=Any),
-    link_acc_ang: wp.array2d(dtype=Any),
-    link_acc: wp.array2d(dtype=Any),
+    link_pos_in: wp.array2d(dtype=Any),
+    link_quat_in: wp.array2d(dtype=Any),
+    link_com_in: wp.array2d(dtype=Any),
+    link_ang_in: wp.array2d(dtype=Any),
+    link_vel_in: wp.array2d(dtype=Any),
+    link_acc_ang_in: wp.array2d(dtype=Any),
+    link_acc_in: wp.array2d(dtype=Any),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
@@ -98,18 +98,18 @@ def imu_sensor(
     magnetic field in the sensor frame), vel (velocity of the sensor point, sensor frame)."""
     e, i = wp.tid()
     l = link[i]
-    p = frame_pos(link_pos, link_quat, link_com, e, l, lpos[i], 0)
-    q = frame_quat(link_quat, e, l, lquat[i])
+    p = frame_pos(link_pos_in, link_quat_in, link_com_in, e, l, lpos[i], 0)
+    q = frame_quat(link_quat_in, e, l, lquat[i])
     c = col[i]
     if slot[i, 0] >= 0:
-        a = point_acc(link_com, link_ang, link_acc_ang, link_acc, e, l, p) - gravity
+        a = point_acc(link_com_in, link_ang_in, link_acc_ang_in, link_acc_in, e, l, p) - gravity
         write3(truth_out, e, c + slot[i, 0], wp.quat_rotate_inv(q, a))
     if slot[i, 1] >= 0:
-        write3(truth_out, e, c + slot[i, 1], wp.quat_rotate_inv(q, ang_vel(link_ang, e, l, p)))
+        write3(truth_out, e, c + slot[i, 1], wp.quat_rotate_inv(q, ang_vel(link_ang_in, e, l, p)))
     if slot[i, 2] >= 0:
         write3(truth_out, e, c + slot[i, 2], wp.quat_rotate_inv(q, magnetic[i]))
     if slot[i, 3] >= 0:
-        write3(truth_out, e, c + slot[i, 3], wp.quat_rotate_inv(q, point_vel(link_com, link_ang, link_vel, e, l, p)))
+        write3(truth_out, e, c + slot[i, 3], wp.quat_rotate_inv(q, point_vel(link_com_in, link_ang_in, link_vel_in, e, l, p)))
 
 
 @wp.kernel
@@ -121,11 +121,11 @@ def force_torque_sensor(
     col: wp.array(dtype=wp.int32),
     slot: wp.array2d(dtype=wp.int32),
     # Data in:
-    link_pos: wp.array2d(dtype=Any),
-    link_quat: wp.array2d(dtype=Any),
-    link_com: wp.array2d(dtype=Any),
-    cfrc_int_force: wp.array2d(dtype=Any),
-    cfrc_int_torque: wp.array2d(dtype=Any),
+    link_pos_in: wp.array2d(dtype=Any),
+    link_quat_in: wp.array2d(dtype=Any),
+    link_com_in: wp.array2d(dtype=Any),
+    cfrc_int_force_in: wp.array2d(dtype=Any),
+    cfrc_int_torque_in: wp.array2d(dtype=Any),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
@@ -133,14 +133,14 @@ def force_torque_sensor(
     the sensor point (T_p = T_c + (c − p) × F) and rotated into the sensor frame."""
     e, i = wp.tid()
     l = link[i]
-    p = frame_pos(link_pos, link_quat, link_com, e, l, lpos[i], 0)
-    q = frame_quat(link_quat, e, l, lquat[i])
-    f = cfrc_int_force[e, l]
+    p = frame_pos(link_pos_in, link_quat_in, link_com_in, e, l, lpos[i], 0)
+    q = frame_quat(link_quat_in, e, l, lquat[i])
+    f = cfrc_int_force_in[e, l]
     c = col[i]
     if slot[i, 0] >= 0:
         write3(truth_out, e, c + slot[i, 0], wp.quat_rotate_inv(q, f))
     if slot[i, 1] >= 0:
-        t = cfrc_int_torque[e, l] + wp.cross(link_com[e, l] - p, f)
+        t = cfrc_int_torque_in[e, l] + wp.cross(link_com_in[e, l] - p, f)
         write3(truth_out, e, c + slot[i, 1], wp.quat_rotate_inv(q, t))
 
 
@@ -158,13 +158,13 @@ def frame_sensor(
     col: wp.array(dtype=wp.int32),
     slot: wp.array2d(dtype=wp.int32),
     # Data in:
-    link_pos: wp.array2d(dtype=Any),
-    link_quat: wp.array2d(dtype=Any),
-    link_com: wp.array2d(dtype=Any),
-    link_ang: wp.array2d(dtype=Any),
-    link_vel: wp.array2d(dtype=Any),
-    link_acc_ang: wp.array2d(dtype=Any),
-    link_acc: wp.array2d(dtype=Any),
+    link_pos_in: wp.array2d(dtype=Any),
+    link_quat_in: wp.array2d(dtype=Any),
+    link_com_in: wp.array2d(dtype=Any),
+    link_ang_in: wp.array2d(dtype=Any),
+    link_vel_in: wp.array2d(dtype=Any),
+    link_acc_ang_in: wp.array2d(dtype=Any),
+    link_acc_in: wp.array2d(dtype=Any),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
@@ -175,10 +175,10 @@ def frame_sensor(
     e, i = wp.tid()
     l = link[i]
     r = ref_link[i]
-    p = frame_pos(link_pos, link_quat, link_com, e, l, lpos[i], com[i])
-    q = frame_quat(link_quat, e, l, lquat[i])
-    pr = frame_pos(link_pos, link_quat, link_com, e, r, ref_lpos[i], 0)
-    qr = frame_quat(link_quat, e, r, ref_lquat[i])
+    p = frame_pos(link_pos_in, link_quat_in, link_com_in, e, l, lpos[i], com[i])
+    q = frame_quat(link_quat_in, e, l, lquat[i])
+    pr = frame_pos(link_pos_in, link_quat_in, link_com_in, e, r, ref_lpos[i], 0)
+    qr = frame_quat(link_quat_in, e, r, ref_lquat[i])
     c = col[i]
     one = type(p[0])(1.0)
     zero = type(p[0])(0.0)
@@ -196,19 +196,19 @@ def frame_sensor(
             ax[k] = one
             write3(truth_out, e, c + slot[i, 2 + k], wp.quat_rotate_inv(qr, wp.quat_rotate(q, ax)))
     if slot[i, 5] >= 0 or slot[i, 6] >= 0:
-        wr = ang_vel(link_ang, e, r, pr)
-        vr = point_vel(link_com, link_ang, link_vel, e, r, pr)
+        wr = ang_vel(link_ang_in, e, r, pr)
+        vr = point_vel(link_com_in, link_ang_in, link_vel_in, e, r, pr)
         if slot[i, 5] >= 0:
-            v = point_vel(link_com, link_ang, link_vel, e, l, p) - vr - wp.cross(wr, p - pr)
+            v = point_vel(link_com_in, link_ang_in, link_vel_in, e, l, p) - vr - wp.cross(wr, p - pr)
             write3(truth_out, e, c + slot[i, 5], wp.quat_rotate_inv(qr, v))
         if slot[i, 6] >= 0:
-            write3(truth_out, e, c + slot[i, 6], wp.quat_rotate_inv(qr, ang_vel(link_ang, e, l, p) - wr))
+            write3(truth_out, e, c + slot[i, 6], wp.quat_rotate_inv(qr, ang_vel(link_ang_in, e, l, p) - wr))
     if slot[i, 7] >= 0:
-        write3(truth_out, e, c + slot[i, 7], point_acc(link_com, link_ang, link_acc_ang, link_acc, e, l, p) - gravity)
+        write3(truth_out, e, c + slot[i, 7], point_acc(link_com_in, link_ang_in, link_acc_ang_in, link_acc_in, e, l, p) - gravity)
     if slot[i, 8] >= 0:
         a = p * zero
         if l >= 0:
-            a = link_acc_ang[e, l]
+            a = link_acc_ang_in[e, l]
         write3(truth_out, e, c + slot[i, 8], a)
 
 
@@ -223,15 +223,15 @@ def joint_sensor(
     col: wp.array(dtype=wp.int32),
     slot: wp.array2d(dtype=wp.int32),
     # Data in:
-    qpos: wp.array2d(dtype=Any),
-    qvel: wp.array2d(dtype=Any),
-    qfrc_actuator: wp.array2d(dtype=Any),
-    qfrc_constraint: wp.array2d(dtype=Any),
+    qpos_in: wp.array2d(dtype=Any),
+    qvel_in: wp.array2d(dtype=Any),
+    qfrc_actuator_in: wp.array2d(dtype=Any),
+    qfrc_constraint_in: wp.array2d(dtype=Any),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
-    """Outputs: pos (the joints' q), vel (their dof velocities), actuator_force (qfrc_actuator on
-    their dofs), constraint_force (qfrc_constraint on their dofs); joints start[i]..start[i+1]."""
+    """Outputs: pos (the joints' q), vel (their dof velocities), actuator_force (qfrc_actuator_in on
+    their dofs), constraint_force (qfrc_constraint_in on their dofs); joints start[i]..start[i+1]."""
     e, i = wp.tid()
     c = col[i]
     s0 = slot[i, 0]
@@ -244,16 +244,16 @@ def joint_sensor(
         if s0 >= 0:
             q0 = q_start[j]
             for k in range(nq[j]):
-                truth_out[e, oq + k] = qpos[e, q0 + k]
+                truth_out[e, oq + k] = qpos_in[e, q0 + k]
             oq = oq + nq[j]
         d0 = dof_start[j]
         for k in range(nv[j]):
             if s1 >= 0:
-                truth_out[e, c + s1 + ov + k] = qvel[e, d0 + k]
+                truth_out[e, c + s1 + ov + k] = qvel_in[e, d0 + k]
             if s2 >= 0:
-                truth_out[e, c + s2 + ov + k] = qfrc_actuator[e, d0 + k]
+                truth_out[e, c + s2 + ov + k] = qfrc_actuator_in[e, d0 + k]
             if s3 >= 0:
-                truth_out[e, c + s3 + ov + k] = qfrc_constraint[e, d0 + k]
+                truth_out[e, c + s3 + ov + k] = qfrc_constraint_in[e, d0 + k]
         ov = ov + nv[j]
 
 
@@ -264,14 +264,14 @@ def actuator_sensor(
     act: wp.array(dtype=wp.int32),
     col: wp.array(dtype=wp.int32),
     # Data in:
-    act_force: wp.array2d(dtype=Any),
+    act_force_in: wp.array2d(dtype=Any),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
     """Output: force (each actuator's scalar output force, MuJoCo's actuator_force)."""
     e, i = wp.tid()
     for j in range(start[i], start[i + 1]):
-        truth_out[e, col[i] + j - start[i]] = act_force[e, act[j]]
+        truth_out[e, col[i] + j - start[i]] = act_force_in[e, act[j]]
 
 
 @wp.kernel
@@ -282,12 +282,12 @@ def subtree_sensor(
     col: wp.array(dtype=wp.int32),
     slot: wp.array2d(dtype=wp.int32),
     # Data in:
-    link_quat: wp.array2d(dtype=Any),
-    link_com: wp.array2d(dtype=Any),
-    link_ang: wp.array2d(dtype=Any),
-    link_vel: wp.array2d(dtype=Any),
-    link_mass: wp.array2d(dtype=Any),
-    link_inertia: wp.array2d(dtype=Any),
+    link_quat_in: wp.array2d(dtype=Any),
+    link_com_in: wp.array2d(dtype=Any),
+    link_ang_in: wp.array2d(dtype=Any),
+    link_vel_in: wp.array2d(dtype=Any),
+    link_mass_in: wp.array2d(dtype=Any),
+    link_inertia_in: wp.array2d(dtype=Any),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
@@ -296,17 +296,17 @@ def subtree_sensor(
     C) × (v − V)), world frame (MuJoCo's subtreecom/linvel/angmom)."""
     e, i = wp.tid()
     l0 = links[start[i]]
-    zero = link_com[e, l0] * type(link_mass[e, l0])(0.0)
-    mt = type(link_mass[e, l0])(0.0)
+    zero = link_com_in[e, l0] * type(link_mass_in[e, l0])(0.0)
+    mt = type(link_mass_in[e, l0])(0.0)
     mc = zero
     mv = zero
     for j in range(start[i], start[i + 1]):
         l = links[j]
-        m = link_mass[e, l]
+        m = link_mass_in[e, l]
         mt = mt + m
-        mc = mc + link_com[e, l] * m
-        mv = mv + link_vel[e, l] * m
-    cc = link_com[e, l0]
+        mc = mc + link_com_in[e, l] * m
+        mv = mv + link_vel_in[e, l] * m
+    cc = link_com_in[e, l0]
     vv = zero
     if mt > type(mt)(1.0e-15):
         cc = mc / mt
@@ -314,11 +314,11 @@ def subtree_sensor(
     lm = zero
     for j in range(start[i], start[i + 1]):
         l = links[j]
-        m = link_mass[e, l]
-        q = link_quat[e, l]
-        w = link_ang[e, l]
-        iw = wp.quat_rotate(q, link_inertia[e, l] * wp.quat_rotate_inv(q, w))
-        lm = lm + iw + wp.cross(link_com[e, l] - cc, link_vel[e, l] - vv) * m
+        m = link_mass_in[e, l]
+        q = link_quat_in[e, l]
+        w = link_ang_in[e, l]
+        iw = wp.quat_rotate(q, link_inertia_in[e, l] * wp.quat_rotate_inv(q, w))
+        lm = lm + iw + wp.cross(link_com_in[e, l] - cc, link_vel_in[e, l] - vv) * m
     c = col[i]
     if slot[i, 0] >= 0:
         write3(truth_out, e, c + slot[i, 0], cc)
@@ -335,8 +335,8 @@ def contact_sensor(
     links: wp.array(dtype=wp.int32),
     col: wp.array(dtype=wp.int32),
     # Data in:
-    n_contacts: wp.array(dtype=wp.int32),
-    contact_link: wp.array3d(dtype=wp.int32),
+    n_contacts_in: wp.array(dtype=wp.int32),
+    contact_link_in: wp.array3d(dtype=wp.int32),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
@@ -346,8 +346,8 @@ def contact_sensor(
     for j in range(start[i], start[i + 1]):
         l = links[j]
         hit = one * type(one)(0.0)
-        for k in range(n_contacts[e]):
-            if contact_link[e, k, 0] == l or contact_link[e, k, 1] == l:
+        for k in range(n_contacts_in[e]):
+            if contact_link_in[e, k, 0] == l or contact_link_in[e, k, 1] == l:
                 hit = one
         truth_out[e, col[i] + j - start[i]] = hit
 
@@ -363,13 +363,13 @@ def contact_force_sensor(
     col: wp.array(dtype=wp.int32),
     slot: wp.array2d(dtype=wp.int32),
     # Data in:
-    link_pos: wp.array2d(dtype=Any),
-    link_quat: wp.array2d(dtype=Any),
-    link_com: wp.array2d(dtype=Any),
-    link_contact_force: wp.array2d(dtype=Any),
-    link_contact_torque: wp.array2d(dtype=Any),
-    link_impulse_force: wp.array2d(dtype=Any),
-    link_impulse_torque: wp.array2d(dtype=Any),
+    link_pos_in: wp.array2d(dtype=Any),
+    link_quat_in: wp.array2d(dtype=Any),
+    link_com_in: wp.array2d(dtype=Any),
+    link_contact_force_in: wp.array2d(dtype=Any),
+    link_contact_torque_in: wp.array2d(dtype=Any),
+    link_impulse_force_in: wp.array2d(dtype=Any),
+    link_impulse_torque_in: wp.array2d(dtype=Any),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
@@ -379,15 +379,15 @@ def contact_force_sensor(
     impulse, angular_impulse: Σ h·f and Σ h·τ_CoM over the step's substeps (world)."""
     e, i = wp.tid()
     l = link[i]
-    f = link_contact_force[e, l]
-    c = link_com[e, l]
+    f = link_contact_force_in[e, l]
+    c = link_com_in[e, l]
     p = c
     if ref_mode[i] == 1:
-        p = link_pos[e, l]
+        p = link_pos_in[e, l]
     elif ref_mode[i] == 2:
-        p = link_pos[e, l] + wp.quat_rotate(link_quat[e, l], ref_lpos[i])
-    t = link_contact_torque[e, l] + wp.cross(c - p, f)
-    q = link_quat[e, l] * ref_lquat[i]
+        p = link_pos_in[e, l] + wp.quat_rotate(link_quat_in[e, l], ref_lpos[i])
+    t = link_contact_torque_in[e, l] + wp.cross(c - p, f)
+    q = link_quat_in[e, l] * ref_lquat[i]
     if local[i] != 0:
         f = wp.quat_rotate_inv(q, f)
         t = wp.quat_rotate_inv(q, t)
@@ -397,9 +397,9 @@ def contact_force_sensor(
     if slot[i, 1] >= 0:
         write3(truth_out, e, o + slot[i, 1], t)
     if slot[i, 2] >= 0:
-        write3(truth_out, e, o + slot[i, 2], link_impulse_force[e, l])
+        write3(truth_out, e, o + slot[i, 2], link_impulse_force_in[e, l])
     if slot[i, 3] >= 0:
-        write3(truth_out, e, o + slot[i, 3], link_impulse_torque[e, l])
+        write3(truth_out, e, o + slot[i, 3], link_impulse_torque_in[e, l])
 
 
 # -- touch: MuJoCo's mju_rayGeom on the site's zone ------------------------------------------------
@@ -514,13 +514,13 @@ def touch_sensor(
     zone_size: wp.array(dtype=Any),
     col: wp.array(dtype=wp.int32),
     # Data in:
-    link_pos: wp.array2d(dtype=Any),
-    link_quat: wp.array2d(dtype=Any),
-    n_contacts: wp.array(dtype=wp.int32),
-    contact_pos: wp.array2d(dtype=Any),
-    contact_frame: wp.array2d(dtype=Any),
-    contact_wrench: wp.array3d(dtype=Any),
-    contact_link: wp.array3d(dtype=wp.int32),
+    link_pos_in: wp.array2d(dtype=Any),
+    link_quat_in: wp.array2d(dtype=Any),
+    n_contacts_in: wp.array(dtype=wp.int32),
+    contact_pos_in: wp.array2d(dtype=Any),
+    contact_frame_in: wp.array2d(dtype=Any),
+    contact_wrench_in: wp.array3d(dtype=Any),
+    contact_link_in: wp.array3d(dtype=wp.int32),
     # Data out:
     truth_out: wp.array2d(dtype=Any),
 ):
@@ -529,22 +529,22 @@ def touch_sensor(
     site's zone (MuJoCo's touch sensor; adhesive, non-positive normals are skipped)."""
     e, i = wp.tid()
     l = link[i]
-    p0 = link_pos[e, l] + wp.quat_rotate(link_quat[e, l], lpos[i])
-    q = link_quat[e, l] * lquat[i]
+    p0 = link_pos_in[e, l] + wp.quat_rotate(link_quat_in[e, l], lpos[i])
+    q = link_quat_in[e, l] * lquat[i]
     total = zone_size[i][0] * type(zone_size[i][0])(0.0)
-    for k in range(n_contacts[e]):
-        la = contact_link[e, k, 0]
-        lb = contact_link[e, k, 1]
+    for k in range(n_contacts_in[e]):
+        la = contact_link_in[e, k, 0]
+        lb = contact_link_in[e, k, 1]
         if la != l and lb != l:
             continue
-        fn = contact_wrench[e, k, 0]
+        fn = contact_wrench_in[e, k, 0]
         if fn <= type(fn)(0.0):
             continue
-        fr = contact_frame[e, k]
+        fr = contact_frame_in[e, k]
         ray = type(p0)(fr[0, 0], fr[0, 1], fr[0, 2])       # normal from B to A
         if la == l:
             ray = -ray
-        pl = wp.quat_rotate_inv(q, contact_pos[e, k] - p0)
+        pl = wp.quat_rotate_inv(q, contact_pos_in[e, k] - p0)
         vl = wp.quat_rotate_inv(q, ray)
         if ray_zone(zone_type[i], zone_size[i], pl, vl) >= type(fn)(0.0):
             total = total + fn
@@ -558,24 +558,24 @@ def _overloads():
         M = wp.types.matrix((3, 3), s)
         a2, v2, q2, v1, q1 = (wp.array2d(dtype=s), wp.array2d(dtype=V), wp.array2d(dtype=Q), wp.array(dtype=V),
                               wp.array(dtype=Q))
-        kin = {"link_pos": v2, "link_quat": q2, "link_com": v2, "link_ang": v2, "link_vel": v2,
-               "link_acc_ang": v2, "link_acc": v2, "truth_out": a2}
+        kin = {"link_pos_in": v2, "link_quat_in": q2, "link_com_in": v2, "link_ang_in": v2, "link_vel_in": v2,
+               "link_acc_ang_in": v2, "link_acc_in": v2, "truth_out": a2}
         wp.overload(imu_sensor, {"gravity": V, "magnetic": v1, "lpos": v1, "lquat": q1, **kin})
         wp.overload(frame_sensor, {"gravity": V, "lpos": v1, "lquat": q1, "ref_lpos": v1, "ref_lquat": q1, **kin})
-        wp.overload(force_torque_sensor, {"lpos": v1, "lquat": q1, "link_pos": v2, "link_quat": q2, "link_com": v2,
-                                          "cfrc_int_force": v2, "cfrc_int_torque": v2, "truth_out": a2})
-        wp.overload(joint_sensor, {"qpos": a2, "qvel": a2, "qfrc_actuator": a2, "qfrc_constraint": a2,
+        wp.overload(force_torque_sensor, {"lpos": v1, "lquat": q1, "link_pos_in": v2, "link_quat_in": q2, "link_com_in": v2,
+                                          "cfrc_int_force_in": v2, "cfrc_int_torque_in": v2, "truth_out": a2})
+        wp.overload(joint_sensor, {"qpos_in": a2, "qvel_in": a2, "qfrc_actuator_in": a2, "qfrc_constraint_in": a2,
                                    "truth_out": a2})
-        wp.overload(actuator_sensor, {"act_force": a2, "truth_out": a2})
-        wp.overload(subtree_sensor, {"link_quat": q2, "link_com": v2, "link_ang": v2, "link_vel": v2,
-                                     "link_mass": a2, "link_inertia": wp.array2d(dtype=M), "truth_out": a2})
+        wp.overload(actuator_sensor, {"act_force_in": a2, "truth_out": a2})
+        wp.overload(subtree_sensor, {"link_quat_in": q2, "link_com_in": v2, "link_ang_in": v2, "link_vel_in": v2,
+                                     "link_mass_in": a2, "link_inertia_in": wp.array2d(dtype=M), "truth_out": a2})
         wp.overload(contact_sensor, {"truth_out": a2})
-        wp.overload(contact_force_sensor, {"ref_lpos": v1, "ref_lquat": q1, "link_pos": v2, "link_quat": q2,
-                                           "link_com": v2, "link_contact_force": v2, "link_contact_torque": v2,
-                                           "link_impulse_force": v2, "link_impulse_torque": v2, "truth_out": a2})
-        wp.overload(touch_sensor, {"lpos": v1, "lquat": q1, "zone_size": v1, "link_pos": v2, "link_quat": q2,
-                                   "contact_pos": v2, "contact_frame": wp.array2d(dtype=M),
-                                   "contact_wrench": wp.array3d(dtype=s), "truth_out": a2})
+        wp.overload(contact_force_sensor, {"ref_lpos": v1, "ref_lquat": q1, "link_pos_in": v2, "link_quat_in": q2,
+                                           "link_com_in": v2, "link_contact_force_in": v2, "link_contact_torque_in": v2,
+                                           "link_impulse_force_in": v2, "link_impulse_torque_in": v2, "truth_out": a2})
+        wp.overload(touch_sensor, {"lpos": v1, "lquat": q1, "zone_size": v1, "link_pos_in": v2, "link_quat_in": q2,
+                                   "contact_pos_in": v2, "contact_frame_in": wp.array2d(dtype=M),
+                                   "contact_wrench_in": wp.array3d(dtype=s), "truth_out": a2})
 
 
 _overloads()
