@@ -381,11 +381,8 @@ class FrameReader:
             if valid.ndim == 1:                       # unbatched scene: no env axis
                 valid, ga, gb, p, f = valid[None], ga[None], gb[None], p[None], f[None]
 
-            def own(g):
-                gc = np.clip(g, 0, max(len(owner) - 1, 0))
-                return np.where((g >= 0) & (g < len(owner)), owner[gc] if len(owner) else -1, -1)
-
-            keeper = np.where(own(ga) >= 0, own(ga), own(gb))
+            oa, ob = _owner(owner, ga), _owner(owner, gb)
+            keeper = np.where(oa >= 0, oa, ob)
             keep = valid & (keeper == e.idx)
             ei, ki = np.nonzero(keep)
             pos.append(p[ei, ki])
@@ -397,6 +394,14 @@ class FrameReader:
         return {"contact.pos": np.concatenate(pos).astype(np.float32).reshape(-1, 3),
                 "contact.force": np.concatenate(force).astype(np.float32).reshape(-1, 3),
                 "contact.env": np.concatenate(env).astype(np.int32)}
+
+
+def _owner(owner: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Solver entity index owning each geom index (-1: the world or another solver)."""
+    if len(owner) == 0:
+        return np.full(np.shape(g), -1)
+    gc = np.clip(g, 0, len(owner) - 1)
+    return np.where((g >= 0) & (g < len(owner)), owner[gc], -1)
 
 
 def field_scalar(values: np.ndarray, n_envs: int, n: int) -> np.ndarray:
@@ -461,6 +466,30 @@ def geom_world_poses(link_pos: np.ndarray, link_quat: np.ndarray, geoms: list) -
     pos = lp + quat_rotate(lq, np.broadcast_to(gp, lp.shape))
     quat = quat_mul(lq, np.broadcast_to(gq, lq.shape))
     return pos.astype(np.float32), quat.astype(np.float32)
+
+
+def frame_bbox(content: Content, frame: dict, env: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Axis-aligned bounds (lo, hi) of one env's content in a frame (planes excluded: they are
+    drawn larger than the scene)."""
+    pts = [np.zeros((1, 3), np.float32)]
+    for i, b in enumerate(content.bodies):
+        gp, _ = geom_world_poses(frame[f"b{i}.pos"][env:env + 1], frame[f"b{i}.quat"][env:env + 1],
+                                 [g for g in b.geoms if g.type != "plane"])
+        pts += [gp.reshape(-1, 3), frame[f"b{i}.pos"][env].reshape(-1, 3)]
+    for i in range(len(content.particles)):
+        pts.append(frame[f"p{i}.pos"][env].reshape(-1, 3))
+    for i in range(len(content.surfaces)):
+        pts.append(frame[f"s{i}.verts"][env].reshape(-1, 3))
+    p = np.concatenate(pts)
+    p = p[np.all(np.isfinite(p), axis=1)]
+    return p.min(0), p.max(0)
+
+
+def env_spacing(bbox) -> float:
+    """Distance (m) between neighbouring envs in the grid layout: 1.5 × the horizontal extent + 0.5 m,
+    at least 1 m."""
+    ext = float(np.max(bbox[1][:2] - bbox[0][:2]))
+    return max(1.0, 1.5 * ext + 0.5)
 
 
 def grid_offsets(n: int, spacing: float) -> np.ndarray:

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from ..errors import OptionError
-from .content import Content, check_fields, geom_world_poses, grid_offsets, primitive_mesh
+from .content import Content, check_fields, env_spacing, frame_bbox, geom_world_poses, grid_offsets, primitive_mesh
 
 # viridis at 9 stops (the perceptually uniform map of matplotlib; values from its published table)
 _VIRIDIS = np.array([[68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141],
@@ -124,22 +124,8 @@ class Viewer:
     # -- frames ------------------------------------------------------------------------------------
     def _first_frame(self) -> None:
         self._frame = self.recording.frame(0) if not self.live else self.reader.read()
-        # spacing of the env grid: the extent of env 0's content (planes excluded) plus a margin
-        pts = [np.zeros((1, 3), np.float32)]
-        for i, b in enumerate(self.content.bodies):
-            gp, _ = geom_world_poses(self._frame[f"b{i}.pos"][:1], self._frame[f"b{i}.quat"][:1],
-                                     [g for g in b.geoms if g.type != "plane"])
-            pts.append(gp.reshape(-1, 3))
-            pts.append(self._frame[f"b{i}.pos"][0].reshape(-1, 3))
-        for i in range(len(self.content.particles)):
-            pts.append(self._frame[f"p{i}.pos"][0].reshape(-1, 3))
-        for i in range(len(self.content.surfaces)):
-            pts.append(self._frame[f"s{i}.verts"][0].reshape(-1, 3))
-        p = np.concatenate(pts)
-        p = p[np.all(np.isfinite(p), axis=1)]
-        self.bbox = (p.min(0), p.max(0))
-        ext = float(np.max(self.bbox[1][:2] - self.bbox[0][:2]))
-        self.spacing = max(1.0, 1.5 * ext + 0.5)
+        self.bbox = frame_bbox(self.content, self._frame)
+        self.spacing = env_spacing(self.bbox)
 
     def _setup_camera(self) -> None:
         lo, hi = self.bbox
