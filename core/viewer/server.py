@@ -55,12 +55,13 @@ class Viewer:
         :attr:`port` says which (``strict_port=True`` raises instead).
     :param color_by: ``"material"`` (one colour per entity) or a particle field.
     :param env: the env shown first; ``grid=True`` shows up to ``grid_max`` envs side by side.
+    :param shadows: shadows of the default lights (off: cheaper for software WebGL).
     """
 
     def __init__(self, content: Content, *, recording=None, scene=None, reader=None, host: str = "127.0.0.1",
                  port: int = 8080, strict_port: bool = False, color_by: str = "material", env: int = 0,
                  grid: bool = False, grid_max: int = 64, contacts: bool = True, force_scale: float | None = None,
-                 title: str | None = None, max_fps: float = 30.0, verbose: bool = False):
+                 title: str | None = None, max_fps: float = 30.0, shadows: bool = True, verbose: bool = False):
         from ._extras import require
 
         viser = require("viser", "viewer")
@@ -112,9 +113,11 @@ class Viewer:
         self.playing = False
         self.paused = False
         self.step_rate = 0.0
+        self._rate_mark = None
         self.fps = 0.0
         self._closed = False
         self.server.scene.set_up_direction("+z")
+        self.server.scene.configure_default_lights(enabled=True, cast_shadow=bool(shadows))
         self._first_frame()
         self._setup_camera()
         self._build_gui()
@@ -393,17 +396,29 @@ class Viewer:
             self._refresh_status()
             time.sleep(0.05)
         now = time.perf_counter()
+        self._measure_rate(now)
         if not force and now - self._last_push < 1.0 / self.max_fps:
             return False
         with self._lock:
             self._frame = self.reader.read()
             self._push(self._frame)
         if self._last_push:
-            self.fps = 0.8 * self.fps + 0.2 / max(now - self._last_push, 1e-9) if self.fps else \
-                1.0 / max(now - self._last_push, 1e-9)
+            inst = 1.0 / max(now - self._last_push, 1e-9)
+            self.fps = 0.8 * self.fps + 0.2 * inst if self.fps else inst
         self._last_push = now
         self._refresh_status()
         return True
+
+    def _measure_rate(self, now: float) -> None:
+        """Steps per second of the scene over windows of at least half a second."""
+        if self.scene is None:
+            return
+        steps = int(np.max(self.scene.get_step_count()))
+        if self._rate_mark is None or steps < self._rate_mark[1]:
+            self._rate_mark = (now, steps)
+        elif now - self._rate_mark[0] >= 0.5:
+            self.step_rate = (steps - self._rate_mark[1]) / (now - self._rate_mark[0])
+            self._rate_mark = (now, steps)
 
     def run_live(self, steps: int | None = None, duration: float | None = None) -> int:
         """Step the scene while clients watch (until ``steps`` steps or ``duration`` seconds, or
@@ -412,7 +427,6 @@ class Viewer:
             raise OptionError("run_live(): needs a live viewer with its scene")
         done = 0
         t0 = time.perf_counter()
-        t_rate, n_rate = t0, 0
         while not self._closed:
             if steps is not None and done >= steps:
                 break
@@ -420,15 +434,10 @@ class Viewer:
                 break
             if self.paused:
                 self.update()
-                t_rate, n_rate = time.perf_counter(), 0
+                self._rate_mark = None
                 continue
             self.scene.step()
             done += 1
-            n_rate += 1
-            now = time.perf_counter()
-            if now - t_rate >= 0.5:
-                self.step_rate = n_rate / (now - t_rate)
-                t_rate, n_rate = now, 0
             self.update()
         return done
 
