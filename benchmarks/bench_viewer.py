@@ -114,7 +114,6 @@ def _export_rows(label, scene, steps, quick):
 
 def run(quick: bool = False) -> list[dict]:
     import warp as wp
-
     from polyphys.viewer import require
 
     require("viser", "viewer")
