@@ -119,6 +119,8 @@ class Recorder:
                          per_record=False)
             self._append("contact.env", np.asarray(frame["contact.env"], np.int32), per_record=False)
         self.n_records += 1
+        if self.n_records == 1:
+            self._write_meta(complete=False)     # the arrays' shapes: a run that dies stays readable
 
     def _write_meta(self, complete: bool) -> None:
         meta = {"format": FORMAT, "complete": complete, "n_records": self.n_records, "every": self.every,
@@ -187,16 +189,26 @@ class Recording:
         if "step" not in arrays:
             raise StatesError(f"{self.path}: the recording holds no record (the run stopped before its "
                               f"first recorded step)")
-        n = self._count(arrays["step"], "step")
+        n = self._rows(arrays["step"], "step")
+        if meta.get("complete"):
+            n = min(n, int(meta["n_records"]))
+        for key, spec in arrays.items():            # an unfinished run: the records every array holds
+            if not spec.get("ragged") and int(np.prod(spec["shape"], dtype=np.int64)) > 0:
+                n = min(n, self._rows(spec, key))
         self.arrays: dict[str, np.ndarray] = {}
         for key, spec in arrays.items():
-            if spec.get("ragged"):
-                continue
-            self.arrays[key] = self._map(key, spec, n)
-        for key, spec in arrays.items():
-            if spec.get("ragged"):
-                total = int(self.arrays["contact.count"][:n].sum())
-                self.arrays[key] = self._map(key, spec, total)
+            if not spec.get("ragged"):
+                self.arrays[key] = self._map(key, spec, n)
+        if "contact.count" in arrays:
+            counts = np.asarray(self.arrays["contact.count"][:n], dtype=np.int64)
+            avail = min(self._rows(spec, k) for k, spec in arrays.items() if spec.get("ragged"))
+            while n > 0 and int(counts[:n].sum()) > avail:
+                n -= 1
+            for key, spec in arrays.items():
+                if spec.get("ragged"):
+                    self.arrays[key] = self._map(key, spec, int(counts[:n].sum()))
+        if n == 0:
+            raise StatesError(f"{self.path}: the recording holds no complete record")
         self.n_records = n
         self.steps = np.asarray(self.arrays["step"][:n])
         self.times = np.asarray(self.arrays["time"][:n])
@@ -205,13 +217,12 @@ class Recording:
         else:
             self.contact_offsets = None
 
-    def _count(self, spec: dict, key: str) -> int:
-        size = os.path.getsize(os.path.join(self.path, f"{key}.bin"))
+    def _rows(self, spec: dict, key: str) -> int:
+        """Whole rows (records, or contacts for the ragged arrays) the file of ``key`` holds."""
+        path = os.path.join(self.path, f"{key}.bin")
+        size = os.path.getsize(path) if os.path.exists(path) else 0
         per = np.dtype(spec["dtype"]).itemsize * int(np.prod(spec["shape"], dtype=np.int64))
-        n = size // per if per else 0
-        if self.meta.get("complete"):
-            n = min(n, int(self.meta["n_records"]))
-        return int(n)
+        return int(size // per) if per else 0
 
     def _map(self, key: str, spec: dict, n: int) -> np.ndarray:
         shape = (n, *spec["shape"])

@@ -248,3 +248,20 @@ def test_importing_polyphys_imports_no_viewer_dependency():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_recording_cut_short_reads_its_whole_records(tmp_path):
+    """A run that died mid-write: meta.json not marked complete, the last record half written."""
+    scene, _ = _rigid_scene(2)
+    with Recorder(scene, tmp_path / "states", every=1):
+        for _ in range(4):
+            scene.step()
+    meta_path = tmp_path / "states" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["complete"] = False
+    meta_path.write_text(json.dumps(meta))
+    pos = tmp_path / "states" / "b1.pos.bin"
+    pos.write_bytes(pos.read_bytes()[:-10])              # the 5th record of one array is cut
+    r = Recording(tmp_path)
+    assert r.n_records == 4 and r.steps.tolist() == [0, 1, 2, 3]
+    assert r.frame(3)["b1.pos"].shape == (2, 1, 3)
