@@ -100,6 +100,7 @@ class Viewer:
         self.grid = bool(grid) and self.n_envs > 1
         self.grid_max = int(grid_max)
         self.show_contacts = bool(contacts)
+        self._has_contacts = bool(reader.contacts) if reader is not None else False
         self.show_collision = False
         self.max_fps = float(max_fps)
         self.force_scale = force_scale
@@ -114,6 +115,7 @@ class Viewer:
         self.paused = False
         self.step_rate = 0.0
         self._rate_mark = None
+        self._status_at = 0.0
         self.fps = 0.0
         self._closed = False
         self.server.scene.set_up_direction("+z")
@@ -312,8 +314,7 @@ class Viewer:
 
             @self.contacts_box.on_update
             def _(_):
-                self.show_contacts = bool(self.contacts_box.value)
-                self._push(self._frame)
+                self.set_contacts(bool(self.contacts_box.value))
 
         if any(g.role == "collision" for b in self.content.bodies for g in b.geoms):
             self.collision_box = gui.add_checkbox("collision geoms", initial_value=False)
@@ -338,7 +339,11 @@ class Viewer:
         return (f"**replay** — record {k}/{r.n_records - 1}: step {int(r.steps[k])}, "
                 f"t = {float(r.times[k]):.4g} s")
 
-    def _refresh_status(self) -> None:
+    def _refresh_status(self, force: bool = True) -> None:
+        now = time.perf_counter()
+        if not force and now - self._status_at < 0.25:      # the status line at most 4 times a second
+            return
+        self._status_at = now
         text = self._status_text()
         if self.color_by != "material" and getattr(self, "field_range", None) is not None:
             lo, hi = self.field_range
@@ -371,6 +376,16 @@ class Viewer:
         with self._lock:
             self.grid = bool(grid) and self.n_envs > 1
             self._rebuild_nodes()
+            self._push(self._frame)
+
+    def set_contacts(self, show: bool) -> None:
+        """Draw contact points and forces or not; live, the contacts are not even read when hidden
+        (their readback is most of a rigid scene's frame cost, benchmarks/bench_viewer.py)."""
+        with self._lock:
+            self.show_contacts = bool(show)
+            if self.live:
+                self.reader.contacts = self.show_contacts and self._has_contacts
+                self._frame = self.reader.read()
             self._push(self._frame)
 
     def set_color_by(self, field: str) -> None:
@@ -406,7 +421,7 @@ class Viewer:
             inst = 1.0 / max(now - self._last_push, 1e-9)
             self.fps = 0.8 * self.fps + 0.2 * inst if self.fps else inst
         self._last_push = now
-        self._refresh_status()
+        self._refresh_status(force=False)
         return True
 
     def _measure_rate(self, now: float) -> None:

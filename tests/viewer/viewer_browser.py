@@ -74,7 +74,7 @@ class Browser:
     def save(self, path: str) -> None:
         self.driver.save_screenshot(path)
 
-    def wait_stable(self, timeout: float = 20.0, settle: float = 0.6) -> np.ndarray:
+    def wait_stable(self, timeout: float = 20.0, settle: float = 0.4) -> np.ndarray:
         """Screenshots until two in a row (``settle`` s apart) are the same: the page has drawn."""
         t0 = time.time()
         prev = self.screenshot()
