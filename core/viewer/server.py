@@ -134,6 +134,9 @@ class Viewer:
 
     def _setup_camera(self) -> None:
         lo, hi = self.bbox
+        if self.grid:                          # frame every drawn env
+            off = self.offsets()
+            lo, hi = lo + off.min(0), hi + off.max(0)
         center = 0.5 * (lo + hi)
         size = max(float(np.max(hi - lo)), 0.3)
         cam = self.server.initial_camera
@@ -360,21 +363,30 @@ class Viewer:
             raise OptionError(f"record {k}: the recording has records 0..{n - 1}")
         with self._lock:
             self.record_index = int(k)
+            self._sync_widget("slider", self.record_index)
             self._frame = self.recording.frame(self.record_index)
             self._push(self._frame)
             self._refresh_status()
+
+    def _sync_widget(self, name: str, value) -> None:
+        """Show a change made from Python in the page's widget too."""
+        w = getattr(self, name, None)
+        if w is not None and w.value != value:
+            w.value = value
 
     def set_env(self, env: int) -> None:
         if not 0 <= int(env) < self.n_envs:
             raise OptionError(f"env = {env!r}: the scene has envs 0..{self.n_envs - 1}")
         with self._lock:
             self.env = int(env)
+            self._sync_widget("env_select", str(self.env))
             if not self.grid:
                 self._push(self._frame)
 
     def set_grid(self, grid: bool) -> None:
         with self._lock:
             self.grid = bool(grid) and self.n_envs > 1
+            self._sync_widget("grid_box", self.grid)
             self._rebuild_nodes()
             self._push(self._frame)
 
@@ -383,6 +395,7 @@ class Viewer:
         (their readback is most of a rigid scene's frame cost, benchmarks/bench_viewer.py)."""
         with self._lock:
             self.show_contacts = bool(show)
+            self._sync_widget("contacts_box", self.show_contacts)
             if self.live:
                 self.reader.contacts = self.show_contacts and self._has_contacts
                 self._frame = self.reader.read()
@@ -395,6 +408,7 @@ class Viewer:
                 self.reader.fields = sorted(set(self.reader.fields) | {field})
         with self._lock:
             self.color_by = field
+            self._sync_widget("color_select", field)
             if self.live:
                 self._frame = self.reader.read()
             self._push(self._frame)
