@@ -118,13 +118,17 @@ class Viewer:
         self._status_at = 0.0
         self.fps = 0.0
         self._closed = False
-        self.server.scene.set_up_direction("+z")
-        self.server.scene.configure_default_lights(enabled=True, cast_shadow=bool(shadows))
-        self._first_frame()
-        self._setup_camera()
-        self._build_gui()
-        self._rebuild_nodes()
-        self._push(self._frame)
+        try:
+            self.server.scene.set_up_direction("+z")
+            self.server.scene.configure_default_lights(enabled=True, cast_shadow=bool(shadows))
+            self._first_frame()
+            self._setup_camera()
+            self._build_gui()
+            self._rebuild_nodes()
+            self._push(self._frame)
+        except BaseException:
+            self.server.stop()                 # do not keep the port of a viewer that failed to start
+            raise
 
     # -- frames ------------------------------------------------------------------------------------
     def _first_frame(self) -> None:
