@@ -3,6 +3,9 @@ frusta from a camera-like sensor, replay controls, colour by a field, bad input.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import polyphys
 import pytest
@@ -112,6 +115,20 @@ def test_replay_controls(tmp_path):
         np.testing.assert_allclose(v._nodes[("p", 0)].points, f["p0.pos"][1], atol=0)
         with pytest.raises(OptionError, match=r"record 3: the recording has records 0..2"):
             v.show_record(3)
+        # play: serve() advances the records in a loop at play fps while play is ticked
+        v.show_record(0)
+        v.play.value = True
+        v.playing = True
+        v.play_fps.value = 20
+        seen = set()
+        th = threading.Thread(target=v.serve, kwargs={"duration": 1.0})
+        th.start()
+        while th.is_alive():
+            seen.add(v.record_index)
+            time.sleep(0.01)
+        th.join()
+        assert seen == {0, 1, 2}
+        assert v.slider.value == v.record_index
         with pytest.raises(OptionError, match="update\\(\\): only a live viewer"):
             v.update()
     finally:
