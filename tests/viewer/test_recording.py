@@ -265,3 +265,28 @@ def test_a_recording_cut_short_reads_its_whole_records(tmp_path):
     r = Recording(tmp_path)
     assert r.n_records == 4 and r.steps.tolist() == [0, 1, 2, 3]
     assert r.frame(3)["b1.pos"].shape == (2, 1, 3)
+
+
+def test_fem_surface_recorded_and_exported_for_every_env(tmp_path):
+    pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'polyphys[usd]')")
+    from pxr import Usd, UsdGeom
+
+    from polyphys.usd_export import export_usd
+
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=4))
+    body = scene.add_entity(morphs.Box(size=(0.2, 0.1, 0.12), pos=(0.1, 0.2, 0.5), euler=(15, 0, 30)),
+                            material=polyphys.materials.FEM.Elastic(), name="jelly")
+    scene.build(n_envs=2)
+    with Recorder(scene, tmp_path / "states"):
+        for _ in range(2):
+            scene.step()
+    r = Recording(tmp_path)
+    (s,) = r.content.surfaces
+    assert s.n_verts == body.n_vertices and np.array_equal(s.triangles, body.surface_triangles)
+    np.testing.assert_allclose(r.frame(2)["s0.verts"], body.get_vertices_pos(), rtol=0, atol=1e-6)
+    export_usd(tmp_path, tmp_path / "fem.usd")
+    stage = Usd.Stage.Open(str(tmp_path / "fem.usd"))
+    for e in (0, 1):
+        mesh = UsdGeom.Mesh(stage.GetPrimAtPath(f"/World/env_{e}/jelly"))
+        assert len(mesh.GetPointsAttr().Get(2)) == body.n_vertices
+        assert np.array_equal(np.array(mesh.GetFaceVertexIndicesAttr().Get()).reshape(-1, 3), body.surface_triangles)
