@@ -269,9 +269,8 @@ def test_a_recording_cut_short_reads_its_whole_records(tmp_path):
 
 def test_fem_surface_recorded_and_exported_for_every_env(tmp_path):
     pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'polyphys[usd]')")
-    from pxr import Usd, UsdGeom
-
     from polyphys.usd_export import export_usd
+    from pxr import Usd, UsdGeom
 
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=4))
     body = scene.add_entity(morphs.Box(size=(0.2, 0.1, 0.12), pos=(0.1, 0.2, 0.5), euler=(15, 0, 30)),
