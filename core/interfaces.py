@@ -284,7 +284,7 @@ class Sensor:
 
     stage: ``"solve"`` — the values belong to the state a solve was made at, ``time_lag`` seconds
     before the step's end (rigid: the start of the last substep), tagged ``solved_at``; ``"end"`` —
-    a query of the state after the step, tagged ``query_at`` (SPEC F1).
+    a query of the state after the step, tagged ``query_at`` (docs/semantics.md §F1).
     """
 
     stage: str = "end"

@@ -141,7 +141,7 @@ class Reading:
     value: (n, dim) — ``fields`` gives each output's part (``reading["acc"]``). step: the env step
     count now; reading_step: the step whose state the value describes (step − the delay applied);
     solved_at: the time of the state the value was computed at when that is a step's solve (the
-    start of the step's last substep, SPEC F1), else NaN; query_at: the time of the state when the
+    start of the step's last substep, docs/semantics.md §F1), else NaN; query_at: the time of the state when the
     value is a query of the state after a step (particle sensors), else NaN. Before an env's first
     step since build or reset there is no reading: value NaN, times NaN, reading_step −1.
     """

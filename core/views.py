@@ -181,7 +181,7 @@ class RigidSensorData:
     from B to A, tangent 1, tangent 2), contact_wrench (n, K, 6: F_n, F_t1, F_t2, T_n, T_t1, T_t2
     on A, contact frame), contact_link (n, K, 2: links of A and B, −1 world); link_contact_force /
     link_contact_torque: net contact wrench per link (about the CoM) and link_impulse_force /
-    link_impulse_torque: its Σ h·f over the step's substeps (SPEC F4). Arrays are never
+    link_impulse_torque: its Σ h·f over the step's substeps (docs/semantics.md §F4). Arrays are never
     reallocated; entries stay valid from the end of one step to the next step."""
 
     link_pos: Any

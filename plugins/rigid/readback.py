@@ -9,7 +9,7 @@ constraint solve, then this stage (``rne_post_constraint``: link accelerations, 
 ``cfrc_int`` and a snapshot of qpos, qvel, qacc, actuator and constraint forces), then integrates
 (``MODE_INTEGRATE``, bit-identical to the one-launch ``MODE_STEP``: a scene steps the same with or
 without sensors). Every reading is therefore of the state at t_end − h (h = dt/substeps), tagged
-``solved_at`` (SPEC F1). ``qacc`` is the acceleration of that solve: the constraint solver's result
+``solved_at`` (docs/semantics.md §F1). ``qacc`` is the acceleration of that solve: the constraint solver's result
 (MuJoCo's ``qacc``), or M⁻¹·qfrc_smooth without constraints; the integrator's implicit-damping
 correction (Euler's eulerdamp, implicitfast) is not in it, as in MuJoCo (with
 approximate_implicitfast the solve itself includes h·D, so its qacc does).

@@ -358,11 +358,11 @@ class _ContactForceGroup(RigidGroup):
 
 
 class ContactForce(RigidSensor):
-    """The net contact wrench on a link (SPEC F2/F3): ``force`` and ``torque`` about ``ref`` —
+    """The net contact wrench on a link (docs/semantics.md §F2/§F3): ``force`` and ``torque`` about ``ref`` —
     ``"com"`` (default), ``"origin"`` (the link frame's origin) or a site name (its point) — in the
     ``frame`` ``"world"`` (default) or ``"local"`` (the link's axes; a site's axes with a site ref);
     ``impulse`` / ``angular_impulse``: Σ h·f and Σ h·τ (about the CoM) over the step's substeps
-    (SPEC F4), world frame only. The force is the last substep's solve (``solved_at``); the impulse
+    (docs/semantics.md §F4), world frame only. The force is the last substep's solve (``solved_at``); the impulse
     covers the whole step [t − dt, t]."""
 
     OUTPUTS = {"force": (3, "real"), "torque": (3, "real"), "impulse": (3, "real"), "angular_impulse": (3, "real")}

@@ -1,4 +1,4 @@
-"""Sensors on situations with known answers (SPEC F3/F4): a payload hanging still from a wrist F/T
+"""Sensors on situations with known answers (docs/semantics.md §F3/§F4): a payload hanging still from a wrist F/T
 site, a free-falling IMU, a box resting on the floor (accelerometer, touch), the contact impulse of
 a landing box. Poses are generic: rotated, off-origin bodies and sites."""
 
