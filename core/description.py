@@ -125,6 +125,9 @@ class Geom:
     rgba: tuple = (0.5, 0.5, 0.5, 1.0)
     mesh: MeshData | None = None
     hfield: Any = None
+    # rendering only (docs/cameras.md): None, or a checker texture (rgb1 (3,), rgb2 (3,), square side
+    # in m) whose colours multiply ``rgba`` (an MJCF material's checker texture)
+    texture: Any = None
 
 
 @attrs.define(kw_only=True)

@@ -40,6 +40,7 @@ from polyphys.errors import ImportError_, OptionError, PolyphysWarning
 from polyphys.xmlfile import read_xml
 
 from .sensors import parse_sensors
+from .visual import camera_record, geom_look, read_material, read_texture
 
 JOINT_MAP = {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "free"}
 GEOM_TYPES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf")
@@ -262,6 +263,8 @@ class _Ctx:
         self.classes: dict[str, dict] = {}
         self.meshes: dict[str, dict] = {}
         self.hfields: dict[str, dict] = {}
+        self.textures: dict[str, dict] = {}
+        self.materials: dict[str, dict] = {}
 
     # -- compiler settings --------------------------------------------------------------------
     @property
@@ -406,6 +409,7 @@ class MJCFImporter:
         self.springdamper = {}    # id(Joint) -> (timeconst, dampratio)
         self.explicit = {}        # link index -> Inertial from <inertial>
         self.geom_mass = []       # per geom: (mass, com in link frame, inertia about com) or None
+        self.cameras = []         # camera sensor records (visual.py)
         for wb in root.findall("worldbody"):
             self._children(wb, 0, "main", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
         self._group_by_link()
@@ -428,6 +432,7 @@ class MJCFImporter:
             desc.keyframes.append(Keyframe(name="", qpos=desc.qpos0(), qvel=np.zeros(desc.n_dofs),
                                            ctrl=np.zeros(len(desc.actuators))))
         parse_sensors(root, desc, ctx.notes)        # <sensor> -> desc.sensors (sensors.py)
+        desc.sensors.extend(self.cameras)           # <camera> -> camera sensors (visual.py)
         for tag in ("deformable", "extension", "custom", "visual", "statistic"):
             for el in root.findall(tag):
                 ctx.unsupported[tag] += 1
@@ -534,8 +539,10 @@ class MJCFImporter:
             elif a.tag == "hfield":
                 name = a.get("name") or os.path.splitext(os.path.basename(a.get("file", "")))[0]
                 ctx.hfields[name] = dict(a.attrib)
-            elif a.tag in ("texture", "material"):
-                ctx.unsupported[a.tag] += 1
+            elif a.tag == "texture":
+                read_texture(ctx, dict(a.attrib))
+            elif a.tag == "material":
+                read_material(ctx, ctx.attrs(a, "main"))
             else:
                 ctx.unsupported["asset " + a.tag] += 1
 
@@ -658,7 +665,13 @@ class MJCFImporter:
             elif tag == "inertial":
                 if li == 0:
                     raise ImportError_(f"{ctx.file}: <inertial> in the worldbody")
-            elif tag in ("camera", "light"):
+            elif tag == "camera":
+                a = ctx.attrs(child, cls)
+                cpos = _floats(a.get("pos", "0 0 0"), 3, f"camera {a.get('name')!r} pos")
+                cq = ctx.orient(a, f"camera {a.get('name')!r}") or (1.0, 0.0, 0.0, 0.0)
+                cpos, cq = compose(fpos, fquat, cpos, cq)
+                self.cameras.append(camera_record(ctx, a, li, self.desc.links[li].name, cpos, cq, len(self.cameras)))
+            elif tag == "light":
                 ctx.unsupported[tag] += 1
             elif tag in ("composite", "flexcomp", "replicate", "plugin", "attach"):
                 ctx.unsupported[f"body {tag}"] += 1
@@ -838,6 +851,7 @@ class MJCFImporter:
         friction = _pad(_floats(a.get("friction", "1 0.005 0.0001"), what=f"{what} friction"), 3,
                         (1.0, 0.005, 0.0001))
         contype, conaff = int(a.get("contype", 1)), int(a.get("conaffinity", 1))
+        rgba, texture = geom_look(ctx, a, size, what)
         g = Geom(name=name, type=gt, link=li, size=tuple(size), pos=pos, quat=q,
                  role="visual" if (contype == 0 and conaff == 0) else "both",
                  contype=contype, conaffinity=conaff, condim=int(a.get("condim", 3)),
@@ -846,8 +860,7 @@ class MJCFImporter:
                  solmix=float(a.get("solmix", 1.0)), priority=int(a.get("priority", 0)),
                  margin=float(a.get("margin", 0.0)), gap=float(a.get("gap", 0.0)),
                  group=int(a.get("group", 0)), density=float(a.get("density", 1000.0)),
-                 rgba=_pad(_floats(a.get("rgba", "0.5 0.5 0.5 1")), 4, (0.5, 0.5, 0.5, 1.0)),
-                 mesh=mesh, hfield=hfield)
+                 rgba=rgba, texture=texture, mesh=mesh, hfield=hfield)
         if g.condim not in (1, 3, 4, 6):
             raise ImportError_(f"{ctx.file}: {what} condim = {g.condim}; allowed 1, 3, 4, 6")
         desc.geoms.append(g)
@@ -1335,6 +1348,10 @@ class MJCFImporter:
         desc = self.desc
         apply_fixed(desc, morph.fixed, roots=[i for i, lk in enumerate(desc.links) if lk.parent == 0])
         apply_scale(desc, morph.scale)
+        if morph.scale != 1.0:
+            for rec in desc.sensors:
+                if rec.kind == "camera":
+                    rec.options["offset_pos"] = tuple(float(v) * morph.scale for v in rec.options["offset_pos"])
         apply_geometry_options(desc, morph)
         desc.finalize()
 
