@@ -310,19 +310,41 @@ class Camera:
     def columns(self) -> tuple[dict, int]:
         return image_columns(self.outputs, self.width, self.height)
 
-    def _renderer(self, scene) -> Renderer:
-        if self._bound is None or self._bound.scene is not scene:
-            self._bound = Renderer(scene, self.spec, self.outputs, self.width, self.height)
+    def _renderer(self, scene, outputs=None) -> Renderer:
+        outs = self.outputs if outputs is None else camera_outputs(self.spec.owner, outputs, self.outputs)
+        if self._bound is None or self._bound.scene is not scene or self._bound.outputs != outs:
+            self._bound = Renderer(scene, self.spec, outs, self.width, self.height)
         return self._bound
 
     def get_pose(self, scene, envs_idx=None):
         """World (pos (n, 3), quat (n, 4) w x y z) of the camera frame now (no env axis unbatched)."""
         return self._renderer(scene).get_pose(envs_idx)
 
-    def render(self, scene, envs_idx=None, color_range=None) -> dict:
+    def render(self, scene, envs_idx=None, color_range=None, grow_range=False, outputs=None) -> dict:
         """Render the scene's current state: {output: array} with shapes (n, H, W) or (n, H, W, 3)
-        (no env axis for an unbatched scene); rgb in [0, 1]."""
-        return self._renderer(scene).render(envs_idx, color_range)
+        (no env axis for an unbatched scene); rgb in [0, 1]; ``outputs`` default: the camera's."""
+        return self._renderer(scene, outputs).render(envs_idx, color_range, grow_range)
+
+
+def auto_camera(scene, env: int = 0, resolution=(480, 360), fov=40.0, **kw) -> Camera:
+    """A camera framing env ``env``'s content as it is now: looking at the centre of its bounding
+    box from the direction (1, −1.2, 0.8) (x right-front, z up) far enough for the box's bounding
+    sphere to fit the vertical field of view (infinite planes are not framed)."""
+    import warp as wp
+
+    rs = ray_scene(scene)
+    with wp.ScopedDevice(rs.device):
+        rs.prepare_all()
+    b = rs.bounds(env)
+    lo, hi = (np.array([-1.0, -1.0, 0.0]), np.array([1.0, 1.0, 1.0])) if b is None else b
+    c = 0.5 * (lo + hi)
+    r = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
+    w, h = resolution
+    half = math.radians(fov) / 2 * min(1.0, w / h)
+    dist = 1.15 * r / math.sin(half)
+    d = np.array([1.0, -1.2, 0.8])
+    d /= np.linalg.norm(d)
+    return Camera(resolution=resolution, fov=fov, pos=tuple(c + dist * d), lookat=tuple(c), **kw)
 
 
 def image_columns(outputs, width: int, height: int) -> tuple[dict, int]:
@@ -345,6 +367,7 @@ class Renderer:
             spec.mount_in(scene)
         self.rs = rs = ray_scene(scene)
         self.cols, D = image_columns(outputs, width, height)
+        self.range = None
         with wp.ScopedDevice(rs.device):
             self.rset = RaySet(rs, [spec], [self.cols])
             self.out = wp.zeros((rs.n_envs, D), dtype=wp.float32, device=rs.device)
@@ -356,7 +379,9 @@ class Renderer:
         quat = np.stack([rot_to_quat(R[e, 0]) for e in envs])
         return (pos, quat) if self.scene.batched else (pos[0], quat[0])
 
-    def render(self, envs_idx=None, color_range=None) -> dict:
+    def render(self, envs_idx=None, color_range=None, grow_range=False) -> dict:
+        """Images of ``envs_idx``; particles coloured by a field take ``color_range``, else the
+        spec's, else the field's range now (``grow_range``: the union with the earlier calls')."""
         import warp as wp
 
         scene, rs, rset = self.scene, self.rs, self.rset
@@ -375,7 +400,11 @@ class Renderer:
                     auto = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
                 else:
                     auto = rs.upload_field(sh.particle_color, self.spec.owner)
-                rng = color_range or sh.color_range or (auto if auto[1] > auto[0] else (auto[0], auto[0] + 1.0))
+                if grow_range and self.range is not None:
+                    auto = (min(auto[0], self.range[0]), max(auto[1], self.range[1]))
+                auto = auto if auto[1] > auto[0] else (auto[0], auto[0] + 1.0)
+                self.range = auto
+                rng = color_range or sh.color_range or auto
                 rset.update_shading(0, rng)
             elif color_range is not None:
                 rset.update_shading(0, color_range)

@@ -552,6 +552,34 @@ class RayScene:
         lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 1.0)
         return (lo, hi if hi > lo else lo + 1.0)
 
+    def bounds(self, env: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """World bounding box (lo, hi) of env ``env``'s finite content (not infinite planes) after a
+        ``prepare``; None when it holds nothing finite."""
+        lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+        P = next(P for P in self.parts if P["part"].start <= env < P["part"].stop)
+        e = env - P["part"].start
+        if self.n_bvh:
+            lo = np.minimum(lo, P["lowers"].numpy().reshape(-1, self.n_bvh, 3)[e].min(0))
+            hi = np.maximum(hi, P["uppers"].numpy().reshape(-1, self.n_bvh, 3)[e].max(0))
+        for k in range(self.gm.n_planes):       # finite planes count, infinite ones do not
+            g = int(self.gm.planes.numpy()[k])
+            sz = self.gm.size.numpy()[g]
+            if sz[0] > 0 and sz[1] > 0:
+                c = self.geom_pos.numpy()[env, g]
+                R = self.geom_rot.numpy()[env, g]
+                ext = np.abs(R) @ np.array([sz[0], sz[1], 0.0])
+                lo, hi = np.minimum(lo, c - ext), np.maximum(hi, c + ext)
+        if self.n_particles:
+            plo, phi = self.p_lo.numpy()[env], self.p_hi.numpy()[env]
+            if (plo <= phi).all():
+                lo, hi = np.minimum(lo, plo), np.maximum(hi, phi)
+        if self.sm.n:
+            v = self.verts.numpy().reshape(self.n_envs, -1, 3)[env]
+            lo, hi = np.minimum(lo, v.min(0)), np.maximum(hi, v.max(0))
+        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+            return None
+        return lo, hi
+
     # -- names ---------------------------------------------------------------------------------------
     def segmentation_names(self, mode: str) -> dict:
         """{id: name} of the segmentation ids of ``mode`` ("entity", "link", "geom"); -1 is no hit."""
