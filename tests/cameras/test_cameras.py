@@ -543,3 +543,29 @@ def test_mjcf_cameras_import_as_on_demand_cameras(tmp_path):
     np.testing.assert_allclose(R[:, 0], d.cam_xmat[0].reshape(3, 3)[:, 0], atol=1e-6)
     same = Camera(resolution=(40, 30), fov=50, pos=tuple(pos), quat=tuple(quat), outputs=("depth",)).render(scene)
     np.testing.assert_allclose(img, same["depth"], rtol=0, atol=1e-5)    # two float32 paths to one pose
+
+
+def test_images_do_not_depend_on_the_thread_count(tmp_path):
+    """cpu_threads = 2 splits the envs into two partitions, each with its own BVHs, hash grid and
+    captured graph: the images equal one thread's bit for bit."""
+    imgs = []
+    for threads in (1, 2):
+        from polyphys.materials import MPM
+        from polyphys.plugins.mpm.options import MPMOptions
+
+        scene = polyphys.Scene(sim=SimOptions(dt=2e-3, substeps=4, cpu_threads=threads),
+                               mpm=MPMOptions(lower_bound=(-0.4, -0.4, 0.0), upper_bound=(0.4, 0.4, 0.8),
+                                              grid_density=20.0))
+        scene.add_entity(morphs.Plane(), Rigid())
+        ball = scene.add_entity(morphs.Sphere(radius=0.08, pos=(0.1, 0.1, 0.5)), Rigid())
+        scene.add_entity(morphs.Box(size=(0.16, 0.16, 0.16), pos=(-0.1, -0.05, 0.3)), MPM.Elastic())
+        cam = scene.add_sensor("camera", None, resolution=(40, 30), pos=(0.8, -0.7, 0.7), lookat=(0.0, 0.0, 0.3),
+                               outputs=("rgb", "depth", "segmentation"))
+        scene.build(n_envs=3)
+        ball.set_pos([[0.1, 0.1, 0.5], [-0.1, 0.15, 0.4], [0.0, -0.2, 0.3]])
+        for _ in range(3):
+            scene.step()
+        assert len(scene.layout.partitions) == threads
+        imgs.append(cam.read())
+    for k in ("rgb", "depth", "segmentation"):
+        np.testing.assert_array_equal(imgs[0][k], imgs[1][k])
