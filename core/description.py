@@ -175,6 +175,18 @@ class Equality:
 
 
 @attrs.define(kw_only=True)
+class SensorRecord:
+    """A sensor declared in a model file, as the importer mapped it to a polyphys sensor kind: the
+    scene adds it (``scene.add_sensor(kind, entity, name=name, **options)``) with the entity and
+    lists it in ``entity.sensors`` (docs/sensors.md, "MJCF")."""
+
+    name: str
+    kind: str                        # a registered sensor kind: "imu", "force_torque", "frame", ...
+    options: dict = attrs.field(factory=dict)    # add_sensor keywords (site=..., outputs=..., noise=...)
+    source: str = ""                 # what the file declared, e.g. "MJCF accelerometer"
+
+
+@attrs.define(kw_only=True)
 class Keyframe:
     name: str
     time: float = 0.0
@@ -195,6 +207,7 @@ class EntityDescription:
     actuators: list = attrs.field(factory=list)
     equalities: list = attrs.field(factory=list)
     keyframes: list = attrs.field(factory=list)
+    sensors: list = attrs.field(factory=list)            # SensorRecord
     contact_excludes: list = attrs.field(factory=list)   # (link_a, link_b)
     contact_pairs: list = attrs.field(factory=list)      # dicts: geom1, geom2 and pair parameters
     tendons: list = attrs.field(factory=list)            # parsed and reported, not simulated

@@ -38,6 +38,7 @@ class Entity:
         self.material = material
         self.surface = surface
         self.name = name or f"{solver.name}_{idx}"
+        self.sensors: dict = {}         # name -> Sensor attached to this entity (scene.add_sensor, MJCF <sensor>)
 
     @property
     def scene(self) -> Scene:
@@ -266,30 +267,149 @@ class Importer(abc.ABC):
         """Return the EntityDescription of a file morph."""
 
 
-class Sensor(abc.ABC):
-    """Attached to an entity (or link/site); ``step()`` runs after the physics of each step.
+class Sensor:
+    """A sensor attached to an entity (a link, site, joint, region ... of it); docs/sensors.md.
 
-    ``read(envs_idx=None)`` returns a dict with ``value`` and timing metadata: ``step`` (per env),
-    ``time``, and ``stage`` (which substep/stage the value belongs to)."""
+    ``scene.add_sensor(kind, entity, name=..., **kwargs)`` constructs it (validating the arguments;
+    the measurement-model keywords ``noise, bias, drift, resolution, limits, delay, delay_buffer,
+    seed`` are the base class's). ``build(layout)`` runs after the solvers are built: resolve names,
+    find the views it needs (``entity.solver.view(...)``), set ``fields`` — its outputs as
+    ``(name, width, datatype)`` with datatype ``real``, ``positive``, ``quat``, ``axis`` or ``bool``
+    — and ``stage``/``time_lag``. Inside the captured step (after the last substep) the scene's
+    SensorHub calls ``bind()`` (columns are known then) and ``make_group(...).evaluate(part,
+    truth)``: the sensor writes its ground truth into its columns ``[column, column + dim)`` of
+    ``truth`` (the partition's rows), by kernel launches only. The measurement models, the sensor
+    state (delay buffers, drift, noise counters), per-env reset, checkpoints and the time tags of
+    ``read()`` are the core's.
 
-    def __init__(self, scene: Scene, spec: SensorSpec, entity: Entity | None = None, **kwargs):
+    stage: ``"solve"`` — the values belong to the state a solve was made at, ``time_lag`` seconds
+    before the step's end (rigid: the start of the last substep), tagged ``solved_at``; ``"end"`` —
+    a query of the state after the step, tagged ``query_at`` (docs/semantics.md §F1).
+    """
+
+    stage: str = "end"
+
+    def __init__(self, scene: Scene, spec: SensorSpec, entity: Entity | None = None, *, name: str | None = None,
+                 noise=0.0, bias=0.0, drift=0.0, resolution=0.0, limits=None, delay=0, delay_buffer=None,
+                 seed=0):
+        from .sensors import MeasurementModel
+
         self.scene = scene
         self.spec = spec
+        self.kind = spec.name
         self.entity = entity
-        self.kwargs = kwargs
+        self.name = name if name is not None else spec.name
+        self.capabilities = spec.capabilities
+        self.full_name = f"{entity.name}/{self.name}" if entity is not None else self.name
+        self.measurement = MeasurementModel.create(repr(self.full_name), noise=noise, bias=bias, drift=drift,
+                                                   resolution=resolution, limits=limits, delay=delay,
+                                                   delay_buffer=delay_buffer, seed=seed)
+        self.fields: list = []          # [(output name, width, datatype)], set by build
+        self.time_lag = 0.0
+        self.layout: Layout | None = None
+        self.column = -1                # first column in the scene's sensor arrays (set by the hub)
+        self.index = -1
+        self._hub = None
 
+    # -- what a sensor implements ------------------------------------------------------------------
     def build(self, layout: Layout) -> None:
+        """Resolve names and views, set ``fields`` (and ``stage``/``time_lag``), allocate parameters."""
         self.layout = layout
 
-    def step(self) -> None:
-        pass
+    def bind(self) -> None:
+        """After the scene gave this sensor its columns (``self.column``): allocate the parameter
+        arrays ``evaluate`` launches with (nothing is allocated inside the step)."""
 
-    def reset(self, envs_idx: np.ndarray) -> None:
-        pass
+    def group_key(self) -> Any:
+        """Sensors with equal keys are evaluated by one group (``make_group``); default: alone."""
+        return ("single", id(self))
 
-    @abc.abstractmethod
-    def read(self, envs_idx=None) -> dict:
-        """The reading with its timing metadata."""
+    @classmethod
+    def make_group(cls, sensors: list, layout: Layout):
+        """The group evaluating ``sensors`` (equal ``group_key``); default: each ``evaluate`` in turn."""
+        from .sensors import SensorGroup
+
+        return SensorGroup(sensors, layout)
+
+    def evaluate(self, part: Partition, truth) -> None:
+        """Write this sensor's ground truth for the envs of ``part`` (launches only; see the class doc).
+        Needed unless the sensor's group evaluates its members itself."""
+        raise NotImplementedError(f"sensor kind {self.kind!r} has no evaluate() and no group that evaluates it")
+
+    # -- the rest is the core's -------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        return sum(w for _, w, _ in self.fields)
+
+    def field_slices(self) -> dict:
+        out, c = {}, 0
+        for name, w, _ in self.fields:
+            out[name] = slice(c, c + w)
+            c += w
+        return out
+
+    def _check_fields(self) -> None:
+        from .sensors import DATATYPES
+
+        if not self.fields:
+            raise OptionError(f"sensor {self.full_name!r} ({self.kind}): build() set no outputs (fields)")
+        for name, width, dtype in self.fields:
+            if dtype not in DATATYPES or int(width) < 1 or (dtype == "quat" and width != 4) or (
+                    dtype == "axis" and width != 3):
+                raise OptionError(f"sensor {self.full_name!r} output {name!r}: width {width}, datatype {dtype!r}: "
+                                  f"allowed datatypes {DATATYPES} (quat: width 4, axis: width 3)")
+        if self.stage not in ("solve", "end"):
+            raise OptionError(f"sensor {self.full_name!r}: stage = {self.stage!r}; allowed 'solve' or 'end'")
+
+    def _check_measurement(self, noise, bias, drift, resolution, lo, hi) -> None:
+        """Quaternion and axis outputs take noise (an angle) and delay only; bool outputs delay only."""
+        for name, sl in self.field_slices().items():
+            dtype = next(d for n, _, d in self.fields if n == name)
+            if dtype == "real" or dtype == "positive":
+                continue
+            given = {"noise": noise, "bias": bias, "drift": drift, "resolution": resolution}
+            if dtype == "bool":
+                allowed = ()
+            else:
+                allowed = ("noise",)
+            for key, arr in given.items():
+                if arr is not None and key not in allowed and np.any(np.asarray(arr)[sl] != 0):
+                    raise OptionError(f"sensor {self.full_name!r}: {key} on output {name!r} ({dtype}): a {dtype} "
+                                      f"output takes {'noise (an angle, rad) and ' if allowed else ''}delay only")
+            if lo is not None and (np.isfinite(np.asarray(lo)[sl]).any() or np.isfinite(np.asarray(hi)[sl]).any()):
+                raise OptionError(f"sensor {self.full_name!r}: limits on output {name!r} ({dtype}): a {dtype} output "
+                                  f"takes {'noise (an angle, rad) and ' if allowed else ''}delay only")
+
+    def _require_hub(self, what: str):
+        if self._hub is None:
+            from .errors import SceneStateError
+
+            raise SceneStateError(f"sensor {self.full_name!r}: {what} before scene.build()")
+        return self._hub
+
+    def read(self, envs_idx=None):
+        """The measured reading (noise, bias, drift, quantization, saturation, delay applied) of the
+        last step, with its time tags: a :class:`polyphys.sensors.Reading`."""
+        return self._require_hub("read()").read(self, envs_idx, ground_truth=False)
+
+    def read_ground_truth(self, envs_idx=None):
+        """The exact value of the last step (no measurement model, no delay), with its time tags."""
+        return self._require_hub("read_ground_truth()").read(self, envs_idx, ground_truth=True)
+
+    def set_noise(self, noise, envs_idx=None) -> None:
+        """Per-env noise standard deviation (domain randomisation): as the ``noise`` argument."""
+        self._require_hub("set_noise()").set_param(self, "noise", noise, envs_idx)
+
+    def set_bias(self, bias, envs_idx=None) -> None:
+        """Per-env constant bias: as the ``bias`` argument."""
+        self._require_hub("set_bias()").set_param(self, "bias", bias, envs_idx)
+
+    def set_delay(self, delay, envs_idx=None) -> None:
+        """Per-env delay in steps, at most the sensor's ``delay_buffer``."""
+        self._require_hub("set_delay()").set_param(self, "delay", delay, envs_idx)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.full_name!r} kind={self.kind}>"
 
 
 def check_options(owner: str, options_type: type, options: Any) -> Any:

@@ -1,7 +1,7 @@
 """Scene: entities, solvers and couplers composed through the registry, and the user-facing loop.
 
 ``Scene.step()``: pre-step callbacks (one returning True skips the step) -> pre-step recorders ->
-``Simulator.step()`` -> sensors -> recorders.
+``Simulator.step()`` (sensors are evaluated inside it, in the captured step) -> recorders.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class Scene:
         self.n_envs = 0
         self.layout: Layout | None = None
         self.simulator = None
+        self.sensor_hub = None
         self._step_count: np.ndarray | None = None
         self.nan_envs: list[tuple[int, int]] = []      # (step, env) of every NaN reset
         self.timings = {"build_s": 0.0, "step_s": 0.0, "steps": 0}
@@ -100,6 +101,7 @@ class Scene:
         entity = solver.add_entity(morph, material, surface, name=name, **kwargs)
         entity.uid = len(self.entities)
         self.entities.append(entity)
+        self._add_described_sensors(entity)
         return entity
 
     def solver(self, name: str):
@@ -130,13 +132,63 @@ class Scene:
 
         return live(self, port=port, **kwargs)
 
-    def add_sensor(self, name: str, entity: Entity | None = None, **kwargs):
+    def add_sensor(self, kind: str, entity: Entity | None = None, name: str | None = None, **kwargs):
+        """Add a sensor of a registered kind (``polyphys plugins`` lists them; docs/sensors.md) to
+        ``entity``; ``name`` must be unique among the entity's sensors (default: the kind, numbered).
+        Measurement-model keywords (noise, bias, drift, resolution, limits, delay, delay_buffer,
+        seed) apply to every kind; the rest are the kind's own."""
         if self.built:
             raise SceneStateError("add_sensor after build: add sensors before scene.build()")
-        rec = registry().get("sensor", name, self._plugins)
-        sensor = rec.load()(self, rec.spec, entity, **kwargs)
+        rec = registry().get("sensor", kind, self._plugins)
+        if entity is not None and not isinstance(entity, Entity):
+            raise OptionError(f"add_sensor({kind!r}, entity={entity!r}): expected an entity from scene.add_entity")
+        taken = entity.sensors if entity is not None else {s.name: s for s in self.sensors if s.entity is None}
+        if name is None:
+            i = 0
+            while f"{kind}{i}" in taken:
+                i += 1
+            name = f"{kind}{i}"
+        if not isinstance(name, str) or not name or "/" in name:
+            raise OptionError(f"add_sensor({kind!r}, name={name!r}): a non-empty name without '/'")
+        if name in taken:
+            where = f"entity {entity.name!r}" if entity is not None else "the scene"
+            raise OptionError(f"add_sensor({kind!r}, name={name!r}): {where} has a sensor of that name")
+        cls = rec.load()
+        try:
+            sensor = cls(self, rec.spec, entity, name=name, **kwargs)
+        except TypeError as exc:
+            import inspect
+
+            allowed = sorted({p for k in type.mro(cls) if "__init__" in k.__dict__
+                              for p in inspect.signature(k.__init__).parameters
+                              if p not in ("self", "scene", "spec", "entity", "kwargs")})
+            raise OptionError(f"add_sensor({kind!r}): {exc}; allowed arguments: {allowed}") from None
         self.sensors.append(sensor)
+        if entity is not None:
+            entity.sensors[name] = sensor
         return sensor
+
+    def _add_described_sensors(self, entity: Entity) -> None:
+        """Sensors an importer found in the entity's model file (MJCF <sensor>): added as the
+        polyphys kinds the importer mapped them to; a kind that is not installed is named in one
+        warning."""
+        desc = getattr(entity, "description", None)
+        records = getattr(desc, "sensors", None) or []
+        missing = []
+        known = {r.name for r in registry().all("sensor", self._plugins)}
+        for rec in records:
+            if rec.kind not in known:
+                missing.append(f"{rec.name} ({rec.source or rec.kind})")
+                continue
+            self.add_sensor(rec.kind, entity, name=rec.name, **dict(rec.options))
+        if missing:
+            import warnings
+
+            from .errors import PolyphysWarning
+
+            warnings.warn(PolyphysWarning(
+                f"entity {entity.name!r}: sensors of its model file not added (their sensor kinds are not "
+                f"installed or are disabled): {', '.join(missing)}"), stacklevel=3)
 
     def capabilities(self) -> Capabilities:
         """The composed scene's capabilities: the intersection over solvers, couplers, sensors."""
@@ -190,14 +242,17 @@ class Scene:
             self._require("devices", f"SimOptions(device={sim.device!r})", sim.device_kind)
             for c in self.couplers:
                 c.build(self.layout)
-            for sensor in self.sensors:
-                sensor.build(self.layout)
+            self.sensor_hub = None
+            if self.sensors:
+                from .sensors import SensorHub
+
+                self.sensor_hub = SensorHub(self, self.sensors, self.layout)
             for p in [*self.solvers, *self.couplers]:
                 p.register_initial()
         from .simulator import Simulator
 
         self.simulator = Simulator(self, self.solvers, self.couplers, self.layout, sim.graph_capture,
-                                   sim.nan_policy)
+                                   sim.nan_policy, sensors=self.sensor_hub)
         self._step_count = np.zeros(n, dtype=np.int64)
         self.built = True
         self.timings["build_s"] = time.perf_counter() - t0
@@ -281,8 +336,6 @@ class Scene:
         self.simulator.step()
         self.timings["step_s"] += time.perf_counter() - t0
         self.timings["steps"] += 1
-        for sensor in self.sensors:
-            sensor.step()
         for when, fn in self._recorders:
             if when == "post":
                 fn(self)
@@ -310,6 +363,21 @@ class Scene:
         c = self._step_count[envs].copy()
         return int(c[0]) if not self.batched else c
 
+    def read_sensors(self, envs_idx=None, ground_truth: bool = False) -> dict:
+        """Every sensor's reading of the last step: {full name ("entity/sensor"): Reading}."""
+        self._require_built("read_sensors()")
+        if self.sensor_hub is None:
+            return {}
+        readings = self.sensor_hub.read_many(self.sensors, envs_idx, ground_truth)
+        return {s.full_name: r for s, r in zip(self.sensors, readings, strict=True)}
+
+    def sensor(self, full_name: str):
+        """The sensor named ``"entity/sensor"`` (or a scene-level sensor's own name)."""
+        for s in self.sensors:
+            if s.full_name == full_name:
+                return s
+        raise OptionError(f"scene has no sensor {full_name!r}; sensors: {[s.full_name for s in self.sensors]}")
+
     def _envs_idx(self, envs_idx) -> np.ndarray:
         return arrays.normalize_envs_idx(envs_idx, self.layout.n_envs, self.batched)
 
@@ -321,6 +389,7 @@ class Scene:
         return {
             "solvers": {s.name: s.get_state() for s in self.solvers},
             "couplers": {c.name: c.get_state() for c in self.couplers},
+            "sensors": self.sensor_hub.get_state() if self.sensor_hub is not None else {},
             "step_count": self._step_count.copy(),
         }
 
@@ -340,14 +409,19 @@ class Scene:
                     s.set_state(state["solvers"][s.name], envs)
                 for c in self.couplers:
                     c.set_state(state["couplers"].get(c.name, {}), envs)
+                if self.sensor_hub is not None:
+                    if state.get("sensors"):
+                        self.sensor_hub.set_state(state["sensors"], envs)
+                    else:
+                        self.sensor_hub.reset(envs)
                 if envs_idx is None:
                     for p in [*self.solvers, *self.couplers]:
                         p.register_initial()
             else:
                 for p in [*self.solvers, *self.couplers]:
                     p.reset(envs)
-            for sensor in self.sensors:
-                sensor.reset(envs)
+                if self.sensor_hub is not None:
+                    self.sensor_hub.reset(envs)
         self._step_count[envs] = 0
 
     def _check_state(self, state: dict) -> None:
@@ -361,6 +435,8 @@ class Scene:
     def _reset_envs_after_nan(self, envs: np.ndarray) -> None:
         for s in [*self.solvers, *self.couplers]:
             s.reset(envs)
+        if self.sensor_hub is not None:
+            self.sensor_hub.reset(envs)
         for e in envs:
             self.nan_envs.append((int(self._step_count[e]), int(e)))
         self._step_count[envs] = 0
@@ -380,6 +456,8 @@ class Scene:
             "state": {s.name: {k: [list(a.shape), str(a.dtype)] for k, a in s.state_arrays().items()}
                       for s in self.solvers},
         }
+        if self.sensor_hub is not None:       # absent without sensors: older checkpoints keep loading
+            desc["sensors"] = self.sensor_hub.describe()
         return hashlib.sha256(json.dumps(desc, sort_keys=True, default=str).encode()).hexdigest()
 
     def _metadata(self) -> dict:
@@ -406,6 +484,9 @@ class Scene:
             for p in group:
                 for k, v in p.dump().items():
                     data[f"{prefix}/{p.name}/{k}"] = np.asarray(v)
+        if self.sensor_hub is not None:
+            for k, v in self.sensor_hub.dump().items():
+                data[f"sensors/{k}"] = np.asarray(v)
         data["__meta__"] = np.frombuffer(json.dumps(self._metadata()).encode(), dtype=np.uint8)
         path = os.fspath(path)
         with open(path, "wb") as fh:
@@ -436,6 +517,8 @@ class Scene:
                 for p in group:
                     pre = f"{prefix}/{p.name}/"
                     p.load({k[len(pre):]: npz[k] for k in npz.files if k.startswith(pre)})
+            if self.sensor_hub is not None:
+                self.sensor_hub.load({k[8:]: npz[k] for k in npz.files if k.startswith("sensors/")})
         self._step_count[:] = npz["__step_count__"]
 
     def __repr__(self):

@@ -4,7 +4,9 @@ device-side flags after each step.
 Per step: for each substep f (h = dt/N): the fast path ``solver.substep`` when one solver and no
 coupler are active, otherwise ``coupler.preprocess -> solver.substep_pre_coupling (each) ->
 coupler.couple -> solver.substep_post_coupling (each)``; then ``solver.end_step`` (clear external
-forces) and the NaN check. On CPU the envs are split into partitions, each stepped by a worker thread
+forces), the sensors (every group's ground truth, then the measurement models: a bounded number of
+launches however many envs and sensors, ``polyphys.sensors.SensorHub.evaluate``) and the NaN check.
+On CPU the envs are split into partitions, each stepped by a worker thread
 with its own captured graph (Warp releases the GIL while a launch or a replay runs).
 """
 
@@ -21,12 +23,13 @@ from .layout import Layout, Partition
 
 class Simulator:
     def __init__(self, scene, solvers: list, couplers: list, layout: Layout, graph_capture: bool,
-                 nan_policy: str):
+                 nan_policy: str, sensors=None):
         import warp as wp
 
         self.scene = scene
         self.solvers = solvers
         self.couplers = couplers
+        self.sensors = sensors          # the scene's SensorHub, or None
         self.layout = layout
         self.parts: tuple[Partition, ...] = layout.partitions
         self.graph_capture = graph_capture
@@ -55,6 +58,8 @@ class Simulator:
                     s.substep_post_coupling(f, part)
         for s in self.solvers:
             s.end_step(part)
+        if self.sensors is not None:
+            self.sensors.evaluate(part)
         for s in self.solvers:
             s.nan_check(part, self.nan_flags)
 

@@ -39,6 +39,8 @@ from polyphys.description import (
 from polyphys.errors import ImportError_, OptionError, PolyphysWarning
 from polyphys.xmlfile import read_xml
 
+from .sensors import parse_sensors
+
 JOINT_MAP = {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "free"}
 GEOM_TYPES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf")
 ACTUATOR_TAGS = ("general", "motor", "position", "velocity", "intvelocity", "damper", "cylinder",
@@ -425,9 +427,7 @@ class MJCFImporter:
         while len(desc.keyframes) < nkey:   # <size nkey>: keys at qpos0
             desc.keyframes.append(Keyframe(name="", qpos=desc.qpos0(), qvel=np.zeros(desc.n_dofs),
                                            ctrl=np.zeros(len(desc.actuators))))
-        for el in root.findall("sensor"):
-            for child in el:
-                ctx.unsupported[f"sensor {child.tag}"] += 1
+        parse_sensors(root, desc, ctx.notes)        # <sensor> -> desc.sensors (sensors.py)
         for tag in ("deformable", "extension", "custom", "visual", "statistic"):
             for el in root.findall(tag):
                 ctx.unsupported[tag] += 1
@@ -505,7 +505,7 @@ class MJCFImporter:
         for key in ("density", "viscosity"):
             if float(o.get(key, 0.0)) != 0.0:
                 ctx.notes.append(f"option {key}={o[key]} (fluid forces) is not modelled")
-        for key in ("wind", "magnetic"):
+        for key in ("wind",):          # magnetic: the magnetometer sensors' field (sensors.py)
             if key in o and any(v != 0.0 for v in _floats(o[key])):
                 ctx.notes.append(f"option {key}={o[key]!r} is not modelled")
         if o.get("flag_contact", "enable") == "disable":

@@ -637,6 +637,30 @@ class RigidEntity(Entity):
         sl = slice(self.link_start, self.link_start + len(self.description.links))
         return {k: self._out(v[:, sl]) for k, v in out.items()}
 
+    # -- post-solve readbacks (plugins/rigid/readback.py, docs/sensors.md) --------------------------
+    def _readback(self, names: dict, envs_idx, cols) -> dict:
+        out = self.solver._readback_read(self._envs(envs_idx), names)
+        return {k: self._out(v[:, cols] if k in names else v) for k, v in out.items()}
+
+    def get_cfrc_int(self, envs_idx=None) -> dict:
+        """Per link (n_envs, n_links, 3, world frame): ``force`` and ``torque`` (about the link CoM)
+        that the parent exerts on the link through their joint, carrying the link's whole subtree —
+        MuJoCo's cfrc_int (post-solve Newton–Euler pass); ``solved_at``: the state of the last
+        step's last solve (the start of its last substep, as MuJoCo's sensors), or ``query_at``: a
+        fresh query at the current state (the first call before a step computes it); ``stale``: a
+        setter or reset changed the state since."""
+        return self._readback({"force": "int_force", "torque": "int_torque"}, envs_idx, self._ls)
+
+    def get_cfrc_ext(self, envs_idx=None) -> dict:
+        """Per link: the external wrench on it (applied and coupling forces, contacts, connect/weld
+        equalities; torque about the link CoM; MuJoCo's cfrc_ext), tagged as ``get_cfrc_int``."""
+        return self._readback({"force": "ext_force", "torque": "ext_torque"}, envs_idx, self._ls)
+
+    def get_qfrc_constraint(self, envs_idx=None) -> dict:
+        """``qfrc_constraint`` (n_envs, n_dofs): the generalized constraint force Jᵀλ of the last
+        solve (contacts, limits, friction loss, equalities), tagged as ``get_cfrc_int``."""
+        return self._readback({"qfrc_constraint": "qfrc_constraint"}, envs_idx, self._ds)
+
     # -- contact parameters (the solver's setters on this entity's geoms) -------------------------
     def _geoms_global(self, geoms_idx_local):
         g0 = sum(len(e.description.geoms) for e in self.solver.entities[:self.idx])
