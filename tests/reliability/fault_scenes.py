@@ -1,12 +1,14 @@
 """Scenes the reliability tests inject faults into: every registered solver's contract scene, a
 rigid scene with collisions (plane, box, sphere, capsule, cylinder: the broadphase and narrowphase
-run), and Legacy-coupled rigid + MPM / SPH / PBD scenes (the coupler's SDF queries run).
+run), a rigid MJCF scene on a heightfield with a convex mesh (GJK/EPA, the heightfield's cell lookup), and Legacy-coupled rigid + MPM / SPH / PBD scenes (the coupler's SDF queries run).
 
 ``build(name, n_envs, substeps)`` returns a built scene whose envs already differ (each scene's
 drive gives every env its own velocities), so that a leak from one env into another shows up.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -35,6 +37,44 @@ def _rigid_collide(n_envs: int, substeps: int, **sim):
     rng = np.random.default_rng(1)
     for e in sc.entities[1:]:
         e.set_dofs_velocity(rng.normal(scale=0.3, size=(max(1, n_envs), 6)) if n_envs else rng.normal(size=6))
+    return sc
+
+
+_TERRAIN = """<mujoco><asset>
+<hfield name="h" nrow="5" ncol="6" size="0.6 0.5 0.1 0.2"
+ elevation="0 .1 .2 .1 0 .1  .1 .2 .3 .2 .1 0  0 .1 .2 .3 .2 .1  .1 0 .1 .2 .1 0  0 .1 0 .1 0 .1"/>
+<mesh name="wedge" vertex="0 0 0  .12 0 0  0 .1 0  0 0 .08  .12 0 .08  0 .1 .08"/>
+</asset><worldbody>
+<geom type="hfield" hfield="h"/>
+<body pos="0.05 -0.1 0.15" euler="10 20 30"><freejoint/><geom type="box" size=".05 .04 .03"/></body>
+<body pos="-0.2 0.1 0.2" euler="0 30 0"><freejoint/><geom type="mesh" mesh="wedge"/></body>
+<body pos="0.25 0.2 0.2"><freejoint/><geom type="sphere" size=".05"/></body>
+<body pos="-0.1 -0.25 0.2" euler="80 0 10"><freejoint/><geom type="capsule" size=".03 .06"/></body>
+</worldbody></mujoco>"""
+
+
+def _rigid_terrain(n_envs: int, substeps: int, **sim):
+    """A heightfield, a convex mesh (GJK/EPA), a box, a sphere and a capsule (MJCF, written to a
+    temporary file)."""
+    import os
+    import tempfile
+
+    import polyphys
+    from polyphys import morphs
+    from polyphys.plugins.rigid.materials import Rigid
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "terrain.xml")
+        with open(path, "w") as fh:
+            fh.write(_TERRAIN)
+        sc = polyphys.Scene(sim=_sim(substeps, **sim))
+        body = sc.add_entity(morphs.MJCF(file=path), Rigid(), name="terrain")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sc.build(n_envs=n_envs)
+    rng = np.random.default_rng(3)
+    n_dofs = body.get_dofs_velocity().shape[-1]
+    body.set_dofs_velocity(rng.normal(scale=0.3, size=(max(1, n_envs), n_dofs)) if n_envs else rng.normal(size=n_dofs))
     return sc
 
 
@@ -89,7 +129,7 @@ def scene_names() -> list[str]:
     names = [f"contract:{r.name}" for r in registry().all("solver")]
     have = {r.name for r in registry().all("solver")}
     if "rigid" in have:
-        names.append("rigid_collide")
+        names += ["rigid_collide", "rigid_terrain"]
         names += [f"legacy_{k}" for k in ("mpm", "sph", "pbd") if k in have]
     return names
 
@@ -103,6 +143,8 @@ def build(name: str, n_envs: int, substeps: int, **sim):
         return build_scene(rec, n_envs, substeps=substeps, **sim)
     if name == "rigid_collide":
         return _rigid_collide(n_envs, substeps, **sim)
+    if name == "rigid_terrain":
+        return _rigid_terrain(n_envs, substeps, **sim)
     if name.startswith("legacy_"):
         return _legacy(name[len("legacy_"):], n_envs, substeps, **sim)
     raise KeyError(name)
