@@ -1,6 +1,7 @@
 """Scenes the reliability tests inject faults into: every registered solver's contract scene, a
 rigid scene with collisions (plane, box, sphere, capsule, cylinder: the broadphase and narrowphase
-run), a rigid MJCF scene on a heightfield with a convex mesh (GJK/EPA, the heightfield's cell lookup), and Legacy-coupled rigid + MPM / SPH / PBD scenes (the coupler's SDF queries run).
+run), a rigid MJCF scene on a heightfield with a convex mesh (GJK/EPA, the heightfield's cell
+lookup), and Legacy-coupled rigid + MPM / SPH / PBD scenes (the coupler's SDF queries run).
 
 ``build(name, n_envs, substeps)`` returns a built scene whose envs already differ (each scene's
 drive gives every env its own velocities), so that a leak from one env into another shows up.
