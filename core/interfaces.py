@@ -238,14 +238,14 @@ class Solver(abc.ABC):
                 bad = ~np.isfinite(vrows)
                 if bad.any():
                     at = np.argwhere(bad)[0]
-                    raise error(f"{what}.{k}: value {rows[tuple(at)]!r} at env {envs[at[0]]}, index "
+                    raise error(f"{what}.{k}: value {rows[tuple(at)].item()!r} at env {envs[at[0]]}, index "
                                 f"{tuple(int(i) for i in at[1:])} is not finite in {want.dtype} storage; "
                                 f"every value must be finite (|x| <= {np.finfo(want.dtype).max:.4g})")
             elif not np.array_equal(vrows.astype(np.float64), rows.astype(np.float64)):
                 bad = vrows.astype(np.float64) != rows.astype(np.float64)
                 at = np.argwhere(bad)[0]
                 info = np.iinfo(want.dtype)
-                raise error(f"{what}.{k}: value {rows[tuple(at)]!r} at env {envs[at[0]]} is not an integer "
+                raise error(f"{what}.{k}: value {rows[tuple(at)].item()!r} at env {envs[at[0]]} is not an integer "
                             f"in [{info.min}, {info.max}] ({want.dtype} storage)")
             out[k] = vals
         return out
