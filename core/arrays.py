@@ -103,17 +103,70 @@ def env_mask_array(envs_idx: np.ndarray, n_envs: int, device: str):
     return wp.array(mask, dtype=wp.int32, device=device)
 
 
-def check_shape(name: str, value, expected: tuple, dtype=float) -> np.ndarray:
-    """Convert ``value`` to an array of exactly ``expected`` shape, or raise naming both shapes."""
+def short_repr(value, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (error messages name the value given)."""
     try:
-        arr = np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError):
-        raise OptionError(f"{name}: cannot convert {type(value).__name__} to a numeric array") from None
+        text = np.array2string(value, threshold=8, edgeitems=2) if isinstance(value, np.ndarray) else repr(value)
+    except Exception:  # a value whose repr fails is still named by its type
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def as_numeric(name: str, value, dtype=float) -> np.ndarray:
+    """``value`` as an array of ``dtype``, or ``OptionError`` naming ``name``, the value and what is
+    wrong: not numbers (strings, dicts, None, objects), ragged nesting, complex numbers (the
+    imaginary part would be lost), or for an integer ``dtype`` values that are not integers in its
+    range (they would be truncated)."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as exc:      # ragged lists, odd objects
+        raise OptionError(f"{name} = {short_repr(value)}: not an array of numbers ({exc})") from None
+    kind = raw.dtype.kind
+    if kind == "c":
+        raise OptionError(f"{name} = {short_repr(value)}: complex numbers are not allowed (the imaginary part "
+                          f"would be lost); give real numbers")
+    if kind not in "biuf":
+        if kind == "O" and raw.ndim == 0:
+            what = "None" if value is None else f"a {type(value).__name__}"
+        else:
+            what = {"U": "strings", "S": "bytes", "O": "objects (or integers too large for 64 bits)",
+                    "M": "datetimes", "m": "timedeltas", "V": "records"}.get(kind, str(raw.dtype))
+        raise OptionError(f"{name} = {short_repr(value)}: expected real numbers, got {what}")
+    target = np.dtype(dtype)
+    if target.kind in "iu" and kind in "biuf":
+        info = np.iinfo(target)
+        with np.errstate(invalid="ignore"):
+            ok = (raw == np.round(raw)) & (raw >= info.min) & (raw <= info.max) if kind == "f" else \
+                (raw >= info.min) & (raw <= info.max)
+        if not np.all(ok):
+            bad = raw[~np.asarray(ok)].ravel()[0]
+            raise OptionError(f"{name} = {short_repr(value)}: {bad.item()!r} is not an integer in "
+                              f"[{info.min}, {info.max}]")
+    with np.errstate(over="ignore", invalid="ignore"):
+        return raw.astype(target)
+
+
+def check_shape(name: str, value, expected: tuple, dtype=float, storage=None, shown=None) -> np.ndarray:
+    """Convert ``value`` to an array of exactly ``expected`` shape, or raise naming both shapes.
+
+    Float values must be finite; with ``storage`` (the dtype the value is stored in, e.g. float32)
+    also finite in that precision: 1e300 is a float64 number but inf in float32, so it is refused
+    here rather than stored as inf. ``shown``: the value to name in messages (default ``value``)."""
+    text = short_repr(value if shown is None else shown)
+    arr = as_numeric(name, value, dtype)
     if arr.shape != tuple(expected):
-        raise OptionError(f"{name} has shape {arr.shape}; expected {tuple(expected)}")
+        raise OptionError(f"{name} has shape {arr.shape}; expected {tuple(expected)} ({name} = {text})")
     if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[:5].tolist()
-        raise OptionError(f"{name} contains NaN/inf at {bad}; values must be finite")
+        raise OptionError(f"{name} = {text}: NaN/inf at {bad}; values must be finite")
+    if storage is not None and np.issubdtype(arr.dtype, np.floating):
+        big = float(np.finfo(storage).max)
+        over = np.abs(arr) > big
+        if over.any():
+            at = np.argwhere(over)[0]
+            raise OptionError(f"{name} = {text}: {arr[tuple(at)].item()!r} at index {tuple(at.tolist())} is outside "
+                              f"the {np.dtype(storage).name} range of this scene's state (|x| <= {big:.4g}; "
+                              f"SimOptions(precision=...)): values must be finite in the storage precision")
     return arr
 
 

@@ -99,13 +99,19 @@ class Entity:
     def _in(self, name: str, value, per_env_shape: tuple, envs: np.ndarray, dtype=float) -> np.ndarray:
         """Validate a setter value: (len(envs), *per_env_shape) batched; per_env_shape unbatched.
 
-        A batched scene also accepts one per-env value, broadcast to every env named."""
+        A batched scene also accepts one per-env value, broadcast to every env named. Every setter
+        goes through here: the value must be real numbers (not strings, dicts, complex or ragged
+        lists), of the shape, finite, and for float values finite in the scene's storage precision
+        (float32 unless SimOptions(precision="64")): an ``OptionError`` names the field and value."""
+        storage = None
+        if np.dtype(dtype).kind == "f":
+            storage = np.float64 if getattr(self.scene.sim_options, "precision", "32") == "64" else np.float32
         if not self.scene.batched:
-            return arrays.check_shape(name, value, per_env_shape, dtype)[None]
-        arr = np.asarray(value, dtype=dtype) if not isinstance(value, np.ndarray) else value
+            return arrays.check_shape(name, value, per_env_shape, dtype, storage)[None]
+        arr = arrays.as_numeric(name, value, dtype)
         if arr.shape == tuple(per_env_shape):
             arr = np.broadcast_to(arr, (len(envs), *per_env_shape))
-        return arrays.check_shape(name, arr, (len(envs), *per_env_shape), dtype)
+        return arrays.check_shape(name, arr, (len(envs), *per_env_shape), dtype, storage, shown=value)
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r} solver={self.solver.name} morph={type(self.morph).__name__}>"

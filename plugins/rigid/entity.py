@@ -242,12 +242,14 @@ class RigidEntity(Entity):
         self._param("dof_kv", kv, dofs_idx_local, envs_idx, self._nonneg("kv"))
 
     def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None):
-        lo = np.asarray(lower, float)
-        hi = np.asarray(upper, float)
+        # both bounds are checked before either is written
+        envs = self._envs(envs_idx)
+        n = len(self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local"))
+        lo, hi = self._in("lower", lower, (n,), envs), self._in("upper", upper, (n,), envs)
         if np.any(lo > hi):
             raise OptionError(f"set_dofs_force_range: lower {lo.tolist()} > upper {hi.tolist()}")
-        self._param("dof_force_lo", lo, dofs_idx_local, envs_idx)
-        self._param("dof_force_hi", hi, dofs_idx_local, envs_idx)
+        self._param("dof_force_lo", lower, dofs_idx_local, envs_idx)
+        self._param("dof_force_hi", upper, dofs_idx_local, envs_idx)
 
     def set_dofs_damping(self, damping, dofs_idx_local=None, envs_idx=None):
         self._param("dof_damping", damping, dofs_idx_local, envs_idx, self._nonneg("damping"))
@@ -486,7 +488,7 @@ class RigidEntity(Entity):
         if point is None:
             p = d.link_pos.numpy()[envs, gl].astype(float)
         else:
-            p = np.broadcast_to(np.asarray(point, float), (len(envs), 3))
+            p = self._in("point", point, (3,), envs)
         ref = d.link_pos.numpy()[envs, s.host["link_root"][gl]].astype(float)
         w = d.cdof_w.numpy()[envs][:, self._ds].astype(float)          # (n, nd, 3)
         v = d.cdof_v.numpy()[envs][:, self._ds].astype(float)
