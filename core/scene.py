@@ -164,10 +164,12 @@ class Scene:
         with self._guard.enter("build()"), WARP_LOCK.exclusive():
             try:
                 self._build(int(n_envs))
-            except MemoryError as exc:
+            except (MemoryError, RuntimeError) as exc:
+                if not isinstance(exc, MemoryError) and not str(exc).startswith("Failed to allocate"):
+                    raise
                 self.layout = None
                 raise BuildError(f"build(n_envs={n_envs}): out of memory allocating the scene's arrays "
-                                 f"({exc}); use fewer envs") from None
+                                 f"({type(exc).__name__}: {exc}); use fewer envs or smaller solver domains") from None
 
     def _build(self, n_envs: int) -> None:
         t0 = time.perf_counter()
