@@ -74,6 +74,15 @@ def flag_nonfinite(views: list, flags) -> None:
         wp.launch(kernel, dim=v.shape, inputs=[v], outputs=[flags], device=v.device)
 
 
+def as_index_list(what: str, idx) -> np.ndarray:
+    """``idx`` (an index or a sequence of them) as a flat array, or OptionError naming ``what``
+    (ragged lists and objects numpy cannot hold are refused here; callers check the dtype and range)."""
+    try:
+        return np.asarray(idx).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
+        raise OptionError(f"{what} = {short_repr(idx)}: expected an integer index or a 1D sequence of them") from None
+
+
 def normalize_envs_idx(envs_idx, n_envs: int, batched: bool, what: str = "envs_idx") -> np.ndarray:
     """Validate envs_idx: None -> all envs; ints in [0, n_envs), no duplicates."""
     if envs_idx is None:
@@ -81,11 +90,14 @@ def normalize_envs_idx(envs_idx, n_envs: int, batched: bool, what: str = "envs_i
     if not batched:
         raise OptionError(f"{what} = {envs_idx!r}: the scene was built with n_envs=0 (no batch axis); "
                           f"omit {what}")
-    idx = np.asarray(envs_idx)
+    try:
+        idx = np.asarray(envs_idx)
+    except (TypeError, ValueError, OverflowError):     # ragged lists, odd objects
+        raise OptionError(f"{what} = {short_repr(envs_idx)}: expected a 1D sequence of integer env indices") from None
     if idx.ndim == 0:
         idx = idx.reshape(1)
     if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
-        raise OptionError(f"{what} = {envs_idx!r}: expected a 1D sequence of integer env indices")
+        raise OptionError(f"{what} = {short_repr(envs_idx)}: expected a 1D sequence of integer env indices")
     idx = idx.astype(np.int64)
     bad = idx[(idx < 0) | (idx >= n_envs)]
     if bad.size:
@@ -133,6 +145,11 @@ def as_numeric(name: str, value, dtype=float) -> np.ndarray:
                     "M": "datetimes", "m": "timedeltas", "V": "records"}.get(kind, str(raw.dtype))
         raise OptionError(f"{name} = {short_repr(value)}: expected real numbers, got {what}")
     target = np.dtype(dtype)
+    if target.kind == "b" and kind != "b":
+        with np.errstate(invalid="ignore"):
+            if not np.all((raw == 0) | (raw == 1)):
+                bad = raw[~((raw == 0) | (raw == 1))].ravel()[0]
+                raise OptionError(f"{name} = {short_repr(value)}: {bad.item()!r} is not a boolean (True/False or 1/0)")
     if target.kind in "iu" and kind in "biuf":
         info = np.iinfo(target)
         with np.errstate(invalid="ignore"):

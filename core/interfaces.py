@@ -31,11 +31,21 @@ def _entity_call(fn):
     process-wide Warp lock (polyphys.concurrency), and is refused on a scene made unusable by a
     failed step."""
     name = fn.__name__
+    sig = inspect.signature(fn)
+    flags = [p.name for p in sig.parameters.values() if isinstance(p.default, bool)]
 
     @functools.wraps(fn)
     def call(self, *args, **kwargs):
         scene = self.solver.scene
         what = f"{type(self).__name__}.{name}()"
+        if flags:   # parameters with a True/False default take True or False (not a truthy array)
+            try:
+                bound = sig.bind(self, *args, **kwargs).arguments
+            except TypeError:
+                bound = {}
+            for k in flags:
+                if k in bound and not isinstance(bound[k], (bool, np.bool_)):
+                    raise OptionError(f"{what}: {k} = {arrays.short_repr(bound[k])}: expected True or False")
         if not getattr(scene, "built", True):
             try:
                 return fn(self, *args, **kwargs)

@@ -7,6 +7,7 @@ in place outside the step and refresh kinematics and dynamics (``solver.forward(
 from __future__ import annotations
 
 import numpy as np
+from polyphys import arrays
 from polyphys.description import EntityDescription
 from polyphys.errors import OptionError
 from polyphys.interfaces import Entity
@@ -77,7 +78,7 @@ class RigidEntity(Entity):
     def _local_idx(self, idx, n: int, what: str) -> np.ndarray:
         if idx is None:
             return np.arange(n)
-        arr = np.asarray(idx).reshape(-1)
+        arr = arrays.as_index_list(what, idx)
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
             raise OptionError(f"{what} = {idx!r}: expected integer indices")
         bad = arr[(arr < 0) | (arr >= n)]
@@ -612,6 +613,8 @@ class RigidEntity(Entity):
         a, b = out["geom_a"], out["geom_b"]
         keep = out["valid"] & (mine(a) | mine(b))
         if with_entity is not None:
+            if not isinstance(with_entity, RigidEntity) or with_entity.solver is not self.solver:
+                raise OptionError(f"get_contacts(with_entity={with_entity!r}): expected an entity of this rigid solver")
             keep &= (mine(a) & mine(b, with_entity)) | (mine(b) & mine(a, with_entity))
         if exclude_self_contact:
             keep &= ~(mine(a) & mine(b))
