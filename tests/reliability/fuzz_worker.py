@@ -241,8 +241,10 @@ def _record(outcome: str) -> None:
 
 
 def _found(kind: str, exc: BaseException, given_input) -> None:
-    key = f"{kind}: {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
-    if all(f["key"] != key for f in FOUND):
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+    key = f"{kind}: {type(exc).__name__} at {where}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+    if all(f["key"].split(": ", 2)[:2] != key.split(": ", 2)[:2] for f in FOUND):   # one per kind and place
         FOUND.append({"key": key, "input": repr(given_input)[:1500], "traceback": traceback.format_exc()[-2500:]})
 
 
@@ -380,6 +382,11 @@ def fuzz_setters(n: int, seed: int) -> None:
                 try:
                     getattr(entity, method)(**args)
                     _record("ok")
+                    # an accepted value is stored finite (not inf in a float32 state, say)
+                    bad = [f"{p.name}.{k}" for p in [*scene.solvers, *scene.couplers]
+                           for k, v in p.get_state().items() if v.dtype.kind == "f" and not np.all(np.isfinite(v))]
+                    if bad:
+                        raise AssertionError(f"{what} was accepted and left non-finite state {bad}")
                 except PolyphysError as exc:
                     _record(type(exc).__name__)
                 except BaseException as exc:
