@@ -1,14 +1,15 @@
 """No crash, per-env isolation and the NaN policy under injected NaN/inf/huge values (issue 19, item 1).
 
-For every fault scene (every registered solver's contract scene, a rigid scene with collisions,
-Legacy-coupled rigid + MPM/SPH/PBD) at substeps 1 and 4, a NaN, an inf or 1e30 is written into one
-scalar of env 1 of every float state array (``nan_worker.py`` explains the run). Each case must:
+For every fault scene (every registered solver's contract scene, rigid scenes with collisions —
+primitives, a heightfield, a convex mesh —, Legacy-coupled rigid + MPM/SPH/PBD) at substeps 1 and
+4, a NaN or 1e30 (CI; -m validate adds inf, -inf, ±3e38 and denormals, both ends of every row,
+substeps 2, more steps) is written into one scalar of env 1 of every float state array (``nan_worker.py`` explains the run). Each case must:
 not kill the process (the worker runs in a subprocess, so a segfault fails the test and names the
 case instead of killing pytest); leave envs 0 and 2 bit-identical to an untouched run; end with every
 state value finite; and, when the NaN policy reset env 1, leave env 1 equal to the untouched run at
 its own step count (reset to the start state, then stepped on). Before the fix, MPM crashed the
 process with a NaN/inf/1e30 position at any substep count and a bad vel/C/F with substeps >= 2 (an
-out-of-bounds grid write in P2G). ``-m validate`` runs more values and both ends of every row.
+out-of-bounds grid write in P2G).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def check(args: list[str]) -> list[dict]:
 
 
 def test_injected_nan_inf_huge_values_never_crash_and_stay_in_their_env():
-    cases = check(["--values", "nan,inf,1e30", "--substeps", "1,4", "--steps", "3"])
+    cases = check(["--values", "nan,1e30", "--substeps", "1,4", "--steps", "3"])
     # the fault must have been seen: a NaN in a state array that the step reads is flagged at once
     flagged = [c for c in cases if c["flagged"]]
     assert len(flagged) > len(cases) // 4, (len(flagged), len(cases))
