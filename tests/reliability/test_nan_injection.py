@@ -3,13 +3,13 @@
 For every fault scene (every registered solver's contract scene, rigid scenes with collisions —
 primitives, a heightfield, a convex mesh —, Legacy-coupled rigid + MPM/SPH/PBD) at substeps 1 and
 4, a NaN or 1e30 (CI; -m validate adds inf, -inf, ±3e38 and denormals, both ends of every row,
-substeps 2, more steps) is written into one scalar of env 1 of every float state array (``nan_worker.py`` explains the run). Each case must:
-not kill the process (the worker runs in a subprocess, so a segfault fails the test and names the
-case instead of killing pytest); leave envs 0 and 2 bit-identical to an untouched run; end with every
-state value finite; and, when the NaN policy reset env 1, leave env 1 equal to the untouched run at
-its own step count (reset to the start state, then stepped on). Before the fix, MPM crashed the
-process with a NaN/inf/1e30 position at any substep count and a bad vel/C/F with substeps >= 2 (an
-out-of-bounds grid write in P2G).
+substeps 2, more steps) is written into one scalar of env 1 of every float state array
+(``nan_worker.py`` explains the run). Each case must: not kill the process (the worker runs in a
+subprocess, so a segfault fails the test and names the case instead of killing pytest); leave envs
+0 and 2 bit-identical to an untouched run; end with every state value finite; and, when the NaN
+policy reset env 1, leave env 1 equal to the untouched run at its own step count (reset to the
+start state, then stepped on). Before the fix, MPM crashed the process with a NaN/inf/1e30 position
+at any substep count and a bad vel/C/F with substeps >= 2 (an out-of-bounds grid write in P2G).
 """
 
 from __future__ import annotations
