@@ -464,13 +464,17 @@ class Scene:
         The file is an ``.npz`` whose metadata carries a SHA-256 digest of every array (names,
         dtypes, shapes, bytes), so damage and edits are detected on load. It is written to a
         temporary file in the same folder and renamed over ``path``: a crash or a full disk never
-        leaves a half-written checkpoint under that name."""
+        leaves a half-written checkpoint under that name. A non-finite state (left by
+        ``nan_policy="raise"``) is refused with ``CheckpointError``: it could not be loaded."""
         with self._entry("save_checkpoint()"):
             self._require("checkpoint", "save_checkpoint needs every solver and coupler to checkpoint")
             data: dict[str, np.ndarray] = {"__step_count__": self._step_count.copy()}
             for group, prefix in ((self.solvers, "solver"), (self.couplers, "coupler")):
                 for p in group:
-                    for k, v in p.dump().items():
+                    dump = p.dump()
+                    # the file must load again: no non-finite state (left by nan_policy="raise", say)
+                    p.check_load(dump, f"save_checkpoint({os.fspath(path)!r}): {prefix} {p.name!r}")
+                    for k, v in dump.items():
                         data[f"{prefix}/{p.name}/{k}"] = np.asarray(v)
             meta = {**self._metadata(), "digest": _content_digest(data)}
             data["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
@@ -534,7 +538,7 @@ class Scene:
                 except BaseException as exc:
                     # a plugin refused what it had accepted in check_load: put everything back
                     for p, d in backup:
-                        p.load(d)
+                        p.load(d, checked=_dump_groups(d))
                     self._step_count[:] = backup_counts
                     if isinstance(exc, PolyphysError):
                         raise CheckpointError(f"checkpoint {path}: {exc}; the scene is unchanged") from exc
@@ -544,6 +548,17 @@ class Scene:
     def __repr__(self):
         state = f"built n_envs={self.n_envs}" if self.built else "not built"
         return f"<Scene {state} solvers={[s.name for s in self.solvers]} entities={len(self.entities)}>"
+
+
+def _dump_groups(dump: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """A solver's own ``dump()`` split as ``check_load`` returns it (restoring it needs no check)."""
+    out: dict[str, dict[str, np.ndarray]] = {"state": {}, "initial": {}, "extra": {}}
+    for key, v in dump.items():
+        head, _, name = key.partition("/")
+        out[head][name] = v
+    if not out["initial"]:
+        del out["initial"]
+    return out
 
 
 def _content_digest(data: dict[str, np.ndarray]) -> str:

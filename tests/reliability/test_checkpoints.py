@@ -251,6 +251,28 @@ def test_save_is_atomic(saved, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["atomic.npz"]     # no temporary file left
 
 
+def test_non_finite_state_is_not_saved(tmp_path):
+    """After nan_policy='raise' the NaN stays in the state: saving it would write a file that
+    load_checkpoint refuses, so save_checkpoint refuses it and writes nothing."""
+    from polyphys.errors import SimulationError
+
+    names = fault_scenes.scene_names()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scene = fault_scenes.build("contract:rigid" if "contract:rigid" in names else names[0], 2, 2,
+                                   nan_policy="raise")
+    arr = scene.solvers[0].state_arrays()["qvel" if "contract:rigid" in names else next(iter(
+        scene.solvers[0].state_arrays()))]
+    host = arr.numpy()
+    host[1].reshape(-1)[0] = np.nan
+    arr.assign(host)
+    with pytest.raises(SimulationError, match=r"env\(s\) \[1\]"):
+        scene.step()
+    with pytest.raises(CheckpointError, match="save_checkpoint.*not finite"):
+        scene.save_checkpoint(tmp_path / "nan.npz")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_reset_state_with_nan_is_refused_before_any_write(saved):
     scene, _, _ = saved
     st = scene.get_state()
