@@ -306,8 +306,7 @@ class RigidEntity(Entity):
             p = self._in("pos", pos, (len(idx), 3), envs)
             p = xp + quat_rotate(xq, p) if local else p
             torque = np.cross(p - com, f)
-        self._add(self.solver.xfrc_force, envs, gl, f)
-        self._add(self.solver.xfrc_torque, envs, gl, torque)
+        self._add([(self.solver.xfrc_force, f), (self.solver.xfrc_torque, torque)], envs, gl)
 
     def apply_links_external_torque(self, torque, links_idx_local=None, envs_idx=None, local: bool = False):
         envs = self._envs(envs_idx)
@@ -318,12 +317,22 @@ class RigidEntity(Entity):
             self.solver.sync_kinematics()
             xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
             t = quat_rotate(xq, t)
-        self._add(self.solver.xfrc_torque, envs, gl, t)
+        self._add([(self.solver.xfrc_torque, t)], envs, gl)
 
-    def _add(self, arr, envs, cols, vals):
-        host = arr.numpy()
-        host[envs[:, None], cols[None, :]] += vals
-        arr.assign(host)
+    def _add(self, items, envs, cols):
+        """arr[envs, cols] += vals for every (arr, vals) in ``items``; all sums are checked first."""
+        hosts = []
+        for arr, vals in items:
+            host = arr.numpy()
+            total = host[envs[:, None], cols[None, :]].astype(np.float64) + vals
+            big = float(np.finfo(host.dtype).max)
+            if not np.all(np.abs(total) <= big):   # the sum (or a torque p x f) leaves the storage precision
+                raise OptionError(f"external force/torque: the accumulated value {float(np.abs(total).max()):.4g} is "
+                                  f"not finite in the {host.dtype} storage (|x| <= {big:.4g}); nothing was applied")
+            hosts.append((arr, host, total))
+        for arr, host, total in hosts:
+            host[envs[:, None], cols[None, :]] = total
+            arr.assign(host)
 
     # -- links -----------------------------------------------------------------------------------
     def _links(self, arr, links_idx_local, envs_idx, xyzw_to_wxyz=False):

@@ -63,6 +63,12 @@ def test_values_outside_the_float32_storage_are_refused(scene):
     with pytest.raises(OptionError, match="velocity = .*outside the float32 range"):
         box.set_dofs_velocity([0, 0, 0, 0, 0, -3.5e38])
     _unchanged(sc, before)
+    box.apply_links_external_force(np.full((1, 3), 3e38))    # finite in float32: accepted, twice not
+    with pytest.raises(OptionError, match="accumulated value 6e\\+38 is not finite in the float32 storage"):
+        box.apply_links_external_force(np.full((1, 3), 3e38))
+    with pytest.raises(OptionError, match="accumulated value .* not finite"):    # torque = (p - com) x f
+        box.apply_links_external_force(np.array([[0, 0, 1e37]]), pos=np.array([[1e3, 0, 0]]))
+    assert np.all(np.isfinite(sc.solver("rigid").get_state()["xfrc_torque"]))
     box.set_dofs_velocity([0, 0, 0, 0, 0, 3.4e38])          # finite in float32: accepted
     assert np.all(np.isfinite(sc.solver("rigid").get_state()["qvel"]))
     sc.reset()
