@@ -104,7 +104,14 @@ class Scene:
         solver = self._solver_for(rec.spec.solver)
         if name is not None and any(e.name == name for e in self.entities):
             raise OptionError(f"add_entity(name={name!r}): an entity with that name exists")
-        entity = solver.add_entity(morph, material, surface, name=name, **kwargs)
+        try:
+            entity = solver.add_entity(morph, material, surface, name=name, **kwargs)
+        except (MemoryError, ValueError, RuntimeError) as exc:
+            if not _out_of_memory(exc):
+                raise
+            raise OptionError(f"add_entity({type(morph).__name__}, {type(material).__name__}): the entity is too "
+                              f"large to sample or allocate ({type(exc).__name__}: {exc}); check the morph's size "
+                              f"and the solver's particle spacing") from None
         entity.uid = len(self.entities)
         self.entities.append(entity)
         return entity
@@ -164,8 +171,8 @@ class Scene:
         with self._guard.enter("build()"), WARP_LOCK.exclusive():
             try:
                 self._build(int(n_envs))
-            except (MemoryError, RuntimeError) as exc:
-                if not isinstance(exc, MemoryError) and not str(exc).startswith("Failed to allocate"):
+            except (MemoryError, ValueError, RuntimeError) as exc:
+                if not _out_of_memory(exc):
                     raise
                 self.layout = None
                 raise BuildError(f"build(n_envs={n_envs}): out of memory allocating the scene's arrays "
@@ -548,6 +555,15 @@ class Scene:
     def __repr__(self):
         state = f"built n_envs={self.n_envs}" if self.built else "not built"
         return f"<Scene {state} solvers={[s.name for s in self.solvers]} entities={len(self.entities)}>"
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """A MemoryError, or numpy's/Warp's way of saying an array cannot be that large."""
+    if isinstance(exc, MemoryError):
+        return True
+    msg = str(exc)
+    return (isinstance(exc, ValueError) and ("array is too big" in msg or "Maximum allowed size exceeded" in msg)) \
+        or (isinstance(exc, RuntimeError) and msg.startswith("Failed to allocate"))
 
 
 def _dump_groups(dump: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:

@@ -88,6 +88,12 @@ class RigidEntity(Entity):
             raise OptionError(f"{what} = {arr.tolist()}: duplicate indices")
         return arr.astype(np.int64)
 
+    def _one_link(self, link_idx_local) -> int:
+        li = self._local_idx([link_idx_local], self.n_links, "link_idx_local")
+        if li.size != 1:
+            raise OptionError(f"link_idx_local = {link_idx_local!r}: expected one link index")
+        return int(li[0])
+
     def _read(self, arr, cols: slice, idx, envs):
         a = arr.numpy()[:, cols]
         if idx is not None:
@@ -488,7 +494,7 @@ class RigidEntity(Entity):
         the point's world linear velocity, rows 3-5 to the link's world angular velocity. ``point``:
         world position(s), (3,) or (n_envs, 3); default the link origin (as MuJoCo's mj_jac)."""
         envs = self._envs(envs_idx)
-        li = int(self._local_idx([link_idx_local], self.n_links, "link_idx_local")[0])
+        li = self._one_link(link_idx_local)
         return self._out(self._jacobian(li, point, envs))
 
     def _jacobian(self, li: int, point, envs: np.ndarray) -> np.ndarray:
@@ -515,7 +521,7 @@ class RigidEntity(Entity):
         solution (n_envs, n_qs) and the final error norm per env. The simulation state is untouched.
         """
         envs = self._envs(envs_idx)
-        li = int(self._local_idx([link_idx_local], self.n_links, "link_idx_local")[0])
+        li = self._one_link(link_idx_local)
         dofs = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         if not (isinstance(max_iters, int) and max_iters >= 1):
             raise OptionError(f"inverse_kinematics(max_iters={max_iters!r}): must be an integer >= 1")
