@@ -425,8 +425,8 @@ def _largest(value) -> float:
         a = np.asarray(value)
     except Exception:
         return 0.0
-    if a.dtype.kind == "O":
-        return max((_largest(v) for v in a.ravel()), default=0.0)
+    if a.dtype.kind == "O":     # a ragged list or objects: look inside (a 0-d one holds no number)
+        return 0.0 if a.ndim == 0 else max((_largest(v) for v in a.ravel()), default=0.0)
     if a.dtype.kind not in "iuf" or a.size == 0:
         return 0.0
     a = a.astype(np.float64)
