@@ -9,15 +9,15 @@ raise ImportError_ naming the file and line. Parsing is iterative (expat), so ne
 limited by Python's recursion limit.
 
 ``Attrs`` reads typed attribute values (numbers, vectors, integers, choices, booleans). Every value
-is checked where it is read: a malformed number, a value that is not finite or outside its allowed
-range is an ImportError_ naming file, line, element and attribute, and for a value inherited from a
-default class, where that default was written. See docs/importers.md, "Errors".
+is checked where it is read: a malformed number, a value that is not finite, beyond the float32
+range (polyphys' default precision) or outside its allowed range is an ImportError_ naming file,
+line, element and attribute, and for a value inherited from a default class, where that default
+was written. See docs/importers.md, "Errors".
 """
 
 from __future__ import annotations
 
 import codecs
-import math
 import re
 import xml.etree.ElementTree as ET
 import xml.parsers.expat
@@ -150,6 +150,7 @@ def read_xml(path: str, notes: list) -> Element:
 
 
 # -- typed attribute values ------------------------------------------------------------------------
+FLOAT32_MAX = 3.4028234663852886e38   # numpy.finfo(numpy.float32).max
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _INTEGER = re.compile(r"[+-]?\d+\Z")
 _NONFINITE = re.compile(r"[+-]?(?:nan|inf|infinity)\Z", re.IGNORECASE)
@@ -204,8 +205,9 @@ class Attrs(dict):
             raise self.error(key, f"{tok!r} is not an integer")
         if _NUMBER.match(tok):
             v = float(tok)
-            if not math.isfinite(v):
-                raise self.error(key, f"{tok} is beyond the range of a double (not finite)")
+            if not abs(v) <= FLOAT32_MAX:
+                raise self.error(key, f"{tok} is beyond the float32 range (|x| <= {FLOAT32_MAX:.4g}) "
+                                      f"of polyphys' default precision")
             return v
         if _NONFINITE.match(tok):
             raise self.error(key, f"{tok} is not a finite number; every number must be finite")

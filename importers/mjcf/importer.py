@@ -37,7 +37,7 @@ from polyphys.description import (
 )
 from polyphys.errors import ImportError_, OptionError
 from polyphys.meshfile import read_mesh
-from polyphys.xmlfile import Attrs, read_xml, where
+from polyphys.xmlfile import FLOAT32_MAX, Attrs, read_xml, where
 
 JOINT_MAP = {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "free"}
 GEOM_TYPES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf")
@@ -616,10 +616,11 @@ class MJCFImporter:
         if "file" in at:
             path = self._mesh_path(at["file"], f"{at.where('file')} file")
             ext = os.path.splitext(path)[1].lower()
+            fwhere = f"{at.where('file')} file = {at['file']!r}"
             if ext == ".msh":
-                v, f = _read_msh(path, f"{mwhere}")
+                v, f = _read_msh(path, fwhere)
             else:
-                v, f = read_mesh(path, mwhere, need_faces=False)
+                v, f = read_mesh(path, fwhere, need_faces=False)
             if not ctx.morph.file_meshes_are_zup:
                 v = np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1)
         elif "vertex" in at:
@@ -1010,10 +1011,11 @@ class MJCFImporter:
             return None
         with np.errstate(all="ignore"):
             out = self._geom_inertial_raw(g, a, vol_props, shell)
-        if not (math.isfinite(out.mass) and np.all(np.isfinite(out.inertia))):
+        if not (abs(out.mass) <= FLOAT32_MAX and np.max(np.abs(out.inertia)) <= FLOAT32_MAX):
             key = "mass" if "mass" in a else ("density" if "density" in a else "size")
-            raise a.error(key, f"the geom's mass properties overflow (mass {out.mass:g}); size "
-                               f"{list(g.size)}, density {g.density:g} must give a finite mass")
+            raise a.error(key, f"the geom's mass properties overflow float32 (mass {out.mass:g}, "
+                               f"inertia up to {np.max(np.abs(out.inertia)):g}) with size "
+                               f"{list(g.size)} and density {g.density:g}")
         return out
 
     def _geom_inertial_raw(self, g, a, vol_props, shell):

@@ -99,7 +99,12 @@ def expand_substitutions(root, file, notes):
                 done.append(f"{m.group(0)} -> {out!r}")
                 return out
 
-            el.attrib[key] = _SUBST.sub(repl, val)
+            new = _SUBST.sub(repl, val)
+            left = re.search(r"\$[({]", new)
+            if left:
+                raise ImportError_(f"{where(el)} {key} = {val!r}: unexpanded xacro syntax "
+                                   f"{new[left.start():left.start() + 20]!r}; {_xacro_step(file)}")
+            el.attrib[key] = new
     if done:
         notes.append(f"evaluated xacro substitutions: {', '.join(sorted(set(done)))}")
 
@@ -406,7 +411,7 @@ class URDFImporter:
         if not fname:
             raise sa.error("filename", "required attribute is missing")
         path = self._mesh_path(fname, f"{sa.where('filename')} filename")
-        v, f = read_mesh(path, sa.where())
+        v, f = read_mesh(path, f"{sa.where('filename')} filename = {fname!r}")
         if not self.morph.file_meshes_are_zup:
             v = np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1)
         if "scale" in sa:
