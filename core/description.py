@@ -580,70 +580,123 @@ def _index(out, lbl, field, value, n, allow_world=True):
         out.add(f"{lbl} {field} = {value!r}: not an index in [{lo}, {n})")
 
 
+def _bulk(out, items, kind, field, n=None, ge=None, gt=None, unit=False, get=None):
+    """Check one numeric field of many items at once (finite, float32 range, bounds, unit length);
+    only the items that fail are looked at one by one, for their message. Returns the indices of
+    the items that passed."""
+    if not items:
+        return []
+    vals = [get(it) if get is not None else getattr(it, field) for it in items]
+    try:
+        arr = np.asarray(vals, dtype=float).reshape(len(items), -1 if n is None else n)
+    except (TypeError, ValueError):   # a wrong type or size somewhere: look at each item
+        ok = np.zeros(len(items), bool)
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            ok = np.isfinite(arr).all(1) & (np.abs(arr) <= FLOAT32_MAX).all(1)
+            if ge is not None:
+                ok &= (arr >= ge).all(1)
+            if gt is not None:
+                ok &= (arr > gt).all(1)
+            if unit:
+                ok &= np.abs(np.linalg.norm(arr, axis=1) - 1.0) <= 1e-6
+    for i in np.flatnonzero(~ok):
+        lbl = _label(kind, items[i])
+        if unit:
+            _unit(out, lbl, field, vals[i], n)
+        else:
+            _numbers(out, lbl, field, vals[i], n, ge=ge, gt=gt)
+    return list(np.flatnonzero(ok))
+
+
+def _inertias(out, links):
+    """Mass and inertia of every link: finite, mass >= 0, inertia symmetric and positive
+    semi-definite (batched; check_inertial words the failures)."""
+    from .errors import OptionError
+
+    good = set(_bulk(out, links, "link", "mass", ge=0.0, get=lambda lk: lk.inertial.mass))
+    good &= set(_bulk(out, links, "link", "com", 3, get=lambda lk: lk.inertial.com))
+    good &= set(_bulk(out, links, "link", "inertia", 9, get=lambda lk: lk.inertial.inertia))
+    idx = sorted(good)
+    if not idx:
+        return
+    t = np.array([np.asarray(links[i].inertial.inertia, float).reshape(3, 3) for i in idx])
+    s0 = np.abs(t).reshape(len(idx), 9).max(1)
+    scale = np.where(s0 > 0, s0, 1.0)
+    nt = t / scale[:, None, None]
+    sym = np.abs(nt - nt.transpose(0, 2, 1)).reshape(len(idx), 9).max(1) <= 1e-9 * np.maximum(1.0, 1.0 / scale)
+    ev = np.linalg.eigvalsh(0.5 * (nt + nt.transpose(0, 2, 1)))
+    psd = ev[:, 0] >= -1e-9 * np.maximum(np.abs(ev).max(1), 1e-300) - 1e-15 / scale
+    for k in np.flatnonzero(~(sym & psd)):
+        lk = links[idx[k]]
+        try:
+            check_inertial(lk.inertial, f"{_label('link', lk)} inertial", strict_triangle=False)
+        except OptionError as exc:
+            out.add(str(exc))
+
+
 def description_problems(desc: EntityDescription, limit: int = 20) -> list:
     """Everything in ``desc`` that is not finite or not physically valid, one line each (at most
     ``limit``, then a count): non-finite numbers or numbers beyond float32, negative masses,
     inertias that are not positive semi-definite, axes and quaternions that are not unit vectors,
     negative stiffness/damping/armature/frictionloss/friction/density, non-positive primitive
     sizes, inverted limits, meshes without triangles or with faces that index no vertex, indices
-    that point nowhere. Items carry ``src`` (file:line) where their importer recorded it."""
+    that point nowhere. Items carry ``src`` (file:line) where their importer recorded it. Fields
+    are checked in bulk (NumPy over all items); only failing items are examined one by one."""
     out = _Problems(limit)
     nl, nj, ng = len(desc.links), len(desc.joints), len(desc.geoms)
-    for lk in desc.links:
-        lbl = _label("link", lk)
-        _numbers(out, lbl, "pos", lk.pos, 3)
-        _unit(out, lbl, "quat", lk.quat, 4)
-        _numbers(out, lbl, "gravcomp", lk.gravcomp)
-        ine = lk.inertial
-        if _numbers(out, lbl, "mass", ine.mass, ge=0.0) and _numbers(out, lbl, "com", ine.com, 3) \
-                and _numbers(out, lbl, "inertia", ine.inertia, 9):
-            from .errors import OptionError
-
-            try:
-                check_inertial(ine, f"{lbl} inertial", strict_triangle=False)
-            except OptionError as exc:
-                out.add(str(exc))
-    for j in desc.joints:
-        lbl = _label("joint", j)
-        _index(out, lbl, "link", j.link, nl, allow_world=False)
-        _numbers(out, lbl, "pos", j.pos, 3)
-        if j.type in ("revolute", "prismatic"):
-            _unit(out, lbl, "axis", j.axis, 3)
-        else:
-            _numbers(out, lbl, "axis", j.axis, 3)
-        if _numbers(out, lbl, "range", j.range, 2) and j.limited and j.range[0] > j.range[1]:
-            out.add(f"{lbl} range = {_fmt(j.range)}: lower > upper")
-        for field in ("ref", "springref", "margin"):
-            _numbers(out, lbl, field, getattr(j, field))
-        for field in ("stiffness", "damping", "armature", "frictionloss"):
-            _numbers(out, lbl, field, getattr(j, field), ge=0.0)
-        for field, n in (("solref_limit", 2), ("solimp_limit", 5), ("solref_friction", 2),
-                         ("solimp_friction", 5)):
-            _numbers(out, lbl, field, getattr(j, field), n)
-    for g in desc.geoms:
+    links = desc.links
+    _bulk(out, links, "link", "pos", 3)
+    _bulk(out, links, "link", "quat", 4, unit=True)
+    _bulk(out, links, "link", "gravcomp")
+    _inertias(out, links)
+    joints = desc.joints
+    for j in joints:
+        _index(out, _label("joint", j), "link", j.link, nl, allow_world=False)
+    _bulk(out, joints, "joint", "pos", 3)
+    hinge = [j for j in joints if j.type in ("revolute", "prismatic")]
+    _bulk(out, hinge, "joint", "axis", 3, unit=True)
+    _bulk(out, [j for j in joints if j.type not in ("revolute", "prismatic")], "joint", "axis", 3)
+    for i in _bulk(out, joints, "joint", "range", 2):
+        j = joints[i]
+        if j.limited and j.range[0] > j.range[1]:
+            out.add(f"{_label('joint', j)} range = {_fmt(j.range)}: lower > upper")
+    for field in ("ref", "springref", "margin"):
+        _bulk(out, joints, "joint", field)
+    for field in ("stiffness", "damping", "armature", "frictionloss"):
+        _bulk(out, joints, "joint", field, ge=0.0)
+    for field, n in (("solref_limit", 2), ("solimp_limit", 5), ("solref_friction", 2),
+                     ("solimp_friction", 5)):
+        _bulk(out, joints, "joint", field, n)
+    geoms = desc.geoms
+    for g in geoms:
         lbl = _label("geom", g)
         _index(out, lbl, "link", g.link, nl, allow_world=False)
         if g.type not in GEOM_TYPES:
             out.add(f"{lbl} type = {g.type!r}: allowed {GEOM_TYPES}")
-            continue
-        if _numbers(out, lbl, "size", g.size, 3):
-            k = _POSITIVE_SIZES.get(g.type, 0)
-            if k and min(float(v) for v in list(g.size)[:k]) <= 0:
-                out.add(f"{lbl} size = {_fmt(g.size)}: a {g.type} needs {k} positive size(s)")
-            elif g.type == "plane" and min(float(v) for v in g.size) < 0:
-                out.add(f"{lbl} size = {_fmt(g.size)}: plane sizes must be >= 0 (0: infinite)")
-        _numbers(out, lbl, "pos", g.pos, 3)
-        _unit(out, lbl, "quat", g.quat, 4)
-        _numbers(out, lbl, "friction", g.friction, 3, ge=0.0)
         if g.condim not in (1, 3, 4, 6):
             out.add(f"{lbl} condim = {g.condim!r}: allowed 1, 3, 4, 6")
-        _numbers(out, lbl, "solref", g.solref, 2)
-        _numbers(out, lbl, "solimp", g.solimp, 5)
-        _numbers(out, lbl, "solmix", g.solmix, ge=0.0)
-        _numbers(out, lbl, "density", g.density, ge=0.0)
-        for field in ("margin", "gap"):
-            _numbers(out, lbl, field, getattr(g, field))
-        _numbers(out, lbl, "rgba", g.rgba, 4)
+    for i in _bulk(out, geoms, "geom", "size", 3):
+        g = geoms[i]
+        k = _POSITIVE_SIZES.get(g.type, 0)
+        if k and min(float(v) for v in list(g.size)[:k]) <= 0:
+            out.add(f"{_label('geom', g)} size = {_fmt(g.size)}: a {g.type} needs {k} positive "
+                    f"size(s)")
+        elif g.type == "plane" and min(float(v) for v in g.size) < 0:
+            out.add(f"{_label('geom', g)} size = {_fmt(g.size)}: plane sizes must be >= 0 (0: "
+                    f"infinite)")
+    _bulk(out, geoms, "geom", "pos", 3)
+    _bulk(out, geoms, "geom", "quat", 4, unit=True)
+    _bulk(out, geoms, "geom", "friction", 3, ge=0.0)
+    _bulk(out, geoms, "geom", "solref", 2)
+    _bulk(out, geoms, "geom", "solimp", 5)
+    _bulk(out, geoms, "geom", "solmix", ge=0.0)
+    _bulk(out, geoms, "geom", "density", ge=0.0)
+    _bulk(out, geoms, "geom", "margin")
+    _bulk(out, geoms, "geom", "gap")
+    _bulk(out, geoms, "geom", "rgba", 4)
+    for g in geoms:
+        lbl = _label("geom", g)
         if g.type == "mesh" and g.mesh is None:
             out.add(f"{lbl}: a mesh geom without mesh data")
         if g.mesh is not None:
@@ -664,33 +717,33 @@ def description_problems(desc: EntityDescription, limit: int = 20) -> list:
                             f"elevation and base >= 0")
             if "data" in g.hfield:
                 _numbers(out, lbl, "hfield data", g.hfield["data"])
-    for st in desc.sites:
-        lbl = _label("site", st)
-        _index(out, lbl, "link", st.link, nl, allow_world=False)
-        _numbers(out, lbl, "pos", st.pos, 3)
-        _unit(out, lbl, "quat", st.quat, 4)
-        _numbers(out, lbl, "size", st.size)
-    for a in desc.actuators:
-        lbl = _label("actuator", a)
-        _index(out, lbl, "joint", a.joint, nj)
-        _numbers(out, lbl, "gear", a.gear, 6)
-        for field, limited in (("ctrlrange", a.ctrllimited), ("forcerange", a.forcelimited)):
+    sites = desc.sites
+    for st in sites:
+        _index(out, _label("site", st), "link", st.link, nl, allow_world=False)
+    _bulk(out, sites, "site", "pos", 3)
+    _bulk(out, sites, "site", "quat", 4, unit=True)
+    _bulk(out, sites, "site", "size")
+    acts = desc.actuators
+    for a in acts:
+        _index(out, _label("actuator", a), "joint", a.joint, nj)
+    _bulk(out, acts, "actuator", "gear", 6)
+    for field in ("ctrlrange", "forcerange"):
+        for i in _bulk(out, acts, "actuator", field, 2):
+            a = acts[i]
             r = getattr(a, field)
-            if _numbers(out, lbl, field, r, 2) and limited and r[0] > r[1]:
-                out.add(f"{lbl} {field} = {_fmt(r)}: lower > upper")
-        _numbers(out, lbl, "gainprm", a.gainprm)
-        _numbers(out, lbl, "biasprm", a.biasprm)
-    for e in desc.equalities:
+            if getattr(a, field.replace("range", "limited")) and r[0] > r[1]:
+                out.add(f"{_label('actuator', a)} {field} = {_fmt(r)}: lower > upper")
+    _bulk(out, acts, "actuator", "gainprm")
+    _bulk(out, acts, "actuator", "biasprm")
+    eqs = desc.equalities
+    for e in eqs:
         lbl = _label("equality", e)
         n = nj if e.type == "joint" else nl
         _index(out, lbl, "obj1", e.obj1, n, allow_world=False)
         _index(out, lbl, "obj2", e.obj2, n)
-        _numbers(out, lbl, "anchor", e.anchor, 3)
-        _numbers(out, lbl, "relpose", e.relpose, 7)
-        _numbers(out, lbl, "polycoef", e.polycoef, 5)
-        _numbers(out, lbl, "torquescale", e.torquescale)
-        _numbers(out, lbl, "solref", e.solref, 2)
-        _numbers(out, lbl, "solimp", e.solimp, 5)
+    for field, n in (("anchor", 3), ("relpose", 7), ("polycoef", 5), ("torquescale", None),
+                     ("solref", 2), ("solimp", 5)):
+        _bulk(out, eqs, "equality", field, n)
     for kf in desc.keyframes:
         lbl = f"keyframe {kf.name!r}"
         _numbers(out, lbl, "time", kf.time)
