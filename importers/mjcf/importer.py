@@ -117,6 +117,9 @@ def _png_gray8(path, what):
         if struct.unpack(">I", buf[pos + 8 + n:pos + 12 + n])[0] != zlib.crc32(typ + data):
             raise ImportError_(f"{what}: file {path!r}: PNG chunk {typ!r} fails its CRC check")
         if typ == b"IHDR":
+            if len(data) < 13:
+                raise ImportError_(f"{what}: file {path!r}: PNG IHDR chunk has {len(data)} bytes, "
+                                   f"13 expected")
             ihdr = struct.unpack(">IIBBBBB", data[:13])
         elif typ == b"PLTE":
             plte = np.frombuffer(data, np.uint8).reshape(-1, 3)

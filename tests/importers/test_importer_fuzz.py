@@ -332,7 +332,10 @@ def _check(path, kind_file, data, label):
 
 def _fuzz(workdir, source_index, edits):
     sources = _all_sources(workdir)
-    kind_file, src = sources[source_index % len(sources)]
+    # MJCF and URDF alike often, whatever the number of files of each kind
+    kinds = [[s for s in sources if s[0] == k] for k in ("mjcf", "urdf")]
+    pool = kinds[source_index % 2] or sources
+    kind_file, src = pool[(source_index // 2) % len(pool)]
     with open(src, encoding="utf-8") as fh:
         text = fh.read()
     data, label = _apply(text, kind_file, edits, workdir / "broken")
