@@ -67,7 +67,7 @@ def _encoding(raw: bytes, path: str) -> tuple[str, int, str]:
         name = m.group(1).decode("latin-1")
         try:
             return codecs.lookup(name).name, 0, "XML declaration"
-        except LookupError:
+        except (LookupError, ValueError):   # ValueError: a NUL in the name
             line = raw[:m.start(1)].count(b"\n") + 1
             raise ImportError_(f"{path}:{line}: <?xml encoding={name!r}?>: unknown encoding; "
                                f"allowed any encoding Python knows (UTF-8, UTF-16, Latin-1, ...)") from None

@@ -191,7 +191,7 @@ def _all_sources(workdir):
 VALUES = ["abc", "", " ", "nan", "NaN", "-nan", "inf", "-inf", "-1", "-0.5", "0", "-0", "1e308",
           "-1e308", "1e39", "3.5e38", "1e-320", "1e400", "1 2 3 4 5 6 7 8 9 10 11", "1,2", "0x10",
           "true", "\u00e9t\u00e9", "1_0", "1e", ".", "+-1", "2.5", "1e30 1e30 1e30", "0 0 0 0",
-          "-1 -1 -1", "nan nan nan", "\x7f"]
+          "-1 -1 -1", "nan nan nan", "\x7f", "\x00", "a\x00b"]
 _ATTR = re.compile(r'(\s)([A-Za-z_:][\w:.-]*)\s*=\s*(["\'])(.*?)\3', re.S)
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 ENCODINGS = ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig", "latin-1", "shift_jis",

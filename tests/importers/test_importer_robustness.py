@@ -266,6 +266,9 @@ def test_bad_encodings_are_errors(tmp_path):
     p.write_bytes(b'<?xml version="1.0" encoding="klingon"?>\n<mujoco/>')
     with pytest.raises(ImportError_, match=re.escape(str(p)) + r":1: .*encoding='klingon'.*unknown"):
         _describe(str(p))
+    p.write_bytes(b'<?xml version="1.0" encoding="utf\x008"?>\n<mujoco/>')
+    with pytest.raises(ImportError_, match=re.escape(str(p)) + r":1: .*encoding='utf\\x008'.*unknown"):
+        _describe(str(p))
     p.write_bytes(b'<mujoco>\n<worldbody>\n<body name="\xff\xfe"/></worldbody></mujoco>')
     with pytest.raises(ImportError_, match=re.escape(str(p)) + r":3: text is not valid UTF-8"):
         _describe(str(p))
