@@ -140,14 +140,17 @@ def _sources():
                 out.append(("mjcf", os.path.join(d, n)))
     for n in ("simple_humanoid_description/urdf/simple_humanoid_classical.urdf",
               "double_pendulum_description/urdf/double_pendulum_simple.urdf",
-              "hector_description/robots/quadrotor_base.urdf",
-              "solo_description/robots/solo12.urdf"):
+              "hector_description/robots/quadrotor_base.urdf"):
         if os.path.isfile(os.path.join(ERD_BASE, n)):
             out.append(("urdf", os.path.join(ERD_BASE, n)))
     return out
 
 
 SOURCES = _sources()
+# files whose meshes take a second or more to read: only in the long run
+HEAVY = [("urdf", os.path.join(ERD_BASE, n)) for n in ("solo_description/robots/solo12.urdf",
+                                                         "z1_description/urdf/z1.urdf")
+         if os.path.isfile(os.path.join(ERD_BASE, n))]
 STATS = collections.Counter()
 
 
@@ -184,8 +187,9 @@ def workdir(tmp_path_factory):
     return root
 
 
-def _all_sources(workdir):
-    return SOURCES + [("mjcf", str(workdir / "own.xml")), ("urdf", str(workdir / "own.urdf"))]
+def _all_sources(workdir, heavy=False):
+    own = [("mjcf", str(workdir / "own.xml")), ("urdf", str(workdir / "own.urdf"))]
+    return SOURCES + own + (HEAVY if heavy else [])
 
 
 VALUES = ["abc", "", " ", "nan", "NaN", "-nan", "inf", "-inf", "-1", "-0.5", "0", "-0", "1e308",
@@ -330,8 +334,8 @@ def _check(path, kind_file, data, label):
     STATS["load"] += 1
 
 
-def _fuzz(workdir, source_index, edits):
-    sources = _all_sources(workdir)
+def _fuzz(workdir, source_index, edits, heavy=False):
+    sources = _all_sources(workdir, heavy)
     # MJCF and URDF alike often, whatever the number of files of each kind
     kinds = [[s for s in sources if s[0] == k] for k in ("mjcf", "urdf")]
     pool = kinds[source_index % 2] or sources
@@ -361,5 +365,5 @@ def test_fuzz_importers_ci(workdir, source, edits):
 @settings(max_examples=4000, **_COMMON)
 @given(source=st.integers(0, 1000), edits=mutations())
 def test_fuzz_importers_long(workdir, source, edits):
-    """tox -e validate: 4000 random damaged files."""
-    _fuzz(workdir, source, edits)
+    """tox -e validate: 4000 random damaged files, meshes of real robots included."""
+    _fuzz(workdir, source, edits, heavy=True)

@@ -211,7 +211,7 @@ def _chain_pos(n, step, quat_step):
     return pos
 
 
-@pytest.mark.parametrize("depth", [900, 3000])
+@pytest.mark.parametrize("depth", [900, pytest.param(3000, marks=pytest.mark.validate)])
 def test_deep_body_chains_load(tmp_path, depth):
     """Chains 900 and 3000 bodies deep (RecursionError before) load in order; the deepest body's
     world position equals the composed offsets (each body rotated 1 degree about z)."""
