@@ -403,7 +403,9 @@ class Importer(abc.ABC):
 
     @abc.abstractmethod
     def load(self, morph) -> Any:
-        """Return the EntityDescription of a file morph."""
+        """Return the EntityDescription of a file morph. Raise ``ImportError_`` for a bad file
+        (``polyphys.xmlfile.Attrs`` reads typed XML attributes with file:line errors); put notes
+        in ``desc.warnings`` (the core emits them and checks the description)."""
 
 
 class Sensor:

@@ -232,7 +232,12 @@ class Mesh(Primitive):
         """The mesh as a trimesh.Trimesh in the morph's local frame (scale and z-up applied)."""
         import trimesh
 
-        if self.file is not None:
+        from .meshfile import MESH_SUFFIXES, read_mesh
+
+        if self.file is not None and os.path.splitext(self.file)[1].lower() in MESH_SUFFIXES:
+            # geometry only: materials and textures (PIL through trimesh) are never read
+            mesh = trimesh.Trimesh(*read_mesh(self.file, f"Mesh.file = {self.file!r}"), process=False)
+        elif self.file is not None:
             mesh = trimesh.load(self.file, force="mesh", process=False)
         else:
             mesh = trimesh.Trimesh(self.vertices, self.faces, process=False)
