@@ -130,20 +130,30 @@ def _best_pair(with_block, without_block, steps: int, repeats: int) -> tuple[flo
     return a, b
 
 
-def _sensor_launches(scene, n: int, k: int) -> float:
-    """CPU time per env of the sensors' own work, timed alone: the rigid readback stage and every
-    sensor group and the measurement launch (no step in between: the same inputs each time)."""
+def _sensor_launches(scene, n: int, k: int) -> dict:
+    """CPU time per env of the sensors' own work, each part timed alone: the rigid readback stage,
+    each sensor group (one launch per kind) and the measurement launch (no step in between: the
+    same inputs each time)."""
     sv, hub = scene.solver("rigid"), scene.sensor_hub
     qacc = sv.constraint.qacc if sv.constraint is not None else sv.d.qacc
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.process_time()
-        for _ in range(k):
-            for part in scene.layout.partitions:
-                sv._readback.run(part, qacc)
-                hub.evaluate(part)
-        best = min(best, (time.process_time() - t0) / (k * n))
-    return best
+    parts = scene.layout.partitions
+
+    def best(fn):
+        b = float("inf")
+        for _ in range(3):
+            t0 = time.process_time()
+            for _ in range(k):
+                for part in parts:
+                    fn(part)
+            b = min(b, (time.process_time() - t0) / (k * n))
+        return b
+
+    out = {"readback (rnePostConstraint)": best(lambda part: sv._readback.run(part, qacc))}
+    for g in hub.groups:
+        kind = g.sensors[0].kind
+        out[f"{kind} group ({len(g.sensors)} sensors)"] = best(lambda part, g=g: g.evaluate(part, hub._part(part)["truth"]))
+    out["all sensor launches (groups + measurement)"] = best(hub.evaluate)
+    return out
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -166,7 +176,8 @@ def run(quick: bool = False) -> list[dict]:
         _, pp_without = _polyphys_scene(plain, n)
         pp_s, pp_0 = _best_pair(pp_with, pp_without, steps, repeats)
         mj_s, mj_0 = _best_pair(_mujoco_block(with_s, n, True), _mujoco_block(with_s, n, False), steps, repeats)
-    alone = _sensor_launches(scene, n, 5 if quick else 20)
+    parts = _sensor_launches(scene, n, 5 if quick else 20)
+    alone = parts["readback (rnePostConstraint)"] + parts["all sensor launches (groups + measurement)"]
     case = f"humanoid, 10 sensors, n_envs={n}"
     pp_cost, mj_cost = pp_s - pp_0, mj_s - mj_0
     rows = [
@@ -180,6 +191,8 @@ def run(quick: bool = False) -> list[dict]:
             mj_cost * 1e6, "MuJoCo sensors (with − without)",
             notes=f"{100 * alone / pp_s:.1f} % of polyphys's step; ratio > 1: polyphys cheaper"),
     ]
+    for name, v in parts.items():
+        rows.append(row(case, f"  of which: {name}", "us", v * 1e6, notes="CPU time per env, timed alone"))
     t0 = time.perf_counter()
     k = 3 if quick else 10
     for _ in range(k):

@@ -172,6 +172,13 @@ class _Parser:
         if plugins is not None and (not isinstance(plugins, list)
                                     or not all(isinstance(p, str) for p in plugins)):
             raise self.err("scene.plugins", plugins, "must be a list of plugin names")
+        if plugins is not None:
+            from .registry import registry
+
+            try:
+                registry().check_plugin_names(plugins, "scene.plugins")
+            except OptionError as exc:
+                raise SceneFileError(f"{self.source}: {exc}") from None
         sim = self.construct("sim", SimOptions, self.table("sim", data.get("sim")))
         solver_options = self.solvers(self.table("solvers", data.get("solvers")), plugins)
         coupler = self.couplers(scene, self.table("couplers", data.get("couplers")), plugins)
@@ -401,24 +408,42 @@ class _Parser:
 
 def parse_file(path: str | os.PathLike) -> ScenePlan:
     """Read and validate a scene file; builds nothing."""
-    path = os.fspath(path)
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise SceneFileError(f"scene file = {path!r}: expected a path") from None
     try:
         with open(path, "rb") as fh:
-            data = _toml.load(fh)
+            raw = fh.read()
     except FileNotFoundError:
         raise SceneFileError(f"{path}: no such scene file (looked at {os.path.abspath(path)})") from None
-    except _toml.TOMLDecodeError as exc:
-        raise SceneFileError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:        # a folder, no permission, ...
+        raise SceneFileError(f"{path}: cannot read the scene file ({type(exc).__name__}: {exc})") from None
+    data = _loads(raw, path)
     stem = os.path.splitext(os.path.basename(path))[0]
     return _Parser(path, os.path.dirname(os.path.abspath(path))).parse(data, stem)
 
 
-def parse_string(text: str, source: str = "<string>", base_dir: str = ".") -> ScenePlan:
+def _loads(raw: bytes | str, source: str) -> dict:
+    """TOML text (bytes: UTF-8, as TOML requires) -> dict, or SceneFileError naming the problem."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SceneFileError(f"{source}: not a UTF-8 text file (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); "
+                                 f"a scene file is TOML, which is UTF-8") from None
+    if not isinstance(raw, str):
+        raise SceneFileError(f"{source}: scene text = {type(raw).__name__}: expected a string")
     try:
-        data = _toml.loads(text)
+        return _toml.loads(raw)
     except _toml.TOMLDecodeError as exc:
         raise SceneFileError(f"{source}: not valid TOML: {exc}") from None
-    return _Parser(source, base_dir).parse(data, "scene")
+    except RecursionError:        # deeply nested arrays/tables
+        raise SceneFileError(f"{source}: not usable TOML: nested too deeply") from None
+
+
+def parse_string(text: str, source: str = "<string>", base_dir: str = ".") -> ScenePlan:
+    return _Parser(source, base_dir).parse(_loads(text, source), "scene")
 
 
 # -- building and running -----------------------------------------------------------------------

@@ -102,3 +102,25 @@ def test_without_the_sensor_plugin_the_entity_still_loads(model):
     with pytest.warns(PolyphysWarning, match=r"sensors of its model file not added .*acc \(MJCF accelerometer\)"):
         ent = scene.add_entity(morphs.MJCF(file=model), Rigid())
     assert ent.sensors == {}
+
+
+@pytest.mark.parametrize("attr, value", [("noise", "abc"), ("noise", "-0.1"), ("cutoff", "nan"), ("cutoff", "")])
+def test_a_bad_noise_or_cutoff_is_an_import_error_naming_file_and_line(tmp_path, attr, value):
+    from polyphys.errors import ImportError_
+
+    bad = XML.replace('<accelerometer name="acc" site="s0" noise="0.05" cutoff="30"/>',
+                      f'<accelerometer name="acc" site="s0" {attr}="{value}"/>')
+    p = tmp_path / "bad.xml"
+    p.write_text(bad)
+    line = bad[:bad.index('<accelerometer name="acc"')].count("\n") + 1
+    with pytest.raises(ImportError_, match=rf"bad\.xml:{line}: <accelerometer name='acc'> {attr} ="):
+        polyphys.describe(str(p))
+
+
+def test_a_malformed_magnetic_option_is_an_import_error(tmp_path):
+    from polyphys.errors import ImportError_
+
+    p = tmp_path / "bad.xml"
+    p.write_text(XML.replace('magnetic="0.1 0.2 -0.4"', 'magnetic="0.1 zz"'))
+    with pytest.raises(ImportError_, match=r"bad\.xml:2: <option> magnetic ="):
+        polyphys.describe(str(p))
