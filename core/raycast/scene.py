@@ -342,6 +342,22 @@ class RayScene:
                 drawn[sl] = True
                 obj_of[sl] = obj
                 rad[sl] = 0.5 * _spacing(pos)
+            if not drawn.any() and not surface_entities:
+                # no entity offers particle getters to match (a third-party solver): every particle
+                # of the view is drawn as one object, sized by the spacing of the whole set
+                ents = solver_entities(scene, solver)
+                e0 = ents[0] if len(ents) == 1 else None
+                col = _entity_color(e0) if e0 is not None else GREY
+                obj = len(self.objects)
+                self.objects.append(dict(name=e0.name if e0 is not None else solver.name,
+                                         entity=e0.uid if e0 is not None else -1,
+                                         link=self._entity_link(e0) if e0 is not None else -1,
+                                         rgba=np.asarray(col), rgb2=np.asarray(col)[:3], checker=0.0))
+                drawn[:] = True
+                obj_of[:] = obj
+                rad[:] = 0.5 * _spacing(p0)
+                if e0 is not None:
+                    self.entity_particles[e0.uid] = (sum(len(r) for r in radius), npart)
             if not drawn.any():
                 continue
             offset = sum(len(r) for r in radius)

@@ -569,3 +569,26 @@ def test_images_do_not_depend_on_the_thread_count(tmp_path):
         imgs.append(cam.read())
     for k in ("rgb", "depth", "segmentation"):
         np.testing.assert_array_equal(imgs[0][k], imgs[1][k])
+
+
+def test_particles_of_a_solver_without_entity_getters_are_still_drawn(monkeypatch):
+    """A particle solver whose entities offer no particle getters (a third-party solver exposing
+    only its view): all its particles are drawn as one object, the same image as with getters."""
+    from polyphys.materials import MPM
+    from polyphys.plugins.mpm.entity import MPMEntity
+    from polyphys.plugins.mpm.options import MPMOptions
+
+    def scene_img():
+        scene = polyphys.Scene(sim=SimOptions(dt=1e-3, substeps=2, gravity=(0.0, 0.0, 0.0)),
+                               mpm=MPMOptions(lower_bound=(-0.5, -0.5, 0.0), upper_bound=(0.5, 0.5, 1.0),
+                                              grid_density=24.0))
+        scene.add_entity(morphs.Box(size=(0.3, 0.3, 0.3), pos=(0.0, 0.0, 0.4)), MPM.Elastic())
+        scene.build()
+        return Camera(resolution=(48, 36), fov=50, pos=(0.8, -0.7, 0.9), lookat=(0.0, 0.0, 0.4),
+                      outputs=("distance",)).render(scene)["distance"]
+
+    a = scene_img()
+    monkeypatch.delattr(MPMEntity, "get_particles_pos")
+    b = scene_img()
+    assert np.isfinite(a).sum() > 100
+    np.testing.assert_array_equal(a, b)
