@@ -592,3 +592,30 @@ def test_particles_of_a_solver_without_entity_getters_are_still_drawn(monkeypatc
     b = scene_img()
     assert np.isfinite(a).sum() > 100
     np.testing.assert_array_equal(a, b)
+
+
+def test_a_camera_does_not_change_the_physics():
+    """The ray group brings rigid link frames to the end of the step (sync_links); the next step
+    computes them again from qpos, so a scene steps bit for bit the same with or without cameras
+    (the gymnasium humanoid falling on its floor: contacts and limits)."""
+    import os
+
+    import gymnasium
+
+    xml = os.path.join(os.path.dirname(gymnasium.__file__), "envs/mujoco/assets/humanoid.xml")
+    out = []
+    for with_cam in (False, True):
+        scene = polyphys.Scene(sim=SimOptions(dt=0.005))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolyphysWarning)
+            hum = scene.add_entity(morphs.MJCF(file=xml), Rigid())
+        if with_cam:
+            scene.add_sensor("depth_camera", hum, link="torso", offset_pos=(0.3, 0.0, 0.0), resolution=(16, 12))
+            scene.add_sensor("imu", hum, link="torso")
+        scene.build(n_envs=2)
+        hum.set_dofs_velocity(np.tile(np.linspace(-0.5, 0.5, hum.n_dofs), (2, 1)))
+        for _ in range(40):
+            scene.step()
+        out.append((hum.get_qpos(), hum.get_dofs_velocity()))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
