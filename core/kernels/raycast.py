@@ -601,17 +601,17 @@ def cast_rays(
     sm: SurfaceModel,
     env_offset: int,
     # Data in:
-    gd: GeomData,
-    pd: ParticleData,
-    sd: SurfaceData,
+    geoms_in: GeomData,
+    particles_in: ParticleData,
+    surfaces_in: SurfaceData,
     sensor_pos_in: wp.array2d(dtype=wp.vec3),
     sensor_rot_in: wp.array2d(dtype=wp.mat33),
     tick_in: wp.array(dtype=wp.int32),
     # Data out:
-    out: wp.array2d(dtype=Any),
+    values_out: wp.array2d(dtype=Any),
 ):
     """One thread per (env, ray) of every sensor of the set: the closest hit, then each requested
-    output into the sensor's columns of ``out`` (row = the launch's env index; the partition's env is
+    output into the sensor's columns of ``values_out`` (row = the launch's env index; the partition's env is
     ``env_offset`` + it)."""
     row, r = wp.tid()
     e = env_offset + row
@@ -632,7 +632,7 @@ def cast_rays(
     d = Rs @ dn
     o = sensor_pos_in[e, s] + Rs @ ol
     t0 = rays.min_range[s]
-    h = trace(gm, gd, pm, pd, sm, sd, e, o + d * t0, d, rays.max_range[s] - t0, rays.exclude_link[s])
+    h = trace(gm, geoms_in, pm, particles_in, sm, surfaces_in, e, o + d * t0, d, rays.max_range[s] - t0, rays.exclude_link[s])
     hit = h.kind != HIT_NONE
     t = h.t + t0
     p = o + d * t
@@ -643,29 +643,29 @@ def cast_rays(
     c = rays.col_dist[s]
     if c >= 0:
         if hit:
-            store(out, row, c + k, t)
+            store(values_out, row, c + k, t)
         else:
-            store(out, row, c + k, rays.no_hit[s])
+            store(values_out, row, c + k, rays.no_hit[s])
     c = rays.col_depth[s]
     if c >= 0:
         if hit:
-            store(out, row, c + k, t * dn[2])
+            store(values_out, row, c + k, t * dn[2])
         else:
-            store(out, row, c + k, rays.no_hit[s])
+            store(values_out, row, c + k, rays.no_hit[s])
     c = rays.col_point[s]
     if c >= 0:
         for i in range(3):
             if hit:
-                store(out, row, c + 3 * k + i, p[i])
+                store(values_out, row, c + 3 * k + i, p[i])
             else:
-                store(out, row, c + 3 * k + i, wp.nan)
+                store(values_out, row, c + 3 * k + i, wp.nan)
     c = rays.col_normal[s]
     if c >= 0:
         for i in range(3):
             if hit:
-                store(out, row, c + 3 * k + i, n[i])
+                store(values_out, row, c + 3 * k + i, n[i])
             else:
-                store(out, row, c + 3 * k + i, 0.0)
+                store(values_out, row, c + 3 * k + i, 0.0)
     c = rays.col_seg[s]
     if c >= 0:
         sid = int(-1)
@@ -677,12 +677,12 @@ def cast_rays(
                 sid = objs.link[obj]
             else:
                 sid = obj
-        store(out, row, c + k, float(sid))
+        store(values_out, row, c + k, float(sid))
     c = rays.col_rgb[s]
     if c >= 0:
         rgb = rays.background[s]
         if hit:
-            alb = albedo(rays, s, objs, gm, gd, pm, pd, e, h, obj, p)
+            alb = albedo(rays, s, objs, gm, geoms_in, pm, particles_in, e, h, obj, p)
             lit = rays.ambient[s]
             q = p + n * (1.0e-4 + 1.0e-6 * t)
             for li in range(rays.light_start[s], rays.light_end[s]):
@@ -703,14 +703,14 @@ def cast_rays(
                 if ndl > 0.0:
                     lit_by = int(1)
                     if rays.shadows[s] != 0:
-                        sh = trace(gm, gd, pm, pd, sm, sd, e, q, L, dist, -1)
+                        sh = trace(gm, geoms_in, pm, particles_in, sm, surfaces_in, e, q, L, dist, -1)
                         if sh.kind != HIT_NONE:
                             lit_by = 0
                     if lit_by != 0:
                         lit = lit + rays.light_rgb[li] * ndl
             rgb = wp.cw_mul(alb, lit)
         for i in range(3):
-            store(out, row, c + 3 * k + i, wp.clamp(rgb[i], 0.0, 1.0))
+            store(values_out, row, c + 3 * k + i, wp.clamp(rgb[i], 0.0, 1.0))
 
 
 # -- preparation launches (per partition) ------------------------------------------------------------
@@ -916,7 +916,7 @@ def _overloads():
         wp.overload(copy_particles, {"pos_in": a2v, "vel_in": a2v})
         wp.overload(copy_particles_all_active, {"pos_in": a2v, "vel_in": a2v})
         wp.overload(copy_vertices, {"pos_in": a2v})
-        wp.overload(cast_rays, {"out": wp.array2d(dtype=s)})
+        wp.overload(cast_rays, {"values_out": wp.array2d(dtype=s)})
 
 
 _overloads()
