@@ -262,9 +262,14 @@ class PBDSolver(Solver):
         # shape-matched bodies
         bodies = [(s, len(r["pos"]), r["body"]) for r, s in zip(recs, starts) if r["body"] is not None]
         rest_off = np.zeros((N, 3))
+        body_ref, body_inv_mass = [], []
         for s, n, _ in bodies:
             p, m = host["pos"][s:s + n], host["mass"][s:s + n]
             rest_off[s:s + n] = p - (m[:, None] * p).sum(0) / m.sum()
+            # the kernel sums relative to the particle nearest the rest centre of mass (float32
+            # sums of absolute positions bias the centre; kernels/constraints.py shape_match)
+            body_ref.append(s + int(np.argmin(np.linalg.norm(rest_off[s:s + n], axis=1))))
+            body_inv_mass.append(1.0 / m.sum())
         self.n_bodies = len(bodies)
         teth_a = np.full((N, TETHERS), -1, np.int64)
         teth_l = np.zeros((N, TETHERS))
@@ -313,6 +318,8 @@ class PBDSolver(Solver):
             t_comp=arr(tcomp.astype(f32), wp.float32),
             body_start=arr(np.array([b[0] for b in bodies], i32), wp.int32),
             body_count=arr(np.array([b[1] for b in bodies], i32), wp.int32),
+            body_ref=arr(np.array(body_ref, i32), wp.int32),
+            body_inv_mass=arr(np.array(body_inv_mass, f32), wp.float32),
             body_stiff=arr(np.array([b[2] for b in bodies], f32), wp.float32),
             rest_offset=arr(rest_off.astype(f32), wp.vec3),
             plane_p=arr(np.array([p for p, _ in opts.planes], f32).reshape(-1, 3), wp.vec3),
@@ -332,6 +339,7 @@ class PBDSolver(Solver):
         self.vel = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         self.free = arr(np.tile(free0, (ne, 1)), wp.int32)
         self.pos_prev = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
+        self.pos_pred = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         self.vel_tmp = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         self.delta = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         self.lam = wp.zeros((ne, max(n_lam, 1)), dtype=wp.float32, device=dev)
@@ -346,7 +354,7 @@ class PBDSolver(Solver):
             s = part.slice
             self._parts[part.index] = SimpleNamespace(
                 n=part.n_envs, **{k: getattr(self, k)[s] for k in (
-                    "pos", "vel", "free", "pos_prev", "vel_tmp", "delta", "lam", "lam_fluid", "cell_ijk",
+                    "pos", "vel", "free", "pos_prev", "pos_pred", "vel_tmp", "delta", "lam", "lam_fluid", "cell_ijk",
                     "cell_start", "cell_end", "sorted_idx")}, mass2d=self.model.mass2d[s])
 
     # -- stepping --------------------------------------------------------------------------------
@@ -370,7 +378,8 @@ class PBDSolver(Solver):
         p, m, lay, g, o = self._parts[part.index], self.model, self.layout, self._grid, self.options
         dev, N, h = lay.device, self.n_particles, float(lay.h)
         inv_h2 = 1.0 / (h * h)
-        wp.launch(I.predict_position, dim=(p.n, N), inputs=[h, p.vel], outputs=[p.pos, p.pos_prev], device=dev)
+        wp.launch(I.predict_position, dim=(p.n, N), inputs=[h, p.vel],
+                  outputs=[p.pos, p.pos_prev, p.pos_pred], device=dev)
         if self.n_lam:
             wp.launch(I.zero_lambda, dim=(p.n, self.n_lam), outputs=[p.lam], device=dev)
         grid = [p.cell_ijk, p.cell_start, p.cell_end, p.sorted_idx]
@@ -400,7 +409,7 @@ class PBDSolver(Solver):
                           device=dev)
             if self.n_bodies:
                 wp.launch(C.shape_match, dim=(p.n, self.n_bodies),
-                          inputs=[m.body_start, m.body_count, m.body_stiff, m.rest_offset, m.mass,
+                          inputs=[m.body_start, m.body_count, m.body_ref, m.body_inv_mass, m.body_stiff, m.rest_offset, m.mass,
                                   m.inv_mass0, p.free], outputs=[p.pos], device=dev)
             if self.has_liquid:
                 wp.launch(NB.fluid_lambda, dim=(p.n, N),
@@ -418,13 +427,13 @@ class PBDSolver(Solver):
                       outputs=[p.pos], device=dev)
         damp = max(0.0, 1.0 - o.damping * h)
         if self.has_liquid:
-            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_prev],
+            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_pred, p.vel],
                       outputs=[p.vel_tmp], device=dev)
             wp.launch(NB.xsph_viscosity, dim=(p.n, N),
                       inputs=[m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.mask, p.pos,
                               p.vel_tmp, *grid], outputs=[p.vel], device=dev)
         else:
-            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_prev],
+            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_pred, p.vel],
                       outputs=[p.vel], device=dev)
 
     def state_arrays(self):
