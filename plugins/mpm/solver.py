@@ -48,22 +48,36 @@ class MPMSolver(Solver):
         return entity
 
     def _safe_box(self):
+        """The walls' surfaces: the region particles may occupy (MPMOptions.wall_lower/wall_upper)."""
         o = self.options
-        lo = np.asarray(o.lower_bound)
-        pad = o.boundary_padding * o.dx
-        hi_grid = lo + np.asarray(o.n_cells) * o.dx
-        return lo + pad, hi_grid - pad
+        return np.asarray(o.wall_lower), np.asarray(o.wall_upper)
 
     def _check_inside(self, entity, pos: np.ndarray) -> None:
         a, b = self._safe_box()
-        out = np.any((pos < a) | (pos > b), axis=1)
+        tol = 1e-6 * self.options.dx
+        out = np.any((pos < a - tol) | (pos > b + tol), axis=1)
         if out.any():
             o = self.options
+            walls = "" if np.allclose(a, o.lower_bound) and np.allclose(b, o.upper_bound) else (
+                f" (walls at [{_fmt(a)}, {_fmt(b)}]: the domain widened to whole cells of dx = {o.dx:.4g} m)")
             raise OptionError(
                 f"MPM entity {entity.name!r}: {int(out.sum())} of {len(pos)} particles lie outside the MPM "
-                f"domain lower_bound={o.lower_bound}, upper_bound={o.upper_bound} less its "
-                f"{o.boundary_padding}-cell wall layer, i.e. [{_fmt(a)}, {_fmt(b)}]; particles span "
+                f"domain lower_bound={o.lower_bound}, upper_bound={o.upper_bound}{walls}; particles span "
                 f"[{_fmt(pos.min(0))}, {_fmt(pos.max(0))}]. Move the entity or enlarge the domain")
+
+    def _check_alignment(self) -> None:
+        o = self.options
+        a, b = np.asarray(o.wall_lower), np.asarray(o.wall_upper)
+        off = np.abs(a - np.asarray(o.lower_bound)) > 1e-9 * o.dx
+        if off.any():
+            axes = [("x", "y", "z")[k] for k in np.nonzero(off)[0]]
+            cells = [f"{(hb - la) * o.grid_density:.4g}" for la, hb in zip(o.lower_bound, o.upper_bound)]
+            warnings.warn(
+                f"MPMOptions: (upper_bound − lower_bound)·grid_density = ({', '.join(cells)}) is not a whole "
+                f"number of cells on axis {', '.join(axes)}; the walls are placed half the remainder outside "
+                f"each bound, at [{_fmt(a)}, {_fmt(b)}] (grid centred on the domain). Choose bounds a whole "
+                f"number of cells dx = {o.dx:.4g} m apart to put the walls on the bounds",
+                PolyphysWarning, stacklevel=4)
 
     # -- build ---------------------------------------------------------------------------------
     def build(self, layout):
@@ -72,6 +86,7 @@ class MPMSolver(Solver):
         self.layout = layout
         o, h = self.options, layout.h
         self._check_resolution()
+        self._check_alignment()
         self._check_cfl(h)
         start = 0
         for e in self.entities:
@@ -121,9 +136,9 @@ class MPMSolver(Solver):
         self.grid_m = wp.zeros((n, self.n_nodes), dtype=scalar, device=dev)
         self.grid_v = wp.zeros((n, self.n_nodes), dtype=vec3, device=dev)
         self.grid_active = wp.zeros((n, self.n_nodes), dtype=wp.int32, device=dev)
-        lo = np.asarray(o.lower_bound, npf)
-        idx = np.indices(self.n_nodes_axis).reshape(3, -1).T.astype(npf)
-        node_pos = (lo + idx * npf(o.dx)).astype(npf)
+        lo = np.asarray(o.grid_origin, np.float64)
+        idx = np.indices(self.n_nodes_axis).reshape(3, -1).T
+        node_pos = (lo + idx * o.dx).astype(npf)
         self.grid_pos = wp.array(np.broadcast_to(node_pos, (n, self.n_nodes, 3)).copy(), dtype=vec3,
                                  device=dev)
         # device flags read after each step (not state)

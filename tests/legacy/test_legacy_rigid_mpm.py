@@ -87,3 +87,33 @@ def test_plate_ground_contact_impulse_carries_plate_and_mpm_block_weight():
     assert abs(plate.get_pos()[2] - 0.05) < 1e-3                # the plate rests on the ground
     ratio = impulse / (window * dt) / weight
     assert abs(ratio - 1.0) < 0.02, ratio
+
+
+def test_symmetric_drop_stays_on_its_axis():
+    """Issue 26: the default scene (a rigid box dropped on the centre of an MPM jelly resting on a
+    kinematic platform) is mirror-symmetric in x and y, so the box must stay on the z axis. With the
+    grid's extra fraction of a cell all at the upper end (a ±0.3 m domain at 32 cells/m is 19.2
+    cells), the node lattice was 0.4 cell off-centre, the coupling pushed the box sideways and it
+    ended at (0.018, 0.028) m. Now the grid is centred on the domain; what is left is float32 rounding
+    (1e-7 relative), amplified by the contact over 500 substeps: bound dx/32 ≈ 1 mm, a thirtieth of
+    the 0.4-cell offset's scale that moved it 2.8 cm (measured after the fix: 7e-5 m)."""
+    from polyphys.errors import PolyphysWarning
+    from polyphys.plugins.mpm.options import MPMOptions
+    from polyphys.plugins.rigid.materials import Rigid
+
+    dx = 1 / 32
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=5),
+                           mpm=MPMOptions(lower_bound=(-0.3, -0.3, 0.0), upper_bound=(0.3, 0.3, 0.6),
+                                          grid_density=1 / dx, boundary="slip"))
+    scene.add_entity(morphs.Box(size=(0.4, 0.4, 0.05), pos=(0, 0, 0.1), fixed=True),
+                     polyphys.materials.Kinematic(coup_friction=0.5))
+    jelly = scene.add_entity(morphs.Box(size=(0.16, 0.16, 0.12), pos=(0, 0, 0.19)),
+                             polyphys.materials.MPM.Elastic(E=1e4, nu=0.3, rho=400.0))
+    box = scene.add_entity(morphs.Box(size=(0.06, 0.06, 0.06), pos=(0, 0, 0.45)), Rigid(rho=300.0))
+    with pytest.warns(PolyphysWarning, match="not a whole number of cells"):
+        scene.build()
+    for _ in range(100):
+        scene.step()
+    assert box.get_pos()[2] < 0.3                           # it landed on the jelly (top at 0.25 m)
+    assert np.abs(box.get_pos()[:2]).max() < dx / 32, box.get_pos()
+    assert np.abs(jelly.get_particles_pos()[:, :2].mean(0)).max() < dx / 32

@@ -2,6 +2,7 @@
 
 import warnings
 
+import attrs
 import numpy as np
 import polyphys
 from polyphys import morphs
@@ -10,27 +11,36 @@ from polyphys.plugins.mpm import MPMOptions
 M = polyphys.materials.MPM
 
 
+# The domain's lower corner in these tests: a generic point, not the origin (a grid that ignores
+# lower_bound, or walls placed relative to the origin, fail here). Entity positions given to make_scene
+# are relative to it; read-back positions are absolute (subtract LO).
+LO = np.array((-0.17, 0.23, -0.11))
+
+
 def make_scene(entities, *, dt=2e-3, substeps=1, gravity=(0.0, 0.0, -9.81), n_envs=0, graph_capture=True,
-               **opts):
-    opts.setdefault("lower_bound", (0.0, 0.0, 0.0))
-    opts.setdefault("upper_bound", (0.5, 0.5, 0.5))
+               size=(0.5, 0.5, 0.5), **opts):
+    """A scene over the domain [LO, LO + size] (walls on its faces); each entity (morph, material,
+    kwargs) is placed at LO + morph.pos."""
+    opts.setdefault("lower_bound", tuple(LO))
+    opts.setdefault("upper_bound", tuple(LO + np.asarray(size)))
     opts.setdefault("grid_density", 32.0)
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=substeps, gravity=gravity,
                                                    graph_capture=graph_capture, nan_policy="raise"),
                            mpm=MPMOptions(**opts))
-    ents = [scene.add_entity(m, material=mat, **kw) for m, mat, kw in entities]
+    ents = [scene.add_entity(attrs.evolve(m, pos=tuple(LO + np.asarray(m.pos))), material=mat, **kw)
+            for m, mat, kw in entities]
     with warnings.catch_warnings():
-        warnings.simplefilter("error")      # a test scene must not trigger resolution/CFL warnings
+        warnings.simplefilter("error")      # a test scene must not trigger resolution/CFL/alignment warnings
         scene.build(n_envs=n_envs)
     return scene, ents
 
 
 def totals(scene):
-    """Linear momentum, angular momentum about the origin (APIC affine term included) and kinetic
-    energy of every particle of the MPM solver, per env (float64)."""
+    """Linear momentum, angular momentum about the domain corner LO (APIC affine term included) and
+    kinetic energy of every particle of the MPM solver, per env (float64)."""
     s = scene.solver("mpm")
     m = s.particle_mass()
-    x = s.pos.numpy().astype(np.float64)
+    x = s.pos.numpy().astype(np.float64) - LO
     v = s.vel.numpy().astype(np.float64)
     C = s.C.numpy().astype(np.float64)
     P = np.einsum("p,epi->ei", m, v)

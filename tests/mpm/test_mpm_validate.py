@@ -29,12 +29,13 @@ def test_dam_break_front_follows_martin_moyce():
     dx = 1 / dens
     pad = 3 * dx
     water = M.Liquid(E=1.44e6, nu=0.2, rho=1000.0)
-    opts = MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.6, 0.05 + 2 * pad + 2 * dx, 0.25 + pad),
+    # the walls: x = pad is x = 0 of the experiment; 0.05 m + 2 cells between the y walls
+    opts = MPMOptions(lower_bound=(pad, pad, pad), upper_bound=(74 * dx, 12 * dx, 32 * dx),
                       grid_density=dens, boundary="slip")
     h = 0.8 * opts.cfl_number * dx / water.wave_speed
     substeps = 4
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=h * substeps, substeps=substeps), mpm=opts)
-    wall = pad                      # the wall layer ends here: x = 0 of the experiment
+    wall = pad                      # the -x wall: x = 0 of the experiment
     col = scene.add_entity(morphs.Box(size=(a, 0.05, 2 * a), pos=(wall + a / 2, pad + dx + 0.025, pad + a)),
                            water)
     scene.build()
@@ -65,7 +66,8 @@ def _sand_slump(phi_deg):
     dx = 1 / dens
     floor = 3 * dx
     sand = M.Sand(E=3.537e5, nu=0.3, rho=2200.0, friction_angle=phi_deg)
-    opts = MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.6, 0.6, 0.3), grid_density=dens, boundary="sticky")
+    opts = MPMOptions(lower_bound=(floor,) * 3, upper_bound=(36 * dx, 36 * dx, 17 * dx), grid_density=dens,
+                      boundary="sticky")
     # P-wave speed 14.6 m/s: h = 4e-4 s is 0.75 of the limit 0.5·dx/c = 5.3e-4 s
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=4e-3, substeps=10), mpm=opts)
     slab = scene.add_entity(morphs.Box(size=(0.3, 0.3, 0.1), pos=(0.3, 0.3, floor + 0.052)), sand)
@@ -114,7 +116,7 @@ def _poured_heap(phi_deg, cone="shear"):
     ty = 4 * dx
     x0 = 0.4
     sand = M.Sand(E=3.537e5, nu=0.3, rho=2200.0, friction_angle=phi_deg, cone=cone)
-    opts = MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.8, ty + 2 * pad, 0.38), grid_density=dens,
+    opts = MPMOptions(lower_bound=(pad,) * 3, upper_bound=(49 * dx, pad + ty, 22 * dx), grid_density=dens,
                       boundary=("slip", "slip", "sticky"))
     # P-wave speed 14.6 m/s: h = 4e-4 s is 0.75 of the limit 0.5·dx/c = 5.3e-4 s
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=4e-3, substeps=10), mpm=opts)
