@@ -1,4 +1,4 @@
-"""The Legacy velocity response (SPEC §C1), one thread per velocity carrier."""
+"""The Legacy velocity response (docs/semantics.md C1), one thread per velocity carrier."""
 
 import warp as wp
 from polyphys.kernels.sdf import GEOM_HFIELD, GEOM_MESH, sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
@@ -192,7 +192,7 @@ def project_points(
     """The material points behind grid-node carriers (MPM particles, before P2G): a point inside a
     geom (d < 0) is moved to its surface along the SDF normal, x -= d·n, and its velocity relative
     to the rigid point velocity loses the part into the surface (with the geom's Coulomb friction on
-    the tangential part, as the §C1 response with e = 0); the reaction -m·Δv/h is
+    the tangential part, as the C1 response (docs/semantics.md) with e = 0); the reaction -m·Δv/h is
     accumulated (the move itself carries no momentum). The grid-node response keeps material out
     of bodies only up to the quadratic kernel's reach: nodes inside a body also carry material
     from outside it, and material crept up to a cell into bodies (docs/legacy.md, "Material inside
@@ -228,7 +228,7 @@ def project_points(
             vn = wp.dot(rv, n)
             changed = wp.int32(1)
             if vn < 0.0:
-                # the §C1 response without restitution: normal part removed, Coulomb friction on the
+                # the C1 response (docs/semantics.md) without restitution: normal part removed, Coulomb friction on the
                 # tangential part, |v_t'| = max(0, |v_t| + μ·v_n)
                 vt = rv - vn * n
                 vt_len = wp.length(vt)
