@@ -284,7 +284,10 @@ class PBDSolver(Solver):
         self.n_tris = len(tris)
         # neighbour grid over the domain box
         lo, hi = np.asarray(opts.lower_bound), np.asarray(opts.upper_bound)
-        cell = max(2.0 * host["radius"].max(), self.fluid_h)
+        # the neighbour lists are built once per substep (after the prediction) and hold every pair
+        # within one cell: the cell is the PBF smoothing radius or 1.5 x the largest contact distance
+        # (a pair may close that margin during the constraint iterations and still be listed)
+        cell = max(3.0 * host["radius"].max(), self.fluid_h)
         dims = np.maximum(1, np.ceil((hi - lo) / cell).astype(np.int64))
         tsize = 64
         while tsize < 2 * N:
@@ -348,6 +351,12 @@ class PBDSolver(Solver):
         self.cell_start = wp.zeros((ne, tsize), dtype=wp.int32, device=dev)
         self.cell_end = wp.zeros((ne, tsize), dtype=wp.int32, device=dev)
         self.sorted_idx = wp.zeros((ne, N), dtype=wp.int32, device=dev)
+        # per-substep neighbour lists (kernels/neighbors.py build_neighbors): room for twice the
+        # most neighbours any particle has within one cell at build (a particle with more scans the
+        # grid instead: nothing is dropped)
+        self.nbr_cap = self._neighbour_capacity(host["pos"], cell) if self.has_contacts else 1
+        self.nbr_count = wp.zeros((ne, N), dtype=wp.int32, device=dev)
+        self.nbr_list = wp.zeros((ne, max(N * self.nbr_cap, 1)), dtype=wp.int32, device=dev)
         self.n_particles, self.n_lam = N, n_lam
         self._parts = {}
         for part in layout.partitions:
@@ -355,7 +364,15 @@ class PBDSolver(Solver):
             self._parts[part.index] = SimpleNamespace(
                 n=part.n_envs, **{k: getattr(self, k)[s] for k in (
                     "pos", "vel", "free", "pos_prev", "pos_pred", "vel_tmp", "delta", "lam", "lam_fluid", "cell_ijk",
-                    "cell_start", "cell_end", "sorted_idx")}, mass2d=self.model.mass2d[s])
+                    "cell_start", "cell_end", "sorted_idx", "nbr_count", "nbr_list")}, mass2d=self.model.mass2d[s])
+
+    @staticmethod
+    def _neighbour_capacity(pos: np.ndarray, cell: float) -> int:
+        """Twice the most neighbours within one cell any particle has at build (at least 16)."""
+        from scipy.spatial import cKDTree
+
+        counts = cKDTree(pos).query_ball_point(pos, cell, return_length=True) - 1
+        return int(max(16, 2 * int(counts.max()) if len(counts) else 16))
 
     # -- stepping --------------------------------------------------------------------------------
     def substep_pre_coupling(self, f, part):
@@ -383,9 +400,12 @@ class PBDSolver(Solver):
         if self.n_lam:
             wp.launch(I.zero_lambda, dim=(p.n, self.n_lam), outputs=[p.lam], device=dev)
         grid = [p.cell_ijk, p.cell_start, p.cell_end, p.sorted_idx]
+        nbrs = [p.nbr_count, p.nbr_list]
         if self.has_contacts:
             wp.launch(NB.build_grid, dim=p.n, inputs=[N, g.mask, g.lower, g.inv_cell, g.dims, p.pos],
                       outputs=grid, device=dev)
+            wp.launch(NB.build_neighbors, dim=(p.n, N), inputs=[g.cell * g.cell, self.nbr_cap, g.mask, p.pos, *grid],
+                      outputs=nbrs, device=dev)
         lam_off_b, lam_off_t = self.n_dist, self.n_dist + self.n_bend
         for _ in range(o.iterations):
             for c in range(len(self._dcol) - 1):
@@ -414,12 +434,12 @@ class PBDSolver(Solver):
             if self.has_liquid:
                 wp.launch(NB.fluid_lambda, dim=(p.n, N),
                           inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, self.fluid_h, o.fluid_cfm,
-                                  g.mask, p.free, p.pos, *grid], outputs=[p.lam_fluid], device=dev)
+                                  g.mask, self.nbr_cap, p.free, p.pos, *grid, *nbrs], outputs=[p.lam_fluid], device=dev)
             if self.has_contacts:
                 wp.launch(NB.particle_gather, dim=(p.n, N),
                           inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass,
                                   m.inv_mass0, m.rest_density, self.fluid_h, g.cell * g.cell, o.relaxation, g.mask,
-                                  p.free, p.pos, p.pos_prev, p.lam_fluid, *grid],
+                                  self.nbr_cap, p.free, p.pos, p.pos_prev, p.lam_fluid, *grid, *nbrs],
                           outputs=[p.delta], device=dev)
             wp.launch(I.apply_and_bound, dim=(p.n, N),
                       inputs=[m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
@@ -430,8 +450,8 @@ class PBDSolver(Solver):
             wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_pred, p.vel],
                       outputs=[p.vel_tmp], device=dev)
             wp.launch(NB.xsph_viscosity, dim=(p.n, N),
-                      inputs=[m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.mask, p.pos,
-                              p.vel_tmp, *grid], outputs=[p.vel], device=dev)
+                      inputs=[m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.mask, self.nbr_cap, p.pos,
+                              p.vel_tmp, *grid, *nbrs], outputs=[p.vel], device=dev)
         else:
             wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_pred, p.vel],
                       outputs=[p.vel], device=dev)

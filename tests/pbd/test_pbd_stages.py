@@ -3,6 +3,7 @@ NumPy reference, so an unwritten element or a wrong formula shows up at once."""
 
 import numpy as np
 import polyphys
+import pytest
 from polyphys import morphs
 from polyphys.plugins.pbd import PBDOptions
 
@@ -22,16 +23,51 @@ def _random_scene(n=120, seed=0, friction=0.0):
     return sc, e
 
 
-def _grid(s):
+def _grid(s, scan=False):
+    """Build the grid and the neighbour lists (outputs poisoned first); scan=True marks every
+    particle's list as overflowed, so the readers take the grid-scan path instead."""
     import warp as wp
     from polyphys.plugins.pbd.kernels import neighbors as NB
 
     g = s._grid
-    for a in (s.cell_start, s.cell_end, s.sorted_idx):
+    for a in (s.cell_start, s.cell_end, s.sorted_idx, s.nbr_count, s.nbr_list):
         a.fill_(-7)
     wp.launch(NB.build_grid, dim=s.layout.n_envs, inputs=[s.n_particles, g.mask, g.lower, g.inv_cell, g.dims, s.pos],
               outputs=[s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx], device="cpu")
+    wp.launch(NB.build_neighbors, dim=(s.layout.n_envs, s.n_particles),
+              inputs=[g.cell * g.cell, s.nbr_cap, g.mask, s.pos, s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx],
+              outputs=[s.nbr_count, s.nbr_list], device="cpu")
+    if scan:
+        s.nbr_count.fill_(-1)
     return g
+
+
+def _lists(s):
+    return [s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx, s.nbr_count, s.nbr_list]
+
+
+def test_neighbour_lists_hold_every_pair_within_one_cell_in_grid_order():
+    sc, e = _random_scene()
+    s = sc.solver("pbd")
+    g = _grid(s)
+    pos, cnt, lst = s.pos.numpy().astype(float), s.nbr_count.numpy(), s.nbr_list.numpy()
+    cap = s.nbr_cap
+    for env in range(2):
+        d2 = ((pos[env][:, None] - pos[env][None]) ** 2).sum(-1)
+        for i in range(s.n_particles):
+            want = set(np.nonzero((d2[i] < g.cell ** 2) & (np.arange(s.n_particles) != i))[0].tolist())
+            assert 0 <= cnt[env, i] <= cap
+            got = lst[env, i * cap:i * cap + cnt[env, i]].tolist()
+            assert set(got) == want and len(got) == len(want)
+    # more neighbours than the capacity: the count says so (-1) and nothing is half-written as valid
+    import warp as wp
+    from polyphys.plugins.pbd.kernels import neighbors as NB
+    wp.launch(NB.build_neighbors, dim=(2, s.n_particles),
+              inputs=[g.cell * g.cell, 1, g.mask, s.pos, s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx],
+              outputs=[s.nbr_count, s.nbr_list], device="cpu")
+    n_nb = np.array([[((pos[env] - pos[env, i]) ** 2).sum(1).__lt__(g.cell ** 2).sum() - 1
+                      for i in range(s.n_particles)] for env in range(2)])
+    np.testing.assert_array_equal(s.nbr_count.numpy(), np.where(n_nb > 1, -1, n_nb))
 
 
 def _np_hash(c, mask):
@@ -57,19 +93,20 @@ def test_grid_is_a_stable_counting_sort():
         assert sorted(srt.tolist()) == list(range(s.n_particles))
 
 
-def test_contact_gather_matches_numpy():
+@pytest.mark.parametrize("scan", [False, True], ids=["lists", "grid-scan"])
+def test_contact_gather_matches_numpy(scan):
     import warp as wp
     from polyphys.plugins.pbd.kernels import neighbors as NB
 
     sc, e = _random_scene()
     s, m = sc.solver("pbd"), sc.solver("pbd").model
-    _grid(s)
+    _grid(s, scan)
     wp.copy(s.pos_prev, s.pos)                # no displacement: friction terms vanish
     s.delta.fill_(float("nan"))
     wp.launch(NB.particle_gather, dim=(2, s.n_particles),
               inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass, m.inv_mass0,
-                      m.rest_density, s.fluid_h, s._grid.cell ** 2, 1.3, s._grid.mask, s.free, s.pos, s.pos_prev, s.lam_fluid,
-                      s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx],
+                      m.rest_density, s.fluid_h, s._grid.cell ** 2, 1.3, s._grid.mask, s.nbr_cap, s.free, s.pos, s.pos_prev,
+                      s.lam_fluid, *_lists(s)],
               outputs=[s.delta], device="cpu")
     got = s.delta.numpy()
     pos, free = s.pos.numpy().astype(float), s.free.numpy()
@@ -129,7 +166,8 @@ def test_distance_colour_matches_numpy_xpbd_update():
     assert b - a == 3                     # (1, 2) shares particles: it is in the second colour
 
 
-def test_fluid_lambda_matches_numpy():
+@pytest.mark.parametrize("scan", [False, True], ids=["lists", "grid-scan"])
+def test_fluid_lambda_matches_numpy(scan):
     import warp as wp
     from polyphys.plugins.pbd.kernels import neighbors as NB
 
@@ -142,11 +180,11 @@ def test_fluid_lambda_matches_numpy():
                   pinned=[0])
     sc.build()
     s, m = sc.solver("pbd"), sc.solver("pbd").model
-    _grid(s)
+    _grid(s, scan)
     s.lam_fluid.fill_(float("nan"))
     wp.launch(NB.fluid_lambda, dim=(1, s.n_particles),
-              inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, s.fluid_h, 1e-3, s._grid.mask, s.free, s.pos,
-                      s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx], outputs=[s.lam_fluid], device="cpu")
+              inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, s.fluid_h, 1e-3, s._grid.mask, s.nbr_cap, s.free,
+                      s.pos, *_lists(s)], outputs=[s.lam_fluid], device="cpu")
     got = s.lam_fluid.numpy()[0]
     x = s.pos.numpy()[0].astype(float)
     mass = m.mass.numpy().astype(float)
