@@ -214,3 +214,31 @@ def test_cloth_self_collision_keeps_layers_apart():
     assert up[:, 2].max() < 0.03                                       # it did land
     low, up = _two_layer_cloth(False)
     assert up[:, 2].max() < 0.006                                      # fell through to the floor
+
+
+# -- static planes ----------------------------------------------------------------------------------
+def test_particles_rest_on_an_offset_tilted_plane():
+    """A static plane through (0.31, -0.17, 0.42) with its normal tilted 25° (about an oblique axis),
+    boundary friction 1.5 > tan 25°: a jittered granular block dropped on it comes to rest on the
+    plane — every particle at least one radius on the normal side (to 1 % of the radius: the
+    iteration error of the projection), the lowest ones touching it (within 1 % of the radius),
+    and at rest. A plane that ignored its anchor point (the plane through the origin) would leave
+    them 0.27 m lower."""
+    th = np.radians(25.0)
+    axis = np.array([0.6, 0.8, 0.0])
+    n = np.cos(th) * np.array([0.0, 0.0, 1.0]) + np.sin(th) * np.cross(axis, [0.0, 0.0, 1.0])
+    p0 = np.array([0.31, -0.17, 0.42])
+    sc = _scene(1 / 60, 20, iterations=8, relaxation=1.5, boundary_friction=1.5, lower_bound=(-0.5, -0.6, -0.5),
+                upper_bound=(1.0, 0.5, 1.5), planes=[(tuple(p0), tuple(n))])
+    d = 0.02
+    e = sc.add_entity(morphs.Box(size=(0.08, 0.06, 0.1), pos=tuple(p0 + 0.15 * n), euler=(10, 20, 30)),
+                      PBD().Particle(particle_size=d, friction=0.5), jitter=0.2)
+    sc.build()
+    for _ in range(90):
+        sc.step()
+    x = e.get_particles_pos().astype(float)
+    dist = (x - p0) @ n
+    r = d / 2
+    assert dist.min() >= r * 0.99, dist.min()
+    assert dist.min() <= r * 1.01, dist.min()
+    assert np.linalg.norm(e.get_particles_vel(), axis=1).max() < 0.02
