@@ -129,41 +129,44 @@ def test_contact_gather_matches_numpy(scan):
 
 
 def test_distance_colour_matches_numpy_xpbd_update():
-    import warp as wp
-    from polyphys.plugins.pbd.kernels import constraints as C
-
+    """One substep of the solver itself (prediction, every distance colour, boundaries, velocity)
+    on an edge network at rest with gravity off, against NumPy XPBD with the compliance scaled by
+    the substep this test derives from its own SimOptions (h = dt/substeps), not a value handed to
+    the kernel: a solver passing the wrong 1/h² fails here."""
     rng = np.random.default_rng(3)
     pts = rng.uniform(-0.05, 0.05, (6, 3))
     edges = np.array([[0, 1], [2, 3], [4, 5], [1, 2]])
-    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01), pbd=PBDOptions())
-    e = sc.add_entity(morphs.Box(pos=(0, 0, 0.5)), polyphys.materials.PBD.Particle(edge_compliance=1e-4), particles=pts,
+    dt, substeps, alpha = 0.012, 3, 1e-4
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=substeps, gravity=(0, 0, 0), graph_capture=False),
+                        pbd=PBDOptions(iterations=1))
+    e = sc.add_entity(morphs.Box(pos=(0.3, -0.2, 0.5), euler=(10, 20, 30)),
+                      polyphys.materials.PBD.Particle(particle_size=1e-4, edge_compliance=alpha), particles=pts,
                       edges=edges, pinned=[5])
     sc.build()
-    s, m = sc.solver("pbd"), sc.solver("pbd").model
-    x = e.get_particles_pos() + rng.normal(scale=0.01, size=(6, 3))
+    s = sc.solver("pbd")
+    x = e.get_particles_pos().astype(np.float64) + rng.normal(scale=0.01, size=(6, 3))
     e.set_particles_pos(x)
-    a, b = int(s._dcol[0]), int(s._dcol[1])
-    s.lam.fill_(0.25)
-    h = 0.01
-    wp.launch(C.solve_distance, dim=(1, b - a), inputs=[a, 0, m.d_i, m.d_j, m.d_rest, m.d_comp, m.inv_mass0, 1 / h**2, s.free],
-              outputs=[s.pos, s.lam], device="cpu")
-    got = s.pos.numpy()[0]
+    part = sc.layout.partitions[0]
+    s.substep_pre_coupling(0, part)
+    s.substep_post_coupling(0, part)
+    got = e.get_particles_pos()
+    h = dt / substeps
     ref = x.copy()
-    w = m.inv_mass0.numpy() * s.free.numpy()[0]
-    di, dj, rest = m.d_i.numpy(), m.d_j.numpy(), m.d_rest.numpy()
-    lam_ref = np.full(s.n_dist, 0.25)
-    for k in range(a, b):
-        i, j = di[k], dj[k]
+    w = np.array([1.0 / e.get_mass()[k] for k in range(6)])
+    w[5] = 0.0
+    rest0 = np.linalg.norm(pts[edges[:, 0]] - pts[edges[:, 1]], axis=1)
+    # the solver's colour order: (0, 1), (2, 3), (4, 5) share no particle (colour 0), (1, 2) follows
+    for k in (0, 1, 2, 3):
+        i, j = edges[k]
         d = ref[i] - ref[j]
         L = np.linalg.norm(d)
-        at = 1e-4 / h**2
-        dl = (-(L - rest[k]) - at * 0.25) / (w[i] + w[j] + at)
-        lam_ref[k] += dl
+        at = alpha / h ** 2
+        dl = (-(L - rest0[k])) / (w[i] + w[j] + at)
         ref[i] += w[i] * dl * d / L
         ref[j] -= w[j] * dl * d / L
     np.testing.assert_allclose(got, ref, atol=2e-7)
-    np.testing.assert_allclose(s.lam.numpy()[0, a:b], lam_ref[a:b], rtol=1e-4)
-    assert b - a == 3                     # (1, 2) shares particles: it is in the second colour
+    assert len(s._dcol) - 1 == 2                   # (1, 2) shares particles: it is in the second colour
+    np.testing.assert_allclose(e.get_particles_vel(), (ref - x) / h, atol=2e-7 / h)
 
 
 @pytest.mark.parametrize("scan", [False, True], ids=["lists", "grid-scan"])
