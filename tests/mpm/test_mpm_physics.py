@@ -169,3 +169,18 @@ def test_liquid_column_settles_flat():
     assert tops.max() - tops.min() <= 2 * dx
     # the sloshing decays (measured: mean speed 0.5 m/s at 0.2 s, 0.18 m/s at 1.2 s, 0.03 at 2.4 s)
     assert mean_speed[-1] < 0.6 * max(mean_speed)
+
+
+def test_dam_break_front_short():
+    """The shortened CI form of the validate-only dam break (test_mpm_validate.py): the same set-up
+    at three quarters of the resolution (dx = a/9.6) to T = 2. Bounds from the physics: the simulated liquid has
+    no gate and no bed friction, so its front may run ahead of Martin & Moyce's but not lag it by
+    more than the experiment's scatter (15 %), and it cannot outrun Ritter's shallow-water front
+    Z = 1 + 2T, which drops the vertical acceleration that slows a real front."""
+    from mpm_helpers import MARTIN_MOYCE_T, MARTIN_MOYCE_Z, dam_break_front
+
+    T, Z = dam_break_front(96.0, 2.0)
+    window = (MARTIN_MOYCE_T >= 1.0) & (MARTIN_MOYCE_T <= 2.0)
+    sim = np.interp(MARTIN_MOYCE_T[window], T, Z)
+    assert (sim >= 0.85 * MARTIN_MOYCE_Z[window]).all(), (sim / MARTIN_MOYCE_Z[window]).round(3)
+    assert (sim <= 1 + 2 * MARTIN_MOYCE_T[window]).all()
