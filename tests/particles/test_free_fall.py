@@ -60,8 +60,8 @@ def _build(kind, z0, substeps, xy):
         from polyphys.plugins.mpm import MPMOptions
 
         # the block stays several cells from every wall (walls act from 1.5 cells away)
-        sc = polyphys.Scene(sim=sim, mpm=MPMOptions(lower_bound=(-0.75, -0.6, z0 - 0.4),
-                                                    upper_bound=(0.75, 0.6, z0 + 0.25), grid_density=32))
+        sc = polyphys.Scene(sim=sim, mpm=MPMOptions(lower_bound=(-0.75, -0.59375, z0 - 0.40625),
+                                                    upper_bound=(0.75, 0.59375, z0 + 0.25), grid_density=32))
         e = sc.add_entity(box, polyphys.materials.MPM.Elastic(E=1e4))
         get = (e.get_particles_pos, e.get_particles_vel)
     elif kind.startswith("sph"):
