@@ -17,8 +17,9 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
-from .errors import PolyphysError
+from .errors import PolyphysError, PolyphysWarning
 
 EXIT_USAGE = 2
 CAP_COLUMNS = ("batch", "reset_envs", "checkpoint", "differentiable", "devices", "precisions")
@@ -196,7 +197,10 @@ def cmd_inspect(args) -> int:
 
     if not os.path.isfile(args.file):
         raise CliError(f"inspect {args.file!r}: no such file (looked at {os.path.abspath(args.file)})")
-    desc = describe(args.file)
+    with warnings.catch_warnings():
+        # the importer's notes are printed below, one "warning:" line each: not warned again
+        warnings.simplefilter("ignore", PolyphysWarning)
+        desc = describe(args.file)
     d = description_dict(desc)
     if args.json:
         print(json.dumps(d, indent=2, default=str))
