@@ -90,3 +90,47 @@ def time_steps(step, min_time: float = 0.3, min_steps: int = 5, warmup: int = 3,
             step()
         best = min(best, (time.perf_counter() - t0) / n)
     return best
+
+
+def critical_path(scene, steps: int = 3) -> dict:
+    """Replay ``steps`` captured steps of ``scene`` (already warm and captured) measuring each
+    worker's thread CPU time per segment of its partitions' programs (core/simulator.py): returns
+    ``cpu`` (all workers' CPU time per step), ``critical`` (per step, the sum over segments of the
+    slowest worker's CPU time: the step's wall time on dedicated cores, without wake-up latency) and
+    ``segments`` (per step: serial graphs and parallel stages). On a shared machine whose
+    scheduler gives each process group a fixed share of the cores (Linux autogroup), wall time
+    cannot show thread scaling; this figure can. Partitions are replayed one after another."""
+    import concurrent.futures as cf
+
+    import warp as wp
+
+    sim = scene.simulator
+    if not sim._warm or sim._graphs is None:
+        raise RuntimeError("critical_path: step the scene twice first (warm-up and capture)")
+
+    def timed(g):
+        t0 = time.thread_time()
+        wp.capture_launch(g)
+        return time.thread_time() - t0
+
+    cpu = crit = 0.0
+    n_seg = 0
+    pool = cf.ThreadPoolExecutor(max(p.workers for p in sim.parts))
+    try:
+        for _ in range(steps):
+            for i in range(len(sim.parts)):
+                prog = sim._graphs[i]
+                for seg in (prog if isinstance(prog, list) else [prog]):
+                    n_seg += 1
+                    if not isinstance(seg, tuple):
+                        t = timed(seg)
+                        cpu += t
+                        crit += t
+                        continue
+                    ts = [f.result() for f in [pool.submit(timed, g) for g in seg if g is not None]]
+                    cpu += sum(ts)
+                    crit += max(ts, default=0.0)
+    finally:
+        pool.shutdown()
+    sim._after_step()
+    return {"cpu": cpu / steps, "critical": crit / steps, "segments": n_seg / steps}

@@ -203,6 +203,17 @@ class Solver(abc.ABC):
         """This solver as the given view protocol, or None if it does not expose it."""
         return self if isinstance(self, protocol) else None
 
+    def parallel(self, part: Partition, stage) -> None:
+        """One parallel stage over the workers of ``part``: ``stage(w)`` issues worker ``w``'s
+        launches (usually over its share ``part.chunk(w, n)`` of the elements); every worker's
+        launches are done when this returns (a barrier). Inside a step the workers run at once (and
+        each worker's share is captured into a graph of its own); elsewhere one after another.
+        Workers of one stage must not write the same memory, and the results must not depend on
+        ``part.workers`` (docs/architecture.md, "Threads within a partition")."""
+        from .simulator import run_stage
+
+        run_stage(part, stage)
+
     # -- generic state handling (do not override unless you must) --------------------------------
     @property
     def device(self) -> str:
@@ -353,7 +364,12 @@ class Solver(abc.ABC):
             cache[part.index] = (arrays.finite_check_views(
                 [arrays.env_slice(a, part.start, part.stop) for a in self.state_arrays().values()]), flags[part.start:part.stop])
         views, part_flags = cache[part.index]
-        arrays.flag_nonfinite(views, part_flags)
+        if part.workers == 1:
+            arrays.flag_nonfinite(views, part_flags)
+            return
+        # each worker checks its share of every array's columns (a flag is only ever set to 1)
+        self.parallel(part, lambda w: arrays.flag_nonfinite(
+            [v[:, a:b] for v in views for a, b in [part.chunk(w, v.shape[1])] if b > a], part_flags))
 
 
 class Coupler(abc.ABC):

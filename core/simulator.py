@@ -8,18 +8,134 @@ forces), the sensors (every group's ground truth, then the measurement models: a
 launches however many envs and sensors, ``polyphys.sensors.SensorHub.evaluate``) and the NaN check.
 On CPU the envs are split into partitions, each stepped by a worker thread
 with its own captured graph (Warp releases the GIL while a launch or a replay runs).
+
+Threads within a partition: a partition with more than one worker (fewer envs than threads) runs a
+solver's parallel stages (``Solver.parallel(part, stage)``: ``stage(w)`` issues worker ``w``'s
+launches, usually over ``part.chunk(w, n)`` of the elements) on all its workers at once, with a
+barrier after each stage. Captured, such a partition's step is a program of segments: the launches
+between parallel stages as one graph replayed by the partition's thread, and each parallel stage as
+one graph per worker, replayed by the workers together (``_replay``). Python runs once per stage,
+never per launch. Solvers keep results independent of the worker count (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import threading
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
 from .concurrency import WARP_LOCK
 from .errors import SimulationError
 from .layout import Layout, Partition
+
+_active = threading.local()       # the stage runner of the partition this thread is stepping
+
+
+def run_stage(part: Partition, stage) -> None:
+    """Run ``stage(w)`` for every worker ``w`` of ``part``, then return (a barrier): at once on the
+    partition's workers inside a step of the simulator, worker after worker elsewhere (the first
+    step, ``forward()``, getters) — the same launches either way."""
+    runner = getattr(_active, "runner", None)
+    if part.workers == 1:
+        stage(0)
+    elif runner is None or runner.part.index != part.index:
+        for w in range(part.workers):
+            stage(w)
+    else:
+        runner.run(stage)
+
+
+@contextmanager
+def _running(runner):
+    prev = getattr(_active, "runner", None)
+    _active.runner = runner
+    try:
+        yield
+    finally:
+        _active.runner = prev
+
+
+def _nonempty(graph) -> bool:
+    cap = getattr(graph, "_apic_capture", None)
+    count = getattr(cap, "operation_count", None)
+    return True if count is None else count > 0
+
+
+class _StageRunner:
+    """Runs a partition's parallel stages: on its helper threads ("threads"; worker 0 is the calling
+    thread), or records them ("capture": the launches so far close a serial graph, then each
+    worker's share is captured into a graph of its own)."""
+
+    def __init__(self, part: Partition, device: str, mode: str, helpers=None):
+        self.part, self.device, self.mode, self.helpers = part, device, mode, helpers
+        self.segments: list = []
+        self._capturing = False
+
+    def _worker(self, stage, w):
+        import warp as wp
+
+        with wp.ScopedDevice(self.device):
+            stage(w)
+
+    def run(self, stage) -> None:
+        if self.mode == "threads":
+            futures = [self.helpers.submit(self._worker, stage, w) for w in range(1, self.part.workers)]
+            try:
+                stage(0)
+            finally:
+                cf.wait(futures)
+            for fut in futures:
+                fut.result()
+            return
+        import warp as wp
+
+        self._end_serial()
+        graphs = []
+        for w in range(self.part.workers):
+            wp.capture_begin(device=self.device, force_module_load=False)
+            self._capturing = True
+            try:
+                stage(w)
+            finally:
+                graph = wp.capture_end(device=self.device)
+                self._capturing = False
+            graphs.append(graph if _nonempty(graph) else None)
+        self.segments.append(tuple(graphs))
+        self._begin_serial()
+
+    # -- capture ------------------------------------------------------------------------------------
+    def _begin_serial(self) -> None:
+        import warp as wp
+
+        wp.capture_begin(device=self.device, force_module_load=False)
+        self._capturing = True
+
+    def _end_serial(self) -> None:
+        import warp as wp
+
+        graph = wp.capture_end(device=self.device)
+        self._capturing = False
+        if _nonempty(graph):
+            self.segments.append(graph)
+
+    def record(self, step) -> list:
+        """Capture ``step()`` (one partition's step) as a program of segments."""
+        import warp as wp
+
+        self._begin_serial()
+        try:
+            with _running(self):
+                step()
+            self._end_serial()
+        except BaseException:
+            if self._capturing:
+                wp.capture_end(device=self.device)
+                self._capturing = False
+            raise
+        return self.segments
 
 
 class Simulator:
@@ -37,9 +153,12 @@ class Simulator:
         self.nan_policy = nan_policy
         self.fast_path = len(solvers) == 1 and not couplers
         self.nan_flags = wp.zeros(layout.n_envs, dtype=wp.int32, device=layout.device)
-        self._graphs: list | None = None
+        self._graphs: list | None = None      # per partition: a Graph, or a program of segments
         self._warm = False
         self._pool = cf.ThreadPoolExecutor(len(self.parts)) if len(self.parts) > 1 else None
+        # per partition with several workers: its workers but the first (the partition's own thread)
+        self._helpers = {p.index: cf.ThreadPoolExecutor(p.workers - 1, thread_name_prefix=f"polyphys-p{p.index}")
+                         for p in self.parts if p.workers > 1}
         self.n_steps = 0
 
     # -- one partition's step: exactly the launches a graph records -----------------------------
@@ -68,12 +187,40 @@ class Simulator:
         import warp as wp
 
         graphs = []
+        dev = self.layout.device
         for part in self.parts:
-            with wp.ScopedDevice(self.layout.device):
-                with wp.ScopedCapture(device=self.layout.device, force_module_load=False) as cap:
-                    self._step_part(part)
-            graphs.append(cap.graph)
+            with wp.ScopedDevice(dev):
+                if part.workers == 1:
+                    with wp.ScopedCapture(device=dev, force_module_load=False) as cap:
+                        self._step_part(part)
+                    graphs.append(cap.graph)
+                else:
+                    runner = _StageRunner(part, dev, "capture")
+                    graphs.append(runner.record(lambda part=part: self._step_part(part)))
         self._graphs = graphs
+
+    def _replay(self, i: int) -> None:
+        """Replay partition i's captured step: one graph, or its program of segments (a serial graph
+        on this thread; a parallel stage's graphs on the partition's workers, then a barrier)."""
+        import warp as wp
+
+        g = self._graphs[i]
+        if not isinstance(g, list):
+            wp.capture_launch(g)
+            return
+        helpers = self._helpers[i]
+        for seg in g:
+            if not isinstance(seg, tuple):
+                wp.capture_launch(seg)
+                continue
+            futures = [helpers.submit(wp.capture_launch, x) for x in seg[1:] if x is not None]
+            try:
+                if seg[0] is not None:
+                    wp.capture_launch(seg[0])
+            finally:
+                cf.wait(futures)
+            for fut in futures:
+                fut.result()
 
     def invalidate(self) -> None:
         """Forget captured graphs (after a solver reallocated arrays)."""
@@ -95,12 +242,10 @@ class Simulator:
         the replay of captured graphs holds the process-wide Warp lock shared, so scenes in other
         threads replay at the same time; the first step (module loading), the capture, uncaptured
         steps and the checks after the step hold it exclusively."""
-        import warp as wp
 
         if self.graph_capture and self._warm and self._graphs is not None:
-            graphs = self._graphs
             with WARP_LOCK.shared():
-                self._run_parts(lambda i, part: wp.capture_launch(graphs[i]))
+                self._run_parts(lambda i, part: self._replay(i))
         else:
             with WARP_LOCK.exclusive():
                 self._step_exclusive()
@@ -113,19 +258,22 @@ class Simulator:
 
         if self.graph_capture and self._warm:
             self._capture()
-            graphs = self._graphs
-            self._run_parts(lambda i, part: wp.capture_launch(graphs[i]))
+            self._run_parts(lambda i, part: self._replay(i))
             return
 
         def run(i, part):
-            with wp.ScopedDevice(self.layout.device):
+            runner = None
+            if part.workers > 1 and self._warm:
+                runner = _StageRunner(part, self.layout.device, "threads", self._helpers[part.index])
+            with wp.ScopedDevice(self.layout.device), _running(runner):
                 self._step_part(part)
 
         if self._warm:
             self._run_parts(run)
         else:
-            # first step on one thread: Warp compiles/loads modules here, and two threads loading
-            # the same module at once would compile it twice
+            # first step on one thread (a partition's workers one after another): Warp
+            # compiles/loads modules here, and two threads loading the same module at once would
+            # compile it twice
             for i, part in enumerate(self.parts):
                 run(i, part)
             self._warm = True     # modules are loaded: later steps may be captured
@@ -154,3 +302,6 @@ class Simulator:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
+        for pool in self._helpers.values():
+            pool.shutdown(wait=False)
+        self._helpers = {}
