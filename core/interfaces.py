@@ -128,6 +128,11 @@ class Entity:
         return f"<{type(self).__name__} {self.name!r} solver={self.solver.name} morph={type(self.morph).__name__}>"
 
 
+# state values per partition from which the NaN check is split across the partition's workers (a
+# parallel stage costs a barrier, tens of microseconds: more than checking a small state)
+_PARALLEL_NAN_CHECK = 1 << 18
+
+
 class Solver(abc.ABC):
     """Base class of every solver plugin.
 
@@ -364,10 +369,11 @@ class Solver(abc.ABC):
             cache[part.index] = (arrays.finite_check_views(
                 [arrays.env_slice(a, part.start, part.stop) for a in self.state_arrays().values()]), flags[part.start:part.stop])
         views, part_flags = cache[part.index]
-        if part.workers == 1:
+        if part.workers == 1 or sum(v.size for v in views) < _PARALLEL_NAN_CHECK:
             arrays.flag_nonfinite(views, part_flags)
             return
-        # each worker checks its share of every array's columns (a flag is only ever set to 1)
+        # a big state: each worker checks its share of every array's columns (a flag is only ever
+        # set to 1)
         self.parallel(part, lambda w: arrays.flag_nonfinite(
             [v[:, a:b] for v in views for a, b in [part.chunk(w, v.shape[1])] if b > a], part_flags))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import threading
 import warnings
+import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -64,6 +65,69 @@ def _nonempty(graph) -> bool:
     return True if count is None else count > 0
 
 
+class _Helpers:
+    """A partition's workers but the first (which is the partition's own thread): persistent
+    threads, started at their first task, each waiting on a semaphore for the next one — a stage
+    costs two semaphore operations per worker (~25 µs here, half a thread pool's submit and wait).
+    Closed when the simulator is collected (``weakref.finalize``)."""
+
+    _STOP = object()
+
+    def __init__(self, n: int, name: str):
+        self.n, self.name = n, name
+        self._go = [threading.Semaphore(0) for _ in range(n)]
+        self._done = threading.Semaphore(0)
+        self._task: list = [None] * n
+        self._err: list = [None] * n
+        self._threads: list | None = None
+
+    def _loop(self, i: int) -> None:
+        while True:
+            self._go[i].acquire()
+            task = self._task[i]
+            if task is self._STOP:
+                return
+            try:
+                task()
+            except BaseException as exc:     # raised by run() in the calling thread
+                self._err[i] = exc
+            finally:
+                self._task[i] = None
+                self._done.release()
+
+    def run(self, tasks: list, own) -> None:
+        """Run ``tasks[i]`` (None: nothing) on helper i and ``own()`` here; return when all are done,
+        raising the first exception."""
+        if self._threads is None:
+            self._threads = [threading.Thread(target=self._loop, args=(i,), daemon=True, name=f"{self.name}-w{i + 1}")
+                             for i in range(self.n)]
+            for t in self._threads:
+                t.start()
+        started = []
+        for i, task in enumerate(tasks):
+            if task is not None:
+                self._task[i], self._err[i] = task, None
+                self._go[i].release()
+                started.append(i)
+        try:
+            if own is not None:
+                own()
+        finally:
+            for _ in started:
+                self._done.acquire()
+        for i in started:
+            if self._err[i] is not None:
+                err, self._err[i] = self._err[i], None
+                raise err
+
+    def close(self) -> None:
+        if self._threads is not None:
+            for i in range(self.n):
+                self._task[i] = self._STOP
+                self._go[i].release()
+            self._threads = None
+
+
 class _StageRunner:
     """Runs a partition's parallel stages: on its helper threads ("threads"; worker 0 is the calling
     thread), or records them ("capture": the launches so far close a serial graph, then each
@@ -82,13 +146,8 @@ class _StageRunner:
 
     def run(self, stage) -> None:
         if self.mode == "threads":
-            futures = [self.helpers.submit(self._worker, stage, w) for w in range(1, self.part.workers)]
-            try:
-                stage(0)
-            finally:
-                cf.wait(futures)
-            for fut in futures:
-                fut.result()
+            self.helpers.run([lambda w=w: self._worker(stage, w) for w in range(1, self.part.workers)],
+                             lambda: stage(0))
             return
         import warp as wp
 
@@ -138,6 +197,20 @@ class _StageRunner:
         return self.segments
 
 
+def _launcher(graph):
+    """A call that replays ``graph`` (None for an empty one)."""
+    if graph is None:
+        return None
+    import warp as wp
+
+    return lambda: wp.capture_launch(graph)
+
+
+def _close_helpers(helpers: list) -> None:
+    for h in helpers:
+        h.close()
+
+
 class Simulator:
     def __init__(self, scene, solvers: list, couplers: list, layout: Layout, graph_capture: bool,
                  nan_policy: str, sensors=None):
@@ -157,8 +230,8 @@ class Simulator:
         self._warm = False
         self._pool = cf.ThreadPoolExecutor(len(self.parts)) if len(self.parts) > 1 else None
         # per partition with several workers: its workers but the first (the partition's own thread)
-        self._helpers = {p.index: cf.ThreadPoolExecutor(p.workers - 1, thread_name_prefix=f"polyphys-p{p.index}")
-                         for p in self.parts if p.workers > 1}
+        self._helpers = {p.index: _Helpers(p.workers - 1, f"polyphys-p{p.index}") for p in self.parts if p.workers > 1}
+        self._finalizer = weakref.finalize(self, _close_helpers, list(self._helpers.values()))
         self.n_steps = 0
 
     # -- one partition's step: exactly the launches a graph records -----------------------------
@@ -196,7 +269,10 @@ class Simulator:
                     graphs.append(cap.graph)
                 else:
                     runner = _StageRunner(part, dev, "capture")
-                    graphs.append(runner.record(lambda part=part: self._step_part(part)))
+                    program = runner.record(lambda part=part: self._step_part(part))
+                    # a parallel stage's graphs as the calls its workers make at replay
+                    graphs.append([seg if not isinstance(seg, tuple) else
+                                   (_launcher(seg[0]), [_launcher(x) for x in seg[1:]]) for seg in program])
         self._graphs = graphs
 
     def _replay(self, i: int) -> None:
@@ -210,17 +286,10 @@ class Simulator:
             return
         helpers = self._helpers[i]
         for seg in g:
-            if not isinstance(seg, tuple):
+            if isinstance(seg, tuple):          # a parallel stage: (own launch, helpers' launches)
+                helpers.run(seg[1], seg[0])
+            else:
                 wp.capture_launch(seg)
-                continue
-            futures = [helpers.submit(wp.capture_launch, x) for x in seg[1:] if x is not None]
-            try:
-                if seg[0] is not None:
-                    wp.capture_launch(seg[0])
-            finally:
-                cf.wait(futures)
-            for fut in futures:
-                fut.result()
 
     def invalidate(self) -> None:
         """Forget captured graphs (after a solver reallocated arrays)."""
@@ -302,6 +371,5 @@ class Simulator:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
-        for pool in self._helpers.values():
-            pool.shutdown(wait=False)
+        self._finalizer()
         self._helpers = {}
