@@ -97,12 +97,13 @@ def critical_path(scene, steps: int = 3) -> dict:
     worker's thread CPU time per segment of its partitions' programs (core/simulator.py): returns
     ``cpu`` (all workers' CPU time per step), ``critical`` (per step, the sum over segments of the
     slowest worker's CPU time: the step's wall time on dedicated cores, without wake-up latency) and
-    ``segments`` (per step: serial graphs and parallel stages). On a shared machine whose
-    scheduler gives each process group a fixed share of the cores (Linux autogroup), wall time
-    cannot show thread scaling; this figure can. Partitions are replayed one after another."""
+    ``segments`` (per step: serial graphs and parallel stages, loops unrolled). On a shared machine
+    whose scheduler gives each process group a fixed share of the cores (Linux autogroup), wall
+    time cannot show thread scaling; this figure can. Partitions are replayed one after another."""
     import concurrent.futures as cf
 
     import warp as wp
+    from polyphys.simulator import _flag, _Loop
 
     sim = scene.simulator
     if not sim._warm or sim._graphs is None:
@@ -113,28 +114,33 @@ def critical_path(scene, steps: int = 3) -> dict:
         fn()
         return time.thread_time() - t0
 
-    cpu = crit = 0.0
-    n_seg = 0
+    acc = {"cpu": 0.0, "critical": 0.0, "segments": 0}
     pool = cf.ThreadPoolExecutor(max(p.workers for p in sim.parts))
+
+    def run(program):
+        for seg in program:
+            if isinstance(seg, _Loop):
+                while _flag(seg.cond):
+                    run(seg.body)
+                continue
+            acc["segments"] += 1
+            if isinstance(seg, tuple):
+                own, helpers = seg        # a parallel stage: the calls its workers make
+                ts = [f.result() for f in [pool.submit(timed, fn) for fn in [own, *helpers] if fn is not None]]
+            else:
+                ts = [timed(lambda seg=seg: wp.capture_launch(seg))]
+            acc["cpu"] += sum(ts)
+            acc["critical"] += max(ts, default=0.0)
+
     try:
         for _ in range(steps):
             for i in range(len(sim.parts)):
                 prog = sim._graphs[i]
-                for seg in (prog if isinstance(prog, list) else [prog]):
-                    n_seg += 1
-                    if not isinstance(seg, tuple):
-                        t = timed(lambda seg=seg: wp.capture_launch(seg))
-                        cpu += t
-                        crit += t
-                        continue
-                    own, helpers = seg        # a parallel stage: the calls its workers make
-                    ts = [f.result() for f in [pool.submit(timed, fn) for fn in [own, *helpers] if fn is not None]]
-                    cpu += sum(ts)
-                    crit += max(ts, default=0.0)
+                run(prog if isinstance(prog, list) else [prog])
     finally:
         pool.shutdown()
     sim._after_step()
-    return {"cpu": cpu / steps, "critical": crit / steps, "segments": n_seg / steps}
+    return {k: v / steps for k, v in acc.items()}
 
 
 def threads_note(scene) -> str:

@@ -219,6 +219,16 @@ class Solver(abc.ABC):
 
         run_stage(part, stage)
 
+    def while_loop(self, part: Partition, cond, body) -> None:
+        """``body()`` while ``cond[0] != 0`` — a device-side loop inside the captured step (an
+        iterative solve that stops at its tolerance): ``cond`` is a one-element int32 Warp array,
+        updated by the body's last launch; the body may contain parallel stages. See
+        ``polyphys.simulator.run_loop`` (one worker: ``wp.capture_while``; CUDA capture then needs
+        conditional graph nodes)."""
+        from .simulator import run_loop
+
+        run_loop(part, cond, body)
+
     # -- generic state handling (do not override unless you must) --------------------------------
     @property
     def device(self) -> str:

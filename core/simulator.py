@@ -49,6 +49,39 @@ def run_stage(part: Partition, stage) -> None:
         runner.run(stage)
 
 
+def run_loop(part: Partition, cond, body) -> None:
+    """``body()`` while ``cond[0] != 0`` (a one-element int32 Warp array that the body updates): a
+    loop on the device's data without a host synchronisation inside a captured step. One worker:
+    ``wp.capture_while`` (captured, a while node of the graph — on CUDA that needs conditional graph
+    nodes, CUDA 12.4+; uncaptured, Warp reads the flag between iterations); several workers inside
+    a step: a loop segment of the partition's program, whose replay reads the flag (CPU memory)
+    before each pass over its stages; elsewhere a loop reading the flag."""
+    import warp as wp
+
+    runner = getattr(_active, "runner", None)
+    if part.workers == 1:
+        wp.capture_while(cond, body)
+    elif runner is None or runner.part.index != part.index or runner.mode == "threads":
+        while _flag(cond):
+            body()
+    else:
+        runner.loop(cond, body)
+
+
+def _flag(cond) -> bool:
+    """cond[0] != 0 for a one-element int32 array in CPU memory (no copy, no launch)."""
+    import ctypes
+
+    return ctypes.cast(cond.ptr, ctypes.POINTER(ctypes.c_int32)).contents.value != 0
+
+
+class _Loop:
+    """A loop segment of a partition's program: its body program, run while ``cond[0] != 0``."""
+
+    def __init__(self, cond, body: list):
+        self.cond, self.body = cond, body
+
+
 @contextmanager
 def _running(runner):
     prev = getattr(_active, "runner", None)
@@ -165,6 +198,17 @@ class _StageRunner:
         self.segments.append(tuple(graphs))
         self._begin_serial()
 
+    def loop(self, cond, body) -> None:
+        """Record ``body()`` as the program of a loop segment (capture mode)."""
+        self._end_serial()
+        outer, self.segments = self.segments, []
+        self._begin_serial()
+        body()
+        self._end_serial()
+        outer.append(_Loop(cond, self.segments))
+        self.segments = outer
+        self._begin_serial()
+
     # -- capture ------------------------------------------------------------------------------------
     def _begin_serial(self) -> None:
         import warp as wp
@@ -195,6 +239,33 @@ class _StageRunner:
                 self._capturing = False
             raise
         return self.segments
+
+
+def _prepare(program: list) -> list:
+    """A recorded program with each parallel stage's graphs as the calls its workers make at replay:
+    (own launch, [helpers' launches])."""
+    out = []
+    for seg in program:
+        if isinstance(seg, tuple):
+            out.append((_launcher(seg[0]), [_launcher(x) for x in seg[1:]]))
+        elif isinstance(seg, _Loop):
+            out.append(_Loop(seg.cond, _prepare(seg.body)))
+        else:
+            out.append(seg)
+    return out
+
+
+def _run_program(program: list, helpers) -> None:
+    import warp as wp
+
+    for seg in program:
+        if isinstance(seg, tuple):          # a parallel stage: (own launch, helpers' launches)
+            helpers.run(seg[1], seg[0])
+        elif isinstance(seg, _Loop):
+            while _flag(seg.cond):
+                _run_program(seg.body, helpers)
+        else:
+            wp.capture_launch(seg)
 
 
 def _launcher(graph):
@@ -269,10 +340,7 @@ class Simulator:
                     graphs.append(cap.graph)
                 else:
                     runner = _StageRunner(part, dev, "capture")
-                    program = runner.record(lambda part=part: self._step_part(part))
-                    # a parallel stage's graphs as the calls its workers make at replay
-                    graphs.append([seg if not isinstance(seg, tuple) else
-                                   (_launcher(seg[0]), [_launcher(x) for x in seg[1:]]) for seg in program])
+                    graphs.append(_prepare(runner.record(lambda part=part: self._step_part(part))))
         self._graphs = graphs
 
     def _replay(self, i: int) -> None:
@@ -284,12 +352,7 @@ class Simulator:
         if not isinstance(g, list):
             wp.capture_launch(g)
             return
-        helpers = self._helpers[i]
-        for seg in g:
-            if isinstance(seg, tuple):          # a parallel stage: (own launch, helpers' launches)
-                helpers.run(seg[1], seg[0])
-            else:
-                wp.capture_launch(seg)
+        _run_program(g, self._helpers[i])
 
     def invalidate(self) -> None:
         """Forget captured graphs (after a solver reallocated arrays)."""
