@@ -52,9 +52,11 @@ class BinSort:
         key, _, order, start, _, _ = self._views[part.index]
         return key, order, start
 
-    def sort(self, solver, part, keys=None) -> None:
+    def sort(self, solver, part, keys=None, payload=None) -> None:
         """Sort the partition's items by key. ``keys(w, a, b)``, when given, launches worker w's
-        key computation for items [a, b) first (in the same stage as its counting)."""
+        key computation for items [a, b) first (in the same stage as its counting). ``payload``
+        (src, dst): vec3 rows (the partition's views) also copied in sorted order, dst[k] =
+        src[order[k]] (positions read in cell order by a neighbour scan)."""
         import warp as wp
 
         from .kernels import binsort as K
@@ -82,8 +84,13 @@ class BinSort:
 
         def scatter(w):
             a, b = part.chunk(w, n)
-            if b > a:
+            if b <= a:
+                return
+            if payload is None or self.cuda:
                 wp.launch(K.scatter_items, dim=(ne, b - a), inputs=[w, a, key, rank, counts], outputs=[order])
+            else:
+                wp.launch(K.scatter_items_vec3, dim=(ne, b - a), inputs=[w, a, key, rank, counts, payload[0]],
+                          outputs=[order, payload[1]])
 
         solver.parallel(part, count)
         solver.parallel(part, sums)
@@ -92,3 +99,5 @@ class BinSort:
         solver.parallel(part, scatter)
         if self.cuda:
             wp.launch(K.sort_bins, dim=(ne, nk), inputs=[start], outputs=[order])
+            if payload is not None:
+                wp.launch(K.gather_vec3, dim=(ne, n), inputs=[order, payload[0]], outputs=[payload[1]])

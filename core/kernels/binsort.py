@@ -124,6 +124,28 @@ def scatter_items(
 
 
 @wp.kernel
+def scatter_items_vec3(
+    # Model:
+    w: int,
+    i0: int,
+    # Data in:
+    key_in: wp.array2d(dtype=wp.int32),
+    rank_in: wp.array2d(dtype=wp.int32),
+    offsets_in: wp.array3d(dtype=wp.int32),
+    payload_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    order_out: wp.array2d(dtype=wp.int32),
+    payload_out: wp.array2d(dtype=wp.vec3),
+):
+    """``scatter_items`` that also copies each item's vec3 (a position) to its sorted place."""
+    env, q = wp.tid()
+    i = i0 + q
+    k = offsets_in[env, w, key_in[env, i]] + rank_in[env, i]
+    order_out[env, k] = i
+    payload_out[env, k] = payload_in[env, i]
+
+
+@wp.kernel
 def sort_bins(
     # Data in:
     start_in: wp.array2d(dtype=wp.int32),
@@ -141,3 +163,16 @@ def sort_bins(
             order_inout[env, m + 1] = order_inout[env, m]
             m -= 1
         order_inout[env, m + 1] = v
+
+
+@wp.kernel
+def gather_vec3(
+    # Data in:
+    order_in: wp.array2d(dtype=wp.int32),
+    payload_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    payload_out: wp.array2d(dtype=wp.vec3),
+):
+    """payload_out[k] = payload_in[order[k]] (CUDA, after ``sort_bins`` reordered the items)."""
+    env, k = wp.tid()
+    payload_out[env, k] = payload_in[env, order_in[env, k]]

@@ -208,6 +208,7 @@ class SPHSolver(Solver):
         # the neighbour grid: the core's counting sort of the particles by cell (key n_cells: inactive)
         self.binsort = BinSort(layout, N, self.n_cells + 1)
         self.cell, self.sorted, self.start = self.binsort.key, self.binsort.order, self.binsort.start
+        self.pos_sorted = z((n_envs, N), wp.vec3)      # positions in cell order (the scans read them)
         self.rho = z((n_envs, N))
         self.pressure = z((n_envs, N))
         self.alpha = z((n_envs, N))
@@ -231,7 +232,8 @@ class SPHSolver(Solver):
         self._device_loops = wp.get_device(dev).is_cpu
         # wall pressures of the WCSPH Adami extrapolation (DFSPH forms its wall pressure pairwise)
         self.bp = z((n_envs, max(self.n_boundary, 1) if (wc and m.b_extrap) else 1))
-        names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "sorted", "start", "rho", "pressure",
+        names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "sorted", "start", "pos_sorted", "rho",
+                 "pressure",
                  "alpha", "nbrs", "nbr_list", "dv", "kappa", "pdiv", "zeros", "err", "err_sum", "err_cnt", "done",
                  "solve_err", "cfl_flag", "bp")
         self._parts = {p.index: SimpleNamespace(n=p.n_envs, loop=self.loops[p.index],
@@ -325,15 +327,15 @@ class SPHSolver(Solver):
         m = self.model
         self.binsort.sort(self, part, lambda w, a, b: self._launch(
             G.cell_keys, (p.n, b - a), [m.lower, m.inv_cell, m.dims, self.n_cells, a, p.pos, p.active, p.cell])
-            if b > a else None)
+            if b > a else None, payload=(p.pos, p.pos_sorted))
 
     def _density(self, part, p):
         from .kernels import fluid as F
 
         wc = 1 if self.options.pressure_solver == "wcsph" else 0
         self._rows(part, self.N, lambda a, b: self._launch(
-            F.density, (p.n, b - a), [self.model, wc, a, p.mass, p.pos, p.active, p.start, p.sorted, p.rho, p.pressure,
-                                      p.alpha, p.nbrs, p.nbr_list]))
+            F.density, (p.n, b - a), [self.model, wc, a, p.mass, p.pos, p.active, p.start, p.sorted, p.pos_sorted, p.rho,
+                                      p.pressure, p.alpha, p.nbrs, p.nbr_list]))
 
     def _boundary_pressure(self, part, p):
         """WCSPH: extrapolated boundary pressures p_b (Adami et al. 2012) per env. (DFSPH forms its
@@ -342,8 +344,8 @@ class SPHSolver(Solver):
 
         if self.model.b_extrap and self.n_boundary:
             self._rows(part, self.n_boundary, lambda a, b: self._launch(
-                F.boundary_pressure, (p.n, b - a), [self.model, a, p.pos, p.active, p.start, p.sorted, p.rho,
-                                                    p.pressure, p.bp]))
+                F.boundary_pressure, (p.n, b - a), [self.model, a, p.pos, p.active, p.start, p.sorted, p.pos_sorted,
+                                                    p.rho, p.pressure, p.bp]))
 
     def _solve(self, part, p, divergence: bool):
         """One DFSPH solve. Warm start (Bender & Koschier 2017, in SPlisHSPlasH's form): half of

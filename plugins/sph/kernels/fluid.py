@@ -121,6 +121,7 @@ def density(
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    spos_in: wp.array2d(dtype=wp.vec3),
     # Data out:
     rho_out: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
     alpha_out: wp.array2d(dtype=float), nbrs_out: wp.array2d(dtype=wp.int32),
@@ -158,16 +159,17 @@ def density(
         for dy in range(-1, 2):
             row = row_cells(ci, dy, dz, m.dims)
             for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
-                j = sorted_in[env, k]
-                d = xi - pos_in[env, j]
+                d = xi - spos_in[env, k]            # positions in cell order: a streaming read
                 r2 = wp.dot(d, d)
                 if r2 < H2:
+                    j = sorted_in[env, k]
                     r = wp.sqrt(r2)
                     mj = mass_in[env, j]
                     rho += mj * kernel_w(r, m.H, m.kernel)
-                    g = mj * kernel_grad(d, r, m.H, m.kernel)
-                    gsum += g
-                    gsq += wp.dot(g, g)
+                    if wcsph == 0:                  # α (DFSPH only) needs the gradients
+                        g = mj * kernel_grad(d, r, m.H, m.kernel)
+                        gsum += g
+                        gsq += wp.dot(g, g)
                     nn += 1
                     if j != i:
                         if nl < cap:
@@ -180,7 +182,8 @@ def density(
                     r = wp.sqrt(r2)
                     psi = rho0 * m.b_vol[k]
                     rho += psi * kernel_w(r, m.H, m.kernel)
-                    gb += psi * kernel_grad(d, r, m.H, m.kernel)
+                    if wcsph == 0:
+                        gb += psi * kernel_grad(d, r, m.H, m.kernel)
                     nn += 1
                     if nl < cap:
                         list_out[env, i * cap + nl] = -k - 1
@@ -209,6 +212,7 @@ def boundary_pressure(
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    spos_in: wp.array2d(dtype=wp.vec3),
     rho_in: wp.array2d(dtype=float), pressure_in: wp.array2d(dtype=float),
     # Data out:
     bp_out: wp.array2d(dtype=float),
@@ -228,10 +232,10 @@ def boundary_pressure(
         for dy in range(-1, 2):
             row = row_cells(ci, dy, dz, m.dims)
             for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
-                f = sorted_in[env, k]
-                d = xb - pos_in[env, f]
+                d = xb - spos_in[env, k]
                 r2 = wp.dot(d, d)
                 if r2 < H2:
+                    f = sorted_in[env, k]
                     w = kernel_w(wp.sqrt(r2), m.H, m.kernel)
                     sw += w
                     sp += w * rho_in[env, f] * wp.dot(m.gravity, d)
