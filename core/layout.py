@@ -30,14 +30,18 @@ class Partition:
     def slice(self) -> slice:
         return slice(self.start, self.stop)
 
-    def chunk(self, w: int, n: int) -> tuple[int, int]:
-        """Worker ``w``'s contiguous share [start, stop) of ``n`` elements (near-equal shares, the
-        first ones one larger; empty when n < workers)."""
-        return chunk_range(w, self.workers, n)
+    def chunk(self, w: int, n: int, grain: int = 1) -> tuple[int, int]:
+        """Worker ``w``'s contiguous share [start, stop) of ``n`` elements: near-equal shares (the
+        first ones one larger) of at least ``grain`` elements each, so a small stage runs on fewer
+        workers (the others get an empty share at n, and their part of the stage costs nothing)."""
+        k = max(1, min(self.workers, int(n) // max(1, int(grain))))
+        if w >= k:
+            return int(n), int(n)
+        return chunk_range(w, k, n)
 
-    def chunks(self, n: int) -> tuple[tuple[int, int], ...]:
+    def chunks(self, n: int, grain: int = 1) -> tuple[tuple[int, int], ...]:
         """Every worker's share of ``n`` elements, in worker order (they tile [0, n))."""
-        return tuple(chunk_range(w, self.workers, n) for w in range(self.workers))
+        return tuple(self.chunk(w, n, grain) for w in range(self.workers))
 
 
 def chunk_range(w: int, parts: int, n: int) -> tuple[int, int]:
