@@ -45,7 +45,9 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, runtime_
         kwargs.setdefault("include_dashboard", False)
         if num_cpus is not None:
             kwargs["num_cpus"] = num_cpus
-        ray.init(**kwargs)
+        # "local": always a new instance; a bare ray.init() would join the cluster named in
+        # /tmp/ray/ray_current_cluster, which may be dead (ray start --head then killed)
+        ray.init(address="local", **kwargs)
     else:
         try:
             ray.init(address=address, **kwargs)

@@ -208,8 +208,13 @@ class ScenePool:
         refs = [a.build.remote() for a in self.workers]
         results, lost = self._gather(refs, self.build_timeout_s, "build()")
         if lost:
+            try:
+                free = {k: v for k, v in self.ray.available_resources().items() if not k.startswith("node:")}
+            except Exception:   # the cluster itself is gone
+                free = "unknown"
             raise WorkerLostError(f"workers {sorted(lost)} were lost while building the scene: "
-                                  f"{'; '.join(lost.values())}")
+                                  f"{'; '.join(lost.values())} (each actor asks for {self.resources}; the cluster "
+                                  f"has free {free}: an actor that cannot be placed waits until build_timeout_s)")
         for w, r in enumerate(results):
             if r[0] == "err":
                 raise_payload(r[1], w, None)

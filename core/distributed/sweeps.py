@@ -147,15 +147,19 @@ def write_plot(result: SweepResult, path: str, x: str | None = None, y: list | N
     pcols = [c for c in cols if c.startswith("param/")]
     if not pcols:
         return None
-    xk = f"param/{x}" if x is not None and not x.startswith("param/") else (x or pcols[0])
-    if xk not in cols:
-        raise OptionError(f"plot x = {x!r}: not a parameter column; parameters: {[c[6:] for c in pcols]}")
+
+    def column(name: str, prefix: str) -> str:
+        key = name if name.startswith(prefix) else prefix + name
+        if key not in cols and f"{key}[0]" in cols and f"{key}[1]" not in cols:
+            key = f"{key}[0]"                     # a one-element value, e.g. friction of shape (1,)
+        if key not in cols:
+            raise OptionError(f"plot {'x' if prefix == 'param/' else 'y'} = {name!r}: not a column; columns: "
+                              f"{[c[len(prefix):] for c in cols if c.startswith(prefix)]}")
+        return key
+
+    xk = column(x, "param/") if x is not None else pcols[0]
     if y:
-        ys = [c if c.startswith("metric/") else f"metric/{c}" for c in y]
-        for c in ys:
-            if c not in cols:
-                raise OptionError(f"plot y = {c!r}: not a metric column; metrics: "
-                                  f"{[k[7:] for k in cols if k.startswith('metric/')]}")
+        ys = [column(c, "metric/") for c in y]
     else:
         ys = [c for c in cols if c.startswith("metric/")
               and np.issubdtype(cols[c].dtype, np.number) and np.ptp(cols[c].astype(float)) > 0][:6]
@@ -169,7 +173,7 @@ def write_plot(result: SweepResult, path: str, x: str | None = None, y: list | N
     order = np.argsort(xs, kind="stable")
     for ax, c in zip(axes.flat, ys, strict=False):
         ax.plot(xs[order], cols[c].astype(float)[order], "o-", ms=3, lw=1)
-        ax.set_xlabel(xk[6:])
+        ax.set_xlabel(xk[6:].removesuffix("[0]"))
         ax.set_ylabel(c[7:])
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[n:]:

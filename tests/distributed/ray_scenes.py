@@ -47,10 +47,13 @@ def arm_and_box(n_envs: int, threads: int = 1):
 
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.004, substeps=2, precision="32", cpu_threads=threads),
                            rigid=RigidOptions())
-    scene.add_entity(morphs.MJCF(file=_arm_file()), Rigid(), name="arm")
-    scene.add_entity(morphs.Box(size=(0.17, 0.11, 0.08), pos=(-0.23, 0.19, 0.31), euler=(12, -7, 33)),
-                     Rigid(rho=700.0, friction=0.8), name="box")
+    arm = scene.add_entity(morphs.MJCF(file=_arm_file()), Rigid(), name="arm")
+    box = scene.add_entity(morphs.Box(size=(0.17, 0.11, 0.08), pos=(-0.23, 0.19, 0.31), euler=(12, -7, 33)),
+                           Rigid(rho=700.0, friction=0.8), name="box")
     scene.add_entity(morphs.Plane(), Rigid(friction=0.9), name="floor")
+    # noise-free sensors: noise streams are keyed by the env index local to a worker (docs/distributed.md)
+    scene.add_sensor("imu", box, name="imu", link="box", offset_pos=(0.03, -0.02, 0.01))
+    scene.add_sensor("joint", arm, name="joints")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         scene.build(n_envs=n_envs)
