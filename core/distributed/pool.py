@@ -472,7 +472,6 @@ class ScenePool:
     # -- checkpoints ----------------------------------------------------------------------------
     def _checkpoint(self, path: str | None, progress) -> str | None:
         """Fetch every worker's shard; commit them as the new base (and under ``path``)."""
-        ray = self.ray
         attempts = 0
         while True:
             attempts += 1

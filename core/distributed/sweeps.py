@@ -216,7 +216,8 @@ def sweep(factory, params, metric, *, steps: int, apply: Callable | None = None,
         no more than ``n_workers × max_in_flight`` pending results).
     :param timeout_s: a batch not done within this time counts its worker as lost.
     :param out_dir: write ``results.npz``, ``results.csv``, ``summary.json`` and ``plot.png`` there.
-    :param progress: ``progress(runs_done, n_runs)`` after each batch.
+    :param progress: ``progress(runs_done, n_runs, batch)`` after each batch; ``batch`` says which
+        batch finished and where (``{"batch", "worker", "node_id", "host"}``).
     """
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise OptionError(f"sweep(steps={steps!r}): must be an integer >= 0")
@@ -344,7 +345,8 @@ def sweep(factory, params, metric, *, steps: int, apply: Callable | None = None,
                 results[b] = r[1]
                 done_runs += len(batches[b][0])
                 if progress is not None:
-                    progress(done_runs, n_runs)
+                    progress(done_runs, n_runs, {"batch": b, "worker": w, "node_id": r[1]["node_id"],
+                                                 "host": r[1]["host"]})
                 submit(w)
             for ref, (w, b, t0) in list(inflight.items()):
                 if t0 and now - t0 > timeout_s and ref in inflight:
@@ -588,5 +590,5 @@ def run_sweep_file(path, *, address: str | None = None, out_dir=None, workers: i
                  envs_per_worker=plan.envs_per_worker, n_workers=workers or plan.workers,
                  resources={"num_cpus": plan.num_cpus}, address=address, out_dir=out, timeout_s=plan.timeout_s,
                  max_in_flight=plan.max_in_flight, max_recoveries=plan.max_recoveries, runtime_env=runtime_env,
-                 progress=lambda done, total: bar.update(done), plot=plot, plot_x=plan.plot_x,
+                 progress=lambda done, total, batch: bar.update(done), plot=plot, plot_x=plan.plot_x,
                  plot_y=plan.plot_y)

@@ -97,7 +97,8 @@ def test_node_killed_mid_run_recovers_bit_exact(cluster):
         rec = [e for e in pool.events if e["event"] == "worker_recovered"]
         assert [e["worker"] for e in lost] == [1] and lost[0]["node_id"] == victim
         assert len(rec) == 1 and rec[0]["node_id"] == nodes[0] and rec[0]["base_generation"] >= 2
-        assert rec[0]["replayed"] == 2            # the steps 10-12 and 13-15 since the checkpoint at 9 (16-18 are new)
+        # replayed: the calls since the checkpoint at step 9 (steps 10-12, 13-15) and the one in flight (16-18)
+        assert rec[0]["replayed"] == 3
         assert pool.worker_nodes()[1] == nodes[0] and pool.recoveries == 1
         assert np.unique(got["arm/get_qpos"][:, 0]).size == 16
     finally:
@@ -166,25 +167,26 @@ def test_node_killed_during_checkpoint_write_keeps_the_previous_one(cluster, tmp
 
 @pytest.mark.validate
 def test_sweep_survives_a_node_loss_with_identical_results(cluster, tmp_path):
-    """A sweep whose worker node dies mid-way gives the table of a sweep without failure, bit for
-    bit (batches lost with the worker are run again on the surviving node)."""
-    import threading
-
-    from polyphys.distributed.sweeps import run_sweep_file
+    """A sweep whose worker node dies mid-way (after 2 of 8 batches) gives the table of a sweep
+    without failure, bit for bit: the batches lost with the worker run again on the other node."""
+    from polyphys.distributed.sweeps import load_sweep_file, sweep
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.path.join(root, "examples", "sweeps", "incline_friction.toml")
+    plan = load_sweep_file(os.path.join(root, "examples", "sweeps", "incline_friction.toml"))
+    kw = dict(steps=plan.steps, envs_per_worker=4, n_workers=2, plot=False)
     _ensure_two_worker_nodes(cluster)
-    clean = run_sweep_file(path, out_dir=tmp_path / "a", workers=2, progress=False, plot=False)
+    clean = sweep(plan.scene, plan.params, plan.metric, out_dir=tmp_path / "a", **kw)
     _ensure_two_worker_nodes(cluster)
-    victim = cluster.worker_nodes[-1]
-    timer = threading.Timer(8.0, lambda: cluster.remove_node(victim, allow_graceful=False))
-    timer.start()
-    try:
-        hit = run_sweep_file(path, out_dir=tmp_path / "b", workers=2, progress=False, plot=False)
-    finally:
-        timer.cancel()
+    killed = []
+
+    def kill_once(done, total, batch):
+        if done >= 8 and not killed:         # the node that just ran a batch: it holds a worker
+            killed.append(batch["node_id"])
+            cluster.remove_node(_nodes(cluster)[batch["node_id"]], allow_graceful=False)
+
+    hit = sweep(plan.scene, plan.params, plan.metric, out_dir=tmp_path / "b", progress=kill_once, **kw)
+    assert killed and hit.summary["recoveries"] >= 1
+    assert set(hit.table["node_id"]) - {killed[0]}          # runs finished on the survivor
     for k in clean.table:
         if k.startswith(("param/", "metric/")) or k in ("run", "seed"):
             assert np.array_equal(clean.table[k], hit.table[k]), k
-    print("recoveries", hit.summary["recoveries"], hit.summary["events"])

@@ -15,8 +15,8 @@ import threading
 import numpy as np
 import pytest
 import ray_scenes as rs
-from ray_support import OBJECT_STORE, RUNTIME_ENV, import_ray, start_or_skip
 from polyphys.errors import CheckpointError, OptionError, WorkerError
+from ray_support import OBJECT_STORE, RUNTIME_ENV, import_ray, start_or_skip
 
 ray = import_ray()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
