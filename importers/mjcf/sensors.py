@@ -11,8 +11,8 @@ are named in the importer's one warning.
 
 from __future__ import annotations
 
-import numpy as np
 from polyphys.description import SensorRecord
+from polyphys.xmlfile import Attrs
 
 _IMU = {"accelerometer": "acc", "gyro": "gyro", "velocimeter": "vel", "magnetometer": "mag"}
 _FRAME = {"framepos": "pos", "framequat": "quat", "framexaxis": "xaxis", "frameyaxis": "yaxis",
@@ -22,7 +22,7 @@ _SUBTREE = {"subtreecom": "com", "subtreelinvel": "linvel", "subtreeangmom": "an
 _JOINT = {"jointpos": "pos", "jointvel": "vel", "jointactuatorfrc": "actuator_force", "ballangvel": "vel"}
 _AXIS_LIKE = ("quat", "xaxis", "yaxis", "zaxis")
 _WHY = {
-    "rangefinder": "no ray casting in polyphys yet", "camprojection": "no cameras",
+    "camprojection": "not modelled (cameras: docs/cameras.md)",
     "ballquat": "quaternion noise of a ball joint's q is not modelled (use a frame sensor's quat)",
     "tendonpos": "no tendons", "tendonvel": "no tendons", "tendonactuatorfrc": "no tendons",
     "tendonlimitpos": "no tendons", "tendonlimitvel": "no tendons", "tendonlimitfrc": "no tendons",
@@ -34,19 +34,10 @@ _WHY = {
 _IGNORED_ATTRS = ("name", "noise", "cutoff", "user")
 
 
-def _float(v, default=0.0):
-    try:
-        return float(v) if v is not None else default
-    except ValueError:
-        return None
-
-
 def _magnetic(root) -> tuple:
     for el in root.findall("option"):
         if el.get("magnetic"):
-            vals = np.asarray(el.get("magnetic").split(), float)
-            if vals.shape == (3,):
-                return tuple(float(x) for x in vals)
+            return tuple(Attrs(el).reals("magnetic", n=3))
     return (0.0, -0.5, 0.0)
 
 
@@ -64,24 +55,29 @@ def parse_sensors(root, desc, notes: list) -> None:
             if rec is None:
                 unsupported.append(f"{name} ({tag}: {why})")
                 continue
-            noise, cutoff = _float(a.get("noise")), _float(a.get("cutoff"))
-            if noise is None or noise < 0 or cutoff is None or cutoff < 0:
-                unsupported.append(f"{name} ({tag}: noise={a.get('noise')!r} cutoff={a.get('cutoff')!r} "
-                                   f"not numbers >= 0)")
-                continue
+            at = Attrs(el)      # a malformed or negative number is an ImportError_ naming file:line
+            noise, cutoff = at.real("noise", 0.0, ge=0.0), at.real("cutoff", 0.0, ge=0.0)
             out = rec.options.get("outputs", ())
             if noise > 0:
                 rec.options["noise"] = noise
             if cutoff > 0 and not (set(out) & set(_AXIS_LIKE)):
                 rec.options["limits"] = (None, cutoff) if tag == "touch" else (-cutoff, cutoff)
             extra = sorted(k for k, v in a.items() if k not in _IGNORED_ATTRS and k not in rec.source_attrs
-                           and _float(v) != 0.0)
+                           and not _zero(v))
             if extra:
                 unsupported.append(f"{name} ({tag}: attributes {extra} ignored)")
             desc.sensors.append(SensorRecord(name=name, kind=rec.kind, options=rec.options,
                                              source=f"MJCF {tag}"))
     if unsupported:
         notes.append("sensors not modelled by polyphys (left out or simplified): " + ", ".join(unsupported))
+
+
+def _zero(v: str) -> bool:
+    """An attribute left at MuJoCo's zero default (e.g. ``user="0 0"``) is not worth a note."""
+    try:
+        return all(float(t) == 0.0 for t in v.split())
+    except ValueError:
+        return False
 
 
 class _Rec:
@@ -118,6 +114,10 @@ def _convert(tag, a, name, mag):
         if "site" not in a:
             return None, "needs site="
         return _Rec("force_torque", {"site": a["site"], "outputs": (tag,)}, ("site",)), None
+    if tag == "rangefinder":
+        if "site" not in a:
+            return None, "needs site= (a rangefinder on a camera is not supported)"
+        return _Rec("rangefinder", {"site": a["site"]}, ("site",)), None
     if tag == "touch":
         if "site" not in a:
             return None, "needs site="

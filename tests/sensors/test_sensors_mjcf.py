@@ -49,7 +49,8 @@ XML = """<mujoco>
 </mujoco>
 """
 
-SUPPORTED = ["acc", "gyro1", "mag", "touch", "f", "t", "fq", "com", "q", "qd", "af", "jaf", "sc"]
+SUPPORTED = ["acc", "gyro1", "mag", "touch", "f", "t", "fq", "com", "q", "qd", "af", "jaf", "sc", "rf",
+             "cam"]     # the <camera> comes last: a camera sensor (docs/cameras.md)
 
 
 @pytest.fixture
@@ -71,7 +72,8 @@ def test_description_records_and_one_warning(model):
     assert kinds["fq"][1]["ref_site"] == "s0" and kinds["com"][1] == {"com": "link1", "outputs": ("pos",)}
     msgs = [str(w.message) for w in rec if "sensors not modelled" in str(w.message)]
     assert len(msgs) == 1
-    for name in ("rf (rangefinder", "tp (tendonpos", "bodyq (framequat", "campos (framepos", "clock17 (clock"):
+    assert kinds["rf"] == ("rangefinder", {"site": "s1"}) and kinds["cam"][0] == "camera"
+    for name in ("tp (tendonpos", "bodyq (framequat", "campos (framepos", "clock17 (clock"):
         assert name in msgs[0]
 
 
@@ -100,3 +102,25 @@ def test_without_the_sensor_plugin_the_entity_still_loads(model):
     with pytest.warns(PolyphysWarning, match=r"sensors of its model file not added .*acc \(MJCF accelerometer\)"):
         ent = scene.add_entity(morphs.MJCF(file=model), Rigid())
     assert ent.sensors == {}
+
+
+@pytest.mark.parametrize("attr, value", [("noise", "abc"), ("noise", "-0.1"), ("cutoff", "nan"), ("cutoff", "")])
+def test_a_bad_noise_or_cutoff_is_an_import_error_naming_file_and_line(tmp_path, attr, value):
+    from polyphys.errors import ImportError_
+
+    bad = XML.replace('<accelerometer name="acc" site="s0" noise="0.05" cutoff="30"/>',
+                      f'<accelerometer name="acc" site="s0" {attr}="{value}"/>')
+    p = tmp_path / "bad.xml"
+    p.write_text(bad)
+    line = bad[:bad.index('<accelerometer name="acc"')].count("\n") + 1
+    with pytest.raises(ImportError_, match=rf"bad\.xml:{line}: <accelerometer name='acc'> {attr} ="):
+        polyphys.describe(str(p))
+
+
+def test_a_malformed_magnetic_option_is_an_import_error(tmp_path):
+    from polyphys.errors import ImportError_
+
+    p = tmp_path / "bad.xml"
+    p.write_text(XML.replace('magnetic="0.1 0.2 -0.4"', 'magnetic="0.1 zz"'))
+    with pytest.raises(ImportError_, match=r"bad\.xml:2: <option> magnetic ="):
+        polyphys.describe(str(p))
