@@ -312,21 +312,24 @@ class ScenePool:
                 raise_payload(results[i][1], w, None)
             self.info[w] = results[i][1]
         ops = self._log if upto is None else self._log[:upto]
-        refs = []
+        loads, refs = [], []
         for i, w in enumerate(ws):
             if i in again:
+                loads.append(None)
                 refs.append(None)
                 continue
             a = self.workers[w]
-            a.load.remote(ray.put(self._base[w]))              # actor calls run in order
+            loads.append(a.load.remote(ray.put(self._base[w])))     # actor calls run in order
             refs.append(a.replay.remote([self._local_op(op, w) for op in ops]))
+        loaded, again_l = self._gather(loads, self.build_timeout_s, "load() of the base")
         results, again2 = self._gather(refs, self.build_timeout_s, "replay()")
-        again_all = {ws[i]: r for i, r in {**again, **again2}.items()}
+        again_all = {ws[i]: r for i, r in {**again, **again_l, **again2}.items()}
         for i, w in enumerate(ws):
-            if ws[i] in again_all or results[i] is None:
+            if w in again_all:
                 continue
-            if results[i][0] == "err":
-                raise_payload(results[i][1], w, self.info[w])
+            for r in (loaded[i], results[i]):
+                if r is not None and r[0] == "err":
+                    raise_payload(r[1], w, self.info[w])
         for w in ws:
             if w not in again_all:
                 self._event("worker_recovered", worker=w, node_id=self.info[w].get("node_id"), replayed=len(ops),
@@ -337,16 +340,21 @@ class ScenePool:
     def _rollback(self) -> None:
         """Every worker back to the base plus the log (after a call that raised part-way)."""
         ray = self.ray
-        refs = []
+        loads, refs = [], []
         for w, a in enumerate(self.workers):
-            a.load.remote(ray.put(self._base[w]))
+            loads.append(a.load.remote(ray.put(self._base[w])))
             refs.append(a.replay.remote([self._local_op(op, w) for op in self._log]))
+        loaded, lost_l = self._gather(loads, self.timeout_s, "load() of the base")
         results, lost = self._gather(refs, self.timeout_s, "replay()")
+        lost = {**lost_l, **lost}
         if lost:
             self._recover(lost)
-        for w, r in enumerate(results):
-            if w not in lost and r[0] == "err":
-                raise_payload(r[1], w, self.info[w])
+        for w in range(self.n_workers):
+            if w in lost:
+                continue
+            for r in (loaded[w], results[w]):
+                if r is not None and r[0] == "err":
+                    raise_payload(r[1], w, self.info[w])
         self._event("rolled_back", replayed=len(self._log))
 
     def _run(self, op: tuple | None, call: Callable, result_call: Callable | None, where: str):

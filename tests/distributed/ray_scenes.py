@@ -77,3 +77,12 @@ def broken(n_envs: int):
     scene.add_entity(morphs.Box(size=(0.1, 0.1, 0.1)), material=polyphys.materials.Rigid(rho=-1.0))
     scene.build(n_envs=n_envs)
     return scene
+
+
+def slow_ctrl(scene, actions):
+    """An action function that hangs (60 s) when the first env's first control is above 1e3."""
+    import time
+
+    if actions[0, 0] > 1e3:
+        time.sleep(60.0)
+    scene.entities[0].set_ctrl(actions)

@@ -159,6 +159,24 @@ def test_factory_errors(local_ray):
         ScenePool(rs.arm_and_box, 1, 2, resources={"cpus": 1})
 
 
+def test_a_worker_that_does_not_answer_within_timeout_s_counts_as_lost(local_ray):
+    """timeout_s: a step that hangs makes its worker count as lost; with max_recoveries=0 that is a
+    WorkerLostError naming the call and the timeout (with recoveries allowed, the worker would be
+    replaced and the log replayed, as the cluster tests show)."""
+    from polyphys.distributed import ScenePool
+    from polyphys.errors import WorkerLostError
+
+    p = ScenePool(rs.arm_and_box, 1, 2, action=rs.slow_ctrl, timeout_s=4, max_recoveries=0)
+    try:
+        p.step(np.zeros((2, 2)))
+        with pytest.raises(WorkerLostError, match=r"worker 0 lost \(no answer to step\(k=1\) within 4 s \(timeout_s\)\).*"
+                                                  r"max_recoveries=0"):
+            p.step(np.full((2, 2), 5e3))
+        assert [e["event"] for e in p.events][-1] == "worker_lost"
+    finally:
+        p.close()
+
+
 def test_checkpoint_folder_errors(pool, tmp_path):
     with pytest.raises(CheckpointError, match="no pool checkpoint"):
         pool.load_checkpoint(tmp_path / "nothing")
