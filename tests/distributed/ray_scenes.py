@@ -86,3 +86,9 @@ def slow_ctrl(scene, actions):
     if actions[0, 0] > 1e3:
         time.sleep(60.0)
     scene.entities[0].set_ctrl(actions)
+
+
+def set_box_friction(scene, params, seeds):
+    """A sweep `apply`: the box's friction from the plain parameter "mu" (one value per env)."""
+    box = next(e for e in scene.entities if e.name == "box")
+    box.set_friction(params["mu"][:, None])
