@@ -1,7 +1,7 @@
 """polyphys.distributed on a local Ray instance (docs/distributed.md): weak scaling and the cost of
 gathering observations.
 
-Scene: examples/incline.toml (a box with 4 contacts on a plane, float64), cpu_threads = 1 in every
+Scene: examples/rigid_incline.toml (a box with 4 contacts on a plane, float64), cpu_threads = 1 in every
 process, so a worker process is one core's worth of stepping. References are measured in the same
 run, in this process:
 
@@ -26,7 +26,7 @@ import time
 from . import row, time_steps
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCENE = os.path.join(os.path.dirname(HERE), "examples", "incline.toml")
+SCENE = os.path.join(os.path.dirname(HERE), "examples", "rigid_incline.toml")
 OBS = ["box/get_pos", "box/get_dofs_velocity"]
 
 

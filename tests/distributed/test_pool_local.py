@@ -241,7 +241,7 @@ def test_sweep_apply_grid_and_batching_do_not_change_results(local_ray):
     bit for bit: a run's result does not depend on its batch, slot or worker."""
     from polyphys.distributed import grid, sweep
 
-    scene = os.path.join(ROOT, "examples", "incline.toml")
+    scene = os.path.join(ROOT, "examples", "rigid_incline.toml")
     p = grid(mu=[0.3, 0.6], rep=[0, 1, 2])                      # 6 runs, mu slowest
     assert p["mu"].tolist() == [0.3] * 3 + [0.6] * 3 and p["rep"].tolist() == [0, 1, 2] * 2
     a = sweep(scene, p, ["box/get_pos", "box/get_friction"], steps=20, apply=rs.set_box_friction,
@@ -265,7 +265,7 @@ def test_cli_run_workers_equals_single_process(local_ray, tmp_path, capsys):
     from polyphys import cli
     from polyphys import run as runmod
 
-    src = open(os.path.join(ROOT, "examples", "incline.toml")).read().replace("n_envs = 0", "n_envs = 4") \
+    src = open(os.path.join(ROOT, "examples", "rigid_incline.toml")).read().replace("n_envs = 0", "n_envs = 4") \
         .replace("steps = 200", "steps = 30\nrecord_every = 7")
     scene_file = tmp_path / "incline4.toml"
     scene_file.write_text(src)
@@ -289,7 +289,7 @@ def test_cli_sweep_errors(local_ray, tmp_path, capsys):
     bad.write_text('[sweep]\nscene = "nothere.toml"\nsteps = 3\nmetric = ["box/get_pos"]\n[params]\nx = [1]\n')
     assert cli.main(["sweep", str(bad)]) == 2
     assert "sweep.scene = 'nothere.toml': no such scene file" in capsys.readouterr().err
-    bad.write_text(f'[sweep]\nscene = "{ROOT}/examples/incline.toml"\nsteps = 3\nmetric = ["box/get_pos"]\n'
+    bad.write_text(f'[sweep]\nscene = "{ROOT}/examples/rigid_incline.toml"\nsteps = 3\nmetric = ["box/get_pos"]\n'
                    f'[params]\n"box/set_friction" = {{ linspace = [0.1, 0.2] }}\n')
     assert cli.main(["sweep", str(bad)]) == 2
     assert "linspace" in capsys.readouterr().err
