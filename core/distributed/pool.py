@@ -33,7 +33,7 @@ from ._common import SceneFactory, connect, raise_payload, require_ray
 
 MANIFEST = "manifest.json"
 POOL_CHECKPOINT_FORMAT = 1
-PLACEMENTS = ("spread", "pack", "default")
+PLACEMENTS = ("spread", "default")
 RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type")
 
 
@@ -80,8 +80,8 @@ class ScenePool:
     :param observe: default observation names for ``step``/``observe`` (see :meth:`observe`).
     :param address: Ray address when Ray is not yet initialised (None: a local instance, "auto",
         "HOST:PORT").
-    :param placement: "spread" (default: one actor per node first, so one lost node costs few
-        workers), "pack", or "default" (Ray's own).
+    :param placement: "spread" (default: actors spread over the nodes, so one lost node costs few
+        workers) or "default" (Ray's own policy, which fills a node before the next).
     :param timeout_s: how long a call waits for a worker before treating it as lost;
         ``build_timeout_s`` the same for building (kernels load on first use).
     :param max_recoveries: worker replacements allowed over the pool's life before
@@ -176,8 +176,6 @@ class ScenePool:
                 return opts
         if self.placement == "spread":
             opts["scheduling_strategy"] = "SPREAD"
-        elif self.placement == "pack":
-            opts["scheduling_strategy"] = "DEFAULT"
         return opts
 
     def _pick_node(self, avoid: str) -> str | None:
