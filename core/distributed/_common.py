@@ -49,12 +49,31 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, runtime_
         # /tmp/ray/ray_current_cluster, which may be dead (ray start --head then killed)
         ray.init(address="local", **kwargs)
     else:
+        _check_reachable(address)
         try:
             ray.init(address=address, **kwargs)
         except ConnectionError as exc:
             raise OptionError(f"address = {address!r}: no Ray cluster answered there ({exc}); start one "
                               f"with `ray start --head` (docs/distributed.md)") from None
     return ray
+
+
+def _check_reachable(address: str) -> None:
+    """HOST:PORT: fail at once when nothing listens there (Ray itself retries for minutes)."""
+    import socket
+
+    if address == "auto" or address.startswith("ray://") or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        port_n = int(port)
+    except ValueError:
+        raise OptionError(f"address = {address!r}: expected 'auto' or 'HOST:PORT' (PORT a number)") from None
+    try:
+        socket.create_connection((host, port_n), timeout=10.0).close()
+    except OSError as exc:
+        raise OptionError(f"address = {address!r}: no Ray cluster answers there ({exc}); start one with "
+                          f"`ray start --head --port={port_n}` on {host} (docs/distributed.md)") from None
 
 
 def versions() -> dict:

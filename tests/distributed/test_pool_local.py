@@ -304,3 +304,8 @@ def test_importing_polyphys_does_not_import_ray_and_a_missing_extra_is_named():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "MissingExtraError" in r.stdout and "pip install 'polyphys[ray]'" in r.stdout
+    # an address where no cluster listens fails at once (Ray itself would retry for minutes)
+    r = subprocess.run([sys.executable, "-m", "polyphys", "sweep", os.path.join(ROOT, "examples", "sweeps",
+                        "incline_friction.toml"), "--address", "127.0.0.1:9", "--no-progress"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "address = '127.0.0.1:9': no Ray cluster answers there" in r.stderr, r.stderr
