@@ -66,7 +66,11 @@ class SFOptions:
 
     Advection: "maccormack" (default; Selle et al. 2008, with the min/max limiter) or
     "semi_lagrangian" (Stam 1999), both with an RK2 back-trace, of the velocity and of the passive
-    scalars (smoke density, temperature).
+    scalars (smoke density, temperature). Neither conserves the scalar's total (interpolation at
+    the back-traced point; docs/sf.md measures the drift): ``conserve_density`` (default True)
+    rescales each env's advected density so that its total equals the total before advection less
+    what the flow carried out through the open faces in the substep (exact to rounding in a closed
+    box; a global, not a local, correction). The temperature is not corrected.
 
     Forces: buoyancy (Fedkiw et al. 2001) f = (thermal_buoyancy·(T - ambient_temperature) -
     smoke_weight·density)·up, up = -gravity/|gravity| (+z without gravity), in m/s²; vorticity
@@ -97,6 +101,7 @@ class SFOptions:
     smoke_weight: float = attrs.field(default=0.0, validator=non_negative)
     thermal_buoyancy: float = attrs.field(default=1.0, validator=non_negative)
     ambient_temperature: float = attrs.field(default=0.0)
+    conserve_density: bool = attrs.field(default=True)
     vorticity_confinement: float = attrs.field(default=0.0, validator=non_negative)
     viscosity: float = attrs.field(default=0.0, validator=non_negative)
     viscosity_iterations: int | None = attrs.field(default=None, validator=_opt_positive_int)
@@ -118,9 +123,10 @@ class SFOptions:
             raise OptionError(f"SFOptions.ambient_temperature = {value!r}: must be a finite number")
 
     @early_exit.validator
-    def _check_early(self, attribute, value):
+    @conserve_density.validator
+    def _check_bool(self, attribute, value):
         if not isinstance(value, bool):
-            raise OptionError(f"SFOptions.early_exit = {value!r}: must be True or False")
+            raise OptionError(f"SFOptions.{attribute.name} = {value!r}: must be True or False")
 
     @property
     def upper_bound(self) -> tuple:

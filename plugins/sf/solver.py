@@ -157,7 +157,14 @@ class SFSolver(Solver):
             self.mg_r.append(wp.zeros((n, *dims), dtype=S, device=dev))
         self.part_a = wp.zeros((n, nx), dtype=S, device=dev)
         self.part_b = wp.zeros((n, nx), dtype=S, device=dev)
-        self.rz, self.alpha, self.beta, self.rmax, self.mean = (wp.zeros(n, dtype=S, device=dev) for _ in range(5))
+        self.part_d = wp.zeros((n, nx), dtype=wp.float64, device=dev)      # float64 sums
+        self.part_e = wp.zeros((n, nx), dtype=wp.float64, device=dev)
+        self.rz, self.alpha, self.beta, self.mean = (wp.zeros(n, dtype=wp.float64, device=dev) for _ in range(4))
+        self.rmax, self.scale, self.target = (wp.zeros(n, dtype=S, device=dev) for _ in range(3))
+        self.rbest = wp.zeros(n, dtype=S, device=dev)
+        self.p_best = cells()
+        self.cg_state = wp.zeros(n, dtype=wp.int32, device=dev)   # 0 running, 1 converged, 2 stalled
+        self.improved = wp.zeros(n, dtype=wp.int32, device=dev)
         self.done = wp.zeros(n, dtype=wp.int32, device=dev)
         self.iters = wp.zeros(n, dtype=wp.int32, device=dev)
         self.cap_hit = wp.zeros(n, dtype=wp.int32, device=dev)    # device flags, read after the step
@@ -172,7 +179,7 @@ class SFSolver(Solver):
             up=V3(*up.tolist()), alpha=S(o.smoke_weight), beta=S(o.thermal_buoyancy),
             ambient=S(o.ambient_temperature), eps=S(o.vorticity_confinement),
             keep_s=S(math.exp(-o.density_decay * layout.h)), keep_t=S(math.exp(-o.temperature_decay * layout.h)),
-            tol=S(o.tolerance), visc_a=S(o.viscosity * layout.h / o.dx ** 2), minus_one=S(-1.0), one=S(1.0))
+            tol=S(o.tolerance), stall=S(10.0), h_over_dx=S(layout.h / o.dx), visc_a=S(o.viscosity * layout.h / o.dx ** 2), minus_one=S(-1.0), one=S(1.0))
         self.viscosity_sweeps = self._viscosity_sweeps()
         self._use_forces = o.thermal_buoyancy > 0 or o.smoke_weight > 0 or use_vort
         # -- obstacles: every other solver exposing RigidView ------------------------------------
@@ -193,8 +200,10 @@ class SFSolver(Solver):
                 d=cut(self.d), q=cut(self.q), omega=cut(self.omega), force=cut(self.force),
                 ct=[cut(a) for a in self.ct], mg_b=[cut(a) for a in self.mg_b], mg_x=[cut(a) for a in self.mg_x],
                 mg_r=[cut(a) for a in self.mg_r], part_a=cut(self.part_a), part_b=cut(self.part_b),
+                part_d=cut(self.part_d), part_e=cut(self.part_e), scale=cut(self.scale), target=cut(self.target),
                 rz=cut(self.rz), alpha=cut(self.alpha), beta=cut(self.beta), rmax=cut(self.rmax),
-                mean=cut(self.mean), done=cut(self.done), iters=cut(self.iters), cap_hit=cut(self.cap_hit),
+                mean=cut(self.mean), done=cut(self.done), rbest=cut(self.rbest), p_best=cut(self.p_best),
+                cg_state=cut(self.cg_state), improved=cut(self.improved), iters=cut(self.iters), cap_hit=cut(self.cap_hit),
                 count=wp.zeros(1, dtype=wp.int32, device=dev), cond=wp.zeros(1, dtype=wp.int32, device=dev),
                 links=[src.view.rigid_links(part) for src in self._rigid])
         self._early_exit = o.early_exit and (wp.get_device(dev).is_cpu or wp.is_conditional_graph_supported())
@@ -329,6 +338,12 @@ class SFSolver(Solver):
         u0, v0, w0 = p.vel0["u"], p.vel0["v"], p.vel0["w"]
         fields = [(c, p.vel0[c], getattr(p, c)) for c in "uvw"]
         fields += [("cell", p.density, p.density), ("cell", p.temperature, p.temperature)]
+        conserve = self.options.conserve_density
+        nx = self.options.res[0]
+        if conserve:
+            self._launch(A.density_totals, p, (nx,), [k.open_lo, k.open_hi, k.h_over_dx, p.density, u0, v0, w0,
+                                                      p.part_a, p.part_b])
+            wp.launch(A.density_target, dim=p.n, inputs=[p.part_a, p.part_b, p.target], device=self.layout.device)
         for c, src, dst in fields:
             ta, tb, off, dims = p.tmp_a[c], p.tmp_b[c], k.off[c], src.shape[1:]
             model = [k.lo, k.dx, k.inv_dx, off]
@@ -342,6 +357,11 @@ class SFSolver(Solver):
                 wp.copy(dst, ta)
             else:
                 self._launch(A.advect_sl, p, dims, [*model, k.h, u0, v0, w0, src, dst])
+        if conserve:
+            self._launch(A.density_totals, p, (nx,), [k.open_lo, k.open_hi, k.h_over_dx, p.density, u0, v0, w0,
+                                                      p.part_a, p.part_b])
+            wp.launch(A.density_scale, dim=p.n, inputs=[p.part_a, p.target, p.scale], device=self.layout.device)
+            self._launch(A.scale_cells, p, self.options.res, [p.scale, p.density])
 
     def _emit(self, p):
         from .kernels import forces as F
@@ -392,25 +412,26 @@ class SFSolver(Solver):
 
         k, cells, nx = self._k, self.options.res, self.options.res[0]
         self._launch(P.divergence, p, cells, [k.inv_dx, k.minus_one, p.u, p.v, p.w, p.ct[0], p.b])
-        if not self.options.open_faces:
-            self._launch(P.partial_sum_count, p, (nx,), [p.b, p.ct[0], p.part_a, p.part_b])
-            wp.launch(P.finish_mean, dim=p.n, inputs=[p.part_a, p.part_b, p.mean], device=self.layout.device)
-            self._launch(P.subtract_mean, p, cells, [p.mean, p.ct[0], p.b])
+        self._remove_mean(p, p.b)
         p.done.zero_()
         self._launch(P.residual, p, cells, [k.open_lo, k.open_hi, k.inv_dx2[0], p.done, p.b, p.pressure, p.ct[0], p.r])
+        self._remove_mean(p, p.r)
         self._precondition(p)
+        self._remove_mean(p, p.z)
         wp.copy(p.d, p.z)
-        self._launch(P.partial_dot, p, (nx,), [p.done, p.r, p.z, p.part_a])
+        self._launch(P.partial_dot, p, (nx,), [p.done, p.r, p.z, p.part_d])
         self._launch(P.partial_absmax, p, (nx,), [p.done, p.r, p.part_b])
-        wp.launch(P.cg_start, dim=p.n, inputs=[k.tol, p.part_a, p.part_b, p.rz, p.rmax, p.done, p.iters],
-                  device=self.layout.device)
+        wp.launch(P.cg_start, dim=p.n, inputs=[k.tol, p.part_d, p.part_b, p.rz, p.rmax, p.rbest, p.done, p.cg_state,
+                                               p.iters], device=self.layout.device)
+        wp.copy(p.p_best, p.pressure)
         if self._early_exit:
             wp.launch(P.loop_start, dim=1, inputs=[p.done, p.count, p.cond], device=self.layout.device)
             wp.capture_while(p.cond, self._cg_iteration, p=p)
         else:
             for _ in range(self.options.max_iterations):
                 self._cg_iteration(p)
-        wp.launch(P.cg_finish, dim=p.n, inputs=[p.done, p.cap_hit], device=self.layout.device)
+        self._launch(P.restore_best, p, cells, [p.cg_state, p.p_best, p.pressure])
+        wp.launch(P.cg_finish, dim=p.n, inputs=[p.cg_state, p.rbest, p.rmax, p.cap_hit], device=self.layout.device)
         for a, c in enumerate("uvw"):
             arr = getattr(p, c)
             self._launch(P.subtract_gradient, p, arr.shape[1:],
@@ -423,16 +444,36 @@ class SFSolver(Solver):
 
         k, cells, nx, dev = self._k, self.options.res, self.options.res[0], self.layout.device
         self._launch(P.apply_a, p, cells, [k.open_lo, k.open_hi, k.inv_dx2[0], p.done, p.d, p.ct[0], p.q])
-        self._launch(P.partial_dot, p, (nx,), [p.done, p.d, p.q, p.part_a])
-        wp.launch(P.cg_alpha, dim=p.n, inputs=[p.done, p.part_a, p.rz, p.alpha], device=dev)
-        self._launch(P.cg_update, p, cells, [p.done, p.alpha, p.d, p.q, p.pressure, p.r])
+        self._launch(P.partial_dot, p, (nx,), [p.done, p.d, p.q, p.part_d])
+        wp.launch(P.cg_alpha, dim=p.n, inputs=[p.done, p.part_d, p.rz, p.alpha], device=dev)
+        self._launch(P.cg_update, p, cells, [p.done, p.alpha, p.d, p.pressure])
+        self._launch(P.residual, p, cells, [k.open_lo, k.open_hi, k.inv_dx2[0], p.done, p.b, p.pressure, p.ct[0], p.r])
+        self._remove_mean(p, p.r)
         self._launch(P.partial_absmax, p, (nx,), [p.done, p.r, p.part_b])
-        wp.launch(P.cg_check, dim=p.n, inputs=[k.tol, p.part_b, p.done, p.iters, p.rmax], device=dev)
+        wp.launch(P.cg_check, dim=p.n, inputs=[k.tol, k.stall, p.part_b, p.done, p.cg_state, p.iters, p.rmax, p.rbest,
+                                               p.improved], device=dev)
+        self._launch(P.keep_best, p, cells, [p.improved, p.pressure, p.p_best])
         self._precondition(p)
-        self._launch(P.partial_dot, p, (nx,), [p.done, p.r, p.z, p.part_a])
-        wp.launch(P.cg_beta, dim=p.n, inputs=[p.done, p.part_a, p.rz, p.beta], device=dev)
+        self._remove_mean(p, p.z)
+        self._launch(P.partial_dot, p, (nx,), [p.done, p.r, p.z, p.part_d])
+        wp.launch(P.cg_beta, dim=p.n, inputs=[p.done, p.part_d, p.rz, p.beta], device=dev)
         self._launch(P.cg_direction, p, cells, [p.done, p.beta, p.z, p.d])
         wp.launch(P.loop_condition, dim=1, inputs=[self.options.max_iterations, p.done, p.count, p.cond], device=dev)
+
+    def _remove_mean(self, p, arr):
+        """A closed domain (no open face): A is singular (constants on the fluid cells); keep the
+        right-hand side, the residual and the preconditioned residual free of that null space (rounding
+        and the coarse-level sweeps would otherwise feed the constant mode). Fluid split by obstacles
+        into separate pockets is not handled (docs/sf.md)."""
+        import warp as wp
+
+        from .kernels import projection as P
+
+        if self.options.open_faces:
+            return
+        self._launch(P.partial_sum_count, p, (self.options.res[0],), [arr, p.ct[0], p.part_d, p.part_e])
+        wp.launch(P.finish_mean, dim=p.n, inputs=[p.part_d, p.part_e, p.mean], device=self.layout.device)
+        self._launch(P.subtract_mean, p, self.options.res, [p.mean, p.ct[0], arr])
 
     def _precondition(self, p):
         """z = M r: one multigrid V-cycle (mgpcg) or the diagonal (pcg)."""
@@ -582,8 +623,10 @@ class SFSolver(Solver):
         return self._get(self.solid, envs_idx).astype(bool)
 
     def get_solver_stats(self, envs_idx=None) -> dict:
-        """The last substep's pressure solve per env: ``iterations``, ``residual`` (max |div u| over the
-        fluid cells, 1/s, from the CG residual), ``converged`` (bool), and the options it ran with."""
+        """The last substep's pressure solve per env: ``iterations``, ``residual`` (max |b - A p| = max
+        |div u| over the fluid cells after the update, 1/s), ``converged`` (max |div u| <= tolerance),
+        ``stalled`` (stopped when the residual grew 10x over its best — the float32 floor, see
+        docs/sf.md; the best iterate is kept), and the options it ran with."""
         envs = self.scene._envs_idx(envs_idx)
 
         def out(a):
@@ -591,7 +634,8 @@ class SFSolver(Solver):
             return a if self.scene.batched else a[0]
 
         return {"iterations": out(self.iters.numpy().astype(int)), "residual": out(self.rmax.numpy().astype(float)),
-                "converged": out(self.done.numpy().astype(bool)), "max_iterations": self.options.max_iterations,
+                "converged": out(self.cg_state.numpy() == 1), "stalled": out(self.cg_state.numpy() == 2),
+                "max_iterations": self.options.max_iterations,
                 "tolerance": self.options.tolerance, "solver": self.options.pressure_solver,
                 "levels": [tuple(d) for d in self.level_dims]}
 

@@ -13,7 +13,9 @@ coarse cell is fluid when any of its (up to 8) children is; the coarse operator 
 coarse value to its children (so the correction is symmetric), red-black Gauss-Seidel smoothing
 (red then black before the coarse correction, black then red after: the V-cycle is a symmetric
 preconditioner). Reductions are two-stage (per env and x-slab, then per env) in a fixed order:
-deterministic on every device. Every iteration kernel skips envs whose ``done`` flag is set.
+deterministic on every device; dot products and means are summed in float64 (with float32 sums
+the CG lost its last digits and diverged below ~1e-6 of the initial residual). Every iteration
+kernel skips envs whose ``done`` flag is set.
 """
 
 from typing import Any
@@ -328,16 +330,17 @@ def partial_dot(
     a_in: wp.array4d(dtype=Any),
     b_in: wp.array4d(dtype=Any),
     # Data out:
-    out: wp.array2d(dtype=Any),
+    out: wp.array2d(dtype=wp.float64),
 ):
-    """out[env, i] = Σ_jk a·b over the x-slab i (non-fluid cells hold 0 in a or b)."""
+    """out[env, i] = Σ_jk a·b over the x-slab i (non-fluid cells hold 0 in a or b), summed in
+    float64 whatever the field precision (float32 sums lose the CG's last digits)."""
     env, i = wp.tid()
     if done_in[env] != 0:
         return
-    s = a_in[env, i, 0, 0] * type(a_in[env, i, 0, 0])(0.0)
+    s = wp.float64(0.0)
     for j in range(a_in.shape[2]):
         for k in range(a_in.shape[3]):
-            s = s + a_in[env, i, j, k] * b_in[env, i, j, k]
+            s = s + wp.float64(a_in[env, i, j, k]) * wp.float64(b_in[env, i, j, k])
     out[env, i] = s
 
 
@@ -365,17 +368,18 @@ def partial_sum_count(
     a_in: wp.array4d(dtype=Any),
     ct_in: wp.array4d(dtype=wp.int32),
     # Data out:
-    sum_out: wp.array2d(dtype=Any),
-    count_out: wp.array2d(dtype=Any),
+    sum_out: wp.array2d(dtype=wp.float64),
+    count_out: wp.array2d(dtype=wp.float64),
 ):
+    """Per env and x-slab: Σ a and the count over the fluid cells (float64)."""
     env, i = wp.tid()
-    s = a_in[env, i, 0, 0] * type(a_in[env, i, 0, 0])(0.0)
-    c = s
+    s = wp.float64(0.0)
+    c = wp.float64(0.0)
     for j in range(a_in.shape[2]):
         for k in range(a_in.shape[3]):
             if ct_in[env, i, j, k] != 0:
-                s = s + a_in[env, i, j, k]
-                c = c + type(s)(1.0)
+                s = s + wp.float64(a_in[env, i, j, k])
+                c = c + wp.float64(1.0)
     sum_out[env, i] = s
     count_out[env, i] = c
 
@@ -411,7 +415,7 @@ def subtract_mean(
     """Make a closed domain's right-hand side compatible (zero sum over the fluid cells)."""
     env, i, j, k = wp.tid()
     if ct_in[env, i, j, k] != 0:
-        b[env, i, j, k] = b[env, i, j, k] - mean_in[env]
+        b[env, i, j, k] = b[env, i, j, k] - type(b[env, i, j, k])(mean_in[env])
 
 
 # -- per-env CG scalars -------------------------------------------------------------------------------
@@ -436,32 +440,38 @@ def cg_start(
     # Model:
     tol: Any,
     # Data in:
-    rz_part_in: wp.array2d(dtype=Any),
+    rz_part_in: wp.array2d(dtype=wp.float64),
     rmax_part_in: wp.array2d(dtype=Any),
     # Data out:
-    rz_out: wp.array(dtype=Any),
+    rz_out: wp.array(dtype=wp.float64),
     rmax_out: wp.array(dtype=Any),
+    rbest_out: wp.array(dtype=Any),
     done_out: wp.array(dtype=wp.int32),
+    state_out: wp.array(dtype=wp.int32),
     iters_out: wp.array(dtype=wp.int32),
 ):
+    """Start of a solve: an env whose initial max|r| is within tol is done at once (state 1)."""
     env = wp.tid()
     rz_out[env] = _sum_row(rz_part_in, env)
     rmax = _max_row(rmax_part_in, env)
     rmax_out[env] = rmax
+    rbest_out[env] = rmax
     iters_out[env] = 0
     done_out[env] = 0
+    state_out[env] = 0
     if rmax <= tol:
         done_out[env] = 1
+        state_out[env] = 1
 
 
 @wp.kernel
 def cg_alpha(
     # Data in:
     done_in: wp.array(dtype=wp.int32),
-    dq_part_in: wp.array2d(dtype=Any),
-    rz_in: wp.array(dtype=Any),
+    dq_part_in: wp.array2d(dtype=wp.float64),
+    rz_in: wp.array(dtype=wp.float64),
     # Data out:
-    alpha_out: wp.array(dtype=Any),
+    alpha_out: wp.array(dtype=wp.float64),
 ):
     env = wp.tid()
     if done_in[env] != 0:
@@ -479,32 +489,39 @@ def cg_update(
     done_in: wp.array(dtype=wp.int32),
     alpha_in: wp.array(dtype=Any),
     d_in: wp.array4d(dtype=Any),
-    q_in: wp.array4d(dtype=Any),
     # Data in/out:
     p: wp.array4d(dtype=Any),
-    r: wp.array4d(dtype=Any),
 ):
+    """p += α d. The residual is then recomputed as b - A p (not updated as r - α A d): the
+    convergence test sees the true divergence, which the recursive residual drifts away from in
+    float32 once it is ~1e-6 of the initial one."""
     env, i, j, k = wp.tid()
     if done_in[env] != 0:
         return
-    a = alpha_in[env]
-    p[env, i, j, k] = p[env, i, j, k] + a * d_in[env, i, j, k]
-    r[env, i, j, k] = r[env, i, j, k] - a * q_in[env, i, j, k]
+    p[env, i, j, k] = p[env, i, j, k] + type(p[env, i, j, k])(alpha_in[env]) * d_in[env, i, j, k]
 
 
 @wp.kernel
 def cg_check(
     # Model:
     tol: Any,
+    stall: Any,
     # Data in:
     rmax_part_in: wp.array2d(dtype=Any),
     # Data in/out:
     done: wp.array(dtype=wp.int32),
+    state: wp.array(dtype=wp.int32),
     iters: wp.array(dtype=wp.int32),
     rmax: wp.array(dtype=Any),
+    rbest: wp.array(dtype=Any),
+    # Data out:
+    improved_out: wp.array(dtype=wp.int32),
 ):
-    """Count the iteration; an env whose max |r| is at most tol is done."""
+    """Count the iteration and test the env: max|r| <= tol: converged (state 1); above ``stall``
+    times the best so far: stalled at the precision floor (state 2, done: the best iterate is
+    restored at the end); ``improved`` marks a new best iterate (kept by ``keep_best``)."""
     env = wp.tid()
+    improved_out[env] = 0
     if done[env] != 0:
         return
     iters[env] = iters[env] + 1
@@ -512,17 +529,53 @@ def cg_check(
     rmax[env] = m
     if m <= tol:
         done[env] = 1
+        state[env] = 1
+        rbest[env] = m
+        improved_out[env] = 1
+    elif m < rbest[env]:
+        rbest[env] = m
+        improved_out[env] = 1
+    elif m > stall * rbest[env]:
+        done[env] = 1
+        state[env] = 2
+
+
+@wp.kernel
+def keep_best(
+    # Data in:
+    improved_in: wp.array(dtype=wp.int32),
+    p_in: wp.array4d(dtype=Any),
+    # Data out:
+    best_out: wp.array4d(dtype=Any),
+):
+    env, i, j, k = wp.tid()
+    if improved_in[env] != 0:
+        best_out[env, i, j, k] = p_in[env, i, j, k]
+
+
+@wp.kernel
+def restore_best(
+    # Data in:
+    state_in: wp.array(dtype=wp.int32),
+    best_in: wp.array4d(dtype=Any),
+    # Data out:
+    p_out: wp.array4d(dtype=Any),
+):
+    """An env that did not converge ends with its best iterate (smallest max|r|)."""
+    env, i, j, k = wp.tid()
+    if state_in[env] != 1:
+        p_out[env, i, j, k] = best_in[env, i, j, k]
 
 
 @wp.kernel
 def cg_beta(
     # Data in:
     done_in: wp.array(dtype=wp.int32),
-    rz_part_in: wp.array2d(dtype=Any),
+    rz_part_in: wp.array2d(dtype=wp.float64),
     # Data in/out:
-    rz: wp.array(dtype=Any),
+    rz: wp.array(dtype=wp.float64),
     # Data out:
-    beta_out: wp.array(dtype=Any),
+    beta_out: wp.array(dtype=wp.float64),
 ):
     env = wp.tid()
     if done_in[env] != 0:
@@ -548,7 +601,7 @@ def cg_direction(
     env, i, j, k = wp.tid()
     if done_in[env] != 0:
         return
-    d[env, i, j, k] = z_in[env, i, j, k] + beta_in[env] * d[env, i, j, k]
+    d[env, i, j, k] = z_in[env, i, j, k] + type(z_in[env, i, j, k])(beta_in[env]) * d[env, i, j, k]
 
 
 @wp.kernel
@@ -592,11 +645,15 @@ def loop_start(
 @wp.kernel
 def cg_finish(
     # Data in:
-    done_in: wp.array(dtype=wp.int32),
+    state_in: wp.array(dtype=wp.int32),
+    rbest_in: wp.array(dtype=Any),
     # Data in/out:
+    rmax: wp.array(dtype=Any),
     cap_hit: wp.array(dtype=wp.int32),
 ):
-    """Flag the envs that reached the iteration cap unconverged (read after the step)."""
+    """Flag the envs that did not converge (cap reached or stalled; read after the step); their
+    reported residual is the best iterate's."""
     env = wp.tid()
-    if done_in[env] == 0:
+    if state_in[env] != 1:
         cap_hit[env] = cap_hit[env] + 1
+        rmax[env] = rbest_in[env]
