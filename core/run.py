@@ -30,7 +30,8 @@ except ModuleNotFoundError:   # pragma: no cover - Python 3.10
 TOP_KEYS = ("scene", "sim", "solvers", "couplers", "entities", "run")
 SCENE_KEYS = ("name", "description", "plugins", "couplers")
 ENTITY_KEYS = ("name", "morph", "material", "surface", "options", "init", "record")
-RUN_KEYS = ("n_envs", "steps", "record", "record_every", "snapshots")
+RUN_KEYS = ("n_envs", "steps", "record", "record_every", "snapshots", "states")
+STATES_KEYS = ("enabled", "every", "fields", "contacts")   # [run.states]: what the viewer replays
 RECORD_KEYS = ("getter", "as", "args")
 # Morph classes a file can name; Description needs an in-memory object, so it is not offered.
 MORPH_TYPES = ("Plane", "Box", "Sphere", "Capsule", "Cylinder", "Mesh", "MJCF", "URDF")
@@ -84,6 +85,7 @@ class ScenePlan:
     record: list
     record_every: int
     snapshots: int = 0            # pictures at this many recorded times (snapshots.png); 0: none
+    states: dict = attrs.field(factory=dict)   # [run.states] (docs/viewer.md); {} = the defaults
 
 
 def _fmt(value) -> str:
@@ -165,6 +167,7 @@ class _Parser:
         record_every = self.integer("run.record_every", run.get("record_every", 1), 1)
         snapshots = self.integer("run.snapshots", run.get("snapshots", 0), 0)
         record = self.record_list("run.record", run.get("record", ["get_pos"]), explicit=False)
+        states = self.states(run.get("states", {}))
         ents = data.get("entities")
         if ents is None or ents == []:
             raise self.err("entities", ents, "a scene needs at least one [[entities]] table")
@@ -178,7 +181,24 @@ class _Parser:
         return ScenePlan(source=self.source, name=name, description=description, sim=sim,
                          solver_options=solver_options, plugins=plugins, coupler=coupler,
                          entities=entities, n_envs=n_envs, steps=steps, record=record,
-                         record_every=record_every, snapshots=snapshots)
+                         record_every=record_every, snapshots=snapshots, states=states)
+
+    def states(self, value) -> dict:
+        """[run.states]: enabled (default true), every (default run.record_every), fields (particle
+        getters recorded for colouring, e.g. ["vel"]), contacts (default true)."""
+        if isinstance(value, bool):
+            value = {"enabled": value}
+        t = dict(self.table("run.states", value, STATES_KEYS))
+        if not isinstance(t.get("enabled", True), bool):
+            raise self.err("run.states.enabled", t["enabled"], "must be true or false")
+        if not isinstance(t.get("contacts", True), bool):
+            raise self.err("run.states.contacts", t["contacts"], "must be true or false")
+        if "every" in t:
+            self.integer("run.states.every", t["every"], 1)
+        fields = t.get("fields", [])
+        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+            raise self.err("run.states.fields", fields, "must be a list of particle field names, e.g. [\"vel\"]")
+        return t
 
     def solvers(self, tables: dict, plugins) -> dict:
         from .registry import registry
@@ -511,6 +531,9 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         for key, fn, kwargs, _ in recs:
             data[key].append(np.asarray(fn(**kwargs)))
 
+    states = _states_recorder(plan, scene, out_dir)
+    if states is not None:
+        states.record(step=0, time=float(np.max(scene.get_time())))
     try:
         record(0)       # the first call validates every recorded getter and its args
     except (PolyphysError, TypeError) as exc:
@@ -531,6 +554,8 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             step_s += dt_step
         if i % plan.record_every == 0 or i == plan.steps:
             record(i)
+        if states is not None and (i % states.every == 0 or i == plan.steps):
+            states.record(step=i, time=float(np.max(scene.get_time())))
         bar.update(i)
     loop_s = time.perf_counter() - t_loop
     n_env = max(1, plan.n_envs)
@@ -542,6 +567,8 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
     files = {"trajectories": os.path.join(out_dir, "trajectories.npz"),
              "summary": os.path.join(out_dir, "summary.json")}
     np.savez(files["trajectories"], **traj)
+    if states is not None:
+        files["states"] = states.close()
     caps = scene.capabilities()
     summary = {
         "scene": {
@@ -577,6 +604,8 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         "versions": _versions(),
         "device": plan.sim.device,
         "nan_resets": [list(x) for x in scene.nan_envs],
+        "states": ({"dir": files["states"], "n_records": states.n_records, "every": states.every,
+                    "bytes": states.nbytes()} if states is not None else None),
     }
     with open(files["summary"], "w") as fh:
         json.dump(summary, fh, indent=2)
@@ -589,6 +618,21 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             if path is not None:
                 files["snapshots"] = path
     return RunResult(out_dir=out_dir, files=files, summary=summary, trajectories=traj)
+
+
+def _states_recorder(plan: ScenePlan, scene, out_dir: str):
+    """The recorder of RUN_DIR/states (docs/viewer.md), or None when [run.states] enabled = false."""
+    st = plan.states
+    if not st.get("enabled", True):
+        return None
+    from .viewer.recording import STATES_DIR, Recorder
+
+    try:
+        return Recorder(scene, os.path.join(out_dir, STATES_DIR), every=st.get("every", plan.record_every),
+                        fields=st.get("fields", []), contacts=st.get("contacts", True), attach=False,
+                        name=plan.name, record_now=False)
+    except PolyphysError as exc:
+        raise SceneFileError(f"{plan.source}: run.states: {exc}") from None
 
 
 def run_file(path: str | os.PathLike | None = None, out_dir=None, steps: int | None = None,

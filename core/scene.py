@@ -122,6 +122,14 @@ class Scene:
             raise OptionError(f"add_recorder(when={when!r}): allowed 'pre' or 'post'")
         self._recorders.append((when, fn))
 
+    def add_viewer(self, port: int = 8080, **kwargs):
+        """Serve this built scene in the browser and follow every step (``polyphys.viewer.live``;
+        needs the ``viewer`` extra). Returns the Viewer (``.url``, ``.close()``)."""
+        self._require_built("add_viewer()")
+        from .viewer import live
+
+        return live(self, port=port, **kwargs)
+
     def add_sensor(self, name: str, entity: Entity | None = None, **kwargs):
         if self.built:
             raise SceneStateError("add_sensor after build: add sensors before scene.build()")
