@@ -179,7 +179,8 @@ class SFSolver(Solver):
             up=V3(*up.tolist()), alpha=S(o.smoke_weight), beta=S(o.thermal_buoyancy),
             ambient=S(o.ambient_temperature), eps=S(o.vorticity_confinement),
             keep_s=S(math.exp(-o.density_decay * layout.h)), keep_t=S(math.exp(-o.temperature_decay * layout.h)),
-            tol=S(o.tolerance), stall=S(10.0), h_over_dx=S(layout.h / o.dx), visc_a=S(o.viscosity * layout.h / o.dx ** 2), minus_one=S(-1.0), one=S(1.0))
+            tol=S(o.tolerance), stall=S(10.0), h_over_dx=S(layout.h / o.dx), visc_a=S(o.viscosity * layout.h / o.dx ** 2),
+            minus_one=S(-1.0), one=S(1.0))
         self.viscosity_sweeps = self._viscosity_sweeps()
         self._use_forces = o.thermal_buoyancy > 0 or o.smoke_weight > 0 or use_vort
         # -- obstacles: every other solver exposing RigidView ------------------------------------
