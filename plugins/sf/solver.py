@@ -143,6 +143,20 @@ class SFSolver(Solver):
         self.tmp_a = {c: wp.zeros(shapes[c], dtype=S, device=dev) for c in "uvw"}
         self.tmp_b = {c: wp.zeros(shapes[c], dtype=S, device=dev) for c in "uvw"}
         self.b, self.r, self.z, self.d, self.q, self.res0 = (cells() for _ in range(6))
+        # traced points (back, forward) of one staggering at a time: two buffers of the largest staggered
+        # shape, viewed with each staggering's shape, each env's rows at the same stride (so partitions
+        # never share memory)
+        shapes["cell"] = (n, nx, ny, nz)
+        per_env = max(int(np.prod(s_[1:])) for s_ in shapes.values())
+        self._trace_bufs = [wp.zeros((n, per_env), dtype=V3, device=dev) for _ in range(2)]
+        esz = wp.types.type_size_in_bytes(V3)
+
+        def view(buf, shape):
+            _, X, Y, Z = shape
+            return wp.array(ptr=buf.ptr, shape=shape, strides=(per_env * esz, Y * Z * esz, Z * esz, esz), dtype=V3,
+                            device=dev)
+
+        self.xb, self.xf = ({c: view(buf, shape) for c, shape in shapes.items()} for buf in self._trace_bufs)
         self.tmp_a["cell"], self.tmp_b["cell"] = self.q, self.res0    # not live during advection
         use_vort = o.vorticity_confinement > 0.0
         self.omega = cells(V3) if use_vort else wp.zeros((n, 1, 1, 1), dtype=V3, device=dev)
@@ -197,7 +211,8 @@ class SFSolver(Solver):
                 em_rate=cut(self.em_rate), em_heat=cut(self.em_heat), em_vel=cut(self.em_vel),
                 solid=cut(self.solid), vsolid=cut(self.vsolid), fixed={c: cut(a) for c, a in self.fixed.items()},
                 vel0={c: cut(a) for c, a in self.vel0.items()}, tmp_a={c: cut(a) for c, a in self.tmp_a.items()},
-                tmp_b={c: cut(a) for c, a in self.tmp_b.items()}, b=cut(self.b), r=cut(self.r), z=cut(self.z),
+                tmp_b={c: cut(a) for c, a in self.tmp_b.items()}, xb={c: cut(a) for c, a in self.xb.items()},
+                xf={c: cut(a) for c, a in self.xf.items()}, b=cut(self.b), r=cut(self.r), z=cut(self.z),
                 d=cut(self.d), q=cut(self.q), omega=cut(self.omega), force=cut(self.force),
                 ct=[cut(a) for a in self.ct], mg_b=[cut(a) for a in self.mg_b], mg_x=[cut(a) for a in self.mg_x],
                 mg_r=[cut(a) for a in self.mg_r], part_a=cut(self.part_a), part_b=cut(self.part_b),
@@ -329,6 +344,8 @@ class SFSolver(Solver):
             self._launch(B.face_bc, p, arr.shape[1:], [a, k.open_lo, k.open_hi, p.solid, p.vsolid, arr, p.fixed[c]])
 
     def _advect(self, p):
+        """Each staggering's points are traced once (back and, for MacCormack, forward) and every
+        field stored there is sampled at the traced points: the cell scalars share their traces."""
         import warp as wp
 
         from .kernels import advection as A
@@ -337,27 +354,34 @@ class SFSolver(Solver):
         for c in "uvw":
             wp.copy(p.vel0[c], getattr(p, c))
         u0, v0, w0 = p.vel0["u"], p.vel0["v"], p.vel0["w"]
-        fields = [(c, p.vel0[c], getattr(p, c)) for c in "uvw"]
-        fields += [("cell", p.density, p.density), ("cell", p.temperature, p.temperature)]
         conserve = self.options.conserve_density
         nx = self.options.res[0]
         if conserve:
             self._launch(A.density_totals, p, (nx,), [k.open_lo, k.open_hi, k.h_over_dx, p.density, u0, v0, w0,
                                                       p.part_a, p.part_b])
             wp.launch(A.density_target, dim=p.n, inputs=[p.part_a, p.part_b, p.target], device=self.layout.device)
-        for c, src, dst in fields:
-            ta, tb, off, dims = p.tmp_a[c], p.tmp_b[c], k.off[c], src.shape[1:]
-            model = [k.lo, k.dx, k.inv_dx, off]
+        groups = [(c, [(p.vel0[c], getattr(p, c))]) for c in "uvw"]
+        groups.append(("cell", [(p.density, p.density), (p.temperature, p.temperature)]))
+        for c, fields in groups:
+            dims, off = fields[0][0].shape[1:], k.off[c]
+            xb, xf = p.xb[c], p.xf[c]
+            self._launch(A.trace, p, dims, [k.lo, k.dx, k.inv_dx, off, k.h, u0, v0, w0, xb])
             if mac:
-                self._launch(A.advect_sl, p, dims, [*model, k.h, u0, v0, w0, src, ta])
-                self._launch(A.advect_sl, p, dims, [*model, k.neg_h, u0, v0, w0, ta, tb])
-                self._launch(A.maccormack_correct, p, dims, [*model, k.h, u0, v0, w0, src, ta, tb, tb])
-                wp.copy(dst, tb)
-            elif src is dst:
-                self._launch(A.advect_sl, p, dims, [*model, k.h, u0, v0, w0, src, ta])
-                wp.copy(dst, ta)
-            else:
-                self._launch(A.advect_sl, p, dims, [*model, k.h, u0, v0, w0, src, dst])
+                self._launch(A.trace, p, dims, [k.lo, k.dx, k.inv_dx, off, k.neg_h, u0, v0, w0, xf])
+            for src, dst in fields:
+                ta, tb = p.tmp_a[c], p.tmp_b[c]
+                if mac:
+                    self._launch(A.sample_at, p, dims, [k.lo, k.inv_dx, off, xb, src, ta])
+                    if src is dst:
+                        self._launch(A.maccormack_correct, p, dims, [k.lo, k.inv_dx, off, xb, xf, src, ta, tb])
+                        wp.copy(dst, tb)
+                    else:
+                        self._launch(A.maccormack_correct, p, dims, [k.lo, k.inv_dx, off, xb, xf, src, ta, dst])
+                elif src is dst:
+                    self._launch(A.sample_at, p, dims, [k.lo, k.inv_dx, off, xb, src, ta])
+                    wp.copy(dst, ta)
+                else:
+                    self._launch(A.sample_at, p, dims, [k.lo, k.inv_dx, off, xb, src, dst])
         if conserve:
             self._launch(A.density_totals, p, (nx,), [k.open_lo, k.open_hi, k.h_over_dx, p.density, u0, v0, w0,
                                                       p.part_a, p.part_b])
@@ -487,8 +511,9 @@ class SFSolver(Solver):
         n_lvl = len(self.level_dims)
 
         def sweep(lvl, colors):
+            nx_, ny_, nz_ = self.level_dims[lvl]
             for c in colors:
-                self._launch(P.rbgs, p, self.level_dims[lvl],
+                self._launch(P.rbgs, p, (nx_, ny_, (nz_ + 1) // 2),
                              [c, k.open_lo, k.open_hi, k.inv_dx2[lvl], p.done, p.mg_b[lvl], p.ct[lvl], p.mg_x[lvl]])
 
         for lvl in range(n_lvl - 1):

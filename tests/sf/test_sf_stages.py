@@ -163,9 +163,14 @@ def test_maccormack_creates_no_new_extrema():
     model = [lo, wp.float32(dx), wp.float32(1 / dx), off]
     U, V, W, Fa = arr(u), arr(v), arr(w), arr(f)
     fwd, bwd, out = nan_like(f.shape), nan_like(f.shape), nan_like(f.shape)
-    wp.launch(A.advect_sl, dim=(1, *RES), inputs=[*model, wp.float32(h), U, V, W, Fa, fwd])
+    xb, xf = (arr(np.full((1, *RES, 3), np.nan, np.float32), wp.vec3) for _ in range(2))
+    wp.launch(A.trace, dim=(1, *RES), inputs=[*model, wp.float32(h), U, V, W, xb])
+    wp.launch(A.trace, dim=(1, *RES), inputs=[*model, wp.float32(-h), U, V, W, xf])
+    wp.launch(A.sample_at, dim=(1, *RES), inputs=[lo, wp.float32(1 / dx), off, xb, Fa, fwd])
+    wp.launch(A.advect_sl, dim=(1, *RES), inputs=[*model, wp.float32(h), U, V, W, Fa, bwd])
+    np.testing.assert_array_equal(fwd.numpy(), bwd.numpy())      # trace + sample = the fused step
     wp.launch(A.advect_sl, dim=(1, *RES), inputs=[*model, wp.float32(-h), U, V, W, fwd, bwd])
-    wp.launch(A.maccormack_correct, dim=(1, *RES), inputs=[*model, wp.float32(h), U, V, W, Fa, fwd, bwd, out])
+    wp.launch(A.maccormack_correct, dim=(1, *RES), inputs=[lo, wp.float32(1 / dx), off, xb, xf, Fa, fwd, out])
     o = out.numpy()
     raw = fwd.numpy() + 0.5 * (f - bwd.numpy())
     assert raw.max() > 1.0 + 1e-3 or raw.min() < -1e-3       # the unlimited correction does overshoot here

@@ -24,6 +24,44 @@ def backtrace(u: wp.array4d(dtype=Any), v: wp.array4d(dtype=Any), w: wp.array4d(
 
 
 @wp.kernel
+def trace(
+    # Model:
+    lo: Any,
+    dx: Any,
+    inv_dx: Any,
+    off: Any,
+    h: Any,
+    # Data in:
+    u_in: wp.array4d(dtype=Any),
+    v_in: wp.array4d(dtype=Any),
+    w_in: wp.array4d(dtype=Any),
+    # Data out:
+    x_out: wp.array4d(dtype=Any),
+):
+    """The RK2 trace over -h of every storage point of a field with offset ``off`` (h < 0: forward);
+    shared by every field with that staggering."""
+    env, i, j, k = wp.tid()
+    x_out[env, i, j, k] = backtrace(u_in, v_in, w_in, env, lo, inv_dx, storage_point(lo, dx, off, i, j, k), h)
+
+
+@wp.kernel
+def sample_at(
+    # Model:
+    lo: Any,
+    inv_dx: Any,
+    off: Any,
+    # Data in:
+    x_in: wp.array4d(dtype=Any),
+    field_in: wp.array4d(dtype=Any),
+    # Data out:
+    field_out: wp.array4d(dtype=Any),
+):
+    """field_out = field_in interpolated at the traced points x_in (a semi-Lagrangian step)."""
+    env, i, j, k = wp.tid()
+    field_out[env, i, j, k] = sample(field_in, env, (x_in[env, i, j, k] - lo) * inv_dx - off)
+
+
+@wp.kernel
 def advect_sl(
     # Model:
     lo: Any,
@@ -39,7 +77,7 @@ def advect_sl(
     # Data out:
     field_out: wp.array4d(dtype=Any),
 ):
-    """field_out(x) = field_in(back-trace of x over h); h < 0 traces forward."""
+    """field_out(x) = field_in(back-trace of x over h); h < 0 traces forward (trace and sample fused)."""
     env, i, j, k = wp.tid()
     x = storage_point(lo, dx, off, i, j, k)
     xp = backtrace(u_in, v_in, w_in, env, lo, inv_dx, x, h)
@@ -50,26 +88,23 @@ def advect_sl(
 def maccormack_correct(
     # Model:
     lo: Any,
-    dx: Any,
     inv_dx: Any,
     off: Any,
-    h: Any,
     # Data in:
-    u_in: wp.array4d(dtype=Any),
-    v_in: wp.array4d(dtype=Any),
-    w_in: wp.array4d(dtype=Any),
+    xb_in: wp.array4d(dtype=Any),
+    xf_in: wp.array4d(dtype=Any),
     field_in: wp.array4d(dtype=Any),
     fwd_in: wp.array4d(dtype=Any),
-    bwd_in: wp.array4d(dtype=Any),
     # Data out:
     field_out: wp.array4d(dtype=Any),
 ):
-    """field_out = fwd + ½(field - bwd), clamped to the forward stencil's min/max."""
+    """The backward step bwd = fwd at the forward-traced point xf, then field_out = fwd + ½(field -
+    bwd), clamped to the min/max of the 8 values of ``field`` the forward step read at the
+    back-traced point xb."""
     env, i, j, k = wp.tid()
-    x = storage_point(lo, dx, off, i, j, k)
-    xp = backtrace(u_in, v_in, w_in, env, lo, inv_dx, x, h)
-    g = (xp - lo) * inv_dx - off
-    val = fwd_in[env, i, j, k] + type(h)(0.5) * (field_in[env, i, j, k] - bwd_in[env, i, j, k])
+    bwd = sample(fwd_in, env, (xf_in[env, i, j, k] - lo) * inv_dx - off)
+    g = (xb_in[env, i, j, k] - lo) * inv_dx - off
+    val = fwd_in[env, i, j, k] + type(inv_dx)(0.5) * (field_in[env, i, j, k] - bwd)
     field_out[env, i, j, k] = wp.clamp(val, stencil_min(field_in, env, g), stencil_max(field_in, env, g))
 
 

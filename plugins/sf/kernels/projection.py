@@ -232,11 +232,15 @@ def rbgs(
     # Data in/out:
     x: wp.array4d(dtype=Any),
 ):
-    """One Gauss-Seidel half sweep over the cells with (i + j + k) % 2 == color."""
-    env, i, j, k = wp.tid()
+    """One Gauss-Seidel half sweep over the cells with (i + j + k) % 2 == color; launched over
+    (n_envs, nx, ny, ceil(nz/2)): thread kh is cell k = 2·kh + (i + j + color) % 2."""
+    env, i, j, kh = wp.tid()
     if done_in[env] != 0:
         return
-    if (i + j + k) % 2 != color or ct_in[env, i, j, k] == 0:
+    k = 2 * kh + (i + j + color) % 2
+    if k >= ct_in.shape[3]:
+        return
+    if ct_in[env, i, j, k] == 0:
         return
     diag, off = lap_parts(x, ct_in, env, i, j, k, open_lo, open_hi)
     if diag > 0:
