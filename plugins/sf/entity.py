@@ -49,6 +49,10 @@ class SFEntity(Entity):
     def get_temperature_slice(self, axis: str = "y", at: float | None = None):
         return self._slice(self.get_temperature(), axis, at)
 
+    def get_solid_slice(self, axis: str = "y", at: float | None = None):
+        """1 where a rigid geom covers the cell (the obstacles of the last substep), else 0."""
+        return self._slice(self.solver.get_solid().astype(float), axis, at)
+
     def get_speed_slice(self, axis: str = "y", at: float | None = None):
         """|velocity| (cell-centred, m/s) on the plane ``axis`` = ``at``."""
         return np.linalg.norm(self._slice(self.get_velocity_field(), axis, at), axis=-1)
