@@ -182,6 +182,7 @@ class SFSolver(Solver):
         self.done = wp.zeros(n, dtype=wp.int32, device=dev)
         self.iters = wp.zeros(n, dtype=wp.int32, device=dev)
         self.cap_hit = wp.zeros(n, dtype=wp.int32, device=dev)    # device flags, read after the step
+        self.cap_hit_count = np.zeros(n, dtype=np.int64)          # host: unconverged solves per env since build
         # -- constants -------------------------------------------------------------------------
         g = np.asarray(layout.gravity, float)
         up = -g / np.linalg.norm(g) if np.linalg.norm(g) > 0 else np.array([0.0, 0.0, 1.0])
@@ -546,11 +547,12 @@ class SFSolver(Solver):
             self._obstacles(self._parts[part.index])
 
     def check_after_step(self) -> None:
-        hits = self.cap_hit.numpy()
+        hits = self.cap_hit.numpy().copy()
         envs = np.nonzero(hits)[0]
         if envs.size == 0:
             return
         self.cap_hit.zero_()
+        self.cap_hit_count += hits
         rmax = self.rmax.numpy()
         o = self.options
         detail = ", ".join(f"env {e}: max|div u| {rmax[e]:.3g} 1/s" for e in envs[:8])
@@ -560,10 +562,10 @@ class SFSolver(Solver):
         if o.on_cap == "raise":
             raise SimulationError(msg)
         key = tuple(envs.tolist())
-        if key not in self._cap_warned:
+        if key not in self._cap_warned:        # once per set of envs; every hit is counted in get_solver_stats()
             self._cap_warned.add(key)
-            warnings.warn(msg, PolyphysWarning, stacklevel=4)
-        self.cap_hits = getattr(self, "cap_hits", 0) + int(envs.size)
+            warnings.warn(msg + " (this warning is shown once per set of envs; get_solver_stats()['cap_hits'] "
+                                "counts every unconverged solve)", PolyphysWarning, stacklevel=4)
 
     # -- host access -----------------------------------------------------------------------------
     def _write_column(self, arr, envs: np.ndarray, col: int, values: np.ndarray) -> None:
@@ -652,7 +654,8 @@ class SFSolver(Solver):
         """The last substep's pressure solve per env: ``iterations``, ``residual`` (max |b - A p| = max
         |div u| over the fluid cells after the update, 1/s), ``converged`` (max |div u| <= tolerance),
         ``stalled`` (stopped when the residual grew 10x over its best — the float32 floor, see
-        docs/sf.md; the best iterate is kept), and the options it ran with."""
+        docs/sf.md; the best iterate is kept), ``cap_hits`` (unconverged solves per env since
+        build, every substep counted), and the options it ran with."""
         envs = self.scene._envs_idx(envs_idx)
 
         def out(a):
@@ -661,7 +664,7 @@ class SFSolver(Solver):
 
         return {"iterations": out(self.iters.numpy().astype(int)), "residual": out(self.rmax.numpy().astype(float)),
                 "converged": out(self.cg_state.numpy() == 1), "stalled": out(self.cg_state.numpy() == 2),
-                "max_iterations": self.options.max_iterations,
+                "cap_hits": out(self.cap_hit_count.copy()), "max_iterations": self.options.max_iterations,
                 "tolerance": self.options.tolerance, "solver": self.options.pressure_solver,
                 "levels": [tuple(d) for d in self.level_dims]}
 

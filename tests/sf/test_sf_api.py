@@ -143,6 +143,8 @@ def test_iteration_cap_is_reported_per_env_never_silent():
     np.testing.assert_array_equal(st["converged"], [True, False, True])
     np.testing.assert_array_equal(st["iterations"], [0, 1, 0])
     assert st["residual"][1] > 1e-7
+    sc.step()                                          # the same env again: counted (the warning is not repeated)
+    np.testing.assert_array_equal(s.get_solver_stats()["cap_hits"], [0, 2, 0])
     sc2, _ = make_scene(n_envs=2, max_iterations=1, tolerance=1e-7, on_cap="raise", gravity=(0, 0, 0))
     sc2.build(n_envs=2)
     sc2.solver("sf").set_face_velocity(**random_solenoidal(sc2.solver("sf"), rng), envs_idx=[0])
