@@ -105,10 +105,11 @@ def test_passive_scalar_is_conserved_in_a_closed_box_with_maccormack():
 
 
 @pytest.mark.validate
-def test_uncorrected_maccormack_drift_is_what_docs_say():
-    """Without the correction MacCormack's total drifts (docs/sf.md: +3 % at 32³ over 200 steps)."""
-    ratio, _, _ = swirl_conservation(False, n=32)
-    assert 0.9 < ratio < 1.1
+def test_uncorrected_maccormack_conserves_within_1_percent_at_32_cells():
+    """Without the correction, MacCormack alone keeps the blob's total within 1 % over 200 steps once
+    the blob spans enough cells (32³: measured +0.35 %; at 16³ it drifts +3.0 %, docs/sf.md)."""
+    ratio, moved, _ = swirl_conservation(False, n=32)
+    assert abs(ratio - 1.0) < 0.01 and moved > 0.05
 
 
 def test_open_face_outflow_is_accounted_exactly():
