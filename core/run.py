@@ -2,9 +2,10 @@
 
 ``polyphys run SCENE.toml`` (or :func:`run_file`) reads the file, validates every key before anything
 is built (an error names the key, the value and what is allowed), composes the scene through the
-registry, steps it, records entity getters and writes ``trajectories.npz``, ``summary.json`` and,
-when matplotlib is installed, ``plot.png``. The format is documented in examples/README.md and
-docs/running.md.
+registry, steps it, records entity getters and writes ``trajectories.npz``, ``summary.json``,
+when matplotlib is installed ``plot.png``, and what ``[run]`` asks for: a video of a camera
+(``video``, docs/cameras.md) and a checkpoint of the end state (``checkpoint``). The format is
+documented in examples/README.md and docs/running.md.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ try:   # Python 3.11+
 except ModuleNotFoundError:   # pragma: no cover - Python 3.10
     import tomli as _toml
 
-TOP_KEYS = ("scene", "sim", "solvers", "couplers", "entities", "run")
+TOP_KEYS = ("scene", "sim", "solvers", "couplers", "entities", "sensors", "run")
 SCENE_KEYS = ("name", "description", "plugins", "couplers")
 ENTITY_KEYS = ("name", "morph", "material", "surface", "options", "init", "record")
-RUN_KEYS = ("n_envs", "steps", "record", "record_every", "snapshots", "states")
+RUN_KEYS = ("n_envs", "steps", "record", "record_every", "snapshots", "states", "video", "checkpoint")
 STATES_KEYS = ("enabled", "every", "fields", "contacts")   # [run.states]: what the viewer replays
 RECORD_KEYS = ("getter", "as", "args")
+SENSOR_KEYS = ("kind", "entity", "name")    # the rest of a [[sensors]] table: add_sensor keywords
 # Morph classes a file can name; Description needs an in-memory object, so it is not offered.
 MORPH_TYPES = ("Plane", "Box", "Sphere", "Capsule", "Cylinder", "Mesh", "MJCF", "URDF")
 DEFAULT_STEPS = 100
@@ -69,6 +71,15 @@ class EntityPlan:
 
 
 @attrs.define
+class SensorPlan:
+    index: int
+    kind: str
+    entity: str                   # the name of a scene-file entity
+    name: str | None
+    options: dict                 # add_sensor keyword arguments
+
+
+@attrs.define
 class ScenePlan:
     """Everything a scene file says, validated; nothing built yet."""
 
@@ -86,6 +97,9 @@ class ScenePlan:
     record_every: int
     snapshots: int = 0            # pictures at this many recorded times (snapshots.png); 0: none
     states: dict = attrs.field(factory=dict)   # [run.states] (docs/viewer.md); {} = the defaults
+    sensors: list = attrs.field(factory=list)     # [SensorPlan]
+    video: dict | None = None     # [run] video (docs/cameras.md): camera, fps, env, file; None: no video
+    checkpoint: bool = False      # [run] checkpoint: write RUN_DIR/checkpoint.npz at the end
 
 
 def _fmt(value) -> str:
@@ -158,6 +172,13 @@ class _Parser:
         if plugins is not None and (not isinstance(plugins, list)
                                     or not all(isinstance(p, str) for p in plugins)):
             raise self.err("scene.plugins", plugins, "must be a list of plugin names")
+        if plugins is not None:
+            from .registry import registry
+
+            try:
+                registry().check_plugin_names(plugins, "scene.plugins")
+            except OptionError as exc:
+                raise SceneFileError(f"{self.source}: {exc}") from None
         sim = self.construct("sim", SimOptions, self.table("sim", data.get("sim")))
         solver_options = self.solvers(self.table("solvers", data.get("solvers")), plugins)
         coupler = self.couplers(scene, self.table("couplers", data.get("couplers")), plugins)
@@ -168,6 +189,15 @@ class _Parser:
         snapshots = self.integer("run.snapshots", run.get("snapshots", 0), 0)
         record = self.record_list("run.record", run.get("record", ["get_pos"]), explicit=False)
         states = self.states(run.get("states", {}))
+        from .raycast.recording import check_video_table
+
+        try:
+            video = check_video_table(self.source, run.get("video"))
+        except OptionError as exc:
+            raise SceneFileError(str(exc)) from None
+        checkpoint = run.get("checkpoint", False)
+        if not isinstance(checkpoint, bool):
+            raise self.err("run.checkpoint", checkpoint, "must be true or false")
         ents = data.get("entities")
         if ents is None or ents == []:
             raise self.err("entities", ents, "a scene needs at least one [[entities]] table")
@@ -178,10 +208,12 @@ class _Parser:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise self.err("entities[*].name", dup[0], "entity names must be unique")
+        sensors = self.sensors(data.get("sensors"), names, plugins)
         return ScenePlan(source=self.source, name=name, description=description, sim=sim,
                          solver_options=solver_options, plugins=plugins, coupler=coupler,
                          entities=entities, n_envs=n_envs, steps=steps, record=record,
-                         record_every=record_every, snapshots=snapshots, states=states)
+                         record_every=record_every, snapshots=snapshots, states=states,
+                         sensors=sensors, video=video, checkpoint=checkpoint)
 
     def states(self, value) -> dict:
         """[run.states]: enabled (default true), every (default run.record_every), fields (particle
@@ -199,6 +231,35 @@ class _Parser:
         if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
             raise self.err("run.states.fields", fields, "must be a list of particle field names, e.g. [\"vel\"]")
         return t
+
+    def sensors(self, tables, entity_names: list, plugins) -> list:
+        """``[[sensors]]``: kind, entity (a named entity of the file; none: a sensor of the scene, e.g.
+        a camera fixed in the world), optional name; every other key is an ``add_sensor`` keyword of
+        that kind (checked when the scene is built)."""
+        from .registry import registry
+
+        if tables is None:
+            return []
+        if not isinstance(tables, list):
+            raise self.err("sensors", tables, "must be an array of tables ([[sensors]])")
+        known = [r.name for r in registry().all("sensor", frozenset(plugins) if plugins is not None else None)]
+        out = []
+        for i, t in enumerate(tables):
+            key = f"sensors[{i}]"
+            t = self.table(key, t)
+            kind = t.get("kind")
+            if kind not in known:
+                raise self.err(f"{key}.kind", kind, f"must name a sensor kind; registered: {known}")
+            ent = t.get("entity")
+            if ent is not None and ent not in entity_names:
+                raise self.err(f"{key}.entity", ent, f"must name an entity of the file (give it a name); "
+                                                     f"named entities: {entity_names}")
+            name = t.get("name")
+            if name is not None and (not isinstance(name, str) or not name or "/" in name):
+                raise self.err(f"{key}.name", name, "must be a non-empty string without '/'")
+            opts = _tuplify({k: v for k, v in t.items() if k not in SENSOR_KEYS})
+            out.append(SensorPlan(i, kind, ent, name, opts))
+        return out
 
     def solvers(self, tables: dict, plugins) -> dict:
         from .registry import registry
@@ -347,24 +408,42 @@ class _Parser:
 
 def parse_file(path: str | os.PathLike) -> ScenePlan:
     """Read and validate a scene file; builds nothing."""
-    path = os.fspath(path)
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise SceneFileError(f"scene file = {path!r}: expected a path") from None
     try:
         with open(path, "rb") as fh:
-            data = _toml.load(fh)
+            raw = fh.read()
     except FileNotFoundError:
         raise SceneFileError(f"{path}: no such scene file (looked at {os.path.abspath(path)})") from None
-    except _toml.TOMLDecodeError as exc:
-        raise SceneFileError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:        # a folder, no permission, ...
+        raise SceneFileError(f"{path}: cannot read the scene file ({type(exc).__name__}: {exc})") from None
+    data = _loads(raw, path)
     stem = os.path.splitext(os.path.basename(path))[0]
     return _Parser(path, os.path.dirname(os.path.abspath(path))).parse(data, stem)
 
 
-def parse_string(text: str, source: str = "<string>", base_dir: str = ".") -> ScenePlan:
+def _loads(raw: bytes | str, source: str) -> dict:
+    """TOML text (bytes: UTF-8, as TOML requires) -> dict, or SceneFileError naming the problem."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SceneFileError(f"{source}: not a UTF-8 text file (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); "
+                                 f"a scene file is TOML, which is UTF-8") from None
+    if not isinstance(raw, str):
+        raise SceneFileError(f"{source}: scene text = {type(raw).__name__}: expected a string")
     try:
-        data = _toml.loads(text)
+        return _toml.loads(raw)
     except _toml.TOMLDecodeError as exc:
         raise SceneFileError(f"{source}: not valid TOML: {exc}") from None
-    return _Parser(source, base_dir).parse(data, "scene")
+    except RecursionError:        # deeply nested arrays/tables
+        raise SceneFileError(f"{source}: not usable TOML: nested too deeply") from None
+
+
+def parse_string(text: str, source: str = "<string>", base_dir: str = ".") -> ScenePlan:
+    return _Parser(source, base_dir).parse(_loads(text, source), "scene")
 
 
 # -- building and running -----------------------------------------------------------------------
@@ -382,6 +461,13 @@ def build_scene(plan: ScenePlan):
                                              name=ep.name, **ep.options))
         except PolyphysError as exc:
             raise SceneFileError(f"{plan.source}: {key}: {exc}") from None
+    by_name = {ep.name: ent for ep, ent in zip(plan.entities, entities, strict=True) if ep.name is not None}
+    for sp in plan.sensors:
+        try:
+            scene.add_sensor(sp.kind, by_name[sp.entity] if sp.entity is not None else None, name=sp.name,
+                             **sp.options)
+        except PolyphysError as exc:
+            raise SceneFileError(f"{plan.source}: sensors[{sp.index}]: {exc}") from None
     try:
         scene.build(n_envs=plan.n_envs)
     except PolyphysError as exc:
@@ -506,8 +592,9 @@ def _value_summary(arr) -> dict:
 
 
 def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: int | None = None,
-             progress: bool | None = None, plot: bool = True) -> RunResult:
-    """Build, step and record a parsed scene; write the results folder."""
+             progress: bool | None = None, plot: bool = True, video: bool = True) -> RunResult:
+    """Build, step and record a parsed scene; write the results folder (``video=False``: no video
+    even when the scene file asks for one)."""
     import numpy as np
 
     if steps is not None:
@@ -517,11 +604,23 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
     out_dir = os.fspath(out_dir) if out_dir is not None else os.path.join("results", plan.name)
     if progress is None:
         progress = sys.stderr.isatty()
+    if video and plan.video is not None:      # a missing extra or a bad path fails before the run
+        from .raycast.media import check_writable
+        from .viewer._extras import require
+
+        require("imageio", "video")
+        check_writable(os.path.join(out_dir, plan.video.get("file", "video.mp4")), "run.video.file")
     t0 = time.perf_counter()
     scene, entities = build_scene(plan)
     build_s = time.perf_counter() - t0
     recs = _recorders(plan, entities)
+    # every sensor of the scene evaluated in the step (the file's [[sensors]] and those of MJCF
+    # models) but images: the measured reading and its ground truth, key sensors/<entity>/<sensor>
+    # and sensors_truth/<entity>/<sensor>
+    traj_sensors = [s for s in scene.sensors if s.in_step and s.trajectory]
+    sensor_keys = {s.full_name: (f"sensors/{s.full_name}", f"sensors_truth/{s.full_name}") for s in traj_sensors}
     data: dict[str, list] = {k: [] for k, *_ in recs}
+    data.update({k: [] for pair in sensor_keys.values() for k in pair})
     times, step_idx = [], []
 
     def record(step: int) -> None:
@@ -530,6 +629,11 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         step_idx.append(step)
         for key, fn, kwargs, _ in recs:
             data[key].append(np.asarray(fn(**kwargs)))
+        if sensor_keys:
+            for truth, readings in ((0, scene.read_sensors()), (1, scene.read_sensors(ground_truth=True))):
+                for full, r in readings.items():
+                    if full in sensor_keys:
+                        data[sensor_keys[full][truth]].append(np.asarray(r.value, dtype=float))
 
     states = _states_recorder(plan, scene, out_dir)
     if states is not None:
@@ -540,7 +644,18 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         bad = next((r for r in recs if not data[r[0]]), None)
         what = f"record {bad[3]!r} (as {bad[0]!r}) with args {bad[2]}" if bad else "record"
         raise SceneFileError(f"{plan.source}: {what}: {exc}") from None
-    bar = Progress(plan.steps, progress)
+    vid = None
+    if video and plan.video is not None:
+        from .raycast.recording import Video
+
+        try:
+            vid = Video(scene, plan.video, out_dir, plan.source,
+                        {_entity_name(e, ep): e for ep, e in zip(plan.entities, entities, strict=True)})
+        except PolyphysError as exc:
+            raise SceneFileError(f"{plan.source}: run.video: {exc}") from None
+        vid.maybe_frame(0)
+    render_s = 0.0
+    bar = Progress(plan.steps, progress, label="steps" if vid is None else f"steps (video every {vid.every})")
     first_step_s = 0.0
     t_loop = time.perf_counter()
     step_s = 0.0
@@ -556,12 +671,16 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             record(i)
         if states is not None and (i % states.every == 0 or i == plan.steps):
             states.record(step=i, time=float(np.max(scene.get_time())))
+        if vid is not None:
+            tr = time.perf_counter()
+            vid.maybe_frame(i)
+            render_s += time.perf_counter() - tr
         bar.update(i)
     loop_s = time.perf_counter() - t_loop
     n_env = max(1, plan.n_envs)
     timed = plan.steps - 1
     traj = {"time": np.asarray(times), "step": np.asarray(step_idx, dtype=np.int64)}
-    for key, _, _, _ in recs:
+    for key in data:
         traj[key] = np.stack(data[key]) if data[key] else np.zeros((0,))
     os.makedirs(out_dir, exist_ok=True)
     files = {"trajectories": os.path.join(out_dir, "trajectories.npz"),
@@ -569,6 +688,10 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
     np.savez(files["trajectories"], **traj)
     if states is not None:
         files["states"] = states.close()
+    if vid is not None:
+        files["video"] = vid.close()
+    if plan.checkpoint:
+        files["checkpoint"] = scene.save_checkpoint(os.path.join(out_dir, "checkpoint.npz"))
     caps = scene.capabilities()
     summary = {
         "scene": {
@@ -589,6 +712,10 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         "record_every": plan.record_every,
         "n_records": len(times),
         "recorded": sorted(data),
+        "sensors": {full: {"kind": s.kind, "outputs": [list(f) for f in s.fields], "stage": s.stage,
+                           "in_step": s.in_step, "recorded": full in sensor_keys}
+                    for full, s in ((s.full_name, s) for s in scene.sensors)},
+        "video": dict(vid.summary(), render_s=render_s) if vid is not None else None,
         "final_time": times[-1],
         "timings": {
             "build_s": build_s,
@@ -620,6 +747,11 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             path = write_slices(traj, os.path.join(out_dir, "slices.png"), plan.snapshots, plan.name)
             if path is not None:
                 files["slices"] = path
+        if sensor_keys:
+            path = write_sensor_plot(traj, {f: s for f, s in ((s.full_name, s) for s in traj_sensors)},
+                                     os.path.join(out_dir, "sensors.png"), plan.name)
+            if path is not None:
+                files["sensors"] = path
     return RunResult(out_dir=out_dir, files=files, summary=summary, trajectories=traj)
 
 
@@ -639,10 +771,10 @@ def _states_recorder(plan: ScenePlan, scene, out_dir: str):
 
 
 def run_file(path: str | os.PathLike | None = None, out_dir=None, steps: int | None = None,
-             progress: bool | None = None, plot: bool = True) -> RunResult:
+             progress: bool | None = None, plot: bool = True, video: bool = True) -> RunResult:
     """``polyphys run``: parse ``path`` (default: the bundled default scene) and run it."""
     plan = parse_file(path if path is not None else default_scene_path())
-    return run_plan(plan, out_dir=out_dir, steps=steps, progress=progress, plot=plot)
+    return run_plan(plan, out_dir=out_dir, steps=steps, progress=progress, plot=plot, video=video)
 
 
 # -- plotting -----------------------------------------------------------------------------------
@@ -667,7 +799,8 @@ def write_plot(traj: dict, path: str, title: str = "") -> str | None:
     n_rec = len(t)
     series, clouds = [], []
     for key, arr in traj.items():
-        if key in ("time", "step") or arr.ndim < 2 or arr.shape[-1] != 3 or arr.shape[0] != n_rec:
+        if key in ("time", "step") or key.startswith("sensors") or arr.ndim < 2 or arr.shape[-1] != 3 \
+                or arr.shape[0] != n_rec:
             continue
         if _is_particles(key):
             final = arr[-1].reshape(-1, arr.shape[-2], 3) if arr.ndim > 2 else arr[-1][None]
@@ -731,6 +864,48 @@ def write_plot(traj: dict, path: str, title: str = "") -> str | None:
     return path
 
 
+def write_sensor_plot(traj: dict, sensors: dict, path: str, title: str = "") -> str | None:
+    """One panel per sensor: each output component over time (env 0), the measured reading as a
+    line and the ground truth dashed. Returns the path, or None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    import numpy as np
+
+    t = traj["time"]
+    names = sorted(sensors)
+    if not names:
+        return None
+    cols = min(len(names), 3)
+    rows = (len(names) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.2 * rows), squeeze=False)
+    for ax, full in zip(axes.flat, names, strict=False):
+        meas, truth = traj[f"sensors/{full}"], traj[f"sensors_truth/{full}"]
+        while meas.ndim > 2:            # (n_records, n_envs, dim): env 0
+            meas, truth = meas[:, 0], truth[:, 0]
+        labels = [f"{name}[{i}]" if w > 1 else name for name, w, _ in sensors[full].fields for i in range(w)]
+        for c in range(meas.shape[1]):
+            line, = ax.plot(t, meas[:, c], lw=1, label=labels[c] if c < len(labels) else str(c))
+            if not np.array_equal(meas[:, c], truth[:, c], equal_nan=True):
+                ax.plot(t, truth[:, c], lw=1, ls="--", color=line.get_color())
+        ax.set_title(f"{full} ({sensors[full].kind})", fontsize=9)
+        ax.set_xlabel("time [s]")
+        ax.grid(alpha=0.3)
+        if meas.shape[1] <= 9:
+            ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    fig.suptitle(f"{title}: sensors (env 0; dashed: ground truth)" if title else "sensors (env 0)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def write_snapshots(traj: dict, path: str, n: int, title: str = "") -> str | None:
     """Side views (x horizontal, z up; env 0) of the scene at ``n`` evenly spaced recorded times:
     every recorded particle getter as a point cloud, every other recorded position (first link)
@@ -748,7 +923,8 @@ def write_snapshots(traj: dict, path: str, n: int, title: str = "") -> str | Non
     n_rec = len(t)
     layers = []                                   # (key, is_particles, (n_rec, m, 3))
     for key, arr in traj.items():
-        if key in ("time", "step") or arr.ndim < 2 or arr.shape[-1] != 3 or arr.shape[0] != n_rec:
+        if key in ("time", "step") or key.startswith("sensors") or arr.ndim < 2 or arr.shape[-1] != 3 \
+                or arr.shape[0] != n_rec:
             continue
         if _is_particles(key):
             a = arr

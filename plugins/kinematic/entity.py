@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from polyphys import arrays
 from polyphys.description import EntityDescription
 from polyphys.errors import OptionError
 from polyphys.interfaces import Entity
@@ -48,7 +49,7 @@ class KinematicEntity(Entity):
     def _local_idx(self, idx, n: int, what: str) -> np.ndarray:
         if idx is None:
             return np.arange(n)
-        arr = np.asarray(idx).reshape(-1)
+        arr = arrays.as_index_list(what, idx)
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
             raise OptionError(f"{what} = {idx!r}: expected integer indices")
         bad = arr[(arr < 0) | (arr >= n)]

@@ -7,6 +7,7 @@ in place outside the step and refresh kinematics and dynamics (``solver.forward(
 from __future__ import annotations
 
 import numpy as np
+from polyphys import arrays
 from polyphys.description import EntityDescription
 from polyphys.errors import OptionError
 from polyphys.interfaces import Entity
@@ -77,7 +78,7 @@ class RigidEntity(Entity):
     def _local_idx(self, idx, n: int, what: str) -> np.ndarray:
         if idx is None:
             return np.arange(n)
-        arr = np.asarray(idx).reshape(-1)
+        arr = arrays.as_index_list(what, idx)
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
             raise OptionError(f"{what} = {idx!r}: expected integer indices")
         bad = arr[(arr < 0) | (arr >= n)]
@@ -86,6 +87,12 @@ class RigidEntity(Entity):
         if len(np.unique(arr)) != arr.size:
             raise OptionError(f"{what} = {arr.tolist()}: duplicate indices")
         return arr.astype(np.int64)
+
+    def _one_link(self, link_idx_local) -> int:
+        li = self._local_idx([link_idx_local], self.n_links, "link_idx_local")
+        if li.size != 1:
+            raise OptionError(f"link_idx_local = {link_idx_local!r}: expected one link index")
+        return int(li[0])
 
     def _read(self, arr, cols: slice, idx, envs):
         a = arr.numpy()[:, cols]
@@ -242,12 +249,14 @@ class RigidEntity(Entity):
         self._param("dof_kv", kv, dofs_idx_local, envs_idx, self._nonneg("kv"))
 
     def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None):
-        lo = np.asarray(lower, float)
-        hi = np.asarray(upper, float)
+        # both bounds are checked before either is written
+        envs = self._envs(envs_idx)
+        n = len(self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local"))
+        lo, hi = self._in("lower", lower, (n,), envs), self._in("upper", upper, (n,), envs)
         if np.any(lo > hi):
             raise OptionError(f"set_dofs_force_range: lower {lo.tolist()} > upper {hi.tolist()}")
-        self._param("dof_force_lo", lo, dofs_idx_local, envs_idx)
-        self._param("dof_force_hi", hi, dofs_idx_local, envs_idx)
+        self._param("dof_force_lo", lower, dofs_idx_local, envs_idx)
+        self._param("dof_force_hi", upper, dofs_idx_local, envs_idx)
 
     def set_dofs_damping(self, damping, dofs_idx_local=None, envs_idx=None):
         self._param("dof_damping", damping, dofs_idx_local, envs_idx, self._nonneg("damping"))
@@ -303,8 +312,7 @@ class RigidEntity(Entity):
             p = self._in("pos", pos, (len(idx), 3), envs)
             p = xp + quat_rotate(xq, p) if local else p
             torque = np.cross(p - com, f)
-        self._add(self.solver.xfrc_force, envs, gl, f)
-        self._add(self.solver.xfrc_torque, envs, gl, torque)
+        self._add([(self.solver.xfrc_force, f), (self.solver.xfrc_torque, torque)], envs, gl)
 
     def apply_links_external_torque(self, torque, links_idx_local=None, envs_idx=None, local: bool = False):
         envs = self._envs(envs_idx)
@@ -315,12 +323,22 @@ class RigidEntity(Entity):
             self.solver.sync_kinematics()
             xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
             t = quat_rotate(xq, t)
-        self._add(self.solver.xfrc_torque, envs, gl, t)
+        self._add([(self.solver.xfrc_torque, t)], envs, gl)
 
-    def _add(self, arr, envs, cols, vals):
-        host = arr.numpy()
-        host[envs[:, None], cols[None, :]] += vals
-        arr.assign(host)
+    def _add(self, items, envs, cols):
+        """arr[envs, cols] += vals for every (arr, vals) in ``items``; all sums are checked first."""
+        hosts = []
+        for arr, vals in items:
+            host = arr.numpy()
+            total = host[envs[:, None], cols[None, :]].astype(np.float64) + vals
+            big = float(np.finfo(host.dtype).max)
+            if not np.all(np.abs(total) <= big):   # the sum (or a torque p x f) leaves the storage precision
+                raise OptionError(f"external force/torque: the accumulated value {float(np.abs(total).max()):.4g} is "
+                                  f"not finite in the {host.dtype} storage (|x| <= {big:.4g}); nothing was applied")
+            hosts.append((arr, host, total))
+        for arr, host, total in hosts:
+            host[envs[:, None], cols[None, :]] = total
+            arr.assign(host)
 
     # -- links -----------------------------------------------------------------------------------
     def _links(self, arr, links_idx_local, envs_idx, xyzw_to_wxyz=False):
@@ -476,7 +494,7 @@ class RigidEntity(Entity):
         the point's world linear velocity, rows 3-5 to the link's world angular velocity. ``point``:
         world position(s), (3,) or (n_envs, 3); default the link origin (as MuJoCo's mj_jac)."""
         envs = self._envs(envs_idx)
-        li = int(self._local_idx([link_idx_local], self.n_links, "link_idx_local")[0])
+        li = self._one_link(link_idx_local)
         return self._out(self._jacobian(li, point, envs))
 
     def _jacobian(self, li: int, point, envs: np.ndarray) -> np.ndarray:
@@ -486,7 +504,7 @@ class RigidEntity(Entity):
         if point is None:
             p = d.link_pos.numpy()[envs, gl].astype(float)
         else:
-            p = np.broadcast_to(np.asarray(point, float), (len(envs), 3))
+            p = self._in("point", point, (3,), envs)
         ref = d.link_pos.numpy()[envs, s.host["link_root"][gl]].astype(float)
         w = d.cdof_w.numpy()[envs][:, self._ds].astype(float)          # (n, nd, 3)
         v = d.cdof_v.numpy()[envs][:, self._ds].astype(float)
@@ -503,7 +521,7 @@ class RigidEntity(Entity):
         solution (n_envs, n_qs) and the final error norm per env. The simulation state is untouched.
         """
         envs = self._envs(envs_idx)
-        li = int(self._local_idx([link_idx_local], self.n_links, "link_idx_local")[0])
+        li = self._one_link(link_idx_local)
         dofs = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         if not (isinstance(max_iters, int) and max_iters >= 1):
             raise OptionError(f"inverse_kinematics(max_iters={max_iters!r}): must be an integer >= 1")
@@ -610,6 +628,8 @@ class RigidEntity(Entity):
         a, b = out["geom_a"], out["geom_b"]
         keep = out["valid"] & (mine(a) | mine(b))
         if with_entity is not None:
+            if not isinstance(with_entity, RigidEntity) or with_entity.solver is not self.solver:
+                raise OptionError(f"get_contacts(with_entity={with_entity!r}): expected an entity of this rigid solver")
             keep &= (mine(a) & mine(b, with_entity)) | (mine(b) & mine(a, with_entity))
         if exclude_self_contact:
             keep &= ~(mine(a) & mine(b))
@@ -636,6 +656,30 @@ class RigidEntity(Entity):
         out = self.solver._link_contact_wrench(envs)
         sl = slice(self.link_start, self.link_start + len(self.description.links))
         return {k: self._out(v[:, sl]) for k, v in out.items()}
+
+    # -- post-solve readbacks (plugins/rigid/readback.py, docs/sensors.md) --------------------------
+    def _readback(self, names: dict, envs_idx, cols) -> dict:
+        out = self.solver._readback_read(self._envs(envs_idx), names)
+        return {k: self._out(v[:, cols] if k in names else v) for k, v in out.items()}
+
+    def get_cfrc_int(self, envs_idx=None) -> dict:
+        """Per link (n_envs, n_links, 3, world frame): ``force`` and ``torque`` (about the link CoM)
+        that the parent exerts on the link through their joint, carrying the link's whole subtree —
+        MuJoCo's cfrc_int (post-solve Newton–Euler pass); ``solved_at``: the state of the last
+        step's last solve (the start of its last substep, as MuJoCo's sensors), or ``query_at``: a
+        fresh query at the current state (the first call before a step computes it); ``stale``: a
+        setter or reset changed the state since."""
+        return self._readback({"force": "int_force", "torque": "int_torque"}, envs_idx, self._ls)
+
+    def get_cfrc_ext(self, envs_idx=None) -> dict:
+        """Per link: the external wrench on it (applied and coupling forces, contacts, connect/weld
+        equalities; torque about the link CoM; MuJoCo's cfrc_ext), tagged as ``get_cfrc_int``."""
+        return self._readback({"force": "ext_force", "torque": "ext_torque"}, envs_idx, self._ls)
+
+    def get_qfrc_constraint(self, envs_idx=None) -> dict:
+        """``qfrc_constraint`` (n_envs, n_dofs): the generalized constraint force Jᵀλ of the last
+        solve (contacts, limits, friction loss, equalities), tagged as ``get_cfrc_int``."""
+        return self._readback({"qfrc_constraint": "qfrc_constraint"}, envs_idx, self._ds)
 
     # -- contact parameters (the solver's setters on this entity's geoms) -------------------------
     def _geoms_global(self, geoms_idx_local):

@@ -26,6 +26,7 @@ from polyphys.views import RigidGeoms, RigidLinks
 from .entity import RigidEntity
 from .materials import Rigid
 from .options import RigidOptions, resolve_model_options
+from .readback import RigidSensorViewMixin
 
 MODE_STEP, MODE_FORWARD, MODE_KINEMATICS, MODE_INTEGRATE = 0, 1, 2, 3
 CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
@@ -37,7 +38,7 @@ STATE = ("qpos", "qvel", "ctrl", "dof_mode", "dof_target_pos", "dof_target_vel",
          "qfrc_applied", "xfrc_force", "xfrc_torque", "root_pos", "root_quat")
 
 
-class RigidSolver(Solver):
+class RigidSolver(RigidSensorViewMixin, Solver):
     options_type = RigidOptions
 
     def __init__(self, scene, options, spec):
@@ -552,16 +553,18 @@ class RigidSolver(Solver):
         if self.collision is not None:
             self._collide(part)
         self._constrain(part)
-        # MODE_STEP reusing this substep's MODE_FORWARD kinematics, RNE and CRBA (same state):
-        # dof forces (qfrc_applied now carries qfrc_constraint), (M + h·D) solve, integration
-        self._launch(pa, MODE_INTEGRATE, last)
-        self._unconstrain(part, last)
         if self.collision is not None:
             # per-contact wrenches, per-link net contact wrench about the link CoM (world; the
             # substep-start poses the contacts belong to) and Σ h·f over the step's substeps
             st = self.constraint
             st.contact_wrenches(part)
             st.link_wrenches(self.d.link_xipos, self.layout.h, accumulate=True, first_substep=(f == 0), part=part)
+        if self._readback_last(f):          # sensors: the last substep's solve state (readback.py)
+            self._readback.run(part, self.constraint.qacc)
+        # MODE_STEP reusing this substep's MODE_FORWARD kinematics, RNE and CRBA (same state):
+        # dof forces (qfrc_applied now carries qfrc_constraint), (M + h·D) solve, integration
+        self._launch(pa, MODE_INTEGRATE, last)
+        self._unconstrain(part, last)
 
     def _exclude_neutral(self, pipe, copts, local, device) -> None:
         """SPEC R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
@@ -840,7 +843,10 @@ class RigidSolver(Solver):
             self._constrained_substep(f, part)
             return
         last = 1 if f == self.layout.substeps - 1 else 0
-        self._launch(self._parts[part.index], MODE_STEP, last)
+        if self._readback_last(f):
+            self._readback_substep(part)
+        else:
+            self._launch(self._parts[part.index], MODE_STEP, last)
         if self.collision is not None:
             self._collide(part)
 
@@ -854,7 +860,10 @@ class RigidSolver(Solver):
             self._constrained_substep(f, part)
             return
         last = 1 if f == self.layout.substeps - 1 else 0
-        self._launch(self._parts[part.index], MODE_STEP, last)
+        if self._readback_last(f):
+            self._readback_substep(part)
+        else:
+            self._launch(self._parts[part.index], MODE_STEP, last)
         if self.collision is not None:
             self._collide(part)
 
@@ -1207,6 +1216,19 @@ class RigidSolver(Solver):
         coupling buffer (force at the CoM, torque about it, world) applied in post-coupling."""
         return self._parts[part.index].links
 
+    # -- RenderView (cameras and ray sensors, docs/cameras.md) --------------------------------------
+    def render_geoms(self):
+        """Every geom (visual and collision) with its colour, for cameras and ray sensors."""
+        from polyphys.raycast.geoms import render_geoms_of
+
+        return render_geoms_of(self.entities, [e.link_start for e in self.entities])
+
+    def sync_links(self, part) -> None:
+        """Link frames of the end-of-step state for ``rigid_links(part)`` (inside the step they are
+        those of the last substep's start): forward kinematics from qpos, launches only. Nothing the
+        next step reads changes (the getters run the same refresh, ``sync_kinematics``)."""
+        self._launch(self._parts[part.index], MODE_KINEMATICS)
+
     def _steps_done(self) -> int:
         sim = getattr(self.scene, "simulator", None)
         return -1 if sim is None else sim.n_steps
@@ -1266,6 +1288,9 @@ class RigidSolver(Solver):
             if self.collision is not None:
                 st.contact_wrenches(part)
                 st.link_wrenches(d.link_xipos, self.layout.h, accumulate=False, part=part)
+            if self._readback is not None:          # the readback of this query (readback.py)
+                self._readback.run(part, st.qacc)
+                self._readback_query_at = self._steps_done()
         wp.copy(st.qacc, self._qacc_keep)
 
     def kinematics(self):

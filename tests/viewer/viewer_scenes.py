@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from polyphys.interfaces import Sensor
+
 SCENE = """
 [scene]
 name = "viewer_test"
@@ -71,28 +73,23 @@ def run_scene(folder, steps: int = 30, every: int = 10):
                         plot=False)
 
 
-class FakeCamera:
+class FakeCamera(Sensor):
     """A camera-like sensor (the protocol the viewer draws frusta for: fov_y, resolution,
-    get_pose) fixed at a pose per env; registered by the tests as an in-process plugin."""
+    get_pose) fixed at a pose per env; registered by the tests as an in-process plugin. Its reading
+    (one real number per env) is never written: the viewer only asks for its pose."""
 
     def __init__(self, scene, spec, entity=None, pos=(1.0, -1.0, 1.0), quat=(1.0, 0.0, 0.0, 0.0), **kwargs):
-        self.scene, self.spec, self.entity = scene, spec, entity
-        self.name = "cam"
-        self.capabilities = spec.capabilities
+        kwargs.setdefault("name", "cam")
+        super().__init__(scene, spec, entity, **kwargs)
         self.fov_y, self.resolution = 60.0, (640, 480)
         self._pos, self._quat = pos, quat
 
     def build(self, layout):
-        self.layout = layout
+        super().build(layout)
+        self.fields = [("unused", 1, "real")]
 
-    def step(self):
-        pass
-
-    def reset(self, envs_idx):
-        pass
-
-    def read(self, envs_idx=None):
-        return {"value": None}
+    def evaluate(self, part, truth):
+        """Nothing to measure (see the class doc)."""
 
     def get_pose(self, envs_idx=None):
         import numpy as np

@@ -1,7 +1,9 @@
 """Particle <-> grid transfers of MLS-MPM with APIC (Hu et al. 2018), quadratic B-splines.
 
 P2G: F <- (I + h C) F, plastic return mapping, Kirchhoff stress τ, then scatter
-    m_i += w m_p,  (m v)_i += w (m_p v_p + (m_p C_p − h V_p D⁻¹ τ)(x_i − x_p)),  D⁻¹ = 4/dx².
+    m_i += w m_p,  (m v)_i += w (m_p v_p + (m_p C_p − h V_p D⁻¹ τ)(x_i − x_p)),  D⁻¹ = 4/dx²,
+    and, when a coupler reads the nodes (``grid_mx_out`` not empty), (m x̄)_i += w m_p (x_p − x_i): the node's
+    material centroid x̄_i, where the coupler evaluates the rigid SDF (docs/legacy.md).
 G2P: v_p = Σ w v_i,  C_p = D⁻¹ Σ w v_i (x_i − x_p)ᵀ,  x_p += h v_p.
 Launch grids are (n_envs, n_particles); every env has its own grid rows, so envs never interact.
 The scatter uses atomics: on CPU a launch runs on one thread, so sums are in a fixed order.
@@ -21,6 +23,21 @@ def grid_base(x: Any, lo: Any, inv_dx: Any):
     g = (x - lo) * inv_dx
     half = type(inv_dx)(0.5)
     return wp.vec3i(int(wp.floor(g[0] - half)), int(wp.floor(g[1] - half)), int(wp.floor(g[2] - half)))
+
+
+@wp.func
+def grid_inside(x: Any, lo: Any, inv_dx: Any, n_nodes: int, ny: int, nz: int):
+    """True when the 3×3×3 nodes a particle at x reaches all lie inside the grid (n_nodes nodes,
+    ny·nz per x layer). False for a NaN, infinite or far-away x: the test is made on floats, before
+    any conversion to an index, so a bad position never becomes an out-of-bounds node."""
+    g = (x - lo) * inv_dx
+    lo_g = type(inv_dx)(0.5)
+    hi_g = wp.vec3i(n_nodes / (ny * nz), ny, nz)
+    inside = True
+    for d in range(3):
+        if not (g[d] >= lo_g and g[d] < type(inv_dx)(hi_g[d]) - type(inv_dx)(1.5)):
+            inside = False
+    return inside
 
 
 @wp.func
@@ -66,6 +83,7 @@ def p2g(
     Jp_out: wp.array2d(dtype=Any),
     grid_mv_out: wp.array2d(dtype=Any),
     grid_m_out: wp.array2d(dtype=Any),
+    grid_mx_out: wp.array2d(dtype=Any),
 ):
     env, p = wp.tid()
     if active_in[env, p] == 0:
@@ -103,6 +121,11 @@ def p2g(
             lam = lam * hard
         F = U * wp.diag(sig_e) * wp.transpose(V)
         tau = kirchhoff(typ, mu, lam, U, sig_e, V)
+    if not grid_inside(x, lo, inv_dx, grid_m_out.shape[1], ny, nz):
+        # NaN/inf/out-of-grid position (a poisoned env): no scatter, and F is made NaN so that the
+        # env's NaN check flags it after the step (docs/mpm.md, "Bad values")
+        F_out[env, p] = F * type(h)(wp.nan)
+        return
     F_out[env, p] = F
     Jp_out[env, p] = Jp
     m = p_mass[p]
@@ -120,6 +143,9 @@ def p2g(
                 node = ((b[0] + i) * ny + (b[1] + j)) * nz + (b[2] + k)
                 wp.atomic_add(grid_mv_out, env, node, w * (mv + affine * dpos))
                 wp.atomic_add(grid_m_out, env, node, w * m)
+                if grid_mx_out.shape[0] > 0:
+                    # Σ w m (x_p − x_i): the node's material centroid, relative to the node
+                    wp.atomic_add(grid_mx_out, env, node, (-w * m) * dpos)
 
 
 @wp.kernel
@@ -149,6 +175,8 @@ def g2p(
     if active_in[env, p] == 0:
         return
     x = pos_out[env, p]
+    if not grid_inside(x, lo, inv_dx, grid_v_in.shape[1], ny, nz):
+        return                       # P2G made this env's F NaN: it is flagged after the step
     b = grid_base(x, lo, inv_dx)
     fx = grid_offset(x, lo, inv_dx, b)
     v = type(x)()
