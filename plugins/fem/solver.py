@@ -38,13 +38,17 @@ class ScalarLayout:
 class FEMSolver(Solver):
     """Tetrahedral FEM. Explicit: v += h (f/m + g), x += h v (symplectic Euler), stable for h below
     ~ the smallest edge over the P-wave speed. Implicit: backward Euler as the minimisation of the
-    incremental potential (Newton + Jacobi-PCG + backtracking line search; fixed iteration counts,
-    device-side masking per env). Static planes / the domain box act after the position update.
+    incremental potential (Newton + block-Jacobi-PCG + backtracking line search; fixed iteration
+    counts, device-side masking per env). Static planes / the domain box: explicit, after the
+    position update (Coulomb at the velocity level); implicit, inside the solve (filtered contact
+    directions and a lagged, smoothed Coulomb friction potential, as in Incremental Potential
+    Contact).
 
     References: Smith, de Goes, Kim, "Stable Neo-Hookean Flesh Simulation", ACM TOG 2018;
-    Sifakis & Barbič, "FEM simulation of 3D deformable solids", SIGGRAPH course 2012.
+    Sifakis & Barbič, "FEM simulation of 3D deformable solids", SIGGRAPH course 2012;
+    Li et al., "Incremental Potential Contact", ACM TOG 2020 (friction).
     Limitations: linear tets lock in bending and near incompressibility; no self-collision; no
-    contact between FEM bodies; float32 only.
+    contact between FEM bodies. float32 or float64.
     """
 
     options_type = FEMOptions
