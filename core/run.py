@@ -744,6 +744,9 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             path = write_snapshots(traj, os.path.join(out_dir, "snapshots.png"), plan.snapshots, plan.name)
             if path is not None:
                 files["snapshots"] = path
+            path = write_slices(traj, os.path.join(out_dir, "slices.png"), plan.snapshots, plan.name)
+            if path is not None:
+                files["slices"] = path
         if sensor_keys:
             path = write_sensor_plot(traj, {f: s for f, s in ((s.full_name, s) for s in traj_sensors)},
                                      os.path.join(out_dir, "sensors.png"), plan.name)
@@ -964,6 +967,57 @@ def write_snapshots(traj: dict, path: str, n: int, title: str = "") -> str | Non
     axes.flat[0].legend(fontsize=6, markerscale=2, loc="upper right")
     fig.suptitle(f"{title} (side view, env 0)" if title else "side view, env 0")
     fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _is_slice(key: str) -> bool:
+    return "slice" in key.rsplit("/", 1)[-1]
+
+
+def write_slices(traj: dict, path: str, n: int, title: str = "") -> str | None:
+    """Every recorded 2D field — a getter or ``as`` name containing "slice", e.g. a grid solver's
+    density on a plane, (n_records, [n_envs,] n1, n2) — as images at ``n`` evenly spaced recorded
+    times (env 0; first axis horizontal, second vertical; one colour scale per field). Returns the
+    path, or None without matplotlib or any such field."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    import numpy as np
+
+    t = traj["time"]
+    n_rec = len(t)
+    fields = []
+    for key, arr in traj.items():
+        if key in ("time", "step") or not _is_slice(key) or arr.ndim < 3 or arr.shape[0] != n_rec:
+            continue
+        a = arr
+        while a.ndim > 3:
+            a = a[:, 0]                            # env 0
+        fields.append((key, np.asarray(a, dtype=float)))
+    if not fields or n_rec == 0:
+        return None
+    idx = sorted({int(round(i)) for i in np.linspace(0, n_rec - 1, min(int(n), n_rec))})
+    n1, n2 = fields[0][1].shape[1:]
+    panel = 2.6
+    fig, axes = plt.subplots(len(fields), len(idx), squeeze=False,
+                             figsize=(panel * len(idx) + 1.2, panel * len(fields) * min(max(n2 / n1, 0.4), 2.5) + 0.6))
+    for r, (key, a) in enumerate(fields):
+        lo, hi = float(np.nanmin(a[idx])), float(np.nanmax(a[idx]))
+        im = None
+        for c, i in enumerate(idx):
+            ax = axes[r, c]
+            im = ax.imshow(a[i].T, origin="lower", vmin=lo, vmax=hi if hi > lo else lo + 1e-12, cmap="viridis")
+            ax.set_title(f"{key}\nt = {t[i]:.3f} s" if c == 0 else f"t = {t[i]:.3f} s", fontsize=8)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        fig.colorbar(im, ax=axes[r, :].tolist(), shrink=0.85)
+    fig.suptitle(f"{title} (slices, env 0)" if title else "slices, env 0")
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
