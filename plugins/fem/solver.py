@@ -54,7 +54,7 @@ class FEMSolver(Solver):
     options_type = FEMOptions
     # least items (vertices or elements) per worker's share of a parallel stage (_share); tests lower
     # it so that a small mesh splits every stage
-    grain = 4096
+    grain = 1024
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
