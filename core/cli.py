@@ -105,6 +105,16 @@ def cmd_plugins(args) -> int:
 
 
 # -- run ------------------------------------------------------------------------------------------
+def _verbosity(args) -> None:
+    """``--verbose``: Warp's own messages too; ``--quiet``: no compile notices (polyphys.startup)."""
+    from .startup import set_verbosity
+
+    if getattr(args, "verbose", False):
+        set_verbosity("verbose")
+    elif getattr(args, "quiet", False):
+        set_verbosity("quiet")
+
+
 def cmd_run(args) -> int:
     from . import run as runmod
 
@@ -112,13 +122,7 @@ def cmd_run(args) -> int:
         raise CliError(f"--steps {args.steps}: must be an integer >= 0")
     path = args.scene if args.scene is not None else runmod.default_scene_path()
     plan = runmod.parse_file(path)
-    if not args.verbose:
-        try:
-            import warp as wp
-
-            wp.config.log_level = getattr(wp, "LOG_WARNING", 30)   # no init banner / module loads
-        except ImportError:   # the scene build reports a missing Warp itself
-            pass
+    _verbosity(args)
     progress = False if args.no_progress else sys.stderr.isatty()
     result = runmod.run_plan(plan, out_dir=args.out, steps=args.steps, progress=progress,
                              plot=not args.no_plot)
@@ -217,12 +221,7 @@ def cmd_view(args) -> int:
         raise CliError(f"--steps {args.steps}: must be an integer >= 0")
     if args.n_envs is not None and args.n_envs < 0:
         raise CliError(f"--n-envs {args.n_envs}: must be an integer >= 0")
-    try:
-        import warp as wp
-
-        wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
-    except ImportError:
-        pass
+    _verbosity(args)
     v = viewermod.open_target(args.target, n_envs=args.n_envs, port=args.port, host=args.host,
                               strict_port=args.strict_port, color_by=args.color_by, env=args.env,
                               grid=args.grid, contacts=not args.no_contacts)
@@ -270,6 +269,12 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(message if self.prog == "polyphys" else f"{self.prog}: {message}")
 
 
+def _verbosity_flags(p) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--verbose", action="store_true", help="also show Warp's messages (banner, module loads)")
+    g.add_argument("--quiet", action="store_true", help="no kernel-compilation notices")
+
+
 def make_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -290,7 +295,7 @@ def make_parser() -> argparse.ArgumentParser:
     pr.add_argument("--steps", type=int, default=None, help="number of steps (overrides [run] steps)")
     pr.add_argument("--no-progress", action="store_true", help="no progress bar")
     pr.add_argument("--no-plot", action="store_true", help="do not write plot.png")
-    pr.add_argument("--verbose", action="store_true", help="keep Warp's messages")
+    _verbosity_flags(pr)
     pr.set_defaults(func=cmd_run)
 
     pi = sub.add_parser("inspect", help="describe a model file (MJCF/URDF) through its importer")
@@ -311,6 +316,7 @@ def make_parser() -> argparse.ArgumentParser:
     pv.add_argument("--steps", type=int, default=None, help="live: stop stepping after N steps")
     pv.add_argument("--duration", type=float, default=None, help="stop serving after this many seconds")
     pv.add_argument("--paused", action="store_true", help="live: start paused")
+    _verbosity_flags(pv)
     pv.set_defaults(func=cmd_view)
 
     pu = sub.add_parser("export-usd", help="write a run's recorded states as a USD stage")

@@ -203,6 +203,14 @@ class Solver(abc.ABC):
         """This solver as the given view protocol, or None if it does not expose it."""
         return self if isinstance(self, protocol) else None
 
+    def kernel_modules(self, layout: Layout) -> list | None:
+        """The Warp kernel modules (Python modules) this solver launches in this scene, after its
+        entities were added and before ``build``. Declare here the overloads of generic kernels for
+        ``layout.precision``: the core compiles the modules missing from the kernel cache in
+        parallel, with one notice for the solver (docs/running.md, "First run"). None (the
+        default): not declared — each module compiles at its first launch, one after another."""
+        return None
+
     # -- generic state handling (do not override unless you must) --------------------------------
     @property
     def device(self) -> str:
@@ -383,6 +391,10 @@ class Coupler(abc.ABC):
     def state_arrays(self) -> dict[str, Any]:
         return {}
 
+    def kernel_modules(self, layout: Layout) -> list | None:
+        """As ``Solver.kernel_modules``: the Warp modules this coupler launches (None: undeclared)."""
+        return None
+
     # generic state handling, as for solvers
     register_initial = Solver.register_initial
     get_state = Solver.get_state
@@ -460,6 +472,10 @@ class Sensor:
     def bind(self) -> None:
         """After the scene gave this sensor its columns (``self.column``): allocate the parameter
         arrays ``evaluate`` launches with (nothing is allocated inside the step)."""
+
+    def kernel_modules(self, layout: Layout) -> list | None:
+        """As ``Solver.kernel_modules``: the Warp modules this sensor launches (None: undeclared)."""
+        return None
 
     def group_key(self) -> Any:
         """Sensors with equal keys are evaluated by one group (``make_group``); default: alone."""

@@ -133,8 +133,19 @@ class JointTree:
         self.qpos0 = np.concatenate(qpos0) if qpos0 else np.zeros(0)
 
     # -- device arrays ----------------------------------------------------------------------------
+    @staticmethod
+    def kernel_modules(precision: str) -> list:
+        """The Warp module of the FK kernels, with the overloads of ``precision`` declared (a solver
+        returns it from ``kernel_modules(layout)``)."""
+        from .kernels import fk
+
+        fk.declare_overloads(precision)
+        return [fk]
+
     def to_warp(self, n_envs: int, precision: str, device: str) -> SimpleNamespace:
         import warp as wp
+
+        JointTree.kernel_modules(precision)
 
         s = wp.float64 if precision == "64" else wp.float32
         V, Q = wp.types.vector(3, s), wp.types.quaternion(s)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .arrays import as_numeric
 from .errors import OptionError
+from .options import CheckedMeta
 
 
 def _where(instance, field) -> str:
@@ -95,7 +96,7 @@ def _normalize_quat(q):
 
 
 @attrs.define(kw_only=True)
-class Morph:
+class Morph(metaclass=CheckedMeta):
     """Base of every morph: placement of the entity's root in the world.
 
     ``quat`` and ``euler`` are two spellings of one orientation: giving both raises.

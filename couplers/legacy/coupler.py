@@ -30,6 +30,12 @@ from .options import LegacyOptions
 class LegacyCoupler(Coupler):
     options_type = LegacyOptions
 
+    def kernel_modules(self, layout):
+        """The coupling kernels (mesh geoms' grid SDFs are built by polyphys.sdf_grid at build)."""
+        from .kernels import couple
+
+        return [couple]
+
     def build(self, layout):
         self.layout = layout
         n, dev = layout.n_envs, layout.device

@@ -6,7 +6,7 @@ import enum
 
 import attrs
 from polyphys.errors import OptionError
-from polyphys.options import in_range, non_negative, one_of, positive, positive_int
+from polyphys.options import Options, in_range, non_negative, one_of, positive, positive_int
 
 
 class Integrator(enum.Enum):
@@ -36,7 +36,7 @@ def _opt_positive(instance, attribute, value):
 
 
 @attrs.frozen(kw_only=True)
-class RigidOptions:
+class RigidOptions(Options):
     """Rigid solver options.
 
     integrator: "Euler", "implicitfast" or "approximate_implicitfast" (default; SPEC R2);

@@ -3,6 +3,8 @@
 import warp as wp
 from polyphys.kernels.sdf import GEOM_HFIELD, GEOM_MESH, sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 
 @wp.kernel
 def legacy_response(

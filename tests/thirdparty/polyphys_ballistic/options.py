@@ -4,7 +4,7 @@ import math
 
 import attrs
 from polyphys.errors import OptionError
-from polyphys.options import positive
+from polyphys.options import Options, positive
 
 
 def _finite(instance, attribute, value):
@@ -14,7 +14,7 @@ def _finite(instance, attribute, value):
 
 
 @attrs.frozen(kw_only=True)
-class BallisticOptions:
+class BallisticOptions(Options):
     """particle_size: lattice spacing (m) at which Box/Sphere morphs are sampled; also the particle
     diameter (a particle touches the ground when its centre is particle_size/2 above it).
     ground_height: z of the ground plane (m)."""
