@@ -91,6 +91,12 @@ def cmd_plugins(args) -> int:
         print(plugins_markdown(rows))
     else:
         print(plugins_table(rows) if rows else "no plugin registered")
+        noted = [r for r in rows if r.get("notes")]
+        if noted:
+            width = max(len(f"{r['kind']} {r['name']}") for r in noted)
+            print("\nnotes:")
+            for r in noted:
+                print(f"  {(r['kind'] + ' ' + r['name']).ljust(width)}  {r['notes']}")
         mats = registry().all("material")
         if mats:
             names = [(f"{m.spec.family}." if m.spec.family else "") + f"{m.name} ({m.spec.solver})"

@@ -77,6 +77,10 @@ def test_plugins_table_and_markdown(capsys):
     assert header[:4] == ["kind", "name", "distribution", "version"]
     line = next(ln for ln in out.splitlines() if ln.split()[:2] == ["solver", "kinematic"])
     assert line.split()[4:] == ["yes", "yes", "yes", "no", "cpu,cuda", "32,64"]
+    notes = out.split("\nnotes:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    for r in registry().plugin_rows():        # every plugin's Capabilities.notes, one line each
+        if r["notes"]:
+            assert any(ln.split()[:2] == [r["kind"], r["name"]] and ln.endswith(r["notes"]) for ln in notes), r
     assert cli.main(["plugins", "--markdown"]) == 0
     md = capsys.readouterr().out
     assert "| `kinematic` | solver | yes | yes | yes | no | cpu, cuda | 32, 64 |" in md
