@@ -1,4 +1,4 @@
-"""LegacyCoupler: the SDF velocity response of SPEC §C1 between RigidView and ParticleView solvers.
+"""LegacyCoupler: the SDF velocity response of docs/semantics.md §C1 between RigidView and ParticleView solvers.
 
 In ``couple(f, part)`` — after every solver's pre-coupling stage, before post-coupling — each velocity
 carrier (particles, or MPM grid nodes between grid update and G2P) near or inside a rigid geom gets

@@ -8,7 +8,7 @@ Per substep h = dt / substeps:
                  shape matching,
                  PBF λ, contact + fluid gather (Jacobi), apply + static boundaries;
                  v = (x - x_prev) / h (· damping); XSPH viscosity.
-State (SPEC §S8): pos, vel, free — x_prev, λ and the grid are rebuilt every substep, so these three
+State (docs/semantics.md §S8): pos, vel, free — x_prev, λ and the grid are rebuilt every substep, so these three
 arrays are everything a bit-exact continuation needs.
 
 Limitations: float32 only; no vorticity confinement or surface tension; the liquid density sees only
@@ -324,7 +324,7 @@ class PBDSolver(Solver):
             teth_len=arr(teth_l.reshape(-1).astype(f32), wp.float32),
             mass2d=arr(np.tile(host["mass"].astype(f32), (ne, 1)), wp.float32),
         )
-        # state (SPEC §S8) and per-substep scratch; never reallocated after build
+        # state (docs/semantics.md §S8) and per-substep scratch; never reallocated after build
         free0 = np.ones(N, i32)
         for r, s in zip(recs, starts):
             free0[s + r["pinned"]] = 0

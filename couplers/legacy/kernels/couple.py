@@ -1,4 +1,4 @@
-"""The Legacy velocity response (SPEC §C1), one thread per velocity carrier."""
+"""The Legacy velocity response (docs/semantics.md §C1), one thread per velocity carrier."""
 
 import warp as wp
 from polyphys.kernels.sdf import GEOM_HFIELD, GEOM_MESH, sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
