@@ -25,6 +25,10 @@ class ParticleCarriers:
     mass: Any
     active: Any
     kind: str = "particles"          # or "grid_nodes"
+    # for kind "grid_nodes": the material points behind the nodes (a ParticleCarriers of kind
+    # "particles", the state between substeps), which a coupler may move out of rigid bodies in
+    # ``preprocess`` (before P2G); None when the solver offers none
+    points: Any = None
 
 
 @runtime_checkable
