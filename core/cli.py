@@ -3,6 +3,7 @@
 ``polyphys plugins [--json | --markdown]``  every registered plugin and its capabilities (imports no
                                            plugin target and no Warp module)
 ``polyphys run [SCENE.toml] [--out DIR] [--steps N] [--no-progress]``  the main job (core/run.py)
+``polyphys warmup [--scene FILE | --all]``   compile kernels ahead of time into the kernel cache
 ``polyphys inspect FILE [--json]``           what an importer makes of a model file
 ``polyphys view TARGET [--port P] ...``      the browser viewer (core/viewer): replay a run folder, or
                                            step a scene file / model file live
@@ -144,6 +145,27 @@ def cmd_run(args) -> int:
         print(f"{k}: {f}")
     if "plot" not in result.files and not args.no_plot:
         print("plot: skipped (matplotlib not installed: pip install 'polyphys[viz]')")
+    return 0
+
+
+# -- warmup ---------------------------------------------------------------------------------------
+def cmd_warmup(args) -> int:
+    from .startup import warmup
+
+    _verbosity(args)
+    for f in args.scene or []:
+        if not os.path.isfile(f):
+            raise CliError(f"warmup --scene {f!r}: no such file (looked at {os.path.abspath(f)})")
+    r = warmup(args.scene, everything=args.all, device=args.device)
+    for label, seconds in r["scenes"]:
+        print(f"{label}: {seconds:.1f} s")
+    mods = r["modules"]
+    by = {k: [m for m in mods if m.status == k] for k in ("compiled", "cached", "loaded", "lazy")}
+    print(f"kernel modules: {len(by['compiled'])} compiled, {len(by['cached']) + len(by['loaded'])} already in "
+          f"the cache, {len(by['lazy'])} compiled at their first launch; {r['seconds']:.1f} s in all")
+    import warp as wp
+
+    print(f"kernel cache: {wp.config.kernel_cache_dir}")
     return 0
 
 
@@ -303,6 +325,15 @@ def make_parser() -> argparse.ArgumentParser:
     pr.add_argument("--no-plot", action="store_true", help="do not write plot.png")
     _verbosity_flags(pr)
     pr.set_defaults(func=cmd_run)
+
+    pw = sub.add_parser("warmup", help="compile kernels ahead of time into Warp's kernel cache")
+    pw.add_argument("--scene", action="append", metavar="FILE",
+                    help="a scene file to build and step once (repeatable; default: the bundled default scene)")
+    pw.add_argument("--all", action="store_true",
+                    help="also every solver's contract scene in each precision and every plugin kernel module")
+    pw.add_argument("--device", default=None, help="device to compile for (default: each scene's own)")
+    _verbosity_flags(pw)
+    pw.set_defaults(func=cmd_warmup)
 
     pi = sub.add_parser("inspect", help="describe a model file (MJCF/URDF) through its importer")
     pi.add_argument("file")

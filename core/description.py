@@ -304,6 +304,8 @@ def from_primitive(morph, name: str = "entity", density: float = 1000.0) -> Enti
                 inertial=Inertial(mass=mass, com=com, inertia=inertia))
     desc = EntityDescription(name=name, links=[link], source=type(morph).__name__)
     geom = Geom(name=f"{name}_geom", type=geom_type, link=0, size=size, density=density)
+    if isinstance(morph, M.Plane):
+        geom.quat = _quat_z_to(morph.normal)      # the plane geom is z = 0 of its frame: turn z to the normal
     if isinstance(morph, M.Mesh):
         tm = morph.load_trimesh()
         geom.mesh = MeshData(vertices=np.asarray(tm.vertices), faces=np.asarray(tm.faces),
@@ -314,6 +316,19 @@ def from_primitive(morph, name: str = "entity", density: float = 1000.0) -> Enti
         desc.joints.append(Joint(name=f"{name}_root", type="free", link=0))
         link.joints.append(0)
     return desc.finalize()
+
+
+def _quat_z_to(n) -> tuple:
+    """The shortest-arc unit quaternion (w, x, y, z) turning +z onto the unit vector ``n`` (a half turn
+    about x for n = -z)."""
+    n = np.asarray(n, dtype=float)
+    n = n / np.linalg.norm(n)
+    c = float(n[2])
+    if c < -1.0 + 1e-12:
+        return (0.0, 1.0, 0.0, 0.0)
+    w = np.sqrt(0.5 * (1.0 + c))
+    axis = np.cross((0.0, 0.0, 1.0), n) / (2.0 * w)       # sin(θ/2)·(z × n)/|z × n| = (z × n)/(2 cos(θ/2))
+    return (float(w), float(axis[0]), float(axis[1]), float(axis[2]))
 
 
 def _primitive_mass(morph, rho):

@@ -124,6 +124,20 @@ class Entity:
             arr = np.broadcast_to(arr, (len(envs), *per_env_shape))
         return arrays.check_shape(name, arr, (len(envs), *per_env_shape), dtype, storage, shown=value)
 
+    def _warn_once(self, key: str, message: str) -> None:
+        """A PolyphysWarning about this entity, once per ``key`` (a soft default the user may not
+        expect), attributed to the user's line."""
+        warned = self.__dict__.setdefault("_warned", set())
+        if key in warned:
+            return
+        warned.add(key)
+        import warnings
+
+        from .errors import PolyphysWarning
+        from .importing import _user_stacklevel
+
+        warnings.warn(PolyphysWarning(f"entity {self.name!r}: {message} (warned once)"), stacklevel=_user_stacklevel())
+
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r} solver={self.solver.name} morph={type(self.morph).__name__}>"
 

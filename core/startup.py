@@ -172,6 +172,7 @@ class ModuleLoad:
     status: str             # "compiled", "cached", "loaded" (already in this process), "lazy" (left to first launch)
     seconds: float = 0.0
     note: str = ""
+    hash: str = ""          # the module's hash when it was loaded (a later launch that adds an overload changes it)
 
 
 def _unresolved_generic(m) -> list[str]:
@@ -301,6 +302,7 @@ def load_kernel_modules(groups: list, device=None, *, workers: int | None = None
                 rec.status, rec.note = "lazy", f"generic kernels without an overload yet: {generic}"
                 continue
             bd = _block_dim(m, device)
+            rec.hash = m.get_module_hash(bd).hex()
             if _loaded(m, device, bd):
                 rec.status = "loaded"
                 continue
@@ -334,3 +336,83 @@ def load_kernel_modules(groups: list, device=None, *, workers: int | None = None
             for fut in [pool.submit(load, item) for item in todo]:
                 fut.result()
     return list(seen.values())
+
+
+# -- ahead of time: polyphys warmup -------------------------------------------------------------------
+def warmup(scene_files: list | None = None, everything: bool = False, device: str | None = None) -> dict:
+    """Fill the kernel cache ahead of time (``polyphys warmup``): what a Docker image or a cluster
+    node runs once, so that later runs find every module compiled.
+
+    ``scene_files``: scene files (docs/running.md) to build and step once each — everything they
+    launch is then cached, in their precision. ``everything``: also the contract scene of every
+    registered solver in each precision it declares (built and stepped), then every kernel module
+    the installed plugins have imported with concrete overloads (couplers, sensors, features the
+    contract scenes do not reach). With neither, the bundled default scene. Returns a summary:
+    ``{"scenes": [(label, seconds)], "modules": [ModuleLoad], "seconds": total}``."""
+    from . import run as runmod
+    from .registry import registry
+
+    t0 = time.perf_counter()
+    done: list = []
+    loads: dict[str, ModuleLoad] = {}
+
+    def record(label, scene, t):
+        done.append((label, time.perf_counter() - t))
+        for r in getattr(scene, "kernel_loads", []):
+            loads.setdefault(r.name, r)
+
+    files = list(scene_files or [])
+    if not files and not everything:
+        files = [runmod.default_scene_path()]
+    if everything and runmod.default_scene_path() not in files:
+        files.append(runmod.default_scene_path())
+    for path in files:
+        t = time.perf_counter()
+        plan = runmod.parse_file(path)
+        if device is not None:
+            plan.sim = attrs.evolve(plan.sim, device=device)
+        scene, _ = runmod.build_scene(plan)
+        scene.step()
+        record(f"scene {plan.name} ({os.path.basename(str(path))})", scene, t)
+    if everything:
+        from .contract import build_scene
+
+        for rec in registry().all("solver"):
+            if rec.spec.contract is None:
+                continue
+            for precision in sorted(rec.spec.capabilities.precisions):
+                t = time.perf_counter()
+                sim = {"precision": precision}
+                if device is not None:
+                    sim["device"] = device
+                scene = build_scene(rec, 0, **sim)
+                scene.step()
+                record(f"contract scene of {rec.name} (float{precision})", scene, t)
+        groups = []
+        for kind in ("solver", "coupler", "sensor"):
+            for rec in registry().all(kind):
+                cls = rec.load()
+                groups.append((f"{rec.name} {kind}" if kind != "solver" else rec.name, package_kernel_modules(cls)))
+        for r in load_kernel_modules(groups, device or "cpu"):
+            loads.setdefault(r.name, r)
+    return {"scenes": done, "modules": list(loads.values()), "seconds": time.perf_counter() - t0}
+
+
+def rebuilt_modules(loads: list, device=None) -> list[str]:
+    """The modules of ``loads`` (a scene's ``kernel_loads``) whose hash changed since they were
+    loaded — a launch added an overload their owner did not declare, so they compiled again — and
+    those declared with generic kernels left without overloads (compiled at their first launch)."""
+    import warp as wp
+
+    device = wp.get_device(device)
+    out = []
+    for r in loads:
+        if r.status == "lazy" and r.note.startswith("generic"):
+            out.append(f"{r.name} ({r.owner}): {r.note}")
+        elif r.hash:
+            m = wp.get_module(r.name)
+            now = m.get_module_hash(_block_dim(m, device)).hex()
+            if now != r.hash:
+                out.append(f"{r.name} ({r.owner}): rebuilt after loading: a launch used an overload not declared "
+                           f"in kernel_modules()")
+    return out

@@ -89,6 +89,13 @@ class FEMSolver(Solver):
         self.entities.append(entity)
         return entity
 
+    def kernel_modules(self, layout):
+        """The kernel modules of the scene's precision; the implicit integrator's only when it is used."""
+        from . import kernels
+
+        elastic, implicit = kernels.load(layout.precision)
+        return [elastic] + ([implicit] if self.options.integrator == "implicit" else [])
+
     # -- build -----------------------------------------------------------------------------------
     def build(self, layout):
         import warp as wp

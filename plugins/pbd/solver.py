@@ -295,11 +295,7 @@ class PBDSolver(Solver):
         self._grid = SimpleNamespace(cell=cell, inv_cell=1.0 / cell, dims=wp.vec3i(*[int(min(d, 2**30)) for d in dims]),
                                      mask=tsize - 1, lower=wp.vec3(*lo), upper=wp.vec3(*hi))
         self.has_liquid = bool(np.any(host["kind"] == 3))
-        # particle contacts are needed unless the scene is one cloth without self-collision or one
-        # elastic body (whose own particles never collide with each other)
-        lone = len(recs) == 1 and (recs[0]["kind"] == "elastic" or
-                                   (recs[0]["kind"] == "cloth" and not recs[0]["self_collide"].any()))
-        self.has_contacts = N >= 2 and not lone
+        self.has_contacts = self._needs_contacts(recs)
         ne, dev = layout.n_envs, layout.device
         f32, i32 = np.float32, np.int32
 
@@ -373,6 +369,21 @@ class PBDSolver(Solver):
 
         counts = cKDTree(pos).query_ball_point(pos, cell, return_length=True) - 1
         return int(max(16, 2 * int(counts.max()) if len(counts) else 16))
+
+    @staticmethod
+    def _needs_contacts(recs) -> bool:
+        """Particle contacts are needed unless the scene is one cloth without self-collision or one
+        elastic body (whose own particles never collide with each other)."""
+        n = sum(len(r["pos"]) for r in recs)
+        lone = len(recs) == 1 and (recs[0]["kind"] == "elastic" or
+                                   (recs[0]["kind"] == "cloth" and not recs[0]["self_collide"].any()))
+        return n >= 2 and not lone
+
+    def kernel_modules(self, layout):
+        """Integration and constraint kernels; the neighbour grid only when particles can touch."""
+        from .kernels import constraints, integrate, neighbors
+
+        return [integrate, constraints] + ([neighbors] if self._needs_contacts(self._recs) else [])
 
     # -- stepping --------------------------------------------------------------------------------
     def substep_pre_coupling(self, f, part):
