@@ -11,16 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 from polyphys import morphs as M
+from polyphys import rotations
 from polyphys.errors import OptionError
-
-
-def quat_to_mat(q) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
 
 
 def _lattice(half_extent: np.ndarray, spacing: float) -> np.ndarray:
@@ -94,6 +86,4 @@ def sample(morph, spacing: float) -> tuple[np.ndarray, float]:
     if len(local) == 0:
         raise OptionError(f"{type(morph).__name__} morph at {morph.pos}: no particle fits inside at "
                           f"particle spacing {spacing} m; lower MPMOptions.particle_size")
-    R = quat_to_mat(morph.orientation)
-    world = local @ R.T + np.asarray(morph.pos)
-    return world, vol
+    return rotations.to_world(morph.pos, morph.orientation, local), vol

@@ -10,18 +10,12 @@ import warnings
 
 import numpy as np
 from polyphys import morphs as M
+from polyphys import rotations
 from polyphys.errors import OptionError, PolyphysWarning
 
 
-def quat_to_mat(q) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
 def to_world(morph, local: np.ndarray) -> np.ndarray:
-    return local @ quat_to_mat(morph.orientation).T + np.asarray(morph.pos)
+    return rotations.to_world(morph.pos, morph.orientation, local)
 
 
 def grid_cloth(size=(1.0, 1.0), res=(32, 32), pos=(0.0, 0.0, 1.0), euler=None) -> M.Mesh:

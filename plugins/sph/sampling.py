@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 from polyphys import morphs as M
+from polyphys import rotations
 from polyphys.errors import OptionError
 
 
@@ -42,16 +43,9 @@ def lattice_mass(rho: float, dx: float, H: float, kind: str) -> float:
 
 
 # -- frames --------------------------------------------------------------------------------------
-def quat_to_mat(q) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
 
 def _to_world(morph, local: np.ndarray) -> np.ndarray:
-    R = quat_to_mat(morph.orientation)
-    return local @ R.T + np.asarray(morph.pos)
+    return rotations.to_world(morph.pos, morph.orientation, local)
 
 
 def _axis(n: int, dx: float) -> np.ndarray:
