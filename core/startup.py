@@ -328,13 +328,36 @@ def load_kernel_modules(groups: list, device=None, *, workers: int | None = None
 
     todo.sort(key=lambda it: (it[1].status != "compiled", -_cost(it[0])))
     n = min(len(todo), workers or _default_workers())
+    # The calling thread is one of the workers: Warp keeps a precompiled header per thread, built
+    # by the thread's first compile, and the modules an owner left undeclared compile later on
+    # this thread — so they reuse its header instead of building a third one.
+    queue = list(todo)
+    lock = threading.Lock()
+    errors: list = []
+
+    def drain():
+        while True:
+            with lock:
+                if not queue or errors:
+                    return
+                item = queue.pop(0)
+            try:
+                load(item)
+            except BaseException as exc:     # reported after every worker stopped
+                with lock:
+                    errors.append(exc)
+                return
+
     if n <= 1:
-        for item in todo:
-            load(item)
+        drain()
     else:
-        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="polyphys-compile") as pool:
-            for fut in [pool.submit(load, item) for item in todo]:
+        with ThreadPoolExecutor(max_workers=n - 1, thread_name_prefix="polyphys-compile") as pool:
+            futures = [pool.submit(drain) for _ in range(n - 1)]
+            drain()
+            for fut in futures:
                 fut.result()
+    if errors:
+        raise errors[0]
     return list(seen.values())
 
 
