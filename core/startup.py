@@ -384,17 +384,26 @@ def warmup(scene_files: list | None = None, everything: bool = False, device: st
         for r in getattr(scene, "kernel_loads", []):
             loads.setdefault(r.name, r)
 
+    from .errors import PolyphysError
+
     files = list(scene_files or [])
     if not files and not everything:
         files = [runmod.default_scene_path()]
-    if everything and runmod.default_scene_path() not in files:
-        files.append(runmod.default_scene_path())
+    default = runmod.default_scene_path()
+    if everything and default not in files:
+        files.append(default)
     for path in files:
         t = time.perf_counter()
-        plan = runmod.parse_file(path)
-        if device is not None:
-            plan.sim = attrs.evolve(plan.sim, device=device)
-        scene, _ = runmod.build_scene(plan)
+        try:
+            plan = runmod.parse_file(path)
+            if device is not None:
+                plan.sim = attrs.evolve(plan.sim, device=device)
+            scene, _ = runmod.build_scene(plan)
+        except PolyphysError as exc:
+            if not (everything and path == default and path not in (scene_files or [])):
+                raise
+            done.append((f"scene default: skipped ({exc})", 0.0))   # a plugin it needs is not installed
+            continue
         scene.step()
         record(f"scene {plan.name} ({os.path.basename(str(path))})", scene, t)
     if everything:

@@ -54,7 +54,8 @@ def test_plugins_json_lists_kinematic_and_imports_no_warp_or_plugin_target():
     assert out["heavy"] == [], out["heavy"]
     rows = out["rows"]
     for r in rows:
-        assert set(r) == {"kind", "name", "distribution", "version", "entry_point", "capabilities"}
+        assert set(r) == {"kind", "name", "distribution", "version", "entry_point", "capabilities", "notes",
+                          "description"}
         assert set(r["capabilities"]) == set(KINEMATIC_CAPS)
     kin = [r for r in rows if r["name"] == "kinematic"]
     assert len(kin) == 1

@@ -115,3 +115,21 @@ def test_warmup_fills_the_cache_for_a_later_run(tmp_path, scene_file):
     assert err == "", err                                # everything was compiled ahead of time
     out, err = _run(["-m", "polyphys", "warmup", "--scene", str(tmp_path / "nope.toml")], cache, tmp_path, check=False)
     assert "polyphys: error: warmup --scene" in err and "no such file" in err
+
+
+def test_warmup_all_covers_each_solvers_precisions(tmp_path):
+    """--all with only the kinematic solver enabled: its contract scene in float32 and float64 (both
+    FK overloads compiled), the default scene skipped (its plugins are disabled), nothing else."""
+    disabled = [r.name for kind in ("solver", "coupler", "sensor") for r in polyphys_registry().all(kind)
+                if r.name != "kinematic"]
+    out, err = _run(["-m", "polyphys", "warmup", "--all"], tmp_path / "cache", tmp_path,
+                    env_extra={"POLYPHYS_DISABLE_PLUGINS": ",".join(disabled)})
+    assert "contract scene of kinematic (float32)" in out and "contract scene of kinematic (float64)" in out
+    assert "scene default: skipped" in out
+    assert set(err.splitlines()) == {NOTICE}, err       # one per scene that compiles (float32, then float64)
+
+
+def polyphys_registry():
+    from polyphys.registry import registry
+
+    return registry()
