@@ -2,12 +2,16 @@
 
 ``polyphys plugins [--json | --markdown]``  every registered plugin and its capabilities (imports no
                                            plugin target and no Warp module)
-``polyphys run [SCENE.toml] [--out DIR] [--steps N] [--no-progress]``  the main job (core/run.py)
+``polyphys run [SCENE.toml] [--out DIR] [--steps N] [--no-progress] [--no-video]``  the main job (core/run.py)
 ``polyphys warmup [--scene FILE | --all]``   compile kernels ahead of time into the kernel cache
+``polyphys render CHECKPOINT [--scene S] [--camera C] [--env E] [--out PNG]``  a saved state as a
+                                           picture (core/raycast, docs/cameras.md)
 ``polyphys inspect FILE [--json]``           what an importer makes of a model file
 ``polyphys view TARGET [--port P] ...``      the browser viewer (core/viewer): replay a run folder, or
                                            step a scene file / model file live
 ``polyphys export-usd RUN_DIR OUT.usd``      a run's recorded states as a USD stage (core/usd_export.py)
+``polyphys sweep SWEEP.toml [--address A]``  a parameter sweep on a Ray cluster (docs/distributed.md)
+``polyphys run SCENE.toml --workers N``      a batched scene file split across N Ray workers
 
 Bad input prints one line to stderr and exits with status 2.
 """
@@ -20,7 +24,7 @@ import os
 import sys
 import warnings
 
-from .errors import PolyphysError, PolyphysWarning
+from .errors import PolyphysError, PolyphysWarning, WorkerError
 
 EXIT_USAGE = 2
 CAP_COLUMNS = ("batch", "reset_envs", "checkpoint", "differentiable", "devices", "precisions")
@@ -127,12 +131,14 @@ def cmd_run(args) -> int:
 
     if args.steps is not None and args.steps < 0:
         raise CliError(f"--steps {args.steps}: must be an integer >= 0")
+    if getattr(args, "workers", None) is not None:
+        return cmd_run_distributed(args)
     path = args.scene if args.scene is not None else runmod.default_scene_path()
     plan = runmod.parse_file(path)
     _verbosity(args)
     progress = False if args.no_progress else sys.stderr.isatty()
     result = runmod.run_plan(plan, out_dir=args.out, steps=args.steps, progress=progress,
-                             plot=not args.no_plot)
+                             plot=not args.no_plot, video=not args.no_video)
     s = result.summary
     tm = s["timings"]
     rate = tm["env_steps_per_s"]
@@ -166,6 +172,20 @@ def cmd_warmup(args) -> int:
     import warp as wp
 
     print(f"kernel cache: {wp.config.kernel_cache_dir}")
+    return 0
+
+
+# -- render ---------------------------------------------------------------------------------------
+def cmd_render(args) -> int:
+    from .raycast.recording import render_checkpoint
+
+    _verbosity(args)
+    if args.resolution is not None and (len(args.resolution) != 2 or min(args.resolution) < 1):
+        raise CliError(f"--resolution {args.resolution}: two integers >= 1 (width height)")
+    r = render_checkpoint(args.checkpoint, scene_file=args.scene, camera=args.camera, env=args.env, out=args.out,
+                          output=args.output, resolution=args.resolution)
+    print(f"{r['path']}: {r['output']} of env {r['env']} at step {r['step']} ({r['resolution'][0]}x{r['resolution'][1]}), "
+          f"scene {r['scene']}")
     return 0
 
 
@@ -291,6 +311,76 @@ def _env_index(value: str) -> int:
         raise CliError(f"--env {value!r}: an env index or 'all'") from None
 
 
+# -- distributed: sweep, run --workers (docs/distributed.md) ---------------------------------------
+def _quiet_warp(verbose: bool) -> None:
+    if verbose:
+        return
+    try:
+        import warp as wp
+
+        wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
+    except ImportError:
+        pass
+
+
+def cmd_run_distributed(args) -> int:
+    from . import run as runmod
+    from .distributed.runfile import run_file_distributed
+
+    if args.workers < 1:
+        raise CliError(f"--workers {args.workers}: must be an integer >= 1")
+    _quiet_warp(args.verbose)
+    path = args.scene if args.scene is not None else runmod.default_scene_path()
+    progress = False if args.no_progress else sys.stderr.isatty()
+    result = run_file_distributed(path, args.workers, out_dir=args.out, steps=args.steps, address=args.address,
+                                  progress=progress, plot=not args.no_plot)
+    s = result.summary
+    tm = s["timings"]
+    nodes = sorted({str(w["node_id"])[:12] for w in s["workers"]})
+    print(f"scene {s['scene']['name']!r}: n_envs={s['n_envs']} on {len(s['workers'])} workers "
+          f"({len(nodes)} node(s)), {s['steps']} steps (t = {s['final_time']:.4g} s)")
+    rate = tm["env_steps_per_s"]
+    print(f"build {tm['build_s']:.2f} s, loop {tm['loop_s']:.2f} s" + (f", {rate:,.0f} env-steps/s" if rate else ""))
+    for k, f in result.files.items():
+        print(f"{k}: {f}")
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from .distributed.sweeps import run_sweep_file
+
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers {args.workers}: must be an integer >= 1")
+    _quiet_warp(args.verbose)
+    progress = False if args.no_progress else sys.stderr.isatty()
+    r = run_sweep_file(args.sweep, address=args.address, out_dir=args.out, workers=args.workers,
+                       progress=progress, plot=not args.no_plot)
+    s = r.summary
+    print(f"sweep: {s['n_runs']} runs of {s['steps']} steps ({s['factory']}) on {s['n_workers']} workers in "
+          f"{s['wall_s']:.1f} s ({s['runs_per_s']:.2f} runs/s), {s['recoveries']} worker recoveries")
+    for k, f in r.files.items():
+        print(f"{k}: {f}")
+    if "plot" not in r.files and not args.no_plot:
+        print("plot: skipped (matplotlib not installed: pip install 'polyphys[viz]')")
+    return 0
+
+
+def _add_distributed(sub, run_parser) -> None:
+    run_parser.add_argument("--workers", type=int, default=None,
+                            help="split the scene's n_envs across N Ray workers (docs/distributed.md)")
+    run_parser.add_argument("--address", default=None,
+                            help="with --workers: Ray cluster address, 'auto' or HOST:PORT (default: a local Ray)")
+    ps = sub.add_parser("sweep", help="run a parameter sweep on a Ray cluster; write results.npz/.csv and a plot")
+    ps.add_argument("sweep", help="sweep file (.toml, docs/distributed.md)")
+    ps.add_argument("--address", default=None, help="Ray cluster: 'auto', HOST:PORT (default: start a local Ray)")
+    ps.add_argument("--out", default=None, help="results folder (default: [sweep] out or results/<file stem>)")
+    ps.add_argument("--workers", type=int, default=None, help="number of workers (default: [sweep] workers or CPUs)")
+    ps.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ps.add_argument("--no-plot", action="store_true", help="do not write plot.png")
+    ps.add_argument("--verbose", action="store_true", help="keep Warp's messages")
+    ps.set_defaults(func=cmd_sweep)
+
+
 # -- entry point ----------------------------------------------------------------------------------
 class _Parser(argparse.ArgumentParser):
     def error(self, message):   # one line and exit 2, like every other bad input
@@ -323,8 +413,22 @@ def make_parser() -> argparse.ArgumentParser:
     pr.add_argument("--steps", type=int, default=None, help="number of steps (overrides [run] steps)")
     pr.add_argument("--no-progress", action="store_true", help="no progress bar")
     pr.add_argument("--no-plot", action="store_true", help="do not write plot.png")
+    pr.add_argument("--no-video", action="store_true", help="do not write the video [run] video asks for")
     _verbosity_flags(pr)
     pr.set_defaults(func=cmd_run)
+    _add_distributed(sub, pr)
+
+    pd = sub.add_parser("render", help="render a checkpoint's state to a PNG (docs/cameras.md)")
+    pd.add_argument("checkpoint", help="checkpoint .npz (e.g. RUN_DIR/checkpoint.npz of a run with [run] checkpoint)")
+    pd.add_argument("--scene", default=None, help="scene TOML file (default: the one named by RUN_DIR/summary.json)")
+    pd.add_argument("--camera", default=None, help="full name of a camera sensor (default: a camera framing the scene)")
+    pd.add_argument("--env", type=int, default=0, help="env to render (default 0)")
+    pd.add_argument("--out", default=None, help="PNG path (default: the checkpoint's path with .png)")
+    pd.add_argument("--output", default="rgb", help="rgb (default), depth, distance, segmentation or normals")
+    pd.add_argument("--resolution", type=int, nargs=2, default=None, metavar=("W", "H"),
+                    help="size of the automatic camera's picture (default 480 360)")
+    pd.add_argument("--verbose", action="store_true", help="keep Warp's messages")
+    pd.set_defaults(func=cmd_render)
 
     pw = sub.add_parser("warmup", help="compile kernels ahead of time into Warp's kernel cache")
     pw.add_argument("--scene", action="append", metavar="FILE",
@@ -380,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except (CliError, PolyphysError, OSError) as exc:
-        msg = str(exc).replace("\n", " ")
+        # a worker's error keeps its lines: they carry the worker's traceback (docs/distributed.md)
+        msg = str(exc) if isinstance(exc, WorkerError) else str(exc).replace("\n", " ")
         print(f"polyphys: error: {msg}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

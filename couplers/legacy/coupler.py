@@ -45,6 +45,9 @@ class LegacyCoupler(Coupler):
         self._hfields: dict[str, HeightFields] = {}       # per rigid solver: heightfield geoms
         for a, b in self.pairs:
             rigid, particles = a.view(RigidView), b.view(ParticleView)
+            wants = getattr(rigid, "couples_with", None)     # optional: a rigid side may decline a partner
+            if wants is not None and not wants(particles.name):
+                continue
             geoms = rigid.rigid_geoms()
             if rigid.name not in self._grids:
                 self._grids[rigid.name] = self._sdf_grids(geoms, dev)

@@ -8,6 +8,12 @@ from polyphys.errors import OptionError
 from polyphys.options import Options, in_range, non_negative, one_of, planes, positive, positive_int
 
 
+def _positive_number(instance, attribute, value):
+    if value is None:
+        raise OptionError(f"FEMOptions.{attribute.name} = None: must be a finite number > 0")
+    positive(instance, attribute, value)
+
+
 def _opt_box(value):
     if value is None:
         return None
@@ -37,6 +43,10 @@ class FEMOptions(Options):
     planes: static planes ((point), (normal)) the vertices cannot cross; the normal points to the free
         side. floor_height: shorthand for a plane z = floor_height. domain: an axis-aligned box
         ((lo), (hi)) the vertices stay in. friction: Coulomb coefficient of every plane and wall.
+    stick_velocity: ε_v (m/s) of the implicit integrator's smoothed Coulomb friction (IPC, Li et al.
+        2020): below this tangential speed a contact's friction is a stiff viscous ramp rather than
+        the full μλ, so a block "stuck" under a tangential load creeps at most at ε_v. Smaller: truer
+        sticking, stiffer Newton systems. (The explicit integrator does not use it.)
     """
 
     integrator: str = attrs.field(default="explicit", validator=one_of("explicit", "implicit"))
@@ -50,6 +60,7 @@ class FEMOptions(Options):
         attrs.validators.instance_of((int, float))))
     domain: tuple | None = attrs.field(default=None, converter=_opt_box)
     friction: float = attrs.field(default=0.5, validator=non_negative)
+    stick_velocity: float = attrs.field(default=1e-3, validator=_positive_number)
     project_hessian: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     dt: float | None = attrs.field(default=None, validator=positive)
 

@@ -1217,6 +1217,19 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         coupling buffer (force at the CoM, torque about it, world) applied in post-coupling."""
         return self._parts[part.index].links
 
+    # -- RenderView (cameras and ray sensors, docs/cameras.md) --------------------------------------
+    def render_geoms(self):
+        """Every geom (visual and collision) with its colour, for cameras and ray sensors."""
+        from polyphys.raycast.geoms import render_geoms_of
+
+        return render_geoms_of(self.entities, [e.link_start for e in self.entities])
+
+    def sync_links(self, part) -> None:
+        """Link frames of the end-of-step state for ``rigid_links(part)`` (inside the step they are
+        those of the last substep's start): forward kinematics from qpos, launches only. Nothing the
+        next step reads changes (the getters run the same refresh, ``sync_kinematics``)."""
+        self._launch(self._parts[part.index], MODE_KINEMATICS)
+
     def _steps_done(self) -> int:
         sim = getattr(self.scene, "simulator", None)
         return -1 if sim is None else sim.n_steps
