@@ -104,8 +104,9 @@ def test_a_value_of_the_wrong_type_names_the_field(cls, bad, tmp_path):
             pytest.fail(f"{cls.__name__}.{field} accepted {bad!r}")
 
 
-# fields for which such a value is meaningful: URDF(package_dirs="folder") is one folder
-TAKES_ANY = {("URDF", "package_dirs", str)}
+# fields for which such a value is meaningful: URDF(package_dirs="folder") is one folder,
+# Tool(target="mpm") one solver name (checked against the scene at build)
+TAKES_ANY = {("URDF", "package_dirs", str), ("Tool", "target", str)}
 
 
 @pytest.mark.parametrize("call,expected", [
