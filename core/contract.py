@@ -177,10 +177,25 @@ def _batch(rec: Registered) -> bool:
     return rec.spec.capabilities.batch
 
 
+def check_kernel_modules(rec: Registered) -> None:
+    """The Warp modules a solver declares in ``kernel_modules(layout)`` (compiled before build,
+    docs/running.md "First run") are the ones its first step launches, with every overload declared:
+    none is compiled again by that step. Checked in each declared precision."""
+    from .startup import rebuilt_modules
+
+    for precision in sorted(rec.spec.capabilities.precisions):
+        sc = build_scene(rec, 0, precision=precision)
+        sc.step()
+        mine = [r for r in sc.kernel_loads if r.owner == rec.name]
+        problems = rebuilt_modules(mine, sc.layout.device)
+        if problems:
+            raise ContractFailure(f"precision {precision}: " + "; ".join(problems))
+
+
 def checks_for(rec: Registered) -> list[str]:
     """The checks a solver's declared capabilities call for."""
     caps = rec.spec.capabilities
-    out = ["batch_shapes", "capture", "threads_one_env"]
+    out = ["batch_shapes", "capture", "threads_one_env", "kernel_modules"]
     if caps.batch:
         out += ["batch_equals_singles", "threads"]
     if caps.reset_envs:

@@ -8,6 +8,8 @@ MuJoCo half sizes.
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 GEOM_PLANE = wp.constant(0)
 GEOM_SPHERE = wp.constant(1)
 GEOM_CAPSULE = wp.constant(2)

@@ -5,25 +5,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 from polyphys.errors import OptionError
-from polyphys.options import in_range, non_negative, one_of, positive, positive_int
-
-
-def _planes(value):
-    """((point xyz), (normal xyz)) pairs -> tuple of (point, unit normal) float tuples."""
-    out = []
-    for k, item in enumerate(value or ()):
-        try:
-            p, n = item
-            p = np.asarray(p, dtype=float).reshape(3)
-            n = np.asarray(n, dtype=float).reshape(3)
-        except (TypeError, ValueError):
-            raise OptionError(f"FEMOptions.planes[{k}] = {item!r}: expected (point (3,), normal (3,))") from None
-        ln = float(np.linalg.norm(n))
-        if not (np.all(np.isfinite(p)) and np.isfinite(ln)) or ln < 1e-12:
-            raise OptionError(f"FEMOptions.planes[{k}] = {item!r}: point must be finite and the normal "
-                              f"a non-zero finite vector")
-        out.append((tuple(float(x) for x in p), tuple(float(x) / ln for x in n)))
-    return tuple(out)
+from polyphys.options import Options, in_range, non_negative, one_of, planes, positive, positive_int
 
 
 def _positive_number(instance, attribute, value):
@@ -46,7 +28,7 @@ def _opt_box(value):
 
 
 @attrs.frozen(kw_only=True)
-class FEMOptions:
+class FEMOptions(Options):
     """Numerics and boundary conditions of the FEM solver.
 
     integrator: "explicit" (symplectic Euler, stable below the CFL step ~ edge / wave speed) or
@@ -73,7 +55,7 @@ class FEMOptions:
     line_search_iters: int = attrs.field(default=6, validator=positive_int)
     newton_tol: float = attrs.field(default=1e-5, validator=positive)
     cg_tol: float = attrs.field(default=1e-4, validator=in_range(0.0, 1.0, lo_open=True, hi_open=True))
-    planes: tuple = attrs.field(default=(), converter=_planes)
+    planes: tuple = attrs.field(default=(), converter=planes)
     floor_height: float | None = attrs.field(default=None, validator=attrs.validators.optional(
         attrs.validators.instance_of((int, float))))
     domain: tuple | None = attrs.field(default=None, converter=_opt_box)

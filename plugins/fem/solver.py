@@ -14,6 +14,7 @@ import numpy as np
 from polyphys import morphs as M
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.interfaces import Solver
+from polyphys.rotations import quat_to_mat
 from polyphys.views import ParticleCarriers, SurfaceMesh
 
 from . import mesh as fem_mesh
@@ -83,7 +84,7 @@ class FEMSolver(Solver):
             remap = -np.ones(len(v_local), dtype=np.int64)
             remap[used] = np.arange(len(used))
             v_local, tets = v_local[used], remap[tets]
-        R = _quat_to_mat(morph.orientation)
+        R = quat_to_mat(morph.orientation)
         verts = v_local @ R.T + np.asarray(morph.pos)
         vol = fem_mesh.validate_tets(verts, tets, f"entity {label!r} ({type(morph).__name__})")
         mask = np.zeros(len(verts), dtype=bool)
@@ -95,6 +96,13 @@ class FEMSolver(Solver):
                            fem_mesh.boundary_triangles(tets), mask)
         self.entities.append(entity)
         return entity
+
+    def kernel_modules(self, layout):
+        """The kernel modules of the scene's precision; the implicit integrator's only when it is used."""
+        from . import kernels
+
+        elastic, implicit = kernels.load(layout.precision)
+        return [elastic] + ([implicit] if self.options.integrator == "implicit" else [])
 
     # -- build -----------------------------------------------------------------------------------
     def build(self, layout):
@@ -424,12 +432,6 @@ class FEMSolver(Solver):
         host[envs[:, None], np.arange(host.shape[1])[cols]] = values
         arr.assign(host)
 
-
-def _quat_to_mat(q):
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
 
 
 def _fixed_mask(fixed, verts, label) -> np.ndarray:

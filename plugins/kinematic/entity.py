@@ -1,4 +1,4 @@
-"""KinematicEntity: getters and setters of SPEC §S1-S4 for a kinematic joint tree."""
+"""KinematicEntity: getters and setters of docs/semantics.md §S1–§S4 for a kinematic joint tree."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class KinematicEntity(Entity):
         return self._out(self.solver.qpos.numpy()[:, self._qs].astype(float), envs)
 
     def set_qpos(self, qpos, envs_idx=None, zero_velocity: bool = False):
-        """Kinematic set_qpos keeps the velocity unless zero_velocity=True (SPEC S4)."""
+        """Kinematic set_qpos keeps the velocity unless zero_velocity=True (docs/semantics.md §S4)."""
         envs = self._envs(envs_idx)
         vals = self._in("qpos", qpos, (self.n_qs,), envs)
         vals = self._normalize_quats(vals)

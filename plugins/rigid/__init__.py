@@ -10,8 +10,9 @@ from polyphys.specs import Capabilities, ContractScene, MaterialSpec, SolverSpec
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
                             devices=("cpu", "cuda"), precisions=("32", "64"),
                             deterministic=("cpu", "cuda"),
-                            notes="articulated bodies: CRBA/RNE, tree LDL, Euler/implicitfast; "
-                                  "no contacts or constraints yet")
+                            notes="articulated bodies: CRBA/RNE, tree LDL, Euler/implicitfast; contacts, "
+                                  "joint limits, friction loss and equalities by MuJoCo's convex solve "
+                                  "(Newton/CG); no tendons (docs/rigid.md)")
 
 
 @hookimpl

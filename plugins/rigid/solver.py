@@ -17,7 +17,7 @@ from polyphys import morphs as M
 from polyphys.arrays import write_env_rows
 from polyphys.description import EntityDescription, from_primitive
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
-from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
+from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED, warn_coincident_planes
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
 from polyphys.kinematics import JointTree
@@ -64,6 +64,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         if not desc.links:
             raise OptionError(f"entity {ename!r}: the description has no link (nothing to simulate)")
         self._check_description(desc, ename)
+        self._world_planes = warn_coincident_planes(getattr(self, "_world_planes", []), desc, *base, ename)
         self._pending.append((desc, *base))
         entity = RigidEntity(self, len(self.entities), morph, material, surface, name, desc)
         self.entities.append(entity)

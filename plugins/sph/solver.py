@@ -91,6 +91,14 @@ class SPHSolver(Solver):
         self.entities.append(entity)
         return entity
 
+    def kernel_modules(self, layout):
+        """The neighbour grid (with the core's BinSort kernels) and the fluid kernels (float32)."""
+        from polyphys.kernels import binsort
+
+        from .kernels import fluid, grid
+
+        return [binsort, grid, fluid]
+
     # -- build ---------------------------------------------------------------------------------------
     def build(self, layout):
         import warp as wp

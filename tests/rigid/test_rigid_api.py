@@ -72,7 +72,7 @@ def test_dofs_position_meaning():
 
 
 def test_base_pos_vel_relative():
-    """relative=False: the CoM; its velocity is v + ω × (com − origin) (SPEC S2)."""
+    """relative=False: the CoM; its velocity is v + ω × (com − origin) (docs/semantics.md §S2)."""
     m, scene, ent = _zoo()
     v = np.zeros(m.nv)
     v[:6] = [0.1, 0.2, 0.3, 1.0, -2.0, 0.5]
@@ -230,7 +230,7 @@ def test_nonfinite_state_is_flagged():
 
 
 def test_reset_clears_control_keeps_parameters_and_checkpoint_restores_them(tmp_path):
-    """SPEC S6: reset sets control back to zero force and clears wrenches; per-env parameters are
+    """docs/semantics.md §S6: reset sets control back to zero force and clears wrenches; per-env parameters are
     not state (reset keeps them) but a checkpoint carries them."""
     def build():
         scene = _scene(gravity=(0, 0, 0))

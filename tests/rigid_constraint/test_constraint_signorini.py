@@ -1,6 +1,6 @@
-"""Signorini contact resolution (SPEC R2/R8, seed 000 §5.3): the default for friction_cone="elliptic"
-+ constraint_solver="Newton" outside MuJoCo-compatible mode. No MuJoCo reference exists (MuJoCo has
-no signorini), so it is validated on physics: weight carried, penetration bounded, complementarity
+"""Signorini contact resolution (docs/semantics.md §R2/§R8, docs/constraint.md "Contact resolution"): the
+default for friction_cone="elliptic" + constraint_solver="Newton" outside MuJoCo-compatible mode. No MuJoCo
+reference exists (MuJoCo has no signorini), so it is validated on physics: weight carried, penetration bounded, complementarity
 (no adhesive normal force, friction inside μ·f_n), stick/slide on inclines against Coulomb's law,
 the round (elliptic) cone under a diagonal push, and convergence within the iteration cap."""
 
@@ -18,7 +18,7 @@ from polyphys.plugins.rigid.materials import Rigid
 G = 9.81
 HALF = 0.1                   # box half edge; Rigid() density 1000 → m = 8 kg
 MASS = 8.0
-CAP = 25                     # default iteration cap (SPEC R2)
+CAP = 25                     # default iteration cap (docs/semantics.md §R2)
 B = 2 / (0.95 * 0.02)        # reference damping of the default sol_params (timeconst .02 > 2h, dmax .95)
 
 
@@ -41,7 +41,7 @@ def _wrenches(st):
 
 
 def test_resolution_rules_and_option_errors():
-    """Seed 000's resolution table and SPEC R2's errors, each naming the field."""
+    """Seed 000's resolution table and docs/semantics.md §R2's errors, each naming the field."""
     r = lambda **k: options_from_rigid(RigidOptions(**k), "64", 0.005)  # noqa: E731
     o = r(friction_cone="elliptic")
     assert (o.resolution, o.impratio) == ("signorini", 100.0)
@@ -66,7 +66,7 @@ def test_resolution_rules_and_option_errors():
 
 def test_box_rests_and_carries_its_weight():
     """A box dropped 4 cm onto a plane (elliptic, signorini, impratio 100), 200 steps of 5 ms: after
-    settling Σ normal force = m·g within 0.5 % (SPEC; measured ~1e-12), each corner m·g/4, no
+    settling Σ normal force = m·g within 0.5 % (docs/constraint.md's bound; measured ~1e-12), each corner m·g/4, no
     tangential force, the penetration bounded (soft contact, default sol_params: ~0.1 mm; bound
     2 mm) and steady. Complementarity at every step: no adhesive normal force (f_n ≥ 0) and
     ‖f_t‖ ≤ μ·f_n (the converged latched load equals f_n; slack 1e-6 relative). Convergence: every

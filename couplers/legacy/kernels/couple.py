@@ -1,7 +1,9 @@
-"""The Legacy velocity response (docs/semantics.md C1), one thread per velocity carrier."""
+"""The Legacy velocity response (docs/semantics.md §C1), one thread per velocity carrier."""
 
 import warp as wp
 from polyphys.kernels.sdf import GEOM_HFIELD, GEOM_MESH, sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
+
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
 
 @wp.func

@@ -11,6 +11,8 @@ of the element (identity for the linear model).
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 # One source, two precisions: this file is imported as ``elastic`` (float32) and loaded a second time
 # as ``elastic_f64`` (float64) by ``kernels.load("64")``; S, vec3 and mat33 follow the module name.
 S = wp.float64 if __name__.endswith("_f64") else wp.float32

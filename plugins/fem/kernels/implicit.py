@@ -23,6 +23,8 @@ partition's workers with no race (docs/fem.md, "Threads").
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 # One source, two precisions: this file is imported as ``implicit`` (float32) and loaded a second time
 # as ``implicit_f64`` (float64) by ``kernels.load("64")``; S, vec3 and mat33 follow the module name.
 S = wp.float64 if __name__.endswith("_f64") else wp.float32

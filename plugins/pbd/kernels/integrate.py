@@ -4,6 +4,8 @@ are (n_envs, n) over a range of particles from ``i0`` (a worker's share)."""
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 
 @wp.func
 def project_halfspace(x: wp.vec3, x_prev: wp.vec3, d: float, n: wp.vec3, mu: float):
