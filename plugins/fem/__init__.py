@@ -14,7 +14,7 @@ __all__ = ["FEMOptions"]
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
                             devices=("cpu", "cuda"), precisions=("32", "64"), deterministic=("cpu",),
                             notes="linear tets; explicit symplectic Euler or implicit backward Euler "
-                                  "(Newton-PCG); float atomics make CUDA sums order-dependent")
+                                  "(Newton-PCG); float atomics make CUDA's implicit block sums order-dependent")
 
 
 @hookimpl
