@@ -1,0 +1,177 @@
+"""Record and compare 50-step rigid trajectories: the bit-identity check of rigid refactors.
+
+A refactor that keeps the algorithm must keep every recorded number bit for bit. Record on the code
+before the change, compare after it:
+
+    python tools/rigid_trajectories.py record /tmp/rigid_ref.npz
+    python tools/rigid_trajectories.py compare /tmp/rigid_ref.npz       # exit 1 on any difference
+
+Each scene is built through the public API only (Scene, add_entity, the entity getters), with two
+envs started at different velocities, and records qpos, qvel and the contact forces (force on geom
+A of every contact slot, and the per-link net contact wrench) after every step. Scenes: 8 boxes
+dropped on a plane (default mode: approximate_implicitfast, pyramidal, Newton; MuJoCo-compatible
+implicitfast), gymnasium's humanoid lying on the floor (MuJoCo-compatible; default mode in float32),
+an articulated chain with joint limits, a ball limit, frictionloss and connect / weld / joint
+equalities (tests/rigid_constraint/mjscenes.py's model; default mode and Euler), the boxes with
+the elliptic cone (signorini) and with noslip, the humanoid in the air with random controls
+(no constraint), each in float64 and float32 where listed. ``--only NAME`` runs one scene.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+STEPS = 50
+
+BOXES = """<mujoco model="boxes">
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="10 10 0.1"/>
+{bodies}
+  </worldbody>
+</mujoco>
+"""
+
+
+def boxes_xml() -> str:
+    bodies = []
+    for i in range(8):
+        x, y = (i % 4) * 0.5 - 0.75, (i // 4) * 0.5 - 0.25
+        bodies.append(f'    <body name="box{i}" pos="{x} {y} {0.15 + 0.05 * i:.2f}" euler="{7 * i} {5 * i} {11 * i}">'
+                      f'<freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/></body>')
+    return BOXES.format(bodies="\n".join(bodies))
+
+
+def humanoid_path() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("gymnasium")
+    return os.path.join(os.path.dirname(spec.origin), "envs", "mujoco", "assets", "humanoid.xml")
+
+
+def chain_xml() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "tests", "rigid_constraint"))
+    import mjscenes
+
+    return mjscenes.ARTICULATED.format(cone="pyramidal", impratio=1, condim=3, condim_ball=6, solref="0.02 1")
+
+
+# name -> (model, RigidOptions kwargs, mujoco preset, precision, dt, substeps, start)
+SCENES = {
+    "boxes_default_f64": ("boxes", {}, False, "64", 0.005, 1, "drop"),
+    "boxes_default_f32": ("boxes", {}, False, "32", 0.005, 1, "drop"),
+    "boxes_mujoco_f64": ("boxes", {"integrator": "implicitfast"}, True, "64", 0.005, 1, "drop"),
+    "boxes_euler_f64": ("boxes", {"integrator": "Euler"}, False, "64", 0.005, 2, "drop"),
+    "boxes_signorini_f64": ("boxes", {"friction_cone": "elliptic"}, False, "64", 0.005, 1, "drop"),
+    "boxes_signorini_f32": ("boxes", {"friction_cone": "elliptic"}, False, "32", 0.005, 1, "drop"),
+    "boxes_elliptic_cg_f64": ("boxes", {"friction_cone": "elliptic", "constraint_solver": "CG",
+                                        "contact_resolution": "convex"}, False, "64", 0.005, 1, "drop"),
+    "boxes_noslip_f64": ("boxes", {"noslip_iterations": 10}, False, "64", 0.005, 1, "drop"),
+    "humanoid_floor_mujoco_f64": ("humanoid", {"integrator": "implicitfast"}, True, "64", 0.005, 1, "floor"),
+    "humanoid_floor_default_f32": ("humanoid", {}, False, "32", 0.005, 1, "floor"),
+    "humanoid_air_euler_f64": ("humanoid", {"integrator": "Euler", "enable_collision": False}, False, "64", 0.005, 1,
+                               "air"),
+    "chain_default_f64": ("chain", {}, False, "64", 0.004, 1, "chain"),
+    "chain_euler_f64": ("chain", {"integrator": "Euler"}, False, "64", 0.004, 2, "chain"),
+    "chain_mujoco_f32": ("chain", {"integrator": "implicitfast"}, True, "32", 0.004, 1, "chain"),
+}
+
+
+def run_scene(name: str) -> dict:
+    import polyphys
+    from polyphys import morphs
+    from polyphys.plugins.rigid import RigidOptions
+    from polyphys.plugins.rigid.materials import Rigid
+
+    model, kw, compat, prec, dt, substeps, start = SCENES[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        if model == "humanoid":
+            path = humanoid_path()
+        else:
+            path = os.path.join(tmp, f"{model}.xml")
+            with open(path, "w") as fh:
+                fh.write(boxes_xml() if model == "boxes" else chain_xml())
+        opts = RigidOptions.mujoco(**kw) if compat else RigidOptions(**kw)
+        scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=substeps, precision=prec), rigid=opts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ent = scene.add_entity(morphs.MJCF(file=path), Rigid())
+            scene.build(n_envs=2)
+    rng = np.random.default_rng(7)
+    nq, nv = ent.n_qs, ent.n_dofs
+    q = ent.get_qpos()
+    if start == "floor":
+        q[:, 2] = 0.12
+        q[:, 3:7] = [np.cos(np.pi / 4), 0, np.sin(np.pi / 4), 0]
+        q[:, 7:] += rng.uniform(-0.2, 0.2, size=(2, nq - 7))
+    elif start == "air":
+        q[:, 7:] += rng.uniform(-0.3, 0.3, size=(2, nq - 7))
+    ent.set_qpos(q)
+    v = rng.normal(scale=0.5, size=(2, nv))
+    v[0] *= 0.3
+    ent.set_dofs_velocity(v)
+    if ent.n_actuators:
+        ent.set_ctrl(rng.uniform(-0.4, 0.4, size=(2, ent.n_actuators)))
+    out = {k: [] for k in ("qpos", "qvel", "force_a", "link_force", "link_impulse")}
+    for _ in range(STEPS):
+        scene.step()
+        out["qpos"].append(ent.get_qpos())
+        out["qvel"].append(ent.get_dofs_velocity())
+        c = ent.get_contacts(is_padded=True)
+        out["force_a"].append(c["force_a"])
+        w = ent.get_links_net_contact_wrench()
+        out["link_force"].append(np.concatenate([w["force"], w["torque"]], axis=-1))
+        out["link_impulse"].append(np.concatenate([w["impulse_force"], w["impulse_torque"]], axis=-1))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=("record", "compare"))
+    ap.add_argument("path")
+    ap.add_argument("--only", action="append", default=None)
+    a = ap.parse_args(argv)
+    import warp as wp
+
+    wp.config.quiet = True
+    names = a.only or list(SCENES)
+    if a.mode == "record":
+        data = {}
+        if os.path.exists(a.path):
+            data = dict(np.load(a.path))
+        for n in names:
+            for k, v in run_scene(n).items():
+                data[f"{n}/{k}"] = v
+            print(f"recorded {n}", flush=True)
+        np.savez(a.path, **data)
+        return 0
+    ref = dict(np.load(a.path))
+    bad = 0
+    for n in names:
+        got = run_scene(n)
+        diffs = []
+        for k, v in got.items():
+            r = ref.get(f"{n}/{k}")
+            if r is None:
+                diffs.append(f"{k}: not recorded")
+                continue
+            if r.shape != v.shape:
+                diffs.append(f"{k}: shape {v.shape} vs recorded {r.shape}")
+                continue
+            same = np.array_equal(r, v, equal_nan=True)
+            if not same:
+                diffs.append(f"{k}: max |diff| {np.nanmax(np.abs(r - v)):.3e}")
+        bad += bool(diffs)
+        print(f"{n}: " + ("bit-identical" if not diffs else "DIFFERS " + "; ".join(diffs)), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
