@@ -9,15 +9,58 @@ plane (hx, hy, grid spacing; 0 = infinite).
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import attrs
 import numpy as np
 
-JOINT_TYPES = ("fixed", "revolute", "prismatic", "spherical", "free")
-JOINT_NQ = {"fixed": 0, "revolute": 1, "prismatic": 1, "spherical": 4, "free": 7}
-JOINT_NDOF = {"fixed": 0, "revolute": 1, "prismatic": 1, "spherical": 3, "free": 6}
-GEOM_TYPES = ("plane", "sphere", "capsule", "cylinder", "box", "ellipsoid", "mesh", "hfield")
+
+class JointType(enum.IntEnum):
+    """Joint type codes: the only definition (host code, core's and the solvers' Warp kernels, which
+    compare with the members directly). ``JointType.from_name("free")`` maps a description's type."""
+
+    FIXED = 0
+    REVOLUTE = 1
+    PRISMATIC = 2
+    SPHERICAL = 3
+    FREE = 4
+
+    @classmethod
+    def from_name(cls, name: str) -> JointType:
+        return cls[name.upper()]
+
+    @property
+    def n_qs(self) -> int:
+        return (0, 1, 1, 4, 7)[self]
+
+    @property
+    def n_dofs(self) -> int:
+        return (0, 1, 1, 3, 6)[self]
+
+
+class GeomType(enum.IntEnum):
+    """Geometry type codes: the only definition (host code and every Warp kernel that branches on a
+    geom type: SDFs, collision, couplers). ``GeomType.from_name("box")`` maps a description's type."""
+
+    PLANE = 0
+    SPHERE = 1
+    CAPSULE = 2
+    CYLINDER = 3
+    BOX = 4
+    ELLIPSOID = 5
+    MESH = 6
+    HFIELD = 7
+
+    @classmethod
+    def from_name(cls, name: str) -> GeomType:
+        return cls[name.upper()]
+
+
+JOINT_TYPES = tuple(t.name.lower() for t in JointType)
+JOINT_NQ = {t.name.lower(): t.n_qs for t in JointType}
+JOINT_NDOF = {t.name.lower(): t.n_dofs for t in JointType}
+GEOM_TYPES = tuple(t.name.lower() for t in GeomType)
 
 IDENTITY_QUAT = (1.0, 0.0, 0.0, 0.0)
 

@@ -72,12 +72,12 @@ class RigidGeoms:
     (``polyphys.sdf`` GEOM_* constants), size (MuJoCo half sizes), local pose, and the Rigid
     material's coupling fields (coup_friction, coup_restitution, coup_softness).
 
-    Mesh geoms (type GEOM_MESH) have no analytic SDF: the solver gives their triangles in
+    Mesh geoms (type GeomType.MESH) have no analytic SDF: the solver gives their triangles in
     ``meshes`` (per geom ``(vertices (n, 3), faces (m, 3))`` numpy arrays in the geom frame, or
     None for a primitive) and the coupler builds grid SDFs from them at build time, or it gives
     ready ``sdf_grids`` (an :class:`SdfGrids`), which a coupler then uses as they are.
 
-    Heightfield geoms (type GEOM_HFIELD) are listed in ``hfields``: per geom ``(heights (nrow,
+    Heightfield geoms (type GeomType.HFIELD) are listed in ``hfields``: per geom ``(heights (nrow,
     ncol), (rx, ry, z_bottom))`` host arrays in the geom frame (``polyphys.sdf_grid.hfield_heights``
     makes them from a ``Geom.hfield``), or None; a coupler packs them into :class:`HeightFields`."""
 

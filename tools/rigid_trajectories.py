@@ -12,7 +12,7 @@ A of every contact slot, and the per-link net contact wrench) after every step. 
 dropped on a plane (default mode: approximate_implicitfast, pyramidal, Newton; MuJoCo-compatible
 implicitfast), gymnasium's humanoid lying on the floor (MuJoCo-compatible; default mode in float32),
 an articulated chain with joint limits, a ball limit, frictionloss and connect / weld / joint
-equalities (tests/rigid_constraint/mjscenes.py's model; default mode and Euler), the boxes with
+equalities (``CHAIN``, the model of tests/rigid_constraint/mjscenes.py; default mode and Euler), the boxes with
 the elliptic cone (signorini) and with noslip, the humanoid in the air with random controls
 (no constraint), each in float64 and float32 where listed. ``--only NAME`` runs one scene.
 """
@@ -55,12 +55,54 @@ def humanoid_path() -> str:
     return os.path.join(os.path.dirname(spec.origin), "envs", "mujoco", "assets", "humanoid.xml")
 
 
-def chain_xml() -> str:
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, "..", "tests", "rigid_constraint"))
-    import mjscenes
-
-    return mjscenes.ARTICULATED.format(cone="pyramidal", impratio=1, condim=3, condim_ball=6, solref="0.02 1")
+CHAIN = """
+<mujoco>
+  <option timestep="0.004" cone="pyramidal" impratio="1" tolerance="1e-12" iterations="1000"
+          ls_iterations="100" ls_tolerance="1e-6"/>
+  <default><geom solref="0.02 1" solimp="0.85 0.97 0.002 0.4 3"/></default>
+  <worldbody>
+    <geom type="plane" size="3 3 .1" friction="0.7 0.02 0.001"/>
+    <body name="box" pos="0 0 0.098">
+      <freejoint/>
+      <geom type="box" size=".1 .08 .1" mass="2" condim="3" friction="0.9 0.03 0.002"/>
+    </body>
+    <body name="ball" pos="0.6 0 0.047">
+      <freejoint/>
+      <geom type="sphere" size=".05" mass="0.5" condim="6"/>
+    </body>
+    <body name="arm" pos="-0.6 0 0.5">
+      <joint name="j0" type="hinge" axis="0 1 0" range="-30 60" frictionloss="0.3" damping="0"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.25" size="0.03" mass="1"/>
+      <body name="fore" pos="0 0 -0.25">
+        <joint name="j1" type="hinge" axis="0 1 0" range="-10 90" frictionloss="0.1"/>
+        <joint name="j2" type="slide" axis="0 0 1" range="-0.05 0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.1 0 -0.22" size="0.03" mass="0.7" condim="3"/>
+        <body name="hand" pos="0.1 0 -0.25">
+          <joint name="j3" type="hinge" axis="1 0 0"/>
+          <geom type="sphere" size="0.04" mass="0.3"/>
+        </body>
+      </body>
+    </body>
+    <body name="pend" pos="0 0.6 0.6">
+      <joint name="p0" type="hinge" axis="1 0 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.4"/>
+    </body>
+    <body name="cone" pos="-0.3 -0.6 0.6">
+      <joint name="bj" type="ball" range="0 30"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02" mass="0.3" contype="0" conaffinity="0"/>
+    </body>
+    <body name="wb" pos="0.3 0.6 0.6">
+      <freejoint name="wbj"/>
+      <geom type="box" size=".03 .03 .03" mass="0.2" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <equality>
+    <weld body1="wb" body2="pend" torquescale="2" solref="0.02 0.7"/>
+    <connect body1="pend" body2="world" anchor="0 0 -0.3" solref="0.03 0.8"/>
+    <joint joint1="j3" joint2="j1" polycoef="0.1 0.5 0.2 0 0"/>
+  </equality>
+</mujoco>
+"""
 
 
 # name -> (model, RigidOptions kwargs, mujoco preset, precision, dt, substeps, start)
@@ -97,7 +139,7 @@ def run_scene(name: str) -> dict:
         else:
             path = os.path.join(tmp, f"{model}.xml")
             with open(path, "w") as fh:
-                fh.write(boxes_xml() if model == "boxes" else chain_xml())
+                fh.write(boxes_xml() if model == "boxes" else CHAIN)
         opts = RigidOptions.mujoco(**kw) if compat else RigidOptions(**kw)
         scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=substeps, precision=prec), rigid=opts)
         with warnings.catch_warnings():

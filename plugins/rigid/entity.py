@@ -12,7 +12,7 @@ from polyphys.errors import OptionError
 from polyphys.interfaces import Entity
 from polyphys.kinematics import quat_mul, quat_rotate
 
-CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
+from .codes import CtrlMode
 
 
 class JointInfo:
@@ -103,15 +103,15 @@ class RigidEntity(Entity):
     # -- q and dofs ------------------------------------------------------------------------------
     def get_qpos(self, envs_idx=None):
         """Generalized coordinates in q order (MuJoCo's qpos order for an MJCF model)."""
-        return self._read(self.solver.qpos, self._qs, None, self._envs(envs_idx))
+        return self._read(self.solver.data.qpos, self._qs, None, self._envs(envs_idx))
 
     def set_qpos(self, qpos, envs_idx=None, zero_velocity: bool = True):
         """Write q (quaternions normalised); rigid set_qpos zeroes the velocity by default (SPEC S4)."""
         envs = self._envs(envs_idx)
         vals = self._normalize_quats(self._in("qpos", qpos, (self.n_qs,), envs))
-        self.solver._write(self.solver.qpos, envs, self._qs, vals)
+        self.solver._write(self.solver.data.qpos, envs, self._qs, vals)
         if zero_velocity:
-            self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
+            self.solver._write(self.solver.data.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
         self.solver.forward()
 
     def _normalize_quats(self, vals):
@@ -130,35 +130,35 @@ class RigidEntity(Entity):
         """SPEC S4: revolute/prismatic q − ref; free (x, y, z, three angles); spherical three angles."""
         envs = self._envs(envs_idx)
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        full = self.solver.tree.dofs_position(self.solver.qpos.numpy().astype(float))
+        full = self.solver.tree.dofs_position(self.solver.data.qpos.numpy().astype(float))
         return self._out(full[:, self._ds][:, idx], envs)
 
     def set_dofs_position(self, position, dofs_idx_local=None, envs_idx=None, zero_velocity: bool = True):
         envs = self._envs(envs_idx)
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         vals = self._in("position", position, (len(idx),), envs)
-        qpos = self.solver.qpos.numpy().astype(float)
+        qpos = self.solver.data.qpos.numpy().astype(float)
         dofs = self.solver.tree.dofs_position(qpos)
         dofs[np.ix_(envs, self._ds.start + idx)] = vals
         new = self.solver.tree.qpos_from_dofs_position(dofs, qpos)
-        self.solver._write(self.solver.qpos, envs, self._qs, new[envs][:, self._qs])
+        self.solver._write(self.solver.data.qpos, envs, self._qs, new[envs][:, self._qs])
         if zero_velocity:
-            self.solver._write(self.solver.qvel, envs, self._ds.start + idx, np.zeros((len(envs), len(idx))))
+            self.solver._write(self.solver.data.qvel, envs, self._ds.start + idx, np.zeros((len(envs), len(idx))))
         self.solver.forward()
 
     def get_dofs_velocity(self, dofs_idx_local=None, envs_idx=None):
         """Dof velocities in MuJoCo's qvel convention (free: world linear velocity of the link
         origin, then angular velocity in the link frame; spherical: local angular velocity)."""
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        return self._read(self.solver.qvel, self._ds, idx, self._envs(envs_idx))
+        return self._read(self.solver.data.qvel, self._ds, idx, self._envs(envs_idx))
 
     def set_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
-        self._set(self.solver.qvel, "velocity", velocity, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
+        self._set(self.solver.data.qvel, "velocity", velocity, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
         self.solver.forward()
 
     def get_qacc(self, envs_idx=None):
         """Acceleration of the last step (or M⁻¹f after forward())."""
-        return self._read(self.solver.d.qacc, self._ds, None, self._envs(envs_idx))
+        return self._read(self.solver.data.qacc, self._ds, None, self._envs(envs_idx))
 
     # -- forces ----------------------------------------------------------------------------------
     def get_qfrc(self, kind: str = "smooth", envs_idx=None):
@@ -168,14 +168,14 @@ class RigidEntity(Entity):
         kinds = ("bias", "passive", "actuator", "control", "external", "smooth")
         if kind not in kinds:
             raise OptionError(f"get_qfrc(kind={kind!r}): allowed {list(kinds)}")
-        arr = getattr(self.solver.d, "qfrc_ext" if kind == "external" else f"qfrc_{kind}")
+        arr = getattr(self.solver.data, "qfrc_ext" if kind == "external" else f"qfrc_{kind}")
         return self._read(arr, self._ds, None, self._envs(envs_idx))
 
     def get_dofs_force(self, dofs_idx_local=None, envs_idx=None):
         """Actuation force per dof: MJCF actuators plus PD/velocity/force control."""
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         envs = self._envs(envs_idx)
-        a = self.solver.d.qfrc_actuator.numpy() + self.solver.d.qfrc_control.numpy()
+        a = self.solver.data.qfrc_actuator.numpy() + self.solver.data.qfrc_control.numpy()
         return self._out(a[:, self._ds][:, idx].astype(float), envs)
 
     def get_mass_mat(self, envs_idx=None):
@@ -185,7 +185,7 @@ class RigidEntity(Entity):
 
     # -- control ---------------------------------------------------------------------------------
     def _control(self, mode, arr, name, value, dofs_idx_local, envs_idx):
-        if mode == CTRL_POSITION:
+        if mode == CtrlMode.POSITION:
             idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
             types = [self._dof_joint_type(i) for i in idx]
             bad = [int(i) for i, t in zip(idx, types) if t not in ("revolute", "prismatic")]
@@ -193,8 +193,8 @@ class RigidEntity(Entity):
                 raise OptionError(f"control_dofs_position: dofs {bad} belong to free/spherical joints; "
                                   f"position control is for revolute/prismatic dofs (use velocity)")
         envs, idx = self._set(arr, name, value, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
-        self.solver._write(self.solver.dof_mode, envs, self._ds.start + idx,
-                           np.full((len(envs), len(idx)), mode, np.int32))
+        self.solver._write(self.solver.data.dof_mode, envs, self._ds.start + idx,
+                           np.full((len(envs), len(idx)), int(mode), np.int32))
 
     def _dof_joint_type(self, i):
         for j in self.joints:
@@ -204,22 +204,22 @@ class RigidEntity(Entity):
 
     def control_dofs_force(self, force, dofs_idx_local=None, envs_idx=None):
         """Force (torque) on each dof, kept until changed (clamped to the dof force range)."""
-        self._control(CTRL_FORCE, self.solver.dof_target_force, "force", force, dofs_idx_local, envs_idx)
+        self._control(CtrlMode.FORCE, self.solver.data.dof_target_force, "force", force, dofs_idx_local, envs_idx)
 
     set_dofs_force = control_dofs_force
 
     def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None):
         """PD target in dofs-position units (q − ref): τ = kp·(target − pos) − kv·vel."""
-        self._control(CTRL_POSITION, self.solver.dof_target_pos, "position", position, dofs_idx_local,
+        self._control(CtrlMode.POSITION, self.solver.data.dof_target_pos, "position", position, dofs_idx_local,
                       envs_idx)
 
     def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
         """Velocity target: τ = kv·(target − vel)."""
-        self._control(CTRL_VELOCITY, self.solver.dof_target_vel, "velocity", velocity, dofs_idx_local,
+        self._control(CtrlMode.VELOCITY, self.solver.data.dof_target_vel, "velocity", velocity, dofs_idx_local,
                       envs_idx)
 
     def _param(self, name, value, dofs_idx_local, envs_idx, check=None):
-        arr = getattr(self.solver.params, name)
+        arr = getattr(self.solver.model, name)
         envs = self._envs(envs_idx)
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         vals = self._in(name, value, (len(idx),), envs)
@@ -261,26 +261,26 @@ class RigidEntity(Entity):
     def get_dofs_param(self, name: str, dofs_idx_local=None, envs_idx=None):
         """Per-env dof parameter: damping, armature, stiffness, kp, kv, force_lo, force_hi."""
         key = f"dof_{name}"
-        if not hasattr(self.solver.params, key) or not key.startswith("dof_"):
+        if name not in ("damping", "armature", "stiffness", "kp", "kv", "force_lo", "force_hi"):
             raise OptionError(f"get_dofs_param({name!r}): allowed damping, armature, stiffness, kp, kv, "
                               f"force_lo, force_hi")
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        return self._read(getattr(self.solver.params, key), self._ds, idx, self._envs(envs_idx))
+        return self._read(getattr(self.solver.model, key), self._ds, idx, self._envs(envs_idx))
 
     # -- MJCF actuators --------------------------------------------------------------------------
     def set_ctrl(self, ctrl, actuators_idx_local=None, envs_idx=None):
         """Actuator controls (MuJoCo's ctrl; clamped to ctrlrange when ctrllimited)."""
         if self.n_actuators == 0:
             raise OptionError(f"entity {self.name!r} has no actuators")
-        self._set(self.solver.ctrl, "ctrl", ctrl, actuators_idx_local, self.n_actuators, self._as.start,
+        self._set(self.solver.data.ctrl, "ctrl", ctrl, actuators_idx_local, self.n_actuators, self._as.start,
                   envs_idx, "actuators_idx_local")
         self.solver.forward()
 
     def get_ctrl(self, envs_idx=None):
-        return self._read(self.solver.ctrl, self._as, None, self._envs(envs_idx))
+        return self._read(self.solver.data.ctrl, self._as, None, self._envs(envs_idx))
 
     def get_actuator_force(self, envs_idx=None):
-        return self._read(self.solver.d.act_force, self._as, None, self._envs(envs_idx))
+        return self._read(self.solver.data.act_force, self._as, None, self._envs(envs_idx))
 
     # -- external forces -------------------------------------------------------------------------
     def apply_links_external_force(self, force, links_idx_local=None, envs_idx=None, pos=None,
@@ -293,9 +293,9 @@ class RigidEntity(Entity):
         f = self._in("force", force, (len(idx), 3), envs)
         gl = self._ls.start + idx
         self.solver.sync_kinematics()
-        xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
-        xp = self.solver.d.link_pos.numpy()[envs][:, gl].astype(float)
-        com = self.solver.d.link_xipos.numpy()[envs][:, gl].astype(float)
+        xq = self.solver.data.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
+        xp = self.solver.data.link_pos.numpy()[envs][:, gl].astype(float)
+        com = self.solver.data.link_xipos.numpy()[envs][:, gl].astype(float)
         if local:
             f = quat_rotate(xq, f)
         torque = np.zeros_like(f)
@@ -303,8 +303,8 @@ class RigidEntity(Entity):
             p = self._in("pos", pos, (len(idx), 3), envs)
             p = xp + quat_rotate(xq, p) if local else p
             torque = np.cross(p - com, f)
-        self._add(self.solver.xfrc_force, envs, gl, f)
-        self._add(self.solver.xfrc_torque, envs, gl, torque)
+        self._add(self.solver.data.xfrc_force, envs, gl, f)
+        self._add(self.solver.data.xfrc_torque, envs, gl, torque)
 
     def apply_links_external_torque(self, torque, links_idx_local=None, envs_idx=None, local: bool = False):
         envs = self._envs(envs_idx)
@@ -313,9 +313,9 @@ class RigidEntity(Entity):
         gl = self._ls.start + idx
         if local:
             self.solver.sync_kinematics()
-            xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
+            xq = self.solver.data.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
             t = quat_rotate(xq, t)
-        self._add(self.solver.xfrc_torque, envs, gl, t)
+        self._add(self.solver.data.xfrc_torque, envs, gl, t)
 
     def _add(self, arr, envs, cols, vals):
         host = arr.numpy()
@@ -334,25 +334,25 @@ class RigidEntity(Entity):
 
     def get_links_pos(self, links_idx_local=None, envs_idx=None):
         """Link frame origins (world)."""
-        return self._links(self.solver.d.link_pos, links_idx_local, envs_idx)
+        return self._links(self.solver.data.link_pos, links_idx_local, envs_idx)
 
     def get_links_quat(self, links_idx_local=None, envs_idx=None):
-        return self._links(self.solver.d.link_quat, links_idx_local, envs_idx, True)
+        return self._links(self.solver.data.link_quat, links_idx_local, envs_idx, True)
 
     def get_links_vel(self, links_idx_local=None, envs_idx=None):
         """Linear velocity of each link origin (world frame)."""
-        return self._links(self.solver.d.link_vel, links_idx_local, envs_idx)
+        return self._links(self.solver.data.link_vel, links_idx_local, envs_idx)
 
     def get_links_ang(self, links_idx_local=None, envs_idx=None):
         """Angular velocity of each link (world frame)."""
-        return self._links(self.solver.d.link_ang, links_idx_local, envs_idx)
+        return self._links(self.solver.data.link_ang, links_idx_local, envs_idx)
 
     def get_links_com(self, links_idx_local=None, envs_idx=None):
         """Link centres of mass (world)."""
-        return self._links(self.solver.d.link_xipos, links_idx_local, envs_idx)
+        return self._links(self.solver.data.link_xipos, links_idx_local, envs_idx)
 
     def get_links_mass(self, links_idx_local=None, envs_idx=None):
-        return self._links(self.solver.params.link_mass, links_idx_local, envs_idx)
+        return self._links(self.solver.model.link_mass, links_idx_local, envs_idx)
 
     def set_links_mass(self, mass, links_idx_local=None, envs_idx=None):
         """Per-env link mass (the inertia tensor scales with it: constant density)."""
@@ -362,7 +362,7 @@ class RigidEntity(Entity):
         if np.any(vals < 0):
             raise OptionError(f"set_links_mass: mass {vals.tolist()} must be >= 0")
         gl = self._ls.start + idx
-        p = self.solver.params
+        p = self.solver.model
         old = p.link_mass.numpy()[envs][:, gl].astype(float)
         inertia = p.link_inertia.numpy()[envs][:, gl].astype(float)
         scale = np.divide(vals, old, out=np.ones_like(vals), where=old > 0)
@@ -382,23 +382,23 @@ class RigidEntity(Entity):
         envs = self._envs(envs_idx)
         idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
         vals = self._in("com", com, (len(idx), 3), envs)
-        self.solver._write(self.solver.params.link_com, envs, self._ls.start + idx, vals)
+        self.solver._write(self.solver.model.link_com, envs, self._ls.start + idx, vals)
         self.solver.forward()
 
     # -- base ------------------------------------------------------------------------------------
     def get_pos(self, envs_idx=None, relative: bool = True):
         """Base link: relative=True its origin (the author frame), relative=False its CoM (the
         solver's inertia-aligned origin, SPEC S2)."""
-        arr = self.solver.d.link_pos if relative else self.solver.d.link_xipos
+        arr = self.solver.data.link_pos if relative else self.solver.data.link_xipos
         return self._links(arr, [self.base_link], envs_idx)[..., 0, :]
 
     def get_quat(self, envs_idx=None):
-        return self._links(self.solver.d.link_quat, [self.base_link], envs_idx, True)[..., 0, :]
+        return self._links(self.solver.data.link_quat, [self.base_link], envs_idx, True)[..., 0, :]
 
     def get_vel(self, envs_idx=None, relative: bool = True):
         """Linear velocity of the base origin (relative=True) or of its CoM (relative=False):
         they differ by ω × d (SPEC S2)."""
-        v = self._links(self.solver.d.link_vel, [self.base_link], envs_idx)[..., 0, :]
+        v = self._links(self.solver.data.link_vel, [self.base_link], envs_idx)[..., 0, :]
         if relative:
             return v
         w = self.get_ang(envs_idx)
@@ -406,7 +406,7 @@ class RigidEntity(Entity):
         return v + np.cross(w, d)
 
     def get_ang(self, envs_idx=None):
-        return self._links(self.solver.d.link_ang, [self.base_link], envs_idx)[..., 0, :]
+        return self._links(self.solver.data.link_ang, [self.base_link], envs_idx)[..., 0, :]
 
     def _free_root(self):
         root = self.description.links[self.base_link]
@@ -420,15 +420,15 @@ class RigidEntity(Entity):
         vals = self._in("pos", pos, (3,), envs)
         fr = self._free_root()
         if fr is not None:
-            self.solver._write(self.solver.qpos, envs, slice(fr.q_start, fr.q_start + 3), vals)
+            self.solver._write(self.solver.data.qpos, envs, slice(fr.q_start, fr.q_start + 3), vals)
             if zero_velocity:
-                self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
+                self.solver._write(self.solver.data.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
         else:
             # move the entity's placement so that the base origin lands at pos
             li = self.link_start
-            rp = self.solver.model.root_pos.numpy()[envs, li].astype(float)
+            rp = self.solver.data.root_pos.numpy()[envs, li].astype(float)
             rp = rp + vals - self.get_pos(envs_idx)
-            self.solver._write(self.solver.model.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
+            self.solver._write(self.solver.data.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
         self.solver.forward()
 
     def set_quat(self, quat, envs_idx=None, zero_velocity: bool = True):
@@ -440,22 +440,22 @@ class RigidEntity(Entity):
         vals = vals / n
         fr = self._free_root()
         if fr is not None:
-            self.solver._write(self.solver.qpos, envs, slice(fr.q_start + 3, fr.q_start + 7), vals)
+            self.solver._write(self.solver.data.qpos, envs, slice(fr.q_start + 3, fr.q_start + 7), vals)
             if zero_velocity:
-                self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
+                self.solver._write(self.solver.data.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
         else:
             # rotate the entity's placement about the base origin so the base takes quat
             li = self.link_start
             pb = np.asarray(self.get_pos(envs_idx), float).reshape(len(envs), 3)
             qb = np.asarray(self.get_quat(envs_idx), float).reshape(len(envs), 4)
             delta = quat_mul(vals, qb * np.array([1.0, -1.0, -1.0, -1.0]))
-            rp = self.solver.model.root_pos.numpy()[envs, li].astype(float)
-            rq = self.solver.model.root_quat.numpy()[envs, li].astype(float)[:, [3, 0, 1, 2]]
+            rp = self.solver.data.root_pos.numpy()[envs, li].astype(float)
+            rq = self.solver.data.root_quat.numpy()[envs, li].astype(float)[:, [3, 0, 1, 2]]
             rq = quat_mul(delta, rq)
             rq /= np.linalg.norm(rq, axis=1, keepdims=True)
             rp = pb + quat_rotate(delta, rp - pb)
-            self.solver._write(self.solver.model.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
-            self.solver._write(self.solver.model.root_quat, envs, slice(li, li + 1),
+            self.solver._write(self.solver.data.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
+            self.solver._write(self.solver.data.root_quat, envs, slice(li, li + 1),
                                rq[:, [1, 2, 3, 0]].reshape(len(envs), 1, 4))
         self.solver.forward()
 
@@ -466,7 +466,7 @@ class RigidEntity(Entity):
         envs = self._envs(envs_idx)
         a = self._in("qacc", qacc, (self.n_dofs,), envs)
         M = self.solver.mass_matrix(self._ds, envs)
-        d = self.solver.d
+        d = self.solver.data
         rest = sum(getattr(d, k).numpy()[envs][:, self._ds].astype(float) * sgn
                    for k, sgn in (("qfrc_bias", 1.0), ("qfrc_passive", -1.0), ("qfrc_ext", -1.0)))
         return self._out(np.einsum("eij,ej->ei", M, a) + rest)
@@ -480,18 +480,18 @@ class RigidEntity(Entity):
         return self._out(self._jacobian(li, point, envs))
 
     def _jacobian(self, li: int, point, envs: np.ndarray) -> np.ndarray:
-        s, d = self.solver, self.solver.d
+        s, d = self.solver, self.solver.data
         s.sync_kinematics()
         gl = self.link_start + li
         if point is None:
             p = d.link_pos.numpy()[envs, gl].astype(float)
         else:
             p = np.broadcast_to(np.asarray(point, float), (len(envs), 3))
-        ref = d.link_pos.numpy()[envs, s.host["link_root"][gl]].astype(float)
+        ref = d.link_pos.numpy()[envs, s.hm.link_root[gl]].astype(float)
         w = d.cdof_w.numpy()[envs][:, self._ds].astype(float)          # (n, nd, 3)
         v = d.cdof_v.numpy()[envs][:, self._ds].astype(float)
         lin = v + np.cross(w, (p - ref)[:, None, :])
-        mask = s.host["link_dof_mask"][gl, self._ds]
+        mask = s.hm.link_dof_mask[gl, self._ds]
         J = np.concatenate([lin, w], axis=2).transpose(0, 2, 1) * mask[None, None, :]
         return J
 
@@ -515,7 +515,7 @@ class RigidEntity(Entity):
             tgt_q = self._in("quat", quat, (4,), envs)
             tgt_q = tgt_q / np.linalg.norm(tgt_q, axis=1, keepdims=True)
         s = self.solver
-        saved_q, saved_v = s.qpos.numpy().copy(), s.qvel.numpy().copy()
+        saved_q, saved_v = s.data.qpos.numpy().copy(), s.data.qvel.numpy().copy()
         q = saved_q[envs][:, self._qs].astype(float) if init_qpos is None else \
             self._normalize_quats(self._in("init_qpos", init_qpos, (self.n_qs,), envs))
         gl = self.link_start + li
@@ -524,13 +524,13 @@ class RigidEntity(Entity):
             for _ in range(max_iters):
                 host = saved_q.copy()
                 host[envs[:, None], np.arange(host.shape[1])[self._qs][None, :]] = q
-                s.qpos.assign(host)
+                s.data.qpos.assign(host)
                 s.kinematics()
-                x = s.d.link_pos.numpy()[envs, gl].astype(float)
+                x = s.data.link_pos.numpy()[envs, gl].astype(float)
                 e = tgt_p - x
                 J = self._jacobian(li, None, envs)[:, :, dofs]
                 if tgt_q is not None:
-                    xq = s.d.link_quat.numpy()[envs, gl].astype(float)[:, [3, 0, 1, 2]]
+                    xq = s.data.link_quat.numpy()[envs, gl].astype(float)[:, [3, 0, 1, 2]]
                     conj = xq * np.array([1.0, -1.0, -1.0, -1.0])
                     dq = quat_mul(tgt_q, conj)
                     dq *= np.sign(dq[:, :1] + (dq[:, :1] == 0))
@@ -549,8 +549,8 @@ class RigidEntity(Entity):
                 full[:, dofs] = step
                 q = self._integrate_host(q, full)
         finally:
-            s.qpos.assign(saved_q)
-            s.qvel.assign(saved_v)
+            s.data.qpos.assign(saved_q)
+            s.data.qvel.assign(saved_v)
             s.forward()
         return self._out(q), (float(err[0]) if not self.scene.batched else err)
 

@@ -8,6 +8,8 @@ import attrs
 from polyphys.errors import OptionError
 from polyphys.options import in_range, non_negative, one_of, positive, positive_int
 
+from .codes import IntegratorType
+
 
 class Integrator(enum.Enum):
     """Time integrators of SPEC R2 (MuJoCo names)."""
@@ -17,7 +19,8 @@ class Integrator(enum.Enum):
     approximate_implicitfast = "approximate_implicitfast"
 
 
-INTEGRATOR_CODES = {Integrator.Euler: 0, Integrator.implicitfast: 1, Integrator.approximate_implicitfast: 2}
+INTEGRATOR_CODES = {Integrator.Euler: IntegratorType.EULER, Integrator.implicitfast: IntegratorType.IMPLICITFAST,
+                    Integrator.approximate_implicitfast: IntegratorType.APPROXIMATE_IMPLICITFAST}
 
 
 def _integrator(value):
@@ -37,7 +40,9 @@ def _opt_positive(instance, attribute, value):
 
 @attrs.frozen(kw_only=True)
 class RigidOptions:
-    """Rigid solver options.
+    """Rigid solver options: the only options class of the rigid plugin (the collision pipeline and
+    the constraint stages read these fields; values left at None resolve through the
+    ``effective_*`` methods, SPEC R2/R2a).
 
     integrator: "Euler", "implicitfast" or "approximate_implicitfast" (default; SPEC R2);
     mujoco_compatible: MuJoCo's conventions where they differ from the Genesis defaults (SPEC R2a);
@@ -51,10 +56,15 @@ class RigidOptions:
     collision_overflow: "raise" (BudgetExceededError after the step) or "warn" (drop the excess);
     enable_self_collision / enable_adjacent_collision / enable_neutral_collision: SPEC R4 filters
     (pairs inside one entity; parent-child links; pairs of one entity touching at qpos0);
+    collision_filtering: False turns off the contype/conaffinity, self, adjacent and exclude rules
+    (the weld rule stays: geoms of one rigid body never collide), for debugging "is my pair filtered?";
+    sap_axis: the sweep-and-prune axis (0 x, 1 y, 2 z);
     mesh_decomposition: non-convex mesh geoms: "auto" (convex decomposition with coacd when it is
     installed, else a warning and the convex hull), "coacd" (required) or "hull";
     decomposition_threshold: coacd's concavity threshold (0.01-1; smaller: more, tighter parts);
-    mujoco_compatible also sums geom margins/gaps per pair (MuJoCo's rule; default: max);
+    mujoco_compatible also sums geom margins/gaps per pair (MuJoCo's rule; default: max) and
+    detects contacts below margin + gap, reporting those in the gap without rows (MuJoCo 4.0's
+    rule; default: detected below the margin, rows with margin − gap; docs/collision.md);
     gravity_compensation: scale of MJCF body ``gravcomp`` (1 = as written);
     constraint_solver, iterations, tolerance, ls_iterations, ls_tolerance: constraint solver
     settings of the contact solve (plugins/rigid/constraint.py, docs/constraint.md);
@@ -99,17 +109,50 @@ class RigidOptions:
                                                   validator=attrs.validators.instance_of(bool))
     enable_neutral_collision: bool = attrs.field(default=False,
                                                  validator=attrs.validators.instance_of(bool))
+    collision_filtering: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    sap_axis: int = attrs.field(default=0, validator=one_of(0, 1, 2))
     mesh_decomposition: str = attrs.field(default="auto", validator=one_of("auto", "coacd", "hull"))
     decomposition_threshold: float = attrs.field(default=0.05, validator=in_range(0.01, 1.0))
 
+    def __attrs_post_init__(self):
+        # SPEC R2: the combinations that have no meaning
+        res, cone, solver = self.contact_resolution, self.friction_cone, self.constraint_solver
+        if res == "signorini" and not (cone == "elliptic" and solver == "Newton"):
+            raise OptionError(f"contact_resolution='signorini' needs friction_cone='elliptic' and "
+                              f"constraint_solver='Newton' (got {cone!r}, {solver!r})")
+        if res == "signorini" and self.mujoco_compatible:
+            raise OptionError("contact_resolution='signorini' with mujoco_compatible=True: MuJoCo-compatible mode "
+                              "uses the convex resolution (SPEC R2a); pass contact_resolution=None or 'convex'")
+        if self.noslip_iterations > 0 and cone == "elliptic":
+            raise OptionError(f"noslip_iterations={self.noslip_iterations} with friction_cone='elliptic': noslip "
+                              "needs the pyramidal cone (SPEC R2)")
+
     @property
-    def integrator_code(self) -> int:
+    def integrator_code(self) -> IntegratorType:
         return INTEGRATOR_CODES[self.integrator]
 
     def effective_iterations(self) -> int:
         if self.iterations is not None:
             return self.iterations
         return 100 if self.mujoco_compatible else 25
+
+    def effective_ls_iterations(self) -> int:
+        return 50 if self.ls_iterations is None else self.ls_iterations
+
+    def effective_impratio(self) -> float:
+        """SPEC R2: None → 100 for elliptic, 1 for pyramidal (MuJoCo-compatible mode: 1)."""
+        if self.impratio is not None:
+            return float(self.impratio)
+        return 100.0 if (self.friction_cone == "elliptic" and not self.mujoco_compatible) else 1.0
+
+    def effective_resolution(self) -> str:
+        """contact_resolution None resolves by the seed's table (SPEC R2): elliptic + Newton outside
+        MuJoCo-compatible mode → "signorini", everything else → "convex"."""
+        if self.contact_resolution is not None:
+            return self.contact_resolution
+        if self.friction_cone == "elliptic" and self.constraint_solver == "Newton" and not self.mujoco_compatible:
+            return "signorini"
+        return "convex"
 
     def effective_tolerance(self, precision: str) -> float:
         if self.tolerance is not None:

@@ -204,7 +204,7 @@ def test_set_links_mass_rejects_a_massless_moving_body_and_keeps_the_old_mass():
     assert box.get_links_mass()[0] == m0
     with pytest.raises(OptionError, match="free/spherical"):
         box.control_dofs_position([0.0], dofs_idx_local=[0])
-    assert np.all(scene.solver("rigid").dof_target_pos.numpy() == 0)
+    assert np.all(scene.solver("rigid").data.dof_target_pos.numpy() == 0)
 
 
 def test_zero_mass_moving_body_is_rejected():

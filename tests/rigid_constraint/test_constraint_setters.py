@@ -47,7 +47,7 @@ def test_set_friction_per_env_one_sticks_one_slides_and_envs_are_isolated():
     f = s.get_friction()
     assert f.shape == (2, 2, 3)
     np.testing.assert_array_equal(f[:, :, 0], [[0.5, 0.5], [0.2, 0.2]])
-    np.testing.assert_array_equal(s._geom_friction.numpy()[:, 0], [0.5, 0.5])   # model value kept
+    np.testing.assert_array_equal(s.geom_friction0[:, 0], [0.5, 0.5])   # model value kept
     xs = []
     for _ in range(200):
         scene.step()
@@ -64,7 +64,7 @@ def test_set_friction_per_env_one_sticks_one_slides_and_envs_are_isolated():
     # unbatched call: every env and the model value
     s.set_friction(0.3, geoms_idx=[0])
     np.testing.assert_array_equal(s.get_friction()[:, 0, 0], [0.3, 0.3])
-    assert s._geom_friction.numpy()[0, 0] == 0.3
+    assert s.geom_friction0[0, 0] == 0.3
     # per-env values of shape (envs, geoms)
     s.set_friction([[0.7, 0.8], [0.9, 1.0]])
     np.testing.assert_array_equal(s.get_friction()[:, :, 0], [[0.7, 0.8], [0.9, 1.0]])
@@ -192,11 +192,10 @@ def test_sol_params_kinds_sharing_floor_and_getter(tmp_path):
         s.set_sol_params(sol, joints_idx=[0])
     got = s.get_sol_params(joints_idx=[0])
     assert got["input"][0, 0] == 0.003 and got["effective"][0, 0] == pytest.approx(0.004)
-    st = s.constraint
-    assert st.model["lim_sol"].numpy()[0, 0] == pytest.approx(0.004)
+    assert s.model.lim_sol.numpy()[:, 0, 0] == pytest.approx(0.004)
     with pytest.warns(PolyphysWarning, match=r"timeconst=0\.003 out of range; effective value 0\.004"):
         s.set_sol_params(sol, eqs_idx=[0], envs_idx=[1])
-    eq = st.model["eq_sol"].numpy()
+    eq = s.model.eq_sol.numpy()
     assert eq[1, 0, 0] == pytest.approx(0.004) and eq[0, 0, 0] == pytest.approx(0.02)   # env 0 untouched
     got = s.get_sol_params(eqs_idx=[0])
     assert got["input"].shape == (2, 1, 7)
@@ -227,7 +226,7 @@ def test_sol_params_out_of_range_clamped_with_warning(tmp_path, field, value, ef
     got = s.get_sol_params(geoms_idx=[1])
     assert got["input"][0, names.index(field)] == value
     assert got["effective"][0, names.index(field)] == effective
-    assert s._geom_sol.numpy()[1, names.index(field)] == effective
+    assert s.model.geom_sol.numpy()[1, names.index(field)] == effective
 
 
 def test_direct_solref_kept_in_mujoco_mode(tmp_path):

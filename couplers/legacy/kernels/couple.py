@@ -1,7 +1,8 @@
 """The Legacy velocity response (SPEC §C1), one thread per velocity carrier."""
 
 import warp as wp
-from polyphys.kernels.sdf import GEOM_HFIELD, GEOM_MESH, sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
+from polyphys.description import GeomType
+from polyphys.kernels.sdf import sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
 
 
 @wp.kernel
@@ -69,14 +70,14 @@ def legacy_response(
         pl = wp.quat_rotate_inv(gq, x - gp)
         d = float(1.0e10)
         nl = wp.vec3(0.0, 0.0, 1.0)
-        if geom_type[g] == GEOM_MESH:
+        if geom_type[g] == GeomType.MESH:
             gi = geom_grid[g]
             if gi >= 0:
                 r = sdf_grid_query(grid_values, grid_origin[gi], grid_spacing[gi], grid_dims[gi],
                                    grid_offset[gi], pl)
                 d = r[0]
                 nl = wp.vec3(r[1], r[2], r[3])
-        elif geom_type[g] == GEOM_HFIELD:
+        elif geom_type[g] == GeomType.HFIELD:
             hi = geom_hfield[g]
             if hi >= 0:
                 r = sdf_hfield(hfield_heights, hfield_offset[hi], hfield_shape[hi], hfield_extent[hi],
@@ -87,7 +88,7 @@ def legacy_response(
             d = sdf_primitive(geom_type[g], geom_size[g], pl)
         w = wp.min(wp.exp(-d / geom_softness[g]), 1.0)
         if d <= 0.0 or w > influence_cutoff:
-            if geom_type[g] != GEOM_MESH and geom_type[g] != GEOM_HFIELD:
+            if geom_type[g] != GeomType.MESH and geom_type[g] != GeomType.HFIELD:
                 nl = sdf_normal(geom_type[g], geom_size[g], pl)
             n = wp.quat_rotate(gq, nl)
             com = link_com_in[env, l]
