@@ -315,6 +315,13 @@ class EntityDescription:
         raise KeyError(f"no joint named {name!r}; joints: {[j.name for j in self.joints]}")
 
 
+def without_collision(desc: EntityDescription) -> EntityDescription:
+    """The description with every geom visual-only and no explicit contact pair: what
+    ``Morph(collision=False)`` means (the entity's geometry takes part in no collision — contacts,
+    and the geometry a coupler sees — while its links, joints and mass properties are unchanged)."""
+    return attrs.evolve(desc, geoms=[attrs.evolve(g, role="visual") for g in desc.geoms], contact_pairs=[])
+
+
 def from_primitive(morph, name: str = "entity", density: float = 1000.0) -> EntityDescription:
     """A one-link description of a primitive morph: a free root joint unless ``morph.fixed``.
 

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 from polyphys import morphs as M
 from polyphys.arrays import env_slice, write_env_rows
+from polyphys.description import without_collision
 from polyphys.errors import OptionError
 from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
@@ -36,6 +37,8 @@ class KinematicSolver(Solver):
         if isinstance(morph, M.Plane):
             raise OptionError("a Plane cannot be a kinematic entity (it is static); use a rigid plane")
         desc = describe_morph(morph, self.scene._plugins)
+        if not morph.collision:           # Morph(collision=False): no geometry for the couplers
+            desc = without_collision(desc)
         if isinstance(morph, M.Primitive):
             base = ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))   # the primitive's link holds its pose
         else:

@@ -164,12 +164,17 @@ class RigidEntity(Entity):
     def get_qfrc(self, kind: str = "smooth", envs_idx=None):
         """Generalized forces of the last forward/step: kind = bias (gravity, Coriolis, centrifugal;
         MuJoCo qfrc_bias), passive, actuator (MJCF actuators), control (PD/velocity/force control),
-        external (gravity compensation and link wrenches), smooth (the total that M·qacc equals)."""
-        kinds = ("bias", "passive", "actuator", "control", "external", "smooth")
+        external (gravity compensation and link wrenches), smooth (passive + actuator + control +
+        applied + external − bias: M·qacc without constraints), constraint (Jᵀλ of the last
+        constraint solve; zero without one)."""
+        kinds = ("bias", "passive", "actuator", "control", "external", "smooth", "constraint")
         if kind not in kinds:
             raise OptionError(f"get_qfrc(kind={kind!r}): allowed {list(kinds)}")
+        envs = self._envs(envs_idx)
+        if kind == "constraint" and not self.solver.has_constraint:
+            return self._out(np.zeros((self.solver.layout.n_envs, self.n_dofs)), envs)
         arr = getattr(self.solver.data, "qfrc_ext" if kind == "external" else f"qfrc_{kind}")
-        return self._read(arr, self._ds, None, self._envs(envs_idx))
+        return self._read(arr, self._ds, None, envs)
 
     def get_dofs_force(self, dofs_idx_local=None, envs_idx=None):
         """Actuation force per dof: MJCF actuators plus PD/velocity/force control."""

@@ -12,12 +12,11 @@ partition's (or the whole batch's) pair of structs with sliced per-env arrays.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from polyphys.description import JointType
-from polyphys.errors import BuildError, OptionError, PolyphysWarning
+from polyphys.errors import BuildError, OptionError
 from polyphys.kinematics import JointTree, quat_mul, quat_rotate
 
 from .codes import ConeType, EqType, IntegratorType, ResolutionType, SolverType
@@ -422,10 +421,12 @@ def _put_constraint_model(m, hm: HostModel, a: _Alloc, n: int, ngeom: int, max_r
     m.geom_condim = a.arr(g["condim"], I32)
     m.geom_friction = a.arr(tile(_one(g["friction"].reshape(-1, 3))))
     m.geom_friction_ratio = a.arr(np.ones((n, max(1, ngeom))))
-    p = pairs or dict(condim=np.asarray([3], np.int32), friction=np.ones((1, 5)), sol=np.asarray([DEFAULT_SOL_PARAMS]))
+    p = pairs or dict(condim=np.asarray([3], np.int32), friction=np.ones((1, 5)), sol=np.asarray([DEFAULT_SOL_PARAMS]),
+                      solreffriction=np.zeros((1, 2)))
     m.pair_condim = a.arr(p["condim"], I32)
-    m.pair_friction = a.arr(p["friction"].reshape(-1, 5))
+    m.pair_friction = a.arr(tile(p["friction"].reshape(-1, 5)))
     m.pair_sol = a.arr(p["sol"].reshape(-1, 7))
+    m.pair_solreffriction = a.arr(p["solreffriction"].reshape(-1, 2))
 
 
 def make_data(hm: HostModel, layout):
@@ -497,6 +498,7 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.con_dim = z((n, C), I32)
     d.con_friction = z((n, C, 5))
     d.con_sol = z((n, C, 7))
+    d.con_solreffriction = z((n, C, 2))
     d.con_efc_adr = z((n, C), I32)
     d.nefc = z(n, I32)
     d.efc_overflow = z(n, I32)
@@ -596,7 +598,7 @@ def contact_tables(entities, pipe, options: RigidOptions) -> tuple[dict, dict]:
         if mat.sol_params is not None:
             sp[gi] = mat.sol_params
     rows = [p for e in entities for p in e.description.contact_pairs]
-    dims, fri, sol = [], [], []
+    dims, fri, sol, srf = [], [], [], []
     for p in rows:
         c = int(p.get("condim", 3))
         if c not in (1, 3, 4, 6):
@@ -608,13 +610,11 @@ def contact_tables(entities, pipe, options: RigidOptions) -> tuple[dict, dict]:
         dims.append(c)
         fri.append(f)
         sol.append(tuple(p.get("solref", DEFAULT_SOL_PARAMS[:2])) + tuple(p.get("solimp", DEFAULT_SOL_PARAMS[2:])))
-        srf = tuple(p.get("solreffriction", (0.0, 0.0)))
-        if any(v != 0 for v in srf) and options.friction_cone == "elliptic":
-            warnings.warn(f"contact pair {p.get('name', '')!r}: solreffriction={srf} is not supported; its "
-                          "friction rows use the pair's solref", PolyphysWarning, stacklevel=4)
+        srf.append(tuple(float(v) for v in p.get("solreffriction", (0.0, 0.0))))
     pairs = dict(n=len(rows), condim=np.asarray(dims or [3], np.int32),
                  friction=np.asarray(fri or [np.ones(5)], float).reshape(-1, 5),
-                 sol=np.asarray(sol or [DEFAULT_SOL_PARAMS], float).reshape(-1, 7))
+                 sol=np.asarray(sol or [DEFAULT_SOL_PARAMS], float).reshape(-1, 7),
+                 solreffriction=np.asarray(srf or [(0.0, 0.0)], float).reshape(-1, 2))
     if not options.mujoco_compatible:
         for gi, (f, c) in enumerate(zip(fr, condim)):
             if c == 6 and f[2] > 0 and f[1] <= 0:

@@ -1,5 +1,6 @@
 """Host-side setters and getters of the contact and constraint parameters (SPEC R5, R6): friction,
-friction_ratio and sol_params of geoms, joints (limit and frictionloss rows) and equalities. They
+friction_ratio and sol_params of geoms, the friction of explicit contact pairs, and sol_params of
+joints (limit and frictionloss rows) and equalities (both per env). They
 write the Model's arrays in place, outside the step (captured graphs keep their pointers). The
 public API is the solver's (``RigidSolver.set_friction`` ...) and the entities'; these functions
 take the solver.
@@ -68,7 +69,45 @@ def set_friction_ratio(solver, ratio, geoms_idx=None, envs_idx=None) -> None:
     solver._write(solver.model.geom_friction_ratio, envs, idx, r)
 
 
-# sol_params (SPEC R6): one kind per call; geoms and joints shared by all envs, equalities per env
+def _pairs_idx(solver, pairs_idx):
+    P = int(solver.n_pairs)
+    idx = np.arange(P) if pairs_idx is None else np.atleast_1d(np.asarray(pairs_idx, np.int64))
+    bad = idx[(idx < 0) | (idx >= P)]
+    if bad.size:
+        raise OptionError(f"pairs_idx contains {int(bad[0])}: allowed 0..{P - 1} (explicit contact pairs in entity order)")
+    return idx
+
+
+def set_pair_friction(solver, friction, pairs_idx=None, envs_idx=None) -> None:
+    need_contacts(solver, "set_pair_friction")
+    if not solver.n_pairs:
+        raise OptionError("set_pair_friction: the scene has no explicit contact pair (MJCF <contact><pair>)")
+    idx = _pairs_idx(solver, pairs_idx)
+    envs = solver.scene._envs_idx(envs_idx)
+    try:
+        f = np.broadcast_to(np.asarray(friction, float), (len(envs), len(idx), 5))
+    except ValueError:
+        raise OptionError(f"pair friction of shape {np.shape(friction)}: expected (5,), ({len(idx)}, 5) or "
+                          f"({len(envs)}, {len(idx)}, 5) (sliding, sliding, torsional, rolling, rolling)") from None
+    check_friction(f[..., :2], field="pair friction (sliding)")
+    if not np.all(np.isfinite(f) & (f >= 0)):
+        raise OptionError(f"pair friction {f[~(np.isfinite(f) & (f >= 0))][0]!r}: torsional and rolling "
+                          "coefficients must be finite and >= 0")
+    arr = solver.model.pair_friction
+    host = arr.numpy()
+    host[envs[:, None], idx[None, :]] = f
+    arr.assign(host)
+
+
+def get_pair_friction(solver, pairs_idx=None, envs_idx=None) -> np.ndarray:
+    need_contacts(solver, "get_pair_friction")
+    idx = _pairs_idx(solver, pairs_idx)
+    envs = solver.scene._envs_idx(envs_idx)
+    out = solver.model.pair_friction.numpy()[envs][:, idx].astype(float)
+    return out if solver.scene.batched else out[0]
+
+
+# sol_params (SPEC R6): one kind per call; geoms shared by all envs, joints and equalities per env
 def _sol_kind(geoms_idx, joints_idx, eqs_idx, what):
     given = [k for k, v in (("geoms_idx", geoms_idx), ("joints_idx", joints_idx), ("eqs_idx", eqs_idx))
              if v is not None]
@@ -99,21 +138,21 @@ def _sol_records(solver):
         return rec
     hm, m, t = solver.hm, solver.model, solver.tree
     compat, h = solver.options.mujoco_compatible, solver.layout.h
-    nj = solver.n_joints
-    jin = np.tile(np.asarray(DEFAULT_SOL_PARAMS, float), (nj, 1))
-    # a joint's current value: its limit params (frictionloss params when it has no limit), env 0
-    fsol = m.dof_sol.numpy()[0].astype(float)
-    lsol = m.lim_sol.numpy()[0].astype(float)
+    nj, n = solver.n_joints, solver.layout.n_envs
+    jin = np.tile(np.asarray(DEFAULT_SOL_PARAMS, float), (n, nj, 1))
+    # a joint's current value: its limit params (frictionloss params when it has no limit), per env
+    fsol = m.dof_sol.numpy().astype(float)
+    lsol = m.lim_sol.numpy().astype(float)
     for j in range(nj):
         if _joint_ndof(solver, j):
             d0 = int(t.joint_dof_start[j])
             rows = np.nonzero(hm.lim_dof.astype(int) == d0)[0]
-            jin[j] = lsol[rows[0]] if len(rows) else fsol[d0]
+            jin[:, j] = lsol[:, rows[0]] if len(rows) else fsol[:, d0]
     ne = len(hm.eq_type)
     ein = m.eq_sol.numpy()[:, :ne].astype(float) if ne else np.zeros((solver.layout.n_envs, 0, 7))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        jeff = np.array([legalize_sol_params(x, compatible=compat, h=h) for x in jin]).reshape(-1, 7)
+        jeff = np.array([legalize_sol_params(x, compatible=compat, h=h) for x in jin.reshape(-1, 7)]).reshape(jin.shape)
         eeff = np.array([[legalize_sol_params(x, compatible=compat, h=h) for x in row] for row in ein]
                         ).reshape(ein.shape)
         gin = solver.geom_sol0 if solver.collision is not None else np.zeros((0, 7))
@@ -128,9 +167,9 @@ def set_sol_params(solver, sol_params, geoms_idx=None, joints_idx=None, eqs_idx=
                           "frictionloss or equality)")
     kind = _sol_kind(geoms_idx, joints_idx, eqs_idx, "set_sol_params")
     compat, h = solver.options.mujoco_compatible, solver.layout.h
-    if kind != "eqs_idx" and envs_idx is not None:
-        raise OptionError(f"set_sol_params({kind}=...): geom and joint sol_params are shared by all envs; "
-                          "envs_idx is only for eqs_idx (equality params are per env)")
+    if kind == "geoms_idx" and envs_idx is not None:
+        raise OptionError("set_sol_params(geoms_idx=...): geom sol_params are shared by all envs; envs_idx is "
+                          "for joints_idx and eqs_idx (their params are per env)")
     vals = np.asarray(sol_params, float)
     if vals.shape[-1:] != (7,):
         raise OptionError(f"sol_params of shape {vals.shape}: the last axis must hold 7 values (timeconst, "
@@ -150,21 +189,28 @@ def set_sol_params(solver, sol_params, geoms_idx=None, joints_idx=None, eqs_idx=
         return
     if kind == "joints_idx":
         idx = _kind_idx(joints_idx, solver.n_joints, "joints_idx")
-        v = np.broadcast_to(vals, (len(idx), 7))
-        eff = np.array([legalize_sol_params(x, field="sol_params", compatible=compat, h=h) for x in v])
+        envs = solver.scene._envs_idx(envs_idx)
+        try:
+            v = np.broadcast_to(vals, (len(envs), len(idx), 7))
+        except ValueError:
+            raise OptionError(f"sol_params of shape {vals.shape}: expected (7,), ({len(idx)}, 7) or "
+                              f"({len(envs)}, {len(idx)}, 7)") from None
+        eff = np.array([legalize_sol_params(x, field="sol_params", compatible=compat, h=h)
+                        for x in v.reshape(-1, 7)]).reshape(v.shape)
         t = solver.tree
         lsol, dsol = m.lim_sol.numpy(), m.dof_sol.numpy()
-        for j, e in zip(idx, eff):
+        for k, j in enumerate(idx):
             d0 = int(t.joint_dof_start[j])
             nd = _joint_ndof(solver, j)
-            rows = np.nonzero(hm.lim_dof.astype(int) == d0)[0] if nd else []
-            lsol[:, rows] = e
-            dsol[:, d0:d0 + nd] = e
+            for r in (np.nonzero(hm.lim_dof.astype(int) == d0)[0] if nd else []):
+                lsol[envs, r] = eff[:, k]
+            for dd in range(d0, d0 + nd):
+                dsol[envs, dd] = eff[:, k]
         if len(hm.lim_dof):
             m.lim_sol.assign(lsol)
         m.dof_sol.assign(dsol)
-        rec["joints"][0][idx] = v
-        rec["joints"][1][idx] = eff
+        rec["joints"][0][envs[:, None], idx[None, :]] = v
+        rec["joints"][1][envs[:, None], idx[None, :]] = eff
         return
     ne = len(hm.eq_type)
     idx = _kind_idx(eqs_idx, ne, "eqs_idx")
@@ -190,10 +236,8 @@ def get_sol_params(solver, geoms_idx=None, joints_idx=None, eqs_idx=None, envs_i
         need_contacts(solver, "get_sol_params(geoms_idx=)")
         idx = _geoms_idx(solver, geoms_idx)
         return {"input": rec["geoms"][0][idx].copy(), "effective": rec["geoms"][1][idx].copy()}
-    if kind == "joints_idx":
-        idx = _kind_idx(joints_idx, solver.n_joints, "joints_idx")
-        return {"input": rec["joints"][0][idx].copy(), "effective": rec["joints"][1][idx].copy()}
-    idx = _kind_idx(eqs_idx, len(solver.hm.eq_type), "eqs_idx")
+    kk, n = ("joints", solver.n_joints) if kind == "joints_idx" else ("eqs", len(solver.hm.eq_type))
+    idx = _kind_idx(joints_idx if kind == "joints_idx" else eqs_idx, n, kind)
     envs = solver.scene._envs_idx(envs_idx)
-    out = {k: rec["eqs"][i][envs][:, idx].copy() for i, k in enumerate(("input", "effective"))}
+    out = {k: rec[kk][i][envs][:, idx].copy() for i, k in enumerate(("input", "effective"))}
     return out if solver.scene.batched else {k: v[0] for k, v in out.items()}

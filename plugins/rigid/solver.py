@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 from polyphys import morphs as M
-from polyphys.description import EntityDescription, from_primitive
+from polyphys.description import EntityDescription, from_primitive, without_collision
 from polyphys.errors import BuildError, OptionError, PolyphysWarning, SimulationError
 from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
@@ -42,6 +42,7 @@ from . import (
     parameters,
     signorini_solve,
 )
+from .codes import IntegratorType
 from .entity import RigidEntity
 from .materials import Rigid
 from .model import HostModel, make_data, put_model, set_const, view
@@ -79,6 +80,8 @@ class RigidSolver(Solver):
             base = (morph.pos, morph.orientation)
         if not desc.links:
             raise OptionError(f"entity {ename!r}: the description has no link (nothing to simulate)")
+        if not morph.collision:           # Morph(collision=False): its geoms collide with nothing
+            desc = without_collision(desc)
         self._check_description(desc, ename)
         self._pending.append((desc, *base))
         entity = RigidEntity(self, len(self.entities), morph, material, surface, name, desc)
@@ -147,15 +150,21 @@ class RigidSolver(Solver):
         d0 = {k: getattr(self.data, k).numpy()[0].astype(float)
               for k in ("link_pos", "link_quat", "link_xipos", "cdof_w", "cdof_v", "dof_ref")}
         self.collision = collision.scene_pipeline(self.entities, self.options, layout, d0["link_pos"], d0["link_quat"])
+        self.n_pairs = 0
         self.has_constraint = (not self.options.disable_constraint and self.n_dofs > 0
                                and (self.collision is not None or hm.has_constraint_rows))
         if self.has_constraint:
             set_const(self.model, self.data, hm, layout, self.entities, self.collision,
                       self.mass_matrix(envs=np.array([0]))[0], d0)
             if self.collision is not None:
+                self.n_pairs = sum(len(e.description.contact_pairs) for e in self.entities)
                 self.geom_friction0 = self.model.geom_friction.numpy()[0].astype(float)   # the model's value
                 self.geom_sol0 = self.model.geom_sol.numpy().astype(float)                 # setter inputs
         self._n_connect = int((hm.eq_type <= 1).sum())      # connect/weld rows get J̇·q̇
+        # SPEC R2: approximate_implicitfast solves the constraint problem with M + h·D_v (the solve's
+        # acceleration is the step's); Euler and implicitfast solve with M and correct afterwards
+        self._approx = self.options.integrator_code == IntegratorType.APPROXIMATE_IMPLICITFAST
+        self._hd_solve = layout.h if self._approx else 0.0
         self.views["all"] = view(self.model, self.data, 0, n, prec, dev)
         self._links = {}
         for part in layout.partitions:
@@ -190,7 +199,7 @@ class RigidSolver(Solver):
         if self.collision is not None:
             self.collision.export(part, d.ncon, d.con_pos, d.con_frame, d.con_dist, d.con_margin, d.con_link)
             constraint_rows.contact_params(v)
-        factorization.mass_dense(v, 0.0)
+        factorization.mass_dense(v, self._hd_solve)
         if self._n_connect:
             constraint_rows.connect_bias(v, len(self.hm.eq_type))
         constraint_rows.make_rows(v)
@@ -205,16 +214,23 @@ class RigidSolver(Solver):
 
     def _constrained_substep(self, f, part) -> None:
         """MuJoCo's mj_step order: smooth dynamics (qacc_smooth) → collision → constraint solve →
-        integrate with qfrc_smooth + qfrc_constraint (Euler / implicitfast: (M + h·D) solve)."""
+        integration (SPEC R2): Euler / implicitfast solve the constraint problem with M and integrate
+        (M + h·D)⁻¹(qfrc_smooth + qfrc_constraint); approximate_implicitfast solves it with M + h·D
+        and integrates the solve's acceleration."""
+        import warp as wp
+
         last = f == self.layout.substeps - 1
         v = self.views[part.index]
-        self._smooth(v, 0.0, v.d.qacc_smooth)
+        self._smooth(v, self._hd_solve, v.d.qacc_smooth)
         if self.collision is not None:
             self._collide(part)
         self._constraint_rows(part)
         self._solve(v, v.d.qacc_warmstart)
         integration.total_force(v)
-        factorization.factor_solve(v, self.layout.h, v.d.qfrc_total, v.d.qacc)
+        if self._approx:
+            wp.copy(v.d.qacc, v.d.qacc_warmstart)
+        else:
+            factorization.factor_solve(v, self.layout.h, v.d.qfrc_total, v.d.qacc)
         integration.integrate(v, last, v.d.qfrc_total)
         if self.collision is not None:
             # per-contact wrenches, per-link net contact wrench about the link CoM (world; the
@@ -274,7 +290,8 @@ class RigidSolver(Solver):
         import warp as wp
 
         v = self.views["all"]
-        self._smooth(v, 0.0, self.data.qacc_smooth)
+        self._smooth(v, getattr(self, "_hd_solve", 0.0) if getattr(self, "has_constraint", False) else 0.0,
+                     self.data.qacc_smooth)
         wp.copy(self.data.qacc, self.data.qacc_smooth)
         if getattr(self, "collision", None) is not None:
             for part in self.layout.partitions:
@@ -454,6 +471,17 @@ class RigidSolver(Solver):
         compatible mode mixes as MuJoCo, without ratios)."""
         parameters.set_friction_ratio(self, ratio, geoms_idx, envs_idx)
 
+    def set_pair_friction(self, friction, pairs_idx=None, envs_idx=None) -> None:
+        """Friction of explicit contact pairs (MJCF ``<contact><pair>``, in entity order): the 5
+        coefficients (sliding, sliding, torsional, rolling, rolling), broadcastable to (len(envs),
+        len(pairs), 5); sliding in [0.01, 5] (SPEC R5), the others >= 0. envs_idx=None: every env.
+        A pair's contacts use it times the larger friction_ratio of its two geoms (default mode)."""
+        parameters.set_pair_friction(self, friction, pairs_idx, envs_idx)
+
+    def get_pair_friction(self, pairs_idx=None, envs_idx=None) -> np.ndarray:
+        """Per-env friction of explicit contact pairs: (n_envs, len(pairs), 5); unbatched: no batch axis."""
+        return parameters.get_pair_friction(self, pairs_idx, envs_idx)
+
     def set_sol_params(self, sol_params, geoms_idx=None, joints_idx=None, eqs_idx=None, envs_idx=None) -> None:
         """sol_params (timeconst, dampratio, dmin, dmax, width, mid, power) of one kind per call
         (SPEC R6; OptionError for two kinds):
@@ -461,7 +489,7 @@ class RigidSolver(Solver):
         - geoms_idx (global geom indices; the default when no kind is given: all geoms): contact
           params, shared by all envs (envs_idx is an error), mixed per contact by SPEC R5;
         - joints_idx (global joint indices): the joint's limit rows and its dofs' frictionloss rows,
-          shared by all envs; timeconst floored at 2h;
+          per env (envs_idx); timeconst floored at 2h;
         - eqs_idx (global equality indices): per env (envs_idx); timeconst floored at 2h.
 
         Out-of-range values are clamped with a PolyphysWarning naming the field and the effective
@@ -471,11 +499,54 @@ class RigidSolver(Solver):
         parameters.set_sol_params(self, sol_params, geoms_idx, joints_idx, eqs_idx, envs_idx)
 
     def get_sol_params(self, geoms_idx=None, joints_idx=None, eqs_idx=None, envs_idx=None) -> dict:
-        """{"input": ..., "effective": ...} sol_params of one kind (as set_sol_params): geoms and
-        joints (k, 7); equalities (n_envs, k, 7) (no batch axis unbatched). input: the last value
+        """{"input": ..., "effective": ...} sol_params of one kind (as set_sol_params): geoms (k, 7);
+        joints and equalities (n_envs, k, 7) (no batch axis unbatched). input: the last value
         given (the model's value before any call); effective: after legalization and, for joints
         and equalities, the 2h timeconst floor (contacts then mix geoms by SPEC R5)."""
         return parameters.get_sol_params(self, geoms_idx, joints_idx, eqs_idx, envs_idx)
+
+    # -- constraint rows and forces ------------------------------------------------------------------
+    def get_constraint_forces(self, envs_idx=None) -> dict:
+        """The rows of the last constraint solve (a step's last substep, or forward()'s query) and
+        their forces, batch axis first (SPEC F1; no batch axis unbatched). R = the row budget:
+
+        - ``count`` (n,): rows built; ``valid`` (n, R): row < count;
+        - ``type`` (n, R) int: ``ConstraintType`` (polyphys.plugins.rigid.codes: EQUALITY,
+          FRICTION (dof frictionloss), LIMIT, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL,
+          CONTACT_ELLIPTIC), −1 beyond count;
+        - ``object`` (n, R) int: what the row belongs to — the global equality index, dof index,
+          limited joint's global index or contact slot (as ``get_raw_contacts``), −1 beyond count;
+        - ``contact`` (n, R) int: the contact slot of a contact row, else −1;
+        - ``force`` (n, R): the row force (N or N·m; a pyramidal row holds one pyramid edge;
+          elliptic rows the normal, then the friction components in the contact frame);
+        - ``state`` (n, R) int: ``EfcState`` (0 inactive, 1 quadratic, 2 cone middle zone);
+        - ``qfrc_constraint`` (n, nv): Jᵀ·force, the generalized constraint force (N or N·m).
+        A scene without a constraint solve has R = 0 and zero qfrc_constraint."""
+        from .codes import ConstraintType
+
+        envs = self.scene._envs_idx(envs_idx)
+        n = len(envs)
+        if not self.has_constraint:
+            z = np.zeros((n, 0), np.int32)
+            out = dict(count=np.zeros(n, np.int32), valid=np.zeros((n, 0), bool), type=z, object=z.copy(),
+                       contact=z.copy(), force=np.zeros((n, 0)), state=z.copy(), qfrc_constraint=np.zeros((n, self.n_dofs)))
+        else:
+            d = self.data
+            cnt = d.nefc.numpy()[envs].astype(np.int32)
+            R = d.efc_type.shape[1]
+            valid = np.arange(R)[None, :] < cnt[:, None]
+            tp = np.where(valid, d.efc_type.numpy()[envs], -1).astype(np.int32)
+            ident = d.efc_id.numpy()[envs]
+            lim_joint = np.append(self.hm.lim_joint, -1)
+            obj = np.where(tp == ConstraintType.LIMIT, lim_joint[np.clip(ident, 0, len(lim_joint) - 1)], ident)
+            obj = np.where(valid, obj, -1).astype(np.int32)
+            is_con = valid & (tp >= ConstraintType.CONTACT_FRICTIONLESS)
+            out = dict(count=cnt, valid=valid, type=tp, object=obj,
+                       contact=np.where(is_con, ident, -1).astype(np.int32),
+                       force=np.where(valid, d.efc_force.numpy()[envs].astype(float), 0.0),
+                       state=np.where(valid, d.efc_state.numpy()[envs], 0).astype(np.int32),
+                       qfrc_constraint=d.qfrc_constraint.numpy()[envs][:, :self.n_dofs].astype(float))
+        return out if self.scene.batched else {k: v[0] for k, v in out.items()}
 
     # -- RigidView (couplers) --------------------------------------------------------------------
     accepts_reaction = True

@@ -144,8 +144,9 @@ _MODEL_DOC = """The device model: constants of the tree, actuators, constraints 
         geom_friction: (n, ngeom, 3) float: sliding, torsional [m], rolling [m] friction (per env)
         geom_friction_ratio: (n, ngeom) float: friction scale (per env; SPEC R5)
         pair_condim: (npair,) int: condim of an explicit contact pair
-        pair_friction: (npair, 5) float: its 5 friction coefficients
+        pair_friction: (n, npair, 5) float: its 5 friction coefficients (per env)
         pair_sol: (npair, 7) float: its sol_params
+        pair_solreffriction: (npair, 2) float: solref of its elliptic friction rows ((0, 0): the pair's solref)
 """
 
 _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, contacts and constraint rows.
@@ -232,6 +233,7 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         con_dim: (n, max_con) int: condim of the contact
         con_friction: (n, max_con, 5) float: mixed friction (sliding, sliding, torsional, rolling, rolling)
         con_sol: (n, max_con, 7) float: mixed sol_params
+        con_solreffriction: (n, max_con, 2) float: solref of the elliptic friction rows ((0, 0): con_sol's)
         con_efc_adr: (n, max_con) int: first row of the contact (-1: none)
         -- constraint rows (stage constraint_rows.py):
         nefc: (n,) int: rows built
@@ -287,7 +289,7 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
 # Model fields with a batch axis (sliced per partition)
 PER_ENV_MODEL_FIELDS = ("link_mass", "link_com", "link_inertia", "dof_damping", "dof_armature", "dof_stiffness",
                         "dof_kp", "dof_kv", "dof_force_lo", "dof_force_hi", "dof_frictionloss", "dof_sol", "lim_sol",
-                        "eq_sol", "geom_friction", "geom_friction_ratio")
+                        "eq_sol", "geom_friction", "geom_friction_ratio", "pair_friction")
 
 
 def _option_struct(s):
@@ -402,8 +404,9 @@ def _model_struct(s, Option):
         geom_friction: S3
         geom_friction_ratio: S2
         pair_condim: I1
-        pair_friction: S2
+        pair_friction: S3
         pair_sol: S2
+        pair_solreffriction: S2
 
     Model.__doc__ = _MODEL_DOC
     return Model
@@ -488,6 +491,7 @@ def _data_struct(s):
         con_dim: I2
         con_friction: S3
         con_sol: S3
+        con_solreffriction: S3
         con_efc_adr: I2
         nefc: I1
         efc_overflow: I1

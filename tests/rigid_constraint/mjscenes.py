@@ -239,7 +239,7 @@ class MjStage:
         d.con_dist, d.con_margin = z(E, C), z(E, C)
         d.con_link = z(E, C, 2, dt=wp.int32)
         d.con_dim, d.con_efc_adr = z(E, C, dt=wp.int32), z(E, C, dt=wp.int32)
-        d.con_friction, d.con_sol = z(E, C, 5), z(E, C, 7)
+        d.con_friction, d.con_sol, d.con_solreffriction = z(E, C, 5), z(E, C, 7), z(E, C, 2)
         d.con_wrench = z(E, C, 6)
         d.con_force_world, d.con_torque_world = z(E, C, dt=self.V), z(E, C, dt=self.V)
         d.con_valid = z(E, C, dt=wp.int32)
@@ -340,7 +340,9 @@ class MjStage:
         m.geom_solmix = geom_solmix if geom_solmix is not None else a(np.ones(G))
         m.geom_priority = geom_priority if geom_priority is not None else a(np.zeros(G), wp.int32)
         m.pair_condim = pair_condim if pair_condim is not None else a(np.zeros(1), wp.int32)
-        m.pair_friction = pair_friction if pair_friction is not None else a(np.zeros((1, 5)))
+        pf = pair_friction.numpy() if pair_friction is not None else np.zeros((1, 5))
+        m.pair_friction = a(np.broadcast_to(pf, (self.n_envs,) + pf.shape) if pf.ndim == 2 else pf)
+        m.pair_solreffriction = a(np.zeros((pf.shape[-2], 2)))
         m.pair_sol = pair_sol if pair_sol is not None else a(np.zeros((1, 7)))
         d.con_geom = con_geom
         d.con_pair = con_pair if con_pair is not None else a(np.full((self.n_envs, self.max_contacts), -1), wp.int32)
@@ -419,6 +421,7 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt
         st.con_dim.assign(t(c.dim.astype(np.int32)))
         st.con_friction.assign(t(c.friction))
         st.con_sol.assign(t(sol(c.solref, c.solimp)))
+        st.con_solreffriction.assign(t(c.solreffriction))
     bias = np.zeros((1, max(m.neq, 1), 6))
     for k, e in enumerate(eqs):
         if m.eq_type[e] == mujoco.mjtEq.mjEQ_CONNECT:

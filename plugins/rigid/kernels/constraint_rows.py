@@ -3,8 +3,9 @@ mj_referenceConstraint; docs/constraint.md).
 
 ``contact_params`` (one thread per env): per-contact friction / sol_params / condim from the two
 geoms (per-env friction and friction_ratio, SPEC R5; MuJoCo's mj_contactParam in MuJoCo mode) or an
-explicit ``<pair>``. Reads ``m``: geom and pair tables, opt; ``d``: ncon, con_geom, con_pair. Writes
-``d``: con_friction, con_sol, con_dim.
+explicit ``<pair>`` (its per-env friction, scaled by its geoms' larger friction_ratio in the default
+mode; its solreffriction). Reads ``m``: geom and pair tables, opt; ``d``: ncon, con_geom, con_pair.
+Writes ``d``: con_friction, con_sol, con_solreffriction, con_dim.
 
 ``connect_bias`` (env × equality): J̇·q̇ of connect and weld rows. Reads ``d``: qvel, cdof, cdofdot,
 dof_ref, link_pos, link_quat. Writes ``d.eq_acc_bias``.
@@ -217,10 +218,11 @@ def contact_params(m: Any, d: Any):
     rolling) and explicit pairs (SPEC R5, MuJoCo's mj_contactParam / <contact><pair>).
 
     A contact of an explicit pair (con_pair >= 0) takes the pair's condim, 5 friction coefficients
-    and sol_params outright (MuJoCo: pair_dim, m.pair_friction, pair_solref/solimp; no mixing, no
-    friction_ratio), floored like any contact (friction floor; default mode: timeconst >= 2h).
+    (per env; default mode: times the larger friction_ratio of its two geoms), sol_params and
+    solreffriction outright (MuJoCo: pair_dim, pair_friction, pair_solref/solimp/solreffriction; no
+    mixing), floored like any contact (friction floor; default mode: timeconst >= 2h).
     Otherwise, default mode: μ_k = max(μ_A,k·s_A, μ_B,k·s_B, floor), sol_params averaged then
-    timeconst floored at m.opt.tc_floor, condim max; MuJoCo mode: priority wins outright, else friction
+    timeconst floored at 2h, condim max; MuJoCo mode: priority wins outright, else friction
     max, solref solmix-weighted (elementwise min when either is direct), solimp solmix-weighted."""
     env = wp.tid()
     zero = m.opt.tc_floor * type(m.opt.tc_floor)(0.0)
@@ -229,9 +231,18 @@ def contact_params(m: Any, d: Any):
         ga = d.con_geom[env, c, 0]
         gb = d.con_geom[env, c, 1]
         p = d.con_pair[env, c]
+        d.con_solreffriction[env, c, 0] = zero
+        d.con_solreffriction[env, c, 1] = zero
         if p >= 0:
+            # the pair's friction (per env), scaled by the larger friction ratio of its geoms
+            # (default mode: as a geom's own friction in SPEC R5's mixing)
+            ratio = one
+            if m.opt.mujoco_mode == 0:
+                ratio = wp.max(m.geom_friction_ratio[env, ga], m.geom_friction_ratio[env, gb])
             for k in range(5):
-                d.con_friction[env, c, k] = wp.max(m.pair_friction[p, k], m.opt.friction_floor)
+                d.con_friction[env, c, k] = wp.max(m.pair_friction[env, p, k] * ratio, m.opt.friction_floor)
+            d.con_solreffriction[env, c, 0] = m.pair_solreffriction[p, 0]
+            d.con_solreffriction[env, c, 1] = m.pair_solreffriction[p, 1]
             for k in range(7):
                 d.con_sol[env, c, k] = m.pair_sol[p, k]
             if m.opt.mujoco_mode == 0 and m.pair_sol[p, 0] > zero:
@@ -660,12 +671,19 @@ def make_rows(m: Any, d: Any):
                 f0 = con_friction[env, c, 0]
                 efc_mu[env, row] = f0 * wp.sqrt(rt / rn)
                 efc_dim[env, row] = dim
+                # friction rows: the damping of the pair's solreffriction when given (MuJoCo), else solref's
+                bf = b
+                srf0 = d.con_solreffriction[env, c, 0]
+                srf1 = d.con_solreffriction[env, c, 1]
+                if srf0 != zero or srf1 != zero:
+                    bf = ref_damping(legal_timeconst(srf0, srf1, tc_floor), legal_dampratio(srf0, srf1), dmax)
                 for j in range(1, dim):
                     dg = tran
                     if j >= 3:
                         dg = rot
-                    finish_row(efc_J, qvel, env, row + j, nv, zero, zero, imp, zero, b, dg, ConstraintType.CONTACT_ELLIPTIC, c,
-                               efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                    finish_row(efc_J, qvel, env, row + j, nv, zero, zero, imp, zero, bf, dg,
+                               ConstraintType.CONTACT_ELLIPTIC, c, efc_type, efc_id, efc_pos, efc_margin, efc_vel,
+                               efc_aref, efc_R, efc_imp)
                     fj = con_friction[env, c, j - 1]
                     efc_mu[env, row + j] = fj
                     if fj > zero:

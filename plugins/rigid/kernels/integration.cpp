@@ -2,8 +2,9 @@
 //
 // integrate_native: clears the one-substep coupling wrench (and, on the last substep of a step, the
 // one-step external wrenches and applied dof forces); flags the free joints that take the implicit
-// midpoint branch this substep (joint_midpoint, and no damping, armature or PD/velocity control on
-// their dofs in this env; integrated by the Warp code of kernels/integration.py) and integrates every
+// midpoint branch this substep (joint_midpoint, no damping, armature or PD/velocity control on their
+// dofs in this env, and no constraint row on them this substep (SPEC R2): integrated by the Warp code
+// of kernels/integration.py) and integrates every
 // other dof: v' = v + h·a; q' = q + h·v' (hinge, slide, free translation); quaternions
 // right-multiplied by exp(h·w/2) as MuJoCo's mju_quatIntegrate (normalised before and after).
 
@@ -44,6 +45,7 @@
         for (int i = 0; i < n; ++i) applied[i] = T(0);
     }
     const int nj = (int)joint_type.shape[0];
+    const int nrow = ((const int*)nefc.data)[e];
     for (int j = 0; j < nj; ++j) {
         int use = 0;
         if (jmid[j] != 0) {
@@ -51,6 +53,12 @@
             for (int k = 0; k < 6; ++k) {
                 const int d = jds[j] + k;
                 if (damp[d] != T(0) || arm[d] != T(0) || mode[d] != CTRL_FORCE) use = 0;
+            }
+            // a constraint row on the body this substep (a contact, an equality): not free
+            for (int r = 0; r < nrow && use; ++r) {
+                const T* jr = (const T*)((const char*)efc_J.data + e * efc_J.strides[0] + (size_t)r * efc_J.strides[1]);
+                for (int k = 0; k < 6; ++k)
+                    if (jr[jds[j] + k] != T(0)) use = 0;
             }
         }
         act[j] = use;

@@ -3,8 +3,9 @@ kernels/integration.cpp; why: kernels/native.py) and the implicit midpoint branc
 (Warp, below), plus ``total_force``: the force of the integrating solve after a constraint solve.
 
 ``integrate`` reads ``m``: the joints, joint_midpoint, dof_damping/armature, link mass properties,
-opt.timestep/gravity; ``d``: qacc, dof_mode, qfrc_bias and the force ``qfrc_in`` the acceleration was
-solved with (for the midpoint bodies). Writes ``d``: qpos, qvel, joint_mid_active; clears
+opt.timestep/gravity; ``d``: qacc, dof_mode, qfrc_bias, the rows of the substep (nefc, efc_J: a free
+body with a row on it is not free this substep) and the force ``qfrc_in`` the acceleration was solved
+with (for the midpoint bodies). Writes ``d``: qpos, qvel, joint_mid_active; clears
 coupling_force/torque (every substep) and, with ``clear_ext``, xfrc_force/torque and qfrc_applied.
 
 ``total_force`` reads ``d``: qfrc_passive, qfrc_actuator, qfrc_control, qfrc_applied,
@@ -31,7 +32,8 @@ A2 = wp.array2d(dtype=Any)
 def integrate_native(env: int, n: int, nl: int, h: Any, clear_ext: int, joint_midpoint: I1, joint_type: I1,
                      joint_q_start: I1, joint_dof_start: I1, dof_joint: I1, dof_damping: A2, dof_armature: A2,
                      dof_mode: I2, qacc: A2, qpos: A2, qvel: A2, joint_mid_active: I2, coupling_force: A2,
-                     coupling_torque: A2, xfrc_force: A2, xfrc_torque: A2, qfrc_applied: A2): ...
+                     coupling_torque: A2, xfrc_force: A2, xfrc_torque: A2, qfrc_applied: A2, nefc: I1,
+                     efc_J: wp.array3d(dtype=Any)): ...
 
 
 @wp.func
@@ -109,7 +111,7 @@ def integrate(m: Any, d: Any, clear_ext: int, qfrc_in: wp.array2d(dtype=Any)):
     integrate_native(env, m.nv, m.nl, h, clear_ext, m.joint_midpoint, m.joint_type, m.joint_q_start,
                      m.joint_dof_start, m.dof_joint, m.dof_damping, m.dof_armature, d.dof_mode, d.qacc, d.qpos, d.qvel,
                      d.joint_mid_active, d.coupling_force, d.coupling_torque, d.xfrc_force, d.xfrc_torque,
-                     d.qfrc_applied)
+                     d.qfrc_applied, d.nefc, d.efc_J)
     for j in range(m.nj):
         if d.joint_mid_active[env, j] != 0:
             ds = m.joint_dof_start[j]
