@@ -76,6 +76,7 @@
                 xpos = V(qp[qs], qp[qs + 1], qp[qs + 2]);
                 xquat = wp::normalize(Q(qp[qs + 4], qp[qs + 5], qp[qs + 6], qp[qs + 3]));
                 anc[j] = xpos;
+                xax[j] = jaxis[j];                 // MuJoCo: a free joint's axis, unrotated
             } else if (jt == JOINT_REVOLUTE) {
                 const V anchor = wp::add(xpos, wp::quat_rotate(xquat, jpos[j]));
                 xax[j] = wp::quat_rotate(xquat, jaxis[j]);
@@ -86,10 +87,11 @@
             } else if (jt == JOINT_PRISMATIC) {
                 const V axis = wp::quat_rotate(xquat, jaxis[j]);
                 xax[j] = axis;
+                anc[j] = wp::add(xpos, wp::quat_rotate(xquat, jpos[j]));   // before the slide (MuJoCo)
                 xpos = wp::add(xpos, wp::mul(axis, qp[qs] - jref[j]));
-                anc[j] = wp::add(xpos, wp::quat_rotate(xquat, jpos[j]));
             } else if (jt == JOINT_SPHERICAL) {
                 const V anchor = wp::add(xpos, wp::quat_rotate(xquat, jpos[j]));
+                xax[j] = wp::quat_rotate(xquat, jaxis[j]);   // the frame before the ball's rotation
                 const Q qb = wp::normalize(Q(qp[qs + 1], qp[qs + 2], qp[qs + 3], qp[qs]));
                 xquat = wp::mul(xquat, qb);
                 xpos = wp::sub(anchor, wp::quat_rotate(xquat, jpos[j]));
