@@ -254,3 +254,36 @@ def test_integration_stage(model):
             mujoco.mj_step(c.m, dd)
             np.testing.assert_allclose(c.g("qvel")[e, :c.m.nv], dd.qvel, atol=TOL)
             np.testing.assert_allclose(c.g("qpos")[e, :c.m.nq], dd.qpos, atol=TOL)
+
+
+@pytest.mark.parametrize("model", _models())
+def test_core_fk_and_rigid_kinematics_are_twins(model):
+    """Forward kinematics exists twice: core's Warp kernels (polyphys.kernels.fk, used by the
+    kinematic solver) and the rigid kinematics stage (native). On the same tree and states they give
+    the same link poses, origin velocities and angular velocities, and core's integrate_qpos the same
+    q update as the rigid integration stage (qacc = 0), to float64 rounding (1e-12: the two normalise
+    quaternions at different points)."""
+    import warp as wp
+    from polyphys.kinematics import JointTree
+    from polyphys.plugins.rigid import integration, kinematics
+
+    c = Case(model)
+    s, d = c.s, c.s.data
+    kinematics.kinematics(c.v)
+    n = c.n
+    core = s.tree.to_warp(n, "64", "cpu")
+    core.root_pos, core.root_quat = d.root_pos, d.root_quat
+    out = {k: wp.zeros_like(getattr(d, k)) for k in ("link_pos", "link_quat", "link_vel", "link_ang")}
+    JointTree.launch_fk(core, d.qpos, d.qvel, out["link_pos"], out["link_quat"], out["link_vel"], out["link_ang"])
+    for k, a in out.items():
+        got, ref = a.numpy(), c.g(k)
+        if k == "link_quat":
+            got = got * np.sign(np.sum(got * ref, axis=-1, keepdims=True))
+        np.testing.assert_allclose(got, ref, atol=1e-12, err_msg=k)
+    h = 0.01
+    q = wp.clone(d.qpos)
+    JointTree.launch_integrate(core, h, d.qvel, q)
+    d.qacc.zero_()
+    c.v.m.opt.timestep = h
+    integration.integrate(c.v, False, d.qfrc_smooth)
+    np.testing.assert_allclose(q.numpy(), c.g("qpos"), atol=1e-12)
