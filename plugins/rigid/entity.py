@@ -1,4 +1,6 @@
-"""RigidEntity: getters and setters of SPEC §S1-S4 and the control API of a rigid joint tree.
+"""RigidEntity: the control, force, dynamics and contact API of a rigid joint tree. The q, dof,
+link and base getters and setters of SPEC S1-S4 are core's ``ArticulatedEntity`` (shared with the
+kinematic solver).
 
 Getters return NumPy copies (batch axis first; none for n_envs=0). Setters write the device arrays
 in place outside the step and refresh kinematics and dynamics (``solver.forward()``).
@@ -7,91 +9,29 @@ in place outside the step and refresh kinematics and dynamics (``solver.forward(
 from __future__ import annotations
 
 import numpy as np
+from polyphys.articulated import ArticulatedEntity, JointInfo  # noqa: F401  (JointInfo: re-exported)
 from polyphys.description import EntityDescription
 from polyphys.errors import OptionError
-from polyphys.interfaces import Entity
 from polyphys.kinematics import quat_mul, quat_rotate
 
 from .codes import CtrlMode
 
 
-class JointInfo:
-    """A joint with its global and entity-local q/dof indices."""
+class RigidEntity(ArticulatedEntity):
+    ZERO_VELOCITY = True            # SPEC S4: rigid set_qpos zeroes the velocity by default
 
-    def __init__(self, desc_joint, q_start: int, dof_start: int, q_local: int, dof_local: int):
-        self.name = desc_joint.name
-        self.type = desc_joint.type
-        self.n_qs, self.n_dofs = desc_joint.n_qs, desc_joint.n_dofs
-        self.q_start, self.dof_start = q_start, dof_start
-        self.q_idx_local = list(range(q_local, q_local + self.n_qs))
-        self.dof_idx_local = list(range(dof_local, dof_local + self.n_dofs))
-        self.q_idx = list(range(q_start, q_start + self.n_qs))
-        self.dof_idx = list(range(dof_start, dof_start + self.n_dofs))
-
-    def __repr__(self):
-        return f"<Joint {self.name!r} {self.type} q_start={self.q_start} dof_start={self.dof_start}>"
-
-
-class RigidEntity(Entity):
     def __init__(self, solver, idx, morph, material, surface, name, desc: EntityDescription):
-        super().__init__(solver, idx, morph, material, surface, name)
-        self.description = desc
-        self.n_qs, self.n_dofs, self.n_links = desc.n_qs, desc.n_dofs, desc.n_links
+        super().__init__(solver, idx, morph, material, surface, name, desc)
         self.n_actuators = len(desc.actuators)
-        # the base link: link 0, except for an imported MJCF whose link 0 is MuJoCo's world body
-        # (massless, joint-less): then its first child (the robot's root body)
-        self.base_link = 0
-        l0 = desc.links[0] if desc.links else None
-        if (l0 is not None and l0.name == "world" and not l0.joints and l0.inertial.mass == 0.0
-                and len(desc.links) > 1):
-            children = [i for i, lk in enumerate(desc.links) if lk.parent == 0]
-            if children:
-                self.base_link = children[0]
 
     def _bind(self, link_start, joint_start, q_start, dof_start):
-        self.link_start, self.joint_start = link_start, joint_start
-        self.q_start, self.dof_start = q_start, dof_start
-        self.joints = [JointInfo(j, q_start + j.q_start, dof_start + j.dof_start, j.q_start, j.dof_start)
-                       for j in self.description.joints]
-        self._qs = slice(q_start, q_start + self.n_qs)
-        self._ds = slice(dof_start, dof_start + self.n_dofs)
-        self._ls = slice(link_start, link_start + self.n_links)
+        super()._bind(link_start, joint_start, q_start, dof_start)
         a0 = sum(e.n_actuators for e in self.solver.entities[:self.idx])
         self._as = slice(a0, a0 + self.n_actuators)
 
     @property
-    def links(self):
-        return [lk.name for lk in self.description.links]
-
-    @property
     def actuators(self):
         return [a.name for a in self.description.actuators]
-
-    def get_joint(self, name: str) -> JointInfo:
-        for j in self.joints:
-            if j.name == name:
-                return j
-        raise OptionError(f"entity {self.name!r} has no joint {name!r}; joints: {[j.name for j in self.joints]}")
-
-    # -- indices ---------------------------------------------------------------------------------
-    def _local_idx(self, idx, n: int, what: str) -> np.ndarray:
-        if idx is None:
-            return np.arange(n)
-        arr = np.asarray(idx).reshape(-1)
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise OptionError(f"{what} = {idx!r}: expected integer indices")
-        bad = arr[(arr < 0) | (arr >= n)]
-        if bad.size:
-            raise OptionError(f"{what} contains {bad.tolist()}: allowed 0..{n - 1} for entity {self.name!r}")
-        if len(np.unique(arr)) != arr.size:
-            raise OptionError(f"{what} = {arr.tolist()}: duplicate indices")
-        return arr.astype(np.int64)
-
-    def _read(self, arr, cols: slice, idx, envs):
-        a = arr.numpy()[:, cols]
-        if idx is not None:
-            a = a[:, idx]
-        return self._out(a.astype(float), envs)
 
     def _set(self, arr, name, value, idx_local, n, base: int, envs_idx, what="dofs_idx_local"):
         envs = self._envs(envs_idx)
@@ -99,62 +39,6 @@ class RigidEntity(Entity):
         vals = self._in(name, value, (len(idx),), envs)
         self.solver._write(arr, envs, base + idx, vals)
         return envs, idx
-
-    # -- q and dofs ------------------------------------------------------------------------------
-    def get_qpos(self, envs_idx=None):
-        """Generalized coordinates in q order (MuJoCo's qpos order for an MJCF model)."""
-        return self._read(self.solver.data.qpos, self._qs, None, self._envs(envs_idx))
-
-    def set_qpos(self, qpos, envs_idx=None, zero_velocity: bool = True):
-        """Write q (quaternions normalised); rigid set_qpos zeroes the velocity by default (SPEC S4)."""
-        envs = self._envs(envs_idx)
-        vals = self._normalize_quats(self._in("qpos", qpos, (self.n_qs,), envs))
-        self.solver._write(self.solver.data.qpos, envs, self._qs, vals)
-        if zero_velocity:
-            self.solver._write(self.solver.data.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
-        self.solver.forward()
-
-    def _normalize_quats(self, vals):
-        vals = vals.copy()
-        for j in self.joints:
-            if j.type in ("free", "spherical"):
-                a = j.q_idx_local[0] + (3 if j.type == "free" else 0)
-                q = vals[:, a:a + 4]
-                n = np.linalg.norm(q, axis=1, keepdims=True)
-                if np.any(n < 1e-12):
-                    raise OptionError(f"qpos of joint {j.name!r}: a zero quaternion has no orientation")
-                vals[:, a:a + 4] = q / n
-        return vals
-
-    def get_dofs_position(self, dofs_idx_local=None, envs_idx=None):
-        """SPEC S4: revolute/prismatic q − ref; free (x, y, z, three angles); spherical three angles."""
-        envs = self._envs(envs_idx)
-        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        full = self.solver.tree.dofs_position(self.solver.data.qpos.numpy().astype(float))
-        return self._out(full[:, self._ds][:, idx], envs)
-
-    def set_dofs_position(self, position, dofs_idx_local=None, envs_idx=None, zero_velocity: bool = True):
-        envs = self._envs(envs_idx)
-        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        vals = self._in("position", position, (len(idx),), envs)
-        qpos = self.solver.data.qpos.numpy().astype(float)
-        dofs = self.solver.tree.dofs_position(qpos)
-        dofs[np.ix_(envs, self._ds.start + idx)] = vals
-        new = self.solver.tree.qpos_from_dofs_position(dofs, qpos)
-        self.solver._write(self.solver.data.qpos, envs, self._qs, new[envs][:, self._qs])
-        if zero_velocity:
-            self.solver._write(self.solver.data.qvel, envs, self._ds.start + idx, np.zeros((len(envs), len(idx))))
-        self.solver.forward()
-
-    def get_dofs_velocity(self, dofs_idx_local=None, envs_idx=None):
-        """Dof velocities in MuJoCo's qvel convention (free: world linear velocity of the link
-        origin, then angular velocity in the link frame; spherical: local angular velocity)."""
-        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        return self._read(self.solver.data.qvel, self._ds, idx, self._envs(envs_idx))
-
-    def set_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
-        self._set(self.solver.data.qvel, "velocity", velocity, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
-        self.solver.forward()
 
     def get_qacc(self, envs_idx=None):
         """Acceleration of the last step (or M⁻¹f after forward())."""
@@ -327,31 +211,7 @@ class RigidEntity(Entity):
         host[envs[:, None], cols[None, :]] += vals
         arr.assign(host)
 
-    # -- links -----------------------------------------------------------------------------------
-    def _links(self, arr, links_idx_local, envs_idx, xyzw_to_wxyz=False):
-        self.solver.sync_kinematics()
-        envs = self._envs(envs_idx)
-        idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
-        a = arr.numpy()[:, self._ls][:, idx].astype(float)
-        if xyzw_to_wxyz:
-            a = a[..., [3, 0, 1, 2]]
-        return self._out(a, envs)
-
-    def get_links_pos(self, links_idx_local=None, envs_idx=None):
-        """Link frame origins (world)."""
-        return self._links(self.solver.data.link_pos, links_idx_local, envs_idx)
-
-    def get_links_quat(self, links_idx_local=None, envs_idx=None):
-        return self._links(self.solver.data.link_quat, links_idx_local, envs_idx, True)
-
-    def get_links_vel(self, links_idx_local=None, envs_idx=None):
-        """Linear velocity of each link origin (world frame)."""
-        return self._links(self.solver.data.link_vel, links_idx_local, envs_idx)
-
-    def get_links_ang(self, links_idx_local=None, envs_idx=None):
-        """Angular velocity of each link (world frame)."""
-        return self._links(self.solver.data.link_ang, links_idx_local, envs_idx)
-
+    # -- links ----------------------------------------------------------------------------------
     def get_links_com(self, links_idx_local=None, envs_idx=None):
         """Link centres of mass (world)."""
         return self._links(self.solver.data.link_xipos, links_idx_local, envs_idx)
@@ -388,80 +248,6 @@ class RigidEntity(Entity):
         idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
         vals = self._in("com", com, (len(idx), 3), envs)
         self.solver._write(self.solver.model.link_com, envs, self._ls.start + idx, vals)
-        self.solver.forward()
-
-    # -- base ------------------------------------------------------------------------------------
-    def get_pos(self, envs_idx=None, relative: bool = True):
-        """Base link: relative=True its origin (the author frame), relative=False its CoM (the
-        solver's inertia-aligned origin, SPEC S2)."""
-        arr = self.solver.data.link_pos if relative else self.solver.data.link_xipos
-        return self._links(arr, [self.base_link], envs_idx)[..., 0, :]
-
-    def get_quat(self, envs_idx=None):
-        return self._links(self.solver.data.link_quat, [self.base_link], envs_idx, True)[..., 0, :]
-
-    def get_vel(self, envs_idx=None, relative: bool = True):
-        """Linear velocity of the base origin (relative=True) or of its CoM (relative=False):
-        they differ by ω × d (SPEC S2)."""
-        v = self._links(self.solver.data.link_vel, [self.base_link], envs_idx)[..., 0, :]
-        if relative:
-            return v
-        w = self.get_ang(envs_idx)
-        d = self.get_pos(envs_idx, relative=False) - self.get_pos(envs_idx, relative=True)
-        return v + np.cross(w, d)
-
-    def get_ang(self, envs_idx=None):
-        return self._links(self.solver.data.link_ang, [self.base_link], envs_idx)[..., 0, :]
-
-    def _free_root(self):
-        root = self.description.links[self.base_link]
-        if root.joints and self.description.joints[root.joints[0]].type == "free":
-            return self.joints[root.joints[0]]
-        return None
-
-    def set_pos(self, pos, envs_idx=None, zero_velocity: bool = True):
-        """Move the base origin: a free root's q, or a fixed base's placement."""
-        envs = self._envs(envs_idx)
-        vals = self._in("pos", pos, (3,), envs)
-        fr = self._free_root()
-        if fr is not None:
-            self.solver._write(self.solver.data.qpos, envs, slice(fr.q_start, fr.q_start + 3), vals)
-            if zero_velocity:
-                self.solver._write(self.solver.data.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
-        else:
-            # move the entity's placement so that the base origin lands at pos
-            li = self.link_start
-            rp = self.solver.data.root_pos.numpy()[envs, li].astype(float)
-            rp = rp + vals - self.get_pos(envs_idx)
-            self.solver._write(self.solver.data.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
-        self.solver.forward()
-
-    def set_quat(self, quat, envs_idx=None, zero_velocity: bool = True):
-        envs = self._envs(envs_idx)
-        vals = self._in("quat", quat, (4,), envs)
-        n = np.linalg.norm(vals, axis=1, keepdims=True)
-        if np.any(n < 1e-12):
-            raise OptionError("set_quat: a zero quaternion has no orientation")
-        vals = vals / n
-        fr = self._free_root()
-        if fr is not None:
-            self.solver._write(self.solver.data.qpos, envs, slice(fr.q_start + 3, fr.q_start + 7), vals)
-            if zero_velocity:
-                self.solver._write(self.solver.data.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
-        else:
-            # rotate the entity's placement about the base origin so the base takes quat
-            li = self.link_start
-            pb = np.asarray(self.get_pos(envs_idx), float).reshape(len(envs), 3)
-            qb = np.asarray(self.get_quat(envs_idx), float).reshape(len(envs), 4)
-            delta = quat_mul(vals, qb * np.array([1.0, -1.0, -1.0, -1.0]))
-            rp = self.solver.data.root_pos.numpy()[envs, li].astype(float)
-            rq = self.solver.data.root_quat.numpy()[envs, li].astype(float)[:, [3, 0, 1, 2]]
-            rq = quat_mul(delta, rq)
-            rq /= np.linalg.norm(rq, axis=1, keepdims=True)
-            rp = pb + quat_rotate(delta, rp - pb)
-            self.solver._write(self.solver.data.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
-            self.solver._write(self.solver.data.root_quat, envs, slice(li, li + 1),
-                               rq[:, [1, 2, 3, 0]].reshape(len(envs), 1, 4))
         self.solver.forward()
 
     # -- dynamics and kinematics queries ---------------------------------------------------------

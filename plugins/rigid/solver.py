@@ -21,10 +21,9 @@ import numpy as np
 from polyphys import morphs as M
 from polyphys.description import EntityDescription, from_primitive, without_collision
 from polyphys.errors import BuildError, OptionError, PolyphysWarning, SimulationError
-from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
-from polyphys.views import RigidGeoms, RigidLinks
+from polyphys.views import RigidGeoms, RigidLinks, pack_rigid_geoms
 
 from . import (
     actuation,
@@ -387,6 +386,13 @@ class RigidSolver(Solver):
         self.forward()
 
     # -- host helpers used by the entities -----------------------------------------------------
+    def articulated_arrays(self) -> dict:
+        """The arrays of the entities' q, dof, link and base getters and setters (polyphys.articulated)."""
+        d = self.data
+        return {"qpos": d.qpos, "qvel": d.qvel, "link_pos": d.link_pos, "link_quat": d.link_quat,
+                "link_vel": d.link_vel, "link_ang": d.link_ang, "link_com": d.link_xipos, "root_pos": d.root_pos,
+                "root_quat": d.root_quat}
+
     def _write(self, arr, envs: np.ndarray, cols, values: np.ndarray) -> None:
         """arr[envs, cols] = values (host round trip; outside the step). A write of the state or the
         link parameters marks the forward() that the entity setter runs next as its refresh (forces
@@ -556,40 +562,7 @@ class RigidSolver(Solver):
         builds grid SDFs from them) and heightfield geoms with their heights (``hfield_heights``),
         their link (global index) and coupling fields."""
         if getattr(self, "_geoms", None) is None:
-            import warp as wp
-            from polyphys.sdf_grid import hfield_heights
-
-            rows, meshes, hfields = [], [], []
-            for e in self.entities:
-                mat = e.material
-                for g in e.description.geoms:
-                    code = GEOM_CODES[g.type]
-                    is_mesh = g.type == "mesh" and g.mesh is not None
-                    hf = hfield_heights(g.hfield, f"geom {g.name!r}") if g.type == "hfield" else None
-                    if g.role == "visual" or (code not in SDF_SUPPORTED and not is_mesh and hf is None):
-                        continue
-                    meshes.append((np.asarray(g.mesh.vertices, float), np.asarray(g.mesh.faces))
-                                  if is_mesh else None)
-                    hfields.append(hf)
-                    size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
-                    if hf is not None:
-                        size = hf[1]                    # (rx, ry, z_bottom)
-                    rows.append((e.link_start + g.link, code, size, g.pos, g.quat[1:] + g.quat[:1],
-                                 mat.coup_friction, mat.coup_restitution, mat.coup_softness))
-            dev, npf = self.layout.device, self.layout.np_float
-            s = wp.float64 if self.layout.precision == "64" else wp.float32
-            V, Q = wp.types.vector(3, s), wp.types.quaternion(s)
-            col = list(zip(*rows)) if rows else [[]] * 8
-            self._geoms = RigidGeoms(
-                link=wp.array(np.asarray(col[0], np.int32), dtype=wp.int32, device=dev),
-                type=wp.array(np.asarray(col[1], np.int32), dtype=wp.int32, device=dev),
-                size=wp.array(np.asarray(col[2], npf).reshape(-1, 3), dtype=V, device=dev),
-                pos=wp.array(np.asarray(col[3], npf).reshape(-1, 3), dtype=V, device=dev),
-                quat=wp.array(np.asarray(col[4], npf).reshape(-1, 4), dtype=Q, device=dev),
-                coup_friction=wp.array(np.asarray(col[5], npf), dtype=s, device=dev),
-                coup_restitution=wp.array(np.asarray(col[6], npf), dtype=s, device=dev),
-                coup_softness=wp.array(np.asarray(col[7], npf), dtype=s, device=dev),
-                meshes=tuple(meshes), hfields=tuple(hfields))
+            self._geoms = pack_rigid_geoms(self.entities, self.layout.precision, self.layout.device)
         return self._geoms
 
     def rigid_links(self, part) -> RigidLinks:

@@ -322,3 +322,21 @@ def test_base_of_an_mjcf_model_is_its_root_body_and_set_pos_quat_move_a_fixed_ba
     link = arm.links.index("link")
     from polyphys.kinematics import quat_rotate
     assert np.allclose(arm.get_links_pos([link])[0], np.array([1.0, 2.0, 3.0]) + quat_rotate(q, [0, 0, 0.3]))
+
+
+def test_articulated_entity_api_is_defined_once():
+    """The q, dof, link and base getters and setters of the rigid and kinematic entities are core's
+    ArticulatedEntity (polyphys.articulated): neither plugin redefines one (the rigid entity only
+    extends __init__ and _bind), so the two cannot drift apart."""
+    from polyphys.articulated import ArticulatedEntity
+    from polyphys.plugins.kinematic.entity import KinematicEntity
+    from polyphys.plugins.rigid.entity import RigidEntity
+
+    shared = {n for n, v in vars(ArticulatedEntity).items() if callable(v) and not n.startswith("__")}
+    assert {"get_qpos", "set_qpos", "get_dofs_position", "set_dofs_position", "get_dofs_velocity",
+            "set_dofs_velocity", "get_links_pos", "get_links_quat", "get_links_vel", "get_links_ang", "get_pos",
+            "get_quat", "get_vel", "get_ang", "set_pos", "set_quat", "get_joint"} <= shared
+    for cls in (RigidEntity, KinematicEntity):
+        redefined = (shared & set(vars(cls))) - {"_bind"}
+        assert not redefined, (cls.__name__, sorted(redefined))
+    assert RigidEntity.ZERO_VELOCITY and not KinematicEntity.ZERO_VELOCITY      # SPEC S4
