@@ -10,13 +10,14 @@ import hashlib
 import json
 import os
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import arrays
-from .errors import BuildError, CapabilityError, CheckpointError, OptionError, SceneStateError
+from .errors import BuildError, CapabilityError, CheckpointError, OptionError, PolyphysWarning, SceneStateError
 from .interfaces import Entity, check_options
 from .layout import Layout, split_envs
 from .morphs import Morph
@@ -180,6 +181,7 @@ class Scene:
             self._require("precisions", "set SimOptions(precision=...) to one every coupler supports",
                           sim.precision)
             self._require("devices", f"SimOptions(device={sim.device!r})", sim.device_kind)
+            self._warn_untested_device(sim.device_kind)
             for c in self.couplers:
                 c.build(self.layout)
             for sensor in self.sensors:
@@ -193,6 +195,13 @@ class Scene:
         self._step_count = np.zeros(n, dtype=np.int64)
         self.built = True
         self.timings["build_s"] = time.perf_counter() - t0
+
+    def _warn_untested_device(self, kind: str) -> None:
+        untested = [getattr(p, "name", type(p).__name__) for p in self._parts()
+                    if kind not in p.capabilities.tested_devices]
+        if untested:
+            warnings.warn(f"device {kind!r}: the kernels of {untested} compile for it but their tests have "
+                          f"never run there (Capabilities.tested_devices)", PolyphysWarning, stacklevel=3)
 
     def _check_dt(self) -> None:
         h = self.sim_options.h

@@ -9,9 +9,10 @@ from polyphys.specs import Capabilities, ContractScene, MaterialSpec, SolverSpec
 
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
                             devices=("cpu", "cuda"), precisions=("32", "64"),
-                            deterministic=("cpu", "cuda"),
-                            notes="articulated bodies: CRBA/RNE, tree LDL, Euler/implicitfast; "
-                                  "no contacts or constraints yet")
+                            tested_devices=("cpu",), deterministic=("cpu",),
+                            notes="articulated bodies (CRBA/RNE, tree LDL), contacts, joint limits, equalities, "
+                                  "friction loss; Newton/CG, signorini, noslip; Euler, implicitfast, "
+                                  "approximate_implicitfast; MuJoCo-compatible mode")
 
 
 @hookimpl
