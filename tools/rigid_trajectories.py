@@ -198,7 +198,7 @@ def main(argv=None) -> int:
     bad = 0
     for n in names:
         got = run_scene(n)
-        diffs = []
+        diffs, zero_signs = [], 0
         for k, v in got.items():
             r = ref.get(f"{n}/{k}")
             if r is None:
@@ -210,8 +210,16 @@ def main(argv=None) -> int:
             same = np.array_equal(r, v, equal_nan=True)
             if not same:
                 diffs.append(f"{k}: max |diff| {np.nanmax(np.abs(r - v)):.3e}")
+            elif r.tobytes() != v.tobytes():
+                # equal values, different bits: only the sign of an exact zero can differ (NaN payloads aside)
+                zero_signs += int(np.sum(np.signbit(r) != np.signbit(v)))
         bad += bool(diffs)
-        print(f"{n}: " + ("bit-identical" if not diffs else "DIFFERS " + "; ".join(diffs)), flush=True)
+        if diffs:
+            print(f"{n}: DIFFERS " + "; ".join(diffs), flush=True)
+        elif zero_signs:
+            print(f"{n}: equal values ({zero_signs} exact zeros differ in sign)", flush=True)
+        else:
+            print(f"{n}: bit-identical", flush=True)
     return 1 if bad else 0
 
 

@@ -240,6 +240,8 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         efc_overflow: (n,) int: 1 = the row budget was exceeded this substep
         eq_acc_bias: (n, neq, 6) float [m/s², rad/s²]: J̇·q̇ of connect/weld rows
         efc_J: (n, max_rows, nv) float: row Jacobians
+        efc_span: (n, max_rows, 2) int: dof columns [lo, hi) holding every nonzero of the row (built
+            from the rows' dof chains; lo >= hi: empty); the row products skip the columns outside
         efc_type: (n, max_rows) int: ConstraintType
         efc_id: (n, max_rows) int: the equality, dof, contact or limit the row belongs to
         efc_dim: (n, max_rows) int: elliptic normal rows: cone dimension
@@ -497,6 +499,7 @@ def _data_struct(s):
         efc_overflow: I1
         eq_acc_bias: S3
         efc_J: S3
+        efc_span: I3
         efc_type: I2
         efc_id: I2
         efc_dim: I2

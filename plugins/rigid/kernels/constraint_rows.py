@@ -34,19 +34,20 @@ wp.set_module_options({"enable_backward": False})
 I1 = wp.array(dtype=wp.int32)
 A2 = wp.array2d(dtype=Any)
 A3 = wp.array3d(dtype=Any)
+I3 = wp.array3d(dtype=wp.int32)
 
 
 @wp.func_native(native.body(__file__, "point_jac_native"))
 def point_jac_native(dof_parent: I1, link_dof_last: I1, cdof_w: A2, cdof_v: A2, dof_ref: A2, env: int, link: int,
-                     p: Any, axis: Any, rot: int, scale: Any, efc_J: A3, row: int): ...
+                     p: Any, axis: Any, rot: int, scale: Any, efc_J: A3, efc_span: I3, row: int): ...
 
 
 @wp.func_native(native.body(__file__, "row_clear_native"))
-def row_clear_native(efc_J: A3, env: int, row: int, nv: int): ...
+def row_clear_native(efc_J: A3, efc_span: I3, env: int, row: int, nv: int): ...
 
 
 @wp.func_native(native.body(__file__, "row_dot_native"))
-def row_dot_native(efc_J: A3, qvel: A2, env: int, row: int, nv: int, out: A2): ...
+def row_dot_native(efc_J: A3, efc_span: I3, qvel: A2, env: int, row: int, nv: int, out: A2): ...
 
 
 # ---------------------------------------------------------------- parameters (SPEC R6-R7)
@@ -119,9 +120,17 @@ def legal_dampratio(tc: Any, dr: Any):
 
 
 @wp.func
+def span_extend(efc_span: wp.array3d(dtype=wp.int32), env: int, row: int, lo: int, hi: int):
+    """The row's nonzero column span [lo, hi) grows to include [lo, hi)."""
+    efc_span[env, row, 0] = wp.min(efc_span[env, row, 0], lo)
+    efc_span[env, row, 1] = wp.max(efc_span[env, row, 1], hi)
+
+
+@wp.func
 def point_jac_add(
     dof_parent: wp.array(dtype=wp.int32),
     link_dof_last: wp.array(dtype=wp.int32),
+    efc_span: wp.array3d(dtype=wp.int32),
     cdof_w: wp.array2d(dtype=Any),
     cdof_v: wp.array2d(dtype=Any),
     dof_ref: wp.array2d(dtype=Any),
@@ -135,10 +144,12 @@ def point_jac_add(
     row: int,
 ):
     """efc_J[row] += scale · axis · (velocity of point p fixed to link per dof), rot=1: angular
-    (native C++ walk of the dof chain, point_jac_native)."""
+    (native C++ walk of the dof chain, point_jac_native, which also grows the row's span by the
+    chain's columns)."""
     if link < 0:
         return
-    point_jac_native(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, link, p, axis, rot, scale, efc_J, row)
+    point_jac_native(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, link, p, axis, rot, scale, efc_J, efc_span,
+                     row)
 
 
 # ---------------------------------------------------------------- rows
@@ -147,6 +158,7 @@ def point_jac_add(
 @wp.func
 def finish_row(
     efc_J: wp.array3d(dtype=Any),
+    efc_span: wp.array3d(dtype=wp.int32),
     qvel: wp.array2d(dtype=Any),
     env: int,
     row: int,
@@ -168,7 +180,7 @@ def finish_row(
     efc_R: wp.array2d(dtype=Any),
     efc_imp: wp.array2d(dtype=Any),
 ):
-    row_dot_native(efc_J, qvel, env, row, nv, efc_vel)      # efc_vel[env, row] = J_row·qvel
+    row_dot_native(efc_J, efc_span, qvel, env, row, nv, efc_vel)      # efc_vel[env, row] = J_row·qvel
     vel = efc_vel[env, row]
     efc_type[env, row] = tp
     efc_id[env, row] = ident
@@ -181,13 +193,15 @@ def finish_row(
 
 
 @wp.func
-def clear_row(efc_J: wp.array3d(dtype=Any), env: int, row: int, nv: int):
-    row_clear_native(efc_J, env, row, nv)
+def clear_row(efc_J: wp.array3d(dtype=Any), efc_span: wp.array3d(dtype=wp.int32), env: int, row: int, nv: int):
+    """J[row] = 0 over its span, the span empty (nv, 0)."""
+    row_clear_native(efc_J, efc_span, env, row, nv)
 
 
 @wp.func
 def init_rows(
     efc_J: wp.array3d(dtype=Any),
+    efc_span: wp.array3d(dtype=wp.int32),
     efc_floss: wp.array2d(dtype=Any),
     efc_mu: wp.array2d(dtype=Any),
     efc_dim: wp.array2d(dtype=wp.int32),
@@ -202,7 +216,7 @@ def init_rows(
     """Rows lo .. hi-1 to their cleared state (J 0, R 1, the rest 0); returns max(lo, hi)."""
     zero = type(efc_R[env, 0])(0.0)
     for i in range(lo, hi):
-        clear_row(efc_J, env, i, nv)
+        clear_row(efc_J, efc_span, env, i, nv)
         efc_floss[env, i] = zero
         efc_mu[env, i] = zero
         efc_dim[env, i] = 0
@@ -424,6 +438,7 @@ def make_rows(m: Any, d: Any):
     n_efc = d.nefc
     overflow = d.efc_overflow
     efc_J = d.efc_J
+    efc_span = d.efc_span
     efc_type = d.efc_type
     efc_id = d.efc_id
     efc_dim = d.efc_dim
@@ -463,7 +478,7 @@ def make_rows(m: Any, d: Any):
             if row + 3 > max_rows:
                 over = 1
                 continue
-            clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 3, nv)
+            clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 3, nv)
             l1 = eq_obj[e, 0]
             l2 = eq_obj[e, 1]
             a1 = wp.vector(eq_data[e, 0], eq_data[e, 1], eq_data[e, 2])
@@ -489,9 +504,11 @@ def make_rows(m: Any, d: Any):
                     ax = wp.vector(zero, one, zero)
                 elif c == 2:
                     ax = wp.vector(zero, zero, one)
-                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, l1, p1, ax, 0, one, efc_J, row + c)
-                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, l2, p2, ax, 0, -one, efc_J, row + c)
-                finish_row(efc_J, qvel, env, row + c, nv, err[c], zero, imp, k, b, diag, ConstraintType.EQUALITY, e,
+                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                              env, l1, p1, ax, 0, one, efc_J, row + c)
+                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                              env, l2, p2, ax, 0, -one, efc_J, row + c)
+                finish_row(efc_J, efc_span, qvel, env, row + c, nv, err[c], zero, imp, k, b, diag, ConstraintType.EQUALITY, e,
                            efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
                 # velocity-product term: aref − J̇·q̇ (the acceleration of p1 − p2 at qacc = 0)
                 efc_aref[env, row + c] = efc_aref[env, row + c] - eq_acc_bias[env, e, c]
@@ -500,7 +517,7 @@ def make_rows(m: Any, d: Any):
             if row + 6 > max_rows:
                 over = 1
                 continue
-            clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 6, nv)
+            clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 6, nv)
             wl0 = eq_obj[e, 0]
             wl1 = eq_obj[e, 1]
             wa0 = wp.vector(eq_data[e, 3], eq_data[e, 4], eq_data[e, 5])
@@ -538,16 +555,25 @@ def make_rows(m: Any, d: Any):
                     ax = wp.vector(zero, one, zero)
                 elif c == 2:
                     ax = wp.vector(zero, zero, one)
-                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, wl0, wp0, ax, 0, one, efc_J, row + c)
-                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, wl1, wp1, ax, 0, -one, efc_J, row + c)
-                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, wl0, wp0, ax, 1, one, efc_J, row + 3 + c)
-                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, wl1, wp1, ax, 1, -one, efc_J, row + 3 + c)
+                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                              env, wl0, wp0, ax, 0, one, efc_J, row + c)
+                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                              env, wl1, wp1, ax, 0, -one, efc_J, row + c)
+                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                              env, wl0, wp0, ax, 1, one, efc_J, row + 3 + c)
+                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                              env, wl1, wp1, ax, 1, -one, efc_J, row + 3 + c)
             # rotational rows: 0.5·ts·vec(conj(wq1) ⊗ (0, ω-column) ⊗ wq0 ⊗ relpose) per dof column
             for j in range(nv):
                 axq = wp.quaternion(efc_J[env, row + 3, j], efc_J[env, row + 4, j], efc_J[env, row + 5, j], zero)
                 wq3 = (wq1n * axq) * wqq
                 for c in range(3):
                     efc_J[env, row + 3 + c, j] = half * ts * wq3[c]
+            # each rotational row mixes the three: all three get the union of their spans
+            for c in range(3):
+                span_extend(efc_span, env, row + 3 + c, efc_span[env, row + 3, 0], efc_span[env, row + 3, 1])
+                span_extend(efc_span, env, row + 3 + c, efc_span[env, row + 4, 0], efc_span[env, row + 4, 1])
+                span_extend(efc_span, env, row + 3 + c, efc_span[env, row + 5, 0], efc_span[env, row + 5, 1])
             for c in range(6):
                 ec = zero
                 dg = dt
@@ -556,7 +582,7 @@ def make_rows(m: Any, d: Any):
                 else:
                     ec = er[c - 3]
                     dg = dr2
-                finish_row(efc_J, qvel, env, row + c, nv, ec, zero, imp, k, b, dg, ConstraintType.EQUALITY, e,
+                finish_row(efc_J, efc_span, qvel, env, row + c, nv, ec, zero, imp, k, b, dg, ConstraintType.EQUALITY, e,
                            efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
                 efc_aref[env, row + c] = efc_aref[env, row + c] - eq_acc_bias[env, e, c]
             row = row + 6
@@ -564,7 +590,7 @@ def make_rows(m: Any, d: Any):
             if row + 1 > max_rows:
                 over = 1
                 continue
-            clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+            clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
             # eq_obj: (qadr1, dof1, qadr2, dof2 packed as obj[e,0]=joint1 qadr, obj[e,1]=joint2 qadr or -1)
             q1 = eq_obj[e, 0]
             q2 = eq_obj[e, 1]
@@ -589,10 +615,12 @@ def make_rows(m: Any, d: Any):
             else:
                 pos = pos - eq_data[e, 2]
             efc_J[env, row, d1] = one
+            span_extend(efc_span, env, row, d1, d1 + 1)
             if q2 >= 0:
                 efc_J[env, row, d2] = efc_J[env, row, d2] - deriv
+                span_extend(efc_span, env, row, d2, d2 + 1)
             imp = impedance(dmin, dmax, width, mid, pw, pos, zero)
-            finish_row(efc_J, qvel, env, row, nv, pos, zero, imp, k, b, diag, ConstraintType.EQUALITY, e,
+            finish_row(efc_J, efc_span, qvel, env, row, nv, pos, zero, imp, k, b, diag, ConstraintType.EQUALITY, e,
                        efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
             row = row + 1
 
@@ -604,14 +632,15 @@ def make_rows(m: Any, d: Any):
         if row + 1 > max_rows:
             over = 1
             continue
-        clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+        clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
         tc = legal_timeconst(dof_sol[env, dof, 0], dof_sol[env, dof, 1], tc_floor)
         dr = legal_dampratio(dof_sol[env, dof, 0], dof_sol[env, dof, 1])
         dmax = clamp_imp(dof_sol[env, dof, 3])
         imp = impedance(clamp_imp(dof_sol[env, dof, 2]), dmax, wp.max(zero, dof_sol[env, dof, 4]),
                         clamp_imp(dof_sol[env, dof, 5]), wp.max(one, dof_sol[env, dof, 6]), zero, zero)
         efc_J[env, row, dof] = one
-        finish_row(efc_J, qvel, env, row, nv, zero, zero, imp, zero, ref_damping(tc, dr, dmax), dof_invweight[dof],
+        span_extend(efc_span, env, row, dof, dof + 1)
+        finish_row(efc_J, efc_span, qvel, env, row, nv, zero, zero, imp, zero, ref_damping(tc, dr, dmax), dof_invweight[dof],
                    ConstraintType.FRICTION, dof, efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
         efc_floss[env, row] = fl
         row = row + 1
@@ -627,7 +656,7 @@ def make_rows(m: Any, d: Any):
             over = 1
             continue
         con_efc_adr[env, c] = row
-        clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + nrow, nv)
+        clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + nrow, nv)
         la = con_link[env, c, 0]
         lb = con_link[env, c, 1]
         p = con_pos[env, c]
@@ -657,14 +686,17 @@ def make_rows(m: Any, d: Any):
                 r = 0
                 if j >= 3:
                     r = 1
-                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, la, p, ax, r, one, efc_J, row + j)
-                point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, lb, p, ax, r, -one, efc_J, row + j)
+                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                              env, la, p, ax, r, one, efc_J, row + j)
+                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                              env, lb, p, ax, r, -one, efc_J, row + j)
             if dim == 1:
-                finish_row(efc_J, qvel, env, row, nv, dist, marg, imp, k, b, tran, ConstraintType.CONTACT_FRICTIONLESS, c,
+                finish_row(efc_J, efc_span, qvel, env, row, nv, dist, marg, imp, k, b, tran,
+                           ConstraintType.CONTACT_FRICTIONLESS, c,
                            efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
                 efc_D[env, row] = one / efc_R[env, row]
             else:
-                finish_row(efc_J, qvel, env, row, nv, dist, marg, imp, k, b, tran, ConstraintType.CONTACT_ELLIPTIC, c,
+                finish_row(efc_J, efc_span, qvel, env, row, nv, dist, marg, imp, k, b, tran, ConstraintType.CONTACT_ELLIPTIC, c,
                            efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
                 rn = efc_R[env, row]
                 rt = rn / wp.max(type(zero)(1.0e-15), impratio)
@@ -681,7 +713,7 @@ def make_rows(m: Any, d: Any):
                     dg = tran
                     if j >= 3:
                         dg = rot
-                    finish_row(efc_J, qvel, env, row + j, nv, zero, zero, imp, zero, bf, dg,
+                    finish_row(efc_J, efc_span, qvel, env, row + j, nv, zero, zero, imp, zero, bf, dg,
                                ConstraintType.CONTACT_ELLIPTIC, c, efc_type, efc_id, efc_pos, efc_margin, efc_vel,
                                efc_aref, efc_R, efc_imp)
                     fj = con_friction[env, c, j - 1]
@@ -691,7 +723,7 @@ def make_rows(m: Any, d: Any):
                     else:
                         # zero coefficient: the row is zeroed (no force, finite R)
                         efc_R[env, row + j] = rt
-                        clear_row(efc_J, env, row + j, nv)
+                        clear_row(efc_J, efc_span, env, row + j, nv)
                         efc_vel[env, row + j] = zero
                         efc_aref[env, row + j] = zero
         else:
@@ -712,20 +744,24 @@ def make_rows(m: Any, d: Any):
                     sg = one
                     if s == 1:
                         sg = -one
-                    point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, la, p, nax, 0, one, efc_J, r0 + s)
-                    point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, lb, p, nax, 0, -one, efc_J, r0 + s)
-                    point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, la, p, ax, rr, sg * fk, efc_J, r0 + s)
-                    point_jac_add(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, lb, p, ax, rr, -sg * fk, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                                  env, la, p, nax, 0, one, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                                  env, lb, p, nax, 0, -one, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                                  env, la, p, ax, rr, sg * fk, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                                  env, lb, p, ax, rr, -sg * fk, efc_J, r0 + s)
                     dg = tran
                     if k2 >= 3:
                         dg = rot
-                    finish_row(efc_J, qvel, env, r0 + s, nv, dist, marg, imp, k, b, tran + fk * fk * dg,
+                    finish_row(efc_J, efc_span, qvel, env, r0 + s, nv, dist, marg, imp, k, b, tran + fk * fk * dg,
                                ConstraintType.CONTACT_PYRAMIDAL, c, efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref,
                                efc_R, efc_imp)
                     if fk <= zero:
                         # zero coefficient: the edge pair would be two extra normal rows (phantom
                         # normal support, SPEC R6) — zeroed, it carries no force
-                        clear_row(efc_J, env, r0 + s, nv)
+                        clear_row(efc_J, efc_span, env, r0 + s, nv)
                         efc_vel[env, r0 + s] = zero
                         efc_aref[env, r0 + s] = zero
             # common R matching the elliptic friction impedance (MuJoCo): 2 μ_reg² R_first
@@ -756,7 +792,7 @@ def make_rows(m: Any, d: Any):
                 if row + 1 > max_rows:
                     over = 1
                     continue
-                clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+                clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
                 dof = lim_dof[li]
                 tc = legal_timeconst(lim_sol[env, li, 0], lim_sol[env, li, 1], tc_floor)
                 dr = legal_dampratio(lim_sol[env, li, 0], lim_sol[env, li, 1])
@@ -765,7 +801,8 @@ def make_rows(m: Any, d: Any):
                                 clamp_imp(lim_sol[env, li, 5]), wp.max(one, lim_sol[env, li, 6]), dist, lim_margin[li])
                 for c in range(3):
                     efc_J[env, row, dof + c] = -bax[c]
-                finish_row(efc_J, qvel, env, row, nv, dist, lim_margin[li], imp, ref_stiffness(tc, dr, dmax),
+                span_extend(efc_span, env, row, dof, dof + 3)
+                finish_row(efc_J, efc_span, qvel, env, row, nv, dist, lim_margin[li], imp, ref_stiffness(tc, dr, dmax),
                            ref_damping(tc, dr, dmax), dof_invweight[dof], ConstraintType.LIMIT, li,
                            efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
                 row = row + 1
@@ -780,7 +817,7 @@ def make_rows(m: Any, d: Any):
                 if row + 1 > max_rows:
                     over = 1
                     continue
-                clr = init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+                clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
                 dof = lim_dof[li]
                 tc = legal_timeconst(lim_sol[env, li, 0], lim_sol[env, li, 1], tc_floor)
                 dr = legal_dampratio(lim_sol[env, li, 0], lim_sol[env, li, 1])
@@ -788,7 +825,8 @@ def make_rows(m: Any, d: Any):
                 imp = impedance(clamp_imp(lim_sol[env, li, 2]), dmax, wp.max(zero, lim_sol[env, li, 4]),
                                 clamp_imp(lim_sol[env, li, 5]), wp.max(one, lim_sol[env, li, 6]), dist, lim_margin[li])
                 efc_J[env, row, dof] = -side
-                finish_row(efc_J, qvel, env, row, nv, dist, lim_margin[li], imp, ref_stiffness(tc, dr, dmax),
+                span_extend(efc_span, env, row, dof, dof + 1)
+                finish_row(efc_J, efc_span, qvel, env, row, nv, dist, lim_margin[li], imp, ref_stiffness(tc, dr, dmax),
                            ref_damping(tc, dr, dmax), dof_invweight[dof], ConstraintType.LIMIT, li,
                            efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
                 row = row + 1
@@ -796,7 +834,7 @@ def make_rows(m: Any, d: Any):
     for i in range(row):
         efc_D[env, i] = one / efc_R[env, i]
     # the last build's rows beyond this one's: back to the cleared state (padding reads as empty)
-    init_rows(efc_J, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, row, prev, nv)
+    init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, row, prev, nv)
     n_efc[env] = row
     overflow[env] = over
 

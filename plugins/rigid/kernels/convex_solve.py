@@ -137,7 +137,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
         sc_mode = 1
         if solver == SolverType.CG:
             sc_mode = 2
-    spans_fill(env, nrow, nv, efc_J, M, LM, H, sc_mode)
+    spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode)
     mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
     scale = one / wp.max(trace, type(tolerance)(1.0e-15))
     for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force

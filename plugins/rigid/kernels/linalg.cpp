@@ -15,7 +15,8 @@
 // jac_tmul_grad_native: qfrc_constraint = Jᵀf; with full = 1 also ma = M·(qacc − qacc_smooth);
 //   grad = ma − Jᵀf.
 // mat_mul_native: out = M·x.
-// spans_fill_native: the row spans of M and J into the scratch matrix (sc_mode).
+// spans_fill_native: the row spans of M (scanned) and of J (efc_span, recorded by make_rows) into the
+//   scratch matrix (sc_mode).
 // hess_copy_native: H = M (lower triangle).
 // hess_add_pair_native: H += w·J_raᵀ J_rb (lower triangle; zero entries of J_ra skipped).
 // chol_factor_native: in-place dense Cholesky (lower triangle); the row envelope is kept in row 0's
@@ -147,7 +148,7 @@
     }
 
 // @func spans_fill_native
-    typedef decltype(+*J.data) T;
+    typedef decltype(+*M.data) T;
     const size_t e = (size_t)env;
 #ifndef PP_SPAN
 // (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
@@ -165,10 +166,13 @@
             sp[2 * j] = T(lo);
             sp[2 * j + 1] = T(hi);
         }
+        // J's rows: the spans make_rows recorded (a superset of the nonzero columns; empty: lo = hi)
+        const char* js = (const char*)efc_span.data + e * efc_span.strides[0];
         for (int r = 0; r < nrow; ++r) {
-            const T* jr = (const T*)((const char*)J.data + e * J.strides[0] + (size_t)r * J.strides[1]);
-            int lo, hi;
-            PP_SPAN(jr, nv, lo, hi);
+            const int* jsr = (const int*)(js + (size_t)r * efc_span.strides[1]);
+            int lo = jsr[0] < 0 ? 0 : jsr[0];
+            int hi = jsr[1] > nv ? nv : jsr[1];
+            if (hi < lo) hi = lo;
             sp[2 * nv + 2 * r] = T(lo);
             sp[2 * nv + 2 * r + 1] = T(hi);
         }
