@@ -74,6 +74,15 @@ def flag_nonfinite(views: list, flags) -> None:
         wp.launch(kernel, dim=v.shape, inputs=[v], outputs=[flags], device=v.device)
 
 
+def as_index_list(what: str, idx) -> np.ndarray:
+    """``idx`` (an index or a sequence of them) as a flat array, or OptionError naming ``what``
+    (ragged lists and objects numpy cannot hold are refused here; callers check the dtype and range)."""
+    try:
+        return np.asarray(idx).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
+        raise OptionError(f"{what} = {short_repr(idx)}: expected an integer index or a 1D sequence of them") from None
+
+
 def normalize_envs_idx(envs_idx, n_envs: int, batched: bool, what: str = "envs_idx") -> np.ndarray:
     """Validate envs_idx: None -> all envs; ints in [0, n_envs), no duplicates."""
     if envs_idx is None:
@@ -81,11 +90,14 @@ def normalize_envs_idx(envs_idx, n_envs: int, batched: bool, what: str = "envs_i
     if not batched:
         raise OptionError(f"{what} = {envs_idx!r}: the scene was built with n_envs=0 (no batch axis); "
                           f"omit {what}")
-    idx = np.asarray(envs_idx)
+    try:
+        idx = np.asarray(envs_idx)
+    except (TypeError, ValueError, OverflowError):     # ragged lists, odd objects
+        raise OptionError(f"{what} = {short_repr(envs_idx)}: expected a 1D sequence of integer env indices") from None
     if idx.ndim == 0:
         idx = idx.reshape(1)
     if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
-        raise OptionError(f"{what} = {envs_idx!r}: expected a 1D sequence of integer env indices")
+        raise OptionError(f"{what} = {short_repr(envs_idx)}: expected a 1D sequence of integer env indices")
     idx = idx.astype(np.int64)
     bad = idx[(idx < 0) | (idx >= n_envs)]
     if bad.size:
@@ -103,17 +115,75 @@ def env_mask_array(envs_idx: np.ndarray, n_envs: int, device: str):
     return wp.array(mask, dtype=wp.int32, device=device)
 
 
-def check_shape(name: str, value, expected: tuple, dtype=float) -> np.ndarray:
-    """Convert ``value`` to an array of exactly ``expected`` shape, or raise naming both shapes."""
+def short_repr(value, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (error messages name the value given)."""
     try:
-        arr = np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError):
-        raise OptionError(f"{name}: cannot convert {type(value).__name__} to a numeric array") from None
+        text = np.array2string(value, threshold=8, edgeitems=2) if isinstance(value, np.ndarray) else repr(value)
+    except Exception:  # a value whose repr fails is still named by its type
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def as_numeric(name: str, value, dtype=float) -> np.ndarray:
+    """``value`` as an array of ``dtype``, or ``OptionError`` naming ``name``, the value and what is
+    wrong: not numbers (strings, dicts, None, objects), ragged nesting, complex numbers (the
+    imaginary part would be lost), or for an integer ``dtype`` values that are not integers in its
+    range (they would be truncated)."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as exc:      # ragged lists, odd objects
+        raise OptionError(f"{name} = {short_repr(value)}: not an array of numbers ({exc})") from None
+    kind = raw.dtype.kind
+    if kind == "c":
+        raise OptionError(f"{name} = {short_repr(value)}: complex numbers are not allowed (the imaginary part "
+                          f"would be lost); give real numbers")
+    if kind not in "biuf":
+        if kind == "O" and raw.ndim == 0:
+            what = "None" if value is None else f"a {type(value).__name__}"
+        else:
+            what = {"U": "strings", "S": "bytes", "O": "objects (or integers too large for 64 bits)",
+                    "M": "datetimes", "m": "timedeltas", "V": "records"}.get(kind, str(raw.dtype))
+        raise OptionError(f"{name} = {short_repr(value)}: expected real numbers, got {what}")
+    target = np.dtype(dtype)
+    if target.kind == "b" and kind != "b":
+        with np.errstate(invalid="ignore"):
+            if not np.all((raw == 0) | (raw == 1)):
+                bad = raw[~((raw == 0) | (raw == 1))].ravel()[0]
+                raise OptionError(f"{name} = {short_repr(value)}: {bad.item()!r} is not a boolean (True/False or 1/0)")
+    if target.kind in "iu" and kind in "biuf":
+        info = np.iinfo(target)
+        with np.errstate(invalid="ignore"):
+            ok = (raw == np.round(raw)) & (raw >= info.min) & (raw <= info.max) if kind == "f" else \
+                (raw >= info.min) & (raw <= info.max)
+        if not np.all(ok):
+            bad = raw[~np.asarray(ok)].ravel()[0]
+            raise OptionError(f"{name} = {short_repr(value)}: {bad.item()!r} is not an integer in "
+                              f"[{info.min}, {info.max}]")
+    with np.errstate(over="ignore", invalid="ignore"):
+        return raw.astype(target)
+
+
+def check_shape(name: str, value, expected: tuple, dtype=float, storage=None, shown=None) -> np.ndarray:
+    """Convert ``value`` to an array of exactly ``expected`` shape, or raise naming both shapes.
+
+    Float values must be finite; with ``storage`` (the dtype the value is stored in, e.g. float32)
+    also finite in that precision: 1e300 is a float64 number but inf in float32, so it is refused
+    here rather than stored as inf. ``shown``: the value to name in messages (default ``value``)."""
+    text = short_repr(value if shown is None else shown)
+    arr = as_numeric(name, value, dtype)
     if arr.shape != tuple(expected):
-        raise OptionError(f"{name} has shape {arr.shape}; expected {tuple(expected)}")
+        raise OptionError(f"{name} has shape {arr.shape}; expected {tuple(expected)} ({name} = {text})")
     if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[:5].tolist()
-        raise OptionError(f"{name} contains NaN/inf at {bad}; values must be finite")
+        raise OptionError(f"{name} = {text}: NaN/inf at {bad}; values must be finite")
+    if storage is not None and np.issubdtype(arr.dtype, np.floating):
+        big = float(np.finfo(storage).max)
+        over = np.abs(arr) > big
+        if over.any():
+            at = np.argwhere(over)[0]
+            raise OptionError(f"{name} = {text}: {arr[tuple(at)].item()!r} at index {tuple(at.tolist())} is outside "
+                              f"the {np.dtype(storage).name} range of this scene's state (|x| <= {big:.4g}; "
+                              f"SimOptions(precision=...)): values must be finite in the storage precision")
     return arr
 
 

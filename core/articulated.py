@@ -1,4 +1,4 @@
-"""Entities of a joint tree (SPEC S1-S4): the getters and setters the rigid and kinematic solvers
+"""Entities of a joint tree (docs/semantics.md §S1-§S4): the getters and setters the rigid and kinematic solvers
 share, defined once.
 
 ``ArticulatedEntity`` holds a description bound to the solver's flat joint tree (``_bind``) and
@@ -7,7 +7,7 @@ through ``articulated_arrays()`` (a dict: qpos, qvel (n_envs, n_qs / n_dofs); li
 (x, y, z, w), link_vel (origin velocity), link_ang, link_com (n_envs, n_links), all world;
 root_pos, root_quat: the per-env placement of links whose parent is the world), ``tree`` (a
 ``JointTree``), ``_write(arr, envs, cols, values)``, ``forward()`` and ``sync_kinematics()``.
-The solvers differ only in the velocity rule of SPEC S4: ``ZERO_VELOCITY`` is the default of
+The solvers differ only in the velocity rule of docs/semantics.md §S4: ``ZERO_VELOCITY`` is the default of
 ``zero_velocity`` in ``set_qpos`` / ``set_dofs_position`` / ``set_pos`` / ``set_quat`` (rigid True,
 kinematic False). Getters return NumPy copies, batch axis first (none for n_envs = 0).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import arrays
 from .description import EntityDescription
 from .errors import OptionError
 from .interfaces import Entity
@@ -81,13 +82,20 @@ class ArticulatedEntity(Entity):
     def _a(self, name):
         return self.solver.articulated_arrays()[name]
 
-    def _zero_velocity(self, value):
-        return self.ZERO_VELOCITY if value is None else bool(value)
+    def _zero_velocity(self, value, method: str) -> bool:
+        """zero_velocity of a setter: None gives the solver's rule (docs/semantics.md §S4); else True
+        or False (checked before the setter writes anything)."""
+        if value is None:
+            return self.ZERO_VELOCITY
+        if not isinstance(value, (bool, np.bool_)):
+            raise OptionError(f"{type(self).__name__}.{method}(): zero_velocity = {arrays.short_repr(value)}: "
+                              f"expected True or False (None: the solver's rule, docs/semantics.md §S4)")
+        return bool(value)
 
     def _local_idx(self, idx, n: int, what: str) -> np.ndarray:
         if idx is None:
             return np.arange(n)
-        arr = np.asarray(idx).reshape(-1)
+        arr = arrays.as_index_list(what, idx)
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
             raise OptionError(f"{what} = {idx!r}: expected integer indices")
         bad = arr[(arr < 0) | (arr >= n)]
@@ -121,17 +129,18 @@ class ArticulatedEntity(Entity):
         return self._read(self._a("qpos"), self._qs, None, self._envs(envs_idx))
 
     def set_qpos(self, qpos, envs_idx=None, zero_velocity: bool | None = None):
-        """Write q (quaternions normalised). zero_velocity (default: the solver's rule, SPEC S4 —
+        """Write q (quaternions normalised). zero_velocity (default: the solver's rule, docs/semantics.md §S4 —
         rigid zeroes the velocity, kinematic keeps it)."""
+        zero = self._zero_velocity(zero_velocity, "set_qpos")
         envs = self._envs(envs_idx)
         vals = self._normalize_quats(self._in("qpos", qpos, (self.n_qs,), envs))
         self.solver._write(self._a("qpos"), envs, self._qs, vals)
-        if self._zero_velocity(zero_velocity):
+        if zero:
             self.solver._write(self._a("qvel"), envs, self._ds, np.zeros((len(envs), self.n_dofs)))
         self.solver.forward()
 
     def get_dofs_position(self, dofs_idx_local=None, envs_idx=None):
-        """SPEC S4: revolute/prismatic q − ref; free (x, y, z, three angles); spherical three angles."""
+        """docs/semantics.md §S4: revolute/prismatic q − ref; free (x, y, z, three angles); spherical three angles."""
         envs = self._envs(envs_idx)
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         full = self.solver.tree.dofs_position(self._a("qpos").numpy().astype(float))
@@ -140,6 +149,7 @@ class ArticulatedEntity(Entity):
     def set_dofs_position(self, position, dofs_idx_local=None, envs_idx=None, zero_velocity: bool | None = None):
         """Write dofs positions (the form of get_dofs_position); zero_velocity as set_qpos (those
         dofs only)."""
+        zero = self._zero_velocity(zero_velocity, "set_dofs_position")
         envs = self._envs(envs_idx)
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         vals = self._in("position", position, (len(idx),), envs)
@@ -148,7 +158,7 @@ class ArticulatedEntity(Entity):
         dofs[np.ix_(envs, self._ds.start + idx)] = vals
         new = self.solver.tree.qpos_from_dofs_position(dofs, qpos)
         self.solver._write(self._a("qpos"), envs, self._qs, new[envs][:, self._qs])
-        if self._zero_velocity(zero_velocity):
+        if zero:
             self.solver._write(self._a("qvel"), envs, self._ds.start + idx, np.zeros((len(envs), len(idx))))
         self.solver.forward()
 
@@ -197,7 +207,7 @@ class ArticulatedEntity(Entity):
     # -- base ------------------------------------------------------------------------------------
     def get_pos(self, envs_idx=None, relative: bool = True):
         """Base link: relative=True its origin (the author frame), relative=False its CoM (the
-        solver's inertia-aligned origin, SPEC S2; a kinematic link has no mass: its origin)."""
+        solver's inertia-aligned origin, docs/semantics.md §S2; a kinematic link has no mass: its origin)."""
         return self._links("link_pos" if relative else "link_com", [self.base_link], envs_idx)[..., 0, :]
 
     def get_quat(self, envs_idx=None):
@@ -205,7 +215,7 @@ class ArticulatedEntity(Entity):
 
     def get_vel(self, envs_idx=None, relative: bool = True):
         """Linear velocity of the base origin (relative=True) or of its CoM (relative=False):
-        they differ by ω × d (SPEC S2)."""
+        they differ by ω × d (docs/semantics.md §S2)."""
         v = self._links("link_vel", [self.base_link], envs_idx)[..., 0, :]
         if relative:
             return v
@@ -225,12 +235,13 @@ class ArticulatedEntity(Entity):
     def set_pos(self, pos, envs_idx=None, zero_velocity: bool | None = None):
         """Move the base origin to ``pos``: a free root's q, or a fixed base's placement (the
         entity's root placement moves so that the base origin lands at pos)."""
+        zero = self._zero_velocity(zero_velocity, "set_pos")
         envs = self._envs(envs_idx)
         vals = self._in("pos", pos, (3,), envs)
         fr = self._free_root()
         if fr is not None:
             self.solver._write(self._a("qpos"), envs, slice(fr.q_start, fr.q_start + 3), vals)
-            if self._zero_velocity(zero_velocity):
+            if zero:
                 self.solver._write(self._a("qvel"), envs, self._ds, np.zeros((len(envs), self.n_dofs)))
         else:
             li = self.link_start
@@ -243,6 +254,7 @@ class ArticulatedEntity(Entity):
     def set_quat(self, quat, envs_idx=None, zero_velocity: bool | None = None):
         """Turn the base to ``quat`` (w x y z): a free root's q, or a fixed base's placement
         (rotated about the base origin)."""
+        zero = self._zero_velocity(zero_velocity, "set_quat")
         envs = self._envs(envs_idx)
         vals = self._in("quat", quat, (4,), envs)
         n = np.linalg.norm(vals, axis=1, keepdims=True)
@@ -252,7 +264,7 @@ class ArticulatedEntity(Entity):
         fr = self._free_root()
         if fr is not None:
             self.solver._write(self._a("qpos"), envs, slice(fr.q_start + 3, fr.q_start + 7), vals)
-            if self._zero_velocity(zero_velocity):
+            if zero:
                 self.solver._write(self._a("qvel"), envs, self._ds, np.zeros((len(envs), self.n_dofs)))
         else:
             li = self.link_start

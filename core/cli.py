@@ -4,6 +4,9 @@
                                            plugin target and no Warp module)
 ``polyphys run [SCENE.toml] [--out DIR] [--steps N] [--no-progress]``  the main job (core/run.py)
 ``polyphys inspect FILE [--json]``           what an importer makes of a model file
+``polyphys view TARGET [--port P] ...``      the browser viewer (core/viewer): replay a run folder, or
+                                           step a scene file / model file live
+``polyphys export-usd RUN_DIR OUT.usd``      a run's recorded states as a USD stage (core/usd_export.py)
 
 Bad input prints one line to stderr and exits with status 2.
 """
@@ -14,8 +17,9 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
-from .errors import PolyphysError
+from .errors import PolyphysError, PolyphysWarning
 
 EXIT_USAGE = 2
 CAP_COLUMNS = ("batch", "reset_envs", "checkpoint", "differentiable", "devices", "tested_devices", "precisions",
@@ -195,13 +199,71 @@ def cmd_inspect(args) -> int:
 
     if not os.path.isfile(args.file):
         raise CliError(f"inspect {args.file!r}: no such file (looked at {os.path.abspath(args.file)})")
-    desc = describe(args.file)
+    with warnings.catch_warnings():
+        # the importer's notes are printed below, one "warning:" line each: not warned again
+        warnings.simplefilter("ignore", PolyphysWarning)
+        desc = describe(args.file)
     d = description_dict(desc)
     if args.json:
         print(json.dumps(d, indent=2, default=str))
     else:
         print(format_description(d))
     return 0
+
+
+# -- view / export-usd (docs/viewer.md) --------------------------------------------------------------
+def cmd_view(args) -> int:
+    from . import viewer as viewermod
+
+    if args.steps is not None and args.steps < 0:
+        raise CliError(f"--steps {args.steps}: must be an integer >= 0")
+    if args.n_envs is not None and args.n_envs < 0:
+        raise CliError(f"--n-envs {args.n_envs}: must be an integer >= 0")
+    try:
+        import warp as wp
+
+        wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
+    except ImportError:
+        pass
+    v = viewermod.open_target(args.target, n_envs=args.n_envs, port=args.port, host=args.host,
+                              strict_port=args.strict_port, color_by=args.color_by, env=args.env,
+                              grid=args.grid, contacts=not args.no_contacts)
+    if v.port_note:
+        print(f"polyphys view: {v.port_note}", file=sys.stderr)
+    mode = "live" if v.live else f"replay of {v.recording.n_records} records"
+    print(f"polyphys view: {mode}, {v.n_envs} env(s): open {v.url}  (Ctrl-C stops)", flush=True)
+    try:
+        if v.live:
+            v.paused = args.paused
+            if args.paused and hasattr(v, "pause_box"):
+                v.pause_box.value = True
+            v.run_live(steps=args.steps, duration=args.duration)
+            if args.duration is None and args.steps is not None:
+                v.serve()                     # keep showing the final state
+        else:
+            v.serve(duration=args.duration)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        v.close()
+    return 0
+
+
+def cmd_export_usd(args) -> int:
+    from .usd_export import export_usd
+
+    env = "all" if args.env == "all" else _env_index(args.env)
+    r = export_usd(args.run_dir, args.out, envs=env, every=args.every)
+    print(f"{r['path']}: {len(r['envs'])} env(s), {r['n_time_codes']} time codes, {r['prims']} prims, "
+          f"{r['bytes'] / 1e6:.2f} MB in {r['seconds']:.2f} s")
+    return 0
+
+
+def _env_index(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise CliError(f"--env {value!r}: an env index or 'all'") from None
 
 
 # -- entry point ----------------------------------------------------------------------------------
@@ -237,6 +299,28 @@ def make_parser() -> argparse.ArgumentParser:
     pi.add_argument("file")
     pi.add_argument("--json", action="store_true")
     pi.set_defaults(func=cmd_inspect)
+
+    pv = sub.add_parser("view", help="browser viewer: replay a run folder, or run a scene/model file live")
+    pv.add_argument("target", help="run folder (replay), scene file .toml or model file .xml/.urdf (live)")
+    pv.add_argument("--port", type=int, default=8080, help="port (default 8080; a taken port: the next free)")
+    pv.add_argument("--strict-port", action="store_true", help="fail instead of taking the next free port")
+    pv.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    pv.add_argument("--color-by", default="material", help="'material' or a particle field (e.g. vel)")
+    pv.add_argument("--env", type=int, default=0, help="env shown first")
+    pv.add_argument("--grid", action="store_true", help="show the envs side by side")
+    pv.add_argument("--no-contacts", action="store_true", help="hide contact points and forces")
+    pv.add_argument("--n-envs", type=int, default=None, help="live: build the scene with this many envs")
+    pv.add_argument("--steps", type=int, default=None, help="live: stop stepping after N steps")
+    pv.add_argument("--duration", type=float, default=None, help="stop serving after this many seconds")
+    pv.add_argument("--paused", action="store_true", help="live: start paused")
+    pv.set_defaults(func=cmd_view)
+
+    pu = sub.add_parser("export-usd", help="write a run's recorded states as a USD stage")
+    pu.add_argument("run_dir", help="run folder written by `polyphys run` (or its states/ folder)")
+    pu.add_argument("out", help="output file: .usd/.usdc (binary) or .usda (text)")
+    pu.add_argument("--env", default="all", help="'all' (laid out on a grid, default) or one env index")
+    pu.add_argument("--every", type=int, default=1, help="export every k-th record")
+    pu.set_defaults(func=cmd_export_usd)
     return p
 
 

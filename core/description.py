@@ -104,6 +104,7 @@ class Link:
     geoms: list = attrs.field(factory=list)      # geom indices
     sites: list = attrs.field(factory=list)
     gravcomp: float = 0.0
+    src: str = ""                    # where the source file wrote it ("file:line: <body ...>")
 
 
 @attrs.define(kw_only=True)
@@ -128,6 +129,7 @@ class Joint:
     margin: float = 0.0
     q_start: int = -1                # filled by EntityDescription.finalize()
     dof_start: int = -1
+    src: str = ""
 
     def __attrs_post_init__(self):
         if self.type not in JOINT_TYPES:
@@ -168,6 +170,7 @@ class Geom:
     rgba: tuple = (0.5, 0.5, 0.5, 1.0)
     mesh: MeshData | None = None
     hfield: Any = None
+    src: str = ""
 
 
 @attrs.define(kw_only=True)
@@ -178,6 +181,7 @@ class Site:
     quat: tuple = attrs.field(default=IDENTITY_QUAT, converter=_f4)
     type: str = "sphere"
     size: tuple = (0.01, 0.0, 0.0)
+    src: str = ""
 
 
 @attrs.define(kw_only=True)
@@ -200,6 +204,7 @@ class Actuator:
     dyntype: str = "none"
     gaintype: str = "fixed"
     biastype: str = "none"
+    src: str = ""
 
 
 @attrs.define(kw_only=True)
@@ -215,6 +220,19 @@ class Equality:
     solref: tuple = (0.02, 1.0)
     solimp: tuple = (0.9, 0.95, 0.001, 0.5, 2.0)
     active: bool = True
+    src: str = ""
+
+
+@attrs.define(kw_only=True)
+class SensorRecord:
+    """A sensor declared in a model file, as the importer mapped it to a polyphys sensor kind: the
+    scene adds it (``scene.add_sensor(kind, entity, name=name, **options)``) with the entity and
+    lists it in ``entity.sensors`` (docs/sensors.md, "MJCF")."""
+
+    name: str
+    kind: str                        # a registered sensor kind: "imu", "force_torque", "frame", ...
+    options: dict = attrs.field(factory=dict)    # add_sensor keywords (site=..., outputs=..., noise=...)
+    source: str = ""                 # what the file declared, e.g. "MJCF accelerometer"
 
 
 @attrs.define(kw_only=True)
@@ -238,6 +256,7 @@ class EntityDescription:
     actuators: list = attrs.field(factory=list)
     equalities: list = attrs.field(factory=list)
     keyframes: list = attrs.field(factory=list)
+    sensors: list = attrs.field(factory=list)            # SensorRecord
     contact_excludes: list = attrs.field(factory=list)   # (link_a, link_b)
     contact_pairs: list = attrs.field(factory=list)      # dicts: geom1, geom2 and pair parameters
     tendons: list = attrs.field(factory=list)            # parsed and reported, not simulated
@@ -468,18 +487,28 @@ def check_inertial(inertial: Inertial, where: str, strict_triangle: bool = True)
     i = inertial.inertia
     if not np.all(np.isfinite(i)):
         raise OptionError(f"{where}: inertia {i.tolist()} is not finite")
-    if np.max(np.abs(i - i.T)) > 1e-9 * max(1.0, np.max(np.abs(i))):
+    # work on the tensor divided by its largest entry: entries near the double range (1e308) would
+    # overflow in the differences and the eigen decomposition
+    s0 = float(np.max(np.abs(i)))
+    n = i / s0 if s0 > 0 else i
+    if np.max(np.abs(n - n.T)) > 1e-9 * max(1.0, 1.0 / s0 if s0 > 0 else 1.0):
         raise OptionError(f"{where}: inertia {i.tolist()} is not symmetric")
-    ev = np.linalg.eigvalsh(0.5 * (i + i.T))
-    scale = max(float(np.max(np.abs(ev))), 1e-300)
+    ev_n = np.linalg.eigvalsh(0.5 * (n + n.T))
+    scale_n = max(float(np.max(np.abs(ev_n))), 1e-300)
+    with np.errstate(over="ignore"):
+        ev = ev_n * s0 if s0 > 0 else ev_n
     # round-off allowance: relative 1e-9, plus 1e-15 kg·m² absolute (files that write a zero
     # tensor with a 1e-20 stray entry)
-    if ev[0] < -1e-9 * scale - 1e-15:
+    if ev_n[0] < -1e-9 * scale_n - (1e-15 / s0 if s0 > 0 else 1e-15):
         raise OptionError(f"{where}: inertia {i.tolist()} is not positive definite (principal "
                           f"moments {ev.tolist()}); every principal moment must be >= 0")
+    scale = scale_n
+    ev = ev_n if s0 > 0 else ev
     a, b, c = ev
     if a + b < c - 1e-6 * scale:
-        msg = (f"{where}: principal moments {ev.tolist()} violate the triangle inequality "
+        with np.errstate(over="ignore"):
+            shown = (ev * s0 if s0 > 0 else ev).tolist()
+        msg = (f"{where}: principal moments {shown} violate the triangle inequality "
                f"A + B >= C (no rigid body has such an inertia)")
         if strict_triangle:
             raise OptionError(msg)
@@ -531,6 +560,286 @@ def mesh_mass_properties(vertices, faces, shell: bool = False, mode: str = "exac
            + np.einsum("n,ni,nj->ij", w / div, c, c) + np.einsum("n,ni,nj->ij", w / div, s, s))
     inertia = np.trace(cov) * np.eye(3) - cov
     return total, com, inertia
+
+
+# -- validation: every description an importer returns (docs/importers.md, "Errors") -----------------
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+# sizes that must be positive per geom type (MuJoCo refuses a zero or negative one too)
+_POSITIVE_SIZES = {"sphere": 1, "capsule": 2, "cylinder": 2, "ellipsoid": 3, "box": 3}
+
+
+class _Problems(list):
+    """Collects ``where field = value: reason`` lines; stops adding after ``limit``."""
+
+    def __init__(self, limit):
+        super().__init__()
+        self.limit = limit
+        self.more = 0
+
+    def add(self, msg):
+        if len(self) < self.limit:
+            self.append(msg)
+        else:
+            self.more += 1
+
+
+def _label(kind, obj):
+    src = getattr(obj, "src", "") or ""
+    name = getattr(obj, "name", "")
+    return f"{src} {kind} {name!r}".strip() if src else f"{kind} {name!r}"
+
+
+def _fmt(value):
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return repr(value)
+    if arr.ndim == 0:
+        return f"{float(arr):g}"
+    if arr.size > 6:
+        bad = arr[~np.isfinite(arr)] if not np.all(np.isfinite(arr)) else arr[np.argmax(np.abs(arr))]
+        return f"<{arr.size} values, e.g. {np.ravel(bad)[0]:g}>"
+    return "(" + ", ".join(f"{v:g}" for v in arr.ravel()) + ")"
+
+
+def _numbers(out, lbl, field, value, n=None, ge=None, gt=None):
+    """Finite, representable in float32 (the default precision), and within bounds; False if not."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        out.add(f"{lbl} {field} = {value!r}: not numbers")
+        return False
+    if n is not None and arr.size != n:
+        out.add(f"{lbl} {field} = {_fmt(value)}: expected {n} numbers, got {arr.size}")
+        return False
+    if arr.size == 0:
+        return True
+    if not np.all(np.isfinite(arr)):
+        out.add(f"{lbl} {field} = {_fmt(value)}: not finite; every number must be finite")
+        return False
+    if float(np.max(np.abs(arr))) > FLOAT32_MAX:
+        out.add(f"{lbl} {field} = {_fmt(value)}: beyond the float32 range (|x| <= {FLOAT32_MAX:.3g}) "
+                f"of polyphys' default precision")
+        return False
+    if ge is not None and np.any(arr < ge):
+        out.add(f"{lbl} {field} = {_fmt(value)}: must be >= {ge:g}")
+        return False
+    if gt is not None and np.any(arr <= gt):
+        out.add(f"{lbl} {field} = {_fmt(value)}: must be > {gt:g}")
+        return False
+    return True
+
+
+def _unit(out, lbl, field, value, n):
+    if _numbers(out, lbl, field, value, n):
+        norm = float(np.linalg.norm(np.asarray(value, dtype=float)))
+        if abs(norm - 1.0) > 1e-6:
+            out.add(f"{lbl} {field} = {_fmt(value)}: must have unit length (|{field}| = {norm:g})")
+
+
+def _index(out, lbl, field, value, n, allow_world=True):
+    lo = -1 if allow_world else 0
+    if not isinstance(value, (int, np.integer)) or not lo <= int(value) < n:
+        out.add(f"{lbl} {field} = {value!r}: not an index in [{lo}, {n})")
+
+
+def _bulk(out, items, kind, field, n=None, ge=None, gt=None, unit=False, get=None):
+    """Check one numeric field of many items at once (finite, float32 range, bounds, unit length);
+    only the items that fail are looked at one by one, for their message. Returns the indices of
+    the items that passed."""
+    if not items:
+        return []
+    vals = [get(it) if get is not None else getattr(it, field) for it in items]
+    try:
+        arr = np.asarray(vals, dtype=float).reshape(len(items), -1 if n is None else n)
+    except (TypeError, ValueError):   # a wrong type or size somewhere: look at each item
+        ok = np.zeros(len(items), bool)
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            ok = np.isfinite(arr).all(1) & (np.abs(arr) <= FLOAT32_MAX).all(1)
+            if ge is not None:
+                ok &= (arr >= ge).all(1)
+            if gt is not None:
+                ok &= (arr > gt).all(1)
+            if unit:
+                ok &= np.abs(np.linalg.norm(arr, axis=1) - 1.0) <= 1e-6
+    for i in np.flatnonzero(~ok):
+        lbl = _label(kind, items[i])
+        if unit:
+            _unit(out, lbl, field, vals[i], n)
+        else:
+            _numbers(out, lbl, field, vals[i], n, ge=ge, gt=gt)
+    return list(np.flatnonzero(ok))
+
+
+def _inertias(out, links):
+    """Mass and inertia of every link: finite, mass >= 0, inertia symmetric and positive
+    semi-definite (batched; check_inertial words the failures)."""
+    from .errors import OptionError
+
+    good = set(_bulk(out, links, "link", "mass", ge=0.0, get=lambda lk: lk.inertial.mass))
+    good &= set(_bulk(out, links, "link", "com", 3, get=lambda lk: lk.inertial.com))
+    good &= set(_bulk(out, links, "link", "inertia", 9, get=lambda lk: lk.inertial.inertia))
+    idx = sorted(good)
+    if not idx:
+        return
+    t = np.array([np.asarray(links[i].inertial.inertia, float).reshape(3, 3) for i in idx])
+    s0 = np.abs(t).reshape(len(idx), 9).max(1)
+    scale = np.where(s0 > 0, s0, 1.0)
+    nt = t / scale[:, None, None]
+    sym = np.abs(nt - nt.transpose(0, 2, 1)).reshape(len(idx), 9).max(1) <= 1e-9 * np.maximum(1.0, 1.0 / scale)
+    ev = np.linalg.eigvalsh(0.5 * (nt + nt.transpose(0, 2, 1)))
+    psd = ev[:, 0] >= -1e-9 * np.maximum(np.abs(ev).max(1), 1e-300) - 1e-15 / scale
+    for k in np.flatnonzero(~(sym & psd)):
+        lk = links[idx[k]]
+        try:
+            check_inertial(lk.inertial, f"{_label('link', lk)} inertial", strict_triangle=False)
+        except OptionError as exc:
+            out.add(str(exc))
+
+
+def description_problems(desc: EntityDescription, limit: int = 20) -> list:
+    """Everything in ``desc`` that is not finite or not physically valid, one line each (at most
+    ``limit``, then a count): non-finite numbers or numbers beyond float32, negative masses,
+    inertias that are not positive semi-definite, axes and quaternions that are not unit vectors,
+    negative stiffness/damping/armature/frictionloss/friction/density, non-positive primitive
+    sizes, inverted limits, meshes without triangles or with faces that index no vertex, indices
+    that point nowhere. Items carry ``src`` (file:line) where their importer recorded it. Fields
+    are checked in bulk (NumPy over all items); only failing items are examined one by one."""
+    out = _Problems(limit)
+    nl, nj, ng = len(desc.links), len(desc.joints), len(desc.geoms)
+    links = desc.links
+    _bulk(out, links, "link", "pos", 3)
+    _bulk(out, links, "link", "quat", 4, unit=True)
+    _bulk(out, links, "link", "gravcomp")
+    _inertias(out, links)
+    joints = desc.joints
+    for j in joints:
+        _index(out, _label("joint", j), "link", j.link, nl, allow_world=False)
+    _bulk(out, joints, "joint", "pos", 3)
+    hinge = [j for j in joints if j.type in ("revolute", "prismatic")]
+    _bulk(out, hinge, "joint", "axis", 3, unit=True)
+    _bulk(out, [j for j in joints if j.type not in ("revolute", "prismatic")], "joint", "axis", 3)
+    for i in _bulk(out, joints, "joint", "range", 2):
+        j = joints[i]
+        if j.limited and j.range[0] > j.range[1]:
+            out.add(f"{_label('joint', j)} range = {_fmt(j.range)}: lower > upper")
+    for field in ("ref", "springref", "margin"):
+        _bulk(out, joints, "joint", field)
+    for field in ("stiffness", "damping", "armature", "frictionloss"):
+        _bulk(out, joints, "joint", field, ge=0.0)
+    for field, n in (("solref_limit", 2), ("solimp_limit", 5), ("solref_friction", 2),
+                     ("solimp_friction", 5)):
+        _bulk(out, joints, "joint", field, n)
+    geoms = desc.geoms
+    for g in geoms:
+        lbl = _label("geom", g)
+        _index(out, lbl, "link", g.link, nl, allow_world=False)
+        if g.type not in GEOM_TYPES:
+            out.add(f"{lbl} type = {g.type!r}: allowed {GEOM_TYPES}")
+        if g.condim not in (1, 3, 4, 6):
+            out.add(f"{lbl} condim = {g.condim!r}: allowed 1, 3, 4, 6")
+    for i in _bulk(out, geoms, "geom", "size", 3):
+        g = geoms[i]
+        k = _POSITIVE_SIZES.get(g.type, 0)
+        if k and min(float(v) for v in list(g.size)[:k]) <= 0:
+            out.add(f"{_label('geom', g)} size = {_fmt(g.size)}: a {g.type} needs {k} positive "
+                    f"size(s)")
+        elif g.type == "plane" and min(float(v) for v in g.size) < 0:
+            out.add(f"{_label('geom', g)} size = {_fmt(g.size)}: plane sizes must be >= 0 (0: "
+                    f"infinite)")
+    _bulk(out, geoms, "geom", "pos", 3)
+    _bulk(out, geoms, "geom", "quat", 4, unit=True)
+    _bulk(out, geoms, "geom", "friction", 3, ge=0.0)
+    _bulk(out, geoms, "geom", "solref", 2)
+    _bulk(out, geoms, "geom", "solimp", 5)
+    _bulk(out, geoms, "geom", "solmix", ge=0.0)
+    _bulk(out, geoms, "geom", "density", ge=0.0)
+    _bulk(out, geoms, "geom", "margin")
+    _bulk(out, geoms, "geom", "gap")
+    _bulk(out, geoms, "geom", "rgba", 4)
+    for g in geoms:
+        lbl = _label("geom", g)
+        if g.type == "mesh" and g.mesh is None:
+            out.add(f"{lbl}: a mesh geom without mesh data")
+        if g.mesh is not None:
+            v = np.asarray(g.mesh.vertices)
+            f = np.asarray(g.mesh.faces)
+            if v.ndim != 2 or v.shape[1] != 3 or len(v) == 0:
+                out.add(f"{lbl} mesh vertices: shape {v.shape}, expected (n >= 1, 3)")
+            elif f.ndim != 2 or f.shape[1] != 3 or len(f) == 0:
+                out.add(f"{lbl} mesh faces: shape {f.shape}, expected (m >= 1, 3) triangles")
+            elif _numbers(out, lbl, "mesh vertices", v):
+                if not np.issubdtype(f.dtype, np.integer) or f.min() < 0 or f.max() >= len(v):
+                    out.add(f"{lbl} mesh faces index vertices outside [0, {len(v)})")
+        if g.hfield is not None and isinstance(g.hfield, dict):
+            if _numbers(out, lbl, "hfield size", g.hfield.get("size", ()), 4):
+                hs = g.hfield["size"]
+                if hs[0] <= 0 or hs[1] <= 0 or hs[2] < 0 or hs[3] < 0:
+                    out.add(f"{lbl} hfield size = {_fmt(hs)}: x and y radii must be > 0, "
+                            f"elevation and base >= 0")
+            if "data" in g.hfield:
+                _numbers(out, lbl, "hfield data", g.hfield["data"])
+    sites = desc.sites
+    for st in sites:
+        _index(out, _label("site", st), "link", st.link, nl, allow_world=False)
+    _bulk(out, sites, "site", "pos", 3)
+    _bulk(out, sites, "site", "quat", 4, unit=True)
+    _bulk(out, sites, "site", "size")
+    acts = desc.actuators
+    for a in acts:
+        _index(out, _label("actuator", a), "joint", a.joint, nj)
+    _bulk(out, acts, "actuator", "gear", 6)
+    for field in ("ctrlrange", "forcerange"):
+        for i in _bulk(out, acts, "actuator", field, 2):
+            a = acts[i]
+            r = getattr(a, field)
+            if getattr(a, field.replace("range", "limited")) and r[0] > r[1]:
+                out.add(f"{_label('actuator', a)} {field} = {_fmt(r)}: lower > upper")
+    _bulk(out, acts, "actuator", "gainprm")
+    _bulk(out, acts, "actuator", "biasprm")
+    eqs = desc.equalities
+    for e in eqs:
+        lbl = _label("equality", e)
+        n = nj if e.type == "joint" else nl
+        _index(out, lbl, "obj1", e.obj1, n, allow_world=False)
+        _index(out, lbl, "obj2", e.obj2, n)
+    for field, n in (("anchor", 3), ("relpose", 7), ("polycoef", 5), ("torquescale", None),
+                     ("solref", 2), ("solimp", 5)):
+        _bulk(out, eqs, "equality", field, n)
+    for kf in desc.keyframes:
+        lbl = f"keyframe {kf.name!r}"
+        _numbers(out, lbl, "time", kf.time)
+        for field in ("qpos", "qvel", "ctrl"):
+            if getattr(kf, field) is not None:
+                _numbers(out, lbl, field, getattr(kf, field))
+    for k, p in enumerate(desc.contact_pairs):
+        lbl = f"contact pair {p.get('name') or k!r}"
+        _index(out, lbl, "geom1", p.get("geom1"), ng, allow_world=False)
+        _index(out, lbl, "geom2", p.get("geom2"), ng, allow_world=False)
+        for key, val in p.items():
+            if key in ("geom1", "geom2", "name"):
+                continue
+            _numbers(out, lbl, key, val, ge=0.0 if key == "friction" else None)
+    for a, b in desc.contact_excludes:
+        _index(out, "contact exclude", "body", a, nl)
+        _index(out, "contact exclude", "body", b, nl)
+    for name, (li, pos, quat) in desc.frames.items():
+        _index(out, f"frame {name!r}", "link", li, nl, allow_world=False)
+        _numbers(out, f"frame {name!r}", "pos", pos, 3)
+        _unit(out, f"frame {name!r}", "quat", quat, 4)
+    opts = desc.options
+    if "dt" in opts:
+        _numbers(out, "option", "timestep", opts["dt"], gt=0.0)
+    if "gravity" in opts:
+        _numbers(out, "option", "gravity", opts["gravity"], 3)
+    for key in ("tolerance", "ls_tolerance", "noslip_tolerance", "impratio", "iterations",
+                "ls_iterations", "noslip_iterations"):
+        if key in opts:
+            _numbers(out, "option", key, opts[key], ge=0.0)
+    if out.more:
+        out.append(f"... and {out.more} more")
+    return list(out)
 
 
 def describe_to_dict(desc: EntityDescription) -> dict:

@@ -47,7 +47,10 @@ def polyphys_importers() -> list[ImporterSpec]:
 
     :return: ``ImporterSpec`` records. The core picks an importer for a file morph by the morph's
         class name (``morphs``) or the file suffix (``suffixes``) and calls
-        ``Importer.load(morph) -> EntityDescription``.
+        ``Importer.load(morph) -> EntityDescription``. The core then checks the description
+        (finite and physically valid, ``polyphys.description.description_problems``), prefixes
+        errors with the file name, and emits ``desc.warnings`` as one PolyphysWarning (importers do
+        not warn themselves); see docs/importers.md, "Errors" and "Warnings".
     """
 
 

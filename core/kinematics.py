@@ -187,7 +187,7 @@ class JointTree:
 
     # -- q <-> dofs position (host) ---------------------------------------------------------------
     def dofs_position(self, qpos: np.ndarray) -> np.ndarray:
-        """SPEC S4: revolute/prismatic q − ref; free (x, y, z, three angles); spherical three angles."""
+        """docs/semantics.md §S4: revolute/prismatic q − ref; free (x, y, z, three angles); spherical three angles."""
         out = np.zeros((qpos.shape[0], self.n_dofs))
         for t, qs, ds, ref in zip(self.joint_type, self.joint_q_start, self.joint_dof_start, self.joint_ref):
             if t in (JointType.REVOLUTE, JointType.PRISMATIC):

@@ -62,14 +62,35 @@ def one_of(*allowed):
     return check
 
 
-def vec3(value):
+def required(instance, attribute, value):
+    """A field that must be given a value (None is not allowed)."""
+    if value is None:
+        raise OptionError(f"{_where(instance, attribute)} = None: a value is required")
+
+
+def boolean(instance, attribute, value):
+    if not isinstance(value, bool):
+        raise OptionError(f"{_where(instance, attribute)} = {value!r}: expected True or False")
+
+
+def seed_int(instance, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise OptionError(f"{_where(instance, attribute)} = {value!r}: must be an integer in [0, 2**63)")
+
+
+def _vec3(value, instance=None, field=None):
+    where = f"{_where(instance, field)} = " if field is not None else ""
     try:
         out = tuple(float(x) for x in value)
-    except TypeError:
-        raise OptionError(f"expected 3 numbers, got {value!r}") from None
-    if len(out) != 3 or not all(math.isfinite(x) for x in out):
-        raise OptionError(f"expected 3 finite numbers, got {value!r}")
+    except (TypeError, ValueError, OverflowError):
+        raise OptionError(f"{where}{value!r}: expected 3 numbers") from None
+    if isinstance(value, (str, bytes)) or len(out) != 3 or not all(math.isfinite(x) for x in out):
+        raise OptionError(f"{where}{value!r}: expected 3 finite numbers")
     return out
+
+
+# converter to a tuple of 3 finite floats; its errors name the class, the field and the value
+vec3 = attrs.Converter(_vec3, takes_self=True, takes_field=True)
 
 
 def precision_str(value):
@@ -98,15 +119,15 @@ class SimOptions:
     nan_policy: "reset" (a non-finite env is reset and flagged, others untouched) or "raise".
     """
 
-    dt: float = attrs.field(default=0.01, validator=positive)
-    substeps: int = attrs.field(default=1, validator=positive_int)
+    dt: float = attrs.field(default=0.01, validator=[required, positive])
+    substeps: int = attrs.field(default=1, validator=[required, positive_int])
     gravity: tuple = attrs.field(default=(0.0, 0.0, -9.81), converter=vec3)
     precision: str = attrs.field(default="32", converter=precision_str, validator=one_of("32", "64"))
     device: str = attrs.field(default="cpu")
-    graph_capture: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    graph_capture: bool = attrs.field(default=True, validator=boolean)
     cpu_threads: int | None = attrs.field(default=None, validator=positive_int)
     nan_policy: str = attrs.field(default="reset", validator=one_of("reset", "raise"))
-    seed: int = 0
+    seed: int = attrs.field(default=0, validator=seed_int)
 
     @device.validator
     def _check_device(self, attribute, value):

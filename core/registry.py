@@ -201,6 +201,26 @@ class Registry:
             recs = [r for r in recs if r.name in plugins or r.provider.entry_point in plugins]
         return recs
 
+    def check_plugin_names(self, plugins, what: str = "plugins") -> frozenset[str]:
+        """Validate a plugin selection (``Scene(plugins=[...])``): a list of names, each the name of a
+        registered solver/coupler/importer/sensor/material or of an entry point."""
+        if isinstance(plugins, (str, bytes)) or not hasattr(plugins, "__iter__"):
+            raise OptionError(f"{what} = {plugins!r}: must be a list of plugin names")
+        names = list(plugins)
+        bad_type = [p for p in names if not isinstance(p, str)]
+        if bad_type:
+            raise OptionError(f"{what} = {plugins!r}: every entry must be a plugin name (a string); got "
+                              f"{bad_type[0]!r}")
+        known = sorted({r.name for kind in HOOKS for r in self.all(kind)}
+                       | {r.provider.entry_point for kind in HOOKS for r in self.all(kind)})
+        unknown = sorted(set(names) - set(known))
+        if unknown:
+            hint = (" (plugin autoloading is disabled by POLYPHYS_DISABLE_PLUGIN_AUTOLOAD)"
+                    if not self.autoload else "")
+            raise OptionError(f"{what} = {names!r}: unknown plugin name(s) {unknown}; installed plugins: "
+                              f"{known}{hint}")
+        return frozenset(names)
+
     def get(self, kind: str, name: str, plugins: frozenset[str] | None = None) -> Registered:
         recs = self.all(kind, plugins)
         for r in recs:

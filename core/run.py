@@ -27,11 +27,13 @@ try:   # Python 3.11+
 except ModuleNotFoundError:   # pragma: no cover - Python 3.10
     import tomli as _toml
 
-TOP_KEYS = ("scene", "sim", "solvers", "couplers", "entities", "run")
+TOP_KEYS = ("scene", "sim", "solvers", "couplers", "entities", "sensors", "run")
 SCENE_KEYS = ("name", "description", "plugins", "couplers")
 ENTITY_KEYS = ("name", "morph", "material", "surface", "options", "init", "record")
-RUN_KEYS = ("n_envs", "steps", "record", "record_every", "snapshots")
+RUN_KEYS = ("n_envs", "steps", "record", "record_every", "snapshots", "states")
+STATES_KEYS = ("enabled", "every", "fields", "contacts")   # [run.states]: what the viewer replays
 RECORD_KEYS = ("getter", "as", "args")
+SENSOR_KEYS = ("kind", "entity", "name")    # the rest of a [[sensors]] table: add_sensor keywords
 # Morph classes a file can name; Description needs an in-memory object, so it is not offered.
 MORPH_TYPES = ("Plane", "Box", "Sphere", "Capsule", "Cylinder", "Mesh", "MJCF", "URDF")
 DEFAULT_STEPS = 100
@@ -68,6 +70,15 @@ class EntityPlan:
 
 
 @attrs.define
+class SensorPlan:
+    index: int
+    kind: str
+    entity: str                   # the name of a scene-file entity
+    name: str | None
+    options: dict                 # add_sensor keyword arguments
+
+
+@attrs.define
 class ScenePlan:
     """Everything a scene file says, validated; nothing built yet."""
 
@@ -84,6 +95,8 @@ class ScenePlan:
     record: list
     record_every: int
     snapshots: int = 0            # pictures at this many recorded times (snapshots.png); 0: none
+    states: dict = attrs.field(factory=dict)   # [run.states] (docs/viewer.md); {} = the defaults
+    sensors: list = attrs.field(factory=list)     # [SensorPlan]
 
 
 def _fmt(value) -> str:
@@ -156,6 +169,13 @@ class _Parser:
         if plugins is not None and (not isinstance(plugins, list)
                                     or not all(isinstance(p, str) for p in plugins)):
             raise self.err("scene.plugins", plugins, "must be a list of plugin names")
+        if plugins is not None:
+            from .registry import registry
+
+            try:
+                registry().check_plugin_names(plugins, "scene.plugins")
+            except OptionError as exc:
+                raise SceneFileError(f"{self.source}: {exc}") from None
         sim = self.construct("sim", SimOptions, self.table("sim", data.get("sim")))
         solver_options = self.solvers(self.table("solvers", data.get("solvers")), plugins)
         coupler = self.couplers(scene, self.table("couplers", data.get("couplers")), plugins)
@@ -165,6 +185,7 @@ class _Parser:
         record_every = self.integer("run.record_every", run.get("record_every", 1), 1)
         snapshots = self.integer("run.snapshots", run.get("snapshots", 0), 0)
         record = self.record_list("run.record", run.get("record", ["get_pos"]), explicit=False)
+        states = self.states(run.get("states", {}))
         ents = data.get("entities")
         if ents is None or ents == []:
             raise self.err("entities", ents, "a scene needs at least one [[entities]] table")
@@ -175,10 +196,57 @@ class _Parser:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise self.err("entities[*].name", dup[0], "entity names must be unique")
+        sensors = self.sensors(data.get("sensors"), names, plugins)
         return ScenePlan(source=self.source, name=name, description=description, sim=sim,
                          solver_options=solver_options, plugins=plugins, coupler=coupler,
                          entities=entities, n_envs=n_envs, steps=steps, record=record,
-                         record_every=record_every, snapshots=snapshots)
+                         record_every=record_every, snapshots=snapshots, states=states,
+                         sensors=sensors)
+
+    def states(self, value) -> dict:
+        """[run.states]: enabled (default true), every (default run.record_every), fields (particle
+        getters recorded for colouring, e.g. ["vel"]), contacts (default true)."""
+        if isinstance(value, bool):
+            value = {"enabled": value}
+        t = dict(self.table("run.states", value, STATES_KEYS))
+        if not isinstance(t.get("enabled", True), bool):
+            raise self.err("run.states.enabled", t["enabled"], "must be true or false")
+        if not isinstance(t.get("contacts", True), bool):
+            raise self.err("run.states.contacts", t["contacts"], "must be true or false")
+        if "every" in t:
+            self.integer("run.states.every", t["every"], 1)
+        fields = t.get("fields", [])
+        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+            raise self.err("run.states.fields", fields, "must be a list of particle field names, e.g. [\"vel\"]")
+        return t
+
+    def sensors(self, tables, entity_names: list, plugins) -> list:
+        """``[[sensors]]``: kind, entity (a named entity of the file), optional name; every other key
+        is an ``add_sensor`` keyword of that kind (checked when the scene is built)."""
+        from .registry import registry
+
+        if tables is None:
+            return []
+        if not isinstance(tables, list):
+            raise self.err("sensors", tables, "must be an array of tables ([[sensors]])")
+        known = [r.name for r in registry().all("sensor", frozenset(plugins) if plugins is not None else None)]
+        out = []
+        for i, t in enumerate(tables):
+            key = f"sensors[{i}]"
+            t = self.table(key, t)
+            kind = t.get("kind")
+            if kind not in known:
+                raise self.err(f"{key}.kind", kind, f"must name a sensor kind; registered: {known}")
+            ent = t.get("entity")
+            if ent not in entity_names:
+                raise self.err(f"{key}.entity", ent, f"must name an entity of the file (give it a name); "
+                                                     f"named entities: {entity_names}")
+            name = t.get("name")
+            if name is not None and (not isinstance(name, str) or not name or "/" in name):
+                raise self.err(f"{key}.name", name, "must be a non-empty string without '/'")
+            opts = _tuplify({k: v for k, v in t.items() if k not in SENSOR_KEYS})
+            out.append(SensorPlan(i, kind, ent, name, opts))
+        return out
 
     def solvers(self, tables: dict, plugins) -> dict:
         from .registry import registry
@@ -327,24 +395,42 @@ class _Parser:
 
 def parse_file(path: str | os.PathLike) -> ScenePlan:
     """Read and validate a scene file; builds nothing."""
-    path = os.fspath(path)
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise SceneFileError(f"scene file = {path!r}: expected a path") from None
     try:
         with open(path, "rb") as fh:
-            data = _toml.load(fh)
+            raw = fh.read()
     except FileNotFoundError:
         raise SceneFileError(f"{path}: no such scene file (looked at {os.path.abspath(path)})") from None
-    except _toml.TOMLDecodeError as exc:
-        raise SceneFileError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:        # a folder, no permission, ...
+        raise SceneFileError(f"{path}: cannot read the scene file ({type(exc).__name__}: {exc})") from None
+    data = _loads(raw, path)
     stem = os.path.splitext(os.path.basename(path))[0]
     return _Parser(path, os.path.dirname(os.path.abspath(path))).parse(data, stem)
 
 
-def parse_string(text: str, source: str = "<string>", base_dir: str = ".") -> ScenePlan:
+def _loads(raw: bytes | str, source: str) -> dict:
+    """TOML text (bytes: UTF-8, as TOML requires) -> dict, or SceneFileError naming the problem."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SceneFileError(f"{source}: not a UTF-8 text file (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); "
+                                 f"a scene file is TOML, which is UTF-8") from None
+    if not isinstance(raw, str):
+        raise SceneFileError(f"{source}: scene text = {type(raw).__name__}: expected a string")
     try:
-        data = _toml.loads(text)
+        return _toml.loads(raw)
     except _toml.TOMLDecodeError as exc:
         raise SceneFileError(f"{source}: not valid TOML: {exc}") from None
-    return _Parser(source, base_dir).parse(data, "scene")
+    except RecursionError:        # deeply nested arrays/tables
+        raise SceneFileError(f"{source}: not usable TOML: nested too deeply") from None
+
+
+def parse_string(text: str, source: str = "<string>", base_dir: str = ".") -> ScenePlan:
+    return _Parser(source, base_dir).parse(_loads(text, source), "scene")
 
 
 # -- building and running -----------------------------------------------------------------------
@@ -362,6 +448,12 @@ def build_scene(plan: ScenePlan):
                                              name=ep.name, **ep.options))
         except PolyphysError as exc:
             raise SceneFileError(f"{plan.source}: {key}: {exc}") from None
+    by_name = {ep.name: ent for ep, ent in zip(plan.entities, entities, strict=True) if ep.name is not None}
+    for sp in plan.sensors:
+        try:
+            scene.add_sensor(sp.kind, by_name[sp.entity], name=sp.name, **sp.options)
+        except PolyphysError as exc:
+            raise SceneFileError(f"{plan.source}: sensors[{sp.index}]: {exc}") from None
     try:
         scene.build(n_envs=plan.n_envs)
     except PolyphysError as exc:
@@ -501,7 +593,11 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
     scene, entities = build_scene(plan)
     build_s = time.perf_counter() - t0
     recs = _recorders(plan, entities)
+    # every sensor of the scene (the file's [[sensors]] and those of MJCF models): the measured
+    # reading and its ground truth, key sensors/<entity>/<sensor> and sensors_truth/<entity>/<sensor>
+    sensor_keys = {s.full_name: (f"sensors/{s.full_name}", f"sensors_truth/{s.full_name}") for s in scene.sensors}
     data: dict[str, list] = {k: [] for k, *_ in recs}
+    data.update({k: [] for pair in sensor_keys.values() for k in pair})
     times, step_idx = [], []
 
     def record(step: int) -> None:
@@ -510,7 +606,14 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         step_idx.append(step)
         for key, fn, kwargs, _ in recs:
             data[key].append(np.asarray(fn(**kwargs)))
+        if sensor_keys:
+            for truth, readings in ((0, scene.read_sensors()), (1, scene.read_sensors(ground_truth=True))):
+                for full, r in readings.items():
+                    data[sensor_keys[full][truth]].append(np.asarray(r.value, dtype=float))
 
+    states = _states_recorder(plan, scene, out_dir)
+    if states is not None:
+        states.record(step=0, time=float(np.max(scene.get_time())))
     try:
         record(0)       # the first call validates every recorded getter and its args
     except (PolyphysError, TypeError) as exc:
@@ -531,17 +634,21 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             step_s += dt_step
         if i % plan.record_every == 0 or i == plan.steps:
             record(i)
+        if states is not None and (i % states.every == 0 or i == plan.steps):
+            states.record(step=i, time=float(np.max(scene.get_time())))
         bar.update(i)
     loop_s = time.perf_counter() - t_loop
     n_env = max(1, plan.n_envs)
     timed = plan.steps - 1
     traj = {"time": np.asarray(times), "step": np.asarray(step_idx, dtype=np.int64)}
-    for key, _, _, _ in recs:
+    for key in data:
         traj[key] = np.stack(data[key]) if data[key] else np.zeros((0,))
     os.makedirs(out_dir, exist_ok=True)
     files = {"trajectories": os.path.join(out_dir, "trajectories.npz"),
              "summary": os.path.join(out_dir, "summary.json")}
     np.savez(files["trajectories"], **traj)
+    if states is not None:
+        files["states"] = states.close()
     caps = scene.capabilities()
     summary = {
         "scene": {
@@ -562,6 +669,8 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         "record_every": plan.record_every,
         "n_records": len(times),
         "recorded": sorted(data),
+        "sensors": {full: {"kind": s.kind, "outputs": [list(f) for f in s.fields], "stage": s.stage}
+                    for full, s in ((s.full_name, s) for s in scene.sensors)},
         "final_time": times[-1],
         "timings": {
             "build_s": build_s,
@@ -577,6 +686,8 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         "versions": _versions(),
         "device": plan.sim.device,
         "nan_resets": [list(x) for x in scene.nan_envs],
+        "states": ({"dir": files["states"], "n_records": states.n_records, "every": states.every,
+                    "bytes": states.nbytes()} if states is not None else None),
     }
     with open(files["summary"], "w") as fh:
         json.dump(summary, fh, indent=2)
@@ -588,7 +699,27 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             path = write_snapshots(traj, os.path.join(out_dir, "snapshots.png"), plan.snapshots, plan.name)
             if path is not None:
                 files["snapshots"] = path
+        if sensor_keys:
+            path = write_sensor_plot(traj, {f: s for f, s in ((s.full_name, s) for s in scene.sensors)},
+                                     os.path.join(out_dir, "sensors.png"), plan.name)
+            if path is not None:
+                files["sensors"] = path
     return RunResult(out_dir=out_dir, files=files, summary=summary, trajectories=traj)
+
+
+def _states_recorder(plan: ScenePlan, scene, out_dir: str):
+    """The recorder of RUN_DIR/states (docs/viewer.md), or None when [run.states] enabled = false."""
+    st = plan.states
+    if not st.get("enabled", True):
+        return None
+    from .viewer.recording import STATES_DIR, Recorder
+
+    try:
+        return Recorder(scene, os.path.join(out_dir, STATES_DIR), every=st.get("every", plan.record_every),
+                        fields=st.get("fields", []), contacts=st.get("contacts", True), attach=False,
+                        name=plan.name, record_now=False)
+    except PolyphysError as exc:
+        raise SceneFileError(f"{plan.source}: run.states: {exc}") from None
 
 
 def run_file(path: str | os.PathLike | None = None, out_dir=None, steps: int | None = None,
@@ -620,7 +751,8 @@ def write_plot(traj: dict, path: str, title: str = "") -> str | None:
     n_rec = len(t)
     series, clouds = [], []
     for key, arr in traj.items():
-        if key in ("time", "step") or arr.ndim < 2 or arr.shape[-1] != 3 or arr.shape[0] != n_rec:
+        if key in ("time", "step") or key.startswith("sensors") or arr.ndim < 2 or arr.shape[-1] != 3 \
+                or arr.shape[0] != n_rec:
             continue
         if _is_particles(key):
             final = arr[-1].reshape(-1, arr.shape[-2], 3) if arr.ndim > 2 else arr[-1][None]
@@ -684,6 +816,48 @@ def write_plot(traj: dict, path: str, title: str = "") -> str | None:
     return path
 
 
+def write_sensor_plot(traj: dict, sensors: dict, path: str, title: str = "") -> str | None:
+    """One panel per sensor: each output component over time (env 0), the measured reading as a
+    line and the ground truth dashed. Returns the path, or None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    import numpy as np
+
+    t = traj["time"]
+    names = sorted(sensors)
+    if not names:
+        return None
+    cols = min(len(names), 3)
+    rows = (len(names) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.2 * rows), squeeze=False)
+    for ax, full in zip(axes.flat, names, strict=False):
+        meas, truth = traj[f"sensors/{full}"], traj[f"sensors_truth/{full}"]
+        while meas.ndim > 2:            # (n_records, n_envs, dim): env 0
+            meas, truth = meas[:, 0], truth[:, 0]
+        labels = [f"{name}[{i}]" if w > 1 else name for name, w, _ in sensors[full].fields for i in range(w)]
+        for c in range(meas.shape[1]):
+            line, = ax.plot(t, meas[:, c], lw=1, label=labels[c] if c < len(labels) else str(c))
+            if not np.array_equal(meas[:, c], truth[:, c], equal_nan=True):
+                ax.plot(t, truth[:, c], lw=1, ls="--", color=line.get_color())
+        ax.set_title(f"{full} ({sensors[full].kind})", fontsize=9)
+        ax.set_xlabel("time [s]")
+        ax.grid(alpha=0.3)
+        if meas.shape[1] <= 9:
+            ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    fig.suptitle(f"{title}: sensors (env 0; dashed: ground truth)" if title else "sensors (env 0)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def write_snapshots(traj: dict, path: str, n: int, title: str = "") -> str | None:
     """Side views (x horizontal, z up; env 0) of the scene at ``n`` evenly spaced recorded times:
     every recorded particle getter as a point cloud, every other recorded position (first link)
@@ -701,7 +875,8 @@ def write_snapshots(traj: dict, path: str, n: int, title: str = "") -> str | Non
     n_rec = len(t)
     layers = []                                   # (key, is_particles, (n_rec, m, 3))
     for key, arr in traj.items():
-        if key in ("time", "step") or arr.ndim < 2 or arr.shape[-1] != 3 or arr.shape[0] != n_rec:
+        if key in ("time", "step") or key.startswith("sensors") or arr.ndim < 2 or arr.shape[-1] != 3 \
+                or arr.shape[0] != n_rec:
             continue
         if _is_particles(key):
             a = arr

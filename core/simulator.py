@@ -4,7 +4,9 @@ device-side flags after each step.
 Per step: for each substep f (h = dt/N): the fast path ``solver.substep`` when one solver and no
 coupler are active, otherwise ``coupler.preprocess -> solver.substep_pre_coupling (each) ->
 coupler.couple -> solver.substep_post_coupling (each)``; then ``solver.end_step`` (clear external
-forces) and the NaN check. On CPU the envs are split into partitions, each stepped by a worker thread
+forces), the sensors (every group's ground truth, then the measurement models: a bounded number of
+launches however many envs and sensors, ``polyphys.sensors.SensorHub.evaluate``) and the NaN check.
+On CPU the envs are split into partitions, each stepped by a worker thread
 with its own captured graph (Warp releases the GIL while a launch or a replay runs).
 """
 
@@ -15,18 +17,20 @@ import warnings
 
 import numpy as np
 
+from .concurrency import WARP_LOCK
 from .errors import SimulationError
 from .layout import Layout, Partition
 
 
 class Simulator:
     def __init__(self, scene, solvers: list, couplers: list, layout: Layout, graph_capture: bool,
-                 nan_policy: str):
+                 nan_policy: str, sensors=None):
         import warp as wp
 
         self.scene = scene
         self.solvers = solvers
         self.couplers = couplers
+        self.sensors = sensors          # the scene's SensorHub, or None
         self.layout = layout
         self.parts: tuple[Partition, ...] = layout.partitions
         self.graph_capture = graph_capture
@@ -55,6 +59,8 @@ class Simulator:
                     s.substep_post_coupling(f, part)
         for s in self.solvers:
             s.end_step(part)
+        if self.sensors is not None:
+            self.sensors.evaluate(part)
         for s in self.solvers:
             s.nan_check(part, self.nan_flags)
 
@@ -79,32 +85,50 @@ class Simulator:
                 fn(i, part)
             return
         futures = [self._pool.submit(fn, i, part) for i, part in enumerate(self.parts)]
+        # wait for every partition before raising: no partition may still run into the next call
+        cf.wait(futures)
         for fut in futures:
             fut.result()
 
     def step(self) -> None:
+        """One step of every partition, then the device-side checks. Locking (polyphys.concurrency):
+        the replay of captured graphs holds the process-wide Warp lock shared, so scenes in other
+        threads replay at the same time; the first step (module loading), the capture, uncaptured
+        steps and the checks after the step hold it exclusively."""
+        import warp as wp
+
+        if self.graph_capture and self._warm and self._graphs is not None:
+            graphs = self._graphs
+            with WARP_LOCK.shared():
+                self._run_parts(lambda i, part: wp.capture_launch(graphs[i]))
+        else:
+            with WARP_LOCK.exclusive():
+                self._step_exclusive()
+        self.n_steps += 1
+        with WARP_LOCK.exclusive():
+            self._after_step()
+
+    def _step_exclusive(self) -> None:
         import warp as wp
 
         if self.graph_capture and self._warm:
-            if self._graphs is None:
-                self._capture()
+            self._capture()
             graphs = self._graphs
             self._run_parts(lambda i, part: wp.capture_launch(graphs[i]))
-        else:
-            def run(i, part):
-                with wp.ScopedDevice(self.layout.device):
-                    self._step_part(part)
+            return
 
-            if self._warm:
-                self._run_parts(run)
-            else:
-                # first step on one thread: Warp compiles/loads modules here, and two threads loading
-                # the same module at once would compile it twice
-                for i, part in enumerate(self.parts):
-                    run(i, part)
-                self._warm = True     # modules are loaded: later steps may be captured
-        self.n_steps += 1
-        self._after_step()
+        def run(i, part):
+            with wp.ScopedDevice(self.layout.device):
+                self._step_part(part)
+
+        if self._warm:
+            self._run_parts(run)
+        else:
+            # first step on one thread: Warp compiles/loads modules here, and two threads loading
+            # the same module at once would compile it twice
+            for i, part in enumerate(self.parts):
+                run(i, part)
+            self._warm = True     # modules are loaded: later steps may be captured
 
     def _after_step(self) -> None:
         for s in self.solvers:

@@ -1,8 +1,10 @@
-"""View protocols: how a coupler sees a solver without knowing which solver it is.
+"""View protocols: how a coupler or a sensor sees a solver without knowing which solver it is.
 
 A coupler couples any two solvers exposing the protocols it names (``CouplerSpec.couples``); the
-built-in Legacy coupler therefore works with a third-party particle solver unchanged. Arrays are
-batch-first Warp arrays; per-partition methods return views restricted to ``part``'s envs.
+built-in Legacy coupler therefore works with a third-party particle solver unchanged. Sensors read
+solvers through ``RigidSensorView`` and ``ParticleStateView`` (docs/sensors.md): a third-party rigid
+solver exposing ``RigidSensorView`` gets every rigid sensor. Arrays are batch-first Warp arrays;
+per-partition methods return views restricted to ``part``'s envs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ class ParticleCarriers:
 class ParticleView(Protocol):
     def particle_carriers(self, part) -> ParticleCarriers:
         """The carriers the coupler acts on during ``couple(f, part)``."""
+
+
+@runtime_checkable
+class ParticleStateView(Protocol):
+    def particle_state(self, part) -> ParticleCarriers:
+        """The particles themselves (pos, vel, active; mass may be None) as they are after a step —
+        for a solver whose ``particle_carriers`` are not its particles (MPM: grid nodes). Sensors use
+        it; a solver whose carriers are its particles may omit it (sensors then read the carriers)."""
 
 
 @attrs.frozen
@@ -178,4 +188,88 @@ class SurfaceMeshView(Protocol):
     def surface_mesh(self, part) -> SurfaceMesh: ...
 
 
-VIEW_PROTOCOLS = {"ParticleView": ParticleView, "RigidView": RigidView, "SurfaceMeshView": SurfaceMeshView}
+@attrs.frozen
+class RigidSensorTables:
+    """One entity's named frames, joints and actuators for sensors (host side; link, q, dof and
+    actuator indices global in the solver's arrays; poses in the link frame, quaternions w x y z).
+
+    links: name -> link. sites / geoms: name -> (link, pos (3,), quat (4,), type, size (3,)) (type
+    and size: MuJoCo's site/geom type and half sizes). joints: name -> (type, q_start, dof_start)
+    with type one of ``polyphys.description.JOINT_TYPES``. actuators: name -> index. link_parent:
+    (n_links,) parent of every link of the solver (−1: world), for subtree sensors."""
+
+    links: dict
+    sites: dict
+    geoms: dict
+    joints: dict
+    actuators: dict
+    link_parent: Any
+
+
+@attrs.frozen
+class RigidSensorData:
+    """Per-partition arrays of the state the solver's last solve of a step belongs to (its time is
+    the step's end minus ``time_lag``; the rigid solver: the start of the last substep, MuJoCo's
+    convention), all world frame, batch-first (n_envs_part, ...):
+
+    link_pos, link_quat (Warp quat x y z w): link frames; link_com: CoM (world); link_ang: angular
+    velocity; link_vel: CoM linear velocity; link_acc_ang: angular acceleration; link_acc: the
+    CoM's linear acceleration (true acceleration: gravity not included); link_mass (n, L) and
+    link_inertia (n, L, mat33; about the CoM in the link frame): mass properties; cfrc_int_force /
+    cfrc_int_torque: the wrench the parent exerts on the link through their joint (torque about the
+    link CoM; MuJoCo's cfrc_int); cfrc_ext_force / cfrc_ext_torque: external wrench on the link
+    (applied forces, contacts, connect/weld equalities; about the CoM; MuJoCo's cfrc_ext); qpos,
+    qvel, qacc, qfrc_actuator, qfrc_constraint (n, nq or nv), act_force (n, n_actuators);
+    contacts: n_contacts (n,), contact_pos (n, K, vec3), contact_frame (n, K, mat33: rows normal
+    from B to A, tangent 1, tangent 2), contact_wrench (n, K, 6: F_n, F_t1, F_t2, T_n, T_t1, T_t2
+    on A, contact frame), contact_link (n, K, 2: links of A and B, −1 world); link_contact_force /
+    link_contact_torque: net contact wrench per link (about the CoM) and link_impulse_force /
+    link_impulse_torque: its Σ h·f over the step's substeps (docs/semantics.md §F4). Arrays are never
+    reallocated; entries stay valid from the end of one step to the next step."""
+
+    link_pos: Any
+    link_quat: Any
+    link_com: Any
+    link_ang: Any
+    link_vel: Any
+    link_acc_ang: Any
+    link_acc: Any
+    link_mass: Any
+    link_inertia: Any
+    cfrc_int_force: Any
+    cfrc_int_torque: Any
+    cfrc_ext_force: Any
+    cfrc_ext_torque: Any
+    qpos: Any
+    qvel: Any
+    qacc: Any
+    qfrc_actuator: Any
+    qfrc_constraint: Any
+    act_force: Any
+    n_contacts: Any
+    contact_pos: Any
+    contact_frame: Any
+    contact_wrench: Any
+    contact_link: Any
+    link_contact_force: Any
+    link_contact_torque: Any
+    link_impulse_force: Any
+    link_impulse_torque: Any
+    time_lag: float = 0.0
+
+
+@runtime_checkable
+class RigidSensorView(Protocol):
+    def sensor_tables(self, entity) -> RigidSensorTables:
+        """Named frames/joints/actuators of one of the solver's entities."""
+
+    def sensor_data(self, part) -> RigidSensorData:
+        """The arrays sensors read for ``part`` (valid inside the step after the last substep)."""
+
+    def request_sensor_data(self) -> None:
+        """Called by a sensor at build: from now on every step fills ``sensor_data`` (the solver
+        may skip that work when no sensor asked)."""
+
+
+VIEW_PROTOCOLS = {"ParticleView": ParticleView, "RigidView": RigidView, "SurfaceMeshView": SurfaceMeshView,
+                  "ParticleStateView": ParticleStateView, "RigidSensorView": RigidSensorView}

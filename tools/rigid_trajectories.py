@@ -15,6 +15,12 @@ an articulated chain with joint limits, a ball limit, frictionloss and connect /
 equalities (``CHAIN``, the model of tests/rigid_constraint/mjscenes.py; default mode and Euler), the boxes with
 the elliptic cone (signorini) and with noslip, the humanoid in the air with random controls
 (no constraint), each in float64 and float32 where listed. ``--only NAME`` runs one scene.
+
+``--sensors`` adds sensors (IMU, force/torque, subtree, joint, contact force, contact, and actuator
+where the model has actuators) on the entity's links and reads them and the readback getters
+(``get_cfrc_int``, ``get_qfrc_constraint``) after every step: the readback stage then runs in
+every step and forward() queries run in between, and the trajectory must still be bit-identical
+to the one recorded without sensors.
 """
 
 from __future__ import annotations
@@ -126,7 +132,22 @@ SCENES = {
 }
 
 
-def run_scene(name: str) -> dict:
+def add_sensors(scene, ent) -> None:
+    links = ent.links
+    base, tip = links[ent.base_link], links[-1]
+    scene.add_sensor("imu", ent, link=base)
+    scene.add_sensor("imu", ent, link=tip)
+    scene.add_sensor("force_torque", ent, link=tip)
+    scene.add_sensor("subtree", ent, link=base)
+    scene.add_sensor("contact_force", ent, link=base)
+    scene.add_sensor("contact", ent)
+    if ent.n_dofs:
+        scene.add_sensor("joint", ent)
+    if ent.n_actuators:
+        scene.add_sensor("actuator", ent)
+
+
+def run_scene(name: str, sensors: bool = False) -> dict:
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.rigid import RigidOptions
@@ -145,6 +166,8 @@ def run_scene(name: str) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ent = scene.add_entity(morphs.MJCF(file=path), Rigid())
+            if sensors:
+                add_sensors(scene, ent)
             scene.build(n_envs=2)
     rng = np.random.default_rng(7)
     nq, nv = ent.n_qs, ent.n_dofs
@@ -171,7 +194,21 @@ def run_scene(name: str) -> dict:
         w = ent.get_links_net_contact_wrench()
         out["link_force"].append(np.concatenate([w["force"], w["torque"]], axis=-1))
         out["link_impulse"].append(np.concatenate([w["impulse_force"], w["impulse_torque"]], axis=-1))
+        if sensors:
+            readings = scene.read_sensors()
+            assert all(np.all(np.isfinite(np.asarray(r.value))) for r in _leaves(readings)), "non-finite reading"
+            ent.get_cfrc_int()
+            ent.get_qfrc_constraint()
     return {k: np.asarray(v) for k, v in out.items()}
+
+
+def _leaves(readings):
+    """The Reading objects of scene.read_sensors() (nested dicts)."""
+    if isinstance(readings, dict):
+        for v in readings.values():
+            yield from _leaves(v)
+    else:
+        yield readings
 
 
 def main(argv=None) -> int:
@@ -179,6 +216,7 @@ def main(argv=None) -> int:
     ap.add_argument("mode", choices=("record", "compare"))
     ap.add_argument("path")
     ap.add_argument("--only", action="append", default=None)
+    ap.add_argument("--sensors", action="store_true", help="add sensors and read them every step (compare)")
     a = ap.parse_args(argv)
     import warp as wp
 
@@ -197,7 +235,7 @@ def main(argv=None) -> int:
     ref = dict(np.load(a.path))
     bad = 0
     for n in names:
-        got = run_scene(n)
+        got = run_scene(n, sensors=a.sensors)
         diffs, zero_signs = [], 0
         for k, v in got.items():
             r = ref.get(f"{n}/{k}")

@@ -1,4 +1,4 @@
-"""Legacy coupler: two-way rigid ↔ particle coupling through signed distance fields (SPEC §C1).
+"""Legacy coupler: two-way rigid ↔ particle coupling through signed distance fields (docs/semantics.md §C1).
 
 Couples any solver exposing ``RigidView`` with any solver exposing ``ParticleView``; a default
 coupler, attached by the core to every such pair unless the scene selects couplers explicitly.

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections import Counter
 
 import numpy as np
@@ -36,8 +35,11 @@ from polyphys.description import (
     quat_mul,
     quat_to_mat,
 )
-from polyphys.errors import ImportError_, OptionError, PolyphysWarning
-from polyphys.xmlfile import read_xml
+from polyphys.errors import ImportError_, OptionError
+from polyphys.meshfile import read_mesh
+from polyphys.xmlfile import FLOAT32_MAX, Attrs, read_xml, where
+
+from .sensors import parse_sensors
 
 JOINT_MAP = {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "free"}
 GEOM_TYPES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf")
@@ -51,16 +53,7 @@ PARTIAL = ("size", "friction", "solimp", "solref", "rgba", "polycoef", "gear", "
            "biasprm", "dynprm", "solimplimit", "solreflimit", "solimpfriction", "solreffriction")
 SOLREF = (0.02, 1.0)
 SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
-
-
-def _floats(text, n=None, what="value"):
-    try:
-        vals = [float(x) for x in str(text).split()]
-    except ValueError:
-        raise ImportError_(f"{what} = {text!r}: expected numbers") from None
-    if n is not None and len(vals) != n:
-        raise ImportError_(f"{what} = {text!r}: expected {n} numbers, got {len(vals)}")
-    return vals
+MAX_KEYFRAMES = 100_000   # <size nkey>: more would only exhaust memory
 
 
 # MuJoCo's <pair> defaults (mjsPair): condim, 5 friction coefficients (sliding ×2, torsional,
@@ -126,6 +119,9 @@ def _png_gray8(path, what):
         if struct.unpack(">I", buf[pos + 8 + n:pos + 12 + n])[0] != zlib.crc32(typ + data):
             raise ImportError_(f"{what}: file {path!r}: PNG chunk {typ!r} fails its CRC check")
         if typ == b"IHDR":
+            if len(data) < 13:
+                raise ImportError_(f"{what}: file {path!r}: PNG IHDR chunk has {len(data)} bytes, "
+                                   f"13 expected")
             ihdr = struct.unpack(">IIBBBBB", data[:13])
         elif typ == b"PLTE":
             plte = np.frombuffer(data, np.uint8).reshape(-1, 3)
@@ -257,46 +253,71 @@ class _Ctx:
                          "boundinertia": "0", "settotalmass": "-1", "balanceinertia": "false",
                          "fitaabb": "false", "strippath": "false", "meshdir": "", "assetdir": "",
                          "coordinate": "local", "fusestatic": "false", "discardvisual": "false"}
+        self.compiler_src: dict = {}      # compiler attribute -> the <compiler> element that set it
         self.classes: dict[str, dict] = {}
-        self.meshes: dict[str, dict] = {}
-        self.hfields: dict[str, dict] = {}
+        # default class -> tag -> attribute -> the element that wrote it (errors name its line)
+        self.class_src: dict[str, dict] = {}
+        self.meshes: dict[str, Attrs] = {}
+        self.mesh_cache: dict[tuple, tuple] = {}   # (mesh name, what) -> loaded data
+        self.hfields: dict[str, Attrs] = {}
 
     # -- compiler settings --------------------------------------------------------------------
-    @property
-    def degree(self):
-        return self.compiler["angle"].lower() == "degree"
+    def read_compiler(self, root):
+        els = root.findall("compiler")
+        for el in els:
+            self.compiler.update(el.attrib)
+            self.compiler_src.update({k: el for k in el.attrib})
+        a = Attrs(els[-1] if els else root, self.compiler, self.compiler_src)
+        self.c = a
+        a.choice("coordinate", "local", ("local",))
+        self.degree = a.choice("angle", "degree", ("degree", "radian")) == "degree"
+        seq = a["eulerseq"]
+        if len(seq) != 3 or any(c not in "xyzXYZ" for c in seq):
+            raise a.error("eulerseq", "expected 3 of x/y/z/X/Y/Z")
+        for key in ("autolimits", "balanceinertia", "fitaabb", "strippath", "fusestatic",
+                    "discardvisual"):
+            a.boolean(key, False)
+        a.choice("inertiafromgeom", "auto", ("true", "false", "auto"))
+        groups = a.reals("inertiagrouprange", n=2)
+        if any(v != int(v) for v in groups):
+            raise a.error("inertiagrouprange", "expected two integers")
+        self.inertia_groups = [int(v) for v in groups]
+        self.boundmass = a.real("boundmass", ge=0.0)
+        self.boundinertia = a.real("boundinertia", ge=0.0)
+        self.settotalmass = a.real("settotalmass")
 
     def angle(self, v):
         return v * math.pi / 180.0 if self.degree else v
 
     def flag(self, key):
-        return self.compiler[key].lower() == "true"
+        return self.c.boolean(key, False)
 
-    def orient(self, a, what):
+    def orient(self, a: Attrs):
         """Quaternion from the orientation attributes of an element (None if it has none)."""
         keys = [k for k in ("quat", "axisangle", "euler", "xyaxes", "zaxis") if k in a]
         if not keys:
             return None
         if len(keys) > 1:
-            raise ImportError_(f"{what}: several orientation specifiers {keys}; MuJoCo allows one")
+            raise a.error(keys[1], f"several orientation specifiers {keys}; MuJoCo allows one")
         k = keys[0]
         if k == "quat":
-            q = np.asarray(_floats(a[k], 4, f"{what} quat"))
+            q = np.asarray(a.reals(k, n=4))
             n = np.linalg.norm(q)
-            if n < 1e-12:
-                raise ImportError_(f"{what}: quat = {a[k]!r} is zero")
+            if not n > 1e-12 or not np.isfinite(n):
+                raise a.error(k, "a quaternion must have a non-zero, finite length")
             return tuple(q / n)
         if k == "axisangle":
-            v = _floats(a[k], 4, f"{what} axisangle")
+            v = a.reals(k, n=4)
             ax = np.asarray(v[:3])
-            ax = ax / np.linalg.norm(ax)
+            n = np.linalg.norm(ax)
+            if not n > 1e-12 or not np.isfinite(n):
+                raise a.error(k, "the axis must have a non-zero, finite length")
+            ax = ax / n
             ang = self.angle(v[3])
             return (math.cos(ang / 2),) + tuple(ax * math.sin(ang / 2))
         if k == "euler":
-            e = [self.angle(x) for x in _floats(a[k], 3, f"{what} euler")]
+            e = [self.angle(x) for x in a.reals(k, n=3)]
             seq = self.compiler["eulerseq"]
-            if len(seq) != 3 or any(c not in "xyzXYZ" for c in seq):
-                raise ImportError_(f"compiler eulerseq = {seq!r}: expected 3 of x/y/z/X/Y/Z")
             q = (1.0, 0.0, 0.0, 0.0)
             for ang, c in zip(e, seq):
                 r = [math.cos(ang / 2), 0.0, 0.0, 0.0]
@@ -304,64 +325,87 @@ class _Ctx:
                 q = quat_mul(q, r) if c.islower() else quat_mul(r, q)
             return q
         if k == "xyaxes":
-            v = np.asarray(_floats(a[k], 6, f"{what} xyaxes"))
-            x = v[:3] / np.linalg.norm(v[:3])
+            v = np.asarray(a.reals(k, n=6))
+            nx = np.linalg.norm(v[:3])
+            if not nx > 1e-12 or not np.isfinite(nx):
+                raise a.error(k, "the x axis must have a non-zero, finite length")
+            x = v[:3] / nx
             y = v[3:] - x * np.dot(x, v[3:])
-            y = y / np.linalg.norm(y)
+            ny = np.linalg.norm(y)
+            if not ny > 1e-12 * max(1.0, float(np.linalg.norm(v[3:]))) or not np.isfinite(ny):
+                raise a.error(k, "the y axis must not be zero or parallel to the x axis")
+            y = y / ny
             z = np.cross(x, y)
             return mat_to_quat(np.stack([x, y, z], axis=1))
-        return _z2quat(np.asarray(_floats(a[k], 3, f"{what} zaxis")))
+        z = np.asarray(a.reals(k, n=3))
+        nz = np.linalg.norm(z)
+        if not nz > 1e-12 or not np.isfinite(nz):
+            raise a.error(k, "the z axis must have a non-zero, finite length")
+        return _z2quat(z / nz)
 
     # -- defaults -------------------------------------------------------------------------------
-    def attrs(self, el, cls):
-        """Attributes of ``el`` merged over its default class."""
+    def attrs(self, el, cls) -> Attrs:
+        """Attributes of ``el`` merged over its default class (each knows where it was written)."""
         tag = el.tag
         name = el.get("class", cls)
         if name not in self.classes:
-            raise ImportError_(f"{self.file}: <{tag} name={el.get('name')!r}> uses default class "
-                               f"{name!r}, which is not defined; classes: {sorted(self.classes)}")
+            raise ImportError_(f"{where(el)}: uses default class {name!r}, which is not defined; "
+                               f"classes: {sorted(self.classes)}")
         out = dict(self.classes[name].get(tag, {}))
+        origin = dict(self.class_src[name].get(tag, {}))
         for key, val in el.attrib.items():
             if key in PARTIAL and key in out:
                 # MuJoCo reads as many numbers as given; the rest keep the class's values
                 new, old = val.split(), out[key].split()
                 val = " ".join(new + old[len(new):])
             out[key] = val
-        return out
+            origin[key] = el
+        return Attrs(el, out, origin)
 
-    def read_defaults(self, el, parent):
-        name = el.get("class")
-        if name is None:
-            raise ImportError_(f"{self.file}: nested <default> without a class attribute")
-        if name in self.classes:
-            raise ImportError_(f"{self.file}: duplicate default class {name!r}")
-        base = self.classes[parent]
-        self.classes[name] = {k: (list(v) if k == "_actuators" else dict(v))
-                              for k, v in base.items()}
-        self.merge_defaults(el, name)
+    def read_defaults(self, top):
+        """Every class of a top-level <default> (nested classes, depth first, without recursion)."""
+        stack = [(top, None)]
+        while stack:
+            el, parent = stack.pop()
+            name = el.get("class", "main") if parent is None else el.get("class")
+            if parent is None and name == "main":
+                # the top-level class (several top-level <default>s, e.g. from includes, add up)
+                self.classes.setdefault("main", {"_actuators": []})
+                self.class_src.setdefault("main", {})
+            else:
+                if name is None:
+                    raise ImportError_(f"{where(el)}: nested <default> without a class attribute")
+                if name in self.classes:
+                    raise ImportError_(f"{where(el)}: duplicate default class {name!r}")
+                base = parent or "main"
+                self.classes[name] = {k: (list(v) if k == "_actuators" else dict(v))
+                                      for k, v in self.classes[base].items()}
+                self.class_src[name] = {k: dict(v) for k, v in self.class_src[base].items()}
+            self.merge_defaults(el, name)
+            stack.extend((child, name) for child in reversed(list(el)) if child.tag == "default")
 
     def merge_defaults(self, el, name):
-        """Apply a <default> element's settings to class ``name``, then read its sub-classes."""
+        """Apply a <default> element's settings (not its sub-classes) to class ``name``."""
         cls = self.classes[name]
+        src = self.class_src[name]
         cls.setdefault("_actuators", [])
         for child in el:
             if child.tag == "default":
                 continue
             if child.tag not in DEFAULT_TAGS:
-                raise ImportError_(f"{self.file}: unknown element <{child.tag}> in default class "
-                                   f"{name!r}; allowed: {DEFAULT_TAGS}")
+                raise ImportError_(f"{where(child)}: unknown element in default class {name!r}; "
+                                   f"allowed: {DEFAULT_TAGS}")
             if child.tag in ACTUATOR_TAGS:
-                cls["_actuators"].append((child.tag, dict(child.attrib)))
+                cls["_actuators"].append((child.tag, Attrs(child)))
             else:
                 d = cls.setdefault(child.tag, {})
+                o = src.setdefault(child.tag, {})
                 for key, val in child.attrib.items():
                     if key in PARTIAL and key in d:
                         new, old = val.split(), d[key].split()
                         val = " ".join(new + old[len(new):])
                     d[key] = val
-        for child in el:
-            if child.tag == "default":
-                self.read_defaults(child, name)
+                    o[key] = child
 
 
 class MJCFImporter:
@@ -373,25 +417,19 @@ class MJCFImporter:
         ctx = _Ctx(morph)
         root = read_xml(ctx.file, ctx.notes)
         if root.tag != "mujoco":
-            raise ImportError_(f"{ctx.file}: root element is <{root.tag}>, expected <mujoco>")
-        self._expand_includes(ctx, root, ctx.dir, [ctx.file])
-        desc = EntityDescription(name=root.get("model", os.path.splitext(os.path.basename(
-            ctx.file))[0]), source=ctx.file)
+            raise ImportError_(f"{where(root)}: root element is <{root.tag}>, expected <mujoco>")
+        self._expand_includes(ctx, root)
+        model = Attrs(root).text("model", os.path.splitext(os.path.basename(ctx.file))[0])
+        desc = EntityDescription(name=model, source=ctx.file)
         self.ctx, self.desc = ctx, desc
 
-        for el in root.findall("compiler"):
-            ctx.compiler.update(el.attrib)
-        if ctx.compiler["coordinate"] != "local":
-            raise ImportError_(f"{ctx.file}: compiler coordinate = {ctx.compiler['coordinate']!r}; "
-                               f"only 'local' exists (MuJoCo removed 'global')")
+        ctx.read_compiler(root)
         ctx.classes["main"] = {"_actuators": []}
+        ctx.class_src["main"] = {}
         for el in root.findall("default"):
-            if el.get("class", "main") == "main":
-                # the top-level class (several top-level <default>s, e.g. from includes, add up)
-                ctx.merge_defaults(el, "main")
-            else:
-                ctx.read_defaults(el, "main")
-        desc.defaults = {name: {("actuators" if k == "_actuators" else k): v
+            ctx.read_defaults(el)
+        desc.defaults = {name: {("actuators" if k == "_actuators" else k):
+                                ([(t, dict(a)) for t, a in v] if k == "_actuators" else v)
                                 for k, v in cls.items()} for name, cls in ctx.classes.items()}
         self._options(root)
         for el in root.findall("asset"):
@@ -404,8 +442,9 @@ class MJCFImporter:
         self.springdamper = {}    # id(Joint) -> (timeconst, dampratio)
         self.explicit = {}        # link index -> Inertial from <inertial>
         self.geom_mass = []       # per geom: (mass, com in link frame, inertia about com) or None
+        self.skipped = {}         # link index -> [(error, group, massless)] of skipped visual geoms
         for wb in root.findall("worldbody"):
-            self._children(wb, 0, "main", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
+            self._walk(wb)
         self._group_by_link()
         self._inertia()
         if self.springdamper:
@@ -421,13 +460,12 @@ class MJCFImporter:
         desc.finalize()
         for el in root.findall("keyframe"):
             self._keyframes(el)
-        nkey = max([int(el.get("nkey", 0)) for el in root.findall("size")] + [0])
+        nkey = max([Attrs(el).integer("nkey", 0, ge=0, le=MAX_KEYFRAMES)
+                    for el in root.findall("size")] + [0])
         while len(desc.keyframes) < nkey:   # <size nkey>: keys at qpos0
             desc.keyframes.append(Keyframe(name="", qpos=desc.qpos0(), qvel=np.zeros(desc.n_dofs),
                                            ctrl=np.zeros(len(desc.actuators))))
-        for el in root.findall("sensor"):
-            for child in el:
-                ctx.unsupported[f"sensor {child.tag}"] += 1
+        parse_sensors(root, desc, ctx.notes)        # <sensor> -> desc.sensors (sensors.py)
         for tag in ("deformable", "extension", "custom", "visual", "statistic"):
             for el in root.findall(tag):
                 ctx.unsupported[tag] += 1
@@ -439,75 +477,83 @@ class MJCFImporter:
         return desc
 
     # -- includes -------------------------------------------------------------------------------
-    def _expand_includes(self, ctx, el, base, stack):
-        i = 0
-        while i < len(el):
-            child = el[i]
-            if child.tag == "include":
+    def _expand_includes(self, ctx, root, base=None, chain=None):
+        """Replace every <include> by the included file's children (relative to the including
+        file; cycles refused). The tree is walked with an explicit stack (no recursion limit);
+        only nested include files recurse."""
+        base = ctx.dir if base is None else base
+        chain = (ctx.file,) if chain is None else chain
+        stack = [root]
+        while stack:
+            el = stack.pop()
+            i = 0
+            while i < len(el):
+                child = el[i]
+                if child.tag != "include":
+                    stack.append(child)
+                    i += 1
+                    continue
                 fname = child.get("file")
                 if not fname:
-                    raise ImportError_(f"{stack[-1]}: <include> without a file attribute")
+                    raise ImportError_(f"{where(child)}: <include> without a file attribute")
                 tried = [os.path.join(base, fname), os.path.join(ctx.dir, fname)]
                 path = next((p for p in tried if os.path.isfile(p)), None)
                 if path is None:
-                    raise ImportError_(f"{stack[-1]}: included file {fname!r} not found (looked "
+                    raise ImportError_(f"{where(child)}: included file {fname!r} not found (looked "
                                        f"at {sorted(set(os.path.abspath(p) for p in tried))})")
                 path = os.path.abspath(path)
-                if path in stack:
-                    raise ImportError_(f"{stack[-1]}: include cycle {stack + [path]}")
+                if path in chain:
+                    raise ImportError_(f"{where(child)}: include cycle {list(chain) + [path]}")
                 sub = read_xml(path, ctx.notes)
-                self._expand_includes(ctx, sub, os.path.dirname(path), stack + [path])
+                self._expand_includes(ctx, sub, os.path.dirname(path), chain + (path,))
                 el.remove(child)
                 kids = list(sub) if sub.tag == "mujoco" else [sub]
                 for k, node in enumerate(kids):
                     el.insert(i + k, node)
                 i += len(kids)
-            else:
-                self._expand_includes(ctx, child, base, stack)
-                i += 1
 
     # -- <option> ---------------------------------------------------------------------------------
     def _options(self, root):
         ctx, opts = self.ctx, {}
-        o = {}
+        vals, origin = {}, {}
+        last = root
         for el in root.findall("option"):
-            o.update(el.attrib)
+            last = el
+            vals.update(el.attrib)
+            origin.update({k: el for k in el.attrib})
             for fl in el.findall("flag"):
-                o.update({"flag_" + k: v for k, v in fl.attrib.items()})
-        opts["dt"] = float(o.get("timestep", 0.002))
-        opts["gravity"] = tuple(_floats(o.get("gravity", "0 0 -9.81"), 3, "option gravity"))
-        integ = o.get("integrator", "Euler")
+                vals.update({"flag_" + k: v for k, v in fl.attrib.items()})
+                origin.update({"flag_" + k: fl for k in fl.attrib})
+        o = Attrs(last, vals, origin)
+        opts["dt"] = o.real("timestep", 0.002, gt=0.0)
+        opts["gravity"] = tuple(o.reals("gravity", (0.0, 0.0, -9.81), n=3))
         imap = {"Euler": "euler", "implicitfast": "implicitfast", "implicit": "implicitfast",
                 "RK4": "euler"}
-        if integ not in imap:
-            raise ImportError_(f"option integrator = {integ!r}; allowed {tuple(imap)}")
+        integ = o.choice("integrator", "Euler", tuple(imap))
         if integ in ("RK4", "implicit"):
             ctx.notes.append(f"option integrator={integ} is not modelled; suggesting "
                              f"{imap[integ]!r}")
         opts["integrator"] = imap[integ]
-        cone = o.get("cone", "pyramidal")
-        if cone not in ("pyramidal", "elliptic"):
-            raise ImportError_(f"option cone = {cone!r}; allowed ('pyramidal', 'elliptic')")
-        opts["friction_cone"] = cone
-        solver = o.get("solver", "Newton")
-        if solver not in ("Newton", "CG", "PGS"):
-            raise ImportError_(f"option solver = {solver!r}; allowed ('Newton', 'CG', 'PGS')")
+        opts["friction_cone"] = o.choice("cone", "pyramidal", ("pyramidal", "elliptic"))
+        solver = o.choice("solver", "Newton", ("Newton", "CG", "PGS"))
         if solver == "PGS":
             ctx.notes.append("option solver=PGS is not modelled; suggesting 'Newton'")
         opts["constraint_solver"] = "CG" if solver == "CG" else "Newton"
-        opts["iterations"] = int(o.get("iterations", 100))
-        opts["tolerance"] = float(o.get("tolerance", 1e-8))
-        opts["ls_iterations"] = int(o.get("ls_iterations", 50))
-        opts["ls_tolerance"] = float(o.get("ls_tolerance", 0.01))
-        opts["noslip_iterations"] = int(o.get("noslip_iterations", 0))
-        opts["noslip_tolerance"] = float(o.get("noslip_tolerance", 1e-6))
-        opts["impratio"] = float(o.get("impratio", 1.0))
+        opts["iterations"] = o.integer("iterations", 100, ge=0)
+        opts["tolerance"] = o.real("tolerance", 1e-8, ge=0.0)
+        opts["ls_iterations"] = o.integer("ls_iterations", 50, ge=0)
+        opts["ls_tolerance"] = o.real("ls_tolerance", 0.01, ge=0.0)
+        opts["noslip_iterations"] = o.integer("noslip_iterations", 0, ge=0)
+        opts["noslip_tolerance"] = o.real("noslip_tolerance", 1e-6, ge=0.0)
+        opts["impratio"] = o.real("impratio", 1.0, gt=0.0)
         for key in ("density", "viscosity"):
-            if float(o.get(key, 0.0)) != 0.0:
+            if o.real(key, 0.0, ge=0.0) != 0.0:
                 ctx.notes.append(f"option {key}={o[key]} (fluid forces) is not modelled")
-        for key in ("wind", "magnetic"):
-            if key in o and any(v != 0.0 for v in _floats(o[key])):
+        for key in ("wind",):          # magnetic: the magnetometer sensors' field (sensors.py)
+            if key in o and any(v != 0.0 for v in o.reals(key, n=3)):
                 ctx.notes.append(f"option {key}={o[key]!r} is not modelled")
+        for key in [k for k in o if k.startswith("flag_")]:
+            o.choice(key, "enable", ("enable", "disable"))
         if o.get("flag_contact", "enable") == "disable":
             opts["enable_collision"] = False
         if o.get("flag_constraint", "enable") == "disable":
@@ -519,21 +565,24 @@ class MJCFImporter:
         ctx = self.ctx
         for a in el:
             if a.tag == "mesh":
-                at = dict(ctx.classes["main"].get("mesh", {}))
-                if a.get("class"):
-                    at = dict(ctx.classes.get(a.get("class"), {}).get("mesh", {}))
-                at.update(a.attrib)
+                cls = a.get("class", "main")
+                if cls not in ctx.classes:
+                    raise ImportError_(f"{where(a)}: uses default class {cls!r}, which is not "
+                                       f"defined; classes: {sorted(ctx.classes)}")
+                at = ctx.attrs(a, cls)
                 name = at.get("name")
                 if not name:
                     if "file" not in at:
-                        raise ImportError_(f"{ctx.file}: <mesh> without name or file")
+                        raise ImportError_(f"{where(a)}: <mesh> without name or file")
                     name = os.path.splitext(os.path.basename(at["file"]))[0]
                 if name in ctx.meshes:
-                    raise ImportError_(f"{ctx.file}: duplicate mesh name {name!r}")
+                    raise ImportError_(f"{where(a)}: duplicate mesh name {name!r}")
+                at.choice("inertia", "legacy", ("legacy", "exact", "convex", "shell"))
                 ctx.meshes[name] = at
             elif a.tag == "hfield":
-                name = a.get("name") or os.path.splitext(os.path.basename(a.get("file", "")))[0]
-                ctx.hfields[name] = dict(a.attrib)
+                at = Attrs(a)
+                name = at.get("name") or os.path.splitext(os.path.basename(at.get("file", "")))[0]
+                ctx.hfields[name] = at
             elif a.tag in ("texture", "material"):
                 ctx.unsupported[a.tag] += 1
             else:
@@ -551,104 +600,129 @@ class MJCFImporter:
         for p in tried:
             if os.path.isfile(p):
                 return p
-        raise ImportError_(f"{ctx.file}: {what}: file {fname!r} not found (looked at "
+        raise ImportError_(f"{what}: file {fname!r} not found (looked at "
                            f"{[os.path.abspath(p) for p in tried]})")
 
     def _load_mesh(self, name, what):
+        """(vertices, faces, path) of a mesh asset, scaled and posed as MuJoCo's compiler does."""
         ctx = self.ctx
         if name not in ctx.meshes:
-            raise ImportError_(f"{ctx.file}: {what} uses mesh {name!r}, which is not defined; "
-                               f"meshes: {sorted(ctx.meshes)}")
+            raise ImportError_(f"{what}: uses mesh {name!r}, which is not defined; meshes: "
+                               f"{sorted(ctx.meshes)}")
         at = ctx.meshes[name]
-        if "_data" in at:
-            return at["_data"]
+        if (name, "data") in ctx.mesh_cache:
+            return ctx.mesh_cache[(name, "data")]
         import trimesh
 
         path = None
+        mwhere = at.where()
         if "file" in at:
-            path = self._mesh_path(at["file"], f"mesh {name!r}")
+            path = self._mesh_path(at["file"], f"{at.where('file')} file")
             ext = os.path.splitext(path)[1].lower()
-            if ext not in (".stl", ".obj", ".ply", ".off", ".glb", ".gltf", ".dae", ".msh"):
-                raise ImportError_(f"{ctx.file}: mesh {name!r}: file type {ext!r} of {path!r} is "
-                                   f"not readable here; allowed .stl .obj .msh .ply .off .glb .gltf "
-                                   f".dae")
+            fwhere = f"{at.where('file')} file = {at['file']!r}"
             if ext == ".msh":
-                v, f = _read_msh(path, f"{ctx.file}: mesh {name!r}")
+                v, f = _read_msh(path, fwhere)
             else:
-                try:
-                    tm = trimesh.load(path, force="mesh", process=False)
-                except Exception as exc:
-                    raise ImportError_(f"{ctx.file}: mesh {name!r}: cannot read {path!r}: "
-                                       f"{exc}") from None
-                v = np.asarray(tm.vertices, dtype=float)
-                f = np.asarray(tm.faces, dtype=np.int64)
+                v, f = read_mesh(path, fwhere, need_faces=False)
             if not ctx.morph.file_meshes_are_zup:
                 v = np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1)
         elif "vertex" in at:
-            v = np.asarray(_floats(at["vertex"], what=f"mesh {name!r} vertex")).reshape(-1, 3)
-            f = (np.asarray(_floats(at["face"]), dtype=np.int64).reshape(-1, 3) if "face" in at
-                 else None)
+            v = np.asarray(at.reals("vertex"))
+            if len(v) == 0 or len(v) % 3:
+                raise at.error("vertex", f"{len(v)} numbers: expected a positive multiple of 3")
+            v = v.reshape(-1, 3)
+            f = None
+            if "face" in at:
+                fl = at.reals("face")
+                if len(fl) % 3 or any(x != int(x) or not 0 <= x < len(v) for x in fl):
+                    raise at.error("face", f"expected triangles of vertex indices in [0, {len(v)})")
+                f = np.asarray(fl, dtype=np.int64).reshape(-1, 3)
         else:
-            raise ImportError_(f"{ctx.file}: mesh {name!r} has neither file nor vertex data")
+            raise ImportError_(f"{mwhere}: mesh {name!r} has neither file nor vertex data")
         if "refpos" in at:
-            v = v - np.asarray(_floats(at["refpos"], 3))
+            v = v - np.asarray(at.reals("refpos", n=3))
         if "refquat" in at:
-            v = v @ quat_to_mat(_floats(at["refquat"], 4))
-        scale = np.asarray(_floats(at.get("scale", "1 1 1"), 3, f"mesh {name!r} scale"))
+            q = np.asarray(at.reals("refquat", n=4))
+            if not np.linalg.norm(q) > 1e-12:
+                raise at.error("refquat", "a quaternion must have a non-zero length")
+            v = v @ quat_to_mat(q / np.linalg.norm(q))
+        scale = np.asarray(at.reals("scale", (1.0, 1.0, 1.0), n=3))
+        if np.any(scale == 0):
+            raise at.error("scale", "a zero scale flattens the mesh; every factor must be non-zero")
         v = v * scale
         if f is not None and np.prod(scale) < 0:
             f = f[:, [0, 2, 1]]     # a mirroring scale flips the faces back outward (as MuJoCo)
         if f is None or len(f) == 0:
-            hull = trimesh.Trimesh(v, process=False).convex_hull
+            try:
+                hull = trimesh.Trimesh(v, process=False).convex_hull
+            except Exception as exc:   # qhull refuses flat or too few points
+                raise ImportError_(f"{mwhere}: mesh {name!r} has no faces and its {len(v)} vertices "
+                                   f"have no convex hull ({type(exc).__name__})") from None
             v, f = np.asarray(hull.vertices), np.asarray(hull.faces)
-        mode = at.get("inertia", "legacy")
-        if mode not in ("legacy", "exact", "convex", "shell"):
-            raise ImportError_(f"mesh {name!r} inertia = {mode!r}; allowed legacy/exact/convex/shell")
-        at["_data"] = (v, f, path)
-        return at["_data"]
+            if len(f) == 0:
+                raise ImportError_(f"{mwhere}: mesh {name!r} has no faces and its {len(v)} "
+                                   f"vertices span no volume")
+        ctx.mesh_cache[(name, "data")] = (v, f, path)
+        return v, f, path
 
     def _mesh_props(self, name, shell):
         ctx = self.ctx
         at = ctx.meshes[name]
-        key = "_props_shell" if shell else "_props"
-        if key not in at:
-            v, f, _ = self._load_mesh(name, f"mesh {name!r}")
+        key = (name, "props_shell" if shell else "props")
+        if key not in ctx.mesh_cache:
+            v, f, _ = self._load_mesh(name, at.where())
             mode = "shell" if shell else at.get("inertia", "legacy")
             if mode == "convex":
                 import trimesh
 
                 hull = trimesh.Trimesh(v, f, process=False).convex_hull
                 v, f = np.asarray(hull.vertices), np.asarray(hull.faces)
-            vol, com, inertia = mesh_mass_properties(
-                v, f, shell=(mode == "shell"), mode="legacy" if mode == "legacy" else "exact")
-            if vol <= 0:
-                raise ImportError_(f"{ctx.file}: mesh {name!r}: volume {vol:g} <= 0 "
-                                       f"(misoriented or open triangles)")
-            at[key] = (vol, com, inertia)
-        return at[key]
+            with np.errstate(all="ignore"):
+                vol, com, inertia = mesh_mass_properties(
+                    v, f, shell=(mode == "shell"), mode="legacy" if mode == "legacy" else "exact")
+            if not vol > 0 or not np.isfinite(vol):
+                raise ImportError_(f"{at.where()}: mesh {name!r}: volume {vol:g} is not positive "
+                                   f"(misoriented, open or degenerate triangles)")
+            if not (np.all(np.isfinite(com)) and np.all(np.isfinite(inertia))):
+                raise ImportError_(f"{at.where()}: mesh {name!r}: its mass properties are not "
+                                   f"finite (vertices too large)")
+            ctx.mesh_cache[key] = (vol, com, inertia)
+        return ctx.mesh_cache[key]
 
     # -- bodies -----------------------------------------------------------------------------------
-    def _uname(self, kind, name, fallback):
+    def _uname(self, kind, name, fallback, el):
         if not name:
             return fallback
         if name in self.names[kind]:
-            raise ImportError_(f"{self.ctx.file}: duplicate {kind} name {name!r}")
+            raise ImportError_(f"{where(el)}: duplicate {kind} name {name!r}")
         self.names[kind].add(name)
         return name
 
-    def _children(self, el, li, cls, fpos, fquat):
-        """Children of a body (or frame) element into link ``li``; (fpos, fquat) is the frame's
-        pose in the link frame."""
+    def _walk(self, worldbody):
+        """The bodies under <worldbody> in document order, depth first (MuJoCo's body order), with
+        an explicit stack: a chain of any depth loads (no recursion limit). A <frame> passes its
+        pose and childclass to what it holds."""
         ctx = self.ctx
-        for child in el:
+        stack = [(iter(worldbody), 0, "main", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))]
+        while stack:
+            it, li, cls, fpos, fquat = stack[-1]
+            child = next(it, None)
+            if child is None:
+                stack.pop()
+                continue
             tag = child.tag
             if tag == "body":
-                self._body(child, li, cls, fpos, fquat)
+                new, ccls = self._body(child, li, cls, fpos, fquat)
+                stack.append((iter(child), new, ccls, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)))
             elif tag == "frame":
-                pos = _floats(child.get("pos", "0 0 0"), 3, "frame pos")
-                q = ctx.orient(child.attrib, f"frame {child.get('name')!r}") or (1.0, 0, 0, 0)
+                fa = Attrs(child)
+                pos = fa.reals("pos", (0.0, 0.0, 0.0), n=3)
+                q = ctx.orient(fa) or (1.0, 0, 0, 0)
                 p2, q2 = compose(fpos, fquat, pos, q)
-                self._children(child, li, child.get("childclass", cls), p2, q2)
+                fcls = child.get("childclass", cls)
+                if fcls not in ctx.classes:
+                    raise fa.error("childclass", "this default class is not defined")
+                stack.append((iter(child), li, fcls, p2, q2))
             elif tag in ("joint", "freejoint"):
                 self._joint(child, li, cls, fpos, fquat)
             elif tag == "geom":
@@ -657,57 +731,60 @@ class MJCFImporter:
                 self._site(child, li, cls, fpos, fquat)
             elif tag == "inertial":
                 if li == 0:
-                    raise ImportError_(f"{ctx.file}: <inertial> in the worldbody")
+                    raise ImportError_(f"{where(child)}: <inertial> in the worldbody")
             elif tag in ("camera", "light"):
                 ctx.unsupported[tag] += 1
             elif tag in ("composite", "flexcomp", "replicate", "plugin", "attach"):
                 ctx.unsupported[f"body {tag}"] += 1
             else:
-                raise ImportError_(f"{ctx.file}: unknown element <{tag}> in a body; allowed body, "
+                raise ImportError_(f"{where(child)}: unknown element in a body; allowed body, "
                                    f"frame, joint, freejoint, geom, site, inertial, camera, light")
 
     def _body(self, el, parent, cls, fpos, fquat):
+        """Append the link of a <body>; returns (its index, the class its children use)."""
         ctx, desc = self.ctx, self.desc
+        a = Attrs(el)
         li = len(desc.links)
-        name = self._uname("link", el.get("name"), f"body{li}")
-        pos = _floats(el.get("pos", "0 0 0"), 3, f"body {name!r} pos")
-        q = ctx.orient(el.attrib, f"body {name!r}") or (1.0, 0.0, 0.0, 0.0)
+        name = self._uname("link", el.get("name"), f"body{li}", el)
+        pos = a.reals("pos", (0.0, 0.0, 0.0), n=3)
+        q = ctx.orient(a) or (1.0, 0.0, 0.0, 0.0)
         pos, q = compose(fpos, fquat, pos, q)
-        link = Link(name=name, parent=parent, pos=pos, quat=q,
-                    gravcomp=float(el.get("gravcomp", 0.0)))
-        if el.get("mocap", "false") == "true":
+        link = Link(name=name, parent=parent, pos=pos, quat=q, gravcomp=a.real("gravcomp", 0.0),
+                    src=where(el))
+        if a.boolean("mocap", False):
             ctx.unsupported["mocap body (treated as fixed)"] += 1
         desc.links.append(link)
         cls = el.get("childclass", cls)
         if cls not in ctx.classes:
-            raise ImportError_(f"{ctx.file}: body {name!r} childclass {cls!r} is not defined")
-        ine = el.find("inertial")
-        if ine is not None:
-            self.explicit[li] = self._explicit_inertial(ine, name)
-        self._children(el, li, cls, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
+            raise a.error("childclass", "this default class is not defined")
+        ine = el.findall("inertial")
+        if len(ine) > 1:
+            raise ImportError_(f"{where(ine[1])}: a body has at most one <inertial>")
+        if ine:
+            self.explicit[li] = self._explicit_inertial(ine[0])
+        return li, cls
 
-    def _explicit_inertial(self, el, name):
+    def _explicit_inertial(self, el):
         ctx = self.ctx
-        a = el.attrib
-        if "mass" not in a:
-            raise ImportError_(f"{ctx.file}: body {name!r} <inertial> without mass")
-        mass = float(a["mass"])
-        if mass < 0:
-            raise OptionError(f"{ctx.file}: body {name!r} <inertial mass={a['mass']}>: mass must be "
-                              f">= 0")
-        pos = _floats(a.get("pos", "0 0 0"), 3, f"body {name!r} inertial pos")
-        q = ctx.orient(a, f"body {name!r} inertial") or (1.0, 0.0, 0.0, 0.0)
+        a = Attrs(el)
+        mass = a.real("mass", ge=0.0)
+        pos = a.reals("pos", (0.0, 0.0, 0.0), n=3)
+        q = ctx.orient(a) or (1.0, 0.0, 0.0, 0.0)
+        if "fullinertia" in a and "diaginertia" in a:
+            raise a.error("fullinertia", "give diaginertia or fullinertia, not both")
         if "fullinertia" in a:
-            xx, yy, zz, xy, xz, yz = _floats(a["fullinertia"], 6, f"body {name!r} fullinertia")
+            xx, yy, zz, xy, xz, yz = a.reals("fullinertia", n=6)
             inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
         elif "diaginertia" in a:
-            inertia = np.diag(_floats(a["diaginertia"], 3, f"body {name!r} diaginertia"))
+            inertia = np.diag(a.reals("diaginertia", n=3))
         else:
-            raise ImportError_(f"{ctx.file}: body {name!r} <inertial> needs diaginertia or "
-                               f"fullinertia")
+            raise ImportError_(f"{where(el)}: <inertial> needs diaginertia or fullinertia")
         r = quat_to_mat(q)
         ine = Inertial(mass=mass, com=pos, inertia=r @ inertia @ r.T)
-        msg = check_inertial(ine, f"body {name!r} inertial", strict_triangle=False)
+        try:
+            msg = check_inertial(ine, f"{where(el)}", strict_triangle=False)
+        except OptionError as exc:
+            raise ImportError_(str(exc)) from None
         if msg:
             ctx.notes.append(msg)
         return ine
@@ -715,76 +792,85 @@ class MJCFImporter:
     def _joint(self, el, li, cls, fpos, fquat):
         ctx, desc = self.ctx, self.desc
         if li == 0:
-            raise ImportError_(f"{ctx.file}: joint {el.get('name')!r} in the worldbody")
+            raise ImportError_(f"{where(el)}: a joint in the worldbody")
         if el.tag == "freejoint":
-            a = {"type": "free", **el.attrib}
+            a = Attrs(el, {"type": "free", **el.attrib})
         else:
             a = ctx.attrs(el, cls)
-        jt = a.get("type", "hinge")
-        if jt not in JOINT_MAP:
-            raise ImportError_(f"{ctx.file}: joint {a.get('name')!r} type = {jt!r}; allowed "
-                               f"{tuple(JOINT_MAP)}")
+        jt = a.choice("type", "hinge", tuple(JOINT_MAP))
         ji = len(desc.joints)
-        name = self._uname("joint", a.get("name"), f"joint{ji}")
+        name = self._uname("joint", a.get("name"), f"joint{ji}", el)
         typ = JOINT_MAP[jt]
-        pos = np.asarray(fpos) + quat_to_mat(fquat) @ np.asarray(_floats(a.get("pos", "0 0 0"), 3))
-        axis = np.asarray(_floats(a.get("axis", "0 0 1"), 3, f"joint {name!r} axis"))
+        pos = np.asarray(fpos) + quat_to_mat(fquat) @ np.asarray(a.reals("pos", (0.0, 0.0, 0.0), n=3))
+        axis = np.asarray(a.reals("axis", (0.0, 0.0, 1.0), n=3))
         n = np.linalg.norm(axis)
-        if n < 1e-10:
-            raise ImportError_(f"{ctx.file}: joint {name!r} axis = {a.get('axis')!r} is zero")
+        if not n >= 1e-10 or not np.isfinite(n):
+            raise a.error("axis", "the axis must have a non-zero, finite length")
         axis = quat_to_mat(fquat) @ (axis / n)
         ang = typ in ("revolute", "spherical")
         conv = ctx.angle if ang else (lambda v: v)
-        rng = tuple(conv(v) for v in _floats(a.get("range", "0 0"), 2, f"joint {name!r} range"))
-        limited = self._limited(a.get("limited", "auto"), rng, f"joint {name!r}")
+        rng = tuple(conv(v) for v in a.reals("range", (0.0, 0.0), n=2))
+        limited = self._limited(a, "limited", "range", rng)
         j = Joint(name=name, type=typ, link=li, pos=pos, axis=axis, limited=limited, range=rng,
-                  ref=conv(float(a.get("ref", 0.0))) if typ in ("revolute", "prismatic") else 0.0,
-                  springref=conv(float(a.get("springref", 0.0))),
-                  stiffness=float(a.get("stiffness", 0.0)), damping=float(a.get("damping", 0.0)),
-                  armature=float(a.get("armature", 0.0)),
-                  frictionloss=float(a.get("frictionloss", 0.0)),
-                  solref_limit=_pad(_floats(a.get("solreflimit", "")), 2, SOLREF),
-                  solimp_limit=_pad(_floats(a.get("solimplimit", "")), 5, SOLIMP),
-                  solref_friction=_pad(_floats(a.get("solreffriction", "")), 2, SOLREF),
-                  solimp_friction=_pad(_floats(a.get("solimpfriction", "")), 5, SOLIMP),
-                  margin=float(a.get("margin", 0.0)))
+                  ref=conv(a.real("ref", 0.0)) if typ in ("revolute", "prismatic") else 0.0,
+                  springref=conv(a.real("springref", 0.0)),
+                  stiffness=a.real("stiffness", 0.0, ge=0.0), damping=a.real("damping", 0.0, ge=0.0),
+                  armature=a.real("armature", 0.0, ge=0.0),
+                  frictionloss=a.real("frictionloss", 0.0, ge=0.0),
+                  solref_limit=_pad(a.reals("solreflimit", (), max_n=2), 2, SOLREF),
+                  solimp_limit=_pad(a.reals("solimplimit", (), max_n=5), 5, SOLIMP),
+                  solref_friction=_pad(a.reals("solreffriction", (), max_n=2), 2, SOLREF),
+                  solimp_friction=_pad(a.reals("solimpfriction", (), max_n=5), 5, SOLIMP),
+                  margin=a.real("margin", 0.0), src=where(el))
         if typ == "free" and el.tag == "joint":
             j.axis = (0.0, 0.0, 1.0)
         if "springdamper" in a:
-            tc, dr = _floats(a["springdamper"], 2, f"joint {name!r} springdamper")
+            tc, dr = a.reals("springdamper", n=2)
             if tc > 0 and dr > 0:
                 self.springdamper[id(j)] = (tc, dr)
+            elif tc != 0 or dr != 0:
+                raise a.error("springdamper", "timeconst and dampratio must both be > 0 (or both 0: "
+                                              "no spring)")
         desc.joints.append(j)
         desc.links[li].joints.append(ji)
 
-    def _limited(self, val, rng, what):
+    def _limited(self, a: Attrs, key, range_key, rng):
+        """MuJoCo's limited=true/false/auto; auto follows compiler autolimits (limited when the
+        range is given and non-empty). A limited range must have lower <= upper."""
+        val = a.choice(key, "auto", ("true", "false", "auto", "1", "0"))
         if val in ("true", "1"):
-            return True
-        if val in ("false", "0"):
-            return False
-        if val != "auto":
-            raise ImportError_(f"{self.ctx.file}: {what} limited = {val!r}; allowed true/false/auto")
-        if not self.ctx.flag("autolimits"):
-            return False
-        return rng[0] < rng[1]
+            limited = True
+        elif val in ("false", "0"):
+            limited = False
+        elif not self.ctx.flag("autolimits"):
+            limited = False
+        else:
+            limited = rng[0] < rng[1]
+            if range_key in a and rng[0] > rng[1]:
+                limited = True     # an inverted range given with autolimits: MuJoCo refuses it
+        if limited and rng[0] > rng[1]:
+            raise a.error(range_key, "lower > upper; a limited range needs lower <= upper")
+        return limited
 
     def _geom(self, el, li, cls, fpos, fquat):
         ctx, desc = self.ctx, self.desc
         a = ctx.attrs(el, cls)
         gi = len(desc.geoms)
-        name = self._uname("geom", a.get("name"), f"geom{gi}")
-        gt = a.get("type", "sphere")
-        if gt not in GEOM_TYPES:
-            raise ImportError_(f"{ctx.file}: geom {name!r} type = {gt!r}; allowed {GEOM_TYPES}")
-        what = f"geom {name!r}"
-        size = list(_pad(_floats(a.get("size", "0 0 0"), what=f"{what} size"), 3, (0, 0, 0)))
-        pos = np.asarray(_floats(a.get("pos", "0 0 0"), 3, f"{what} pos"))
-        q = ctx.orient(a, what) or (1.0, 0.0, 0.0, 0.0)
+        name = self._uname("geom", a.get("name"), f"geom{gi}", el)
+        gt = a.choice("type", "sphere", GEOM_TYPES)
+        what = where(el)
+        size = list(_pad(a.reals("size", (0.0, 0.0, 0.0), max_n=3), 3, (0, 0, 0)))
+        pos = np.asarray(a.reals("pos", (0.0, 0.0, 0.0), n=3))
+        q = ctx.orient(a) or (1.0, 0.0, 0.0, 0.0)
+        contype = a.integer("contype", 1)
+        conaff = a.integer("conaffinity", 1)
+        group = a.integer("group", 0)
+        visual_only = contype == 0 and conaff == 0
         if "fromto" in a and gt in ("capsule", "cylinder", "box", "ellipsoid"):
-            ft = np.asarray(_floats(a["fromto"], 6, f"{what} fromto"))
+            ft = np.asarray(a.reals("fromto", n=6))
             vec = ft[:3] - ft[3:]   # MuJoCo orients +z from the 'to' end towards 'from'
-            if np.linalg.norm(vec) < 1e-10:
-                raise ImportError_(f"{ctx.file}: {what} fromto = {a['fromto']!r} has zero length")
+            if not np.linalg.norm(vec) >= 1e-10:
+                raise a.error("fromto", "the two points are too close (zero length)")
             pos = 0.5 * (ft[:3] + ft[3:])
             q = _z2quat(vec)
             if gt in ("capsule", "cylinder"):
@@ -795,64 +881,89 @@ class MJCFImporter:
                     size[1] = size[0]      # MuJoCo: one size for a fromto box/ellipsoid
         mesh = hfield = None
         vol_props = None
-        shell = a.get("shellinertia", "false") == "true"
+        shell = a.boolean("shellinertia", False)
+        fitted = False
         if gt == "mesh" or ("mesh" in a and gt != "hfield"):
             if "mesh" not in a:
-                raise ImportError_(f"{ctx.file}: {what} has type mesh but no mesh attribute")
-            v, f, path = self._load_mesh(a["mesh"], what)
-            vol, mcom, minert = self._mesh_props(a["mesh"], shell)
+                raise a.error("mesh", "a mesh geom needs a mesh attribute")
+            try:
+                v, f, path = self._load_mesh(a["mesh"], what)
+                vol, mcom, minert = self._mesh_props(a["mesh"], shell)
+            except ImportError_ as exc:
+                if not visual_only:
+                    raise
+                # a visual-only geom never fails the import: skipped with a note (its mass is
+                # needed only if the body's inertia comes from it; _inertia checks)
+                ctx.notes.append(f"visual-only geom {name!r} skipped: {exc}")
+                massless = ("mass" in a and a.real("mass", ge=0.0) == 0.0) or (
+                    "mass" not in a and a.real("density", 1000.0, ge=0.0) == 0.0)
+                self.skipped.setdefault(li, []).append((exc, group, massless))
+                return
             if gt == "mesh":
                 mesh = MeshData(vertices=v, faces=f, name=a["mesh"], file=path)
                 vol_props = (vol, mcom, minert)
             else:
                 # a primitive fitted to the mesh (MuJoCo's equivalent-inertia box, or the AABB)
                 pos, q, size = self._fit(gt, v, vol, mcom, minert, pos, q, a)
+                fitted = True
         elif gt == "hfield":
-            hn = a.get("hfield")
-            if hn not in ctx.hfields:
-                raise ImportError_(f"{ctx.file}: {what} uses hfield {hn!r}, which is not defined")
-            hfield = dict(ctx.hfields[hn])
-            hs = _floats(hfield.get("size", "1 1 1 1"), 4, f"hfield {hn!r} size")
-            hfield["size"] = tuple(hs)
-            if "elevation" in hfield:
-                nr, nc = int(hfield.get("nrow", 0)), int(hfield.get("ncol", 0))
-                elev = np.asarray(_floats(hfield["elevation"], nr * nc, f"hfield {hn!r} "
-                                          f"elevation ({nr}x{nc})"))
-                # as MuJoCo's hfield_data: normalised to [0, 1] (heights are data × size[2]),
-                # row 0 at -y (the XML lists the +y row first)
-                span = elev.max() - elev.min()
-                hfield["data"] = ((elev - elev.min()) / span if span > 0 else
-                                  np.zeros_like(elev)).reshape(nr, nc)[::-1].copy()
-            elif "file" in hfield:
-                if int(hfield.get("nrow", 0)) or int(hfield.get("ncol", 0)):
-                    raise ImportError_(f"{ctx.file}: hfield {hn!r} gives both file and "
-                                       f"nrow/ncol; the file sets the grid (MuJoCo refuses "
-                                       f"both too)")
-                path = self._mesh_path(hfield["file"], f"hfield {hn!r}")
-                raw = _hfield_file(path, f"{ctx.file}: hfield {hn!r}")
-                hfield["data"] = _hfield_normalise(raw)
-            size = hs[:3]
+            hfield, size = self._hfield(a, what)
         elif gt == "sdf":
             ctx.unsupported["geom type sdf"] += 1
+        k = {"sphere": 1, "capsule": 2, "cylinder": 2, "ellipsoid": 3, "box": 3}.get(gt, 0)
+        if k and not fitted and min(size[:k]) <= 0:
+            raise a.error("size", f"a {gt} needs {k} positive size(s); got {size[:k]} (MuJoCo "
+                                  f"refuses a zero or negative size)")
+        if gt == "plane" and min(size) < 0:
+            raise a.error("size", "plane sizes must be >= 0 (0: infinite)")
         pos, q = compose(fpos, fquat, pos, q)
-        friction = _pad(_floats(a.get("friction", "1 0.005 0.0001"), what=f"{what} friction"), 3,
+        friction = _pad(a.reals("friction", (1.0, 0.005, 0.0001), max_n=3, ge=0.0), 3,
                         (1.0, 0.005, 0.0001))
-        contype, conaff = int(a.get("contype", 1)), int(a.get("conaffinity", 1))
         g = Geom(name=name, type=gt, link=li, size=tuple(size), pos=pos, quat=q,
-                 role="visual" if (contype == 0 and conaff == 0) else "both",
-                 contype=contype, conaffinity=conaff, condim=int(a.get("condim", 3)),
-                 friction=friction, solref=_pad(_floats(a.get("solref", "")), 2, SOLREF),
-                 solimp=_pad(_floats(a.get("solimp", "")), 5, SOLIMP),
-                 solmix=float(a.get("solmix", 1.0)), priority=int(a.get("priority", 0)),
-                 margin=float(a.get("margin", 0.0)), gap=float(a.get("gap", 0.0)),
-                 group=int(a.get("group", 0)), density=float(a.get("density", 1000.0)),
-                 rgba=_pad(_floats(a.get("rgba", "0.5 0.5 0.5 1")), 4, (0.5, 0.5, 0.5, 1.0)),
-                 mesh=mesh, hfield=hfield)
-        if g.condim not in (1, 3, 4, 6):
-            raise ImportError_(f"{ctx.file}: {what} condim = {g.condim}; allowed 1, 3, 4, 6")
+                 role="visual" if visual_only else "both",
+                 contype=contype, conaffinity=conaff,
+                 condim=a.integer("condim", 3, allowed=(1, 3, 4, 6)),
+                 friction=friction, solref=_pad(a.reals("solref", (), max_n=2), 2, SOLREF),
+                 solimp=_pad(a.reals("solimp", (), max_n=5), 5, SOLIMP),
+                 solmix=a.real("solmix", 1.0, ge=0.0), priority=a.integer("priority", 0),
+                 margin=a.real("margin", 0.0), gap=a.real("gap", 0.0),
+                 group=group, density=a.real("density", 1000.0, ge=0.0),
+                 rgba=_pad(a.reals("rgba", (), max_n=4), 4, (0.5, 0.5, 0.5, 1.0)),
+                 mesh=mesh, hfield=hfield, src=what)
         desc.geoms.append(g)
         desc.links[li].geoms.append(gi)
         self.geom_mass.append(self._geom_inertial(g, a, vol_props, shell))
+
+    def _hfield(self, a, what):
+        """The hfield dict of an hfield geom (size, and the normalised heights in ``data``)."""
+        ctx = self.ctx
+        hn = a.get("hfield")
+        if hn not in ctx.hfields:
+            raise a.error("hfield", f"hfield {hn!r} is not defined; hfields: {sorted(ctx.hfields)}")
+        h = ctx.hfields[hn]
+        hfield = dict(h)
+        hs = h.reals("size", n=4, ge=0.0)
+        if min(hs[:3]) <= 0:
+            raise h.error("size", "radius x, radius y and elevation z must be > 0 (base >= 0)")
+        hfield["size"] = tuple(hs)
+        nr, nc = h.integer("nrow", 0, ge=0), h.integer("ncol", 0, ge=0)
+        if "elevation" in h:
+            if nr * nc == 0:
+                raise h.error("elevation", "needs nrow and ncol > 0")
+            elev = np.asarray(h.reals("elevation", n=nr * nc))
+            # as MuJoCo's hfield_data: normalised to [0, 1] (heights are data × size[2]),
+            # row 0 at -y (the XML lists the +y row first)
+            span = elev.max() - elev.min()
+            hfield["data"] = ((elev - elev.min()) / span if span > 0 else
+                              np.zeros_like(elev)).reshape(nr, nc)[::-1].copy()
+        elif "file" in h:
+            if nr or nc:
+                raise h.error("file", "gives both file and nrow/ncol; the file sets the grid "
+                                      "(MuJoCo refuses both too)")
+            path = self._mesh_path(h["file"], f"{h.where('file')} file")
+            raw = _hfield_file(path, h.where())
+            hfield["data"] = _hfield_normalise(raw)
+        return hfield, hs[:3]
 
     def _fit(self, gt, v, vol, mcom, minert, pos, q, a):
         ctx = self.ctx
@@ -889,7 +1000,7 @@ class MJCFImporter:
                 size[1] = b[2]
             else:
                 size = b
-        scale = float(a.get("fitscale", 1.0))
+        scale = a.real("fitscale", 1.0, gt=0.0)
         size = [s * scale for s in size]
         p2, q2 = compose(pos, q, mpos, mat_to_quat(evec))
         ctx.notes.append(f"geom type {gt} fitted to mesh {a['mesh']!r} (principal axes chosen up "
@@ -897,17 +1008,28 @@ class MJCFImporter:
         return p2, q2, size
 
     def _geom_inertial(self, g, a, vol_props, shell):
-        """(mass, com, inertia about com) of a geom in the link frame, as MuJoCo computes it."""
+        """(mass, com, inertia about com) of a geom in the link frame, as MuJoCo computes it.
+        Sizes or densities so large that the mass properties overflow are an error."""
         if g.type in ("plane", "hfield", "sdf"):
             return None
-        s = g.size
+        with np.errstate(all="ignore"):
+            out = self._geom_inertial_raw(g, a, vol_props, shell)
+        if not (abs(out.mass) <= FLOAT32_MAX and np.max(np.abs(out.inertia)) <= FLOAT32_MAX):
+            key = "mass" if "mass" in a else ("density" if "density" in a else "size")
+            raise a.error(key, f"the geom's mass properties overflow float32 (mass {out.mass:g}, "
+                               f"inertia up to {np.max(np.abs(out.inertia)):g}) with size "
+                               f"{list(g.size)} and density {g.density:g}")
+        return out
+
+    def _geom_inertial_raw(self, g, a, vol_props, shell):
+        s = [np.float64(x) for x in g.size]   # numpy scalars overflow to inf, never raise
         if g.type == "mesh":
             vol, mcom, minert = vol_props
             base = (mcom, minert)   # per unit density
         else:
             r = s[0]
             if g.type == "sphere":
-                vol = 4.0 / 3.0 * math.pi * r ** 3
+                vol = 4.0 / 3.0 * math.pi * r * r * r
                 if shell:
                     vol = 4 * math.pi * r * r
                     inert = np.eye(3) * 2.0 / 3.0 * vol * r * r
@@ -915,7 +1037,7 @@ class MJCFImporter:
                     inert = np.eye(3) * 0.4 * vol * r * r
             elif g.type == "capsule":
                 h = 2 * s[1]
-                vs = 4.0 / 3.0 * math.pi * r ** 3
+                vs = 4.0 / 3.0 * math.pi * r * r * r
                 vc = math.pi * r * r * h
                 vol = vs + vc
                 ixx = vc * (3 * r * r + h * h) / 12 + vs * (0.4 * r * r + h * h / 4 + 3 * h * r / 8)
@@ -937,16 +1059,11 @@ class MJCFImporter:
                 self.ctx.unsupported[f"shellinertia on {g.type}"] += 1
             base = (np.zeros(3), inert)
         if "mass" in a:
-            mass = float(a["mass"])
-            if mass < 0:
-                raise OptionError(f"{self.ctx.file}: geom {g.name!r} mass = {mass}: must be >= 0")
+            mass = a.real("mass", ge=0.0)
             rho = mass / vol if vol > 0 else 0.0
         else:
             rho = g.density
             mass = rho * vol
-        if mass < 0:
-            raise OptionError(f"{self.ctx.file}: geom {g.name!r} mass {mass} (density {rho}) is "
-                              f"negative")
         local = Inertial(mass=mass, com=base[0], inertia=rho * base[1])
         return inertial_in_frame(local, g.pos, g.quat)
 
@@ -1012,10 +1129,17 @@ class MJCFImporter:
         for j in desc.joints:
             M[range(j.dof_start, j.dof_start + j.n_dofs),
               range(j.dof_start, j.dof_start + j.n_dofs)] += j.armature
-        minv = np.linalg.inv(M)
+        try:
+            minv = np.linalg.inv(M)
+        except np.linalg.LinAlgError:
+            minv = None
         for j in desc.joints:
             if id(j) in self.springdamper:
                 tc, dr = self.springdamper[id(j)]
+                if minv is None or not minv[j.dof_start, j.dof_start] > 0:
+                    raise ImportError_(f"{j.src}: springdamper on joint {j.name!r} needs the "
+                                       f"joint's effective inertia, but the mass matrix at qpos0 "
+                                       f"is singular (massless bodies)")
                 meff = 1.0 / minv[j.dof_start, j.dof_start]
                 j.stiffness = meff / (tc * tc * dr * dr)
                 j.damping = 2.0 * meff / tc
@@ -1024,20 +1148,23 @@ class MJCFImporter:
         """Body mass properties as MuJoCo's compiler sets them."""
         ctx, desc = self.ctx, self.desc
         mode = ctx.compiler["inertiafromgeom"]
-        if mode not in ("true", "false", "auto"):
-            raise ImportError_(f"compiler inertiafromgeom = {mode!r}; allowed true/false/auto")
-        glo, ghi = (int(x) for x in _floats(ctx.compiler["inertiagrouprange"], 2))
-        bmass = float(ctx.compiler["boundmass"])
-        binert = float(ctx.compiler["boundinertia"])
+        glo, ghi = ctx.inertia_groups
+        bmass, binert = ctx.boundmass, ctx.boundinertia
         for li, link in enumerate(desc.links):
             if li == 0:
                 continue
             explicit = self.explicit.get(li)
             parts = [self.geom_mass[gi] for gi in link.geoms
                      if self.geom_mass[gi] is not None and glo <= desc.geoms[gi].group <= ghi]
-            if (mode == "true" and (parts or explicit is None)) or (mode == "auto"
-                                                                   and explicit is None):
+            skipped = [exc for exc, grp, massless in self.skipped.get(li, [])
+                       if glo <= grp <= ghi and not massless]
+            if (mode == "true" and (parts or skipped or explicit is None)) or (mode == "auto"
+                                                                               and explicit is None):
                 # MuJoCo: "true" keeps an explicit <inertial> when no geom falls in the group range
+                if skipped:
+                    raise ImportError_(f"{skipped[0]} -- the body's inertia comes from its geoms, "
+                                       f"so this mesh is needed (give the body an <inertial>, or "
+                                       f"the geom mass=\"0\")")
                 ine = combine_inertials(parts)
             else:
                 ine = explicit if explicit is not None else Inertial()
@@ -1057,7 +1184,7 @@ class MJCFImporter:
             if li and link.joints and (link.inertial.mass <= 0
                                        or np.max(np.abs(link.inertial.inertia)) <= 0):
                 ctx.notes.append(f"body {link.name!r} has joints but no mass/inertia")
-        total_target = float(ctx.compiler["settotalmass"])
+        total_target = ctx.settotalmass
         if total_target > 0:
             total = sum(lk.inertial.mass for lk in desc.links)
             if total > 0:
@@ -1069,83 +1196,103 @@ class MJCFImporter:
     def _site(self, el, li, cls, fpos, fquat):
         ctx, desc = self.ctx, self.desc
         a = ctx.attrs(el, cls)
-        name = self._uname("site", a.get("name"), f"site{len(desc.sites)}")
-        size = list(_pad(_floats(a.get("size", "0.005 0.005 0.005")), 3, (0.005, 0.005, 0.005)))
-        pos = _floats(a.get("pos", "0 0 0"), 3, f"site {name!r} pos")
-        q = ctx.orient(a, f"site {name!r}") or (1.0, 0.0, 0.0, 0.0)
-        st = a.get("type", "sphere")
+        name = self._uname("site", a.get("name"), f"site{len(desc.sites)}", el)
+        size = list(_pad(a.reals("size", (0.005, 0.005, 0.005), max_n=3, ge=0.0), 3,
+                         (0.005, 0.005, 0.005)))
+        pos = a.reals("pos", (0.0, 0.0, 0.0), n=3)
+        q = ctx.orient(a) or (1.0, 0.0, 0.0, 0.0)
+        st = a.choice("type", "sphere", ("sphere", "capsule", "ellipsoid", "cylinder", "box"))
         if "fromto" in a:
-            ft = np.asarray(_floats(a["fromto"], 6))
+            ft = np.asarray(a.reals("fromto", n=6))
             vec = ft[:3] - ft[3:]
+            if not np.linalg.norm(vec) >= 1e-10:
+                raise a.error("fromto", "the two points are too close (zero length)")
             pos, q = 0.5 * (ft[:3] + ft[3:]), _z2quat(vec)
             size[1 if st in ("capsule", "cylinder") else 2] = 0.5 * float(np.linalg.norm(vec))
         pos, q = compose(fpos, fquat, pos, q)
-        desc.sites.append(Site(name=name, link=li, pos=pos, quat=q, type=st, size=tuple(size)))
+        desc.sites.append(Site(name=name, link=li, pos=pos, quat=q, type=st, size=tuple(size),
+                               src=where(el)))
         desc.links[li].sites.append(len(desc.sites) - 1)
 
     # -- contact, equality, tendon, actuator, keyframe ------------------------------------------
-    def _link_of(self, name, what):
+    def _link_of(self, a: Attrs, key):
+        name = a.get(key)
+        if name is None:
+            raise a.error(key, "required attribute is missing")
         try:
             return self.desc.link_index(name)
         except KeyError:
-            raise ImportError_(f"{self.ctx.file}: {what} names body {name!r}, which does not "
-                               f"exist") from None
+            raise a.error(key, "no body has this name") from None
 
-    def _geom_of(self, name, what):
+    def _geom_of(self, a: Attrs, key):
+        name = a.get(key)
+        if name is None:
+            raise a.error(key, "required attribute is missing")
         for i, g in enumerate(self.desc.geoms):
             if g.name == name:
                 return i
-        raise ImportError_(f"{self.ctx.file}: {what} names geom {name!r}, which does not exist")
+        raise a.error(key, "no geom has this name")
 
-    def _joint_of(self, name, what):
+    def _joint_of(self, a: Attrs, key):
+        name = a.get(key)
+        if name is None:
+            raise a.error(key, "required attribute is missing")
         try:
             return self.desc.joint_index(name)
         except KeyError:
-            raise ImportError_(f"{self.ctx.file}: {what} names joint {name!r}, which does not "
-                               f"exist") from None
+            raise a.error(key, "no joint has this name") from None
 
     def _contact(self, el):
         ctx, desc = self.ctx, self.desc
         for c in el:
             if c.tag == "exclude":
-                desc.contact_excludes.append((self._link_of(c.get("body1"), "contact exclude"),
-                                              self._link_of(c.get("body2"), "contact exclude")))
+                a = Attrs(c)
+                desc.contact_excludes.append((self._link_of(a, "body1"), self._link_of(a, "body2")))
             elif c.tag == "pair":
                 a = ctx.attrs(c, "main")
-                g1 = self._geom_of(a.get("geom1"), "contact pair")
-                g2 = self._geom_of(a.get("geom2"), "contact pair")
+                g1 = self._geom_of(a, "geom1")
+                g2 = self._geom_of(a, "geom2")
                 # every field, MuJoCo's pair defaults where neither the element nor its class
                 # gives one (MuJoCo does not derive a pair's parameters from its geoms; a partial
                 # vector keeps the defaults of the entries it omits)
                 p = {"geom1": g1, "geom2": g2, "name": a.get("name", "")}
                 for key, dflt in PAIR_DEFAULTS.items():
-                    if key in a:
-                        vals = _floats(a[key])
-                        p[key] = vals[0] if not isinstance(dflt, tuple) else _pad(vals, len(dflt), dflt)
+                    if key == "condim":
+                        p[key] = a.integer(key, dflt, allowed=(1, 3, 4, 6))
+                    elif isinstance(dflt, tuple):
+                        vals = a.reals(key, (), max_n=len(dflt),
+                                       ge=0.0 if key == "friction" else None)
+                        p[key] = _pad(vals, len(dflt), dflt)
                     else:
-                        p[key] = dflt
-                p["condim"] = int(p["condim"])
+                        p[key] = a.real(key, dflt)
                 desc.contact_pairs.append(p)
             else:
-                raise ImportError_(f"{ctx.file}: unknown element <{c.tag}> in <contact>; allowed "
-                                   f"exclude, pair")
+                raise ImportError_(f"{where(c)}: unknown element in <contact>; allowed exclude, "
+                                   f"pair")
 
     def _equality(self, el):
         ctx, desc = self.ctx, self.desc
         for e in el:
-            a = {**ctx.classes.get(e.get("class", "main"), {}).get("equality", {}), **e.attrib}
+            cls = e.get("class", "main")
+            if cls not in ctx.classes:
+                raise ImportError_(f"{where(e)}: uses default class {cls!r}, which is not defined")
+            src = {k: v for k, v in ctx.class_src[cls].get("equality", {}).items()}
+            vals = dict(ctx.classes[cls].get("equality", {}))
+            vals.update(e.attrib)
+            src.update({k: e for k in e.attrib})
+            a = Attrs(e, vals, src)
             name = a.get("name", f"eq{len(desc.equalities)}")
-            common = dict(name=name, solref=_pad(_floats(a.get("solref", "")), 2, SOLREF),
-                          solimp=_pad(_floats(a.get("solimp", "")), 5, SOLIMP),
-                          active=a.get("active", "true") == "true")
+            common = dict(name=name, solref=_pad(a.reals("solref", (), max_n=2), 2, SOLREF),
+                          solimp=_pad(a.reals("solimp", (), max_n=5), 5, SOLIMP),
+                          active=a.boolean("active", True), src=where(e))
             if e.tag in ("connect", "weld") and ("body1" in a):
-                b1 = self._link_of(a["body1"], f"equality {name!r}")
-                b2 = self._link_of(a["body2"], f"equality {name!r}") if "body2" in a else -1
+                b1 = self._link_of(a, "body1")
+                b2 = self._link_of(a, "body2") if "body2" in a else -1
                 b2 = -1 if b2 == 0 else b2     # the world body is "-1: the world"
-                anchor = tuple(_pad(_floats(a.get("anchor", "0 0 0")), 3, (0, 0, 0)))
+                anchor = tuple(a.reals("anchor", (0.0, 0.0, 0.0), n=3))
                 eq = Equality(type=e.tag, obj1=b1, obj2=b2, anchor=anchor, **common)
                 if e.tag == "weld":
-                    rel = _pad(_floats(a.get("relpose", "0 1 0 0 0 0 0")), 7, (0, 1, 0, 0, 0, 0, 0))
+                    rel = a.reals("relpose", (0, 1, 0, 0, 0, 0, 0), n=7)
                     if not any(rel[3:]):
                         # MuJoCo: a zero quaternion means "as in the reference pose": body2's
                         # anchor point and orientation in body1's frame at qpos0
@@ -1159,20 +1306,20 @@ class MJCFImporter:
                         qn = np.asarray(rel[3:]) / np.linalg.norm(rel[3:])
                         rel = tuple(rel[:3]) + tuple(qn)
                     eq.relpose = tuple(float(x) for x in rel)
-                    eq.torquescale = float(a.get("torquescale", 1.0))
+                    eq.torquescale = a.real("torquescale", 1.0, ge=0.0)
                 desc.equalities.append(eq)
             elif e.tag == "joint":
-                j1 = self._joint_of(a["joint1"], f"equality {name!r}")
-                j2 = self._joint_of(a["joint2"], f"equality {name!r}") if "joint2" in a else -1
+                j1 = self._joint_of(a, "joint1")
+                j2 = self._joint_of(a, "joint2") if "joint2" in a else -1
                 desc.equalities.append(Equality(
                     type="joint", obj1=j1, obj2=j2,
-                    polycoef=_pad(_floats(a.get("polycoef", "0 1 0 0 0")), 5, (0, 1, 0, 0, 0)),
+                    polycoef=_pad(a.reals("polycoef", (), max_n=5), 5, (0, 1, 0, 0, 0)),
                     **common))
             elif e.tag in ("connect", "weld", "tendon", "flex"):
                 ctx.unsupported[f"equality {e.tag}" + (" (site-based)" if "site1" in a else "")] += 1
             else:
-                raise ImportError_(f"{ctx.file}: unknown equality <{e.tag}>; allowed connect, "
-                                   f"weld, joint, tendon, flex")
+                raise ImportError_(f"{where(e)}: unknown equality; allowed connect, weld, joint, "
+                                   f"tendon, flex")
 
     def _tendon(self, el):
         ctx, desc = self.ctx, self.desc
@@ -1180,8 +1327,11 @@ class MJCFImporter:
             entry = {"name": t.get("name", f"tendon{len(desc.tendons)}"), "type": t.tag,
                      "attrs": dict(t.attrib)}
             if t.tag == "fixed":
-                entry["joints"] = [(self._joint_of(j.get("joint"), "fixed tendon"),
-                                    float(j.get("coef", 1.0))) for j in t if j.tag == "joint"]
+                entry["joints"] = []
+                for j in t:
+                    if j.tag == "joint":
+                        ja = Attrs(j)
+                        entry["joints"].append((self._joint_of(ja, "joint"), ja.real("coef", 1.0)))
             else:
                 entry["path"] = [(c.tag, dict(c.attrib)) for c in t]
             desc.tendons.append(entry)
@@ -1191,123 +1341,141 @@ class MJCFImporter:
         ctx, desc = self.ctx, self.desc
         for e in el:
             if e.tag not in ACTUATOR_TAGS:
-                raise ImportError_(f"{ctx.file}: unknown actuator <{e.tag}>; allowed {ACTUATOR_TAGS}")
+                raise ImportError_(f"{where(e)}: unknown actuator; allowed {ACTUATOR_TAGS}")
             cls = e.get("class", "main")
             if cls not in ctx.classes:
-                raise ImportError_(f"{ctx.file}: actuator {e.get('name')!r} uses undefined class "
-                                   f"{cls!r}")
+                raise ImportError_(f"{where(e)}: uses undefined default class {cls!r}")
             st = {"gaintype": "fixed", "gainprm": [1.0] + [0.0] * 9, "biastype": "none",
                   "biasprm": [0.0] * 10, "dyntype": "none", "dynprm": [1.0] + [0.0] * 9,
                   "gear": [1.0, 0, 0, 0, 0, 0], "ctrlrange": [0.0, 0.0],
                   "forcerange": [0.0, 0.0], "ctrllimited": "auto", "forcelimited": "auto"}
+            origin = {}   # setting -> the Attrs that last set it (errors name its line)
             for tag, at in ctx.classes[cls]["_actuators"]:
-                self._apply_actuator(st, tag, at)
-            self._apply_actuator(st, e.tag, dict(e.attrib))
+                self._apply_actuator(st, tag, at, origin)
+            ea = Attrs(e)
+            self._apply_actuator(st, e.tag, ea, origin)
             name = e.get("name", f"actuator{len(desc.actuators)}")
             trn = [k for k in ("joint", "jointinparent", "tendon", "site", "body", "cranksite")
                    if k in e.attrib]
             if len(trn) != 1:
-                raise ImportError_(f"{ctx.file}: actuator {name!r} needs exactly one transmission "
+                raise ImportError_(f"{where(e)}: an actuator needs exactly one transmission "
                                    f"(joint/jointinparent/tendon/site/body/cranksite), got {trn}")
             trntype = trn[0]
             target = e.get(trntype)
             jidx = -1
             if trntype in ("joint", "jointinparent"):
-                jidx = self._joint_of(target, f"actuator {name!r}")
+                jidx = self._joint_of(ea, trntype)
             else:
                 ctx.unsupported[f"actuator transmission {trntype}"] += 1
             if e.tag not in SUPPORTED_ACTUATORS:
                 ctx.unsupported[f"actuator {e.tag}"] += 1
-            ctrlrange = tuple(st["ctrlrange"])
-            forcerange = tuple(st["forcerange"])
+            lim = {}
+            for key in ("ctrl", "force"):
+                rng = st[f"{key}range"]
+                la = origin.get(f"{key}limited", ea)
+                ra = origin.get(f"{key}range", ea)
+                val = st[f"{key}limited"]
+                if val not in ("true", "false", "auto", "1", "0"):
+                    raise la.error(f"{key}limited", "allowed values are 'true', 'false', 'auto'")
+                limited = (val in ("true", "1") or (val == "auto" and ctx.flag("autolimits")
+                                                    and rng[0] < rng[1]))
+                if val == "auto" and ctx.flag("autolimits") and f"{key}range" in ra \
+                        and rng[0] > rng[1]:
+                    limited = True
+                if limited and rng[0] > rng[1]:
+                    raise ra.error(f"{key}range", "lower > upper; a limited range needs lower <= "
+                                                  "upper")
+                lim[key] = limited
             act = Actuator(name=name, type=e.tag, joint=jidx, target=target,
                            trntype="joint" if trntype == "jointinparent" else trntype,
-                           gear=tuple(st["gear"]),
-                           ctrllimited=self._limited(st["ctrllimited"], ctrlrange,
-                                                     f"actuator {name!r} ctrl"),
-                           ctrlrange=ctrlrange,
-                           forcelimited=self._limited(st["forcelimited"], forcerange,
-                                                      f"actuator {name!r} force"),
-                           forcerange=forcerange, gainprm=tuple(st["gainprm"]),
+                           gear=tuple(st["gear"]), ctrllimited=lim["ctrl"],
+                           ctrlrange=tuple(st["ctrlrange"]), forcelimited=lim["force"],
+                           forcerange=tuple(st["forcerange"]), gainprm=tuple(st["gainprm"]),
                            biasprm=tuple(st["biasprm"]), dyntype=st["dyntype"],
-                           gaintype=st["gaintype"], biastype=st["biastype"])
+                           gaintype=st["gaintype"], biastype=st["biastype"], src=where(e))
             if st["dyntype"] != "none":
                 ctx.unsupported[f"actuator dyntype {st['dyntype']}"] += 1
             desc.actuators.append(act)
 
-    def _apply_actuator(self, st, tag, a):
+    def _apply_actuator(self, st, tag, a: Attrs, origin):
         """MuJoCo's actuator shortcuts applied over the current default state."""
         for key in ("ctrllimited", "forcelimited"):
             if key in a:
                 st[key] = a[key]
-        for key, n in (("ctrlrange", 2), ("forcerange", 2)):
+                origin[key] = a
+        for key in ("ctrlrange", "forcerange"):
             if key in a:
-                st[key] = _floats(a[key], n, f"actuator {key}")
+                st[key] = a.reals(key, n=2)
+                origin[key] = a
         if "gear" in a:
-            new = _floats(a["gear"], what="actuator gear")
-            st["gear"] = new[:6] + st["gear"][len(new):]
+            new = a.reals("gear", max_n=6)
+            st["gear"] = new + st["gear"][len(new):]
         if tag == "general":
-            for key in ("gaintype", "biastype", "dyntype"):
-                if key in a:
-                    st[key] = a[key]
+            st["gaintype"] = a.choice("gaintype", st["gaintype"], ("fixed", "affine", "muscle",
+                                                                   "user"))
+            st["biastype"] = a.choice("biastype", st["biastype"], ("none", "affine", "muscle",
+                                                                   "user"))
+            st["dyntype"] = a.choice("dyntype", st["dyntype"], ("none", "integrator", "filter",
+                                                                "filterexact", "muscle", "user"))
             for key in ("gainprm", "biasprm", "dynprm"):
                 if key in a:
-                    vals = _floats(a[key], what=f"actuator {key}")
-                    st[key] = vals[:10] + st[key][len(vals):]
+                    vals = a.reals(key, max_n=10)
+                    st[key] = vals + st[key][len(vals):]
         elif tag == "motor":
             st.update(gaintype="fixed", biastype="none", dyntype="none")
             st["gainprm"] = [1.0] + [0.0] * 9
             st["biasprm"] = [0.0] * 10
         elif tag == "position":
-            kp = float(a.get("kp", st["gainprm"][0]))
+            kp = a.real("kp", st["gainprm"][0])
             st["gainprm"] = [kp] + [0.0] * 9
-            kv = float(a["kv"]) if "kv" in a else -st["biasprm"][2]
+            kv = a.real("kv") if "kv" in a else -st["biasprm"][2]
             if "dampratio" in a:
+                a.real("dampratio", ge=0.0)
                 self.ctx.unsupported["position actuator dampratio"] += 1
             st["biasprm"] = [0.0, -kp, -kv] + [0.0] * 7
             st.update(gaintype="fixed", biastype="affine")
-            tc = float(a.get("timeconst", 0.0))
+            tc = a.real("timeconst", 0.0, ge=0.0)
             st["dyntype"] = "filterexact" if tc > 0 else "none"
             if tc > 0:
                 st["dynprm"] = [tc] + [0.0] * 9
         elif tag == "velocity":
-            kv = float(a.get("kv", st["gainprm"][0]))
+            kv = a.real("kv", st["gainprm"][0])
             st["gainprm"] = [kv] + [0.0] * 9
             st["biasprm"] = [0.0, 0.0, -kv] + [0.0] * 7
             st.update(gaintype="fixed", biastype="affine", dyntype="none")
         # the shortcuts below are recorded with MuJoCo's parameters but not simulated (reported)
         elif tag == "intvelocity":
-            kp = float(a.get("kp", st["gainprm"][0]))
-            kv = float(a.get("kv", 0.0))
+            kp = a.real("kp", st["gainprm"][0])
+            kv = a.real("kv", 0.0)
             st["gainprm"] = [kp] + [0.0] * 9
             st["biasprm"] = [0.0, -kp, -kv] + [0.0] * 7
             st.update(gaintype="fixed", biastype="affine", dyntype="integrator")
         elif tag == "damper":
-            kv = float(a.get("kv", 0.0))
+            kv = a.real("kv", 0.0, ge=0.0)
             st["gainprm"] = [0.0, 0.0, -kv] + [0.0] * 7
             st["biasprm"] = [0.0] * 10
             st.update(gaintype="affine", biastype="none", dyntype="none")
         elif tag == "cylinder":
-            area = float(a.get("area", 1.0))
+            area = a.real("area", 1.0, ge=0.0)
             if "diameter" in a:
-                area = math.pi / 4 * float(a["diameter"]) ** 2
-            bias = _floats(a.get("bias", "0 0 0"), 3, "cylinder bias")
+                area = math.pi / 4 * a.real("diameter", ge=0.0) ** 2
+            bias = a.reals("bias", (0.0, 0.0, 0.0), n=3)
             st["gainprm"] = [area] + [0.0] * 9
             st["biasprm"] = list(bias) + [0.0] * 7
-            st["dynprm"] = [float(a.get("timeconst", 1.0))] + [0.0] * 9
+            st["dynprm"] = [a.real("timeconst", 1.0, ge=0.0)] + [0.0] * 9
             st.update(gaintype="fixed", biastype="affine", dyntype="filter")
         elif tag == "muscle":
-            prm = (_floats(a.get("range", "0.75 1.05"), 2, "muscle range")
-                   + [float(a.get(k, d)) for k, d in (("force", -1), ("scale", 200), ("lmin", 0.5),
-                                                      ("lmax", 1.6), ("vmax", 1.5),
-                                                      ("fpmax", 1.3), ("fvmax", 1.2))])
+            prm = (a.reals("range", (0.75, 1.05), n=2)
+                   + [a.real(k, d) for k, d in (("force", -1.0), ("scale", 200.0), ("lmin", 0.5),
+                                                ("lmax", 1.6), ("vmax", 1.5), ("fpmax", 1.3),
+                                                ("fvmax", 1.2))])
             st["gainprm"] = prm + [0.0]
             st["biasprm"] = prm + [0.0]
-            st["dynprm"] = (_floats(a.get("timeconst", "0.01 0.04"), 2, "muscle timeconst")
-                            + [float(a.get("tausmooth", 0.0))] + [0.0] * 7)
+            st["dynprm"] = (a.reals("timeconst", (0.01, 0.04), n=2)
+                            + [a.real("tausmooth", 0.0, ge=0.0)] + [0.0] * 7)
             st.update(gaintype="muscle", biastype="muscle", dyntype="muscle")
         elif tag == "adhesion":
-            st["gainprm"] = [float(a.get("gain", st["gainprm"][0]))] + [0.0] * 9
+            st["gainprm"] = [a.real("gain", st["gainprm"][0], ge=0.0)] + [0.0] * 9
             st["biasprm"] = [0.0] * 10
             st.update(gaintype="fixed", biastype="none", dyntype="none")
 
@@ -1315,18 +1483,17 @@ class MJCFImporter:
         desc = self.desc
         for k in el:
             if k.tag != "key":
-                raise ImportError_(f"{self.ctx.file}: unknown element <{k.tag}> in <keyframe>")
-            kf = Keyframe(name=k.get("name", f"key{len(desc.keyframes)}"),
-                          time=float(k.get("time", 0.0)))
+                raise ImportError_(f"{where(k)}: unknown element in <keyframe>; allowed key")
+            a = Attrs(k)
+            kf = Keyframe(name=a.get("name", f"key{len(desc.keyframes)}"), time=a.real("time", 0.0))
             for key, n in (("qpos", desc.n_qs), ("qvel", desc.n_dofs), ("ctrl", len(desc.actuators))):
-                if key in k.attrib:
-                    vals = np.asarray(_floats(k.get(key)))
+                if key in a:
+                    vals = np.asarray(a.reals(key))
                     if len(vals) != n:
-                        raise ImportError_(f"{self.ctx.file}: keyframe {kf.name!r} {key} has "
-                                           f"{len(vals)} values, the model has {n}")
+                        raise a.error(key, f"{len(vals)} values, the model has {n}")
                     setattr(kf, key, vals)
             for key in ("mpos", "mquat", "act"):
-                if key in k.attrib:
+                if key in a:
                     self.ctx.unsupported[f"keyframe {key}"] += 1
             desc.keyframes.append(kf)
 
@@ -1339,14 +1506,14 @@ class MJCFImporter:
         desc.finalize()
 
     def _report(self):
+        """Notes and what is not modelled go to ``desc.warnings``; the core emits them as one
+        PolyphysWarning per load (polyphys.importing)."""
         ctx, desc = self.ctx, self.desc
         items = list(ctx.notes)
         if ctx.unsupported:
             items.append("not modelled by polyphys (kept out of the simulation): " + ", ".join(
                 f"{k} x{v}" for k, v in sorted(ctx.unsupported.items())))
         desc.warnings.extend(items)
-        if items:
-            warnings.warn(PolyphysWarning(f"{ctx.file}: " + "; ".join(items)), stacklevel=3)
 
 
 def world_poses(desc):

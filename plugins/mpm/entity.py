@@ -87,8 +87,7 @@ class MPMEntity(Entity):
     def set_particles_active(self, active, envs_idx=None):
         """Per-particle flag; an inactive particle is frozen and takes no part in the transfers."""
         envs = self._envs(envs_idx)
-        vals = self._in("active", np.asarray(active, dtype=bool).astype(np.int32),
-                        (self.n_particles,), envs, np.int32)
+        vals = self._in("active", active, (self.n_particles,), envs, bool).astype(np.int32)
         self.solver._write(self.solver.active, envs, self._sl, vals)
 
     def set_velocity(self, vel, envs_idx=None):

@@ -217,6 +217,12 @@ class MPMSolver(Solver):
         return ParticleCarriers(pos=p.grid_pos, vel=p.grid_v, mass=p.grid_m, active=p.grid_active,
                                 kind="grid_nodes")
 
+    def particle_state(self, part) -> ParticleCarriers:
+        """ParticleStateView (sensors): the particles themselves after the step (their mass is per
+        particle, not per env: None here; ``particle_mass`` has it)."""
+        p = self._parts[part.index]
+        return ParticleCarriers(pos=p.pos, vel=p.vel, mass=None, active=p.active, kind="particles")
+
     def state_arrays(self):
         return {"pos": self.pos, "vel": self.vel, "C": self.C, "F": self.F, "Jp": self.Jp,
                 "active": self.active}

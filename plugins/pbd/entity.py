@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from polyphys import arrays
 from polyphys.errors import OptionError, SceneStateError
 from polyphys.interfaces import Entity
 
@@ -96,9 +97,10 @@ class PBDEntity(Entity):
         velocity."""
         envs = self._envs(envs_idx)
         idx = self._local_idx(particles_idx_local)
-        if np.ndim(free) == 0:
+        free = arrays.as_numeric("free", free, bool)
+        if free.ndim == 0:
             free = np.full(len(idx), bool(free))
-        vals = self._in("free", np.asarray(free).astype(np.int32), (len(idx),), envs, dtype=np.int32)
+        vals = self._in("free", free, (len(idx),), envs, dtype=bool).astype(np.int32)
         host = self.solver.free.numpy()
         cols = self.start + idx
         host[np.ix_(envs, cols)] = vals
@@ -113,7 +115,7 @@ class PBDEntity(Entity):
 
 
 def check_particle_indices(idx, n: int, name: str, what: str) -> np.ndarray:
-    arr = np.asarray(idx).reshape(-1)
+    arr = arrays.as_index_list(what, idx)
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise OptionError(f"{what} = {idx!r}: expected integer particle indices")
     bad = arr[(arr < 0) | (arr >= n)]

@@ -1,6 +1,6 @@
 """Passive and actuation stage (MuJoCo's mj_passive + mj_fwdActuation): joint damping and springs,
 MJCF actuators, per-dof PD / velocity / force control, qfrc_smooth, and the velocity derivative D
-the integrators use (SPEC R2). Kernels: kernels/actuation.py."""
+the integrators use (docs/semantics.md §R2). Kernels: kernels/actuation.py."""
 
 from __future__ import annotations
 

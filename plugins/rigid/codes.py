@@ -23,7 +23,7 @@ class CtrlMode(enum.IntEnum):
 
 
 class IntegratorType(enum.IntEnum):
-    """Integrators of SPEC R2 (``RigidOptions.integrator``)."""
+    """Integrators of docs/semantics.md §R2 (``RigidOptions.integrator``)."""
 
     EULER = 0
     IMPLICITFAST = 1

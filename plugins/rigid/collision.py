@@ -20,7 +20,7 @@ the constraint builder (the first ones; in MuJoCo-compatible mode the contacts i
 Settings: the collision fields of RigidOptions (broadphase, budgets, filters, mesh decomposition;
 ``mujoco_compatible`` selects MuJoCo's margin/gap rules).
 
-Filtering (SPEC R4), in this order: visual-only geoms never collide; a pair passes the global
+Filtering (docs/semantics.md §R4), in this order: visual-only geoms never collide; a pair passes the global
 contype/conaffinity rule ((ta & ab) or (tb & aa)); inside one entity whose description has local
 masks, the entity's own masks must pass as well and ``enable_self_collision`` must be on; geoms of one
 weld group never collide (same link, links welded without a joint between them, two links fixed to
@@ -706,7 +706,7 @@ class CollisionPipeline:
         return self
 
     def _exclude_neutral(self, neutral_poses, device):
-        """Remove the pairs of one entity in contact at the neutral poses (SPEC R4's
+        """Remove the pairs of one entity in contact at the neutral poses (docs/semantics.md §R4's
         neutral-initial-overlap option): one all-vs-all pass in float64 on those poses."""
         pos, quat = (np.asarray(a, dtype=float) for a in neutral_poses)
         G = self.n_geoms
@@ -979,7 +979,7 @@ def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarra
     or no geom pair can collide (rigid scenes without contacts pay nothing). entities: the solver's
     entities (description, morph, material); link_pos0 / link_quat0 (x, y, z, w): env 0's link
     poses at qpos0 (the neutral-overlap rule). An imported asset's contype/conaffinity are local
-    masks (SPEC R4)."""
+    masks (docs/semantics.md §R4)."""
     from polyphys import morphs as M
 
     o = options
@@ -1006,7 +1006,7 @@ def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarra
 
 
 def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0) -> None:
-    """SPEC R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
+    """docs/semantics.md §R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
     kinematic tree of one entity that touch at qpos0. Unlike the pipeline's own
     ``build(neutral_poses=...)`` (which takes every same-entity pair), a pair between two free
     trees, or between a free tree and the world-attached part (an MJCF floor and a free box

@@ -1,10 +1,10 @@
-"""Constraint parameters of the rigid solver (host side, SPEC R5-R7): the impedance, reference
+"""Constraint parameters of the rigid solver (host side, docs/semantics.md §R5-§R7): the impedance, reference
 acceleration and regularization of a row, the legalization of sol_params and the mixing rules of
 contact parameters, as plain NumPy/Python functions (the setters use them; tests check the device
 stages against them). The stages themselves: constraint_rows.py, convex_solve.py,
 signorini_solve.py, noslip.py (docs/constraint.md).
 
-Parameter semantics (SPEC R5-R7, MuJoCo's solref/solimp): ``sol_params = (timeconst, dampratio,
+Parameter semantics (docs/semantics.md §R5-§R7, MuJoCo's solref/solimp): ``sol_params = (timeconst, dampratio,
 dmin, dmax, width, mid, power)``; ``(timeconst, dampratio)`` is MuJoCo's solref (both <= 0: direct
 stiffness −timeconst and damping −dampratio), ``(dmin, dmax, width, mid, power)`` its solimp.
 """
@@ -19,7 +19,7 @@ from polyphys.errors import OptionError, PolyphysWarning
 MINVAL = 1e-15          # mjMINVAL
 MINIMP, MAXIMP = 1e-4, 0.9999
 DEFAULT_SOL_PARAMS = (0.02, 1.0, 0.9, 0.95, 0.001, 0.5, 2.0)   # MuJoCo's default solref/solimp
-FRICTION_FLOOR = 0.01           # default (Genesis) mode, SPEC R5
+FRICTION_FLOOR = 0.01           # default (Genesis) mode, docs/semantics.md §R5
 FRICTION_FLOOR_MUJOCO = 1e-5    # mjMINMU
 
 
@@ -63,12 +63,12 @@ def reference_acceleration(sol, pos, vel, margin=0.0, friction_row=False):
 
 
 def regularization(imp, invweight):
-    """R = W·(1 − I)/I (floored at MINVAL), the base of SPEC R7."""
+    """R = W·(1 − I)/I (floored at MINVAL), the base of docs/semantics.md §R7."""
     return max(MINVAL, (1 - imp) * invweight / imp)
 
 
 def contact_regularization(sol, dist, margin, friction, condim, cone, impratio, tran, rot):
-    """R per row of one contact (SPEC R7, MuJoCo's mj_makeImpedance).
+    """R per row of one contact (docs/semantics.md §R7, MuJoCo's mj_makeImpedance).
 
     elliptic: R_n = W_t(1−I)/I, R_t = R_n/impratio, torsional/rolling R_j = R_t·μ₀²/μ_j²;
     pyramidal (2(condim−1) rows): R = 2·μ_reg²·W_t(1+μ₀²)(1−I)/I with μ_reg² = μ₀²/impratio
@@ -86,7 +86,7 @@ def contact_regularization(sol, dist, margin, friction, condim, cone, impratio, 
 
 
 def check_friction(value, field="friction"):
-    """set_friction's range (SPEC R5): every coefficient in [0.01, 5], else OptionError naming the
+    """set_friction's range (docs/semantics.md §R5): every coefficient in [0.01, 5], else OptionError naming the
     field, the value and the range."""
     v = np.atleast_1d(np.asarray(value, float))
     bad = v[(v < 0.01) | (v > 5.0) | ~np.isfinite(v)]
@@ -96,7 +96,7 @@ def check_friction(value, field="friction"):
 
 
 def legalize_sol_params(sol, field="sol_params", compatible=False, h=None):
-    """Effective sol_params (SPEC R6): dmin/dmax/mid clamped to [1e-4, 0.9999], width >= 0, power >= 1,
+    """Effective sol_params (docs/semantics.md §R6): dmin/dmax/mid clamped to [1e-4, 0.9999], width >= 0, power >= 1,
     dampratio > 0; a negative timeconst (direct stiffness) is kept in MuJoCo-compatible mode, else
     replaced by the default with a warning; with h (joint/equality setters) timeconst is floored at
     2h. Each change warns naming the field and the effective value."""
@@ -136,7 +136,7 @@ def floor_timeconst(sol, h):
 
 
 def mix_friction(mu_a, mu_b, ratio_a=1.0, ratio_b=1.0, floor=FRICTION_FLOOR):
-    """Default mode (SPEC R5): μ = max(μ_A·s_A, μ_B·s_B, floor), per component (sliding,
+    """Default mode (docs/semantics.md §R5): μ = max(μ_A·s_A, μ_B·s_B, floor), per component (sliding,
     torsional, rolling)."""
     a = np.asarray(mu_a, float) * ratio_a
     b = np.asarray(mu_b, float) * ratio_b
@@ -144,7 +144,7 @@ def mix_friction(mu_a, mu_b, ratio_a=1.0, ratio_b=1.0, floor=FRICTION_FLOOR):
 
 
 def mix_sol_params(sol_a, sol_b, h):
-    """Default mode (SPEC R5): componentwise mean, then timeconst floored at 2h."""
+    """Default mode (docs/semantics.md §R5): componentwise mean, then timeconst floored at 2h."""
     m = 0.5 * (np.asarray(sol_a, float) + np.asarray(sol_b, float))
     return np.asarray(floor_timeconst(m, h))
 

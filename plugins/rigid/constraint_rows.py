@@ -1,5 +1,5 @@
 """Constraint rows stage (MuJoCo's mj_makeConstraint + mj_makeImpedance + mj_referenceConstraint;
-SPEC R5-R7, docs/constraint.md): per-contact parameters from the geoms, the J̇·q̇ of connect/weld
+docs/semantics.md §R5-§R7, docs/constraint.md): per-contact parameters from the geoms, the J̇·q̇ of connect/weld
 equalities, and the rows (equality, DOF frictionloss, contact, joint limit) with their Jacobians,
 impedance, reference acceleration and regularization. Kernels: kernels/constraint_rows.py."""
 

@@ -1,4 +1,4 @@
-"""Contact forces stage (SPEC R9, F2, F4): per-contact 6D wrenches from the row forces, and per link
+"""Contact forces stage (docs/semantics.md §R9, §F2, §F4): per-contact 6D wrenches from the row forces, and per link
 the net contact wrench about its CoM with its impulse Σ h·f over a step. Kernels:
 kernels/contact_forces.py."""
 

@@ -1,4 +1,4 @@
-"""Host readback of contacts and contact forces (SPEC R9, F1, F2, F4): the raw contact set of the
+"""Host readback of contacts and contact forces (docs/semantics.md §R9, §F1, §F2, §F4): the raw contact set of the
 collision pipeline, per-contact forces and wrenches of the last solve with their time tags, and the
 per-link net contact wrench. Getters copy (outside the step); the public API is the solver's
 ``get_raw_contacts`` and the entity's ``get_contacts`` / ``get_links_net_contact_wrench``."""
@@ -12,7 +12,7 @@ from . import contact_forces
 
 def raw_contacts(solver, envs: np.ndarray) -> dict:
     """geom_a, geom_b, link_a, link_b (global, -1: none/world), position, normal (B→A), penetration,
-    valid, active (a constraint row: False in MuJoCo 4's gap band, SPEC F2), count; batch axis first."""
+    valid, active (a constraint row: False in MuJoCo 4's gap band, docs/semantics.md §F2), count; batch axis first."""
     n = len(envs)
     c = solver.collision
     if c is None:
@@ -23,7 +23,7 @@ def raw_contacts(solver, envs: np.ndarray) -> dict:
     cnt = c.contact_count.numpy()[envs]
     geom = c.contact_geom.numpy()[envs]
     valid = np.arange(c.max_contacts)[None, :] < cnt[:, None]
-    # SPEC F2: a detected contact that is not a constraint row (MuJoCo 4's gap band) is inactive,
+    # docs/semantics.md §F2: a detected contact that is not a constraint row (MuJoCo 4's gap band) is inactive,
     # which a zero force alone would not say; the active ones come first in each env
     active = np.arange(c.max_contacts)[None, :] < c.contact_active.numpy()[envs][:, None]
     ga = np.where(valid, geom[..., 0], -1).astype(np.int32)
@@ -59,7 +59,7 @@ def contact_forces_host(solver, envs: np.ndarray) -> dict:
     h = solver.layout.h
     dt = h * solver.layout.substeps
     if getattr(solver, "_query_at", None) == steps:   # forward()'s query at the current state
-        out["solved_at"] = np.full(n, np.nan)         # SPEC F1: a query is not a step's solve ...
+        out["solved_at"] = np.full(n, np.nan)         # docs/semantics.md §F1: a query is not a step's solve ...
         out["query_at"] = np.full(n, max(steps, 0) * dt)   # ... it is tagged with the query time
         out["stale"] = np.full(n, False)
         return out
@@ -71,7 +71,7 @@ def contact_forces_host(solver, envs: np.ndarray) -> dict:
 
 def link_contact_wrench_host(solver, envs: np.ndarray) -> dict:
     """Per link (global index): net contact force and torque about the link CoM (world) of the last
-    substep, and the impulse Σ h·f / Σ h·τ over the last step's substeps (SPEC R9/F4)."""
+    substep, and the impulse Σ h·f / Σ h·τ over the last step's substeps (docs/semantics.md §R9/§F4)."""
     z = np.zeros((len(envs), solver.n_links, 3))
     if not solver.has_constraint or solver.collision is None:
         return dict(force=z, torque=z.copy(), impulse_force=z.copy(), impulse_torque=z.copy())

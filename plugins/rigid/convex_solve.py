@@ -1,4 +1,4 @@
-"""Convex solve stage (SPEC R8; MuJoCo's mj_solNewton / mj_solCG): minimizes the regularized convex
+"""Convex solve stage (docs/semantics.md §R8; MuJoCo's mj_solNewton / mj_solCG): minimizes the regularized convex
 primal cost over the rows with Newton or CG, warm-started. Kernel: kernels/convex_solve.py."""
 
 from __future__ import annotations

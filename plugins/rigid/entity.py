@@ -1,5 +1,5 @@
 """RigidEntity: the control, force, dynamics and contact API of a rigid joint tree. The q, dof,
-link and base getters and setters of SPEC S1-S4 are core's ``ArticulatedEntity`` (shared with the
+link and base getters and setters of docs/semantics.md §S1-§S4 are core's ``ArticulatedEntity`` (shared with the
 kinematic solver).
 
 Getters return NumPy copies (batch axis first; none for n_envs=0). Setters write the device arrays
@@ -18,7 +18,7 @@ from .codes import CtrlMode
 
 
 class RigidEntity(ArticulatedEntity):
-    ZERO_VELOCITY = True            # SPEC S4: rigid set_qpos zeroes the velocity by default
+    ZERO_VELOCITY = True            # docs/semantics.md §S4: rigid set_qpos zeroes the velocity by default
 
     def __init__(self, solver, idx, morph, material, surface, name, desc: EntityDescription):
         super().__init__(solver, idx, morph, material, surface, name, desc)
@@ -32,6 +32,12 @@ class RigidEntity(ArticulatedEntity):
     @property
     def actuators(self):
         return [a.name for a in self.description.actuators]
+
+    def _one_link(self, link_idx_local) -> int:
+        li = self._local_idx([link_idx_local], self.n_links, "link_idx_local")
+        if li.size != 1:
+            raise OptionError(f"link_idx_local = {link_idx_local!r}: expected one link index")
+        return int(li[0])
 
     def _set(self, arr, name, value, idx_local, n, base: int, envs_idx, what="dofs_idx_local"):
         envs = self._envs(envs_idx)
@@ -131,12 +137,14 @@ class RigidEntity(ArticulatedEntity):
         self._param("dof_kv", kv, dofs_idx_local, envs_idx, self._nonneg("kv"))
 
     def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None):
-        lo = np.asarray(lower, float)
-        hi = np.asarray(upper, float)
+        # both bounds are checked before either is written
+        envs = self._envs(envs_idx)
+        n = len(self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local"))
+        lo, hi = self._in("lower", lower, (n,), envs), self._in("upper", upper, (n,), envs)
         if np.any(lo > hi):
             raise OptionError(f"set_dofs_force_range: lower {lo.tolist()} > upper {hi.tolist()}")
-        self._param("dof_force_lo", lo, dofs_idx_local, envs_idx)
-        self._param("dof_force_hi", hi, dofs_idx_local, envs_idx)
+        self._param("dof_force_lo", lower, dofs_idx_local, envs_idx)
+        self._param("dof_force_hi", upper, dofs_idx_local, envs_idx)
 
     def set_dofs_damping(self, damping, dofs_idx_local=None, envs_idx=None):
         self._param("dof_damping", damping, dofs_idx_local, envs_idx, self._nonneg("damping"))
@@ -192,8 +200,7 @@ class RigidEntity(ArticulatedEntity):
             p = self._in("pos", pos, (len(idx), 3), envs)
             p = xp + quat_rotate(xq, p) if local else p
             torque = np.cross(p - com, f)
-        self._add(self.solver.data.xfrc_force, envs, gl, f)
-        self._add(self.solver.data.xfrc_torque, envs, gl, torque)
+        self._add([(self.solver.data.xfrc_force, f), (self.solver.data.xfrc_torque, torque)], envs, gl)
 
     def apply_links_external_torque(self, torque, links_idx_local=None, envs_idx=None, local: bool = False):
         envs = self._envs(envs_idx)
@@ -204,12 +211,22 @@ class RigidEntity(ArticulatedEntity):
             self.solver.sync_kinematics()
             xq = self.solver.data.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
             t = quat_rotate(xq, t)
-        self._add(self.solver.data.xfrc_torque, envs, gl, t)
+        self._add([(self.solver.data.xfrc_torque, t)], envs, gl)
 
-    def _add(self, arr, envs, cols, vals):
-        host = arr.numpy()
-        host[envs[:, None], cols[None, :]] += vals
-        arr.assign(host)
+    def _add(self, items, envs, cols):
+        """arr[envs, cols] += vals for every (arr, vals) in ``items``; all sums are checked first."""
+        hosts = []
+        for arr, vals in items:
+            host = arr.numpy()
+            total = host[envs[:, None], cols[None, :]].astype(np.float64) + vals
+            big = float(np.finfo(host.dtype).max)
+            if not np.all(np.abs(total) <= big):   # the sum (or a torque p x f) leaves the storage precision
+                raise OptionError(f"external force/torque: the accumulated value {float(np.abs(total).max()):.4g} is "
+                                  f"not finite in the {host.dtype} storage (|x| <= {big:.4g}); nothing was applied")
+            hosts.append((arr, host, total))
+        for arr, host, total in hosts:
+            host[envs[:, None], cols[None, :]] = total
+            arr.assign(host)
 
     # -- links ----------------------------------------------------------------------------------
     def get_links_com(self, links_idx_local=None, envs_idx=None):
@@ -267,7 +284,7 @@ class RigidEntity(ArticulatedEntity):
         the point's world linear velocity, rows 3-5 to the link's world angular velocity. ``point``:
         world position(s), (3,) or (n_envs, 3); default the link origin (as MuJoCo's mj_jac)."""
         envs = self._envs(envs_idx)
-        li = int(self._local_idx([link_idx_local], self.n_links, "link_idx_local")[0])
+        li = self._one_link(link_idx_local)
         return self._out(self._jacobian(li, point, envs))
 
     def _jacobian(self, li: int, point, envs: np.ndarray) -> np.ndarray:
@@ -277,7 +294,7 @@ class RigidEntity(ArticulatedEntity):
         if point is None:
             p = d.link_pos.numpy()[envs, gl].astype(float)
         else:
-            p = np.broadcast_to(np.asarray(point, float), (len(envs), 3))
+            p = self._in("point", point, (3,), envs)
         ref = d.link_pos.numpy()[envs, s.hm.link_root[gl]].astype(float)
         w = d.cdof_w.numpy()[envs][:, self._ds].astype(float)          # (n, nd, 3)
         v = d.cdof_v.numpy()[envs][:, self._ds].astype(float)
@@ -294,7 +311,7 @@ class RigidEntity(ArticulatedEntity):
         solution (n_envs, n_qs) and the final error norm per env. The simulation state is untouched.
         """
         envs = self._envs(envs_idx)
-        li = int(self._local_idx([link_idx_local], self.n_links, "link_idx_local")[0])
+        li = self._one_link(link_idx_local)
         dofs = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         if not (isinstance(max_iters, int) and max_iters >= 1):
             raise OptionError(f"inverse_kinematics(max_iters={max_iters!r}): must be an integer >= 1")
@@ -380,14 +397,14 @@ class RigidEntity(ArticulatedEntity):
 
     def get_contacts(self, with_entity=None, exclude_self_contact=False, is_padded=False, envs_idx=None) -> dict:
         """Contacts of this entity's geoms with the forces of the last substep's constraint solve
-        (SPEC R9, F2): geom_a, geom_b, link_a, link_b (global indices, −1: world), position (world,
+        (docs/semantics.md §R9, §F2): geom_a, geom_b, link_a, link_b (global indices, −1: world), position (world,
         midway between the surfaces), normal (world, unit, from B to A), penetration (> 0 overlap),
         force_a (world N, the force on geom A), force_b = −force_a, torque_a (world, about the
         contact point; torsional/rolling couples), wrench (6D on A in the contact frame: F_n, F_t1,
         F_t2, T_n, T_t1, T_t2), solved_at (time the substep started; NaN after forward()'s query),
-        query_at (the time of forward()'s fresh query; NaN for a step's solve; SPEC F1), active
+        query_at (the time of forward()'s fresh query; NaN for a step's solve; docs/semantics.md §F1), active
         (the contact is a constraint row; False for a detected contact in the gap band, whose zero force
-        means "not in the solve", SPEC F2), stale (True after
+        means "not in the solve", docs/semantics.md §F2), stale (True after
         set_qpos-style setters / reset / forward until the next step: the geometry is current, the
         forces are not). with_entity: keep contacts whose other geom belongs to that entity;
         exclude_self_contact: drop contacts between two geoms of this entity. Batched scenes (or
@@ -401,6 +418,8 @@ class RigidEntity(ArticulatedEntity):
         a, b = out["geom_a"], out["geom_b"]
         keep = out["valid"] & (mine(a) | mine(b))
         if with_entity is not None:
+            if not isinstance(with_entity, RigidEntity) or with_entity.solver is not self.solver:
+                raise OptionError(f"get_contacts(with_entity={with_entity!r}): expected an entity of this rigid solver")
             keep &= (mine(a) & mine(b, with_entity)) | (mine(b) & mine(a, with_entity))
         if exclude_self_contact:
             keep &= ~(mine(a) & mine(b))
@@ -422,11 +441,35 @@ class RigidEntity(ArticulatedEntity):
         """Per link of this entity (n_envs, n_links, 3, world frame): ``force`` and ``torque`` (about
         the link CoM) — the net contact wrench of the last substep's solve (solved at the start of
         that substep) — and ``impulse_force`` / ``impulse_torque``: Σ h·f over the substeps of the
-        last step (SPEC F4: m·Δv − h·Σ(gravity + external forces) for a single body)."""
+        last step (docs/semantics.md §F4: m·Δv − h·Σ(gravity + external forces) for a single body)."""
         envs = self._envs(envs_idx)
         out = self.solver._link_contact_wrench(envs)
         sl = slice(self.link_start, self.link_start + len(self.description.links))
         return {k: self._out(v[:, sl]) for k, v in out.items()}
+
+    # -- post-solve readbacks (readback.py, sensor_view.py, docs/sensors.md) --------------------------
+    def _readback(self, names: dict, envs_idx, cols) -> dict:
+        out = self.solver._readback_read(self._envs(envs_idx), names)
+        return {k: self._out(v[:, cols] if k in names else v) for k, v in out.items()}
+
+    def get_cfrc_int(self, envs_idx=None) -> dict:
+        """Per link (n_envs, n_links, 3, world frame): ``force`` and ``torque`` (about the link CoM)
+        that the parent exerts on the link through their joint, carrying the link's whole subtree —
+        MuJoCo's cfrc_int (post-solve Newton–Euler pass); ``solved_at``: the state of the last
+        step's last solve (the start of its last substep, as MuJoCo's sensors), or ``query_at``: a
+        fresh query at the current state (the first call before a step computes it); ``stale``: a
+        setter or reset changed the state since."""
+        return self._readback({"force": "cfrc_int_force", "torque": "cfrc_int_torque"}, envs_idx, self._ls)
+
+    def get_cfrc_ext(self, envs_idx=None) -> dict:
+        """Per link: the external wrench on it (applied and coupling forces, contacts, connect/weld
+        equalities; torque about the link CoM; MuJoCo's cfrc_ext), tagged as ``get_cfrc_int``."""
+        return self._readback({"force": "cfrc_ext_force", "torque": "cfrc_ext_torque"}, envs_idx, self._ls)
+
+    def get_qfrc_constraint(self, envs_idx=None) -> dict:
+        """``qfrc_constraint`` (n_envs, n_dofs): the generalized constraint force Jᵀλ of the last
+        solve (contacts, limits, friction loss, equalities), tagged as ``get_cfrc_int``."""
+        return self._readback({"qfrc_constraint": "snap_qfrc_constraint"}, envs_idx, self._ds)
 
     # -- contact parameters (the solver's setters on this entity's geoms) -------------------------
     def _geoms_global(self, geoms_idx_local):
@@ -443,5 +486,5 @@ class RigidEntity(ArticulatedEntity):
         return self.solver.get_friction(geoms_idx=self._geoms_global(geoms_idx_local), envs_idx=envs_idx)
 
     def set_friction_ratio(self, ratio, geoms_idx_local=None, envs_idx=None):
-        """Per-env friction scale of this entity's geoms (SPEC R5)."""
+        """Per-env friction scale of this entity's geoms (docs/semantics.md §R5)."""
         self.solver.set_friction_ratio(ratio, geoms_idx=self._geoms_global(geoms_idx_local), envs_idx=envs_idx)

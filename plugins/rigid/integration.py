@@ -1,4 +1,4 @@
-"""Integration stage (SPEC R2; MuJoCo's mj_Euler / mj_implicit): semi-implicit Euler, the implicit
+"""Integration stage (docs/semantics.md §R2; MuJoCo's mj_Euler / mj_implicit): semi-implicit Euler, the implicit
 midpoint branch of free bodies, and the total force of the integrating solve after a constraint
 solve. Kernels: kernels/integration.py."""
 

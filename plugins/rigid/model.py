@@ -151,7 +151,7 @@ class HostModel:
                     raise OptionError(f"joint {ji}: axis {ax[ji].tolist()} has zero length")
                 ax[ji] /= nn
         h["joint_axis"] = ax
-        # implicit midpoint branch (SPEC R2): a free joint on a link with no other link in its tree,
+        # implicit midpoint branch (docs/semantics.md §R2): a free joint on a link with no other link in its tree,
         # non-Euler integrator, outside MuJoCo-compatible mode (MuJoCo has no such branch)
         mid = np.zeros(t.n_joints, np.int32)
         if self.options.integrator_code != IntegratorType.EULER and not self.options.mujoco_compatible:
@@ -307,7 +307,7 @@ class _Alloc:
 
 
 def _option(o: RigidOptions, precision: str, h: float, gravity):
-    """The Option struct of m.opt from the resolved RigidOptions (SPEC R2/R2a); noslip_scale is set
+    """The Option struct of m.opt from the resolved RigidOptions (docs/semantics.md §R2/§R2a); noslip_scale is set
     by set_const."""
     a = _Alloc(precision, "cpu")
     opt = OPTION[precision]()
@@ -470,6 +470,13 @@ def make_data(hm: HostModel, layout):
         setattr(d, k, z((n, ndp)))
     d.act_force = z((n, na))
     d.joint_mid_active = z((n, nj), I32)
+    # readback stage outputs (small; allocated with the rest so that no array is added after build)
+    d.snap_qpos = z((n, max(1, t.n_qs)))
+    for k in ("snap_qvel", "snap_qacc", "snap_qfrc_actuator", "snap_qfrc_constraint"):
+        setattr(d, k, z((n, ndp)))
+    d.snap_act_force = z((n, na))
+    for k in ("link_acc_ang", "link_acc", "cfrc_int_force", "cfrc_int_torque", "cfrc_ext_force", "cfrc_ext_torque"):
+        setattr(d, k, z((n, nl), V))
     _make_constraint_data(d, hm, a, n, max_rows=1, max_con=1, cone_elliptic=False, signorini=False, noslip=False)
     return d
 
@@ -587,7 +594,7 @@ def contact_tables(entities, pipe, options: RigidOptions) -> tuple[dict, dict]:
     overrides its geoms' sliding friction / sol_params) and the explicit MJCF ``<contact><pair>``
     table (condim, friction (5), sol_params (7); a missing field takes MuJoCo's pair default —
     MuJoCo does not derive them from the geoms; at least one row so arrays are never empty).
-    SPEC R2: rolling friction needs torsional friction (default mode; OptionError)."""
+    docs/semantics.md §R2: rolling friction needs torsional friction (default mode; OptionError)."""
     geoms = pipe.geoms
     condim = np.array([int(g.condim) for g in geoms], np.int32)
     fr = np.array([g.friction for g in geoms], float).reshape(-1, 3)
@@ -622,12 +629,12 @@ def contact_tables(entities, pipe, options: RigidOptions) -> tuple[dict, dict]:
                 g = geoms[gi]
                 raise OptionError(f"geom {gi} ({getattr(g, 'name', '') or 'unnamed'}): rolling friction "
                                   f"{float(f[2])!r} with torsional friction {float(f[1])!r}; rolling requires "
-                                  "torsional friction > 0 (SPEC R2)")
+                                  "torsional friction > 0 (docs/semantics.md §R2)")
         for pi in range(pairs["n"]):
             f = pairs["friction"][pi]
             if pairs["condim"][pi] == 6 and max(f[3], f[4]) > 0 and f[2] <= 0:
                 raise OptionError(f"contact pair {pi}: rolling friction {f[3:].tolist()} with torsional friction "
-                                  f"{float(f[2])!r}; rolling requires torsional friction > 0 (SPEC R2)")
+                                  f"{float(f[2])!r}; rolling requires torsional friction > 0 (docs/semantics.md §R2)")
     geom = dict(condim=condim, friction=fr, sol=sp, solmix=np.array([g.solmix for g in geoms], float),
                 priority=np.array([g.priority for g in geoms], np.int32))
     return geom, pairs

@@ -1,4 +1,4 @@
-"""Noslip stage (SPEC R8; MuJoCo's mj_solNoSlip): after the main solve, projected Gauss-Seidel sweeps
+"""Noslip stage (docs/semantics.md §R8; MuJoCo's mj_solNoSlip): after the main solve, projected Gauss-Seidel sweeps
 on the frictionloss rows and pyramidal edge pairs of the unregularized problem; rewrites
 d.efc_force, d.qacc_warmstart and d.qfrc_constraint. Kernel: kernels/noslip.py."""
 

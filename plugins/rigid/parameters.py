@@ -1,4 +1,4 @@
-"""Host-side setters and getters of the contact and constraint parameters (SPEC R5, R6): friction,
+"""Host-side setters and getters of the contact and constraint parameters (docs/semantics.md §R5, §R6): friction,
 friction_ratio and sol_params of geoms, the friction of explicit contact pairs, and sol_params of
 joints (limit and frictionloss rows) and equalities (both per env). They
 write the Model's arrays in place, outside the step (captured graphs keep their pointers). The
@@ -107,7 +107,7 @@ def get_pair_friction(solver, pairs_idx=None, envs_idx=None) -> np.ndarray:
     return out if solver.scene.batched else out[0]
 
 
-# sol_params (SPEC R6): one kind per call; geoms shared by all envs, joints and equalities per env
+# sol_params (docs/semantics.md §R6): one kind per call; geoms shared by all envs, joints and equalities per env
 def _sol_kind(geoms_idx, joints_idx, eqs_idx, what):
     given = [k for k, v in (("geoms_idx", geoms_idx), ("joints_idx", joints_idx), ("eqs_idx", eqs_idx))
              if v is not None]

@@ -1,4 +1,4 @@
-"""Signorini solve stage (SPEC R8, the default for elliptic + Newton outside MuJoCo-compatible mode):
+"""Signorini solve stage (docs/semantics.md §R8, the default for elliptic + Newton outside MuJoCo-compatible mode):
 Newton on elliptic contact rows with the normal load latched per iteration and saturated friction
 blocks. Kernel: kernels/signorini_solve.py."""
 

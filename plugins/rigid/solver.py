@@ -1,4 +1,4 @@
-"""RigidSolver: articulated rigid bodies over env batches (MuJoCo's pipeline, SPEC R1).
+"""RigidSolver: articulated rigid bodies over env batches (MuJoCo's pipeline, docs/semantics.md §R1).
 
 This module orders the stages; each stage is its own module (host launch functions) with its
 kernels in kernels/<stage>.py (docs/rigid.md, "Internals"). Per substep and partition:
@@ -8,8 +8,14 @@ kernels in kernels/<stage>.py (docs/rigid.md, "Internals"). Per substep and part
     substep's contacts are detected at the start of that substep's constrained pipeline; an
     unconstrained scene with contacts only reads them)
     with constraint rows: factorization (qacc_smooth) → collision → constraint rows → convex or
-    signorini solve → noslip → integration (total force, (M + h·D) solve, integrate) → contact
-    forces → [post-solve readback]
+    signorini solve → noslip → contact forces → [readback] → integration (total force, (M + h·D)
+    solve, integrate)
+
+[readback] (readback.py: MuJoCo's mj_rnePostConstraint for sensors) runs on the last substep of a
+step only once a sensor or a readback getter asked (sensor_view.py); without constraint rows that
+substep then solves M⁻¹·qfrc_smooth for it before the integration's (M + h·D) solve. The stages
+before and after it compute the same values either way: a scene steps bit-identically with and
+without sensors.
 
 Model and Data (types.py) are built by model.py; a partition's View holds its slice of every
 per-env array. Kernel launches only inside a step (graph-capturable): no host sync, no allocation.
@@ -39,6 +45,7 @@ from . import (
     kinematics,
     noslip,
     parameters,
+    readback,
     signorini_solve,
 )
 from .codes import IntegratorType
@@ -46,6 +53,7 @@ from .entity import RigidEntity
 from .materials import Rigid
 from .model import HostModel, make_data, put_model, set_const, view
 from .options import RigidOptions, resolve_model_options
+from .sensor_view import RigidSensorViewMixin
 
 # per-env model parameters (domain randomisation): not state (reset keeps them), checkpointed as extra state
 PARAMS = ("link_mass", "link_com", "link_inertia", "dof_damping", "dof_armature", "dof_stiffness",
@@ -54,7 +62,7 @@ STATE = ("qpos", "qvel", "ctrl", "dof_mode", "dof_target_pos", "dof_target_vel",
          "qfrc_applied", "xfrc_force", "xfrc_torque", "root_pos", "root_quat")
 
 
-class RigidSolver(Solver):
+class RigidSolver(RigidSensorViewMixin, Solver):
     options_type = RigidOptions
 
     def __init__(self, scene, options, spec):
@@ -124,7 +132,7 @@ class RigidSolver(Solver):
         import warnings
 
         self.layout = layout
-        # MuJoCo-compatible mode: settings left at None come from the models' <option> (SPEC R2a);
+        # MuJoCo-compatible mode: settings left at None come from the models' <option> (docs/semantics.md §R2a);
         # every later read of self.options (collision, constraint stages, integrator) sees them
         self.options, notes = resolve_model_options(
             self.options, [(e.name, e.description.options) for e in self.entities],
@@ -160,7 +168,7 @@ class RigidSolver(Solver):
                 self.geom_friction0 = self.model.geom_friction.numpy()[0].astype(float)   # the model's value
                 self.geom_sol0 = self.model.geom_sol.numpy().astype(float)                 # setter inputs
         self._n_connect = int((hm.eq_type <= 1).sum())      # connect/weld rows get J̇·q̇
-        # SPEC R2: approximate_implicitfast solves the constraint problem with M + h·D_v (the solve's
+        # docs/semantics.md §R2: approximate_implicitfast solves the constraint problem with M + h·D_v (the solve's
         # acceleration is the step's); Euler and implicitfast solve with M and correct afterwards
         self._approx = self.options.integrator_code == IntegratorType.APPROXIMATE_IMPLICITFAST
         self._hd_solve = layout.h if self._approx else 0.0
@@ -213,7 +221,7 @@ class RigidSolver(Solver):
 
     def _constrained_substep(self, f, part) -> None:
         """MuJoCo's mj_step order: smooth dynamics (qacc_smooth) → collision → constraint solve →
-        integration (SPEC R2): Euler / implicitfast solve the constraint problem with M and integrate
+        integration (docs/semantics.md §R2): Euler / implicitfast solve the constraint problem with M and integrate
         (M + h·D)⁻¹(qfrc_smooth + qfrc_constraint); approximate_implicitfast solves it with M + h·D
         and integrates the solve's acceleration."""
         import warp as wp
@@ -225,44 +233,56 @@ class RigidSolver(Solver):
             self._collide(part)
         self._constraint_rows(part)
         self._solve(v, v.d.qacc_warmstart)
+        if self.collision is not None:
+            # per-contact wrenches, per-link net contact wrench about the link CoM (world; the
+            # substep-start poses the contacts belong to) and Σ h·f over the step's substeps
+            contact_forces.contact_wrench(v)
+            contact_forces.link_contact_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
+        if last and self._readback_on:       # sensors: the state of the last substep's solve
+            readback.rne_post_constraint(v, v.d.qacc_warmstart)
         integration.total_force(v)
         if self._approx:
             wp.copy(v.d.qacc, v.d.qacc_warmstart)
         else:
             factorization.factor_solve(v, self.layout.h, v.d.qfrc_total, v.d.qacc)
         integration.integrate(v, last, v.d.qfrc_total)
-        if self.collision is not None:
-            # per-contact wrenches, per-link net contact wrench about the link CoM (world; the
-            # substep-start poses the contacts belong to) and Σ h·f over the step's substeps
-            contact_forces.contact_wrench(v)
-            contact_forces.link_contact_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
-        # post-solve readback stage (sensors: cacc, cfrc_int, cfrc_ext) goes here
 
     def _free_substep(self, f, part) -> None:
-        """No constraint rows: one (M + h·D) solve and the integration (+ collision detection)."""
+        """No constraint rows: one (M + h·D) solve and the integration (+ collision detection). With
+        the readback on, the last substep solves M⁻¹·qfrc_smooth for it first (MuJoCo's qacc)."""
         v = self.views[part.index]
-        self._smooth(v, self.layout.h, v.d.qacc)
-        integration.integrate(v, f == self.layout.substeps - 1, v.d.qfrc_smooth)
+        last = f == self.layout.substeps - 1
+        if last and self._readback_on:
+            self._smooth(v, 0.0, v.d.qacc_smooth)
+            readback.rne_post_constraint(v, v.d.qacc_smooth)
+            factorization.factor_solve(v, self.layout.h, v.d.qfrc_smooth, v.d.qacc)
+        else:
+            self._smooth(v, self.layout.h, v.d.qacc)
+        integration.integrate(v, last, v.d.qfrc_smooth)
         if self.collision is not None:
             self._collide(part)
 
-    def substep(self, f, part):
-        """Fast path (no coupler): the whole substep."""
+    def _substep(self, f, part) -> None:
         if self.has_constraint:
             self._constrained_substep(f, part)
         else:
             self._free_substep(f, part)
+
+    def substep(self, f, part):
+        """Fast path (no coupler): the whole substep."""
+        self._substep(f, part)
 
     def substep_pre_coupling(self, f, part):
         """With a coupler: link poses and velocities at the substep start for the RigidView."""
         kinematics.kinematics(self.views[part.index])
 
     def substep_post_coupling(self, f, part):
-        """The dynamics, with the coupler's reaction wrench added (then cleared), and integration."""
-        self.substep(f, part)
+        """The dynamics, with the coupler's reaction wrench added (then cleared), and integration
+        (the same stages as ``substep``: the kinematics of pre-coupling are recomputed, unchanged)."""
+        self._substep(f, part)
 
     def check_after_step(self) -> None:
-        """Collision budgets (SPEC R3): BudgetExceededError naming budget, env and count; constraint
+        """Collision budgets (docs/semantics.md §R3): BudgetExceededError naming budget, env and count; constraint
         row budget: SimulationError naming the env."""
         if self.collision is not None:
             self.collision.check()
@@ -279,7 +299,7 @@ class RigidSolver(Solver):
 
     def forward(self):
         """Kinematics and dynamics (M, bias, forces, qacc = M⁻¹f) at the current state, the contacts
-        (when collision detection is on) and, as a fresh query (SPEC F1), the constraint forces at
+        (when collision detection is on) and, as a fresh query (docs/semantics.md §F1), the constraint forces at
         this state: rows and solve without integrating (``_query_constraint``), readback tagged with
         the query time (solved_at = now) and not stale. The forward() an entity setter or reset runs
         right after writing the state (``_write``) refreshes kinematics and contacts only: the forces stay
@@ -309,8 +329,9 @@ class RigidSolver(Solver):
     def _query_constraint(self) -> None:
         """forward()'s constraint query, per partition, after the smooth stages and collision:
         contacts → rows → solve (cold start from qacc_smooth, so the query depends on the state
-        alone) → contact and per-link wrenches (the step's impulse sums are kept). The solve writes
-        its result into the warm start d.qacc_warmstart (state): saved before and restored after."""
+        alone) → contact and per-link wrenches (the step's impulse sums are kept) → the readback
+        stage once it is on (tagged query_at). The solve writes its result into the warm start
+        d.qacc_warmstart (state): saved before and restored after."""
         import warp as wp
 
         d = self.data
@@ -324,6 +345,10 @@ class RigidSolver(Solver):
             if self.collision is not None:
                 contact_forces.contact_wrench(v)
                 contact_forces.link_contact_wrench(v, contact_forces.NONE)
+            if self._readback_on:
+                readback.rne_post_constraint(v, v.d.qacc_warmstart)
+        if self._readback_on:
+            self._readback_query_at = self._steps_done()
         wp.copy(d.qacc_warmstart, self._qacc_keep)
 
     def kinematics(self):
@@ -440,7 +465,7 @@ class RigidSolver(Solver):
         geom_a, geom_b, link_a, link_b (global indices, -1: world) (n, K) int; position (n, K, 3)
         (world, midway between the surfaces); normal (n, K, 3) (unit, from B to A); penetration
         (n, K) (> 0 when overlapping); valid (n, K) bool (slot k < the env's contact count); active
-        (n, K) bool (a constraint row: False in MuJoCo 4's gap band, SPEC F2); count (n,). K = the
+        (n, K) bool (a constraint row: False in MuJoCo 4's gap band, docs/semantics.md §F2); count (n,). K = the
         max_contacts budget (0 when collision detection is off). An unbatched
         scene drops the batch axis."""
         envs = self.scene._envs_idx(envs_idx)
@@ -459,7 +484,7 @@ class RigidSolver(Solver):
         return contacts.link_contact_wrench_host(self, envs)
 
     def set_friction(self, friction, geoms_idx=None, envs_idx=None) -> None:
-        """Sliding friction of geoms (global indices), each in [0.01, 5] (SPEC R5; OptionError naming
+        """Sliding friction of geoms (global indices), each in [0.01, 5] (docs/semantics.md §R5; OptionError naming
         the value and the range otherwise). envs_idx=None writes every env (and the model value);
         with envs_idx only those envs (domain randomisation): friction broadcastable to
         (len(envs), len(geoms)). Contacts mix per env: μ = max(μ_A·s_A, μ_B·s_B, 0.01). Contacts of an
@@ -472,7 +497,7 @@ class RigidSolver(Solver):
         return parameters.get_friction(self, geoms_idx, envs_idx)
 
     def set_friction_ratio(self, ratio, geoms_idx=None, envs_idx=None) -> None:
-        """Per-env friction scale of geoms (domain randomisation, SPEC R5: μ = max(μ_A·s_A, μ_B·s_B,
+        """Per-env friction scale of geoms (domain randomisation, docs/semantics.md §R5: μ = max(μ_A·s_A, μ_B·s_B,
         0.01)); ratio broadcastable to (len(envs), len(geoms)), > 0. Default mode only (MuJoCo-
         compatible mode mixes as MuJoCo, without ratios)."""
         parameters.set_friction_ratio(self, ratio, geoms_idx, envs_idx)
@@ -480,7 +505,7 @@ class RigidSolver(Solver):
     def set_pair_friction(self, friction, pairs_idx=None, envs_idx=None) -> None:
         """Friction of explicit contact pairs (MJCF ``<contact><pair>``, in entity order): the 5
         coefficients (sliding, sliding, torsional, rolling, rolling), broadcastable to (len(envs),
-        len(pairs), 5); sliding in [0.01, 5] (SPEC R5), the others >= 0. envs_idx=None: every env.
+        len(pairs), 5); sliding in [0.01, 5] (docs/semantics.md §R5), the others >= 0. envs_idx=None: every env.
         A pair's contacts use it times the larger friction_ratio of its two geoms (default mode)."""
         parameters.set_pair_friction(self, friction, pairs_idx, envs_idx)
 
@@ -490,10 +515,10 @@ class RigidSolver(Solver):
 
     def set_sol_params(self, sol_params, geoms_idx=None, joints_idx=None, eqs_idx=None, envs_idx=None) -> None:
         """sol_params (timeconst, dampratio, dmin, dmax, width, mid, power) of one kind per call
-        (SPEC R6; OptionError for two kinds):
+        (docs/semantics.md §R6; OptionError for two kinds):
 
         - geoms_idx (global geom indices; the default when no kind is given: all geoms): contact
-          params, shared by all envs (envs_idx is an error), mixed per contact by SPEC R5;
+          params, shared by all envs (envs_idx is an error), mixed per contact by docs/semantics.md §R5;
         - joints_idx (global joint indices): the joint's limit rows and its dofs' frictionloss rows,
           per env (envs_idx); timeconst floored at 2h;
         - eqs_idx (global equality indices): per env (envs_idx); timeconst floored at 2h.
@@ -508,13 +533,13 @@ class RigidSolver(Solver):
         """{"input": ..., "effective": ...} sol_params of one kind (as set_sol_params): geoms (k, 7);
         joints and equalities (n_envs, k, 7) (no batch axis unbatched). input: the last value
         given (the model's value before any call); effective: after legalization and, for joints
-        and equalities, the 2h timeconst floor (contacts then mix geoms by SPEC R5)."""
+        and equalities, the 2h timeconst floor (contacts then mix geoms by docs/semantics.md §R5)."""
         return parameters.get_sol_params(self, geoms_idx, joints_idx, eqs_idx, envs_idx)
 
     # -- constraint rows and forces ------------------------------------------------------------------
     def get_constraint_forces(self, envs_idx=None) -> dict:
         """The rows of the last constraint solve (a step's last substep, or forward()'s query) and
-        their forces, batch axis first (SPEC F1; no batch axis unbatched). R = the row budget:
+        their forces, batch axis first (docs/semantics.md §F1; no batch axis unbatched). R = the row budget:
 
         - ``count`` (n,): rows built; ``valid`` (n, R): row < count;
         - ``type`` (n, R) int: ``ConstraintType`` (polyphys.plugins.rigid.codes: EQUALITY,

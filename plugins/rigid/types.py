@@ -37,7 +37,7 @@ __all__ = ["JointType", "GeomType", "CtrlMode", "IntegratorType", "ConstraintTyp
            "overload"]
 
 
-_OPTION_DOC = """Solver settings the kernels read (``m.opt``), resolved from RigidOptions at build (SPEC R2).
+_OPTION_DOC = """Solver settings the kernels read (``m.opt``), resolved from RigidOptions at build (docs/semantics.md §R2).
 
     Fields (name: dtype [unit]: meaning):
 
@@ -48,15 +48,15 @@ _OPTION_DOC = """Solver settings the kernels read (``m.opt``), resolved from Rig
         solver: int: SolverType
         resolution: int: ResolutionType
         iterations: int: solver iteration cap
-        tolerance: float: stopping tolerance of the scaled improvement and gradient (SPEC R8)
+        tolerance: float: stopping tolerance of the scaled improvement and gradient (docs/semantics.md §R8)
         ls_iterations: int: line-search iteration cap
         ls_tolerance: float: line-search tolerance (fraction of the initial slope)
         impratio: float: ratio of frictional to normal impedance
         tc_floor: float [s]: floor of a positive timeconst (2h; MuJoCo-compatible: 2·timestep)
-        friction_floor: float: floor of every mixed contact friction coefficient (SPEC R5; 1e-5 MuJoCo)
-        mujoco_mode: int: 1 = MuJoCo's contact parameter mixing (mj_contactParam), 0 = SPEC R5's
+        friction_floor: float: floor of every mixed contact friction coefficient (docs/semantics.md §R5; 1e-5 MuJoCo)
+        mujoco_mode: int: 1 = MuJoCo's contact parameter mixing (mj_contactParam), 0 = docs/semantics.md §R5's
         warm_pick_lower: int: 1 = warm start from the lower-cost of the warm start and qacc_smooth
-        stop_needs_gradient: int: 1 = the convex Newton stop needs the gradient test too (SPEC R8)
+        stop_needs_gradient: int: 1 = the convex Newton stop needs the gradient test too (docs/semantics.md §R8)
         noslip_iterations: int: noslip sweeps after the main solve (0: off)
         noslip_tolerance: float: noslip stop on the scaled sweep improvement
         noslip_scale: float [1/(kg·m²)]: noslip improvement scale (0: 1/trace M per env)
@@ -101,7 +101,7 @@ _MODEL_DOC = """The device model: constants of the tree, actuators, constraints 
         joint_axis: (nj,) vec3: unit axis (link frame) of a hinge/slide
         joint_ref: (nj,) float [rad or m]: q at which the hinge/slide is at rest in the link frame
         joint_springref: (nj,) float [rad or m]: spring rest position
-        joint_midpoint: (nj,) int: 1 = free joint eligible for the implicit midpoint branch (SPEC R2)
+        joint_midpoint: (nj,) int: 1 = free joint eligible for the implicit midpoint branch (docs/semantics.md §R2)
         dof_parent: (nv,) int: parent dof in the dof tree (-1: root)
         dof_madr: (nv,) int: address of row i of the tree-sparse mass matrix
         dof_depth: (nv,) int: dof ancestors of dof i (row i holds depth + 1 entries)
@@ -117,7 +117,7 @@ _MODEL_DOC = """The device model: constants of the tree, actuators, constraints 
         dof_force_lo: (n, nv) float [N or N·m]: lower bound of the control force (per env)
         dof_force_hi: (n, nv) float [N or N·m]: upper bound of the control force (per env)
         dof_frictionloss: (n, nv) float [N or N·m]: DOF friction loss (per env)
-        dof_sol: (n, nv, 7) float: sol_params of the frictionloss rows (per env; SPEC R6)
+        dof_sol: (n, nv, 7) float: sol_params of the frictionloss rows (per env; docs/semantics.md §R6)
         act_dof: (na,) int: dof the actuator drives (joint transmission)
         act_qadr: (na,) int: q of the actuated joint
         act_gear: (na,) float: gear ratio
@@ -132,7 +132,7 @@ _MODEL_DOC = """The device model: constants of the tree, actuators, constraints 
         lim_ball: (nlim,) int: 1 = ball joint (limited on its rotation angle), 0 = hinge/slide
         lim_range: (nlim, 2) float [rad or m]: joint range (ball: (0, max angle))
         lim_margin: (nlim,) float [rad or m]: row activation margin
-        lim_sol: (n, nlim, 7) float: sol_params of the limit rows (per env; SPEC R6)
+        lim_sol: (n, nlim, 7) float: sol_params of the limit rows (per env; docs/semantics.md §R6)
         eq_type: (neq,) int: EqType
         eq_obj: (neq, 4) int: connect/weld (link1, link2 (-1: world), -, -); joint (qadr1, qadr2 or -1, dof1, dof2)
         eq_data: (neq, 11) float: MuJoCo's eq_data (connect anchors [m]; weld anchor, relpose, torquescale; joint refs, polycoef)
@@ -142,7 +142,7 @@ _MODEL_DOC = """The device model: constants of the tree, actuators, constraints 
         geom_priority: (ngeom,) int: MuJoCo's priority
         geom_condim: (ngeom,) int: contact dimensionality (1, 3, 4, 6)
         geom_friction: (n, ngeom, 3) float: sliding, torsional [m], rolling [m] friction (per env)
-        geom_friction_ratio: (n, ngeom) float: friction scale (per env; SPEC R5)
+        geom_friction_ratio: (n, ngeom) float: friction scale (per env; docs/semantics.md §R5)
         pair_condim: (npair,) int: condim of an explicit contact pair
         pair_friction: (n, npair, 5) float: its 5 friction coefficients (per env)
         pair_sol: (npair, 7) float: its sol_params
@@ -286,6 +286,19 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         link_contact_torque: (n, nl) vec3 [N·m]: net contact torque about the link CoM, world
         link_impulse_force: (n, nl) vec3 [N·s]: Σ h·force over the last step's substeps (state)
         link_impulse_torque: (n, nl) vec3 [N·m·s]: Σ h·torque over the last step's substeps (state)
+        -- readback (stage readback.py; runs only once a sensor or a readback getter asked):
+        snap_qpos: (n, nq) float: qpos of the state the readback belongs to (the last substep's start)
+        snap_qvel: (n, nv) float: its qvel
+        snap_qacc: (n, nv) float [m/s², rad/s²]: the acceleration of its solve (constraint solve, or M⁻¹·qfrc_smooth)
+        snap_qfrc_actuator: (n, nv) float [N·m or N]: its qfrc_actuator
+        snap_qfrc_constraint: (n, nv) float [N·m or N]: its qfrc_constraint
+        snap_act_force: (n, na) float [N or N·m]: its actuator forces
+        link_acc_ang: (n, nl) vec3 [rad/s²]: angular acceleration of the link, world
+        link_acc: (n, nl) vec3 [m/s²]: linear acceleration of the link CoM, world (gravity not included)
+        cfrc_int_force: (n, nl) vec3 [N]: force the parent exerts on the link through their joint, world (MuJoCo's cfrc_int)
+        cfrc_int_torque: (n, nl) vec3 [N·m]: its torque about the link CoM
+        cfrc_ext_force: (n, nl) vec3 [N]: external force on the link (applied, coupling, contacts, connect/weld; cfrc_ext)
+        cfrc_ext_torque: (n, nl) vec3 [N·m]: its torque about the link CoM
 """
 
 # Model fields with a batch axis (sliced per partition)
@@ -542,6 +555,18 @@ def _data_struct(s):
         link_contact_torque: V2
         link_impulse_force: V2
         link_impulse_torque: V2
+        snap_qpos: S2
+        snap_qvel: S2
+        snap_qacc: S2
+        snap_qfrc_actuator: S2
+        snap_qfrc_constraint: S2
+        snap_act_force: S2
+        link_acc_ang: V2
+        link_acc: V2
+        cfrc_int_force: V2
+        cfrc_int_torque: V2
+        cfrc_ext_force: V2
+        cfrc_ext_torque: V2
 
     Data.__doc__ = _DATA_DOC
     return Data

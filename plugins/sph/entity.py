@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from polyphys.errors import OptionError
+from polyphys import arrays
 from polyphys.interfaces import Entity
 
 
@@ -75,8 +75,6 @@ class SPHEntity(Entity):
 
     def set_particles_active(self, active, envs_idx=None) -> None:
         """Activate (True) or deactivate (False) particles; inactive ones are skipped entirely."""
-        a = np.asarray(active)
-        if a.dtype != bool and not np.issubdtype(a.dtype, np.integer):
-            raise OptionError(f"active: expected booleans, got dtype {a.dtype}")
+        a = arrays.as_numeric("active", active, bool)
         self._set(self.solver.active, "active", a.astype(np.int32), (self.n_particles,), envs_idx,
                   np.int32)

@@ -104,7 +104,11 @@ def test_disable_plugins_and_autoload(fresh, monkeypatch):
 def test_scene_plugins_restricts(fresh):
     fresh()
     with pytest.raises(OptionError, match="unknown solver 'kinematic'"):
-        polyphys.Scene(plugins=["nothing"], kinematic=None)
+        polyphys.Scene(plugins=["pbd"], kinematic=None)
+    # a name that no installed plugin has is an error naming it (not an empty scene that later
+    # reports "known materials: []")
+    with pytest.raises(OptionError, match=r"unknown plugin name\(s\) \['nothing'\]; installed plugins: .*'kinematic'"):
+        polyphys.Scene(plugins=["nothing"])
     sc = polyphys.Scene(plugins=["kinematic"])
     sc.add_entity(polyphys.morphs.Box(), material=polyphys.materials.Kinematic())
 

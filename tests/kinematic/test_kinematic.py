@@ -1,5 +1,5 @@
 """Kinematic plugin: FK stage vs an independent NumPy reference, velocities vs finite differences,
-q integration, SPEC S4 getters/setters and bad input."""
+q integration, docs/semantics.md §S4 getters/setters and bad input."""
 
 import numpy as np
 import polyphys
@@ -150,7 +150,7 @@ def test_set_qpos_keeps_velocity_and_updates_links():
     sc, box, chain = _scene()
     box.set_dofs_velocity([1.0, 0, 0, 0, 0, 0])
     box.set_qpos([0, 0, 2, 1, 0, 0, 0])
-    np.testing.assert_allclose(box.get_dofs_velocity()[:, 0], [1, 1])       # kept (SPEC S4)
+    np.testing.assert_allclose(box.get_dofs_velocity()[:, 0], [1, 1])       # kept (docs/semantics.md §S4)
     np.testing.assert_allclose(box.get_links_pos()[:, 0], [[0, 0, 2]] * 2)
     box.set_qpos([0, 0, 3, 1, 0, 0, 0], envs_idx=[1], zero_velocity=True)
     np.testing.assert_allclose(box.get_dofs_velocity()[:, 0], [1, 0])

@@ -46,7 +46,7 @@ def test_box_resting_on_plane_carries_its_weight_without_sinking():
     fn = st.con_wrench.numpy()[0, :n, 0]          # normal force on A (the plane) ...
     # ... and the generalized constraint force on the box's z dof (free joint: dofs 0-2 linear)
     fz = float(st.qfrc_constraint.numpy()[0, 2])
-    # SPEC: Σ normal force = m·g within 0.5 % after settling (measured: ~1e-10 relative)
+    # Σ normal force = m·g within 0.5 % after settling (docs/constraint.md, the validation bound) (measured: ~1e-10 relative)
     assert fn.sum() == pytest.approx(m * G, rel=5e-3)
     assert fz == pytest.approx(m * G, rel=5e-3)
     assert np.all(fn > 0)
@@ -139,7 +139,7 @@ def test_contact_option_errors():
     with pytest.raises(OptionError, match="friction_cone"):
         RigidOptions(friction_cone="round")
     with pytest.raises(OptionError, match="signorini"):
-        _scene(contact_resolution="signorini")        # signorini needs elliptic + Newton (SPEC R2)
+        _scene(contact_resolution="signorini")        # signorini needs elliptic + Newton (docs/semantics.md §R2)
     with pytest.raises(OptionError, match="noslip"):
         _scene(friction_cone="elliptic", noslip_iterations=3)     # noslip needs the pyramidal cone
 
@@ -285,7 +285,7 @@ def test_material_friction_decides_stick_or_slide_on_incline():
 
 
 def test_get_contacts_forces_frames_and_staleness():
-    """entity.get_contacts (SPEC R9/F2): for the resting box, A = the plane, B = the box, normal B→A
+    """entity.get_contacts (docs/semantics.md §R9/§F2): for the resting box, A = the plane, B = the box, normal B→A
     = −z; the plane is pushed along the normal (force_a = −m·g ẑ in sum), the box gets force_b =
     −force_a; the contact-frame wrench's F_n is the normal component; padded/batched shapes;
     a set_pos makes the forces stale until the next step."""

@@ -194,7 +194,7 @@ def _top(integrator, steps=1000, dt=0.01):
 
 
 def test_torque_free_top_midpoint_conserves_momentum_and_energy():
-    """SPEC R2 implicit-midpoint branch (implicitfast, a lone free body): the Cayley-midpoint update
+    """docs/semantics.md §R2 implicit-midpoint branch (implicitfast, a lone free body): the Cayley-midpoint update
     conserves world angular momentum and kinetic energy exactly up to the Newton tolerance (1e-13
     relative per step) and round-off: 1e-9 relative after 10 s (1000 steps) is the issue's bound.
     Semi-implicit Euler on the same top drifts by orders of magnitude more."""

@@ -1,4 +1,4 @@
-"""Contact margin and gap: MuJoCo 4.0's rule in the MuJoCo-compatible mode, SPEC R4's in the default.
+"""Contact margin and gap: MuJoCo 4.0's rule in the MuJoCo-compatible mode, docs/semantics.md §R4's in the default.
 
 MuJoCo 4.0 (changelog 4.0, "margin and gap"; measured here on the installed 4.0.0): a pair's margin
 and gap are the sums of its geoms' (or an explicit pair's own); a contact is detected when the
@@ -6,7 +6,7 @@ distance is below margin + gap; its includemargin is the margin (the gap is not 
 contact with margin < distance < margin + gap is in mjData.contact with efc_address −1 (no
 constraint rows, no force). polyphys: RigidOptions(mujoco_compatible=True) (summed
 margins, contacts detected below margin + gap). The
-default ("inside", SPEC R4 as docs/collision.md): detection below the margin, includemargin =
+default ("inside", docs/semantics.md §R4 as docs/collision.md): detection below the margin, includemargin =
 margin − gap, every contact makes rows. Closed-form sphere/box–plane contacts, float64: distances
 agree to rounding (1e-12).
 """
@@ -94,7 +94,7 @@ def test_gap_rule_follows_the_mode():
 
 
 def test_default_gap_inside_margin():
-    """The default (SPEC R4, docs/collision.md): margin and gap are the larger of the two geoms'
+    """The default (docs/semantics.md §R4, docs/collision.md): margin and gap are the larger of the two geoms'
     (.002, .001); a contact is detected below the margin and every contact makes rows with
     includemargin = margin − gap = .001."""
     _, ours = _pipeline(RigidOptions())
@@ -134,7 +134,7 @@ def test_gap_through_the_solver_matches_mujoco(dz, tmp_path):
     assert int(st.nefc.numpy()[0]) == d.nefc
     fn_mj = float(d.efc_force[:d.nefc].sum())       # pyramidal: the normal force is the edges' sum
     assert len(c["wrench"]) == 1
-    # SPEC F2: the readback says whether the contact is a constraint row (MuJoCo's exclude flag)
+    # docs/semantics.md §F2: the readback says whether the contact is a constraint row (MuJoCo's exclude flag)
     assert bool(c["active"][0]) == bool(mj[0][2]) and bool(raw["active"][0]) == bool(mj[0][2])
     if mj[0][2]:
         assert float(c["wrench"][0][0]) == pytest.approx(fn_mj, rel=1e-6) and fn_mj > 0

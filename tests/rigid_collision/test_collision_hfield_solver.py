@@ -66,7 +66,7 @@ def test_box_rests_on_flat_heightfield_like_on_plane(tmp_path):
         pos, q = np.asarray(box.get_pos()), np.asarray(box.get_quat())
         res[name] = pos, q
         assert n == 4 and np.abs(np.abs(nz[:, 2]) - 1.0).max() <= 1e-12
-        # SPEC: Σ normal force = m·g within 0.5 % after settling (measured 1e-10)
+        # Σ normal force = m·g within 0.5 % after settling (docs/constraint.md, the validation bound) (measured 1e-10)
         assert abs(fn.sum()) == pytest.approx(2.0 * G, rel=5e-3)
         # at rest from 0.6 s on (the solver's residual tolerance 1e-8 over 0.4 s: far below 1e-8)
         assert np.linalg.norm(pos - p0) <= 1e-8 and np.linalg.norm(q - q0) <= 1e-8

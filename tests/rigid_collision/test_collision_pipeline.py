@@ -1,4 +1,4 @@
-"""Pipeline tests: filtering rules (SPEC R4), both broadphases agree, budgets and their errors,
+"""Pipeline tests: filtering rules (docs/semantics.md §R4), both broadphases agree, budgets and their errors,
 partitions, link → geom poses, bad input."""
 
 import numpy as np
@@ -355,7 +355,7 @@ def test_export_to_constraint_arrays():
 @pytest.mark.parametrize("bp", ["all_vs_all", "sweep_and_prune"])
 def test_equality_weld_switched_per_env(bp):
     """No contact across an active weld; switching it off in one env restores that env's
-    contacts only (SPEC R4: also welds made at run time)."""
+    contacts only (docs/semantics.md §R4: also welds made at run time)."""
     def desc():
         links = [Link(name="a", joints=[0], geoms=[0]), Link(name="b", joints=[1], geoms=[1])]
         joints = [Joint(name=f"j{i}", type="free", link=i) for i in range(2)]

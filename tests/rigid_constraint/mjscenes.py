@@ -329,7 +329,7 @@ class MjStage:
     def contact_params(self, con_geom, geom_friction, geom_sol, geom_condim, friction_ratio, mujoco_mode=False,
                        geom_solmix=None, geom_priority=None, h=0.0, part=None, con_pair=None, pair_condim=None,
                        pair_friction=None, pair_sol=None):
-        """constraint_rows.contact_params with these geom / pair tables (SPEC R5 or mj_contactParam)."""
+        """constraint_rows.contact_params with these geom / pair tables (docs/semantics.md §R5 or mj_contactParam)."""
         import warp as wp
         from polyphys.plugins.rigid import constraint_rows
         from polyphys.plugins.rigid.constraint import FRICTION_FLOOR, FRICTION_FLOOR_MUJOCO

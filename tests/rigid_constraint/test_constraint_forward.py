@@ -1,4 +1,4 @@
-"""RigidSolver.forward() as a fresh constraint query (SPEC F1, issue 6): after a setter, scene.forward()
+"""RigidSolver.forward() as a fresh constraint query (docs/semantics.md §F1, issue 6): after a setter, scene.forward()
 solves the contact forces at the current state without integrating (readback not stale, tagged with
 the query time), and leaves everything the next step reads untouched — the warm start, the step's
 impulse sums, qfrc_applied —, so a trajectory continues bit for bit whether or not forward() (or

@@ -1,4 +1,4 @@
-"""MJCF ``<option>`` in MuJoCo-compatible mode (SPEC R2a): solver settings the user left at None
+"""MJCF ``<option>`` in MuJoCo-compatible mode (docs/semantics.md §R2a): solver settings the user left at None
 (iterations, tolerance, ls_iterations, impratio) come from the model, fields with a non-None
 default keep the RigidOptions value and warn when the model differs, conflicting models are an
 OptionError, the default (Genesis) mode ignores the model. Validated against MuJoCo running the
@@ -73,7 +73,7 @@ def test_compat_mode_takes_solver_settings_from_the_file(tmp_path):
 
 def test_default_mode_ignores_the_file(tmp_path):
     """Genesis (default) mode: the same file changes nothing — the solver keeps the user's
-    options object, the stage has the SPEC R2 defaults (elliptic: impratio 100, 25 iterations,
+    options object, the stage has the docs/semantics.md §R2 defaults (elliptic: impratio 100, 25 iterations,
     tolerance 1e-9 in float64), and the resolution gives no warning."""
     msgs = []
     rigid = RigidOptions(friction_cone="elliptic")

@@ -295,7 +295,7 @@ def test_no_rows_gives_free_acceleration():
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 def test_zero_spin_rolling_coefficients_add_no_support(cone):
     """condim 6 with zero torsional/rolling coefficients gives the same solution as condim 3 (their
-    rows are zeroed: no phantom normal support, SPEC R6)."""
+    rows are zeroed: no phantom normal support, docs/semantics.md §R6)."""
     import mujoco
     import warp as wp
     m, d = S.make(cone=cone, condim=6, condim_ball=3)

@@ -1,4 +1,4 @@
-"""Noslip (SPEC R8): the PGS pass over DOF frictionloss rows and pyramidal contact edge pairs after
+"""Noslip (docs/semantics.md §R8): the PGS pass over DOF frictionloss rows and pyramidal contact edge pairs after
 the main solve, against MuJoCo 4's mj_solNoSlip (MuJoCo-compatible parameters, pyramidal cone,
 convex contact resolution, float64), and its physics: it stops the creep of soft friction."""
 

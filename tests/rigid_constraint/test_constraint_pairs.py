@@ -3,7 +3,7 @@ solimp, margin and gap replace the per-geom mixing for its contacts, as in MuJoC
 MuJoCo-compatible mode against MuJoCo running the same file (float64, Euler, convex resolution):
 a sliding, spinning box (trajectory) and the constraint forces at a frozen state. Also: the
 importer fills MuJoCo's pair defaults, and rolling friction without torsional friction is an
-OptionError (SPEC R2)."""
+OptionError (docs/semantics.md §R2)."""
 
 import warnings
 
@@ -161,7 +161,7 @@ def test_pair_parameters_frozen_state_forces_match_mujoco(cone, impratio, tmp_pa
 
 
 def test_rolling_without_torsional_is_an_option_error(tmp_path):
-    """SPEC R2: rolling friction requires torsional friction — a condim-6 geom (or pair) with a
+    """docs/semantics.md §R2: rolling friction requires torsional friction — a condim-6 geom (or pair) with a
     rolling coefficient > 0 and a zero torsional one is refused at build, naming the geom and the
     values (default mode; MuJoCo-compatible mode keeps MuJoCo's behaviour)."""
     xml = XML.format(cone="pyramidal", impratio=1, pair="").replace(

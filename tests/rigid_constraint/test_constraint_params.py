@@ -1,4 +1,4 @@
-"""Parameter functions of the constraint stage: mixing rules (SPEC R5), 2h floor, impedance/aref/R
+"""Parameter functions of the constraint stage: mixing rules (docs/semantics.md §R5), 2h floor, impedance/aref/R
 (host reference functions vs MuJoCo's efc arrays), legalization warnings, option errors."""
 
 import numpy as np
@@ -12,7 +12,7 @@ import mjscenes as S  # noqa: E402
 
 
 def test_friction_mixing_spec_example():
-    # SPEC R5: A μ .2 ratio 2, B μ .6 ratio .5 → max(.4, .3) = .4 (not the mean, product or min)
+    # docs/semantics.md §R5: A μ .2 ratio 2, B μ .6 ratio .5 → max(.4, .3) = .4 (not the mean, product or min)
     assert C.mix_friction(0.2, 0.6, 2.0, 0.5) == pytest.approx(0.4)
     # seed 000 §4.1: B ratio 1 → .6; both zero → the .01 floor
     assert C.mix_friction(0.2, 0.6, 2.0, 1.0) == pytest.approx(0.6)
@@ -135,7 +135,7 @@ def test_option_errors():
 
 
 def test_effective_solver_settings():
-    """The settings the constraint stages run with (RigidOptions.effective_*, SPEC R2/R2a) and the
+    """The settings the constraint stages run with (RigidOptions.effective_*, docs/semantics.md §R2/§R2a) and the
     Option struct the kernels read (model.py; timeconst floor 2h)."""
     from polyphys.plugins.rigid import RigidOptions
     from polyphys.plugins.rigid.model import _option

@@ -1,5 +1,5 @@
 """Semantics of the constrained step that the smooth stages and MuJoCo comparisons do not cover (issue
-16): the integrators' treatment of D_v around the constraint solve (SPEC R2), the implicit midpoint
+16): the integrators' treatment of D_v around the constraint solve (docs/semantics.md §R2), the implicit midpoint
 branch and constraint rows, Morph(collision=False), the friction rows of a pair's solreffriction,
 per-env friction of explicit pairs, and the public constraint-force getters. Each test fails on the
 code before these semantics were implemented."""
@@ -42,7 +42,7 @@ def test_integrators_and_the_constraint_solve(tmp_path, integrator):
     """A damped slider (mass m, damping b) 1 cm into its lower limit, moving into it: one step of
     h = 10 ms, one quadratic limit row (impedance I = 0.9 constant, R = W(1 − I)/I with W = 1/m,
     aref = −B·v − K·I·pos), closed forms (f = −m·g − b·v the smooth force):
-    approximate_implicitfast solves the constraint problem with M + h·b (SPEC R2):
+    approximate_implicitfast solves the constraint problem with M + h·b (docs/semantics.md §R2):
     a = (f + D·aref)/(m + h·b + D); implicitfast and Euler solve it with M — a_s = (f + D·aref)/(m + D)
     — and integrate (M + h·b)⁻¹(f + D·(aref − a_s)) (b is passive damping: in D_v for both). The
     solve of one quadratic row is exact in one Newton step, so v' = v + h·a to rounding (1e-12)."""
@@ -87,7 +87,7 @@ def _box_on_plane(n_envs=0, **opts):
 
 
 def test_midpoint_branch_only_for_a_body_without_constraint_rows():
-    """SPEC R2: implicit midpoint is for a free body with no constraint on it this substep. A box
+    """docs/semantics.md §R2: implicit midpoint is for a free body with no constraint on it this substep. A box
     resting on a plane (4 contacts) integrates by semi-implicit Euler; the same box in flight, and a
     second box far above the plane, take the midpoint branch (approximate_implicitfast, the default)."""
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision="64"), rigid=RigidOptions())

@@ -1,4 +1,4 @@
-"""The rigid solver's constraint-parameter setters (SPEC R5-R6, issue 6): per-env set_friction,
+"""The rigid solver's constraint-parameter setters (docs/semantics.md §R5-§R6, issue 6): per-env set_friction,
 set_sol_params for geoms / joints / equalities with the sharing, floor and clamping rules, the
 input/effective getter, and the joint-limit / equality parameters against MuJoCo with the same
 solref written in the file (MuJoCo-compatible mode)."""
@@ -71,7 +71,7 @@ def test_set_friction_per_env_one_sticks_one_slides_and_envs_are_isolated():
 
 
 def test_set_friction_range_and_shape_errors():
-    """SPEC R5: friction in [0.01, 5], else an OptionError naming the field, the value and the
+    """docs/semantics.md §R5: friction in [0.01, 5], else an OptionError naming the field, the value and the
     range — and nothing is written."""
     scene, box, s = _incline(2)
     before = s.get_friction().copy()
@@ -174,9 +174,9 @@ def _limit_eq_scene(tmp_path, dt=0.006, substeps=3, **opts):
 
 
 def test_sol_params_kinds_sharing_floor_and_getter(tmp_path):
-    """SPEC R6 sharing rules: one kind per call; geom params shared by all envs (envs_idx
+    """docs/semantics.md §R6 sharing rules: one kind per call; geom params shared by all envs (envs_idx
     refused), joint and equality params per env; joint/equality timeconst floored at 2h in the
-    setter (SPEC R5 example: dt .006, substeps 3 → h .002, timeconst .003 → .004) with a warning
+    setter (docs/semantics.md §R5 example: dt .006, substeps 3 → h .002, timeconst .003 → .004) with a warning
     naming the field and the effective value; get_sol_params returns the input and the effective
     value; the device arrays the rows read hold the effective value, in the envs named only."""
     scene, e, s = _limit_eq_scene(tmp_path)
@@ -204,7 +204,7 @@ def test_sol_params_kinds_sharing_floor_and_getter(tmp_path):
     got = s.get_sol_params(eqs_idx=[0])
     assert got["input"].shape == (2, 1, 7)
     assert got["input"][1, 0, 0] == 0.003 and got["input"][0, 0, 0] == 0.02
-    # geoms: no floor in the setter (the 2h floor applies after mixing, per contact: SPEC R5)
+    # geoms: no floor in the setter (the 2h floor applies after mixing, per contact: docs/semantics.md §R5)
     scene2, box, s2 = _incline(2)
     s2.set_sol_params(sol, geoms_idx=[0])
     assert s2.get_sol_params(geoms_idx=[0])["effective"][0, 0] == 0.003
@@ -218,7 +218,7 @@ def test_sol_params_kinds_sharing_floor_and_getter(tmp_path):
     ("dmin", 0.0, 1e-4), ("dmax", 1.5, 0.9999), ("mid", -0.2, 1e-4), ("power", 0.5, 1.0),
     ("dampratio", -1.0, 1.0), ("timeconst", -0.05, 0.02), ("width", -1.0, 0.0)])
 def test_sol_params_out_of_range_clamped_with_warning(tmp_path, field, value, effective):
-    """SPEC R6 legalization in the setters (default mode): dmin/dmax/mid to [1e-4, 0.9999], power
+    """docs/semantics.md §R6 legalization in the setters (default mode): dmin/dmax/mid to [1e-4, 0.9999], power
     >= 1, dampratio > 0, negative timeconst → default (0.02), width >= 0; each clamp warns naming
     the field and the effective value, which the getter and the device array hold."""
     names = ("timeconst", "dampratio", "dmin", "dmax", "width", "mid", "power")

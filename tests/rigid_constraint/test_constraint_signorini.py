@@ -1,4 +1,4 @@
-"""Signorini contact resolution (SPEC R2/R8, seed 000 §5.3): the default for friction_cone="elliptic"
+"""Signorini contact resolution (docs/semantics.md §R2/§R8, seed 000 §5.3): the default for friction_cone="elliptic"
 + constraint_solver="Newton" outside MuJoCo-compatible mode. No MuJoCo reference exists (MuJoCo has
 no signorini), so it is validated on physics: weight carried, penetration bounded, complementarity
 (no adhesive normal force, friction inside μ·f_n), stick/slide on inclines against Coulomb's law,
@@ -17,7 +17,7 @@ from polyphys.plugins.rigid.materials import Rigid
 G = 9.81
 HALF = 0.1                   # box half edge; Rigid() density 1000 → m = 8 kg
 MASS = 8.0
-CAP = 25                     # default iteration cap (SPEC R2)
+CAP = 25                     # default iteration cap (docs/semantics.md §R2)
 B = 2 / (0.95 * 0.02)        # reference damping of the default sol_params (timeconst .02 > 2h, dmax .95)
 
 
@@ -39,7 +39,7 @@ def _wrenches(st):
 
 
 def test_resolution_rules_and_option_errors():
-    """Seed 000's resolution table and SPEC R2's errors, each naming the field."""
+    """Seed 000's resolution table and docs/semantics.md §R2's errors, each naming the field."""
     r = RigidOptions
     o = r(friction_cone="elliptic")
     assert (o.effective_resolution(), o.effective_impratio()) == ("signorini", 100.0)
@@ -62,7 +62,7 @@ def test_resolution_rules_and_option_errors():
 
 def test_box_rests_and_carries_its_weight():
     """A box dropped 4 cm onto a plane (elliptic, signorini, impratio 100), 200 steps of 5 ms: after
-    settling Σ normal force = m·g within 0.5 % (SPEC; measured ~1e-12), each corner m·g/4, no
+    settling Σ normal force = m·g within 0.5 % (docs/constraint.md's bound; measured ~1e-12), each corner m·g/4, no
     tangential force, the penetration bounded (soft contact, default sol_params: ~0.1 mm; bound
     2 mm) and steady. Complementarity at every step: no adhesive normal force (f_n ≥ 0) and
     ‖f_t‖ ≤ μ·f_n (the converged latched load equals f_n; slack 1e-6 relative). Convergence: every

@@ -1,4 +1,4 @@
-"""SPEC R8 stopping rule of the convex Newton path in the default mode: the solve stops only when the
+"""docs/semantics.md §R8 stopping rule of the convex Newton path in the default mode: the solve stops only when the
 scaled line-search improvement AND the scaled gradient are below the tolerance (or the line search
 cannot move: alpha = 0, improvement exactly 0), or at the iteration cap — MuJoCo's rule (either test)
 stays in the MuJoCo-compatible mode."""

@@ -241,7 +241,7 @@ def test_cone_shape_push_at_45_degrees(cone):
         scene.step()
         if k == 99:
             p_half = np.asarray(box.get_pos()).copy()
-        if k >= 100:        # contact impulse on the box over the last 0.5 s (Σ h·f, SPEC F4)
+        if k >= 100:        # contact impulse on the box over the last 0.5 s (Σ h·f, docs/semantics.md §F4)
             imp += box.get_links_net_contact_wrench()["impulse_force"][0]
     dp = np.asarray(box.get_pos()) - p0
     f_avg = imp / 0.5                               # window-average contact force
@@ -333,7 +333,7 @@ def test_aligned_box_on_box_contacts_are_four_distinct_corners():
 
 
 def test_mixing_examples_through_the_scene():
-    """SPEC R5's examples on the contacts the solver actually builds (default mode): box μ .2 with
+    """docs/semantics.md §R5's examples on the contacts the solver actually builds (default mode): box μ .2 with
     friction_ratio 2, plane μ .6 with ratio .5 → μ = max(.4, .3) = .4; dt .006 with 3 substeps
     (h = .002) and timeconst .003 on both materials → mean .003, floored at 2h = .004 (the other
     sol_params averaged). Exact up to float64 rounding of a product (1e-15)."""
@@ -360,7 +360,7 @@ def test_mixing_examples_through_the_scene():
 
 
 def test_get_contacts_sides_masks_and_staleness():
-    """get_contacts (SPEC R9/F2) with two boxes resting on the plane, batched (2 envs) and not:
+    """get_contacts (docs/semantics.md §R9/§F2) with two boxes resting on the plane, batched (2 envs) and not:
     the normal points from B to A — the force on each box (force_a when it is A, force_b when B)
     pushes it up, and force_a·normal ≥ 0 —; valid_mask keeps exactly the 4 contacts of the asking
     box (the other box's 4 are masked, slots padded with −1/0); with_entity=other box → none;
@@ -411,7 +411,7 @@ def test_get_contacts_sides_masks_and_staleness():
 
 
 def test_forward_refreshes_contact_forces():
-    """Issue 6: a readback after set_qpos is stale "until the next step or forward()"; SPEC F1: a
+    """Issue 6: a readback after set_qpos is stale "until the next step or forward()"; docs/semantics.md §F1: a
     fresh query at the end state is a new forward() (tagged with the query time). After set_qpos
     moves the resting box 1 mm deeper, scene.forward() gives non-stale forces of the new state:
     the deeper soft contact pushes harder than m·g, by the amount the contact model says."""
@@ -432,7 +432,7 @@ def test_forward_refreshes_contact_forces():
     c = box.get_contacts()
     assert not np.any(c["stale"])
     assert c["query_at"] == pytest.approx(scene.get_time()) and np.isnan(c["solved_at"])
-    # the soft contact at zero velocity (default sol_params, SPEC R6): each of the 4 corner rows
+    # the soft contact at zero velocity (default sol_params, docs/semantics.md §R6): each of the 4 corner rows
     # gives f = (aref − a_z)/R with aref = K·I·d, R = (1 − I)/(I·m) (W = 1/m), while the box
     # accelerates, m·a_z = Σf − m·g, so Σf = m·(g + K·I·d)·κ/(1 + κ), κ = 4I/(1 − I): not a static
     # spring — 1 mm deeper (I = dmax) gives 1.28·m·g (a first guess here expected > 1.5·m·g)

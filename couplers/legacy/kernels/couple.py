@@ -1,4 +1,4 @@
-"""The Legacy velocity response (SPEC §C1), one thread per velocity carrier."""
+"""The Legacy velocity response (docs/semantics.md §C1), one thread per velocity carrier."""
 
 import warp as wp
 from polyphys.description import GeomType

@@ -24,6 +24,21 @@ def grid_base(x: Any, lo: Any, inv_dx: Any):
 
 
 @wp.func
+def grid_inside(x: Any, lo: Any, inv_dx: Any, n_nodes: int, ny: int, nz: int):
+    """True when the 3×3×3 nodes a particle at x reaches all lie inside the grid (n_nodes nodes,
+    ny·nz per x layer). False for a NaN, infinite or far-away x: the test is made on floats, before
+    any conversion to an index, so a bad position never becomes an out-of-bounds node."""
+    g = (x - lo) * inv_dx
+    lo_g = type(inv_dx)(0.5)
+    hi_g = wp.vec3i(n_nodes / (ny * nz), ny, nz)
+    inside = True
+    for d in range(3):
+        if not (g[d] >= lo_g and g[d] < type(inv_dx)(hi_g[d]) - type(inv_dx)(1.5)):
+            inside = False
+    return inside
+
+
+@wp.func
 def grid_offset(x: Any, lo: Any, inv_dx: Any, b: wp.vec3i):
     """Position of x relative to node ``b`` in cells, in [0.5, 1.5)³."""
     g = (x - lo) * inv_dx
@@ -103,6 +118,11 @@ def p2g(
             lam = lam * hard
         F = U * wp.diag(sig_e) * wp.transpose(V)
         tau = kirchhoff(typ, mu, lam, U, sig_e, V)
+    if not grid_inside(x, lo, inv_dx, grid_m_out.shape[1], ny, nz):
+        # NaN/inf/out-of-grid position (a poisoned env): no scatter, and F is made NaN so that the
+        # env's NaN check flags it after the step (docs/mpm.md, "Bad values")
+        F_out[env, p] = F * type(h)(wp.nan)
+        return
     F_out[env, p] = F
     Jp_out[env, p] = Jp
     m = p_mass[p]
@@ -149,6 +169,8 @@ def g2p(
     if active_in[env, p] == 0:
         return
     x = pos_out[env, p]
+    if not grid_inside(x, lo, inv_dx, grid_v_in.shape[1], ny, nz):
+        return                       # P2G made this env's F NaN: it is flagged after the step
     b = grid_base(x, lo, inv_dx)
     fx = grid_offset(x, lo, inv_dx, b)
     v = type(x)()

@@ -26,10 +26,12 @@ KIND_LIQUID = wp.constant(3)
 
 @wp.func
 def cell_of(x: wp.vec3, lower: wp.vec3, inv_cell: float, dims: wp.vec3i):
+    # clamped as floats before the int conversion (float clamp maps NaN to the lower bound), so a
+    # NaN/inf/huge position gives an edge cell, never an undefined conversion or an index off the grid
     c = (x - lower) * inv_cell
-    return wp.vec3i(wp.clamp(int(wp.floor(c[0])), 0, dims[0] - 1),
-                    wp.clamp(int(wp.floor(c[1])), 0, dims[1] - 1),
-                    wp.clamp(int(wp.floor(c[2])), 0, dims[2] - 1))
+    return wp.vec3i(int(wp.floor(wp.clamp(c[0], 0.0, float(dims[0] - 1)))),
+                    int(wp.floor(wp.clamp(c[1], 0.0, float(dims[1] - 1)))),
+                    int(wp.floor(wp.clamp(c[2], 0.0, float(dims[2] - 1)))))
 
 
 NEIGHBOR_CELLS = wp.constant(27)

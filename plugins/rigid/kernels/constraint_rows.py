@@ -1,8 +1,8 @@
-"""Constraint rows stage kernels (SPEC R5-R7, MuJoCo's mj_makeConstraint + mj_makeImpedance +
+"""Constraint rows stage kernels (docs/semantics.md §R5-§R7, MuJoCo's mj_makeConstraint + mj_makeImpedance +
 mj_referenceConstraint; docs/constraint.md).
 
 ``contact_params`` (one thread per env): per-contact friction / sol_params / condim from the two
-geoms (per-env friction and friction_ratio, SPEC R5; MuJoCo's mj_contactParam in MuJoCo mode) or an
+geoms (per-env friction and friction_ratio, docs/semantics.md §R5; MuJoCo's mj_contactParam in MuJoCo mode) or an
 explicit ``<pair>`` (its per-env friction, scaled by its geoms' larger friction_ratio in the default
 mode; its solreffriction). Reads ``m``: geom and pair tables, opt; ``d``: ncon, con_geom, con_pair.
 Writes ``d``: con_friction, con_sol, con_solreffriction, con_dim.
@@ -50,7 +50,7 @@ def row_clear_native(efc_J: A3, efc_span: I3, env: int, row: int, nv: int): ...
 def row_dot_native(efc_J: A3, efc_span: I3, qvel: A2, env: int, row: int, nv: int, out: A2): ...
 
 
-# ---------------------------------------------------------------- parameters (SPEC R6-R7)
+# ---------------------------------------------------------------- parameters (docs/semantics.md §R6-§R7)
 
 
 @wp.func
@@ -229,7 +229,7 @@ def init_rows(
 @wp.kernel
 def contact_params(m: Any, d: Any):
     """Per-contact parameters with per-env geom friction (n_envs, G, 3: sliding, torsional,
-    rolling) and explicit pairs (SPEC R5, MuJoCo's mj_contactParam / <contact><pair>).
+    rolling) and explicit pairs (docs/semantics.md §R5, MuJoCo's mj_contactParam / <contact><pair>).
 
     A contact of an explicit pair (con_pair >= 0) takes the pair's condim, 5 friction coefficients
     (per env; default mode: times the larger friction_ratio of its two geoms), sol_params and
@@ -249,7 +249,7 @@ def contact_params(m: Any, d: Any):
         d.con_solreffriction[env, c, 1] = zero
         if p >= 0:
             # the pair's friction (per env), scaled by the larger friction ratio of its geoms
-            # (default mode: as a geom's own friction in SPEC R5's mixing)
+            # (default mode: as a geom's own friction in docs/semantics.md §R5's mixing)
             ratio = one
             if m.opt.mujoco_mode == 0:
                 ratio = wp.max(m.geom_friction_ratio[env, ga], m.geom_friction_ratio[env, gb])
@@ -760,7 +760,7 @@ def make_rows(m: Any, d: Any):
                                efc_R, efc_imp)
                     if fk <= zero:
                         # zero coefficient: the edge pair would be two extra normal rows (phantom
-                        # normal support, SPEC R6) — zeroed, it carries no force
+                        # normal support, docs/semantics.md §R6) — zeroed, it carries no force
                         clear_row(efc_J, efc_span, env, r0 + s, nv)
                         efc_vel[env, r0 + s] = zero
                         efc_aref[env, r0 + s] = zero

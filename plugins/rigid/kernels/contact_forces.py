@@ -1,4 +1,4 @@
-"""Contact forces stage kernels (SPEC R9, F2, F4): per-contact wrenches from the row forces and the
+"""Contact forces stage kernels (docs/semantics.md §R9, §F2, §F4): per-contact wrenches from the row forces and the
 per-link net contact wrench with its impulse over a step. Runs after the solve (and noslip); a
 post-solve readback stage (cacc, cfrc_int, cfrc_ext for sensors) follows it in solver.py.
 
@@ -66,7 +66,7 @@ def contact_wrench(m: Any, d: Any):
 def link_contact_wrench(m: Any, d: Any, accumulate: int):
     """Net contact wrench per link (world frame, torque about the link CoM): A gets (F, T + (p − c)×F),
     B the negation moved to its own CoM. accumulate = 1 adds h·wrench to the impulse buffers, 2
-    restarts them with it (first substep of a step) — SPEC F4: Σ h_k f_k over the substeps of a step."""
+    restarts them with it (first substep of a step) — docs/semantics.md §F4: Σ h_k f_k over the substeps of a step."""
     env = wp.tid()
     h = m.opt.timestep
     nl = d.link_xipos.shape[1]

@@ -1,4 +1,4 @@
-"""Convex solve stage kernel (SPEC R8; MuJoCo's mj_solNewton / mj_solCG; docs/constraint.md).
+"""Convex solve stage kernel (docs/semantics.md §R8; MuJoCo's mj_solNewton / mj_solCG; docs/constraint.md).
 
 Minimizes, for frozen M, J, aref, R, the convex primal cost ½(a − a₀)ᵀM(a − a₀) + Σ s_i(J a − aref)
 with Newton (dense Cholesky of M + Jᵀ D J plus the elliptic cone block Hessians) or M⁻¹-
@@ -306,7 +306,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
                 beta = wp.max(beta, eta)
             for j in range(nv):
                 search[env, j] = -mgrad[env, j] + beta * search[env, j]
-        # SPEC R8: MuJoCo's rule stops on either test; the default-mode Newton path needs both
+        # docs/semantics.md §R8: MuJoCo's rule stops on either test; the default-mode Newton path needs both
         # (a small line-search improvement alone does not prove the gradient is small)
         if stop_needs_gradient == 1:
             if (improvement < tolerance and gnorm < tolerance) or alpha == zero:

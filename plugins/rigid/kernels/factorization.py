@@ -4,7 +4,7 @@ One thread per env; native loops in kernels/factorization.cpp (why: kernels/nati
 
 ``factor_solve`` reads ``m``: the dof tree; ``d``: mass, dof_dv and the force ``qfrc_in``; writes
 ``d.qld`` and ``qacc_out``. ``mass_dense`` reads ``d``: mass, dof_dv; writes ``d.qM`` = M + hd·D.
-``hd`` is 0 (M itself), or the substep h (M + h·D: the integrator's implicit damping, SPEC R2).
+``hd`` is 0 (M itself), or the substep h (M + h·D: the integrator's implicit damping, docs/semantics.md §R2).
 """
 
 from typing import Any

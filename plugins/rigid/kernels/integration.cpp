@@ -3,7 +3,7 @@
 // integrate_native: clears the one-substep coupling wrench (and, on the last substep of a step, the
 // one-step external wrenches and applied dof forces); flags the free joints that take the implicit
 // midpoint branch this substep (joint_midpoint, no damping, armature or PD/velocity control on their
-// dofs in this env, and no constraint row on them this substep (SPEC R2): integrated by the Warp code
+// dofs in this env, and no constraint row on them this substep (docs/semantics.md §R2): integrated by the Warp code
 // of kernels/integration.py) and integrates every
 // other dof: v' = v + h·a; q' = q + h·v' (hinge, slide, free translation); quaternions
 // right-multiplied by exp(h·w/2) as MuJoCo's mju_quatIntegrate (normalised before and after).

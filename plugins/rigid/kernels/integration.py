@@ -1,4 +1,4 @@
-"""Integration stage kernels (SPEC R2): semi-implicit Euler v' = v + h·a, q' = q ⊕ h·v' (native loop in
+"""Integration stage kernels (docs/semantics.md §R2): semi-implicit Euler v' = v + h·a, q' = q ⊕ h·v' (native loop in
 kernels/integration.cpp; why: kernels/native.py) and the implicit midpoint branch of free bodies
 (Warp, below), plus ``total_force``: the force of the integrating solve after a constraint solve.
 
@@ -40,7 +40,7 @@ def integrate_native(env: int, n: int, nl: int, h: Any, clear_ext: int, joint_mi
 def midpoint_free_joint(env: int, qs: int, ds: int, h: Any, gravity: Any, mass: Any, cb: Any, ib: Any,
                         qfrc_in: wp.array2d(dtype=Any), qfrc_bias: wp.array2d(dtype=Any),
                         qpos: wp.array2d(dtype=Any), qvel: wp.array2d(dtype=Any)):
-    """One substep of a free body by implicit midpoint (SPEC R2): the CoM velocity by v' = v + h·F/m
+    """One substep of a free body by implicit midpoint (docs/semantics.md §R2): the CoM velocity by v' = v + h·F/m
     (gravity, wrenches and dof forces reduced to a CoM wrench), Euler's equations
     2I(x − ω) = h·τ − h·x × I·x solved for the midpoint body angular velocity x by Newton with
     backtracking, ω' = 2x − ω, the orientation by the Cayley map of h·x (keeps R·I·ω and the kinetic

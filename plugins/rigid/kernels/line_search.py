@@ -26,7 +26,7 @@ def line_rows_native(env: int, nrow: int, efc_type: I2, efc_dim: I2, efc_D: A2, 
                      jar: A2, jv: A2, alpha: Any, c1_init: Any, c2_init: Any, out: A2): ...
 
 
-# ---------------------------------------------------------------- signorini rows (SPEC R8)
+# ---------------------------------------------------------------- signorini rows (docs/semantics.md §R8)
 
 
 @wp.func

@@ -1,4 +1,4 @@
-"""Noslip stage kernel (SPEC R8; MuJoCo's mj_solNoSlip semantics; docs/constraint.md "Noslip").
+"""Noslip stage kernel (docs/semantics.md §R8; MuJoCo's mj_solNoSlip semantics; docs/constraint.md "Noslip").
 
 Reads ``m.opt`` (noslip_iterations, noslip_tolerance, noslip_scale); ``d``: qM, qacc_smooth, the rows
 and efc_force of the main solve. Writes ``d``: efc_force, qacc_warmstart, qfrc_constraint,

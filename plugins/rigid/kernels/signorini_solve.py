@@ -1,4 +1,4 @@
-"""Signorini solve stage kernel (SPEC R8, docs/constraint.md "Signorini").
+"""Signorini solve stage kernel (docs/semantics.md §R8, docs/constraint.md "Signorini").
 
 Elliptic contact rows, but each contact's friction is not the coupled cone program of the convex
 path. The normal row is a one-sided quadratic (force −D_n·x_n ≥ 0); a normal load ℓ is latched per

@@ -21,9 +21,11 @@ CHUNK = 256   # cells (or particles) per chunk of the two-level scans and reduct
 
 @wp.func
 def cell_of(x: wp.vec3, lower: wp.vec3, inv_cell: float, dims: wp.vec3i) -> wp.vec3i:
-    cx = wp.clamp(int(wp.floor((x[0] - lower[0]) * inv_cell)), 0, dims[0] - 1)
-    cy = wp.clamp(int(wp.floor((x[1] - lower[1]) * inv_cell)), 0, dims[1] - 1)
-    cz = wp.clamp(int(wp.floor((x[2] - lower[2]) * inv_cell)), 0, dims[2] - 1)
+    # clamped as floats before the int conversion (float clamp maps NaN to the lower bound), so a
+    # NaN/inf/huge position gives an edge cell, never an undefined conversion or an index off the grid
+    cx = int(wp.floor(wp.clamp((x[0] - lower[0]) * inv_cell, 0.0, float(dims[0] - 1))))
+    cy = int(wp.floor(wp.clamp((x[1] - lower[1]) * inv_cell, 0.0, float(dims[1] - 1))))
+    cz = int(wp.floor(wp.clamp((x[2] - lower[2]) * inv_cell, 0.0, float(dims[2] - 1))))
     return wp.vec3i(cx, cy, cz)
 
 

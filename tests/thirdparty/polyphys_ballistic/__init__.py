@@ -6,13 +6,13 @@ Warp nor the solver. The solver module is imported only when a scene adds a Ball
 """
 
 from polyphys import hookimpl
-from polyphys.specs import Capabilities, ContractScene, MaterialSpec, SolverSpec
+from polyphys.specs import Capabilities, ContractScene, MaterialSpec, SensorSpec, SolverSpec
 
 __version__ = "0.1.0"
 
 CAPABILITIES = Capabilities(
     batch=True, reset_envs=True, checkpoint=True, differentiable=False,
-    devices=("cpu",), precisions=("32", "64"), deterministic=("cpu",),
+    devices=("cpu",), tested_devices=("cpu",), precisions=("32", "64"), deterministic=("cpu",),
     notes="ballistic particles, ground bounce (restitution, Coulomb friction); CUDA not tested yet",
 )
 
@@ -33,3 +33,10 @@ def polyphys_solvers():
 def polyphys_materials():
     return [MaterialSpec(name="Ballistic", target="polyphys_ballistic.materials:Ballistic",
                          solver="ballistic")]
+
+
+@hookimpl
+def polyphys_sensors():
+    # measurement models, per-env reset and checkpoints are polyphys core's: the sensor has them all
+    return [SensorSpec(name="ballistic_apex", target="polyphys_ballistic.sensors:ApexSensor",
+                       capabilities=CAPABILITIES, description="highest particle and largest speed")]

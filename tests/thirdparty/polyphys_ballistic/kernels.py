@@ -87,6 +87,39 @@ def advance_and_bounce(
     vel_out[env, i] = v
 
 
+@wp.kernel
+def apex_sensor(
+    # Model:
+    start: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    col: wp.array(dtype=wp.int32),
+    # Data in:
+    active_in: wp.array2d(dtype=wp.int32),
+    pos_in: wp.array2d(dtype=Any),
+    vel_in: wp.array2d(dtype=Any),
+    # Data out:
+    truth_out: wp.array2d(dtype=Any),
+):
+    """The ``ballistic_apex`` sensor (sensors.py), one thread per env and sensor i: the highest
+    centre height and the largest speed of the active particles start[i] .. start[i] + count[i] - 1,
+    into columns col[i] and col[i] + 1 of the scene's ground-truth array (NaN: none is active)."""
+    env, i = wp.tid()
+    z0 = pos_in[env, start[i]][2]
+    top = type(z0)(-1.0e30)
+    fast = type(z0)(0.0)
+    n = wp.int32(0)
+    for k in range(start[i], start[i] + count[i]):
+        if active_in[env, k] != 0:
+            top = wp.max(top, pos_in[env, k][2])
+            fast = wp.max(fast, wp.length(vel_in[env, k]))
+            n = n + 1
+    if n == 0:
+        top = type(z0)(wp.nan)
+        fast = type(z0)(wp.nan)
+    truth_out[env, col[i]] = top
+    truth_out[env, col[i] + 1] = fast
+
+
 def _overloads():
     for s in (wp.float32, wp.float64):
         V = wp.types.vector(3, s)
@@ -96,6 +129,9 @@ def _overloads():
             "h": s, "floor_z": s, "restitution": wp.array(dtype=s), "friction": wp.array(dtype=s),
             "pos_in": wp.array2d(dtype=V), "vel_in": wp.array2d(dtype=V),
             "pos_out": wp.array2d(dtype=V), "vel_out": wp.array2d(dtype=V)})
+        wp.overload(apex_sensor, {"pos_in": wp.array2d(dtype=V), "vel_in": wp.array2d(dtype=V),
+                                  "truth_out": wp.array2d(dtype=s)})
 
 
 _overloads()
+
