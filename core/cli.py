@@ -2,7 +2,9 @@
 
 ``polyphys plugins [--json | --markdown]``  every registered plugin and its capabilities (imports no
                                            plugin target and no Warp module)
-``polyphys run [SCENE.toml] [--out DIR] [--steps N] [--no-progress]``  the main job (core/run.py)
+``polyphys run [SCENE.toml] [--out DIR] [--steps N] [--no-progress] [--no-video]``  the main job (core/run.py)
+``polyphys render CHECKPOINT [--scene S] [--camera C] [--env E] [--out PNG]``  a saved state as a
+                                           picture (core/raycast, docs/cameras.md)
 ``polyphys inspect FILE [--json]``           what an importer makes of a model file
 ``polyphys view TARGET [--port P] ...``      the browser viewer (core/viewer): replay a run folder, or
                                            step a scene file / model file live
@@ -123,7 +125,7 @@ def cmd_run(args) -> int:
             pass
     progress = False if args.no_progress else sys.stderr.isatty()
     result = runmod.run_plan(plan, out_dir=args.out, steps=args.steps, progress=progress,
-                             plot=not args.no_plot)
+                             plot=not args.no_plot, video=not args.no_video)
     s = result.summary
     tm = s["timings"]
     rate = tm["env_steps_per_s"]
@@ -136,6 +138,26 @@ def cmd_run(args) -> int:
         print(f"{k}: {f}")
     if "plot" not in result.files and not args.no_plot:
         print("plot: skipped (matplotlib not installed: pip install 'polyphys[viz]')")
+    return 0
+
+
+# -- render ---------------------------------------------------------------------------------------
+def cmd_render(args) -> int:
+    from .raycast.recording import render_checkpoint
+
+    if not args.verbose:
+        try:
+            import warp as wp
+
+            wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
+        except ImportError:
+            pass
+    if args.resolution is not None and (len(args.resolution) != 2 or min(args.resolution) < 1):
+        raise CliError(f"--resolution {args.resolution}: two integers >= 1 (width height)")
+    r = render_checkpoint(args.checkpoint, scene_file=args.scene, camera=args.camera, env=args.env, out=args.out,
+                          output=args.output, resolution=args.resolution)
+    print(f"{r['path']}: {r['output']} of env {r['env']} at step {r['step']} ({r['resolution'][0]}x{r['resolution'][1]}), "
+          f"scene {r['scene']}")
     return 0
 
 
@@ -292,8 +314,21 @@ def make_parser() -> argparse.ArgumentParser:
     pr.add_argument("--steps", type=int, default=None, help="number of steps (overrides [run] steps)")
     pr.add_argument("--no-progress", action="store_true", help="no progress bar")
     pr.add_argument("--no-plot", action="store_true", help="do not write plot.png")
+    pr.add_argument("--no-video", action="store_true", help="do not write the video [run] video asks for")
     pr.add_argument("--verbose", action="store_true", help="keep Warp's messages")
     pr.set_defaults(func=cmd_run)
+
+    pd = sub.add_parser("render", help="render a checkpoint's state to a PNG (docs/cameras.md)")
+    pd.add_argument("checkpoint", help="checkpoint .npz (e.g. RUN_DIR/checkpoint.npz of a run with [run] checkpoint)")
+    pd.add_argument("--scene", default=None, help="scene TOML file (default: the one named by RUN_DIR/summary.json)")
+    pd.add_argument("--camera", default=None, help="full name of a camera sensor (default: a camera framing the scene)")
+    pd.add_argument("--env", type=int, default=0, help="env to render (default 0)")
+    pd.add_argument("--out", default=None, help="PNG path (default: the checkpoint's path with .png)")
+    pd.add_argument("--output", default="rgb", help="rgb (default), depth, distance, segmentation or normals")
+    pd.add_argument("--resolution", type=int, nargs=2, default=None, metavar=("W", "H"),
+                    help="size of the automatic camera's picture (default 480 360)")
+    pd.add_argument("--verbose", action="store_true", help="keep Warp's messages")
+    pd.set_defaults(func=cmd_render)
 
     pi = sub.add_parser("inspect", help="describe a model file (MJCF/URDF) through its importer")
     pi.add_argument("file")

@@ -170,6 +170,9 @@ class Geom:
     rgba: tuple = (0.5, 0.5, 0.5, 1.0)
     mesh: MeshData | None = None
     hfield: Any = None
+    # rendering only (docs/cameras.md): None, or a checker texture (rgb1 (3,), rgb2 (3,), square side
+    # in m) whose colours multiply ``rgba`` (an MJCF material's checker texture)
+    texture: Any = None
     src: str = ""
 
 
@@ -772,6 +775,13 @@ def description_problems(desc: EntityDescription, limit: int = 20) -> list:
             elif _numbers(out, lbl, "mesh vertices", v):
                 if not np.issubdtype(f.dtype, np.integer) or f.min() < 0 or f.max() >= len(v):
                     out.add(f"{lbl} mesh faces index vertices outside [0, {len(v)})")
+        if g.texture is not None:
+            t = g.texture
+            if not (isinstance(t, (tuple, list)) and len(t) == 3):
+                out.add(f"{lbl} texture = {t!r}: expected (rgb1, rgb2, square side in m)")
+            elif _numbers(out, lbl, "texture rgb1", t[0], 3, ge=0.0) and _numbers(out, lbl, "texture rgb2", t[1], 3,
+                                                                                    ge=0.0):
+                _numbers(out, lbl, "texture square", t[2], 1, gt=0.0)
         if g.hfield is not None and isinstance(g.hfield, dict):
             if _numbers(out, lbl, "hfield size", g.hfield.get("size", ()), 4):
                 hs = g.hfield["size"]

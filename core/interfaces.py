@@ -429,6 +429,10 @@ class Sensor:
     """
 
     stage: str = "end"
+    #: False: not evaluated inside the step (no readings; e.g. a camera rendered on demand)
+    in_step: bool = True
+    #: whether ``polyphys run`` stores the readings in trajectories.npz (images go to videos instead)
+    trajectory: bool = True
 
     def __init__(self, scene: Scene, spec: SensorSpec, entity: Entity | None = None, *, name: str | None = None,
                  noise=0.0, bias=0.0, drift=0.0, resolution=0.0, limits=None, delay=0, delay_buffer=None,
@@ -446,6 +450,7 @@ class Sensor:
                                                    resolution=resolution, limits=limits, delay=delay,
                                                    delay_buffer=delay_buffer, seed=seed)
         self.fields: list = []          # [(output name, width, datatype)], set by build
+        self.field_shapes: dict = {}    # output name -> per-env shape of its reading (default (width,))
         self.time_lag = 0.0
         self.layout: Layout | None = None
         self.column = -1                # first column in the scene's sensor arrays (set by the hub)
@@ -525,6 +530,9 @@ class Sensor:
         if self._hub is None:
             from .errors import SceneStateError
 
+            if not self.in_step and self.layout is not None:
+                raise SceneStateError(f"sensor {self.full_name!r}: {what}: the sensor is not evaluated inside the step "
+                                      f"(in_step = False), so it has no readings")
             raise SceneStateError(f"sensor {self.full_name!r}: {what} before scene.build()")
         return self._hub
 

@@ -2,9 +2,10 @@
 
 ``polyphys run SCENE.toml`` (or :func:`run_file`) reads the file, validates every key before anything
 is built (an error names the key, the value and what is allowed), composes the scene through the
-registry, steps it, records entity getters and writes ``trajectories.npz``, ``summary.json`` and,
-when matplotlib is installed, ``plot.png``. The format is documented in examples/README.md and
-docs/running.md.
+registry, steps it, records entity getters and writes ``trajectories.npz``, ``summary.json``,
+when matplotlib is installed ``plot.png``, and what ``[run]`` asks for: a video of a camera
+(``video``, docs/cameras.md) and a checkpoint of the end state (``checkpoint``). The format is
+documented in examples/README.md and docs/running.md.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ except ModuleNotFoundError:   # pragma: no cover - Python 3.10
 TOP_KEYS = ("scene", "sim", "solvers", "couplers", "entities", "sensors", "run")
 SCENE_KEYS = ("name", "description", "plugins", "couplers")
 ENTITY_KEYS = ("name", "morph", "material", "surface", "options", "init", "record")
-RUN_KEYS = ("n_envs", "steps", "record", "record_every", "snapshots", "states")
+RUN_KEYS = ("n_envs", "steps", "record", "record_every", "snapshots", "states", "video", "checkpoint")
 STATES_KEYS = ("enabled", "every", "fields", "contacts")   # [run.states]: what the viewer replays
 RECORD_KEYS = ("getter", "as", "args")
 SENSOR_KEYS = ("kind", "entity", "name")    # the rest of a [[sensors]] table: add_sensor keywords
@@ -97,6 +98,8 @@ class ScenePlan:
     snapshots: int = 0            # pictures at this many recorded times (snapshots.png); 0: none
     states: dict = attrs.field(factory=dict)   # [run.states] (docs/viewer.md); {} = the defaults
     sensors: list = attrs.field(factory=list)     # [SensorPlan]
+    video: dict | None = None     # [run] video (docs/cameras.md): camera, fps, env, file; None: no video
+    checkpoint: bool = False      # [run] checkpoint: write RUN_DIR/checkpoint.npz at the end
 
 
 def _fmt(value) -> str:
@@ -186,6 +189,15 @@ class _Parser:
         snapshots = self.integer("run.snapshots", run.get("snapshots", 0), 0)
         record = self.record_list("run.record", run.get("record", ["get_pos"]), explicit=False)
         states = self.states(run.get("states", {}))
+        from .raycast.recording import check_video_table
+
+        try:
+            video = check_video_table(self.source, run.get("video"))
+        except OptionError as exc:
+            raise SceneFileError(str(exc)) from None
+        checkpoint = run.get("checkpoint", False)
+        if not isinstance(checkpoint, bool):
+            raise self.err("run.checkpoint", checkpoint, "must be true or false")
         ents = data.get("entities")
         if ents is None or ents == []:
             raise self.err("entities", ents, "a scene needs at least one [[entities]] table")
@@ -201,7 +213,7 @@ class _Parser:
                          solver_options=solver_options, plugins=plugins, coupler=coupler,
                          entities=entities, n_envs=n_envs, steps=steps, record=record,
                          record_every=record_every, snapshots=snapshots, states=states,
-                         sensors=sensors)
+                         sensors=sensors, video=video, checkpoint=checkpoint)
 
     def states(self, value) -> dict:
         """[run.states]: enabled (default true), every (default run.record_every), fields (particle
@@ -221,8 +233,9 @@ class _Parser:
         return t
 
     def sensors(self, tables, entity_names: list, plugins) -> list:
-        """``[[sensors]]``: kind, entity (a named entity of the file), optional name; every other key
-        is an ``add_sensor`` keyword of that kind (checked when the scene is built)."""
+        """``[[sensors]]``: kind, entity (a named entity of the file; none: a sensor of the scene, e.g.
+        a camera fixed in the world), optional name; every other key is an ``add_sensor`` keyword of
+        that kind (checked when the scene is built)."""
         from .registry import registry
 
         if tables is None:
@@ -238,7 +251,7 @@ class _Parser:
             if kind not in known:
                 raise self.err(f"{key}.kind", kind, f"must name a sensor kind; registered: {known}")
             ent = t.get("entity")
-            if ent not in entity_names:
+            if ent is not None and ent not in entity_names:
                 raise self.err(f"{key}.entity", ent, f"must name an entity of the file (give it a name); "
                                                      f"named entities: {entity_names}")
             name = t.get("name")
@@ -451,7 +464,8 @@ def build_scene(plan: ScenePlan):
     by_name = {ep.name: ent for ep, ent in zip(plan.entities, entities, strict=True) if ep.name is not None}
     for sp in plan.sensors:
         try:
-            scene.add_sensor(sp.kind, by_name[sp.entity], name=sp.name, **sp.options)
+            scene.add_sensor(sp.kind, by_name[sp.entity] if sp.entity is not None else None, name=sp.name,
+                             **sp.options)
         except PolyphysError as exc:
             raise SceneFileError(f"{plan.source}: sensors[{sp.index}]: {exc}") from None
     try:
@@ -578,8 +592,9 @@ def _value_summary(arr) -> dict:
 
 
 def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: int | None = None,
-             progress: bool | None = None, plot: bool = True) -> RunResult:
-    """Build, step and record a parsed scene; write the results folder."""
+             progress: bool | None = None, plot: bool = True, video: bool = True) -> RunResult:
+    """Build, step and record a parsed scene; write the results folder (``video=False``: no video
+    even when the scene file asks for one)."""
     import numpy as np
 
     if steps is not None:
@@ -589,13 +604,21 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
     out_dir = os.fspath(out_dir) if out_dir is not None else os.path.join("results", plan.name)
     if progress is None:
         progress = sys.stderr.isatty()
+    if video and plan.video is not None:      # a missing extra or a bad path fails before the run
+        from .raycast.media import check_writable
+        from .viewer._extras import require
+
+        require("imageio", "video")
+        check_writable(os.path.join(out_dir, plan.video.get("file", "video.mp4")), "run.video.file")
     t0 = time.perf_counter()
     scene, entities = build_scene(plan)
     build_s = time.perf_counter() - t0
     recs = _recorders(plan, entities)
-    # every sensor of the scene (the file's [[sensors]] and those of MJCF models): the measured
-    # reading and its ground truth, key sensors/<entity>/<sensor> and sensors_truth/<entity>/<sensor>
-    sensor_keys = {s.full_name: (f"sensors/{s.full_name}", f"sensors_truth/{s.full_name}") for s in scene.sensors}
+    # every sensor of the scene evaluated in the step (the file's [[sensors]] and those of MJCF
+    # models) but images: the measured reading and its ground truth, key sensors/<entity>/<sensor>
+    # and sensors_truth/<entity>/<sensor>
+    traj_sensors = [s for s in scene.sensors if s.in_step and s.trajectory]
+    sensor_keys = {s.full_name: (f"sensors/{s.full_name}", f"sensors_truth/{s.full_name}") for s in traj_sensors}
     data: dict[str, list] = {k: [] for k, *_ in recs}
     data.update({k: [] for pair in sensor_keys.values() for k in pair})
     times, step_idx = [], []
@@ -609,7 +632,8 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         if sensor_keys:
             for truth, readings in ((0, scene.read_sensors()), (1, scene.read_sensors(ground_truth=True))):
                 for full, r in readings.items():
-                    data[sensor_keys[full][truth]].append(np.asarray(r.value, dtype=float))
+                    if full in sensor_keys:
+                        data[sensor_keys[full][truth]].append(np.asarray(r.value, dtype=float))
 
     states = _states_recorder(plan, scene, out_dir)
     if states is not None:
@@ -620,7 +644,18 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         bad = next((r for r in recs if not data[r[0]]), None)
         what = f"record {bad[3]!r} (as {bad[0]!r}) with args {bad[2]}" if bad else "record"
         raise SceneFileError(f"{plan.source}: {what}: {exc}") from None
-    bar = Progress(plan.steps, progress)
+    vid = None
+    if video and plan.video is not None:
+        from .raycast.recording import Video
+
+        try:
+            vid = Video(scene, plan.video, out_dir, plan.source,
+                        {_entity_name(e, ep): e for ep, e in zip(plan.entities, entities, strict=True)})
+        except PolyphysError as exc:
+            raise SceneFileError(f"{plan.source}: run.video: {exc}") from None
+        vid.maybe_frame(0)
+    render_s = 0.0
+    bar = Progress(plan.steps, progress, label="steps" if vid is None else f"steps (video every {vid.every})")
     first_step_s = 0.0
     t_loop = time.perf_counter()
     step_s = 0.0
@@ -636,6 +671,10 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             record(i)
         if states is not None and (i % states.every == 0 or i == plan.steps):
             states.record(step=i, time=float(np.max(scene.get_time())))
+        if vid is not None:
+            tr = time.perf_counter()
+            vid.maybe_frame(i)
+            render_s += time.perf_counter() - tr
         bar.update(i)
     loop_s = time.perf_counter() - t_loop
     n_env = max(1, plan.n_envs)
@@ -649,6 +688,10 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
     np.savez(files["trajectories"], **traj)
     if states is not None:
         files["states"] = states.close()
+    if vid is not None:
+        files["video"] = vid.close()
+    if plan.checkpoint:
+        files["checkpoint"] = scene.save_checkpoint(os.path.join(out_dir, "checkpoint.npz"))
     caps = scene.capabilities()
     summary = {
         "scene": {
@@ -669,8 +712,10 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
         "record_every": plan.record_every,
         "n_records": len(times),
         "recorded": sorted(data),
-        "sensors": {full: {"kind": s.kind, "outputs": [list(f) for f in s.fields], "stage": s.stage}
+        "sensors": {full: {"kind": s.kind, "outputs": [list(f) for f in s.fields], "stage": s.stage,
+                           "in_step": s.in_step, "recorded": full in sensor_keys}
                     for full, s in ((s.full_name, s) for s in scene.sensors)},
+        "video": dict(vid.summary(), render_s=render_s) if vid is not None else None,
         "final_time": times[-1],
         "timings": {
             "build_s": build_s,
@@ -699,8 +744,11 @@ def run_plan(plan: ScenePlan, out_dir: str | os.PathLike | None = None, steps: i
             path = write_snapshots(traj, os.path.join(out_dir, "snapshots.png"), plan.snapshots, plan.name)
             if path is not None:
                 files["snapshots"] = path
+            path = write_slices(traj, os.path.join(out_dir, "slices.png"), plan.snapshots, plan.name)
+            if path is not None:
+                files["slices"] = path
         if sensor_keys:
-            path = write_sensor_plot(traj, {f: s for f, s in ((s.full_name, s) for s in scene.sensors)},
+            path = write_sensor_plot(traj, {f: s for f, s in ((s.full_name, s) for s in traj_sensors)},
                                      os.path.join(out_dir, "sensors.png"), plan.name)
             if path is not None:
                 files["sensors"] = path
@@ -723,10 +771,10 @@ def _states_recorder(plan: ScenePlan, scene, out_dir: str):
 
 
 def run_file(path: str | os.PathLike | None = None, out_dir=None, steps: int | None = None,
-             progress: bool | None = None, plot: bool = True) -> RunResult:
+             progress: bool | None = None, plot: bool = True, video: bool = True) -> RunResult:
     """``polyphys run``: parse ``path`` (default: the bundled default scene) and run it."""
     plan = parse_file(path if path is not None else default_scene_path())
-    return run_plan(plan, out_dir=out_dir, steps=steps, progress=progress, plot=plot)
+    return run_plan(plan, out_dir=out_dir, steps=steps, progress=progress, plot=plot, video=video)
 
 
 # -- plotting -----------------------------------------------------------------------------------
@@ -919,6 +967,57 @@ def write_snapshots(traj: dict, path: str, n: int, title: str = "") -> str | Non
     axes.flat[0].legend(fontsize=6, markerscale=2, loc="upper right")
     fig.suptitle(f"{title} (side view, env 0)" if title else "side view, env 0")
     fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _is_slice(key: str) -> bool:
+    return "slice" in key.rsplit("/", 1)[-1]
+
+
+def write_slices(traj: dict, path: str, n: int, title: str = "") -> str | None:
+    """Every recorded 2D field — a getter or ``as`` name containing "slice", e.g. a grid solver's
+    density on a plane, (n_records, [n_envs,] n1, n2) — as images at ``n`` evenly spaced recorded
+    times (env 0; first axis horizontal, second vertical; one colour scale per field). Returns the
+    path, or None without matplotlib or any such field."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    import numpy as np
+
+    t = traj["time"]
+    n_rec = len(t)
+    fields = []
+    for key, arr in traj.items():
+        if key in ("time", "step") or not _is_slice(key) or arr.ndim < 3 or arr.shape[0] != n_rec:
+            continue
+        a = arr
+        while a.ndim > 3:
+            a = a[:, 0]                            # env 0
+        fields.append((key, np.asarray(a, dtype=float)))
+    if not fields or n_rec == 0:
+        return None
+    idx = sorted({int(round(i)) for i in np.linspace(0, n_rec - 1, min(int(n), n_rec))})
+    n1, n2 = fields[0][1].shape[1:]
+    panel = 2.6
+    fig, axes = plt.subplots(len(fields), len(idx), squeeze=False,
+                             figsize=(panel * len(idx) + 1.2, panel * len(fields) * min(max(n2 / n1, 0.4), 2.5) + 0.6))
+    for r, (key, a) in enumerate(fields):
+        lo, hi = float(np.nanmin(a[idx])), float(np.nanmax(a[idx]))
+        im = None
+        for c, i in enumerate(idx):
+            ax = axes[r, c]
+            im = ax.imshow(a[i].T, origin="lower", vmin=lo, vmax=hi if hi > lo else lo + 1e-12, cmap="viridis")
+            ax.set_title(f"{key}\nt = {t[i]:.3f} s" if c == 0 else f"t = {t[i]:.3f} s", fontsize=8)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        fig.colorbar(im, ax=axes[r, :].tolist(), shrink=0.85)
+    fig.suptitle(f"{title} (slices, env 0)" if title else "slices, env 0")
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

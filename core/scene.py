@@ -439,12 +439,14 @@ class Scene:
         return int(c[0]) if not self.batched else c
 
     def read_sensors(self, envs_idx=None, ground_truth: bool = False) -> dict:
-        """Every sensor's reading of the last step: {full name ("entity/sensor"): Reading}."""
+        """Every sensor's reading of the last step: {full name ("entity/sensor"): Reading} (sensors
+        with ``in_step = False``, such as cameras rendered on demand, have none)."""
         with self._entry("read_sensors()"):
             if self.sensor_hub is None:
                 return {}
-            readings = self.sensor_hub.read_many(self.sensors, envs_idx, ground_truth)
-            return {s.full_name: r for s, r in zip(self.sensors, readings, strict=True)}
+            sensors = self.sensor_hub.sensors            # those evaluated in the step (in_step)
+            readings = self.sensor_hub.read_many(sensors, envs_idx, ground_truth)
+            return {s.full_name: r for s, r in zip(sensors, readings, strict=True)}
 
     def sensor(self, full_name: str):
         """The sensor named ``"entity/sensor"`` (or a scene-level sensor's own name)."""

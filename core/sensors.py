@@ -161,7 +161,11 @@ class Reading:
 class SensorGroup:
     """Sensors evaluated together in the captured step. The default calls each member's
     ``evaluate``; a plugin returns its own group from ``Sensor.make_group`` to evaluate all sensors
-    of a kind in one launch."""
+    of a kind in one launch. Groups run in ascending ``order`` (then in the order their first
+    sensor was added): a group that changes what others read (ray casting refreshes rigid link
+    frames to the end state) runs last."""
+
+    order: int = 0
 
     def __init__(self, sensors: list, layout: Layout):
         self.sensors = sensors
@@ -180,10 +184,12 @@ class SensorHub:
     def __init__(self, scene, sensors: list, layout: Layout):
         import warp as wp
 
-        self.scene, self.sensors, self.layout = scene, sensors, layout
+        self.scene, self.layout = scene, layout
         for s in sensors:
             s.build(layout)
-            s._check_fields()
+            if s.in_step:
+                s._check_fields()
+        self.sensors = sensors = [s for s in sensors if s.in_step]    # the others are used on demand
         col = 0
         for i, s in enumerate(sensors):
             s.index, s.column, s._hub = i, col, self
@@ -194,7 +200,8 @@ class SensorHub:
         groups: dict = {}
         for s in sensors:
             groups.setdefault(s.group_key(), []).append(s)
-        self.groups = [type(m[0]).make_group(m, layout) for m in groups.values()]
+        self.groups = sorted((type(m[0]).make_group(m, layout) for m in groups.values()),
+                             key=lambda g: getattr(g, "order", 0))
         n, dev, npf = layout.n_envs, layout.device, layout.np_float
         s_t = layout.float_type
         ctype, csens, cseed, cdrift, cres, clo, chi = [], [], [], [], [], [], []
@@ -221,7 +228,7 @@ class SensorHub:
             chi += list(hi_arr)
             s._check_measurement(noise[sl], bias[sl], np.asarray(cdrift[-s.dim:]), np.asarray(cres[-s.dim:]),
                                  lo_arr, hi_arr)
-        self.buffer_len = L = max(s.measurement.delay_buffer for s in sensors) + 1
+        self.buffer_len = L = max([s.measurement.delay_buffer for s in sensors] + [0]) + 1
         arr = lambda a, dt: wp.array(np.ascontiguousarray(a), dtype=dt, device=dev)  # noqa: E731
         self.col_type = arr(np.asarray(ctype, np.int32), wp.int32)
         self._plain_host = np.zeros(D, np.int32)
@@ -268,12 +275,20 @@ class SensorHub:
                 "truth", "measured", "noise", "bias", "delay", "drift", "buffer", "head", "count", "tick")}
         return p
 
+    def ticks(self, part: Partition):
+        """The partition's per-env count of measured steps (Warp int32 array, never rewound by a reset:
+        the sensors' own clock, carried by checkpoints); during ``evaluate`` it counts the steps
+        before this one."""
+        return self._part(part)["tick"]
+
     def evaluate(self, part: Partition) -> None:
         """Ground truth of every group, then the measurement models, for the envs of ``part``."""
         import warp as wp
 
         from .kernels import sensors as K
 
+        if not self.sensors:
+            return
         p = self._part(part)
         for g in self.groups:
             g.evaluate(part, p["truth"])
@@ -308,7 +323,9 @@ class SensorHub:
             value[none] = np.nan
             if all(dt == "bool" for _, _, dt in sensor.fields):
                 value = np.where(np.isnan(value), 0.0, value) > 0.5
-            fields = {name: value[:, sl] for name, sl in sensor.field_slices().items()}
+            shapes = sensor.field_shapes
+            fields = {name: value[:, sl].reshape((len(envs),) + tuple(shapes.get(name, (sl.stop - sl.start,))))
+                      for name, sl in sensor.field_slices().items()}
             st, rs = step.copy(), rstep
             if not scene.batched:
                 value, fields = value[0], {k_: v[0] for k_, v in fields.items()}

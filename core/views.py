@@ -3,7 +3,8 @@
 A coupler couples any two solvers exposing the protocols it names (``CouplerSpec.couples``); the
 built-in Legacy coupler therefore works with a third-party particle solver unchanged. Sensors read
 solvers through ``RigidSensorView`` and ``ParticleStateView`` (docs/sensors.md): a third-party rigid
-solver exposing ``RigidSensorView`` gets every rigid sensor. Arrays are batch-first Warp arrays;
+solver exposing ``RigidSensorView`` gets every rigid sensor; cameras and ray-casting sensors read
+``RenderView`` (docs/cameras.md). Arrays are batch-first Warp arrays;
 per-partition methods return views restricted to ``part``'s envs.
 """
 
@@ -25,6 +26,10 @@ class ParticleCarriers:
     mass: Any
     active: Any
     kind: str = "particles"          # or "grid_nodes"
+    # for kind "grid_nodes": the material points behind the nodes (a ParticleCarriers of kind
+    # "particles", the state between substeps), which a coupler may move out of rigid bodies in
+    # ``preprocess`` (before P2G); None when the solver offers none
+    points: Any = None
 
 
 @runtime_checkable
@@ -79,7 +84,7 @@ class HeightFields:
 @attrs.frozen
 class RigidGeoms:
     """Static geometry a coupler queries (same for every env): per geom its link, type code
-    (``polyphys.sdf`` GEOM_* constants), size (MuJoCo half sizes), local pose, and the Rigid
+    (``polyphys.description.GeomType``), size (MuJoCo half sizes), local pose, and the Rigid
     material's coupling fields (coup_friction, coup_restitution, coup_softness).
 
     Mesh geoms (type GeomType.MESH) have no analytic SDF: the solver gives their triangles in
@@ -169,6 +174,50 @@ class RigidView(Protocol):
     accepts_reaction: bool
 
     def rigid_geoms(self) -> RigidGeoms: ...
+
+    def rigid_links(self, part) -> RigidLinks: ...
+
+
+@attrs.frozen
+class RenderGeoms:
+    """Everything a camera draws of a rigid-side solver: its visual and collision geoms, static
+    (host arrays, one row per geom; docs/cameras.md). link: (n,) int, the geom's link as a global
+    index into the solver's link arrays (``rigid_links``); type: (n,) ``polyphys.geometry`` codes;
+    size: (n, 3) MuJoCo half sizes (a heightfield: (rx, ry, z_bottom)); pos (n, 3) and quat (n, 4,
+    w x y z): the pose in the link frame; rgba: (n, 4) colour (an entity's Surface colour wins over
+    the model's); texture: per geom None or ``(rgb2 (3,), square (m))`` — a checker of ``rgba`` and
+    ``rgb2`` with squares of that side (planes; MJCF checker textures); entity: (n,) the owning
+    entity's ``uid``; entity_link: (n,) the link's index in that entity's description; name: per
+    geom ``"<entity>/<geom>"``; meshes: per geom ``(vertices, faces)`` in the geom frame or None;
+    hfields: per geom ``(heights (nrow, ncol), (rx, ry, z_bottom))`` or None; links: {entity uid:
+    tuple of the global link index of each of the entity's description links}. Built by
+    ``polyphys.raycast.geoms.render_geoms_of``."""
+
+    link: Any
+    type: Any
+    size: Any
+    pos: Any
+    quat: Any
+    rgba: Any
+    entity: Any
+    entity_link: Any
+    name: tuple = attrs.field(default=(), eq=False)
+    texture: tuple = attrs.field(default=(), eq=False)
+    meshes: tuple = attrs.field(default=(), eq=False)
+    hfields: tuple = attrs.field(default=(), eq=False)
+    links: dict = attrs.field(factory=dict, eq=False)
+
+
+@runtime_checkable
+class RenderView(Protocol):
+    """What ray-casting sensors and cameras read of a rigid-side solver (docs/cameras.md): every
+    geom (``render_geoms``) and the link frames (``rigid_links(part).pos/.quat``). A solver whose
+    link frames inside the step lag its end state (the rigid solver computes them at a substep's
+    start) also offers ``sync_links(part)``: launches only, it makes ``rigid_links(part)`` describe
+    the state at the end of the step. A solver exposing only ``RigidView`` is drawn from its
+    ``rigid_geoms`` (collision geoms, one grey)."""
+
+    def render_geoms(self) -> RenderGeoms: ...
 
     def rigid_links(self, part) -> RigidLinks: ...
 
@@ -272,4 +321,5 @@ class RigidSensorView(Protocol):
 
 
 VIEW_PROTOCOLS = {"ParticleView": ParticleView, "RigidView": RigidView, "SurfaceMeshView": SurfaceMeshView,
-                  "ParticleStateView": ParticleStateView, "RigidSensorView": RigidSensorView}
+                  "ParticleStateView": ParticleStateView, "RigidSensorView": RigidSensorView,
+                  "RenderView": RenderView}

@@ -1,4 +1,4 @@
-"""LegacyCoupler: the SDF velocity response of SPEC §C1 between RigidView and ParticleView solvers.
+"""LegacyCoupler: the SDF velocity response of docs/semantics.md C1 between RigidView and ParticleView solvers.
 
 In ``couple(f, part)`` — after every solver's pre-coupling stage, before post-coupling — each velocity
 carrier (particles, or MPM grid nodes between grid update and G2P) near or inside a rigid geom gets
@@ -23,7 +23,7 @@ from polyphys.interfaces import Coupler
 from polyphys.sdf_grid import build_sdf_grids, empty_sdf_grids, pack_height_fields
 from polyphys.views import HeightFields, ParticleView, RigidView, SdfGrids
 
-from .kernels.couple import apply_reaction, legacy_response
+from .kernels.couple import apply_reaction, legacy_response, project_points
 from .options import LegacyOptions
 
 
@@ -39,6 +39,9 @@ class LegacyCoupler(Coupler):
         self._hfields: dict[str, HeightFields] = {}       # per rigid solver: heightfield geoms
         for a, b in self.pairs:
             rigid, particles = a.view(RigidView), b.view(ParticleView)
+            wants = getattr(rigid, "couples_with", None)     # optional: a rigid side may decline a partner
+            if wants is not None and not wants(particles.name):
+                continue
             geoms = rigid.rigid_geoms()
             if rigid.name not in self._grids:
                 self._grids[rigid.name] = self._sdf_grids(geoms, dev)
@@ -134,17 +137,30 @@ class LegacyCoupler(Coupler):
             raise OptionError(f"{particles.name}.particle_carriers(): active must be an int32 array")
 
     def preprocess(self, f, part):
-        if f == 0:    # a new step: the impulse readback sums this step's substeps
-            for v in self._parts[part.index].links.values():
+        p = self._parts[part.index]
+        for v in p.links.values():
+            if f == 0:    # a new step: the impulse readback sums this step's substeps
                 v.impulse.zero_()
                 v.angular_impulse.zero_()
+            v.force.zero_()
+            v.torque.zero_()
+        inv_h = 1.0 / self.layout.h
+        for rigid, links, carriers, geoms, grids, hf in p.pairs:
+            pts = carriers.points
+            if pts is None or geoms.type.shape[0] == 0 or pts.pos.shape[1] == 0:
+                continue
+            buf = p.links[rigid.name]
+            wp.launch(project_points, dim=(part.n_envs, pts.pos.shape[1]),
+                      inputs=[geoms.link, geoms.type, geoms.size, geoms.pos, geoms.quat, geoms.coup_friction,
+                              grids.geom, grids.values,
+                              grids.origin, grids.spacing, grids.dims, grids.offset, hf.geom, hf.heights,
+                              hf.shape, hf.extent, hf.offset, hf.reach, inv_h, links.pos, links.quat, links.com,
+                              links.vel, links.ang, pts.mass, pts.active, pts.pos, pts.vel],
+                      outputs=[buf.force, buf.torque], device=self.layout.device)
 
     def couple(self, f, part):
         p = self._parts[part.index]
         inv_h = 1.0 / self.layout.h
-        for v in p.links.values():
-            v.force.zero_()
-            v.torque.zero_()
         for rigid, links, carriers, geoms, grids, hf in p.pairs:
             buf = p.links[rigid.name]
             n_carriers = carriers.pos.shape[1]
@@ -155,7 +171,7 @@ class LegacyCoupler(Coupler):
                               geoms.coup_restitution, geoms.coup_softness, grids.geom, grids.values,
                               grids.origin, grids.spacing, grids.dims, grids.offset, hf.geom, hf.heights,
                               hf.shape, hf.extent, hf.offset, hf.reach, self.options.influence_cutoff,
-                              inv_h, links.pos, links.quat, links.com, links.vel, links.ang, carriers.pos,
+                              inv_h, self.layout.h, links.pos, links.quat, links.com, links.vel, links.ang, carriers.pos,
                               carriers.mass, carriers.active, carriers.vel],
                       outputs=[buf.force, buf.torque], device=self.layout.device)
         done = set()

@@ -40,6 +40,7 @@ from polyphys.meshfile import read_mesh
 from polyphys.xmlfile import FLOAT32_MAX, Attrs, read_xml, where
 
 from .sensors import parse_sensors
+from .visual import camera_record, geom_look, read_material, read_texture
 
 JOINT_MAP = {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "free"}
 GEOM_TYPES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf")
@@ -260,6 +261,8 @@ class _Ctx:
         self.meshes: dict[str, Attrs] = {}
         self.mesh_cache: dict[tuple, tuple] = {}   # (mesh name, what) -> loaded data
         self.hfields: dict[str, Attrs] = {}
+        self.textures: dict[str, Attrs] = {}     # visual.py
+        self.materials: dict[str, Attrs] = {}
 
     # -- compiler settings --------------------------------------------------------------------
     def read_compiler(self, root):
@@ -442,6 +445,7 @@ class MJCFImporter:
         self.springdamper = {}    # id(Joint) -> (timeconst, dampratio)
         self.explicit = {}        # link index -> Inertial from <inertial>
         self.geom_mass = []       # per geom: (mass, com in link frame, inertia about com) or None
+        self.cameras = []         # camera sensor records (visual.py)
         self.skipped = {}         # link index -> [(error, group, massless)] of skipped visual geoms
         for wb in root.findall("worldbody"):
             self._walk(wb)
@@ -466,6 +470,7 @@ class MJCFImporter:
             desc.keyframes.append(Keyframe(name="", qpos=desc.qpos0(), qvel=np.zeros(desc.n_dofs),
                                            ctrl=np.zeros(len(desc.actuators))))
         parse_sensors(root, desc, ctx.notes)        # <sensor> -> desc.sensors (sensors.py)
+        desc.sensors.extend(self.cameras)           # <camera> -> camera sensors (visual.py)
         for tag in ("deformable", "extension", "custom", "visual", "statistic"):
             for el in root.findall(tag):
                 ctx.unsupported[tag] += 1
@@ -583,8 +588,10 @@ class MJCFImporter:
                 at = Attrs(a)
                 name = at.get("name") or os.path.splitext(os.path.basename(at.get("file", "")))[0]
                 ctx.hfields[name] = at
-            elif a.tag in ("texture", "material"):
-                ctx.unsupported[a.tag] += 1
+            elif a.tag == "texture":
+                read_texture(ctx, Attrs(a))
+            elif a.tag == "material":
+                read_material(ctx, ctx.attrs(a, "main"))
             else:
                 ctx.unsupported["asset " + a.tag] += 1
 
@@ -732,7 +739,11 @@ class MJCFImporter:
             elif tag == "inertial":
                 if li == 0:
                     raise ImportError_(f"{where(child)}: <inertial> in the worldbody")
-            elif tag in ("camera", "light"):
+            elif tag == "camera":
+                a = ctx.attrs(child, cls)
+                cpos, cq = compose(fpos, fquat, a.reals("pos", (0.0, 0.0, 0.0), n=3), ctx.orient(a) or (1.0, 0.0, 0.0, 0.0))
+                self.cameras.append(camera_record(ctx, a, li, self.desc.links[li].name, cpos, cq, len(self.cameras)))
+            elif tag == "light":
                 ctx.unsupported[tag] += 1
             elif tag in ("composite", "flexcomp", "replicate", "plugin", "attach"):
                 ctx.unsupported[f"body {tag}"] += 1
@@ -919,6 +930,7 @@ class MJCFImporter:
         pos, q = compose(fpos, fquat, pos, q)
         friction = _pad(a.reals("friction", (1.0, 0.005, 0.0001), max_n=3, ge=0.0), 3,
                         (1.0, 0.005, 0.0001))
+        rgba, texture = geom_look(ctx, a, size)
         g = Geom(name=name, type=gt, link=li, size=tuple(size), pos=pos, quat=q,
                  role="visual" if visual_only else "both",
                  contype=contype, conaffinity=conaff,
@@ -928,8 +940,7 @@ class MJCFImporter:
                  solmix=a.real("solmix", 1.0, ge=0.0), priority=a.integer("priority", 0),
                  margin=a.real("margin", 0.0), gap=a.real("gap", 0.0),
                  group=group, density=a.real("density", 1000.0, ge=0.0),
-                 rgba=_pad(a.reals("rgba", (), max_n=4), 4, (0.5, 0.5, 0.5, 1.0)),
-                 mesh=mesh, hfield=hfield, src=what)
+                 rgba=rgba, texture=texture, mesh=mesh, hfield=hfield, src=what)
         desc.geoms.append(g)
         desc.links[li].geoms.append(gi)
         self.geom_mass.append(self._geom_inertial(g, a, vol_props, shell))
@@ -1502,6 +1513,10 @@ class MJCFImporter:
         desc = self.desc
         apply_fixed(desc, morph.fixed, roots=[i for i, lk in enumerate(desc.links) if lk.parent == 0])
         apply_scale(desc, morph.scale)
+        if morph.scale != 1.0:
+            for rec in desc.sensors:
+                if rec.kind == "camera":
+                    rec.options["offset_pos"] = tuple(float(v) * morph.scale for v in rec.options["offset_pos"])
         apply_geometry_options(desc, morph)
         desc.finalize()
 

@@ -22,7 +22,7 @@ _SUBTREE = {"subtreecom": "com", "subtreelinvel": "linvel", "subtreeangmom": "an
 _JOINT = {"jointpos": "pos", "jointvel": "vel", "jointactuatorfrc": "actuator_force", "ballangvel": "vel"}
 _AXIS_LIKE = ("quat", "xaxis", "yaxis", "zaxis")
 _WHY = {
-    "rangefinder": "no ray casting in polyphys yet", "camprojection": "no cameras",
+    "camprojection": "not modelled (cameras: docs/cameras.md)",
     "ballquat": "quaternion noise of a ball joint's q is not modelled (use a frame sensor's quat)",
     "tendonpos": "no tendons", "tendonvel": "no tendons", "tendonactuatorfrc": "no tendons",
     "tendonlimitpos": "no tendons", "tendonlimitvel": "no tendons", "tendonlimitfrc": "no tendons",
@@ -114,6 +114,10 @@ def _convert(tag, a, name, mag):
         if "site" not in a:
             return None, "needs site="
         return _Rec("force_torque", {"site": a["site"], "outputs": (tag,)}, ("site",)), None
+    if tag == "rangefinder":
+        if "site" not in a:
+            return None, "needs site= (a rangefinder on a camera is not supported)"
+        return _Rec("rangefinder", {"site": a["site"]}, ("site",)), None
     if tag == "touch":
         if "site" not in a:
             return None, "needs site="

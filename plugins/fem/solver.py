@@ -171,7 +171,7 @@ class FEMSolver(Solver):
         if opts.integrator == "implicit":
             self.sl = ScalarLayout(opts.newton_iters, opts.cg_iters, opts.line_search_iters)
             self.work = {k: wp.zeros((n, nv), dtype=vec3, device=dev)
-                         for k in ("pos_hat", "grad", "d", "r", "z", "p", "ap")}
+                         for k in ("step_hat", "disp", "grad", "d", "r", "z", "p", "ap")}
             # per-element Hessian data of the current Newton iterate (see gradient_elements)
             self.hess = [wp.zeros((n, ne), dtype=mat33, device=dev) for _ in range(4)]
             self.rot_n = wp.zeros((n, ne), dtype=mat33, device=dev)
@@ -251,7 +251,7 @@ class FEMSolver(Solver):
         mat = [m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta]
         wp.launch(I.zero_scalars, dim=(p.n, sl.width), inputs=[], outputs=[p.scal])
         wp.launch(I.begin_substep, dim=dv, inputs=[h, g, p.fixed, m.plane_point, m.plane_normal, p.vel],
-                  outputs=[p.pos, p.pos_n, p.pos_hat, p.contact_n, p.contact_dv])
+                  outputs=[p.pos, p.pos_n, p.step_hat, p.disp, p.contact_n, p.contact_dv])
         if self.has_beta:
             wp.launch(I.rotations_at_start, dim=de, inputs=[m.tets, m.dm_inv, m.model, p.pos_n],
                       outputs=[p.rot_n])
@@ -259,7 +259,7 @@ class FEMSolver(Solver):
         for k in range(sl.K):
             e0, rz_k, pap_k, step_k = sl.e0 + k, sl.rz + k * (sl.J + 1), sl.pap + k * sl.J, sl.step + k
             wp.launch(I.gradient_vertices, dim=dv,
-                      inputs=[m.mass, m.alpha, g, h, e0, p.pos, p.pos_n, p.pos_hat], outputs=[p.grad, p.scal])
+                      inputs=[m.mass, m.alpha, g, h, e0, p.step_hat, p.disp], outputs=[p.grad, p.scal])
             wp.launch(I.gradient_elements, dim=de,
                       inputs=[*mat, h, e0, proj, p.pos, p.pos_n, p.rot_n, p.active],
                       outputs=[p.grad, p.scal, *p.hess])
@@ -282,14 +282,14 @@ class FEMSolver(Solver):
             for t in range(sl.L):
                 s, et = 0.5 ** t, sl.et + k * sl.L + t
                 wp.launch(I.trial_energy_vertices, dim=dv,
-                          inputs=[m.mass, m.alpha, g, h, s, et, step_k, p.pos, p.d, p.pos_n, p.pos_hat],
+                          inputs=[m.mass, m.alpha, g, h, s, et, step_k, p.d, p.step_hat, p.disp],
                           outputs=[p.scal])
                 wp.launch(I.trial_energy_elements, dim=de,
                           inputs=[*mat, h, s, et, step_k, p.pos, p.d, p.pos_n, p.rot_n, p.active],
                           outputs=[p.scal])
                 wp.launch(I.line_search_accept, dim=p.n, inputs=[s, e0, et, step_k], outputs=[p.scal])
-            wp.launch(I.apply_step, dim=dv, inputs=[step_k, p.d, p.scal], outputs=[p.pos])
-        wp.launch(I.end_substep, dim=dv, inputs=[h, p.fixed, p.pos, p.pos_n], outputs=[p.vel])
+            wp.launch(I.apply_step, dim=dv, inputs=[step_k, p.d, p.scal], outputs=[p.pos, p.disp])
+        wp.launch(I.end_substep, dim=dv, inputs=[h, p.fixed, p.disp], outputs=[p.vel])
 
     def solve_stats(self) -> dict:
         """Diagnostics of the implicit solve of the last substep, per env (host readback; call it

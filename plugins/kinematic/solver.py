@@ -105,6 +105,14 @@ class KinematicSolver(Solver):
         return RigidLinks(pos=p.link_pos, quat=p.link_quat, com=p.link_pos, vel=p.link_vel,
                           ang=p.link_ang)
 
+    # -- RenderView (cameras and ray sensors, docs/cameras.md) --------------------------------------
+    def render_geoms(self):
+        """Every geom (visual and collision) with its colour; the link frames inside and after a
+        step are the end state (forward kinematics runs in pre-coupling), so no ``sync_links``."""
+        from polyphys.raycast.geoms import render_geoms_of
+
+        return render_geoms_of(self.entities, [e.link_start for e in self.entities])
+
     def state_arrays(self):
         return {"qpos": self.qpos, "qvel": self.qvel, "root_pos": self.model.root_pos,
                 "root_quat": self.model.root_quat, "link_pos": self.link_pos,

@@ -54,11 +54,15 @@ def _planes(value):
 class MPMOptions:
     """MLS-MPM solver options (``Scene(mpm=MPMOptions(...))``).
 
-    lower_bound, upper_bound: corners of the simulation domain (m); every env has its own dense
-        grid over it. Particles must start inside the domain less ``boundary_padding`` cells.
+    lower_bound, upper_bound: corners of the simulation domain (m): the walls' surfaces, the region
+        material may occupy (particles must start inside it). Every env has its own dense grid over it
+        plus ``boundary_padding`` cells of wall layer outside each face. When (upper − lower)·grid_density
+        is not a whole number on an axis, the walls of that axis move out by half the remainder each
+        (``wall_lower``/``wall_upper``; a warning at build says where), so walls stay on node layers and
+        the grid stays centred on the domain.
     grid_density: grid cells per metre (dx = 1/grid_density).
     particle_size: lattice spacing of the particle sampler (m); None: dx/2 (8 particles per cell).
-    boundary: what the domain walls (the outer ``boundary_padding`` cells) and the static ``planes``
+    boundary: what the domain walls (the ``boundary_padding`` cells outside the domain) and the static ``planes``
         do to a grid velocity: "sticky" (zeroed), "slip" (normal component zeroed), "separate"
         (normal component zeroed only when it points into the wall). A triple (bx, by, bz) sets the
         walls normal to x, y and z separately (planes take bz), e.g. ("slip", "slip", "sticky"):
@@ -107,11 +111,11 @@ class MPMOptions:
         lo, hi = self.lower_bound, self.upper_bound
         if not all(a < b for a, b in zip(lo, hi)):
             raise OptionError(f"MPMOptions: lower_bound {lo} must be below upper_bound {hi} on every axis")
-        n = [math.ceil((b - a) * self.grid_density - 1e-9) for a, b in zip(lo, hi)]
-        if min(n) < 2 * self.boundary_padding + 2:
-            raise OptionError(f"MPMOptions: the domain {lo}..{hi} at grid_density {self.grid_density} has "
-                              f"{n} cells; each axis needs at least 2*boundary_padding+2 = "
-                              f"{2 * self.boundary_padding + 2} cells (raise grid_density or the domain)")
+        n = self.inner_cells
+        if min(n) < 2:
+            raise OptionError(f"MPMOptions: the domain {lo}..{hi} at grid_density {self.grid_density} is "
+                              f"{n} cells wide; each axis needs at least 2 cells (raise grid_density or the "
+                              f"domain)")
 
     @property
     def wall_boundaries(self) -> tuple:
@@ -124,9 +128,38 @@ class MPMOptions:
         return 1.0 / self.grid_density
 
     @property
+    def inner_cells(self) -> tuple:
+        """Cells between the walls per axis: (upper − lower)·grid_density, rounded up to a whole
+        number (a value within 1e-6 of an integer counts as that integer)."""
+        out = []
+        for a, b in zip(self.lower_bound, self.upper_bound):
+            c = (b - a) * self.grid_density
+            r = round(c)
+            out.append(int(r) if abs(c - r) <= 1e-6 * max(1.0, c) else math.ceil(c))
+        return tuple(out)
+
+    @property
+    def wall_lower(self) -> tuple:
+        """Position of the lower walls (the surfaces material rests on): lower_bound, moved out by
+        half the rounding of the cell count when (upper − lower)·grid_density is not whole, so that
+        the walls stay on node layers and the grid stays centred on the domain (docs/mpm.md)."""
+        return tuple(a - 0.5 * (n * self.dx - (b - a))
+                     for a, b, n in zip(self.lower_bound, self.upper_bound, self.inner_cells))
+
+    @property
+    def wall_upper(self) -> tuple:
+        """Position of the upper walls (see wall_lower)."""
+        return tuple(w + n * self.dx for w, n in zip(self.wall_lower, self.inner_cells))
+
+    @property
+    def grid_origin(self) -> tuple:
+        """Position of node (0, 0, 0): boundary_padding cells below the lower walls."""
+        return tuple(w - self.boundary_padding * self.dx for w in self.wall_lower)
+
+    @property
     def n_cells(self) -> tuple:
-        return tuple(math.ceil((b - a) * self.grid_density - 1e-9)
-                     for a, b in zip(self.lower_bound, self.upper_bound))
+        """Cells of the grid per axis, wall layers included (inner_cells + 2·boundary_padding)."""
+        return tuple(n + 2 * self.boundary_padding for n in self.inner_cells)
 
     @property
     def spacing(self) -> float:

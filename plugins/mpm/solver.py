@@ -48,22 +48,36 @@ class MPMSolver(Solver):
         return entity
 
     def _safe_box(self):
+        """The walls' surfaces: the region particles may occupy (MPMOptions.wall_lower/wall_upper)."""
         o = self.options
-        lo = np.asarray(o.lower_bound)
-        pad = o.boundary_padding * o.dx
-        hi_grid = lo + np.asarray(o.n_cells) * o.dx
-        return lo + pad, hi_grid - pad
+        return np.asarray(o.wall_lower), np.asarray(o.wall_upper)
 
     def _check_inside(self, entity, pos: np.ndarray) -> None:
         a, b = self._safe_box()
-        out = np.any((pos < a) | (pos > b), axis=1)
+        tol = 1e-6 * self.options.dx
+        out = np.any((pos < a - tol) | (pos > b + tol), axis=1)
         if out.any():
             o = self.options
+            walls = "" if np.allclose(a, o.lower_bound) and np.allclose(b, o.upper_bound) else (
+                f" (walls at [{_fmt(a)}, {_fmt(b)}]: the domain widened to whole cells of dx = {o.dx:.4g} m)")
             raise OptionError(
                 f"MPM entity {entity.name!r}: {int(out.sum())} of {len(pos)} particles lie outside the MPM "
-                f"domain lower_bound={o.lower_bound}, upper_bound={o.upper_bound} less its "
-                f"{o.boundary_padding}-cell wall layer, i.e. [{_fmt(a)}, {_fmt(b)}]; particles span "
+                f"domain lower_bound={o.lower_bound}, upper_bound={o.upper_bound}{walls}; particles span "
                 f"[{_fmt(pos.min(0))}, {_fmt(pos.max(0))}]. Move the entity or enlarge the domain")
+
+    def _check_alignment(self) -> None:
+        o = self.options
+        a, b = np.asarray(o.wall_lower), np.asarray(o.wall_upper)
+        off = np.abs(a - np.asarray(o.lower_bound)) > 1e-9 * o.dx
+        if off.any():
+            axes = [("x", "y", "z")[k] for k in np.nonzero(off)[0]]
+            cells = [f"{(hb - la) * o.grid_density:.4g}" for la, hb in zip(o.lower_bound, o.upper_bound)]
+            warnings.warn(
+                f"MPMOptions: (upper_bound − lower_bound)·grid_density = ({', '.join(cells)}) is not a whole "
+                f"number of cells on axis {', '.join(axes)}; the walls are placed half the remainder outside "
+                f"each bound, at [{_fmt(a)}, {_fmt(b)}] (grid centred on the domain). Choose bounds a whole "
+                f"number of cells dx = {o.dx:.4g} m apart to put the walls on the bounds",
+                PolyphysWarning, stacklevel=4)
 
     # -- build ---------------------------------------------------------------------------------
     def build(self, layout):
@@ -72,6 +86,7 @@ class MPMSolver(Solver):
         self.layout = layout
         o, h = self.options, layout.h
         self._check_resolution()
+        self._check_alignment()
         self._check_cfl(h)
         start = 0
         for e in self.entities:
@@ -102,6 +117,8 @@ class MPMSolver(Solver):
         f = lambda a, dt=scalar: wp.array(a, dtype=dt, device=dev)  # noqa: E731
         self.model = SimpleNamespace(p_type=f(typ, wp.int32), p_mu=f(mu), p_lam=f(lam),
                                      p_par=f(par, vec4), p_mass=f(mass), p_vol=f(vol))
+        # per-env particle masses: the material points a coupler sees (particle_carriers().points)
+        self.p_mass2d = wp.array(np.broadcast_to(mass, (n, n_p)).copy(), dtype=scalar, device=dev)
         planes = o.planes
         self.plane_pos = wp.array(np.array([p for p, _ in planes], npf).reshape(-1, 3), dtype=vec3, device=dev)
         self.plane_nrm = wp.array(np.array([q for _, q in planes], npf).reshape(-1, 3), dtype=vec3, device=dev)
@@ -121,9 +138,14 @@ class MPMSolver(Solver):
         self.grid_m = wp.zeros((n, self.n_nodes), dtype=scalar, device=dev)
         self.grid_v = wp.zeros((n, self.n_nodes), dtype=vec3, device=dev)
         self.grid_active = wp.zeros((n, self.n_nodes), dtype=wp.int32, device=dev)
-        lo = np.asarray(o.lower_bound, npf)
-        idx = np.indices(self.n_nodes_axis).reshape(3, -1).T.astype(npf)
-        node_pos = (lo + idx * npf(o.dx)).astype(npf)
+        # Σ w m (x_p − x_i) per node: the nodes' material centroids, computed only while a coupler reads
+        # the nodes (particle_carriers() was called); empty otherwise (docs/legacy.md)
+        self.grid_mx = wp.zeros((n, self.n_nodes), dtype=vec3, device=dev)
+        self._grid_mx_empty = wp.zeros((0, 0), dtype=vec3, device=dev)
+        self._centroids = False
+        lo = np.asarray(o.grid_origin, np.float64)
+        idx = np.indices(self.n_nodes_axis).reshape(3, -1).T
+        node_pos = (lo + idx * o.dx).astype(npf)
         self.grid_pos = wp.array(np.broadcast_to(node_pos, (n, self.n_nodes, 3)).copy(), dtype=vec3,
                                  device=dev)
         # device flags read after each step (not state)
@@ -146,6 +168,7 @@ class MPMSolver(Solver):
                 n=part.n_envs, pos=self.pos[s], vel=self.vel[s], C=self.C[s], F=self.F[s], Jp=self.Jp[s],
                 active=self.active[s], grid_mv=self.grid_mv[s], grid_m=self.grid_m[s],
                 grid_v=self.grid_v[s], grid_active=self.grid_active[s], grid_pos=self.grid_pos[s],
+                grid_mx=self.grid_mx[s], p_mass2d=self.p_mass2d[s],
                 clamp_flags=self.clamp_flags[s], vmax=self.vmax[s])
 
     def _check_resolution(self) -> None:
@@ -188,15 +211,16 @@ class MPMSolver(Solver):
 
         p, k, m, o = self._parts[part.index], self._consts, self.model, self.options
         nx, ny, nz = self.n_nodes_axis
-        wp.launch(grid.clear_grid, dim=(p.n, self.n_nodes), inputs=[], outputs=[p.grid_mv, p.grid_m])
+        mx = p.grid_mx if self._centroids else self._grid_mx_empty
+        wp.launch(grid.clear_grid, dim=(p.n, self.n_nodes), inputs=[], outputs=[p.grid_mv, p.grid_m, mx])
         wp.launch(transfer.p2g, dim=(p.n, self.n_particles),
                   inputs=[m.p_type, m.p_mu, m.p_lam, m.p_par, m.p_mass, m.p_vol, k.lo, k.inv_dx, k.dx, ny, nz,
                           k.h, p.pos, p.vel, p.C, p.active],
-                  outputs=[p.F, p.Jp, p.grid_mv, p.grid_m])
+                  outputs=[p.F, p.Jp, p.grid_mv, p.grid_m, mx])
         wp.launch(grid.grid_update, dim=(p.n, self.n_nodes),
                   inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, int(o.wall_surface), k.boundary, k.friction,
-                          self.plane_pos, self.plane_nrm, k.gravity, k.h, p.grid_mv, p.grid_m],
-                  outputs=[p.grid_v, p.grid_active])
+                          self.plane_pos, self.plane_nrm, k.gravity, k.h, p.grid_mv, p.grid_m, mx],
+                  outputs=[p.grid_v, p.grid_active, p.grid_pos])
 
     def substep_post_coupling(self, f, part):
         import warp as wp
@@ -211,11 +235,16 @@ class MPMSolver(Solver):
                   outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax])
 
     def particle_carriers(self, part) -> ParticleCarriers:
-        """Grid nodes between the grid update and G2P: pos, vel (changed by a coupler), mass,
-        active (1 where the node carries mass)."""
+        """Grid nodes between the grid update and G2P: pos (the node's material centroid
+        x̄ = x_i + Σ w m (x_p − x_i)/m_i: where its material is, so a coupler acts at the rigid
+        surface rather than up to 1.5 cells ahead of the material; the lattice position where the
+        node carries no mass), vel (changed by a coupler), mass, active (1 where the node carries
+        mass). Asking for the carriers switches the centroid accumulation in P2G on."""
+        self._centroids = True
         p = self._parts[part.index]
+        points = ParticleCarriers(pos=p.pos, vel=p.vel, mass=p.p_mass2d, active=p.active, kind="particles")
         return ParticleCarriers(pos=p.grid_pos, vel=p.grid_v, mass=p.grid_m, active=p.grid_active,
-                                kind="grid_nodes")
+                                kind="grid_nodes", points=points)
 
     def particle_state(self, part) -> ParticleCarriers:
         """ParticleStateView (sensors): the particles themselves after the step (their mass is per

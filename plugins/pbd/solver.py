@@ -8,7 +8,7 @@ Per substep h = dt / substeps:
                  shape matching,
                  PBF λ, contact + fluid gather (Jacobi), apply + static boundaries;
                  v = (x - x_prev) / h (· damping); XSPH viscosity.
-State (SPEC §S8): pos, vel, free — x_prev, λ and the grid are rebuilt every substep, so these three
+State (docs/semantics.md S8): pos, vel, free — x_prev, λ and the grid are rebuilt every substep, so these three
 arrays are everything a bit-exact continuation needs.
 
 Limitations: float32 only; no vorticity confinement or surface tension; the liquid density sees only
@@ -262,9 +262,14 @@ class PBDSolver(Solver):
         # shape-matched bodies
         bodies = [(s, len(r["pos"]), r["body"]) for r, s in zip(recs, starts) if r["body"] is not None]
         rest_off = np.zeros((N, 3))
+        body_ref, body_inv_mass = [], []
         for s, n, _ in bodies:
             p, m = host["pos"][s:s + n], host["mass"][s:s + n]
             rest_off[s:s + n] = p - (m[:, None] * p).sum(0) / m.sum()
+            # the kernel sums relative to the particle nearest the rest centre of mass (float32
+            # sums of absolute positions bias the centre; kernels/constraints.py shape_match)
+            body_ref.append(s + int(np.argmin(np.linalg.norm(rest_off[s:s + n], axis=1))))
+            body_inv_mass.append(1.0 / m.sum())
         self.n_bodies = len(bodies)
         teth_a = np.full((N, TETHERS), -1, np.int64)
         teth_l = np.zeros((N, TETHERS))
@@ -279,7 +284,10 @@ class PBDSolver(Solver):
         self.n_tris = len(tris)
         # neighbour grid over the domain box
         lo, hi = np.asarray(opts.lower_bound), np.asarray(opts.upper_bound)
-        cell = max(2.0 * host["radius"].max(), self.fluid_h)
+        # the neighbour lists are built once per substep (after the prediction) and hold every pair
+        # within one cell: the cell is the PBF smoothing radius or 1.5 x the largest contact distance
+        # (a pair may close that margin during the constraint iterations and still be listed)
+        cell = max(3.0 * host["radius"].max(), self.fluid_h)
         dims = np.maximum(1, np.ceil((hi - lo) / cell).astype(np.int64))
         tsize = 64
         while tsize < 2 * N:
@@ -313,6 +321,8 @@ class PBDSolver(Solver):
             t_comp=arr(tcomp.astype(f32), wp.float32),
             body_start=arr(np.array([b[0] for b in bodies], i32), wp.int32),
             body_count=arr(np.array([b[1] for b in bodies], i32), wp.int32),
+            body_ref=arr(np.array(body_ref, i32), wp.int32),
+            body_inv_mass=arr(np.array(body_inv_mass, f32), wp.float32),
             body_stiff=arr(np.array([b[2] for b in bodies], f32), wp.float32),
             rest_offset=arr(rest_off.astype(f32), wp.vec3),
             plane_p=arr(np.array([p for p, _ in opts.planes], f32).reshape(-1, 3), wp.vec3),
@@ -324,7 +334,7 @@ class PBDSolver(Solver):
             teth_len=arr(teth_l.reshape(-1).astype(f32), wp.float32),
             mass2d=arr(np.tile(host["mass"].astype(f32), (ne, 1)), wp.float32),
         )
-        # state (SPEC §S8) and per-substep scratch; never reallocated after build
+        # state (docs/semantics.md S8) and per-substep scratch; never reallocated after build
         free0 = np.ones(N, i32)
         for r, s in zip(recs, starts):
             free0[s + r["pinned"]] = 0
@@ -332,6 +342,7 @@ class PBDSolver(Solver):
         self.vel = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         self.free = arr(np.tile(free0, (ne, 1)), wp.int32)
         self.pos_prev = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
+        self.pos_pred = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         self.vel_tmp = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         self.delta = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         self.lam = wp.zeros((ne, max(n_lam, 1)), dtype=wp.float32, device=dev)
@@ -340,14 +351,28 @@ class PBDSolver(Solver):
         self.cell_start = wp.zeros((ne, tsize), dtype=wp.int32, device=dev)
         self.cell_end = wp.zeros((ne, tsize), dtype=wp.int32, device=dev)
         self.sorted_idx = wp.zeros((ne, N), dtype=wp.int32, device=dev)
+        # per-substep neighbour lists (kernels/neighbors.py build_neighbors): room for twice the
+        # most neighbours any particle has within one cell at build (a particle with more scans the
+        # grid instead: nothing is dropped)
+        self.nbr_cap = self._neighbour_capacity(host["pos"], cell) if self.has_contacts else 1
+        self.nbr_count = wp.zeros((ne, N), dtype=wp.int32, device=dev)
+        self.nbr_list = wp.zeros((ne, max(N * self.nbr_cap, 1)), dtype=wp.int32, device=dev)
         self.n_particles, self.n_lam = N, n_lam
         self._parts = {}
         for part in layout.partitions:
             s = part.slice
             self._parts[part.index] = SimpleNamespace(
                 n=part.n_envs, **{k: getattr(self, k)[s] for k in (
-                    "pos", "vel", "free", "pos_prev", "vel_tmp", "delta", "lam", "lam_fluid", "cell_ijk",
-                    "cell_start", "cell_end", "sorted_idx")}, mass2d=self.model.mass2d[s])
+                    "pos", "vel", "free", "pos_prev", "pos_pred", "vel_tmp", "delta", "lam", "lam_fluid", "cell_ijk",
+                    "cell_start", "cell_end", "sorted_idx", "nbr_count", "nbr_list")}, mass2d=self.model.mass2d[s])
+
+    @staticmethod
+    def _neighbour_capacity(pos: np.ndarray, cell: float) -> int:
+        """Twice the most neighbours within one cell any particle has at build (at least 16)."""
+        from scipy.spatial import cKDTree
+
+        counts = cKDTree(pos).query_ball_point(pos, cell, return_length=True) - 1
+        return int(max(16, 2 * int(counts.max()) if len(counts) else 16))
 
     # -- stepping --------------------------------------------------------------------------------
     def substep_pre_coupling(self, f, part):
@@ -370,13 +395,17 @@ class PBDSolver(Solver):
         p, m, lay, g, o = self._parts[part.index], self.model, self.layout, self._grid, self.options
         dev, N, h = lay.device, self.n_particles, float(lay.h)
         inv_h2 = 1.0 / (h * h)
-        wp.launch(I.predict_position, dim=(p.n, N), inputs=[h, p.vel], outputs=[p.pos, p.pos_prev], device=dev)
+        wp.launch(I.predict_position, dim=(p.n, N), inputs=[h, p.vel],
+                  outputs=[p.pos, p.pos_prev, p.pos_pred], device=dev)
         if self.n_lam:
             wp.launch(I.zero_lambda, dim=(p.n, self.n_lam), outputs=[p.lam], device=dev)
         grid = [p.cell_ijk, p.cell_start, p.cell_end, p.sorted_idx]
+        nbrs = [p.nbr_count, p.nbr_list]
         if self.has_contacts:
             wp.launch(NB.build_grid, dim=p.n, inputs=[N, g.mask, g.lower, g.inv_cell, g.dims, p.pos],
                       outputs=grid, device=dev)
+            wp.launch(NB.build_neighbors, dim=(p.n, N), inputs=[g.cell * g.cell, self.nbr_cap, g.mask, p.pos, *grid],
+                      outputs=nbrs, device=dev)
         lam_off_b, lam_off_t = self.n_dist, self.n_dist + self.n_bend
         for _ in range(o.iterations):
             for c in range(len(self._dcol) - 1):
@@ -400,17 +429,17 @@ class PBDSolver(Solver):
                           device=dev)
             if self.n_bodies:
                 wp.launch(C.shape_match, dim=(p.n, self.n_bodies),
-                          inputs=[m.body_start, m.body_count, m.body_stiff, m.rest_offset, m.mass,
+                          inputs=[m.body_start, m.body_count, m.body_ref, m.body_inv_mass, m.body_stiff, m.rest_offset, m.mass,
                                   m.inv_mass0, p.free], outputs=[p.pos], device=dev)
             if self.has_liquid:
                 wp.launch(NB.fluid_lambda, dim=(p.n, N),
                           inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, self.fluid_h, o.fluid_cfm,
-                                  g.mask, p.free, p.pos, *grid], outputs=[p.lam_fluid], device=dev)
+                                  g.mask, self.nbr_cap, p.free, p.pos, *grid, *nbrs], outputs=[p.lam_fluid], device=dev)
             if self.has_contacts:
                 wp.launch(NB.particle_gather, dim=(p.n, N),
                           inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass,
                                   m.inv_mass0, m.rest_density, self.fluid_h, g.cell * g.cell, o.relaxation, g.mask,
-                                  p.free, p.pos, p.pos_prev, p.lam_fluid, *grid],
+                                  self.nbr_cap, p.free, p.pos, p.pos_prev, p.lam_fluid, *grid, *nbrs],
                           outputs=[p.delta], device=dev)
             wp.launch(I.apply_and_bound, dim=(p.n, N),
                       inputs=[m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
@@ -418,13 +447,13 @@ class PBDSolver(Solver):
                       outputs=[p.pos], device=dev)
         damp = max(0.0, 1.0 - o.damping * h)
         if self.has_liquid:
-            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_prev],
+            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_pred, p.vel],
                       outputs=[p.vel_tmp], device=dev)
             wp.launch(NB.xsph_viscosity, dim=(p.n, N),
-                      inputs=[m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.mask, p.pos,
-                              p.vel_tmp, *grid], outputs=[p.vel], device=dev)
+                      inputs=[m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.mask, self.nbr_cap, p.pos,
+                              p.vel_tmp, *grid, *nbrs], outputs=[p.vel], device=dev)
         else:
-            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_prev],
+            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_pred, p.vel],
                       outputs=[p.vel], device=dev)
 
     def state_arrays(self):

@@ -594,3 +594,17 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         """Per-partition link frames, CoM, CoM linear velocity and angular velocity (world), and the
         coupling buffer (force at the CoM, torque about it, world) applied in post-coupling."""
         return self._links[part.index]
+
+    # -- RenderView (cameras and ray sensors, docs/cameras.md) --------------------------------------
+    def render_geoms(self):
+        """Every geom (visual and collision) with its colour, for cameras and ray sensors."""
+        from polyphys.raycast.geoms import render_geoms_of
+
+        return render_geoms_of(self.entities, [e.link_start for e in self.entities])
+
+    def sync_links(self, part) -> None:
+        """Link frames of the end-of-step state for ``rigid_links(part)`` (inside the step they are
+        those of the last substep's start): the kinematics stage from qpos, launches only. Nothing the
+        next step reads changes (its first stage recomputes them; the getters run the same refresh,
+        ``sync_kinematics``)."""
+        kinematics.kinematics(self.views[part.index])

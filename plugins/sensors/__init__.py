@@ -1,5 +1,6 @@
 """Sensor plugin: IMU, force/torque, touch, contact, contact force, frame, joint, actuator and subtree
-sensors on rigid bodies, and a particle region sensor (docs/sensors.md).
+sensors on rigid bodies, a particle region sensor (docs/sensors.md), and the ray-casting sensors:
+raycaster, rangefinder, depth camera, camera (docs/cameras.md).
 
 Light module: only spec records, no Warp import. Registered through its own ``polyphys`` entry
 point exactly as a third party's sensor plugin; the sensors read solvers only through core's view
@@ -25,6 +26,10 @@ _KINDS = (
     ("actuator", "rigid:ActuatorSensor", "actuator output forces"),
     ("subtree", "rigid:Subtree", "subtree CoM, linear velocity, angular momentum"),
     ("particle_region", "particles:ParticleRegion", "mean position/velocity and count of particles in a box"),
+    ("raycaster", "raycast:Raycaster", "distances and hit points of a lidar, grid or custom ray pattern"),
+    ("rangefinder", "raycast:Rangefinder", "distance along a site's z axis to the nearest surface (MuJoCo's)"),
+    ("depth_camera", "raycast:DepthCamera", "pinhole depth images (also distance, points, normals, segmentation)"),
+    ("camera", "raycast:Camera", "pinhole RGB images (also depth, segmentation, normals, points)"),
 )
 
 

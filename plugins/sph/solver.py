@@ -180,6 +180,7 @@ class SPHSolver(Solver):
         m.plane_p = wp.array(np.array([p for p, _ in pl], f32), dtype=wp.vec3, device=dev)
         m.plane_n = wp.array(np.array([n for _, n in pl], f32), dtype=wp.vec3, device=dev)
         m.n_planes = len(self._planes)
+        m.nbr_cap = self._neighbour_capacity(pos0, bpts.reshape(-1, 3), H)
         self.model = m
         self.rest_rho_host = mats[:, 0]
 
@@ -213,7 +214,11 @@ class SPHSolver(Solver):
         self.rho = z((n_envs, N))
         self.pressure = z((n_envs, N))
         self.alpha = z((n_envs, N))
+        # the substep's neighbour lists, written by ``density`` (kernels/fluid.py): count per particle
+        # (−1: more than fit; the readers then scan the cells) and the list, liquid j as j, boundary
+        # particle b as −b − 1
         self.nbrs = z((n_envs, N), wp.int32)
+        self.nbr_list = z((n_envs, max(N * m.nbr_cap, 1)), wp.int32)
         self.dv = z((n_envs, N), wp.vec3)
         self.kappa = z((n_envs, N))
         self.pdiv = z((n_envs, N))
@@ -227,11 +232,25 @@ class SPHSolver(Solver):
         # wall pressures of the WCSPH Adami extrapolation (DFSPH forms its wall pressure pairwise)
         self.bp = z((n_envs, max(self.n_boundary, 1) if (wc and m.b_extrap) else 1))
         names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "rank", "sorted", "count", "start",
-                 "cell_chunk", "rho", "pressure", "alpha", "nbrs", "dv", "kappa", "pdiv", "zeros", "err", "err_sum",
+                 "cell_chunk", "rho", "pressure", "alpha", "nbrs", "nbr_list", "dv", "kappa", "pdiv", "zeros", "err", "err_sum",
                  "err_cnt", "done", "solve_err", "cfl_flag", "bp")
         self._parts = {p.index: SimpleNamespace(n=p.n_envs, **{k: getattr(self, k)[p.slice] for k in names})
                        for p in layout.partitions}
         self.forward()
+
+    @staticmethod
+    def _neighbour_capacity(pos: np.ndarray, bpts: np.ndarray, H: float) -> int:
+        """Room per particle in the neighbour lists: 1.5 × the most liquid + boundary neighbours
+        within the support any particle has at build (at least 16). A particle with more at run
+        time scans the cells instead (kernels/fluid.py ``density``)."""
+        from scipy.spatial import cKDTree
+
+        if len(pos) == 0:
+            return 16
+        n = cKDTree(pos).query_ball_point(pos, H, return_length=True) - 1
+        if len(bpts):
+            n = n + cKDTree(bpts).query_ball_point(pos, H, return_length=True)
+        return int(max(16, np.ceil(1.5 * n.max())))
 
     def _check_time_step(self, layout, mats, pos0) -> None:
         """CFL limits (Monaghan 2005): WCSPH h ≤ cfl·dx/(c₀ + v), c₀ = √(B·γ/ρ₀) — an error;
@@ -308,7 +327,7 @@ class SPHSolver(Solver):
 
         wc = 1 if self.options.pressure_solver == "wcsph" else 0
         self._launch(F.density, (p.n, self.N), [self.model, wc, p.mass, p.pos, p.active, p.start, p.sorted,
-                                                p.rho, p.pressure, p.alpha, p.nbrs])
+                                                p.rho, p.pressure, p.alpha, p.nbrs, p.nbr_list])
 
     def _boundary_pressure(self, p):
         """WCSPH: extrapolated boundary pressures p_b (Adami et al. 2012) per env. (DFSPH forms its
@@ -336,8 +355,8 @@ class SPHSolver(Solver):
         total = p.kappa_div if divergence else p.kappa_rho
         L(G.zero_flags, ne, [p.done])
         if o.warm_start:
-            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
-                                        total, WARM_START_WEIGHT, p.vel])
+            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.nbrs, p.nbr_list,
+                                        p.rho, total, WARM_START_WEIGHT, p.vel])
             L(F.scale_rows, (ne, N), [WARM_START_WEIGHT, total])
         else:
             L(F.zero_rows, (ne, N), [total])
@@ -346,11 +365,12 @@ class SPHSolver(Solver):
         tol = o.divergence_tol if divergence else o.density_tol
         for it in range(iters):
             L(F.solve_kappa, (ne, N), [m, int(divergence), p.mass, p.done, p.pos, p.vel, p.active,
-                                       p.start, p.sorted, p.rho, p.alpha, base, p.kappa, p.err, total, out])
+                                       p.start, p.sorted, p.nbrs, p.nbr_list, p.rho, p.alpha, base, p.kappa, p.err,
+                                       total, out])
             # apply the κ just accumulated before the convergence test (as SPlisHSPlasH): every κ
             # in the accumulator and in the reported pressure has acted on the velocities
-            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.rho,
-                                        p.kappa, 1.0, p.vel])
+            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.nbrs, p.nbr_list,
+                                        p.rho, p.kappa, 1.0, p.vel])
             L(G.reduce_chunks, (ne, self.n_chunks), [N, p.err, p.active, p.done, p.err_sum, p.err_cnt])
             may_stop = 1 if (divergence or it >= 1) else 0
             L(G.check_converged, ne, [self.n_chunks, tol, may_stop, p.err_sum, p.err_cnt, p.done,
@@ -374,7 +394,7 @@ class SPHSolver(Solver):
         else:
             self._solve(p, divergence=True)
         self._launch(F.accelerate, (p.n, self.N), [self.model, int(wc), p.mass, p.pos, p.vel, p.active,
-                                                   p.start, p.sorted, p.rho, p.pressure, p.bp,
+                                                   p.start, p.sorted, p.nbrs, p.nbr_list, p.rho, p.pressure, p.bp,
                                                    p.kappa_rho, p.dv])
         self._integrate(p, 1, 0)
         if not wc:

@@ -111,6 +111,9 @@ def test_run_default_composed_scene(tmp_path):
     assert abs(traj["box/get_vel"][-1, 2]) < 0.05
     assert box_z.min() > jelly_top - 1 / 32                   # never sank through
     assert (out / "plot.png").is_file() or "plot: skipped" in proc.stdout
+    # the default scene writes a video of its camera (docs/cameras.md) and a checkpoint of the end state
+    assert summary["video"]["frames"] == 100 // 4 + 1 and (out / "checkpoint.npz").is_file()
+    assert (out / summary["video"]["file"].split("/")[-1]).is_file()
 
 
 def test_run_kinematic_example_writes_results_and_the_motion_is_exact(tmp_path):

@@ -53,7 +53,7 @@ def test_scene_file_sensors_are_recorded(tmp_path):
     # a spinning body with the IMU off its CoM: centripetal specific force, not zero
     assert np.abs(t["sensors/box/imu"][-1, :, :3]).max() > 0.1
     assert res.summary["sensors"]["box/imu"] == {"kind": "imu", "outputs": [["acc", 3, "real"], ["gyro", 3, "real"]],
-                                                 "stage": "solve"}
+                                                 "stage": "solve", "in_step": True, "recorded": True}
     saved = np.load(res.files["trajectories"])
     assert "sensors/box/imu" in saved.files
     if "sensors" in res.files:                                  # matplotlib installed

@@ -1,6 +1,7 @@
 """The built wheel carries every package of the remapped layout and every built-in entry point."""
 
 import pathlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,7 +16,13 @@ def wheel(tmp_path_factory):
     if not (ROOT / "pyproject.toml").exists():
         pytest.skip("source tree not available")
     out = tmp_path_factory.mktemp("wheel")
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)]
+    # build from a copy: setuptools writes build/ and polyphys.egg-info next to the sources it builds,
+    # and the test run must leave the source tree as it found it
+    src = tmp_path_factory.mktemp("src") / "polyphys"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".tox", "build", "dist", "*.egg-info",
+                                                            "__pycache__", ".hypothesis", ".pytest_cache", "runs",
+                                                            "results"))
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(src)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     (whl,) = out.glob("polyphys-*.whl")

@@ -271,7 +271,7 @@ def test_mpm_block_rests_on_a_flat_hfield_like_on_the_box(tmp_path):
     for body in bodies:
         # E = 1e5, rho = 1000: c ≈ 10.5 m/s, CFL 0.5·dx/c ≈ 1.5e-3 s ≫ h = 2.5e-4 s
         sc = polyphys.Scene(sim=SimOptions(dt=dt, substeps=8, gravity=(0, 0, -g)),
-                            mpm=MPMOptions(lower_bound=(-0.3, -0.3, 0.0), upper_bound=(0.3, 0.3, 0.5),
+                            mpm=MPMOptions(lower_bound=(-0.3125, -0.3125, 0.0), upper_bound=(0.3125, 0.3125, 0.5),
                                            grid_density=1.0 / dx))
         sc.add_entity(body, Rigid(rho=300.0))
         blob = sc.add_entity(morphs.Box(size=(0.16, 0.16, 0.08), pos=(0.013, -0.027, 0.21)),
@@ -311,9 +311,9 @@ def test_mpm_sand_slides_down_a_sloped_hfield_without_friction_and_is_held_with(
     res = {}
     for mu in (0.0, 2.0):
         # E = 3.5e5, rho = 2200: c ≈ 15 m/s, CFL 0.5·dx/c ≈ 1e-3 s ≫ h = 2.5e-4 s; the domain's
-        # walls (3 cells) stay clear of the spreading sand
+        # walls stay clear of the spreading sand; bounds a whole number of cells apart (walls on them)
         sc = polyphys.Scene(sim=SimOptions(dt=dt, substeps=8, gravity=(0, 0, -g)),
-                            mpm=MPMOptions(lower_bound=(-0.55, -0.35, 0.0), upper_bound=(0.45, 0.35, 0.6),
+                            mpm=MPMOptions(lower_bound=(-0.55, -0.34375, 0.0), upper_bound=(0.45, 0.34375, 0.59375),
                                            grid_density=1.0 / dx))
         terrain = _hfield_mjcf(tmp_path, np.tile(np.linspace(0.0, 1.0, 7), (5, 1)), rx, 0.25, ztop, 0.1,
                                (0, 0, z0), name=f"slope{mu}")

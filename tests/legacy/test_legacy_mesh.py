@@ -110,7 +110,7 @@ def test_mpm_block_rests_on_a_mesh_body_like_on_the_primitive(shape):
     for body in bodies:
         # E = 1e5, rho = 1000: c ≈ 10.5 m/s, CFL 0.5·dx/c ≈ 1.5e-3 s ≫ h = 2.5e-4 s
         sc = polyphys.Scene(sim=SimOptions(dt=dt, substeps=8, gravity=(0, 0, -g)),
-                            mpm=MPMOptions(lower_bound=(-0.3, -0.3, 0.0), upper_bound=(0.3, 0.3, 0.5),
+                            mpm=MPMOptions(lower_bound=(-0.3125, -0.3125, 0.0), upper_bound=(0.3125, 0.3125, 0.5),
                                            grid_density=1.0 / dx))
         sc.add_entity(body, Rigid(rho=300.0))
         blob = sc.add_entity(morphs.Box(size=(0.16, 0.16, 0.08), pos=(0, 0, top + 0.06)),

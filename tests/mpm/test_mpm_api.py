@@ -6,7 +6,7 @@ import math
 import numpy as np
 import polyphys
 import pytest
-from mpm_helpers import M, cube, make_scene
+from mpm_helpers import LO, M, cube, make_scene
 from polyphys import morphs
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.plugins.mpm import MPMOptions
@@ -23,7 +23,7 @@ from polyphys.views import ParticleView
     ({"boundary_padding": 1}, ["boundary_padding", ">= 3"]),
     ({"friction": -1.0}, ["friction", ">= 0"]),
     ({"planes": [((0, 0, 0), (0, 0, 0))]}, ["planes", "non-zero"]),
-    ({"lower_bound": (0, 0, 0), "upper_bound": (0.1, 1, 1), "grid_density": 32}, ["cells", "grid_density"]),
+    ({"lower_bound": (0, 0, 0), "upper_bound": (0.03, 1, 1), "grid_density": 32}, ["cells", "grid_density"]),
     ({"cfl_check": "maybe"}, ["cfl_check", "error"]),
     ({"lower_bound": (0, 0)}, ["lower_bound", "3 finite numbers"]),
 ])
@@ -75,11 +75,42 @@ def test_sand_cone_matches(phi):
 
 # -- bad input at build ------------------------------------------------------------------------
 def test_particles_outside_domain_name_entity_and_bounds():
-    scene = polyphys.Scene(mpm=MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.5, 0.5, 0.5), grid_density=32))
+    scene = polyphys.Scene(mpm=MPMOptions(lower_bound=(-0.3, -0.2, 0.1), upper_bound=(0.2, 0.3, 0.6), grid_density=32))
     with pytest.raises(OptionError) as exc:
-        scene.add_entity(morphs.Box(size=(0.1, 0.1, 0.1), pos=(0.25, 0.25, 0.48)), M.Elastic(), name="lid")
+        scene.add_entity(morphs.Box(size=(0.1, 0.1, 0.1), pos=(0.05, 0.1, 0.58)), M.Elastic(), name="lid")
     msg = str(exc.value)
-    assert "'lid'" in msg and "upper_bound=(0.5, 0.5, 0.5)" in msg and "0.4062" in msg
+    assert "'lid'" in msg and "upper_bound=(0.2, 0.3, 0.6)" in msg and "0.6217" in msg and "walls at" not in msg
+    # a domain that is not a whole number of cells: the error gives the walls' exact position
+    scene = polyphys.Scene(mpm=MPMOptions(lower_bound=(-0.3, -0.3, 0.0), upper_bound=(0.3, 0.3, 0.6), grid_density=32))
+    with pytest.raises(OptionError) as exc:
+        scene.add_entity(morphs.Box(size=(0.1, 0.1, 0.1), pos=(0.3, 0.0, 0.3)), M.Elastic(), name="side")
+    assert "walls at [(-0.3125, -0.3125, -0.0125), (0.3125, 0.3125, 0.6125)]" in str(exc.value)
+
+
+def test_domain_is_the_region_between_the_walls():
+    # issue 26: the usable region is [lower_bound, upper_bound] itself (the wall layers lie outside
+    # it) and the grid is centred on it. A sand bed resting on the floor z = lower_bound is accepted,
+    # at a generic, non-zero lower corner
+    o = MPMOptions(lower_bound=(-0.37, 0.21, -0.13), upper_bound=(0.13, 0.71, 0.245), grid_density=32)
+    assert o.inner_cells == (16, 16, 12) and o.n_cells == (22, 22, 18)
+    assert np.allclose(o.wall_lower, o.lower_bound) and np.allclose(o.wall_upper, o.upper_bound)
+    assert np.allclose(o.grid_origin, np.asarray(o.lower_bound) - 3 / 32)
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=2e-3), mpm=o)
+    bed = scene.add_entity(morphs.Box(size=(0.5, 0.5, 0.125), pos=(-0.12, 0.46, -0.0675)), M.Sand(E=5e4))
+    scene.build()
+    z = bed.get_particles_pos()[:, 2]
+    assert z.min() == pytest.approx(-0.13 + 1 / 128, abs=1e-6)       # lattice half a spacing above the floor
+    # ±0.3 m at 32 cells per metre is 19.2 cells: the grid is centred, the walls 0.4 cell outside each bound
+    # (was: usable box [(-0.2062, -0.2062, 0.0938), (0.2313, 0.2313, 0.5312)], off-centre)
+    o = MPMOptions(lower_bound=(-0.3, -0.3, 0.0), upper_bound=(0.3, 0.3, 0.6), grid_density=32)
+    assert o.inner_cells == (20, 20, 20)
+    assert np.allclose(o.wall_lower, (-0.3125, -0.3125, -0.0125)) and np.allclose(o.wall_upper, (0.3125, 0.3125, 0.6125))
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=2e-3), mpm=o)
+    scene.add_entity(morphs.Box(size=(0.6, 0.6, 0.1), pos=(0.0, 0.0, 0.05)), M.Sand(E=5e4))
+    with pytest.warns(PolyphysWarning, match=r"not a whole number of cells on axis x, y, z.*\(-0.3125, -0.3125, -0.0125\)"):
+        scene.build()
+    x = scene.solver("mpm").grid_pos.numpy()[0]
+    assert np.allclose(x.min(0)[:2], -x.max(0)[:2], atol=1e-7)       # centred on the domain
 
 
 def test_set_particles_pos_outside_domain_raises():
@@ -130,9 +161,9 @@ def test_float64_matches_float32_and_keeps_its_dtype():
     runs = {}
     for prec in ("32", "64"):
         scene = polyphys.Scene(sim=polyphys.SimOptions(dt=2e-3, substeps=2, precision=prec),
-                               mpm=MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.5, 0.5, 0.5), grid_density=32,
+                               mpm=MPMOptions(lower_bound=tuple(LO), upper_bound=tuple(LO + 0.5), grid_density=32,
                                               boundary="separate", friction=0.3))
-        e = scene.add_entity(morphs.Box(size=(0.1,) * 3, pos=(0.25, 0.25, 0.16)), M.Elastic(E=5e4))
+        e = scene.add_entity(morphs.Box(size=(0.1,) * 3, pos=tuple(LO + (0.25, 0.25, 0.16 - 3 / 32))), M.Elastic(E=5e4))
         scene.build()
         e.set_velocity((0.3, 0.0, -2.0))
         for _ in range(20):
@@ -141,11 +172,11 @@ def test_float64_matches_float32_and_keeps_its_dtype():
     assert np.abs(runs["32"][1] - runs["64"][1]).max() < 1e-5
     # it did hit the floor: launched down at 2 m/s, free flight would end at -2 - g·0.04 s = -2.39 m/s;
     # only the floor can turn the mean velocity upward (measured +1.72 m/s). With the default
-    # wall_surface=True the material feels the wall from the wall-surface node z = 3·dx (reach 1.5 dx),
-    # about 0.5-0.6 dx above the old contact, and particles are held on that surface: none below it
-    # (measured lowest 0.1141 m = 3·dx + 0.65 dx; the old free surface node let it sink to 3·dx - 0.55 dx)
+    # wall_surface=True the material feels the wall from the wall-surface node z = lower_bound (reach
+    # 1.5 dx), about 0.5-0.6 dx above the old contact, and particles are held on that surface: none
+    # below it (measured lowest 0.65 dx above it; the old free surface node let it sink 0.55 dx below)
     assert runs["64"][2][:, 2].mean() > 0.0
-    assert runs["64"][1][:, 2].min() >= 3 / 32 - 1e-9
+    assert runs["64"][1][:, 2].min() >= LO[2] - 1e-9
     for k, a in runs["64"][0].solver("mpm").state_arrays().items():
         assert a.numpy().dtype in (np.float64, np.int32), k
 
@@ -314,7 +345,7 @@ def test_grid_nodes_are_the_particle_view_and_g2p_reads_them():
     assert np.array_equal(act == 1, m > 0)
     # node mass sums to the particle mass; node positions are the lattice lo + idx·dx
     assert m[0].sum() == pytest.approx(e.mass, rel=1e-5)
-    assert np.allclose(x[0, 1], (0, 0, 1 / 32)) and x.shape == (part.n_envs, s.n_nodes, 3)
+    assert np.allclose(x[0, 1], LO - 3 / 32 + (0, 0, 1 / 32)) and x.shape == (part.n_envs, s.n_nodes, 3)
     # a coupler changes grid velocities between the stages: G2P must carry them to the particles
     car.vel.assign(np.broadcast_to(np.array([0.0, 0.5, 0.0], np.float32), v.shape).copy())
     for a in (s.vel, s.C):
@@ -329,11 +360,11 @@ def test_static_plane_holds_a_block():
     # a 20°-tilted sticky plane through (0.25, 0.25, 0.2): the block falls onto it and stops there
     n = (math.sin(math.radians(20)), 0.0, math.cos(math.radians(20)))
     scene, (e,) = make_scene([cube(0.06, (0.25, 0.25, 0.32), M.ElastoPlastic(E=1e4, yield_stress=300.0))], dt=4e-3, substeps=2,
-                             planes=[((0.25, 0.25, 0.2), n)])
+                             planes=[(tuple(LO + (0.25, 0.25, 0.2)), n)])
     dmin = []
     for _ in range(100):
         scene.step()
-        p = e.get_particles_pos().astype(float)
+        p = e.get_particles_pos().astype(float) - LO
         dmin.append(((p - (0.25, 0.25, 0.2)) @ np.array(n)).min())
     # held by the plane: sticky nodes behind it stop particles whose stencil (1.5 dx) reaches them;
     # the plastic block squashes and stops. The condition acts on nodes, so a
@@ -349,7 +380,7 @@ def test_per_axis_wall_boundaries():
     assert MPMOptions(boundary="slip").wall_boundaries == (1, 1, 1)
     vx = {}
     for floor in ("slip", "sticky"):
-        scene, (e,) = make_scene([cube(0.06, (0.2, 0.25, 3 / 32 + 0.031), M.Elastic(E=1e4))], dt=4e-3, substeps=2,
+        scene, (e,) = make_scene([cube(0.06, (0.2, 0.25, 0.031), M.Elastic(E=1e4))], dt=4e-3, substeps=2,
                                  boundary=("sticky", "sticky", floor))
         e.set_velocity((0.5, 0.0, 0.0))
         for _ in range(10):
@@ -365,7 +396,7 @@ def test_per_axis_wall_boundaries():
 def test_legacy_coupler_acts_on_grid_nodes(coupled):
     # a jelly cube dropped on a fixed kinematic sphere: with the default (Legacy) coupler acting on
     # the grid nodes between grid update and G2P it rests on the sphere (top at z = 0.25); with
-    # coupler=False it falls through to the floor wall layer (z ≈ 3 dx = 0.094)
+    # coupler=False it falls through to the floor (z = lower_bound = 0)
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=4e-3, substeps=4), coupler=None if coupled else False,
                            mpm=MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.5, 0.5, 0.5), grid_density=32))
     scene.add_entity(morphs.Sphere(radius=0.05, pos=(0.25, 0.25, 0.2)), polyphys.materials.Kinematic())

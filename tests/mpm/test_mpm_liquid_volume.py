@@ -23,13 +23,12 @@ the start after 1.5 s, 12.5 particles per cell next to the floor instead of 8; d
 
 import numpy as np
 import pytest
-from mpm_helpers import M, make_scene
+from mpm_helpers import LO, M, make_scene
 from polyphys import morphs
 from polyphys.errors import OptionError
 from polyphys.plugins.mpm import MPMOptions
 
-DX = 1 / 32
-PAD = 3 * DX                       # the wall layer: the floor surface is at z = PAD
+DX = 1 / 32                        # the walls are the domain's faces: the floor surface is at z = LO[2]
 RHO, G = 1000.0, 9.81
 
 
@@ -37,15 +36,14 @@ def _column(boundary, width_x, box_x, T):
     """A liquid block 0.14 m high, width_x × 4 cells, at the -x wall of a box box_x wide (y filled)."""
     H, D = 0.14, 4 * DX
     water = M.Liquid(E=1e6, nu=0.2, rho=RHO)
-    scene, (e,) = make_scene([(morphs.Box(size=(width_x, D, H), pos=(PAD + width_x / 2, PAD + D / 2, PAD + H / 2)),
-                               water, {})],
+    scene, (e,) = make_scene([(morphs.Box(size=(width_x, D, H), pos=(width_x / 2, D / 2, H / 2)), water, {})],
                              dt=4e-3, substeps=5, boundary=boundary, wall_surface=True, grid_density=32.0,
-                             lower_bound=(0, 0, 0), upper_bound=(box_x + 2 * PAD, D + 2 * PAD, 2 * H + 2 * PAD))
-    p0 = e.get_particles_pos()
+                             size=(box_x, D, 9 * DX))
+    p0 = e.get_particles_pos() - LO
     V0 = scene.solver("mpm").particle_volume()
     for _ in range(int(round(T / 4e-3))):
         scene.step()
-    p = e.get_particles_pos()
+    p = e.get_particles_pos() - LO
     J = np.linalg.det(e.get_particles_F().astype(np.float64))
     eps = RHO * G * H / water.lam          # hydrostatic compression at the floor: 0.49 %
     return H, D, eps, p0, p, float(np.sum(J * V0) / np.sum(V0))
@@ -53,7 +51,7 @@ def _column(boundary, width_x, box_x, T):
 
 def _inside_walls(p, box_x, D):
     tol = 1e-6                                 # float32 rounding of the projection
-    lo, hi = np.array([PAD, PAD, PAD]), np.array([PAD + box_x, PAD + D, 1.0])
+    lo, hi = np.zeros(3), np.array([box_x, D, 1.0])          # positions relative to LO
     return bool(np.all(p >= lo - tol) and np.all(p <= hi + tol))
 
 
@@ -70,7 +68,7 @@ def test_liquid_filling_the_box_keeps_volume_and_height(boundary):
     assert 1 - eps - 1e-5 <= vol <= 1 + 1e-5, vol
     # mean height over its start (measured at 1 s: 0.9957 slip, 0.9959 separate, 0.9964 sticky; the
     # hydrostatic state 1 − 2ε/3 = 0.9967 (0.9969 at 1.5 s); bound 1 − 4ε/3 = 0.9934)
-    zbar, zbar0 = p[:, 2].mean() - PAD, p0[:, 2].mean() - PAD
+    zbar, zbar0 = p[:, 2].mean(), p0[:, 2].mean()
     assert zbar >= zbar0 * (1 - 4 * eps / 3), zbar / zbar0
     # each column's top (measured within 1.3 mm; bound ε·H + dx = 3.2 cm)
     t0, t1 = _column_tops(p0), _column_tops(p)
@@ -86,10 +84,10 @@ def test_spreading_liquid_keeps_its_volume():
     H, D, eps, p0, p, vol = _column("slip", W, 2 * W, T=1.5)
     assert 1 - eps - 1e-5 <= vol <= 1 + 1e-5, vol          # measured 0.9986
     # the flat depth is H/2: z̄ ≥ H/4·(1 − 4ε/3) at any time (measured 0.269 H at 1.5 s)
-    zbar = p[:, 2].mean() - PAD
+    zbar = p[:, 2].mean()
     assert zbar >= H / 4 * (1 - 4 * eps / 3), zbar / H
     assert _inside_walls(p, 2 * W, D)
-    assert p[:, 0].max() > PAD + 1.5 * W                    # it did spread
+    assert p[:, 0].max() > 1.5 * W                          # it did spread
 
 
 def test_wall_surface_must_be_a_bool():

@@ -6,46 +6,18 @@ import math
 import numpy as np
 import polyphys
 import pytest
-from mpm_helpers import M
+from mpm_helpers import MARTIN_MOYCE_T, MARTIN_MOYCE_Z, M, dam_break_front
 from polyphys import morphs
 from polyphys.plugins.mpm import MPMOptions
 
 pytestmark = pytest.mark.validate
 
-# Martin & Moyce (1952), "An experimental study of the collapse of liquid columns on a rigid
-# horizontal plane", Phil. Trans. R. Soc. A 244: surge front of a column of width a = 2.25 in and
-# height 2a (n² = 2), dimensionless front Z = x/a against T = t·sqrt(2g/a) (their table, as used in
-# SPH/MPM dam-break validations).
-MARTIN_MOYCE_T = np.array([0.41, 0.84, 1.19, 1.43, 1.63, 1.83, 1.98, 2.20, 2.32, 2.51, 2.65, 2.83, 2.98, 3.11])
-MARTIN_MOYCE_Z = np.array([1.11, 1.22, 1.44, 1.67, 1.89, 2.11, 2.33, 2.56, 2.78, 3.00, 3.22, 3.44, 3.67, 3.89])
-
-
 def test_dam_break_front_follows_martin_moyce():
     # column a = 0.1 m wide, 2a tall, 0.05 m thick between free-slip walls (a slab: the flow is 2D);
     # grid dx = a/12.8, 8 particles per cell; weakly compressible water with sound speed ~20 m/s,
-    # 10× the front speed sqrt(2 g · 2a) ≈ 2 m/s (density varies by < 1 %)
-    a, g = 0.1, 9.81
-    dens = 128.0
-    dx = 1 / dens
-    pad = 3 * dx
-    water = M.Liquid(E=1.44e6, nu=0.2, rho=1000.0)
-    opts = MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.6, 0.05 + 2 * pad + 2 * dx, 0.25 + pad),
-                      grid_density=dens, boundary="slip")
-    h = 0.8 * opts.cfl_number * dx / water.wave_speed
-    substeps = 4
-    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=h * substeps, substeps=substeps), mpm=opts)
-    wall = pad                      # the wall layer ends here: x = 0 of the experiment
-    col = scene.add_entity(morphs.Box(size=(a, 0.05, 2 * a), pos=(wall + a / 2, pad + dx + 0.025, pad + a)),
-                           water)
-    scene.build()
-    T, Z = [], []
-    t_end = 3.2 / math.sqrt(2 * g / a)
-    for i in range(int(t_end / (h * substeps)) + 1):
-        scene.step()
-        t = (i + 1) * h * substeps
-        T.append(t * math.sqrt(2 * g / a))
-        Z.append((col.get_particles_pos()[:, 0].max() - wall) / a)
-    T, Z = np.array(T), np.array(Z)
+    # 10× the front speed sqrt(2 g · 2a) ≈ 2 m/s (density varies by < 1 %). The shortened CI form
+    # is test_mpm_physics.py::test_dam_break_front_short.
+    T, Z = dam_break_front(128.0, 3.2)
     sim = np.interp(MARTIN_MOYCE_T, T, Z)
     window = (MARTIN_MOYCE_T >= 1.0) & (MARTIN_MOYCE_T <= 3.0)
     err = np.abs(sim[window] - MARTIN_MOYCE_Z[window]) / MARTIN_MOYCE_Z[window]
@@ -65,7 +37,8 @@ def _sand_slump(phi_deg):
     dx = 1 / dens
     floor = 3 * dx
     sand = M.Sand(E=3.537e5, nu=0.3, rho=2200.0, friction_angle=phi_deg)
-    opts = MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.6, 0.6, 0.3), grid_density=dens, boundary="sticky")
+    opts = MPMOptions(lower_bound=(floor,) * 3, upper_bound=(36 * dx, 36 * dx, 17 * dx), grid_density=dens,
+                      boundary="sticky")
     # P-wave speed 14.6 m/s: h = 4e-4 s is 0.75 of the limit 0.5·dx/c = 5.3e-4 s
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=4e-3, substeps=10), mpm=opts)
     slab = scene.add_entity(morphs.Box(size=(0.3, 0.3, 0.1), pos=(0.3, 0.3, floor + 0.052)), sand)
@@ -114,7 +87,7 @@ def _poured_heap(phi_deg, cone="shear"):
     ty = 4 * dx
     x0 = 0.4
     sand = M.Sand(E=3.537e5, nu=0.3, rho=2200.0, friction_angle=phi_deg, cone=cone)
-    opts = MPMOptions(lower_bound=(0, 0, 0), upper_bound=(0.8, ty + 2 * pad, 0.38), grid_density=dens,
+    opts = MPMOptions(lower_bound=(pad,) * 3, upper_bound=(49 * dx, pad + ty, 22 * dx), grid_density=dens,
                       boundary=("slip", "slip", "sticky"))
     # P-wave speed 14.6 m/s: h = 4e-4 s is 0.75 of the limit 0.5·dx/c = 5.3e-4 s
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=4e-3, substeps=10), mpm=opts)

@@ -20,9 +20,10 @@ def _scene(dt, substeps, **opts):
 
 
 # -- XPBD: a mass on one compliant distance constraint ---------------------------------------------
-def _hanging_mass_stretch(substeps, alpha):
-    sc = _scene(0.01, substeps, iterations=1, damping=5.0)
-    e = sc.add_entity(morphs.Box(pos=(0, 0, 1.5)),
+def _hanging_mass_stretch(substeps, alpha, pose=((0, 0, 1.5), None)):
+    pos, euler = pose
+    sc = _scene(0.01, substeps, iterations=1, damping=5.0, lower_bound=(-1.5, -1.5, 0.0), upper_bound=(1.5, 1.5, 2.5))
+    e = sc.add_entity(morphs.Box(pos=pos, euler=euler),
                       PBD().Particle(rho=1000.0, particle_size=0.1, edge_compliance=alpha),
                       particles=[[0, 0, 0], [0, 0, -0.5]], edges=[[0, 1]], pinned=[0])
     sc.build()
@@ -33,14 +34,16 @@ def _hanging_mass_stretch(substeps, alpha):
     return np.linalg.norm(p[0] - p[1]) - 0.5, m
 
 
-@pytest.mark.parametrize("alpha", [1e-3, 1e-4])
-def test_xpbd_hanging_mass_stretch_is_mg_alpha_for_any_substep_count(alpha):
+@pytest.mark.parametrize("alpha, pose", [(1e-3, ((0, 0, 1.5), None)), (1e-4, ((0.37, -0.29, 1.6), (25, -40, 10)))],
+                         ids=["origin", "offset-tilted"])
+def test_xpbd_hanging_mass_stretch_is_mg_alpha_for_any_substep_count(alpha, pose):
     """XPBD (Macklin 2016, eq. 18): compliance α is the inverse stiffness, so a mass m on one
     distance constraint settles at stretch m·g·α, and unlike PBD it does not depend on the substep
     count. 2 %: the issue's bound; the remaining error is the e^-7.5 residue of the swing and
-    float32 rounding of positions ~1 m (6e-8 m against a stretch of 1e-3 m or more)."""
+    float32 rounding of positions ~1 m (6e-8 m against a stretch of 1e-3 m or more). The tilted
+    variant starts the string 38° off the vertical at an offset pin: it swings down and settles."""
     for substeps in (1, 4, 16):
-        stretch, m = _hanging_mass_stretch(substeps, alpha)
+        stretch, m = _hanging_mass_stretch(substeps, alpha, pose)
         assert m == pytest.approx(1.0)
         assert stretch == pytest.approx(m * G * alpha, rel=0.02), substeps
 
@@ -158,7 +161,7 @@ def test_tet_elastic_cube_keeps_its_volume_landing():
     within 1 % (zero compliance: the residual is the iteration error of 8 substeps x 4 its)."""
     v, t = _cube_tets()
     sc = _scene(1 / 60, 8, iterations=4, lower_bound=(-1, -1, 0), upper_bound=(1, 1, 2))
-    e = sc.add_entity(morphs.Mesh(vertices=v * 0.2, faces=t, pos=(0, 0, 0.5), euler=(20, 30, 0)), PBD().Elastic())
+    e = sc.add_entity(morphs.Mesh(vertices=v * 0.2, faces=t, pos=(0.23, -0.17, 0.5), euler=(20, 30, 0)), PBD().Elastic())
     sc.build()
     for _ in range(60):
         sc.step()
@@ -168,14 +171,17 @@ def test_tet_elastic_cube_keeps_its_volume_landing():
     assert x[:, 2].min() < 0.05                       # it landed
 
 
-def test_shape_matched_ball_stays_rigid_when_it_lands():
+@pytest.mark.parametrize("morph", [morphs.Sphere(radius=0.05, pos=(0, 0, 0.3)),
+                                   morphs.Box(size=(0.12, 0.08, 0.06), pos=(0.41, -0.33, 0.3), euler=(15, 25, 35))],
+                         ids=["ball", "offset-rotated-box"])
+def test_shape_matched_ball_stays_rigid_when_it_lands(morph):
     """Shape matching with stiffness 1 restores the rest shape every iteration; the floor
     projection that follows it in the iteration flattens the bottom layer by what gravity
     predicts into the floor in one substep, g·h² = 9.81 · (1/480)² = 0.04 mm, plus what the
     goal step left. Pairwise distances stay within 5 % of the particle spacing (1 mm) after
     landing: the bound allows a few substeps of that residual, not a collapse of the shape."""
     sc = _scene(1 / 60, 8, iterations=4)
-    e = sc.add_entity(morphs.Sphere(radius=0.05, pos=(0, 0, 0.3)), PBD().Elastic(particle_size=0.02))
+    e = sc.add_entity(morph, PBD().Elastic(particle_size=0.02))
     sc.build()
     x0 = e.get_particles_pos()
     for _ in range(40):
@@ -214,3 +220,31 @@ def test_cloth_self_collision_keeps_layers_apart():
     assert up[:, 2].max() < 0.03                                       # it did land
     low, up = _two_layer_cloth(False)
     assert up[:, 2].max() < 0.006                                      # fell through to the floor
+
+
+# -- static planes ----------------------------------------------------------------------------------
+def test_particles_rest_on_an_offset_tilted_plane():
+    """A static plane through (0.31, -0.17, 0.42) with its normal tilted 25° (about an oblique axis),
+    boundary friction 1.5 > tan 25°: a jittered granular block dropped on it comes to rest on the
+    plane — every particle at least one radius on the normal side (to 1 % of the radius: the
+    iteration error of the projection), the lowest ones touching it (within 1 % of the radius),
+    and at rest. A plane that ignored its anchor point (the plane through the origin) would leave
+    them 0.27 m lower."""
+    th = np.radians(25.0)
+    axis = np.array([0.6, 0.8, 0.0])
+    n = np.cos(th) * np.array([0.0, 0.0, 1.0]) + np.sin(th) * np.cross(axis, [0.0, 0.0, 1.0])
+    p0 = np.array([0.31, -0.17, 0.42])
+    sc = _scene(1 / 60, 20, iterations=8, relaxation=1.5, boundary_friction=1.5, lower_bound=(-0.5, -0.6, -0.5),
+                upper_bound=(1.0, 0.5, 1.5), planes=[(tuple(p0), tuple(n))])
+    d = 0.02
+    e = sc.add_entity(morphs.Box(size=(0.08, 0.06, 0.1), pos=tuple(p0 + 0.15 * n), euler=(10, 20, 30)),
+                      PBD().Particle(particle_size=d, friction=0.5), jitter=0.2)
+    sc.build()
+    for _ in range(90):
+        sc.step()
+    x = e.get_particles_pos().astype(float)
+    dist = (x - p0) @ n
+    r = d / 2
+    assert dist.min() >= r * 0.99, dist.min()
+    assert dist.min() <= r * 1.01, dist.min()
+    assert np.linalg.norm(e.get_particles_vel(), axis=1).max() < 0.02

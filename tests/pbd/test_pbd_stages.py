@@ -3,6 +3,7 @@ NumPy reference, so an unwritten element or a wrong formula shows up at once."""
 
 import numpy as np
 import polyphys
+import pytest
 from polyphys import morphs
 from polyphys.plugins.pbd import PBDOptions
 
@@ -22,16 +23,51 @@ def _random_scene(n=120, seed=0, friction=0.0):
     return sc, e
 
 
-def _grid(s):
+def _grid(s, scan=False):
+    """Build the grid and the neighbour lists (outputs poisoned first); scan=True marks every
+    particle's list as overflowed, so the readers take the grid-scan path instead."""
     import warp as wp
     from polyphys.plugins.pbd.kernels import neighbors as NB
 
     g = s._grid
-    for a in (s.cell_start, s.cell_end, s.sorted_idx):
+    for a in (s.cell_start, s.cell_end, s.sorted_idx, s.nbr_count, s.nbr_list):
         a.fill_(-7)
     wp.launch(NB.build_grid, dim=s.layout.n_envs, inputs=[s.n_particles, g.mask, g.lower, g.inv_cell, g.dims, s.pos],
               outputs=[s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx], device="cpu")
+    wp.launch(NB.build_neighbors, dim=(s.layout.n_envs, s.n_particles),
+              inputs=[g.cell * g.cell, s.nbr_cap, g.mask, s.pos, s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx],
+              outputs=[s.nbr_count, s.nbr_list], device="cpu")
+    if scan:
+        s.nbr_count.fill_(-1)
     return g
+
+
+def _lists(s):
+    return [s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx, s.nbr_count, s.nbr_list]
+
+
+def test_neighbour_lists_hold_every_pair_within_one_cell_in_grid_order():
+    sc, e = _random_scene()
+    s = sc.solver("pbd")
+    g = _grid(s)
+    pos, cnt, lst = s.pos.numpy().astype(float), s.nbr_count.numpy(), s.nbr_list.numpy()
+    cap = s.nbr_cap
+    for env in range(2):
+        d2 = ((pos[env][:, None] - pos[env][None]) ** 2).sum(-1)
+        for i in range(s.n_particles):
+            want = set(np.nonzero((d2[i] < g.cell ** 2) & (np.arange(s.n_particles) != i))[0].tolist())
+            assert 0 <= cnt[env, i] <= cap
+            got = lst[env, i * cap:i * cap + cnt[env, i]].tolist()
+            assert set(got) == want and len(got) == len(want)
+    # more neighbours than the capacity: the count says so (-1) and nothing is half-written as valid
+    import warp as wp
+    from polyphys.plugins.pbd.kernels import neighbors as NB
+    wp.launch(NB.build_neighbors, dim=(2, s.n_particles),
+              inputs=[g.cell * g.cell, 1, g.mask, s.pos, s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx],
+              outputs=[s.nbr_count, s.nbr_list], device="cpu")
+    n_nb = np.array([[((pos[env] - pos[env, i]) ** 2).sum(1).__lt__(g.cell ** 2).sum() - 1
+                      for i in range(s.n_particles)] for env in range(2)])
+    np.testing.assert_array_equal(s.nbr_count.numpy(), np.where(n_nb > 1, -1, n_nb))
 
 
 def _np_hash(c, mask):
@@ -57,19 +93,20 @@ def test_grid_is_a_stable_counting_sort():
         assert sorted(srt.tolist()) == list(range(s.n_particles))
 
 
-def test_contact_gather_matches_numpy():
+@pytest.mark.parametrize("scan", [False, True], ids=["lists", "grid-scan"])
+def test_contact_gather_matches_numpy(scan):
     import warp as wp
     from polyphys.plugins.pbd.kernels import neighbors as NB
 
     sc, e = _random_scene()
     s, m = sc.solver("pbd"), sc.solver("pbd").model
-    _grid(s)
+    _grid(s, scan)
     wp.copy(s.pos_prev, s.pos)                # no displacement: friction terms vanish
     s.delta.fill_(float("nan"))
     wp.launch(NB.particle_gather, dim=(2, s.n_particles),
               inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass, m.inv_mass0,
-                      m.rest_density, s.fluid_h, s._grid.cell ** 2, 1.3, s._grid.mask, s.free, s.pos, s.pos_prev, s.lam_fluid,
-                      s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx],
+                      m.rest_density, s.fluid_h, s._grid.cell ** 2, 1.3, s._grid.mask, s.nbr_cap, s.free, s.pos, s.pos_prev,
+                      s.lam_fluid, *_lists(s)],
               outputs=[s.delta], device="cpu")
     got = s.delta.numpy()
     pos, free = s.pos.numpy().astype(float), s.free.numpy()
@@ -92,44 +129,48 @@ def test_contact_gather_matches_numpy():
 
 
 def test_distance_colour_matches_numpy_xpbd_update():
-    import warp as wp
-    from polyphys.plugins.pbd.kernels import constraints as C
-
+    """One substep of the solver itself (prediction, every distance colour, boundaries, velocity)
+    on an edge network at rest with gravity off, against NumPy XPBD with the compliance scaled by
+    the substep this test derives from its own SimOptions (h = dt/substeps), not a value handed to
+    the kernel: a solver passing the wrong 1/h² fails here."""
     rng = np.random.default_rng(3)
     pts = rng.uniform(-0.05, 0.05, (6, 3))
     edges = np.array([[0, 1], [2, 3], [4, 5], [1, 2]])
-    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01), pbd=PBDOptions())
-    e = sc.add_entity(morphs.Box(pos=(0, 0, 0.5)), polyphys.materials.PBD.Particle(edge_compliance=1e-4), particles=pts,
+    dt, substeps, alpha = 0.012, 3, 1e-4
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=substeps, gravity=(0, 0, 0), graph_capture=False),
+                        pbd=PBDOptions(iterations=1))
+    e = sc.add_entity(morphs.Box(pos=(0.3, -0.2, 0.5), euler=(10, 20, 30)),
+                      polyphys.materials.PBD.Particle(particle_size=1e-4, edge_compliance=alpha), particles=pts,
                       edges=edges, pinned=[5])
     sc.build()
-    s, m = sc.solver("pbd"), sc.solver("pbd").model
-    x = e.get_particles_pos() + rng.normal(scale=0.01, size=(6, 3))
+    s = sc.solver("pbd")
+    x = e.get_particles_pos().astype(np.float64) + rng.normal(scale=0.01, size=(6, 3))
     e.set_particles_pos(x)
-    a, b = int(s._dcol[0]), int(s._dcol[1])
-    s.lam.fill_(0.25)
-    h = 0.01
-    wp.launch(C.solve_distance, dim=(1, b - a), inputs=[a, 0, m.d_i, m.d_j, m.d_rest, m.d_comp, m.inv_mass0, 1 / h**2, s.free],
-              outputs=[s.pos, s.lam], device="cpu")
-    got = s.pos.numpy()[0]
+    part = sc.layout.partitions[0]
+    s.substep_pre_coupling(0, part)
+    s.substep_post_coupling(0, part)
+    got = e.get_particles_pos()
+    h = dt / substeps
     ref = x.copy()
-    w = m.inv_mass0.numpy() * s.free.numpy()[0]
-    di, dj, rest = m.d_i.numpy(), m.d_j.numpy(), m.d_rest.numpy()
-    lam_ref = np.full(s.n_dist, 0.25)
-    for k in range(a, b):
-        i, j = di[k], dj[k]
+    w = np.array([1.0 / e.get_mass()[k] for k in range(6)])
+    w[5] = 0.0
+    rest0 = np.linalg.norm(pts[edges[:, 0]] - pts[edges[:, 1]], axis=1)
+    # the solver's colour order: (0, 1), (2, 3), (4, 5) share no particle (colour 0), (1, 2) follows
+    for k in (0, 1, 2, 3):
+        i, j = edges[k]
         d = ref[i] - ref[j]
         L = np.linalg.norm(d)
-        at = 1e-4 / h**2
-        dl = (-(L - rest[k]) - at * 0.25) / (w[i] + w[j] + at)
-        lam_ref[k] += dl
+        at = alpha / h ** 2
+        dl = (-(L - rest0[k])) / (w[i] + w[j] + at)
         ref[i] += w[i] * dl * d / L
         ref[j] -= w[j] * dl * d / L
     np.testing.assert_allclose(got, ref, atol=2e-7)
-    np.testing.assert_allclose(s.lam.numpy()[0, a:b], lam_ref[a:b], rtol=1e-4)
-    assert b - a == 3                     # (1, 2) shares particles: it is in the second colour
+    assert len(s._dcol) - 1 == 2                   # (1, 2) shares particles: it is in the second colour
+    np.testing.assert_allclose(e.get_particles_vel(), (ref - x) / h, atol=2e-7 / h)
 
 
-def test_fluid_lambda_matches_numpy():
+@pytest.mark.parametrize("scan", [False, True], ids=["lists", "grid-scan"])
+def test_fluid_lambda_matches_numpy(scan):
     import warp as wp
     from polyphys.plugins.pbd.kernels import neighbors as NB
 
@@ -142,11 +183,11 @@ def test_fluid_lambda_matches_numpy():
                   pinned=[0])
     sc.build()
     s, m = sc.solver("pbd"), sc.solver("pbd").model
-    _grid(s)
+    _grid(s, scan)
     s.lam_fluid.fill_(float("nan"))
     wp.launch(NB.fluid_lambda, dim=(1, s.n_particles),
-              inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, s.fluid_h, 1e-3, s._grid.mask, s.free, s.pos,
-                      s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx], outputs=[s.lam_fluid], device="cpu")
+              inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, s.fluid_h, 1e-3, s._grid.mask, s.nbr_cap, s.free,
+                      s.pos, *_lists(s)], outputs=[s.lam_fluid], device="cpu")
     got = s.lam_fluid.numpy()[0]
     x = s.pos.numpy()[0].astype(float)
     mass = m.mass.numpy().astype(float)

@@ -49,7 +49,8 @@ XML = """<mujoco>
 </mujoco>
 """
 
-SUPPORTED = ["acc", "gyro1", "mag", "touch", "f", "t", "fq", "com", "q", "qd", "af", "jaf", "sc"]
+SUPPORTED = ["acc", "gyro1", "mag", "touch", "f", "t", "fq", "com", "q", "qd", "af", "jaf", "sc", "rf",
+             "cam"]     # the <camera> comes last: a camera sensor (docs/cameras.md)
 
 
 @pytest.fixture
@@ -71,7 +72,8 @@ def test_description_records_and_one_warning(model):
     assert kinds["fq"][1]["ref_site"] == "s0" and kinds["com"][1] == {"com": "link1", "outputs": ("pos",)}
     msgs = [str(w.message) for w in rec if "sensors not modelled" in str(w.message)]
     assert len(msgs) == 1
-    for name in ("rf (rangefinder", "tp (tendonpos", "bodyq (framequat", "campos (framepos", "clock17 (clock"):
+    assert kinds["rf"] == ("rangefinder", {"site": "s1"}) and kinds["cam"][0] == "camera"
+    for name in ("tp (tendonpos", "bodyq (framequat", "campos (framepos", "clock17 (clock"):
         assert name in msgs[0]
 
 

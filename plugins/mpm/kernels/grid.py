@@ -23,10 +23,13 @@ def clear_grid(
     # Data out:
     grid_mv_out: wp.array2d(dtype=Any),
     grid_m_out: wp.array2d(dtype=Any),
+    grid_mx_out: wp.array2d(dtype=Any),
 ):
     env, n = wp.tid()
     grid_mv_out[env, n] = type(grid_mv_out[env, n])()
     grid_m_out[env, n] = type(grid_m_out[env, n])(0.0)
+    if grid_mx_out.shape[0] > 0:
+        grid_mx_out[env, n] = type(grid_mv_out[env, n])()
 
 
 @wp.func
@@ -77,22 +80,30 @@ def grid_update(
     # Data in:
     grid_mv_in: wp.array2d(dtype=Any),
     grid_m_in: wp.array2d(dtype=Any),
+    grid_mx_in: wp.array2d(dtype=Any),
     # Data out:
     grid_v_out: wp.array2d(dtype=Any),
     grid_active_out: wp.array2d(dtype=wp.int32),
+    grid_pos_out: wp.array2d(dtype=Any),
 ):
     env, n = wp.tid()
     m = grid_m_in[env, n]
     zero = type(h)(0.0)
     one = type(h)(1.0)
-    if m <= zero:
-        grid_v_out[env, n] = type(lo)()
-        grid_active_out[env, n] = 0
-        return
-    v = grid_mv_in[env, n] / m + h * gravity
     i = n / (ny * nz)
     j = (n / nz) % ny
     k = n % nz
+    x = lo + type(lo)(type(h)(i), type(h)(j), type(h)(k)) * dx
+    if m <= zero:
+        grid_v_out[env, n] = type(lo)()
+        grid_active_out[env, n] = 0
+        if grid_mx_in.shape[0] > 0:
+            grid_pos_out[env, n] = x
+        return
+    if grid_mx_in.shape[0] > 0:
+        # the node's material centroid: where a coupler sees this carrier (docs/legacy.md)
+        grid_pos_out[env, n] = x + grid_mx_in[env, n] / m
+    v = grid_mv_in[env, n] / m + h * gravity
     # walls
     if i < pad:
         v = apply_bc(v, type(lo)(one, zero, zero), boundary[0], friction)
@@ -120,7 +131,6 @@ def grid_update(
             v = apply_surface_bc(v, type(lo)(zero, zero, one), boundary[2], friction)
         if k == nz - 1 - pad:
             v = apply_surface_bc(v, type(lo)(zero, zero, -one), boundary[2], friction)
-    x = lo + type(lo)(type(h)(i), type(h)(j), type(h)(k)) * dx
     for q in range(plane_pos.shape[0]):
         nrm = plane_nrm[q]
         if wp.dot(x - plane_pos[q], nrm) < zero:

@@ -1,7 +1,9 @@
 """Particle <-> grid transfers of MLS-MPM with APIC (Hu et al. 2018), quadratic B-splines.
 
 P2G: F <- (I + h C) F, plastic return mapping, Kirchhoff stress τ, then scatter
-    m_i += w m_p,  (m v)_i += w (m_p v_p + (m_p C_p − h V_p D⁻¹ τ)(x_i − x_p)),  D⁻¹ = 4/dx².
+    m_i += w m_p,  (m v)_i += w (m_p v_p + (m_p C_p − h V_p D⁻¹ τ)(x_i − x_p)),  D⁻¹ = 4/dx²,
+    and, when a coupler reads the nodes (``grid_mx_out`` not empty), (m x̄)_i += w m_p (x_p − x_i): the node's
+    material centroid x̄_i, where the coupler evaluates the rigid SDF (docs/legacy.md).
 G2P: v_p = Σ w v_i,  C_p = D⁻¹ Σ w v_i (x_i − x_p)ᵀ,  x_p += h v_p.
 Launch grids are (n_envs, n_particles); every env has its own grid rows, so envs never interact.
 The scatter uses atomics: on CPU a launch runs on one thread, so sums are in a fixed order.
@@ -81,6 +83,7 @@ def p2g(
     Jp_out: wp.array2d(dtype=Any),
     grid_mv_out: wp.array2d(dtype=Any),
     grid_m_out: wp.array2d(dtype=Any),
+    grid_mx_out: wp.array2d(dtype=Any),
 ):
     env, p = wp.tid()
     if active_in[env, p] == 0:
@@ -140,6 +143,9 @@ def p2g(
                 node = ((b[0] + i) * ny + (b[1] + j)) * nz + (b[2] + k)
                 wp.atomic_add(grid_mv_out, env, node, w * (mv + affine * dpos))
                 wp.atomic_add(grid_m_out, env, node, w * m)
+                if grid_mx_out.shape[0] > 0:
+                    # Σ w m (x_p − x_i): the node's material centroid, relative to the node
+                    wp.atomic_add(grid_mx_out, env, node, (-w * m) * dpos)
 
 
 @wp.kernel

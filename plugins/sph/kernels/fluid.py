@@ -46,6 +46,7 @@ class Model:
     plane_p: wp.array(dtype=wp.vec3)        # static planes (point, normal) for the safety clamp
     plane_n: wp.array(dtype=wp.vec3)
     n_planes: int
+    nbr_cap: int                            # room per particle in the neighbour lists (density writes them)
 
 
 @wp.func
@@ -108,10 +109,17 @@ def density(
     # Data out:
     rho_out: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
     alpha_out: wp.array2d(dtype=float), nbrs_out: wp.array2d(dtype=wp.int32),
+    list_out: wp.array2d(dtype=wp.int32),
 ):
     """ρᵢ = Σⱼ mⱼWᵢⱼ + Σ_b ψ_b Wᵢ_b; WCSPH: Tait pressure; DFSPH: αᵢ = ρᵢ/(|g_f + c·g_b|² + Σ|mⱼ∇W|²)
     with g_f = Σⱼ mⱼ∇Wᵢⱼ, g_b = Σ_b ψ_b∇Wᵢ_b and c = b_press (the wall counted as the velocity
-    update and the density rate of the solves count it)."""
+    update and the density rate of the solves count it).
+
+    Also the neighbour list of the substep (positions do not change until the post-coupling
+    integration): every liquid j ≠ i (as j) and boundary particle b (as −b − 1) within the support,
+    in the visiting order of the cell loops, so ``accelerate`` and the solves sum in the same order
+    as a scan of the 27 cells would, bit for bit, at a fraction of the cost. nbrs_out counts them;
+    more than Model.nbr_cap: −1, and the readers scan the cells for that particle."""
     env, i = wp.tid()
     rho0 = m.rest_rho[i]
     if active_in[env, i] == 0:
@@ -127,6 +135,8 @@ def density(
     gb = wp.vec3(0.0)
     gsq = float(0.0)
     nn = int(0)
+    nl = int(0)
+    cap = m.nbr_cap
     for dz in range(-1, 2):
         for dy in range(-1, 2):
             for dx in range(-1, 2):
@@ -146,6 +156,10 @@ def density(
                         gsum += g
                         gsq += wp.dot(g, g)
                         nn += 1
+                        if j != i:
+                            if nl < cap:
+                                list_out[env, i * cap + nl] = j
+                            nl += 1
                 for k in range(m.b_start[cid], m.b_start[cid + 1]):
                     d = xi - m.b_pos[k]
                     r = wp.length(d)
@@ -154,8 +168,13 @@ def density(
                         rho += psi * kernel_w(r, m.H, m.kernel)
                         gb += psi * kernel_grad(d, r, m.H, m.kernel)
                         nn += 1
+                        if nl < cap:
+                            list_out[env, i * cap + nl] = -k - 1
+                        nl += 1
     rho_out[env, i] = rho
-    nbrs_out[env, i] = nn
+    if nl > cap:
+        nl = -1
+    nbrs_out[env, i] = nl
     if wcsph != 0:
         # Tait equation of state, clamped at 0: a free surface must not pull (tensile instability)
         pressure_out[env, i] = wp.max(m.stiffness[i] * (wp.pow(rho / rho0, m.exponent[i]) - 1.0), 0.0)
@@ -212,6 +231,52 @@ def boundary_pressure(
     bp_out[env, b] = p
 
 
+@wp.func
+def accel_liquid(m: Model, env: int, i: int, j: int, with_pressure: int, xi: wp.vec3, vi: wp.vec3, rhoi: float,
+                 rho0: float, pi: float, nu10: float, gam: float, eps: float, a: wp.vec3, xs: wp.vec3,
+                 mass_in: wp.array2d(dtype=float), pos_in: wp.array2d(dtype=wp.vec3),
+                 vel_in: wp.array2d(dtype=wp.vec3), rho_in: wp.array2d(dtype=float),
+                 pressure_in: wp.array2d(dtype=float)):
+    """Liquid neighbour j's pressure, viscosity and cohesion terms added to a, its XSPH term to xs."""
+    if j == i:
+        return a, xs
+    d = xi - pos_in[env, j]
+    r = wp.length(d)
+    if r < m.H:
+        mj = mass_in[env, j]
+        rhoj = rho_in[env, j]
+        g = kernel_grad(d, r, m.H, m.kernel)
+        vij = vi - vel_in[env, j]
+        if with_pressure != 0:
+            a -= mj * (pi + pressure_in[env, j] / (rhoj * rhoj)) * g
+        a += nu10 * (mj / rhoj) * wp.dot(vij, d) / (r * r + eps) * g
+        if gam > 0.0:
+            kij = 2.0 * rho0 / (rhoi + rhoj)
+            a -= gam * kij * mj * cohesion(r, m.H) * d / r
+        if m.xsph > 0.0:
+            xs -= (2.0 * mj / (rhoi + rhoj)) * kernel_w(r, m.H, m.kernel) * vij
+    return a, xs
+
+
+@wp.func
+def accel_wall(m: Model, env: int, k: int, with_pressure: int, xi: wp.vec3, rhoi: float, rho0: float, pi: float,
+               kest: float, a: wp.vec3, bp_in: wp.array2d(dtype=float)):
+    """Boundary particle k's pressure term added to a (see ``accelerate``)."""
+    d = xi - m.b_pos[k]
+    r = wp.length(d)
+    if r < m.H:
+        pb = float(0.0)
+        if with_pressure != 0:
+            pb = m.b_press * pi
+        if m.b_extrap != 0:
+            if with_pressure != 0:
+                pb += bp_in[env, k] / (rhoi * rhoi)
+            else:
+                pb += wp.max(wp.dot(m.gravity, m.b_pos[k] - xi), -kest) / rhoi
+        a -= rho0 * m.b_vol[k] * pb * kernel_grad(d, r, m.H, m.kernel)
+    return a
+
+
 @wp.kernel
 def accelerate(
     # Model:
@@ -221,6 +286,7 @@ def accelerate(
     pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3),
     active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32),
     rho_in: wp.array2d(dtype=float), pressure_in: wp.array2d(dtype=float),
     bp_in: wp.array2d(dtype=float), kappa_in: wp.array2d(dtype=float),
     # Data out:
@@ -249,49 +315,77 @@ def accelerate(
     eps = 0.01 * m.H * m.H
     a = m.gravity
     xs = wp.vec3(0.0)
-    ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
-    for dz in range(-1, 2):
-        for dy in range(-1, 2):
-            for dx in range(-1, 2):
-                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
-                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
-                        or c[2] >= m.dims[2]:
-                    continue
-                cid = cell_index(c, m.dims)
-                for k in range(start_in[env, cid], start_in[env, cid + 1]):
-                    j = sorted_in[env, k]
-                    if j == i:
+    walls = with_pressure != 0 or m.b_extrap != 0
+    nl = nbrs_in[env, i]
+    if nl >= 0:
+        for t in range(nl):
+            q = list_in[env, i * m.nbr_cap + t]
+            if q >= 0:
+                a, xs = accel_liquid(m, env, i, q, with_pressure, xi, vi, rhoi, rho0, pi, nu10, gam, eps, a, xs,
+                                     mass_in, pos_in, vel_in, rho_in, pressure_in)
+            elif walls:
+                a = accel_wall(m, env, -q - 1, with_pressure, xi, rhoi, rho0, pi, kest, a, bp_in)
+    else:
+        ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
+        for dz in range(-1, 2):
+            for dy in range(-1, 2):
+                for dx in range(-1, 2):
+                    c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
+                    if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
+                            or c[2] >= m.dims[2]:
                         continue
-                    d = xi - pos_in[env, j]
-                    r = wp.length(d)
-                    if r < m.H:
-                        mj = mass_in[env, j]
-                        rhoj = rho_in[env, j]
-                        g = kernel_grad(d, r, m.H, m.kernel)
-                        vij = vi - vel_in[env, j]
-                        if with_pressure != 0:
-                            a -= mj * (pi + pressure_in[env, j] / (rhoj * rhoj)) * g
-                        a += nu10 * (mj / rhoj) * wp.dot(vij, d) / (r * r + eps) * g
-                        if gam > 0.0:
-                            kij = 2.0 * rho0 / (rhoi + rhoj)
-                            a -= gam * kij * mj * cohesion(r, m.H) * d / r
-                        if m.xsph > 0.0:
-                            xs -= (2.0 * mj / (rhoi + rhoj)) * kernel_w(r, m.H, m.kernel) * vij
-                if with_pressure != 0 or m.b_extrap != 0:
-                    for k in range(m.b_start[cid], m.b_start[cid + 1]):
-                        d = xi - m.b_pos[k]
-                        r = wp.length(d)
-                        if r < m.H:
-                            pb = float(0.0)
-                            if with_pressure != 0:
-                                pb = m.b_press * pi
-                            if m.b_extrap != 0:
-                                if with_pressure != 0:
-                                    pb += bp_in[env, k] / (rhoi * rhoi)
-                                else:
-                                    pb += wp.max(wp.dot(m.gravity, m.b_pos[k] - xi), -kest) / rhoi
-                            a -= rho0 * m.b_vol[k] * pb * kernel_grad(d, r, m.H, m.kernel)
+                    cid = cell_index(c, m.dims)
+                    for k in range(start_in[env, cid], start_in[env, cid + 1]):
+                        a, xs = accel_liquid(m, env, i, sorted_in[env, k], with_pressure, xi, vi, rhoi, rho0, pi, nu10,
+                                             gam, eps, a, xs, mass_in, pos_in, vel_in, rho_in, pressure_in)
+                    if walls:
+                        for k in range(m.b_start[cid], m.b_start[cid + 1]):
+                            a = accel_wall(m, env, k, with_pressure, xi, rhoi, rho0, pi, kest, a, bp_in)
     dv_out[env, i] = m.h * a + m.xsph * xs
+
+
+@wp.func
+def rate_liquid(m: Model, env: int, i: int, j: int, xi: wp.vec3, vi: wp.vec3, mass_in: wp.array2d(dtype=float),
+                pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3)):
+    """Liquid neighbour j's term of the density rate Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ (0 beyond the support)."""
+    d = xi - pos_in[env, j]
+    r = wp.length(d)
+    if r < m.H and j != i:
+        return mass_in[env, j] * wp.dot(vi - vel_in[env, j], kernel_grad(d, r, m.H, m.kernel))
+    return 0.0
+
+
+@wp.func
+def rate_wall(m: Model, k: int, xi: wp.vec3, vi: wp.vec3, rho0: float):
+    """Boundary particle k's term c·ψ_b vᵢ·∇Wᵢ_b of the density rate."""
+    d = xi - m.b_pos[k]
+    r = wp.length(d)
+    if r < m.H:
+        return m.b_press * rho0 * m.b_vol[k] * wp.dot(vi, kernel_grad(d, r, m.H, m.kernel))
+    return 0.0
+
+
+@wp.func
+def push_liquid(m: Model, env: int, i: int, j: int, xi: wp.vec3, ki: float, scale: float,
+                mass_in: wp.array2d(dtype=float), pos_in: wp.array2d(dtype=wp.vec3), rho_in: wp.array2d(dtype=float),
+                kappa_in: wp.array2d(dtype=float)):
+    """mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ of the DFSPH velocity update."""
+    d = xi - pos_in[env, j]
+    r = wp.length(d)
+    if r < m.H and j != i:
+        kk = ki + scale * kappa_in[env, j] / rho_in[env, j]
+        return mass_in[env, j] * kk * kernel_grad(d, r, m.H, m.kernel)
+    return wp.vec3(0.0)
+
+
+@wp.func
+def push_wall(m: Model, k: int, xi: wp.vec3, ki: float, rho0: float):
+    """c·ψ_b κᵢ/ρᵢ ∇Wᵢ_b of the DFSPH velocity update."""
+    d = xi - m.b_pos[k]
+    r = wp.length(d)
+    if r < m.H:
+        return m.b_press * rho0 * m.b_vol[k] * ki * kernel_grad(d, r, m.H, m.kernel)
+    return wp.vec3(0.0)
 
 
 @wp.kernel
@@ -303,6 +397,7 @@ def solve_kappa(
     pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3),
     active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32),
     rho_in: wp.array2d(dtype=float), alpha_in: wp.array2d(dtype=float),
     base_in: wp.array2d(dtype=float),
     # Data out:
@@ -330,26 +425,28 @@ def solve_kappa(
     vi = vel_in[env, i]
     rho0 = m.rest_rho[i]
     drho = float(0.0)
-    ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
-    for dz in range(-1, 2):
-        for dy in range(-1, 2):
-            for dx in range(-1, 2):
-                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
-                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
-                        or c[2] >= m.dims[2]:
-                    continue
-                cid = cell_index(c, m.dims)
-                for k in range(start_in[env, cid], start_in[env, cid + 1]):
-                    j = sorted_in[env, k]
-                    d = xi - pos_in[env, j]
-                    r = wp.length(d)
-                    if r < m.H and j != i:
-                        drho += mass_in[env, j] * wp.dot(vi - vel_in[env, j], kernel_grad(d, r, m.H, m.kernel))
-                for k in range(m.b_start[cid], m.b_start[cid + 1]):
-                    d = xi - m.b_pos[k]
-                    r = wp.length(d)
-                    if r < m.H:
-                        drho += m.b_press * rho0 * m.b_vol[k] * wp.dot(vi, kernel_grad(d, r, m.H, m.kernel))
+    nl = nbrs_in[env, i]
+    if nl >= 0:
+        for t in range(nl):
+            q = list_in[env, i * m.nbr_cap + t]
+            if q >= 0:
+                drho += rate_liquid(m, env, i, q, xi, vi, mass_in, pos_in, vel_in)
+            else:
+                drho += rate_wall(m, -q - 1, xi, vi, rho0)
+    else:
+        ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
+        for dz in range(-1, 2):
+            for dy in range(-1, 2):
+                for dx in range(-1, 2):
+                    c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
+                    if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
+                            or c[2] >= m.dims[2]:
+                        continue
+                    cid = cell_index(c, m.dims)
+                    for k in range(start_in[env, cid], start_in[env, cid + 1]):
+                        drho += rate_liquid(m, env, i, sorted_in[env, k], xi, vi, mass_in, pos_in, vel_in)
+                    for k in range(m.b_start[cid], m.b_start[cid + 1]):
+                        drho += rate_wall(m, k, xi, vi, rho0)
     h = m.h
     e = wp.max(rho_in[env, i] + h * drho - rho0, 0.0)
     kap = m.omega * e * alpha_in[env, i] / (h * h)
@@ -368,6 +465,7 @@ def solve_update(
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32),
     rho_in: wp.array2d(dtype=float), kappa_in: wp.array2d(dtype=float), scale: float,
     # Data out:
     vel_inout: wp.array2d(dtype=wp.vec3),
@@ -380,27 +478,29 @@ def solve_update(
     ki = scale * kappa_in[env, i] / rho_in[env, i]
     rho0 = m.rest_rho[i]
     dv = wp.vec3(0.0)
-    ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
-    for dz in range(-1, 2):
-        for dy in range(-1, 2):
-            for dx in range(-1, 2):
-                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
-                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
-                        or c[2] >= m.dims[2]:
-                    continue
-                cid = cell_index(c, m.dims)
-                for k in range(start_in[env, cid], start_in[env, cid + 1]):
-                    j = sorted_in[env, k]
-                    d = xi - pos_in[env, j]
-                    r = wp.length(d)
-                    if r < m.H and j != i:
-                        kk = ki + scale * kappa_in[env, j] / rho_in[env, j]
-                        dv -= mass_in[env, j] * kk * kernel_grad(d, r, m.H, m.kernel)
-                for k in range(m.b_start[cid], m.b_start[cid + 1]):
-                    d = xi - m.b_pos[k]
-                    r = wp.length(d)
-                    if r < m.H:
-                        dv -= m.b_press * rho0 * m.b_vol[k] * ki * kernel_grad(d, r, m.H, m.kernel)
+    nl = nbrs_in[env, i]
+    if nl >= 0:
+        for t in range(nl):
+            q = list_in[env, i * m.nbr_cap + t]
+            if q >= 0:
+                dv -= push_liquid(m, env, i, q, xi, ki, scale, mass_in, pos_in, rho_in, kappa_in)
+            else:
+                dv -= push_wall(m, -q - 1, xi, ki, rho0)
+    else:
+        ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
+        for dz in range(-1, 2):
+            for dy in range(-1, 2):
+                for dx in range(-1, 2):
+                    c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
+                    if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
+                            or c[2] >= m.dims[2]:
+                        continue
+                    cid = cell_index(c, m.dims)
+                    for k in range(start_in[env, cid], start_in[env, cid + 1]):
+                        dv -= push_liquid(m, env, i, sorted_in[env, k], xi, ki, scale, mass_in, pos_in, rho_in,
+                                          kappa_in)
+                    for k in range(m.b_start[cid], m.b_start[cid + 1]):
+                        dv -= push_wall(m, k, xi, ki, rho0)
     vel_inout[env, i] = vel_inout[env, i] + m.h * dv
 
 
