@@ -27,6 +27,7 @@ import numpy as np
 from polyphys import morphs as M
 from polyphys.description import EntityDescription, from_primitive, without_collision
 from polyphys.errors import BuildError, OptionError, PolyphysWarning, SimulationError
+from polyphys.geometry import warn_coincident_planes
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
 from polyphys.views import RigidGeoms, RigidLinks, pack_rigid_geoms
@@ -90,6 +91,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         if not morph.collision:           # Morph(collision=False): its geoms collide with nothing
             desc = without_collision(desc)
         self._check_description(desc, ename)
+        self._world_planes = warn_coincident_planes(getattr(self, "_world_planes", []), desc, *base, ename)
         self._pending.append((desc, *base))
         entity = RigidEntity(self, len(self.entities), morph, material, surface, name, desc)
         self.entities.append(entity)
