@@ -147,8 +147,9 @@ class RigidOptions(Options):
         return 100.0 if (self.friction_cone == "elliptic" and not self.mujoco_compatible) else 1.0
 
     def effective_resolution(self) -> str:
-        """contact_resolution None resolves by the seed's table (docs/semantics.md §R2): elliptic + Newton outside
-        MuJoCo-compatible mode → "signorini", everything else → "convex"."""
+        """contact_resolution None resolves by the rule of docs/semantics.md §R2 (the table of
+        docs/constraint.md, "Contact resolution"): elliptic + Newton outside MuJoCo-compatible mode →
+        "signorini", everything else → "convex"."""
         if self.contact_resolution is not None:
             return self.contact_resolution
         if self.friction_cone == "elliptic" and self.constraint_solver == "Newton" and not self.mujoco_compatible:
