@@ -34,13 +34,14 @@ def _scene(n, kind, seed=0):
 def _pipeline(n, kind, n_envs=1, broadphase="auto"):
     from polyphys.description import Geom
     from polyphys.layout import Partition
-    from polyphys.plugins.rigid.collision import CollisionOptions, CollisionPipeline, set_poses_host
+    from polyphys.plugins.rigid import RigidOptions
+    from polyphys.plugins.rigid.collision import CollisionPipeline, set_poses_host
 
     size = (R, 0, 0) if kind == "sphere" else (R, R, R)
     geoms = [Geom(name="ground", type="plane", link=-1, size=(0, 0, 1))]
     geoms += [Geom(name=f"g{i}", type=kind, link=i, size=size) for i in range(n)]
     pipe = CollisionPipeline(geoms, [0] * (n + 1), [-1] * n, [True] * n,
-                             CollisionOptions(broadphase=broadphase, max_collision_pairs=12 * n + 64))
+                             RigidOptions(broadphase=broadphase, max_collision_pairs=12 * n + 64))
     pipe.build(n_envs, "cpu", "32")
     pos = np.zeros((n_envs, n + 1, 3))
     quat = np.zeros((n_envs, n + 1, 4))

@@ -217,11 +217,11 @@ def _mj_stats(m, d, steps=20):
 
 def _pp_stats(scene, steps=5):
     """Contacts, rows and Newton iterations per env and step (mean over ``steps`` more steps)."""
-    st = scene.solver("rigid").constraint
+    d = scene.solver("rigid").data
     acc = np.zeros(3)
     for _ in range(steps):
         scene.step()
-        acc += [st.n_con.numpy().mean(), st.n_efc.numpy().mean(), st.solver_niter.numpy().mean()]
+        acc += [d.ncon.numpy().mean(), d.nefc.numpy().mean(), d.solver_niter.numpy().mean()]
     return tuple(float(x) for x in acc / steps)
 
 
@@ -379,14 +379,8 @@ def _frozen_humanoid_problem(solver):
     s = scene.solver("rigid")
     s.forward()                           # kinematics, M, qacc_smooth and the contacts of this state
     part = scene.layout.partitions[0]
-    st = s.constraint
-    s._contacts_to_stage(part)
-    st.mass_from_tree(s.model.dof_madr, s.model.dof_depth, s.model.m_col, s.d.mass, s._diag_add, part)
-    import warp as wp
-    from polyphys.plugins.rigid.kernels import constraint_glue as G
-    wp.launch(G.dof_reference, dim=(1, s.n_dofs), inputs=[s._link_root, s.model.dof_link, s.d.link_pos],
-              outputs=[s._dof_ref])
-    st.build_rows(s.qpos, s.qvel, s.d.cdof_w, s.d.cdof_v, s._dof_ref, s.d.link_pos, s.d.link_quat, part)
+    s._constraint_rows(part)              # contact parameters, dense M, rows (no solve yet)
+    st = s.views[part.index]
     dd = mujoco.MjData(m)
     mujoco.mj_setState(m, dd, _mj_initial(m, d, 1)[0][0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
     mujoco.mj_forward(m, dd)
@@ -404,23 +398,24 @@ def convergence(out_dir=None, max_iter=60):
     data = {}
     for solver in ("Newton", "CG"):
         scene, s, st, m, dd = _frozen_humanoid_problem(solver)
-        qs = wp.clone(s.d.qacc)                          # qacc_smooth of the forward pass
-        tol = st.opt.tolerance
-        st.opt.tolerance = 1e-15                         # run each capped solve to its cap (or round-off)
+        from polyphys.plugins.rigid import convex_solve
+        qs = s.data.qacc_smooth                          # qacc_smooth of the forward pass
+        tol = st.m.opt.tolerance
+        st.m.opt.tolerance = 1e-15                       # run each capped solve to its cap (or round-off)
         grad, impr, cost, niter = [], [], [], []
         cap = 100 if solver == "Newton" else max_iter
         for k in range(1, cap + 1):
-            st.opt.iterations = k
-            st.solve(st.M, qs, qs)
-            ni = int(st.solver_niter.numpy()[0])
+            st.m.opt.iterations = k
+            convex_solve.solve(st, qs)
+            ni = int(st.d.solver_niter.numpy()[0])
             if ni < k:                                   # stopped on its own (round-off reached)
                 break
-            stat = st.solver_stat.numpy()[0]
+            stat = st.d.solver_stat.numpy()[0]
             niter.append(ni)
             impr.append(float(stat[0]))
             grad.append(float(stat[1]))
             cost.append(float(stat[2]))
-        st.opt.tolerance = tol
+        st.m.opt.tolerance = tol
         # MuJoCo, same state and options, its per-iteration statistics (tolerance as the benchmark)
         m.opt.tolerance = 1e-15
         m.opt.iterations = cap
@@ -430,7 +425,7 @@ def convergence(out_dir=None, max_iter=60):
         mj_grad = [float(x) for x in dd.solver.gradient[:n_mj]]      # island 0 (the humanoid is one)
         mj_impr = [float(x) for x in dd.solver.improvement[:n_mj]]
         data[solver] = dict(grad=grad, impr=impr, cost=cost, mj_grad=mj_grad, mj_impr=mj_impr,
-                            nefc=int(st.n_efc.numpy()[0]), mj_nefc=int(dd.nefc), mj_nisland=int(dd.nisland), tol=tol)
+                            nefc=int(st.d.nefc.numpy()[0]), mj_nefc=int(dd.nefc), mj_nisland=int(dd.nisland), tol=tol)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "constraint_convergence.csv"), "w") as fh:
         fh.write("solver,engine,iteration,gradient,improvement\n")

@@ -27,7 +27,8 @@ import warnings
 from .errors import PolyphysError, PolyphysWarning, WorkerError
 
 EXIT_USAGE = 2
-CAP_COLUMNS = ("batch", "reset_envs", "checkpoint", "differentiable", "devices", "precisions")
+CAP_COLUMNS = ("batch", "reset_envs", "checkpoint", "differentiable", "devices", "tested_devices", "precisions",
+               "deterministic")
 
 
 class CliError(Exception):
@@ -69,13 +70,14 @@ def plugins_markdown(rows: list[dict]) -> str:
     from .registry import registry
 
     head = ("| Plugin | Kind | Batch (n_envs > 0) | Per-env reset | Checkpoint | Differentiable | "
-            "Devices | Precisions | Distribution |")
-    out = [head, "|" + "---|" * 9]
+            "Devices (compiles for) | Tested on | Deterministic on | Precisions | Distribution |")
+    out = [head, "|" + "---|" * 11]
     for r in rows:
         c = r["capabilities"]
         out.append(f"| `{r['name']}` | {r['kind']} | {_cap_cell(c['batch'])} | "
                    f"{_cap_cell(c['reset_envs'])} | {_cap_cell(c['checkpoint'])} | "
                    f"{_cap_cell(c['differentiable'])} | {', '.join(c['devices'])} | "
+                   f"{', '.join(c['tested_devices'])} | {', '.join(c['deterministic'])} | "
                    f"{', '.join(c['precisions'])} | {r['distribution']} {r['version']} |")
     mats = registry().all("material")
     if mats:

@@ -9,6 +9,7 @@ plane (hx, hy, grid spacing; 0 = infinite).
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import attrs
@@ -17,10 +18,52 @@ import numpy as np
 from .rotations import mat_to_quat, quat_to_mat  # noqa: F401  (re-exported: the importers use them)
 from .rotations import quat_mul_tuple as quat_mul
 
-JOINT_TYPES = ("fixed", "revolute", "prismatic", "spherical", "free")
-JOINT_NQ = {"fixed": 0, "revolute": 1, "prismatic": 1, "spherical": 4, "free": 7}
-JOINT_NDOF = {"fixed": 0, "revolute": 1, "prismatic": 1, "spherical": 3, "free": 6}
-GEOM_TYPES = ("plane", "sphere", "capsule", "cylinder", "box", "ellipsoid", "mesh", "hfield")
+
+class JointType(enum.IntEnum):
+    """Joint type codes: the only definition (host code, core's and the solvers' Warp kernels, which
+    compare with the members directly). ``JointType.from_name("free")`` maps a description's type."""
+
+    FIXED = 0
+    REVOLUTE = 1
+    PRISMATIC = 2
+    SPHERICAL = 3
+    FREE = 4
+
+    @classmethod
+    def from_name(cls, name: str) -> JointType:
+        return cls[name.upper()]
+
+    @property
+    def n_qs(self) -> int:
+        return (0, 1, 1, 4, 7)[self]
+
+    @property
+    def n_dofs(self) -> int:
+        return (0, 1, 1, 3, 6)[self]
+
+
+class GeomType(enum.IntEnum):
+    """Geometry type codes: the only definition (host code and every Warp kernel that branches on a
+    geom type: SDFs, collision, couplers). ``GeomType.from_name("box")`` maps a description's type."""
+
+    PLANE = 0
+    SPHERE = 1
+    CAPSULE = 2
+    CYLINDER = 3
+    BOX = 4
+    ELLIPSOID = 5
+    MESH = 6
+    HFIELD = 7
+
+    @classmethod
+    def from_name(cls, name: str) -> GeomType:
+        return cls[name.upper()]
+
+
+JOINT_TYPES = tuple(t.name.lower() for t in JointType)
+JOINT_NQ = {t.name.lower(): t.n_qs for t in JointType}
+JOINT_NDOF = {t.name.lower(): t.n_dofs for t in JointType}
+GEOM_TYPES = tuple(t.name.lower() for t in GeomType)
 
 IDENTITY_QUAT = (1.0, 0.0, 0.0, 0.0)
 
@@ -295,6 +338,13 @@ class EntityDescription:
             if j.name == name:
                 return i
         raise KeyError(f"no joint named {name!r}; joints: {[j.name for j in self.joints]}")
+
+
+def without_collision(desc: EntityDescription) -> EntityDescription:
+    """The description with every geom visual-only and no explicit contact pair: what
+    ``Morph(collision=False)`` means (the entity's geometry takes part in no collision — contacts,
+    and the geometry a coupler sees — while its links, joints and mass properties are unchanged)."""
+    return attrs.evolve(desc, geoms=[attrs.evolve(g, role="visual") for g in desc.geoms], contact_pairs=[])
 
 
 def from_primitive(morph, name: str = "entity", density: float = 1000.0) -> EntityDescription:

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .description import JOINT_NDOF, JOINT_NQ, EntityDescription
+from .description import EntityDescription, JointType
 from .rotations import euler_to_quat, quat_mul, quat_rotate, quat_to_euler  # noqa: F401  (re-exported)
 
-JOINT_CODES = {"fixed": 0, "revolute": 1, "prismatic": 2, "spherical": 3, "free": 4}
+JOINT_CODES = {t.name.lower(): t for t in JointType}     # description type name -> JointType
 
 
 class JointTree:
@@ -163,11 +163,11 @@ class JointTree:
         """docs/semantics.md §S4: revolute/prismatic q − ref; free (x, y, z, three angles); spherical three angles."""
         out = np.zeros((qpos.shape[0], self.n_dofs))
         for t, qs, ds, ref in zip(self.joint_type, self.joint_q_start, self.joint_dof_start, self.joint_ref):
-            if t in (1, 2):
+            if t in (JointType.REVOLUTE, JointType.PRISMATIC):
                 out[:, ds] = qpos[:, qs] - ref
-            elif t == 3:
+            elif t == JointType.SPHERICAL:
                 out[:, ds:ds + 3] = quat_to_euler(qpos[:, qs:qs + 4])
-            elif t == 4:
+            elif t == JointType.FREE:
                 out[:, ds:ds + 3] = qpos[:, qs:qs + 3]
                 out[:, ds + 3:ds + 6] = quat_to_euler(qpos[:, qs + 3:qs + 7])
         return out
@@ -175,15 +175,13 @@ class JointTree:
     def qpos_from_dofs_position(self, dofs: np.ndarray, qpos: np.ndarray) -> np.ndarray:
         out = qpos.copy()
         for t, qs, ds, ref in zip(self.joint_type, self.joint_q_start, self.joint_dof_start, self.joint_ref):
-            if t in (1, 2):
+            if t in (JointType.REVOLUTE, JointType.PRISMATIC):
                 out[:, qs] = dofs[:, ds] + ref
-            elif t == 3:
+            elif t == JointType.SPHERICAL:
                 out[:, qs:qs + 4] = euler_to_quat(dofs[:, ds:ds + 3])
-            elif t == 4:
+            elif t == JointType.FREE:
                 out[:, qs:qs + 3] = dofs[:, ds:ds + 3]
                 out[:, qs + 3:qs + 7] = euler_to_quat(dofs[:, ds + 3:ds + 6])
         return out
 
 
-JOINT_NQ_BY_CODE = {JOINT_CODES[k]: v for k, v in JOINT_NQ.items()}
-JOINT_NDOF_BY_CODE = {JOINT_CODES[k]: v for k, v in JOINT_NDOF.items()}

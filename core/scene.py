@@ -12,6 +12,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
@@ -20,7 +21,15 @@ import numpy as np
 
 from . import arrays
 from .concurrency import WARP_LOCK, SceneGuard
-from .errors import BuildError, CapabilityError, CheckpointError, OptionError, PolyphysError, SceneStateError
+from .errors import (
+    BuildError,
+    CapabilityError,
+    CheckpointError,
+    OptionError,
+    PolyphysError,
+    PolyphysWarning,
+    SceneStateError,
+)
 from .interfaces import Entity, check_options
 from .layout import Layout, split_envs
 from .morphs import Morph
@@ -281,6 +290,7 @@ class Scene:
             self._require("precisions", "set SimOptions(precision=...) to one every coupler supports",
                           sim.precision)
             self._require("devices", f"SimOptions(device={sim.device!r})", sim.device_kind)
+            self._warn_untested_device(sim.device_kind)
             for c in self.couplers:
                 c.build(self.layout)
             self.sensor_hub = None
@@ -297,6 +307,13 @@ class Scene:
         self._step_count = np.zeros(n, dtype=np.int64)
         self.built = True
         self.timings["build_s"] = time.perf_counter() - t0
+
+    def _warn_untested_device(self, kind: str) -> None:
+        untested = [getattr(p, "name", type(p).__name__) for p in self._parts()
+                    if kind not in p.capabilities.tested_devices]
+        if untested:
+            warnings.warn(f"device {kind!r}: the kernels of {untested} compile for it but their tests have "
+                          f"never run there (Capabilities.tested_devices)", PolyphysWarning, stacklevel=3)
 
     def _load_kernels(self) -> list:
         """Compile (in parallel) and load the Warp modules the solvers, couplers and sensors declare

@@ -38,9 +38,14 @@ class Capabilities:
     reset_envs: ``reset(envs_idx)`` touches only those envs (bit-exact isolation).
     checkpoint: ``dump()``/``load()`` continue bit-exactly on CPU.
     differentiable: gradients flow through the step (Warp tape).
-    devices: "cpu" and/or "cuda".
+    devices: the devices a scene may be built on: the plugin's kernels are written for them and
+        compile for them ("cpu" by running; "cuda" by an NVRTC compile of every kernel, which needs
+        no GPU: tests/core/test_contract.py).
+    tested_devices: the devices on which the contract test and the plugin's tests have actually
+        run (a subset of ``devices``; building on a declared but untested device warns).
     precisions: "32" and/or "64" (floating-point width of the state).
-    deterministic: devices on which repeated runs are bit-identical (CUDA float atomics are not).
+    deterministic: devices on which repeated runs are bit-identical, a subset of ``tested_devices``
+        (the contract test's bit-exact checks run on them; CUDA float atomics are not).
     notes: free-form text shown by ``polyphys plugins``.
     """
 
@@ -49,9 +54,17 @@ class Capabilities:
     checkpoint: bool = False
     differentiable: bool = False
     devices: frozenset = attrs.field(default=frozenset({"cpu"}), converter=_frozenset_of(DEVICES))
+    tested_devices: frozenset = attrs.field(default=frozenset({"cpu"}), converter=_frozenset_of(DEVICES))
     precisions: frozenset = attrs.field(default=frozenset({"32"}), converter=_frozenset_of(PRECISIONS))
     deterministic: frozenset = attrs.field(default=frozenset({"cpu"}), converter=_frozenset_of(DEVICES))
     notes: str = ""
+
+    def __attrs_post_init__(self):
+        if not self.tested_devices <= self.devices:
+            raise ValueError(f"tested_devices {sorted(self.tested_devices)} must be among devices {sorted(self.devices)}")
+        if not self.deterministic <= self.tested_devices:
+            raise ValueError(f"deterministic {sorted(self.deterministic)} must be among the tested devices "
+                             f"{sorted(self.tested_devices)}: determinism is a tested claim")
 
     def to_dict(self) -> dict:
         return {
@@ -60,7 +73,9 @@ class Capabilities:
             "checkpoint": self.checkpoint,
             "differentiable": self.differentiable,
             "devices": sorted(self.devices),
+            "tested_devices": sorted(self.tested_devices),
             "precisions": sorted(self.precisions),
+            "deterministic": sorted(self.deterministic),
         }
 
     @staticmethod
@@ -68,13 +83,15 @@ class Capabilities:
         """The capabilities of a composition: what every part supports."""
         if not caps:
             return Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=True,
-                                devices=DEVICES, precisions=PRECISIONS, deterministic=DEVICES)
+                                devices=DEVICES, tested_devices=DEVICES, precisions=PRECISIONS,
+                                deterministic=DEVICES)
         return Capabilities(
             batch=all(c.batch for c in caps),
             reset_envs=all(c.reset_envs for c in caps),
             checkpoint=all(c.checkpoint for c in caps),
             differentiable=all(c.differentiable for c in caps),
             devices=frozenset.intersection(*[c.devices for c in caps]),
+            tested_devices=frozenset.intersection(*[c.tested_devices for c in caps]),
             precisions=frozenset.intersection(*[c.precisions for c in caps]),
             deterministic=frozenset.intersection(*[c.deterministic for c in caps]),
         )

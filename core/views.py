@@ -84,15 +84,15 @@ class HeightFields:
 @attrs.frozen
 class RigidGeoms:
     """Static geometry a coupler queries (same for every env): per geom its link, type code
-    (``polyphys.sdf`` GEOM_* constants), size (MuJoCo half sizes), local pose, and the Rigid
+    (``polyphys.description.GeomType``), size (MuJoCo half sizes), local pose, and the Rigid
     material's coupling fields (coup_friction, coup_restitution, coup_softness).
 
-    Mesh geoms (type GEOM_MESH) have no analytic SDF: the solver gives their triangles in
+    Mesh geoms (type GeomType.MESH) have no analytic SDF: the solver gives their triangles in
     ``meshes`` (per geom ``(vertices (n, 3), faces (m, 3))`` numpy arrays in the geom frame, or
     None for a primitive) and the coupler builds grid SDFs from them at build time, or it gives
     ready ``sdf_grids`` (an :class:`SdfGrids`), which a coupler then uses as they are.
 
-    Heightfield geoms (type GEOM_HFIELD) are listed in ``hfields``: per geom ``(heights (nrow,
+    Heightfield geoms (type GeomType.HFIELD) are listed in ``hfields``: per geom ``(heights (nrow,
     ncol), (rx, ry, z_bottom))`` host arrays in the geom frame (``polyphys.sdf_grid.hfield_heights``
     makes them from a ``Geom.hfield``), or None; a coupler packs them into :class:`HeightFields`."""
 
@@ -109,6 +109,49 @@ class RigidGeoms:
     meshes: tuple = attrs.field(default=(), eq=False)
     # per geom: (heights (nrow, ncol), (rx, ry, z_bottom)) host arrays in the geom frame, or None
     hfields: tuple = attrs.field(default=(), eq=False)
+
+
+def pack_rigid_geoms(entities, precision: str = "32", device=None) -> RigidGeoms:
+    """The RigidGeoms of articulated entities (each with ``description``, ``material`` with the
+    coup_* fields, and ``link_start``, the global index of its first link): every non-visual geom
+    with an analytic SDF, every mesh geom (with its triangles) and every heightfield geom (with its
+    heights), in entity and description order. The rigid and kinematic solvers' ``rigid_geoms``."""
+    import numpy as np
+    import warp as wp
+
+    from .geometry import GEOM_CODES, SDF_SUPPORTED
+    from .sdf_grid import hfield_heights
+
+    rows, meshes, hfields = [], [], []
+    for e in entities:
+        mat = e.material
+        for g in e.description.geoms:
+            code = GEOM_CODES[g.type]
+            is_mesh = g.type == "mesh" and g.mesh is not None
+            hf = hfield_heights(g.hfield, f"geom {g.name!r}") if g.type == "hfield" else None
+            if g.role == "visual" or (code not in SDF_SUPPORTED and not is_mesh and hf is None):
+                continue
+            meshes.append((np.asarray(g.mesh.vertices, float), np.asarray(g.mesh.faces)) if is_mesh else None)
+            hfields.append(hf)
+            size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
+            if hf is not None:
+                size = hf[1]                    # (rx, ry, z_bottom)
+            rows.append((e.link_start + g.link, code, size, g.pos, g.quat[1:] + g.quat[:1],
+                         mat.coup_friction, mat.coup_restitution, mat.coup_softness))
+    s = wp.float64 if precision == "64" else wp.float32
+    npf = np.float64 if precision == "64" else np.float32
+    V, Q = wp.types.vector(3, s), wp.types.quaternion(s)
+    col = list(zip(*rows)) if rows else [[]] * 8
+    return RigidGeoms(
+        link=wp.array(np.asarray(col[0], np.int32), dtype=wp.int32, device=device),
+        type=wp.array(np.asarray(col[1], np.int32), dtype=wp.int32, device=device),
+        size=wp.array(np.asarray(col[2], npf).reshape(-1, 3), dtype=V, device=device),
+        pos=wp.array(np.asarray(col[3], npf).reshape(-1, 3), dtype=V, device=device),
+        quat=wp.array(np.asarray(col[4], npf).reshape(-1, 4), dtype=Q, device=device),
+        coup_friction=wp.array(np.asarray(col[5], npf), dtype=s, device=device),
+        coup_restitution=wp.array(np.asarray(col[6], npf), dtype=s, device=device),
+        coup_softness=wp.array(np.asarray(col[7], npf), dtype=s, device=device),
+        meshes=tuple(meshes), hfields=tuple(hfields))
 
 
 @attrs.frozen

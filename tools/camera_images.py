@@ -91,8 +91,8 @@ def _humanoid_scene(xml, pose_seed=5):
 
 def humanoid():
     """The humanoid from its MJCF camera: rgb, depth, segmentation by link, normals."""
-    from polyphys.raycast.recording import SEG_PALETTE
     from polyphys.raycast.media import depth_to_rgb
+    from polyphys.raycast.recording import SEG_PALETTE
 
     cam = '<camera name="cmp" pos="1.3 -1.5 1.3" xyaxes="0.7557 0.6549 0 -0.0979 0.1129 0.9888" fovy="45" ' \
           'resolution="320 240"/>'

@@ -13,13 +13,9 @@ from typing import Any
 
 import warp as wp
 
-wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+from ..description import JointType
 
-JOINT_FIXED = wp.constant(0)
-JOINT_REVOLUTE = wp.constant(1)
-JOINT_PRISMATIC = wp.constant(2)
-JOINT_SPHERICAL = wp.constant(3)
-JOINT_FREE = wp.constant(4)
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
 
 @wp.func
@@ -83,7 +79,7 @@ def forward_kinematics(
             jt = joint_type[j]
             qs = joint_q_start[j]
             ds = joint_dof_start[j]
-            if jt == JOINT_FREE:
+            if jt == JointType.FREE:
                 xpos = type(zero)(qpos_in[env, qs], qpos_in[env, qs + 1], qpos_in[env, qs + 2])
                 xquat = wp.normalize(type(xquat)(qpos_in[env, qs + 4], qpos_in[env, qs + 5],
                                                  qpos_in[env, qs + 6], qpos_in[env, qs + 3]))
@@ -91,7 +87,7 @@ def forward_kinematics(
                 w = wp.quat_rotate(xquat, type(zero)(qvel_in[env, ds + 3], qvel_in[env, ds + 4],
                                                      qvel_in[env, ds + 5]))
                 v0 = vlin - wp.cross(w, xpos)
-            elif jt == JOINT_REVOLUTE:
+            elif jt == JointType.REVOLUTE:
                 anchor = xpos + wp.quat_rotate(xquat, joint_pos[j])
                 axis = wp.quat_rotate(xquat, joint_axis[j])
                 rot = wp.quat_from_axis_angle(joint_axis[j], qpos_in[env, qs] - joint_ref[j])
@@ -100,11 +96,11 @@ def forward_kinematics(
                 wj = axis * qvel_in[env, ds]
                 w = w + wj
                 v0 = v0 - wp.cross(wj, anchor)
-            elif jt == JOINT_PRISMATIC:
+            elif jt == JointType.PRISMATIC:
                 axis = wp.quat_rotate(xquat, joint_axis[j])
                 xpos = xpos + axis * (qpos_in[env, qs] - joint_ref[j])
                 v0 = v0 + axis * qvel_in[env, ds]
-            elif jt == JOINT_SPHERICAL:
+            elif jt == JointType.SPHERICAL:
                 anchor = xpos + wp.quat_rotate(xquat, joint_pos[j])
                 qb = wp.normalize(type(xquat)(qpos_in[env, qs + 1], qpos_in[env, qs + 2],
                                               qpos_in[env, qs + 3], qpos_in[env, qs]))
@@ -137,12 +133,12 @@ def integrate_qpos(
     jt = joint_type[j]
     qs = joint_q_start[j]
     ds = joint_dof_start[j]
-    if jt == JOINT_REVOLUTE or jt == JOINT_PRISMATIC:
+    if jt == JointType.REVOLUTE or jt == JointType.PRISMATIC:
         qpos[env, qs] = qpos[env, qs] + h * qvel_in[env, ds]
-    elif jt == JOINT_FREE or jt == JOINT_SPHERICAL:
+    elif jt == JointType.FREE or jt == JointType.SPHERICAL:
         qq = qs
         wd = ds
-        if jt == JOINT_FREE:
+        if jt == JointType.FREE:
             for k in range(3):
                 qpos[env, qs + k] = qpos[env, qs + k] + h * qvel_in[env, ds + k]
             qq = qs + 3

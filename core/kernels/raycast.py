@@ -19,16 +19,10 @@ from typing import Any
 
 import warp as wp
 
+from ..description import GeomType
+
 wp.set_module_options({"enable_backward": False})
 
-GEOM_PLANE = wp.constant(0)
-GEOM_SPHERE = wp.constant(1)
-GEOM_CAPSULE = wp.constant(2)
-GEOM_CYLINDER = wp.constant(3)
-GEOM_BOX = wp.constant(4)
-GEOM_ELLIPSOID = wp.constant(5)
-GEOM_MESH = wp.constant(6)
-GEOM_HFIELD = wp.constant(7)
 
 HIT_NONE = wp.constant(0)
 HIT_GEOM = wp.constant(1)
@@ -334,19 +328,19 @@ def ray_mesh(mesh: wp.uint64, o: wp.vec3, d: wp.vec3, tmax: float) -> wp.vec4:
 
 @wp.func
 def ray_geom(typ: int, size: wp.vec3, mesh: wp.uint64, o: wp.vec3, d: wp.vec3, tmax: float) -> wp.vec4:
-    if typ == GEOM_SPHERE:
+    if typ == GeomType.SPHERE:
         return ray_sphere(o, d, size[0])
-    if typ == GEOM_CAPSULE:
+    if typ == GeomType.CAPSULE:
         return ray_capsule(o, d, size[0], size[1])
-    if typ == GEOM_CYLINDER:
+    if typ == GeomType.CYLINDER:
         return ray_cylinder(o, d, size[0], size[1])
-    if typ == GEOM_BOX:
+    if typ == GeomType.BOX:
         return ray_box(o, d, size)
-    if typ == GEOM_ELLIPSOID:
+    if typ == GeomType.ELLIPSOID:
         return ray_ellipsoid(o, d, size)
-    if typ == GEOM_PLANE:
+    if typ == GeomType.PLANE:
         return ray_plane(o, d, size)
-    if typ == GEOM_MESH or typ == GEOM_HFIELD:
+    if typ == GeomType.MESH or typ == GeomType.HFIELD:
         if mesh != wp.uint64(0):
             return ray_mesh(mesh, o, d, tmax)
     return wp.vec4(BIG, 0.0, 0.0, 0.0)

@@ -1,23 +1,16 @@
 """Signed distance functions of primitives, in the primitive's own frame (float32).
 
 Positive outside, negative inside; each returns the distance and the outward unit normal (the SDF
-gradient). Codes as in ``polyphys.geometry`` (plane 0, sphere 1, capsule 2, cylinder 3, box 4,
+gradient). Codes: ``polyphys.description.GeomType`` (plane 0, sphere 1, capsule 2, cylinder 3, box 4,
 ellipsoid 5; mesh 6 has a grid SDF, heightfield 7 its own closest-point SDF, below). Sizes are
 MuJoCo half sizes.
 """
 
 import warp as wp
 
-wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+from ..description import GeomType  # MESH: no analytic SDF, a grid (sdf_grid_query); HFIELD: sdf_hfield
 
-GEOM_PLANE = wp.constant(0)
-GEOM_SPHERE = wp.constant(1)
-GEOM_CAPSULE = wp.constant(2)
-GEOM_CYLINDER = wp.constant(3)
-GEOM_BOX = wp.constant(4)
-GEOM_ELLIPSOID = wp.constant(5)
-GEOM_MESH = wp.constant(6)         # no analytic SDF: a grid (sdf_grid_query)
-GEOM_HFIELD = wp.constant(7)       # heightfield: closest point on its triangles nearby (sdf_hfield)
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
 
 @wp.func
@@ -58,17 +51,17 @@ def sdf_ellipsoid(p: wp.vec3, radii: wp.vec3):
 
 @wp.func
 def sdf_primitive(geom_type: int, size: wp.vec3, p: wp.vec3):
-    if geom_type == GEOM_PLANE:
+    if geom_type == GeomType.PLANE:
         return p[2]
-    if geom_type == GEOM_SPHERE:
+    if geom_type == GeomType.SPHERE:
         return sdf_sphere(p, size[0])
-    if geom_type == GEOM_CAPSULE:
+    if geom_type == GeomType.CAPSULE:
         return sdf_capsule(p, size[0], size[1])
-    if geom_type == GEOM_CYLINDER:
+    if geom_type == GeomType.CYLINDER:
         return sdf_cylinder(p, size[0], size[1])
-    if geom_type == GEOM_BOX:
+    if geom_type == GeomType.BOX:
         return sdf_box(p, size)
-    if geom_type == GEOM_ELLIPSOID:
+    if geom_type == GeomType.ELLIPSOID:
         return sdf_ellipsoid(p, size)
     return 1.0e10
 
@@ -76,13 +69,13 @@ def sdf_primitive(geom_type: int, size: wp.vec3, p: wp.vec3):
 @wp.func
 def sdf_normal(geom_type: int, size: wp.vec3, p: wp.vec3):
     """Outward unit normal: analytic for plane/sphere/capsule, central differences otherwise."""
-    if geom_type == GEOM_PLANE:
+    if geom_type == GeomType.PLANE:
         return wp.vec3(0.0, 0.0, 1.0)
-    if geom_type == GEOM_SPHERE:
+    if geom_type == GeomType.SPHERE:
         if wp.length(p) > 1.0e-9:
             return wp.normalize(p)
         return wp.vec3(0.0, 0.0, 1.0)
-    if geom_type == GEOM_CAPSULE:
+    if geom_type == GeomType.CAPSULE:
         d = p - wp.vec3(0.0, 0.0, wp.clamp(p[2], -size[1], size[1]))
         if wp.length(d) > 1.0e-9:
             return wp.normalize(d)

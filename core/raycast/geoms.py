@@ -9,17 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..geometry import (
-    GEOM_BOX,
-    GEOM_CAPSULE,
-    GEOM_CODES,
-    GEOM_CYLINDER,
-    GEOM_ELLIPSOID,
-    GEOM_HFIELD,
-    GEOM_MESH,
-    GEOM_PLANE,
-    GEOM_SPHERE,
-)
+from ..description import GeomType
+from ..geometry import GEOM_CODES
 from ..views import RenderGeoms
 
 HIDDEN_GROUP = 3          # geoms of group >= 3 are not drawn (MuJoCo's default visible groups are 0, 1, 2)
@@ -62,11 +53,11 @@ def render_geoms_of(entities, link_starts) -> RenderGeoms:
             code = GEOM_CODES[g.type]
             mesh = hf = None
             size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
-            if code == GEOM_MESH:
+            if code == GeomType.MESH:
                 if g.mesh is None:
                     continue
                 mesh = (np.asarray(g.mesh.vertices, float).reshape(-1, 3), np.asarray(g.mesh.faces, np.int64).reshape(-1, 3))
-            elif code == GEOM_HFIELD:
+            elif code == GeomType.HFIELD:
                 hf = hfield_heights(g.hfield, f"geom {g.name!r}")
                 if hf is None:
                     continue
@@ -76,7 +67,7 @@ def render_geoms_of(entities, link_starts) -> RenderGeoms:
             if g.texture is not None:
                 rgb1, rgb2, square = g.texture
                 t = (np.asarray(rgb1, float)[:3] * rgba[:3], np.asarray(rgb2, float)[:3] * rgba[:3], float(square))
-            elif code == GEOM_PLANE:
+            elif code == GeomType.PLANE:
                 square = size[2] if size[2] > 0 else DEFAULT_CHECKER
                 t = (np.asarray(rgba[:3]), CHECKER_DARK * np.asarray(rgba[:3]), float(square))
             rows.append((int(ls) + int(g.link), code, size, tuple(g.pos), tuple(g.quat), rgba, e.uid, int(g.link)))
@@ -123,15 +114,15 @@ def hfield_mesh(hf) -> tuple[np.ndarray, np.ndarray]:
 def local_bounds(code: int, size, mesh=None) -> tuple[np.ndarray, np.ndarray]:
     """(centre, half extent) of a geom's bounding box in its own frame (planes: unbounded, not used)."""
     s = np.asarray(size, float)
-    if code == GEOM_SPHERE:
+    if code == GeomType.SPHERE:
         return np.zeros(3), np.full(3, s[0])
-    if code == GEOM_CAPSULE:
+    if code == GeomType.CAPSULE:
         return np.zeros(3), np.array([s[0], s[0], s[1] + s[0]])
-    if code == GEOM_CYLINDER:
+    if code == GeomType.CYLINDER:
         return np.zeros(3), np.array([s[0], s[0], s[1]])
-    if code in (GEOM_BOX, GEOM_ELLIPSOID):
+    if code in (GeomType.BOX, GeomType.ELLIPSOID):
         return np.zeros(3), s.copy()
-    if code in (GEOM_MESH, GEOM_HFIELD) and mesh is not None:
+    if code in (GeomType.MESH, GeomType.HFIELD) and mesh is not None:
         v = np.asarray(mesh[0], float)
         lo, hi = v.min(0), v.max(0)
         return (lo + hi) / 2, (hi - lo) / 2

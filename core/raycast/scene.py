@@ -16,8 +16,8 @@ import warnings
 import attrs
 import numpy as np
 
+from ..description import GeomType
 from ..errors import OptionError, PolyphysWarning
-from ..geometry import GEOM_HFIELD, GEOM_MESH, GEOM_PLANE
 from ..views import ParticleStateView, ParticleView, RenderGeoms, RenderView, RigidView, SurfaceMeshView
 from .geoms import hfield_mesh, local_bounds
 
@@ -198,9 +198,9 @@ class RayScene:
             for i in range(len(geoms.type)):
                 code = int(geoms.type[i])
                 mesh = None
-                if code == GEOM_MESH:
+                if code == GeomType.MESH:
                     mesh = geoms.meshes[i]
-                elif code == GEOM_HFIELD:
+                elif code == GeomType.HFIELD:
                     mesh = hfield_mesh(geoms.hfields[i])
                 mid = 0
                 if mesh is not None:
@@ -229,8 +229,8 @@ class RayScene:
             self.rigid.append(_RigidSource(solver, rv if rv is not None else rg, geoms, base, np.asarray(slots, np.int64),
                                            sync if callable(sync) else None))
         self.n_geoms = G = len(gtype)
-        planes = [g for g in range(G) if gtype[g] == GEOM_PLANE]
-        bvh_geoms = [g for g in range(G) if gtype[g] != GEOM_PLANE]
+        planes = [g for g in range(G) if gtype[g] == GeomType.PLANE]
+        bvh_geoms = [g for g in range(G) if gtype[g] != GeomType.PLANE]
         self.n_bvh = B = len(bvh_geoms)
         bvh_slot = np.full(G, -1, np.int64)
         bvh_slot[bvh_geoms] = np.arange(B)

@@ -8,7 +8,8 @@ from polyphys import hookimpl
 from polyphys.specs import Capabilities, CouplerSpec
 
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
-                            devices=("cpu", "cuda"), precisions=("32",), deterministic=("cpu",),
+                            devices=("cpu", "cuda"), precisions=("32",),
+                            tested_devices=("cpu",), deterministic=("cpu",),
                             notes="SDF velocity response; reaction as a per-substep wrench on the rigid link")
 
 

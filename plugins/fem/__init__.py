@@ -12,7 +12,8 @@ from .options import FEMOptions
 __all__ = ["FEMOptions"]
 
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
-                            devices=("cpu", "cuda"), precisions=("32", "64"), deterministic=("cpu",),
+                            devices=("cpu", "cuda"), precisions=("32", "64"),
+                            tested_devices=("cpu",), deterministic=("cpu",),
                             notes="linear tets; explicit symplectic Euler or implicit backward Euler "
                                   "(Newton-PCG); float atomics make CUDA's implicit block sums order-dependent")
 

@@ -7,12 +7,12 @@ from types import SimpleNamespace
 import numpy as np
 from polyphys import morphs as M
 from polyphys.arrays import env_slice, write_env_rows
+from polyphys.description import without_collision
 from polyphys.errors import OptionError
-from polyphys.geometry import GEOM_CODES, SDF_SUPPORTED
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
 from polyphys.kinematics import JointTree
-from polyphys.views import RigidGeoms, RigidLinks
+from polyphys.views import RigidGeoms, RigidLinks, pack_rigid_geoms
 
 from .entity import KinematicEntity
 from .options import KinematicOptions
@@ -36,6 +36,8 @@ class KinematicSolver(Solver):
         if isinstance(morph, M.Plane):
             raise OptionError("a Plane cannot be a kinematic entity (it is static); use a rigid plane")
         desc = describe_morph(morph, self.scene._plugins)
+        if not morph.collision:           # Morph(collision=False): no geometry for the couplers
+            desc = without_collision(desc)
         if isinstance(morph, M.Primitive):
             base = ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))   # the primitive's link holds its pose
         else:
@@ -96,40 +98,8 @@ class KinematicSolver(Solver):
         """Collision geoms with an analytic SDF, mesh geoms with their triangles (the coupler
         builds grid SDFs from them) and heightfield geoms with their heights (``hfield_heights``),
         their link (global index) and coupling fields."""
-        if self._geoms is None:
-            import warp as wp
-            from polyphys.sdf_grid import hfield_heights
-
-            rows, meshes, hfields = [], [], []
-            for e in self.entities:
-                mat = e.material
-                for g in e.description.geoms:
-                    code = GEOM_CODES[g.type]
-                    is_mesh = g.type == "mesh" and g.mesh is not None
-                    hf = hfield_heights(g.hfield, f"geom {g.name!r}") if g.type == "hfield" else None
-                    if g.role == "visual" or (code not in SDF_SUPPORTED and not is_mesh and hf is None):
-                        continue
-                    meshes.append((np.asarray(g.mesh.vertices, float), np.asarray(g.mesh.faces))
-                                  if is_mesh else None)
-                    hfields.append(hf)
-                    size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
-                    if hf is not None:
-                        size = hf[1]                    # (rx, ry, z_bottom)
-                    rows.append((e.link_start + g.link, code, size, g.pos, g.quat[1:] + g.quat[:1],
-                                 mat.coup_friction, mat.coup_restitution, mat.coup_softness))
-            dev = self.layout.device
-            col = list(zip(*rows)) if rows else [[]] * 8
-            f32 = np.float32
-            self._geoms = RigidGeoms(
-                link=wp.array(np.asarray(col[0], np.int32), dtype=wp.int32, device=dev),
-                type=wp.array(np.asarray(col[1], np.int32), dtype=wp.int32, device=dev),
-                size=wp.array(np.asarray(col[2], f32).reshape(-1, 3), dtype=wp.vec3, device=dev),
-                pos=wp.array(np.asarray(col[3], f32).reshape(-1, 3), dtype=wp.vec3, device=dev),
-                quat=wp.array(np.asarray(col[4], f32).reshape(-1, 4), dtype=wp.quat, device=dev),
-                coup_friction=wp.array(np.asarray(col[5], f32), dtype=wp.float32, device=dev),
-                coup_restitution=wp.array(np.asarray(col[6], f32), dtype=wp.float32, device=dev),
-                coup_softness=wp.array(np.asarray(col[7], f32), dtype=wp.float32, device=dev),
-                meshes=tuple(meshes), hfields=tuple(hfields))
+        if self._geoms is None:       # the kinematic solver's coupling geometry is float32
+            self._geoms = pack_rigid_geoms(self.entities, "32", self.layout.device)
         return self._geoms
 
     def rigid_links(self, part) -> RigidLinks:
@@ -152,7 +122,17 @@ class KinematicSolver(Solver):
                 "root_quat": self.model.root_quat, "link_pos": self.link_pos,
                 "link_quat": self.link_quat, "link_vel": self.link_vel, "link_ang": self.link_ang}
 
-    # -- host access used by the entities ------------------------------------------------------------
-    def _write_rows(self, arr, envs: np.ndarray, cols: slice, values: np.ndarray) -> None:
+    # -- host access used by the entities (polyphys.articulated) ------------------------------------
+    def articulated_arrays(self) -> dict:
+        """The arrays of the entities' getters and setters (polyphys.articulated). A kinematic link
+        has no mass: its "CoM" is its origin."""
+        return {"qpos": self.qpos, "qvel": self.qvel, "link_pos": self.link_pos, "link_quat": self.link_quat,
+                "link_vel": self.link_vel, "link_ang": self.link_ang, "link_com": self.link_pos,
+                "root_pos": self.model.root_pos, "root_quat": self.model.root_quat}
+
+    def sync_kinematics(self) -> None:
+        """Link poses are current after every substep and setter (nothing to refresh)."""
+
+    def _write(self, arr, envs: np.ndarray, cols, values: np.ndarray) -> None:
         """arr[envs, cols] = values (host round trip; outside the step)."""
         write_env_rows(arr, envs, cols, values)

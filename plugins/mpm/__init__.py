@@ -10,7 +10,8 @@ from polyphys import hookimpl
 from polyphys.specs import Capabilities, ContractScene, MaterialSpec, SolverSpec
 
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
-                            devices=("cpu", "cuda"), precisions=("32", "64"), deterministic=("cpu",),
+                            devices=("cpu", "cuda"), precisions=("32", "64"),
+                            tested_devices=("cpu",), deterministic=("cpu",),
                             notes="MLS-MPM/APIC, quadratic B-splines, dense grid per env; grid nodes "
                                   "exposed as ParticleView; CUDA sums use float atomics (not bit-exact)")
 

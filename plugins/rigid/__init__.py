@@ -9,10 +9,10 @@ from polyphys.specs import Capabilities, ContractScene, MaterialSpec, SolverSpec
 
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
                             devices=("cpu", "cuda"), precisions=("32", "64"),
-                            deterministic=("cpu", "cuda"),
-                            notes="articulated bodies: CRBA/RNE, tree LDL, Euler/implicitfast; contacts, "
-                                  "joint limits, friction loss and equalities by MuJoCo's convex solve "
-                                  "(Newton/CG); no tendons (docs/rigid.md)")
+                            tested_devices=("cpu",), deterministic=("cpu",),
+                            notes="articulated bodies (CRBA/RNE, tree LDL), contacts, joint limits, equalities, "
+                                  "friction loss; Newton/CG, signorini, noslip; Euler, implicitfast, "
+                                  "approximate_implicitfast; MuJoCo-compatible mode; no tendons (docs/rigid.md)")
 
 
 @hookimpl

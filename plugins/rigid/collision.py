@@ -2,7 +2,7 @@
 
 Standalone host-side pipeline (the rigid solver calls it every substep; see docs/collision.md):
 
-    pipe = CollisionPipeline.from_descriptions(descriptions, CollisionOptions())
+    pipe = CollisionPipeline.from_descriptions(descriptions, RigidOptions())
     pipe.build(n_envs, device, precision)
     pipe.update_poses(part, link_xpos, link_xquat)    # or fill pipe.geom_xpos / pipe.geom_xquat
     pipe.run(part)                                    # kernels only: graph-capturable
@@ -14,15 +14,17 @@ Outputs per env (device arrays, (n_envs, max_contacts)): ``contact_count`` (n_en
 count, ``contact_geom`` (geom A, geom B), ``contact_pos`` (world, midway between the surfaces),
 ``contact_frame`` (rows: normal from B to A, tangent 1, tangent 2), ``contact_depth``
 (penetration, > 0 when overlapping), ``contact_includemargin`` (the contact makes constraint rows
-when depth >= −includemargin: margin − gap by default, margin with ``gap_mode="outside"``),
+when depth >= −includemargin: margin − gap by default, margin in MuJoCo-compatible mode),
 ``contact_pair`` (explicit pair index or −1), ``contact_active`` (n_envs,) the contacts handed to
-the constraint builder (the first ones; with ``gap_mode="outside"`` the contacts in the gap follow).
+the constraint builder (the first ones; in MuJoCo-compatible mode the contacts in the gap follow).
+Settings: the collision fields of RigidOptions (broadphase, budgets, filters, mesh decomposition;
+``mujoco_compatible`` selects MuJoCo's margin/gap rules).
 
-Filtering (SPEC R4), in this order: visual-only geoms never collide; a pair passes the global
+Filtering (docs/semantics.md §R4), in this order: visual-only geoms never collide; a pair passes the global
 contype/conaffinity rule ((ta & ab) or (tb & aa)); inside one entity whose description has local
-masks, the entity's own masks must pass as well and ``self_collision`` must be on; geoms of one
+masks, the entity's own masks must pass as well and ``enable_self_collision`` must be on; geoms of one
 weld group never collide (same link, links welded without a joint between them, two links fixed to
-the world); parent–child weld groups do not collide unless ``adjacent_collision`` (MuJoCo's
+the world); parent–child weld groups do not collide unless ``enable_adjacent_collision`` (MuJoCo's
 filterparent, the world excepted); ``contact_excludes`` (link pairs) of a description remove a pair;
 ``contact_pairs`` of a description are always tested with their own margin/gap and replace the
 dynamic pair of the same two geoms.
@@ -36,11 +38,11 @@ from types import SimpleNamespace
 
 import attrs
 import numpy as np
-from polyphys.description import GEOM_TYPES, Geom, MeshData, quat_to_mat
+from polyphys.description import Geom, MeshData, quat_to_mat
 from polyphys.errors import BudgetExceededError, OptionError, PolyphysWarning
-from polyphys.options import in_range, one_of, positive_int
 
-T = {name: i for i, name in enumerate(GEOM_TYPES)}
+from .codes import GeomType
+from .options import RigidOptions
 
 # Type pairs (lower code first) with a narrowphase routine: analytic in
 # kernels/collision_primitive.py, or GJK + EPA in kernels/collision_convex.py.
@@ -69,64 +71,6 @@ MAX_RAW_POINTS = 8
 # crossover on CPU (benchmarks/bench_collision.py; benchmarks/results/collision.md): all-vs-all
 # over the build-filtered pair list is faster at 128 spheres, equal at 256, 2x slower at 512.
 SAP_THRESHOLD = 256
-
-
-def _budget(instance, attribute, value):
-    if value is not None:
-        positive_int(instance, attribute, value)
-
-
-@attrs.define(kw_only=True)
-class CollisionOptions:
-    """Collision pipeline settings.
-
-    broadphase: "auto" (sweep-and-prune above SAP_THRESHOLD collidable geoms per env, otherwise
-        all-vs-all), "sweep_and_prune" or "all_vs_all" (tests the pairs that passed the filters at
-        build).
-    max_collision_pairs / max_candidate_contacts / max_contacts: the three per-env budgets
-        (broadphase pairs, narrowphase points, contacts after pruning); None sizes them from the
-        scene (see docs/collision.md).
-    max_contacts_per_pair: pruning keeps at most this many points per pair (1-8).
-    overflow: "raise" (BudgetExceededError after the step) or "warn" (warn and drop the excess).
-    self_collision: pairs inside one entity; adjacent_collision: parent–child links.
-    filtering: False turns off the contype/conaffinity, self, adjacent and exclude rules (the weld
-        rule stays: geoms of one rigid body never collide); for debugging "is my pair filtered?".
-    sap_axis: the sweep axis (0 x, 1 y, 2 z).
-    margin_combine: a pair's margin and gap from its geoms': "max" (default) or "sum" (MuJoCo's
-        rule, for the MuJoCo-compatible mode); an explicit pair's own values replace both.
-    gap_mode: "inside" (SPEC R4 default, Genesis and MuJoCo < 4): contacts are detected below the
-        margin and make rows with includemargin = margin − gap; "outside" (MuJoCo 4.0): detected
-        below margin + gap, includemargin = margin, and the contacts in the gap (margin < distance
-        < margin + gap) are reported but make no rows; "auto" (default): "outside" when
-        margin_combine is "sum" (the MuJoCo-compatible mode), else "inside".
-    neutral_collision: False (Genesis's default) removes the pairs of one entity that are already
-        in contact in the neutral configuration handed to ``build(neutral_poses=...)``; True keeps
-        them. Without neutral poses nothing is removed.
-    mesh_decomposition: non-convex mesh geoms: "auto" (convex decomposition with coacd when it is
-        installed; otherwise a PolyphysWarning and the convex hull), "coacd" (required: an
-        OptionError when coacd is missing) or "hull" (always the convex hull).
-    decomposition_threshold: coacd's concavity threshold (0.01-1; smaller: more, tighter parts).
-    """
-
-    broadphase: str = attrs.field(default="auto",
-                                  validator=one_of("auto", "sweep_and_prune", "all_vs_all"))
-    max_collision_pairs: int | None = attrs.field(default=None, validator=_budget)
-    max_candidate_contacts: int | None = attrs.field(default=None, validator=_budget)
-    max_contacts: int | None = attrs.field(default=None, validator=_budget)
-    max_contacts_per_pair: int = attrs.field(default=4, validator=in_range(1, 8))
-    overflow: str = attrs.field(default="raise", validator=one_of("raise", "warn"))
-    self_collision: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
-    adjacent_collision: bool = attrs.field(default=False,
-                                           validator=attrs.validators.instance_of(bool))
-    filtering: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
-    sap_axis: int = attrs.field(default=0, validator=one_of(0, 1, 2))
-    margin_combine: str = attrs.field(default="max", validator=one_of("max", "sum"))
-    gap_mode: str = attrs.field(default="auto", validator=one_of("auto", "inside", "outside"))
-    neutral_collision: bool = attrs.field(default=False,
-                                          validator=attrs.validators.instance_of(bool))
-    mesh_decomposition: str = attrs.field(default="auto",
-                                          validator=one_of("auto", "coacd", "hull"))
-    decomposition_threshold: float = attrs.field(default=0.05, validator=in_range(0.01, 1.0))
 
 
 def _hull_vertices(g: Geom) -> np.ndarray:
@@ -296,7 +240,7 @@ def _hfield_cones(g: Geom):
 
 def _decompose_mesh(g: Geom, options) -> list | None:
     """Convex parts (vertex arrays, geom frame) of a non-convex mesh geom, or None when the mesh is
-    convex or the options ask for the convex hull (see CollisionOptions.mesh_decomposition)."""
+    convex or the options ask for the convex hull (see RigidOptions.mesh_decomposition)."""
     import trimesh
 
     v = np.asarray(g.mesh.vertices, dtype=float).reshape(-1, 3)
@@ -312,7 +256,7 @@ def _decompose_mesh(g: Geom, options) -> list | None:
         import coacd
     except ImportError:
         if mode == "coacd":
-            raise OptionError(f"geom {g.name!r}: CollisionOptions.mesh_decomposition = 'coacd' "
+            raise OptionError(f"geom {g.name!r}: RigidOptions.mesh_decomposition = 'coacd' "
                               f"but the coacd package is not installed (pip install coacd); "
                               f"allowed without it: 'auto', 'hull'") from None
         warnings.warn(f"collision: geom {g.name!r} is a non-convex mesh and coacd is not installed"
@@ -374,9 +318,13 @@ class CollisionPipeline:
 
     def __init__(self, geoms, geom_entity, link_parent, link_moves, options=None, *,
                  local_masks=None, global_masks=None, excludes=(), pairs=(), welds=()):
-        self.options = options if options is not None else CollisionOptions()
-        if not isinstance(self.options, CollisionOptions):
-            raise OptionError(f"CollisionPipeline options = {options!r}: must be CollisionOptions")
+        self.options = options if options is not None else RigidOptions()
+        if not isinstance(self.options, RigidOptions):
+            raise OptionError(f"CollisionPipeline options = {options!r}: must be RigidOptions")
+        # MuJoCo-compatible mode: margins/gaps summed per pair, contacts detected below margin + gap
+        # (those in the gap make no rows: MuJoCo 4.0); default: max, detected below the margin
+        self.margin_sum = self.options.mujoco_compatible
+        self.gap_outside = self.options.mujoco_compatible
         self.geoms = list(geoms)
         G = len(self.geoms)
         self.n_geoms = G
@@ -460,7 +408,7 @@ class CollisionPipeline:
         self.geom_weld = np.where(gl >= 0, weld[np.maximum(gl, 0)], -1)
         gw = self.geom_weld
         self.geom_weld_parent = np.where(gw >= 0, wparent[np.maximum(gw, 0)], -1)
-        self.geom_type = np.array([T[g.type] for g in self.geoms], dtype=np.int32)
+        self.geom_type = np.array([GeomType.from_name(g.type) for g in self.geoms], dtype=np.int32)
         def _collides(g):
             return g.role != "visual" and g.type not in NO_COLLISION_TYPES and not (
                 g.type == "mesh" and gi_of[id(g)] in self.decomposed) and not (
@@ -516,7 +464,7 @@ class CollisionPipeline:
                 raise OptionError(f"contact pair {p!r}: geom1/geom2 must be two different geom "
                                   f"indices in [0, {Gu})")
             a, b = self.geoms[g1], self.geoms[g2]
-            comb = (lambda x, y: x + y) if self.options.margin_combine == "sum" else max
+            comb = (lambda x, y: x + y) if self.margin_sum else max
             self.pairs.append({"geom1": g1, "geom2": g2,
                                "margin": float(p.get("margin", comb(a.margin, b.margin))),
                                "gap": float(p.get("gap", comb(a.gap, b.gap)))})
@@ -572,20 +520,20 @@ class CollisionPipeline:
         gb = np.asarray(gb, dtype=np.int64)
         o = self.options
         ok = (self.geom_collide[ga] != 0) & (self.geom_collide[gb] != 0) & (ga != gb)
-        ok &= ~((self.geom_type[ga] == T["plane"]) & (self.geom_type[gb] == T["plane"]))
-        if o.filtering:
+        ok &= ~((self.geom_type[ga] == GeomType.PLANE) & (self.geom_type[gb] == GeomType.PLANE))
+        if o.collision_filtering:
             ok &= (((self.geom_contype[ga] & self.geom_conaffinity[gb]) != 0)
                    | ((self.geom_contype[gb] & self.geom_conaffinity[ga]) != 0))
             same = self.geom_entity[ga] == self.geom_entity[gb]
             local = (((self.geom_local_contype[ga] & self.geom_local_conaffinity[gb]) != 0)
                      | ((self.geom_local_contype[gb] & self.geom_local_conaffinity[ga]) != 0))
-            ok &= ~same | (local & o.self_collision)
+            ok &= ~same | (local & o.enable_self_collision)
         wa, wb = self.geom_weld[ga], self.geom_weld[gb]
         ok &= wa != wb
-        if o.filtering and not o.adjacent_collision:
+        if o.collision_filtering and not o.enable_adjacent_collision:
             ok &= ~((self.geom_weld_parent[ga] == wb) & (wb >= 0))
             ok &= ~((self.geom_weld_parent[gb] == wa) & (wa >= 0))
-        if o.filtering and self.exclude_keys.size:
+        if o.collision_filtering and self.exclude_keys.size:
             k = (np.minimum(wa, wb) + 1) * self.weld_base + np.maximum(wa, wb) + 1
             ok &= ~np.isin(k, self.exclude_keys)
         if self.explicit_keys.size:
@@ -608,7 +556,7 @@ class CollisionPipeline:
         """Allocate the per-env buffers and per-partition views. ``partitions``: the layout's
         Partition tuple (default: one partition of all envs). ``neutral_poses``: (pos (G, 3),
         quat (G, 4) as w, x, y, z) of every geom in the neutral configuration (qpos0), for the
-        ``neutral_collision`` option."""
+        ``enable_neutral_collision`` option."""
         import warp as wp
         from polyphys.layout import Partition
 
@@ -620,7 +568,7 @@ class CollisionPipeline:
             raise OptionError(f"n_envs = {n_envs!r}: must be an integer >= 1")
         o = self.options
         G = self.n_geoms
-        if neutral_poses is not None and not o.neutral_collision:
+        if neutral_poses is not None and not o.enable_neutral_collision:
             self._exclude_neutral(neutral_poses, device)
         S = wp.float64 if precision == "64" else wp.float32
         npf = np.float64 if precision == "64" else np.float32
@@ -671,12 +619,9 @@ class CollisionPipeline:
         m.cone_nrm = f(one(self.cones, (1, CONE_SLOTS, 3)).astype(npf), V)
         m.cone_cnt = f(one(self.ncone, (1,)).astype(np.int32), wp.int32)
         m.geom_half = f(self.half.astype(npf), V)
-        # gap_mode "outside" (MuJoCo 4.0): detection (AABBs, broadphase, narrowphase) below
+        # contacts in the gap (MuJoCo-compatible mode, MuJoCo 4.0): detection (AABBs, broadphase, narrowphase) below
         # margin + gap; prune gets the force margins (geom_fmargin / pair_fmargin)
-        gap_mode = o.gap_mode
-        if gap_mode == "auto":
-            gap_mode = "outside" if o.margin_combine == "sum" else "inside"
-        self._gap_out = 1 if gap_mode == "outside" else 0
+        self._gap_out = 1 if self.gap_outside else 0
         g_margin = np.array([g.margin for g in self.geoms], dtype=npf)
         g_gap = np.array([g.gap for g in self.geoms], dtype=npf)
         m.geom_fmargin = f(g_margin, S)
@@ -693,10 +638,10 @@ class CollisionPipeline:
         m.geom_orig = f(self.geom_orig, wp.int32)
         m.geom_weld = f(self.geom_weld.astype(np.int32), wp.int32)
         m.geom_weld_parent = f(self.geom_weld_parent.astype(np.int32), wp.int32)
-        m.exclude_keys = f(self.exclude_keys if o.filtering else np.zeros(0, np.int64), wp.int64)
+        m.exclude_keys = f(self.exclude_keys if o.collision_filtering else np.zeros(0, np.int64), wp.int64)
         m.explicit_keys = f(self.explicit_keys, wp.int64)
-        m.flags = ((1 if o.self_collision else 0) | (2 if o.adjacent_collision else 0)
-                   | (4 if o.filtering else 0))
+        m.flags = ((1 if o.enable_self_collision else 0) | (2 if o.enable_adjacent_collision else 0)
+                   | (4 if o.collision_filtering else 0))
         p_margin = np.array([p["margin"] for p in self.pairs] or [0.0], dtype=npf)
         p_gap = np.array([p["gap"] for p in self.pairs] or [0.0], dtype=npf)
         m.pair_fmargin = f(p_margin, S)
@@ -712,7 +657,7 @@ class CollisionPipeline:
         wa0[:, :len(self.welds)] = [w[2] for w in self.welds]
         self.weld_active = wp.array(wa0, dtype=wp.int32, device=device)
         self.model = m
-        self._msum = 1 if o.margin_combine == "sum" else 0
+        self._msum = 1 if self.margin_sum else 0
         n, P, C, K_ = n_envs, self.max_pairs, self.max_cand, self.max_contacts
         z = lambda shape, dt: wp.zeros(shape, dtype=dt, device=device)  # noqa: E731
         self.geom_xpos = z((n, G), V)
@@ -761,7 +706,7 @@ class CollisionPipeline:
         return self
 
     def _exclude_neutral(self, neutral_poses, device):
-        """Remove the pairs of one entity in contact at the neutral poses (SPEC R4's
+        """Remove the pairs of one entity in contact at the neutral poses (docs/semantics.md §R4's
         neutral-initial-overlap option): one all-vs-all pass in float64 on those poses."""
         pos, quat = (np.asarray(a, dtype=float) for a in neutral_poses)
         G = self.n_geoms
@@ -770,9 +715,9 @@ class CollisionPipeline:
                               f"{pos.shape} and {quat.shape}")
         probe = CollisionPipeline.__new__(CollisionPipeline)
         probe.__dict__.update(self.__dict__)
-        probe.options = attrs.evolve(self.options, broadphase="all_vs_all", neutral_collision=True,
+        probe.options = attrs.evolve(self.options, broadphase="all_vs_all", enable_neutral_collision=True,
                                      max_collision_pairs=None, max_candidate_contacts=None,
-                                     max_contacts=None, overflow="warn")
+                                     max_contacts=None, collision_overflow="warn")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             probe.build(1, device, "64")
@@ -795,17 +740,17 @@ class CollisionPipeline:
         types = set()
         if pairs is not None:
             for a, b in pairs:
-                ta, tb = sorted((self.geoms[a].type, self.geoms[b].type), key=lambda t: T[t])
+                ta, tb = sorted((self.geoms[a].type, self.geoms[b].type), key=lambda t: GeomType.from_name(t))
                 types.add((ta, tb))
         else:
             present = sorted({g.type for g, c in zip(self.geoms, self.geom_collide) if c},
-                             key=lambda t: T[t])
+                             key=lambda t: GeomType.from_name(t))
             for i, ta in enumerate(present):
                 for tb in present[i:]:
                     if not (ta == tb == "plane"):
                         types.add((ta, tb))
         for a, b, _ in self.explicit_internal:
-            ta, tb = sorted((self.geoms[a].type, self.geoms[b].type), key=lambda t: T[t])
+            ta, tb = sorted((self.geoms[a].type, self.geoms[b].type), key=lambda t: GeomType.from_name(t))
             types.add((ta, tb))
         missing = sorted(types - SUPPORTED_PAIRS)
         self.convex_pairs = sorted((types & SUPPORTED_PAIRS) - ANALYTIC_PAIRS)
@@ -928,7 +873,7 @@ class CollisionPipeline:
         (n_envs, C[, 2]); C may be smaller than max_contacts: the count is clamped to it):
         n_con, pos, frame (rows: normal B→A, t1, t2), dist = −depth, margin = includemargin, and
         the links of geoms A and B (−1: world); only the active contacts (``contact_active``: with
-        gap_mode "outside" the contacts in the gap make no rows). Kernels only (graph-capturable)."""
+        MuJoCo-compatible mode the contacts in the gap make no rows). Kernels only (graph-capturable)."""
         import warp as wp
 
         from .kernels import collision_driver as K
@@ -963,18 +908,18 @@ class CollisionPipeline:
         later = " (at least; an earlier stage also overflowed)" if any(
             o[1] == env for o in over[: over.index(over[0])]) else ""
         msg = (f"collision budget {name} exceeded in env {env}: {need}{later} needed, budget {cap}; "
-               f"raise CollisionOptions.{name} (or set overflow='warn' to drop the excess)")
+               f"raise RigidOptions.{name} (or set collision_overflow='warn' to drop the excess)")
         if len(over) > 1:
             msg += "; also " + ", ".join(f"{n} in env {e}: {c} needed (budget {b})"
                                          for n, e, c, b in over[1:6])
-        if self.options.overflow == "raise":
+        if self.options.collision_overflow == "raise":
             raise BudgetExceededError(msg)
         warnings.warn(msg + " — the excess contacts were dropped", PolyphysWarning, stacklevel=2)
 
     def contacts(self, envs_idx=None) -> list:
         """Host readback of the contact set: one dict of numpy arrays per env (geom_a, geom_b,
         pos, normal (B→A), frame, depth, includemargin, pair, active: whether it makes constraint
-        rows — False for a contact in the gap with gap_mode "outside")."""
+        rows — False for a contact in the gap in MuJoCo-compatible mode)."""
         envs = range(self.n_envs) if envs_idx is None else [int(e) for e in np.atleast_1d(envs_idx)]
         cnt = self.contact_count.numpy()
         act = self.contact_active.numpy()
@@ -1027,5 +972,99 @@ def set_poses_host(pipe: CollisionPipeline, pos, quat):
     pipe.geom_xquat.assign(quat[..., [1, 2, 3, 0]].astype(npf))
 
 
-__all__ = ["CollisionOptions", "CollisionPipeline", "SUPPORTED_PAIRS", "SAP_THRESHOLD",
+# ---------------------------------------------------------------- the rigid solver's pipeline
+
+def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarray, link_quat0: np.ndarray):
+    """The collision pipeline of a rigid scene, built for the layout, or None when collision is off
+    or no geom pair can collide (rigid scenes without contacts pay nothing). entities: the solver's
+    entities (description, morph, material); link_pos0 / link_quat0 (x, y, z, w): env 0's link
+    poses at qpos0 (the neutral-overlap rule). An imported asset's contype/conaffinity are local
+    masks (docs/semantics.md §R4)."""
+    from polyphys import morphs as M
+
+    o = options
+    if not o.enable_collision or o.disable_constraint:
+        return None
+    descs = [e.description for e in entities]
+    local = [isinstance(e.morph, (M.MJCF, M.URDF)) for e in entities]
+    pipe = CollisionPipeline.from_descriptions(descs, o, local_masks=local)
+    n_collide = int(pipe.geom_collide.sum())
+    if n_collide < 2 and not pipe.pairs:
+        return None
+    if n_collide <= 4 * SAP_THRESHOLD:          # the O(G^2) host filter is cheap here
+        allowed = pipe.allowed_pairs()
+        if not len(allowed) and not pipe.pairs:
+            return None
+        same = pipe.geom_entity[allowed[:, 0]] == pipe.geom_entity[allowed[:, 1]]
+        need_neutral = bool(same.any()) and not o.enable_neutral_collision
+    else:
+        need_neutral = not o.enable_neutral_collision
+    if need_neutral:
+        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0)
+    pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
+    return pipe
+
+
+def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0) -> None:
+    """docs/semantics.md §R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
+    kinematic tree of one entity that touch at qpos0. Unlike the pipeline's own
+    ``build(neutral_poses=...)`` (which takes every same-entity pair), a pair between two free
+    trees, or between a free tree and the world-attached part (an MJCF floor and a free box
+    resting on it), is kept: their relative placement at qpos0 is arbitrary. One float64
+    all-vs-all pass of a probe pipeline on the neutral geom poses (build time only)."""
+    from polyphys.layout import Partition
+
+    tree = []                       # per geom: (entity, nearest free-joint ancestor link or -1)
+    for ei, e in enumerate(entities):
+        d = e.description
+        root = []
+        for lk in d.links:
+            free = any(d.joints[j].type == "free" for j in lk.joints)
+            root.append(len(root) if free else (root[lk.parent] if lk.parent >= 0 else -1))
+        tree += [(ei, root[g.link] if g.link >= 0 else -1) for g in d.geoms]
+    probe_opts = attrs.evolve(pipe.options, broadphase="all_vs_all", enable_neutral_collision=True,
+                              max_collision_pairs=None, max_candidate_contacts=None, max_contacts=None,
+                              collision_overflow="warn")
+    probe = CollisionPipeline.from_descriptions([e.description for e in entities], probe_opts, local_masks=local)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        probe.build(1, device, "64")
+        pos, quat = _neutral_geom_poses(probe, link_pos0, link_quat0)
+        set_poses_host(probe, pos[None], quat[None])
+        probe.run(Partition(0, 0, 1))
+    c = probe.contacts([0])[0]
+    pairs = {(min(a, b), max(a, b)) for a, b, k in zip(c["geom_a"], c["geom_b"], c["pair"])
+             if k < 0 and tree[a] == tree[b]}
+    G = pipe.n_geoms
+    pipe.neutral_excluded = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+    keys = set(pipe.explicit_keys.tolist()) | {a * G + b for a, b in pairs}
+    pipe.explicit_keys = np.array(sorted(keys), dtype=np.int64)
+
+
+def _neutral_geom_poses(pipe, link_pos0, link_quat0):
+    """World pose (pos, quat w, x, y, z) of every geom from its link's pose (x, y, z, w storage)."""
+    lp = np.asarray(link_pos0, float)
+    lq = np.asarray(link_quat0, float)[:, [3, 0, 1, 2]]      # xyzw -> wxyz
+
+    def qmul(a, b):
+        w1, x1, y1, z1 = a
+        w2, x2, y2, z2 = b
+        return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                         w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+    pos, quat = [], []
+    for g in pipe.geoms:
+        gp, gq = np.asarray(g.pos, float), np.asarray(g.quat, float)
+        if g.link < 0:
+            pos.append(gp)
+            quat.append(gq)
+            continue
+        q = lq[g.link]
+        r = qmul(qmul(q, np.r_[0.0, gp]), q * np.array([1.0, -1, -1, -1]))[1:]
+        pos.append(lp[g.link] + r)
+        quat.append(qmul(q, gq))
+    return np.asarray(pos).reshape(-1, 3), np.asarray(quat).reshape(-1, 4)
+
+
+__all__ = ["CollisionPipeline", "scene_pipeline", "SUPPORTED_PAIRS", "SAP_THRESHOLD",
            "set_poses_host", "quat_to_mat"]

@@ -1,4 +1,6 @@
-"""RigidEntity: getters and setters of SPEC §S1-S4 and the control API of a rigid joint tree.
+"""RigidEntity: the control, force, dynamics and contact API of a rigid joint tree. The q, dof,
+link and base getters and setters of docs/semantics.md §S1-§S4 are core's ``ArticulatedEntity`` (shared with the
+kinematic solver).
 
 Getters return NumPy copies (batch axis first; none for n_envs=0). Setters write the device arrays
 in place outside the step and refresh kinematics and dynamics (``solver.forward()``).
@@ -7,98 +9,35 @@ in place outside the step and refresh kinematics and dynamics (``solver.forward(
 from __future__ import annotations
 
 import numpy as np
-from polyphys import arrays
+from polyphys.articulated import ArticulatedEntity, JointInfo  # noqa: F401  (JointInfo: re-exported)
 from polyphys.description import EntityDescription
 from polyphys.errors import OptionError
-from polyphys.interfaces import Entity
 from polyphys.kinematics import quat_mul, quat_rotate
 
-CTRL_FORCE, CTRL_POSITION, CTRL_VELOCITY = 0, 1, 2
+from .codes import CtrlMode
 
 
-class JointInfo:
-    """A joint with its global and entity-local q/dof indices."""
+class RigidEntity(ArticulatedEntity):
+    ZERO_VELOCITY = True            # docs/semantics.md §S4: rigid set_qpos zeroes the velocity by default
 
-    def __init__(self, desc_joint, q_start: int, dof_start: int, q_local: int, dof_local: int):
-        self.name = desc_joint.name
-        self.type = desc_joint.type
-        self.n_qs, self.n_dofs = desc_joint.n_qs, desc_joint.n_dofs
-        self.q_start, self.dof_start = q_start, dof_start
-        self.q_idx_local = list(range(q_local, q_local + self.n_qs))
-        self.dof_idx_local = list(range(dof_local, dof_local + self.n_dofs))
-        self.q_idx = list(range(q_start, q_start + self.n_qs))
-        self.dof_idx = list(range(dof_start, dof_start + self.n_dofs))
-
-    def __repr__(self):
-        return f"<Joint {self.name!r} {self.type} q_start={self.q_start} dof_start={self.dof_start}>"
-
-
-class RigidEntity(Entity):
     def __init__(self, solver, idx, morph, material, surface, name, desc: EntityDescription):
-        super().__init__(solver, idx, morph, material, surface, name)
-        self.description = desc
-        self.n_qs, self.n_dofs, self.n_links = desc.n_qs, desc.n_dofs, desc.n_links
+        super().__init__(solver, idx, morph, material, surface, name, desc)
         self.n_actuators = len(desc.actuators)
-        # the base link: link 0, except for an imported MJCF whose link 0 is MuJoCo's world body
-        # (massless, joint-less): then its first child (the robot's root body)
-        self.base_link = 0
-        l0 = desc.links[0] if desc.links else None
-        if (l0 is not None and l0.name == "world" and not l0.joints and l0.inertial.mass == 0.0
-                and len(desc.links) > 1):
-            children = [i for i, lk in enumerate(desc.links) if lk.parent == 0]
-            if children:
-                self.base_link = children[0]
 
     def _bind(self, link_start, joint_start, q_start, dof_start):
-        self.link_start, self.joint_start = link_start, joint_start
-        self.q_start, self.dof_start = q_start, dof_start
-        self.joints = [JointInfo(j, q_start + j.q_start, dof_start + j.dof_start, j.q_start, j.dof_start)
-                       for j in self.description.joints]
-        self._qs = slice(q_start, q_start + self.n_qs)
-        self._ds = slice(dof_start, dof_start + self.n_dofs)
-        self._ls = slice(link_start, link_start + self.n_links)
+        super()._bind(link_start, joint_start, q_start, dof_start)
         a0 = sum(e.n_actuators for e in self.solver.entities[:self.idx])
         self._as = slice(a0, a0 + self.n_actuators)
 
     @property
-    def links(self):
-        return [lk.name for lk in self.description.links]
-
-    @property
     def actuators(self):
         return [a.name for a in self.description.actuators]
-
-    def get_joint(self, name: str) -> JointInfo:
-        for j in self.joints:
-            if j.name == name:
-                return j
-        raise OptionError(f"entity {self.name!r} has no joint {name!r}; joints: {[j.name for j in self.joints]}")
-
-    # -- indices ---------------------------------------------------------------------------------
-    def _local_idx(self, idx, n: int, what: str) -> np.ndarray:
-        if idx is None:
-            return np.arange(n)
-        arr = arrays.as_index_list(what, idx)
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise OptionError(f"{what} = {idx!r}: expected integer indices")
-        bad = arr[(arr < 0) | (arr >= n)]
-        if bad.size:
-            raise OptionError(f"{what} contains {bad.tolist()}: allowed 0..{n - 1} for entity {self.name!r}")
-        if len(np.unique(arr)) != arr.size:
-            raise OptionError(f"{what} = {arr.tolist()}: duplicate indices")
-        return arr.astype(np.int64)
 
     def _one_link(self, link_idx_local) -> int:
         li = self._local_idx([link_idx_local], self.n_links, "link_idx_local")
         if li.size != 1:
             raise OptionError(f"link_idx_local = {link_idx_local!r}: expected one link index")
         return int(li[0])
-
-    def _read(self, arr, cols: slice, idx, envs):
-        a = arr.numpy()[:, cols]
-        if idx is not None:
-            a = a[:, idx]
-        return self._out(a.astype(float), envs)
 
     def _set(self, arr, name, value, idx_local, n, base: int, envs_idx, what="dofs_idx_local"):
         envs = self._envs(envs_idx)
@@ -107,82 +46,31 @@ class RigidEntity(Entity):
         self.solver._write(arr, envs, base + idx, vals)
         return envs, idx
 
-    # -- q and dofs ------------------------------------------------------------------------------
-    def get_qpos(self, envs_idx=None):
-        """Generalized coordinates in q order (MuJoCo's qpos order for an MJCF model)."""
-        return self._read(self.solver.qpos, self._qs, None, self._envs(envs_idx))
-
-    def set_qpos(self, qpos, envs_idx=None, zero_velocity: bool = True):
-        """Write q (quaternions normalised); rigid set_qpos zeroes the velocity by default (SPEC S4)."""
-        envs = self._envs(envs_idx)
-        vals = self._normalize_quats(self._in("qpos", qpos, (self.n_qs,), envs))
-        self.solver._write(self.solver.qpos, envs, self._qs, vals)
-        if zero_velocity:
-            self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
-        self.solver.forward()
-
-    def _normalize_quats(self, vals):
-        vals = vals.copy()
-        for j in self.joints:
-            if j.type in ("free", "spherical"):
-                a = j.q_idx_local[0] + (3 if j.type == "free" else 0)
-                q = vals[:, a:a + 4]
-                n = np.linalg.norm(q, axis=1, keepdims=True)
-                if np.any(n < 1e-12):
-                    raise OptionError(f"qpos of joint {j.name!r}: a zero quaternion has no orientation")
-                vals[:, a:a + 4] = q / n
-        return vals
-
-    def get_dofs_position(self, dofs_idx_local=None, envs_idx=None):
-        """SPEC S4: revolute/prismatic q − ref; free (x, y, z, three angles); spherical three angles."""
-        envs = self._envs(envs_idx)
-        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        full = self.solver.tree.dofs_position(self.solver.qpos.numpy().astype(float))
-        return self._out(full[:, self._ds][:, idx], envs)
-
-    def set_dofs_position(self, position, dofs_idx_local=None, envs_idx=None, zero_velocity: bool = True):
-        envs = self._envs(envs_idx)
-        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        vals = self._in("position", position, (len(idx),), envs)
-        qpos = self.solver.qpos.numpy().astype(float)
-        dofs = self.solver.tree.dofs_position(qpos)
-        dofs[np.ix_(envs, self._ds.start + idx)] = vals
-        new = self.solver.tree.qpos_from_dofs_position(dofs, qpos)
-        self.solver._write(self.solver.qpos, envs, self._qs, new[envs][:, self._qs])
-        if zero_velocity:
-            self.solver._write(self.solver.qvel, envs, self._ds.start + idx, np.zeros((len(envs), len(idx))))
-        self.solver.forward()
-
-    def get_dofs_velocity(self, dofs_idx_local=None, envs_idx=None):
-        """Dof velocities in MuJoCo's qvel convention (free: world linear velocity of the link
-        origin, then angular velocity in the link frame; spherical: local angular velocity)."""
-        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        return self._read(self.solver.qvel, self._ds, idx, self._envs(envs_idx))
-
-    def set_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
-        self._set(self.solver.qvel, "velocity", velocity, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
-        self.solver.forward()
-
     def get_qacc(self, envs_idx=None):
         """Acceleration of the last step (or M⁻¹f after forward())."""
-        return self._read(self.solver.d.qacc, self._ds, None, self._envs(envs_idx))
+        return self._read(self.solver.data.qacc, self._ds, None, self._envs(envs_idx))
 
     # -- forces ----------------------------------------------------------------------------------
     def get_qfrc(self, kind: str = "smooth", envs_idx=None):
         """Generalized forces of the last forward/step: kind = bias (gravity, Coriolis, centrifugal;
         MuJoCo qfrc_bias), passive, actuator (MJCF actuators), control (PD/velocity/force control),
-        external (gravity compensation and link wrenches), smooth (the total that M·qacc equals)."""
-        kinds = ("bias", "passive", "actuator", "control", "external", "smooth")
+        external (gravity compensation and link wrenches), smooth (passive + actuator + control +
+        applied + external − bias: M·qacc without constraints), constraint (Jᵀλ of the last
+        constraint solve; zero without one)."""
+        kinds = ("bias", "passive", "actuator", "control", "external", "smooth", "constraint")
         if kind not in kinds:
             raise OptionError(f"get_qfrc(kind={kind!r}): allowed {list(kinds)}")
-        arr = getattr(self.solver.d, "qfrc_ext" if kind == "external" else f"qfrc_{kind}")
-        return self._read(arr, self._ds, None, self._envs(envs_idx))
+        envs = self._envs(envs_idx)
+        if kind == "constraint" and not self.solver.has_constraint:
+            return self._out(np.zeros((self.solver.layout.n_envs, self.n_dofs)), envs)
+        arr = getattr(self.solver.data, "qfrc_ext" if kind == "external" else f"qfrc_{kind}")
+        return self._read(arr, self._ds, None, envs)
 
     def get_dofs_force(self, dofs_idx_local=None, envs_idx=None):
         """Actuation force per dof: MJCF actuators plus PD/velocity/force control."""
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         envs = self._envs(envs_idx)
-        a = self.solver.d.qfrc_actuator.numpy() + self.solver.d.qfrc_control.numpy()
+        a = self.solver.data.qfrc_actuator.numpy() + self.solver.data.qfrc_control.numpy()
         return self._out(a[:, self._ds][:, idx].astype(float), envs)
 
     def get_mass_mat(self, envs_idx=None):
@@ -192,7 +80,7 @@ class RigidEntity(Entity):
 
     # -- control ---------------------------------------------------------------------------------
     def _control(self, mode, arr, name, value, dofs_idx_local, envs_idx):
-        if mode == CTRL_POSITION:
+        if mode == CtrlMode.POSITION:
             idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
             types = [self._dof_joint_type(i) for i in idx]
             bad = [int(i) for i, t in zip(idx, types) if t not in ("revolute", "prismatic")]
@@ -200,8 +88,8 @@ class RigidEntity(Entity):
                 raise OptionError(f"control_dofs_position: dofs {bad} belong to free/spherical joints; "
                                   f"position control is for revolute/prismatic dofs (use velocity)")
         envs, idx = self._set(arr, name, value, dofs_idx_local, self.n_dofs, self._ds.start, envs_idx)
-        self.solver._write(self.solver.dof_mode, envs, self._ds.start + idx,
-                           np.full((len(envs), len(idx)), mode, np.int32))
+        self.solver._write(self.solver.data.dof_mode, envs, self._ds.start + idx,
+                           np.full((len(envs), len(idx)), int(mode), np.int32))
 
     def _dof_joint_type(self, i):
         for j in self.joints:
@@ -211,16 +99,16 @@ class RigidEntity(Entity):
 
     def control_dofs_force(self, force, dofs_idx_local=None, envs_idx=None):
         """Force (torque) on each dof, kept until changed (clamped to the dof force range)."""
-        self._control(CTRL_FORCE, self.solver.dof_target_force, "force", force, dofs_idx_local, envs_idx)
+        self._control(CtrlMode.FORCE, self.solver.data.dof_target_force, "force", force, dofs_idx_local, envs_idx)
 
     set_dofs_force = control_dofs_force
 
     def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None):
         """PD target in dofs-position units (q − ref): τ = kp·(target − pos) − kv·vel."""
-        self._control(CTRL_POSITION, self.solver.dof_target_pos, "position", position, dofs_idx_local,
+        self._control(CtrlMode.POSITION, self.solver.data.dof_target_pos, "position", position, dofs_idx_local,
                       envs_idx)
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        kp = self.solver.params.dof_kp.numpy()[self._envs(envs_idx)][:, self._ds.start + idx]
+        kp = self.solver.model.dof_kp.numpy()[self._envs(envs_idx)][:, self._ds.start + idx]
         if (kp == 0).any():   # the default: a position target alone would do nothing
             self._warn_once("zero_kp", f"control_dofs_position: dofs {idx[(kp == 0).any(axis=0)].tolist()} have kp = 0, "
                                        f"so the position target has no effect; set gains with set_dofs_kp (and "
@@ -228,11 +116,11 @@ class RigidEntity(Entity):
 
     def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
         """Velocity target: τ = kv·(target − vel)."""
-        self._control(CTRL_VELOCITY, self.solver.dof_target_vel, "velocity", velocity, dofs_idx_local,
+        self._control(CtrlMode.VELOCITY, self.solver.data.dof_target_vel, "velocity", velocity, dofs_idx_local,
                       envs_idx)
 
     def _param(self, name, value, dofs_idx_local, envs_idx, check=None):
-        arr = getattr(self.solver.params, name)
+        arr = getattr(self.solver.model, name)
         envs = self._envs(envs_idx)
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
         vals = self._in(name, value, (len(idx),), envs)
@@ -276,26 +164,26 @@ class RigidEntity(Entity):
     def get_dofs_param(self, name: str, dofs_idx_local=None, envs_idx=None):
         """Per-env dof parameter: damping, armature, stiffness, kp, kv, force_lo, force_hi."""
         key = f"dof_{name}"
-        if not hasattr(self.solver.params, key) or not key.startswith("dof_"):
+        if name not in ("damping", "armature", "stiffness", "kp", "kv", "force_lo", "force_hi"):
             raise OptionError(f"get_dofs_param({name!r}): allowed damping, armature, stiffness, kp, kv, "
                               f"force_lo, force_hi")
         idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
-        return self._read(getattr(self.solver.params, key), self._ds, idx, self._envs(envs_idx))
+        return self._read(getattr(self.solver.model, key), self._ds, idx, self._envs(envs_idx))
 
     # -- MJCF actuators --------------------------------------------------------------------------
     def set_ctrl(self, ctrl, actuators_idx_local=None, envs_idx=None):
         """Actuator controls (MuJoCo's ctrl; clamped to ctrlrange when ctrllimited)."""
         if self.n_actuators == 0:
             raise OptionError(f"entity {self.name!r} has no actuators")
-        self._set(self.solver.ctrl, "ctrl", ctrl, actuators_idx_local, self.n_actuators, self._as.start,
+        self._set(self.solver.data.ctrl, "ctrl", ctrl, actuators_idx_local, self.n_actuators, self._as.start,
                   envs_idx, "actuators_idx_local")
         self.solver.forward()
 
     def get_ctrl(self, envs_idx=None):
-        return self._read(self.solver.ctrl, self._as, None, self._envs(envs_idx))
+        return self._read(self.solver.data.ctrl, self._as, None, self._envs(envs_idx))
 
     def get_actuator_force(self, envs_idx=None):
-        return self._read(self.solver.d.act_force, self._as, None, self._envs(envs_idx))
+        return self._read(self.solver.data.act_force, self._as, None, self._envs(envs_idx))
 
     # -- external forces -------------------------------------------------------------------------
     def apply_links_external_force(self, force, links_idx_local=None, envs_idx=None, pos=None,
@@ -308,9 +196,9 @@ class RigidEntity(Entity):
         f = self._in("force", force, (len(idx), 3), envs)
         gl = self._ls.start + idx
         self.solver.sync_kinematics()
-        xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
-        xp = self.solver.d.link_pos.numpy()[envs][:, gl].astype(float)
-        com = self.solver.d.link_xipos.numpy()[envs][:, gl].astype(float)
+        xq = self.solver.data.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
+        xp = self.solver.data.link_pos.numpy()[envs][:, gl].astype(float)
+        com = self.solver.data.link_xipos.numpy()[envs][:, gl].astype(float)
         if local:
             f = quat_rotate(xq, f)
         torque = np.zeros_like(f)
@@ -318,7 +206,7 @@ class RigidEntity(Entity):
             p = self._in("pos", pos, (len(idx), 3), envs)
             p = xp + quat_rotate(xq, p) if local else p
             torque = np.cross(p - com, f)
-        self._add([(self.solver.xfrc_force, f), (self.solver.xfrc_torque, torque)], envs, gl)
+        self._add([(self.solver.data.xfrc_force, f), (self.solver.data.xfrc_torque, torque)], envs, gl)
 
     def apply_links_external_torque(self, torque, links_idx_local=None, envs_idx=None, local: bool = False):
         envs = self._envs(envs_idx)
@@ -327,9 +215,9 @@ class RigidEntity(Entity):
         gl = self._ls.start + idx
         if local:
             self.solver.sync_kinematics()
-            xq = self.solver.d.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
+            xq = self.solver.data.link_quat.numpy()[envs][:, gl].astype(float)[..., [3, 0, 1, 2]]
             t = quat_rotate(xq, t)
-        self._add([(self.solver.xfrc_torque, t)], envs, gl)
+        self._add([(self.solver.data.xfrc_torque, t)], envs, gl)
 
     def _add(self, items, envs, cols):
         """arr[envs, cols] += vals for every (arr, vals) in ``items``; all sums are checked first."""
@@ -346,37 +234,13 @@ class RigidEntity(Entity):
             host[envs[:, None], cols[None, :]] = total
             arr.assign(host)
 
-    # -- links -----------------------------------------------------------------------------------
-    def _links(self, arr, links_idx_local, envs_idx, xyzw_to_wxyz=False):
-        self.solver.sync_kinematics()
-        envs = self._envs(envs_idx)
-        idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
-        a = arr.numpy()[:, self._ls][:, idx].astype(float)
-        if xyzw_to_wxyz:
-            a = a[..., [3, 0, 1, 2]]
-        return self._out(a, envs)
-
-    def get_links_pos(self, links_idx_local=None, envs_idx=None):
-        """Link frame origins (world)."""
-        return self._links(self.solver.d.link_pos, links_idx_local, envs_idx)
-
-    def get_links_quat(self, links_idx_local=None, envs_idx=None):
-        return self._links(self.solver.d.link_quat, links_idx_local, envs_idx, True)
-
-    def get_links_vel(self, links_idx_local=None, envs_idx=None):
-        """Linear velocity of each link origin (world frame)."""
-        return self._links(self.solver.d.link_vel, links_idx_local, envs_idx)
-
-    def get_links_ang(self, links_idx_local=None, envs_idx=None):
-        """Angular velocity of each link (world frame)."""
-        return self._links(self.solver.d.link_ang, links_idx_local, envs_idx)
-
+    # -- links ----------------------------------------------------------------------------------
     def get_links_com(self, links_idx_local=None, envs_idx=None):
         """Link centres of mass (world)."""
-        return self._links(self.solver.d.link_xipos, links_idx_local, envs_idx)
+        return self._links(self.solver.data.link_xipos, links_idx_local, envs_idx)
 
     def get_links_mass(self, links_idx_local=None, envs_idx=None):
-        return self._links(self.solver.params.link_mass, links_idx_local, envs_idx)
+        return self._links(self.solver.model.link_mass, links_idx_local, envs_idx)
 
     def set_links_mass(self, mass, links_idx_local=None, envs_idx=None):
         """Per-env link mass (the inertia tensor scales with it: constant density)."""
@@ -386,7 +250,7 @@ class RigidEntity(Entity):
         if np.any(vals < 0):
             raise OptionError(f"set_links_mass: mass {vals.tolist()} must be >= 0")
         gl = self._ls.start + idx
-        p = self.solver.params
+        p = self.solver.model
         old = p.link_mass.numpy()[envs][:, gl].astype(float)
         inertia = p.link_inertia.numpy()[envs][:, gl].astype(float)
         scale = np.divide(vals, old, out=np.ones_like(vals), where=old > 0)
@@ -406,81 +270,7 @@ class RigidEntity(Entity):
         envs = self._envs(envs_idx)
         idx = self._local_idx(links_idx_local, self.n_links, "links_idx_local")
         vals = self._in("com", com, (len(idx), 3), envs)
-        self.solver._write(self.solver.params.link_com, envs, self._ls.start + idx, vals)
-        self.solver.forward()
-
-    # -- base ------------------------------------------------------------------------------------
-    def get_pos(self, envs_idx=None, relative: bool = True):
-        """Base link: relative=True its origin (the author frame), relative=False its CoM (the
-        solver's inertia-aligned origin, SPEC S2)."""
-        arr = self.solver.d.link_pos if relative else self.solver.d.link_xipos
-        return self._links(arr, [self.base_link], envs_idx)[..., 0, :]
-
-    def get_quat(self, envs_idx=None):
-        return self._links(self.solver.d.link_quat, [self.base_link], envs_idx, True)[..., 0, :]
-
-    def get_vel(self, envs_idx=None, relative: bool = True):
-        """Linear velocity of the base origin (relative=True) or of its CoM (relative=False):
-        they differ by ω × d (SPEC S2)."""
-        v = self._links(self.solver.d.link_vel, [self.base_link], envs_idx)[..., 0, :]
-        if relative:
-            return v
-        w = self.get_ang(envs_idx)
-        d = self.get_pos(envs_idx, relative=False) - self.get_pos(envs_idx, relative=True)
-        return v + np.cross(w, d)
-
-    def get_ang(self, envs_idx=None):
-        return self._links(self.solver.d.link_ang, [self.base_link], envs_idx)[..., 0, :]
-
-    def _free_root(self):
-        root = self.description.links[self.base_link]
-        if root.joints and self.description.joints[root.joints[0]].type == "free":
-            return self.joints[root.joints[0]]
-        return None
-
-    def set_pos(self, pos, envs_idx=None, zero_velocity: bool = True):
-        """Move the base origin: a free root's q, or a fixed base's placement."""
-        envs = self._envs(envs_idx)
-        vals = self._in("pos", pos, (3,), envs)
-        fr = self._free_root()
-        if fr is not None:
-            self.solver._write(self.solver.qpos, envs, slice(fr.q_start, fr.q_start + 3), vals)
-            if zero_velocity:
-                self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
-        else:
-            # move the entity's placement so that the base origin lands at pos
-            li = self.link_start
-            rp = self.solver.model.root_pos.numpy()[envs, li].astype(float)
-            rp = rp + vals - self.get_pos(envs_idx)
-            self.solver._write(self.solver.model.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
-        self.solver.forward()
-
-    def set_quat(self, quat, envs_idx=None, zero_velocity: bool = True):
-        envs = self._envs(envs_idx)
-        vals = self._in("quat", quat, (4,), envs)
-        n = np.linalg.norm(vals, axis=1, keepdims=True)
-        if np.any(n < 1e-12):
-            raise OptionError("set_quat: a zero quaternion has no orientation")
-        vals = vals / n
-        fr = self._free_root()
-        if fr is not None:
-            self.solver._write(self.solver.qpos, envs, slice(fr.q_start + 3, fr.q_start + 7), vals)
-            if zero_velocity:
-                self.solver._write(self.solver.qvel, envs, self._ds, np.zeros((len(envs), self.n_dofs)))
-        else:
-            # rotate the entity's placement about the base origin so the base takes quat
-            li = self.link_start
-            pb = np.asarray(self.get_pos(envs_idx), float).reshape(len(envs), 3)
-            qb = np.asarray(self.get_quat(envs_idx), float).reshape(len(envs), 4)
-            delta = quat_mul(vals, qb * np.array([1.0, -1.0, -1.0, -1.0]))
-            rp = self.solver.model.root_pos.numpy()[envs, li].astype(float)
-            rq = self.solver.model.root_quat.numpy()[envs, li].astype(float)[:, [3, 0, 1, 2]]
-            rq = quat_mul(delta, rq)
-            rq /= np.linalg.norm(rq, axis=1, keepdims=True)
-            rp = pb + quat_rotate(delta, rp - pb)
-            self.solver._write(self.solver.model.root_pos, envs, slice(li, li + 1), rp.reshape(len(envs), 1, 3))
-            self.solver._write(self.solver.model.root_quat, envs, slice(li, li + 1),
-                               rq[:, [1, 2, 3, 0]].reshape(len(envs), 1, 4))
+        self.solver._write(self.solver.model.link_com, envs, self._ls.start + idx, vals)
         self.solver.forward()
 
     # -- dynamics and kinematics queries ---------------------------------------------------------
@@ -490,7 +280,7 @@ class RigidEntity(Entity):
         envs = self._envs(envs_idx)
         a = self._in("qacc", qacc, (self.n_dofs,), envs)
         M = self.solver.mass_matrix(self._ds, envs)
-        d = self.solver.d
+        d = self.solver.data
         rest = sum(getattr(d, k).numpy()[envs][:, self._ds].astype(float) * sgn
                    for k, sgn in (("qfrc_bias", 1.0), ("qfrc_passive", -1.0), ("qfrc_ext", -1.0)))
         return self._out(np.einsum("eij,ej->ei", M, a) + rest)
@@ -504,18 +294,18 @@ class RigidEntity(Entity):
         return self._out(self._jacobian(li, point, envs))
 
     def _jacobian(self, li: int, point, envs: np.ndarray) -> np.ndarray:
-        s, d = self.solver, self.solver.d
+        s, d = self.solver, self.solver.data
         s.sync_kinematics()
         gl = self.link_start + li
         if point is None:
             p = d.link_pos.numpy()[envs, gl].astype(float)
         else:
             p = self._in("point", point, (3,), envs)
-        ref = d.link_pos.numpy()[envs, s.host["link_root"][gl]].astype(float)
+        ref = d.link_pos.numpy()[envs, s.hm.link_root[gl]].astype(float)
         w = d.cdof_w.numpy()[envs][:, self._ds].astype(float)          # (n, nd, 3)
         v = d.cdof_v.numpy()[envs][:, self._ds].astype(float)
         lin = v + np.cross(w, (p - ref)[:, None, :])
-        mask = s.host["link_dof_mask"][gl, self._ds]
+        mask = s.hm.link_dof_mask[gl, self._ds]
         J = np.concatenate([lin, w], axis=2).transpose(0, 2, 1) * mask[None, None, :]
         return J
 
@@ -539,7 +329,7 @@ class RigidEntity(Entity):
             tgt_q = self._in("quat", quat, (4,), envs)
             tgt_q = tgt_q / np.linalg.norm(tgt_q, axis=1, keepdims=True)
         s = self.solver
-        saved_q, saved_v = s.qpos.numpy().copy(), s.qvel.numpy().copy()
+        saved_q, saved_v = s.data.qpos.numpy().copy(), s.data.qvel.numpy().copy()
         q = saved_q[envs][:, self._qs].astype(float) if init_qpos is None else \
             self._normalize_quats(self._in("init_qpos", init_qpos, (self.n_qs,), envs))
         gl = self.link_start + li
@@ -548,13 +338,13 @@ class RigidEntity(Entity):
             for _ in range(max_iters):
                 host = saved_q.copy()
                 host[envs[:, None], np.arange(host.shape[1])[self._qs][None, :]] = q
-                s.qpos.assign(host)
+                s.data.qpos.assign(host)
                 s.kinematics()
-                x = s.d.link_pos.numpy()[envs, gl].astype(float)
+                x = s.data.link_pos.numpy()[envs, gl].astype(float)
                 e = tgt_p - x
                 J = self._jacobian(li, None, envs)[:, :, dofs]
                 if tgt_q is not None:
-                    xq = s.d.link_quat.numpy()[envs, gl].astype(float)[:, [3, 0, 1, 2]]
+                    xq = s.data.link_quat.numpy()[envs, gl].astype(float)[:, [3, 0, 1, 2]]
                     conj = xq * np.array([1.0, -1.0, -1.0, -1.0])
                     dq = quat_mul(tgt_q, conj)
                     dq *= np.sign(dq[:, :1] + (dq[:, :1] == 0))
@@ -573,8 +363,8 @@ class RigidEntity(Entity):
                 full[:, dofs] = step
                 q = self._integrate_host(q, full)
         finally:
-            s.qpos.assign(saved_q)
-            s.qvel.assign(saved_v)
+            s.data.qpos.assign(saved_q)
+            s.data.qvel.assign(saved_v)
             s.forward()
         return self._out(q), (float(err[0]) if not self.scene.batched else err)
 
@@ -613,14 +403,14 @@ class RigidEntity(Entity):
 
     def get_contacts(self, with_entity=None, exclude_self_contact=False, is_padded=False, envs_idx=None) -> dict:
         """Contacts of this entity's geoms with the forces of the last substep's constraint solve
-        (SPEC R9, F2): geom_a, geom_b, link_a, link_b (global indices, −1: world), position (world,
+        (docs/semantics.md §R9, §F2): geom_a, geom_b, link_a, link_b (global indices, −1: world), position (world,
         midway between the surfaces), normal (world, unit, from B to A), penetration (> 0 overlap),
         force_a (world N, the force on geom A), force_b = −force_a, torque_a (world, about the
         contact point; torsional/rolling couples), wrench (6D on A in the contact frame: F_n, F_t1,
         F_t2, T_n, T_t1, T_t2), solved_at (time the substep started; NaN after forward()'s query),
-        query_at (the time of forward()'s fresh query; NaN for a step's solve; SPEC F1), active
+        query_at (the time of forward()'s fresh query; NaN for a step's solve; docs/semantics.md §F1), active
         (the contact is a constraint row; False for a detected contact in the gap band, whose zero force
-        means "not in the solve", SPEC F2), stale (True after
+        means "not in the solve", docs/semantics.md §F2), stale (True after
         set_qpos-style setters / reset / forward until the next step: the geometry is current, the
         forces are not). with_entity: keep contacts whose other geom belongs to that entity;
         exclude_self_contact: drop contacts between two geoms of this entity. Batched scenes (or
@@ -657,13 +447,13 @@ class RigidEntity(Entity):
         """Per link of this entity (n_envs, n_links, 3, world frame): ``force`` and ``torque`` (about
         the link CoM) — the net contact wrench of the last substep's solve (solved at the start of
         that substep) — and ``impulse_force`` / ``impulse_torque``: Σ h·f over the substeps of the
-        last step (SPEC F4: m·Δv − h·Σ(gravity + external forces) for a single body)."""
+        last step (docs/semantics.md §F4: m·Δv − h·Σ(gravity + external forces) for a single body)."""
         envs = self._envs(envs_idx)
         out = self.solver._link_contact_wrench(envs)
         sl = slice(self.link_start, self.link_start + len(self.description.links))
         return {k: self._out(v[:, sl]) for k, v in out.items()}
 
-    # -- post-solve readbacks (plugins/rigid/readback.py, docs/sensors.md) --------------------------
+    # -- post-solve readbacks (readback.py, sensor_view.py, docs/sensors.md) --------------------------
     def _readback(self, names: dict, envs_idx, cols) -> dict:
         out = self.solver._readback_read(self._envs(envs_idx), names)
         return {k: self._out(v[:, cols] if k in names else v) for k, v in out.items()}
@@ -675,17 +465,17 @@ class RigidEntity(Entity):
         step's last solve (the start of its last substep, as MuJoCo's sensors), or ``query_at``: a
         fresh query at the current state (the first call before a step computes it); ``stale``: a
         setter or reset changed the state since."""
-        return self._readback({"force": "int_force", "torque": "int_torque"}, envs_idx, self._ls)
+        return self._readback({"force": "cfrc_int_force", "torque": "cfrc_int_torque"}, envs_idx, self._ls)
 
     def get_cfrc_ext(self, envs_idx=None) -> dict:
         """Per link: the external wrench on it (applied and coupling forces, contacts, connect/weld
         equalities; torque about the link CoM; MuJoCo's cfrc_ext), tagged as ``get_cfrc_int``."""
-        return self._readback({"force": "ext_force", "torque": "ext_torque"}, envs_idx, self._ls)
+        return self._readback({"force": "cfrc_ext_force", "torque": "cfrc_ext_torque"}, envs_idx, self._ls)
 
     def get_qfrc_constraint(self, envs_idx=None) -> dict:
         """``qfrc_constraint`` (n_envs, n_dofs): the generalized constraint force Jᵀλ of the last
         solve (contacts, limits, friction loss, equalities), tagged as ``get_cfrc_int``."""
-        return self._readback({"qfrc_constraint": "qfrc_constraint"}, envs_idx, self._ds)
+        return self._readback({"qfrc_constraint": "snap_qfrc_constraint"}, envs_idx, self._ds)
 
     # -- contact parameters (the solver's setters on this entity's geoms) -------------------------
     def _geoms_global(self, geoms_idx_local):
@@ -702,5 +492,5 @@ class RigidEntity(Entity):
         return self.solver.get_friction(geoms_idx=self._geoms_global(geoms_idx_local), envs_idx=envs_idx)
 
     def set_friction_ratio(self, ratio, geoms_idx_local=None, envs_idx=None):
-        """Per-env friction scale of this entity's geoms (SPEC R5)."""
+        """Per-env friction scale of this entity's geoms (docs/semantics.md §R5)."""
         self.solver.set_friction_ratio(ratio, geoms_idx=self._geoms_global(geoms_idx_local), envs_idx=envs_idx)

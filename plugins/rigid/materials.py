@@ -29,7 +29,7 @@ class Rigid(Material):
     rho: density (kg/m³) used for primitive morphs (imported models keep their own masses);
     friction: sliding friction coefficient in [0.01, 5] (None: the model's own, 1.0 for primitives);
     sol_params: contact solver parameters (timeconst, dampratio, dmin, dmax, width, mid, power),
-    None for the defaults (SPEC R6);
+    None for the defaults (docs/semantics.md §R6);
     coup_friction, coup_restitution, coup_softness: parameters a coupler reads (RigidGeoms view).
     """
 

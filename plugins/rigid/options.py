@@ -1,4 +1,4 @@
-"""Options of the rigid solver (SPEC R2)."""
+"""Options of the rigid solver (docs/semantics.md §R2)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,19 @@ import attrs
 from polyphys.errors import OptionError
 from polyphys.options import Options, in_range, non_negative, one_of, positive, positive_int
 
+from .codes import IntegratorType
+
 
 class Integrator(enum.Enum):
-    """Time integrators of SPEC R2 (MuJoCo names)."""
+    """Time integrators of docs/semantics.md §R2 (MuJoCo names)."""
 
     Euler = "Euler"
     implicitfast = "implicitfast"
     approximate_implicitfast = "approximate_implicitfast"
 
 
-INTEGRATOR_CODES = {Integrator.Euler: 0, Integrator.implicitfast: 1, Integrator.approximate_implicitfast: 2}
+INTEGRATOR_CODES = {Integrator.Euler: IntegratorType.EULER, Integrator.implicitfast: IntegratorType.IMPLICITFAST,
+                    Integrator.approximate_implicitfast: IntegratorType.APPROXIMATE_IMPLICITFAST}
 
 
 def _integrator(value):
@@ -37,10 +40,12 @@ def _opt_positive(instance, attribute, value):
 
 @attrs.frozen(kw_only=True)
 class RigidOptions(Options):
-    """Rigid solver options.
+    """Rigid solver options: the only options class of the rigid plugin (the collision pipeline and
+    the constraint stages read these fields; values left at None resolve through the
+    ``effective_*`` methods, docs/semantics.md §R2/§R2a).
 
-    integrator: "Euler", "implicitfast" or "approximate_implicitfast" (default; SPEC R2);
-    mujoco_compatible: MuJoCo's conventions where they differ from the Genesis defaults (SPEC R2a);
+    integrator: "Euler", "implicitfast" or "approximate_implicitfast" (default; docs/semantics.md §R2);
+    mujoco_compatible: MuJoCo's conventions where they differ from the Genesis defaults (docs/semantics.md §R2a);
     enable_collision: collision detection on/off: with it on (and disable_constraint off) and
     collidable geom pairs in the scene, contacts are detected every substep, solved by the
     constraint stage (contact forces; docs/constraint.md) and readable with ``get_contacts`` and
@@ -48,14 +53,19 @@ class RigidOptions(Options):
     disable_constraint: bypass every constraint (also turns collision detection off);
     broadphase: "auto", "sweep_and_prune" or "all_vs_all" (docs/collision.md);
     max_collision_pairs / max_candidate_contacts / max_contacts: the per-env collision budgets
-    (SPEC R3; None sizes them from the scene); max_contacts_per_pair: points kept per pair (1-8);
+    (docs/semantics.md §R3; None sizes them from the scene); max_contacts_per_pair: points kept per pair (1-8);
     collision_overflow: "raise" (BudgetExceededError after the step) or "warn" (drop the excess);
-    enable_self_collision / enable_adjacent_collision / enable_neutral_collision: SPEC R4 filters
+    enable_self_collision / enable_adjacent_collision / enable_neutral_collision: docs/semantics.md §R4 filters
     (pairs inside one entity; parent-child links; pairs of one entity touching at qpos0);
+    collision_filtering: False turns off the contype/conaffinity, self, adjacent and exclude rules
+    (the weld rule stays: geoms of one rigid body never collide), for debugging "is my pair filtered?";
+    sap_axis: the sweep-and-prune axis (0 x, 1 y, 2 z);
     mesh_decomposition: non-convex mesh geoms: "auto" (convex decomposition with coacd when it is
     installed, else a warning and the convex hull), "coacd" (required) or "hull";
     decomposition_threshold: coacd's concavity threshold (0.01-1; smaller: more, tighter parts);
-    mujoco_compatible also sums geom margins/gaps per pair (MuJoCo's rule; default: max);
+    mujoco_compatible also sums geom margins/gaps per pair (MuJoCo's rule; default: max) and
+    detects contacts below margin + gap, reporting those in the gap without rows (MuJoCo 4.0's
+    rule; default: detected below the margin, rows with margin − gap; docs/collision.md);
     gravity_compensation: scale of MJCF body ``gravcomp`` (1 = as written);
     constraint_solver, iterations, tolerance, ls_iterations, ls_tolerance: constraint solver
     settings of the contact solve (plugins/rigid/constraint.py, docs/constraint.md);
@@ -63,7 +73,7 @@ class RigidOptions(Options):
     MuJoCo-compatible mode), contact_resolution (None: automatic — "signorini" for elliptic + Newton
     outside MuJoCo-compatible mode, else "convex"; an explicit "signorini" anywhere else is an
     OptionError), noslip_iterations (0: off; > 0: that many PGS sweeps on the friction rows after
-    the main solve, pyramidal cone only) and noslip_tolerance (1e-6, MuJoCo's): SPEC R2/R8,
+    the main solve, pyramidal cone only) and noslip_tolerance (1e-6, MuJoCo's): docs/semantics.md §R2/§R8,
     docs/constraint.md;
     dt: optional substep length the scene must match (None: the scene's dt/substeps).
     """
@@ -100,17 +110,51 @@ class RigidOptions(Options):
                                                   validator=attrs.validators.instance_of(bool))
     enable_neutral_collision: bool = attrs.field(default=False,
                                                  validator=attrs.validators.instance_of(bool))
+    collision_filtering: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    sap_axis: int = attrs.field(default=0, validator=one_of(0, 1, 2))
     mesh_decomposition: str = attrs.field(default="auto", validator=one_of("auto", "coacd", "hull"))
     decomposition_threshold: float = attrs.field(default=0.05, validator=in_range(0.01, 1.0))
 
+    def __attrs_post_init__(self):
+        # docs/semantics.md §R2: the combinations that have no meaning
+        res, cone, solver = self.contact_resolution, self.friction_cone, self.constraint_solver
+        if res == "signorini" and not (cone == "elliptic" and solver == "Newton"):
+            raise OptionError(f"contact_resolution='signorini' needs friction_cone='elliptic' and "
+                              f"constraint_solver='Newton' (got {cone!r}, {solver!r})")
+        if res == "signorini" and self.mujoco_compatible:
+            raise OptionError("contact_resolution='signorini' with mujoco_compatible=True: MuJoCo-compatible mode "
+                              "uses the convex resolution (docs/semantics.md §R2a); pass contact_resolution=None or 'convex'")
+        if self.noslip_iterations > 0 and cone == "elliptic":
+            raise OptionError(f"noslip_iterations={self.noslip_iterations} with friction_cone='elliptic': noslip "
+                              "needs the pyramidal cone (docs/semantics.md §R2)")
+
     @property
-    def integrator_code(self) -> int:
+    def integrator_code(self) -> IntegratorType:
         return INTEGRATOR_CODES[self.integrator]
 
     def effective_iterations(self) -> int:
         if self.iterations is not None:
             return self.iterations
         return 100 if self.mujoco_compatible else 25
+
+    def effective_ls_iterations(self) -> int:
+        return 50 if self.ls_iterations is None else self.ls_iterations
+
+    def effective_impratio(self) -> float:
+        """docs/semantics.md §R2: None → 100 for elliptic, 1 for pyramidal (MuJoCo-compatible mode: 1)."""
+        if self.impratio is not None:
+            return float(self.impratio)
+        return 100.0 if (self.friction_cone == "elliptic" and not self.mujoco_compatible) else 1.0
+
+    def effective_resolution(self) -> str:
+        """contact_resolution None resolves by the rule of docs/semantics.md §R2 (the table of
+        docs/constraint.md, "Contact resolution"): elliptic + Newton outside MuJoCo-compatible mode →
+        "signorini", everything else → "convex"."""
+        if self.contact_resolution is not None:
+            return self.contact_resolution
+        if self.friction_cone == "elliptic" and self.constraint_solver == "Newton" and not self.mujoco_compatible:
+            return "signorini"
+        return "convex"
 
     def effective_tolerance(self, precision: str) -> float:
         if self.tolerance is not None:
@@ -121,13 +165,13 @@ class RigidOptions(Options):
 
     @classmethod
     def mujoco(cls, **kwargs) -> RigidOptions:
-        """The MuJoCo-compatible preset (SPEC R2a)."""
+        """The MuJoCo-compatible preset (docs/semantics.md §R2a)."""
         kwargs.setdefault("mujoco_compatible", True)
         return cls(**kwargs)
 
 
 # MJCF <option> (importer key in EntityDescription.options) → the RigidOptions field it maps to.
-# Taken from the model when the user left the field at None (SPEC R2a):
+# Taken from the model when the user left the field at None (docs/semantics.md §R2a):
 _MODEL_TAKEN = ("iterations", "tolerance", "ls_iterations", "impratio")
 # Fields with a non-None default (an explicit value cannot be told from the default): the user's
 # value is kept; a model value that differs gives a warning naming the field to set.
@@ -154,7 +198,7 @@ def _show(v):
 
 def resolve_model_options(options: RigidOptions, model_options, *, precision: str = "64",
                           h: float | None = None, gravity=None) -> tuple[RigidOptions, list[str]]:
-    """The RigidOptions a scene runs with, given the models' MJCF ``<option>`` (SPEC R2a). Pure.
+    """The RigidOptions a scene runs with, given the models' MJCF ``<option>`` (docs/semantics.md §R2a). Pure.
 
     model_options: (entity name, ``EntityDescription.options``) pairs; empty dicts (primitives,
     URDF, hand-built descriptions) take no part. Returns (resolved options, warning messages).

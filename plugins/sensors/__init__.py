@@ -11,7 +11,8 @@ from polyphys import hookimpl
 from polyphys.specs import Capabilities, SensorSpec
 
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
-                            devices=("cpu", "cuda"), precisions=("32", "64"), deterministic=("cpu", "cuda"),
+                            devices=("cpu", "cuda"), precisions=("32", "64"),
+                            tested_devices=("cpu",), deterministic=("cpu",),
                             notes="ground truth in one launch per kind; measurement models and state in core")
 
 _KINDS = (

@@ -9,7 +9,8 @@ from polyphys import hookimpl
 from polyphys.specs import Capabilities, ContractScene, MaterialSpec, SolverSpec
 
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
-                            devices=("cpu", "cuda"), precisions=("32", "64"), deterministic=("cpu",),
+                            devices=("cpu", "cuda"), precisions=("32", "64"),
+                            tested_devices=("cpu",), deterministic=("cpu",),
                             notes="stable fluids on a MAC grid per env: semi-Lagrangian/MacCormack advection, "
                                   "buoyancy, vorticity confinement, viscosity, MGPCG projection with a per-env "
                                   "residual test; rigid geoms (RigidView) are moving obstacles (one way)")

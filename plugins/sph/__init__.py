@@ -14,7 +14,8 @@ from .options import SPHOptions
 __all__ = ["SPHOptions", "Liquid", "Boundary", "CAPABILITIES"]
 
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
-                            devices=("cpu", "cuda"), precisions=("32",), deterministic=("cpu",),
+                            devices=("cpu", "cuda"), precisions=("32",),
+                            tested_devices=("cpu",), deterministic=("cpu",),
                             notes="WCSPH/DFSPH liquids; per-env counting-sort grid; Akinci boundaries")
 
 

@@ -8,7 +8,8 @@ from polyphys import hookimpl
 from polyphys.specs import Capabilities, ContractScene, MaterialSpec, SolverSpec
 
 CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differentiable=False,
-                            devices=("cpu", "cuda"), precisions=("32", "64"), deterministic=("cpu",),
+                            devices=("cpu", "cuda"), precisions=("32", "64"),
+                            tested_devices=("cpu",), deterministic=("cpu",),
                             notes="velocity-driven tools exposed as RigidView (accepts_reaction: the coupling "
                                   "reaction is read back, the motion is prescribed); couple through Legacy")
 

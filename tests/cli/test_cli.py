@@ -40,7 +40,8 @@ PROBE = textwrap.dedent("""
 """)
 
 KINEMATIC_CAPS = {"batch": True, "reset_envs": True, "checkpoint": True, "differentiable": False,
-                  "devices": ["cpu", "cuda"], "precisions": ["32", "64"]}
+                  "devices": ["cpu", "cuda"], "tested_devices": ["cpu"], "precisions": ["32", "64"],
+                  "deterministic": ["cpu"]}
 
 
 def test_plugins_json_lists_kinematic_and_imports_no_warp_or_plugin_target():
@@ -77,14 +78,14 @@ def test_plugins_table_and_markdown(capsys):
     header = out.splitlines()[0].split()
     assert header[:4] == ["kind", "name", "distribution", "version"]
     line = next(ln for ln in out.splitlines() if ln.split()[:2] == ["solver", "kinematic"])
-    assert line.split()[4:] == ["yes", "yes", "yes", "no", "cpu,cuda", "32,64"]
+    assert line.split()[4:] == ["yes", "yes", "yes", "no", "cpu,cuda", "cpu", "32,64", "cpu"]
     notes = out.split("\nnotes:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     for r in registry().plugin_rows():        # every plugin's Capabilities.notes, one line each
         if r["notes"]:
             assert any(ln.split()[:2] == [r["kind"], r["name"]] and ln.endswith(r["notes"]) for ln in notes), r
     assert cli.main(["plugins", "--markdown"]) == 0
     md = capsys.readouterr().out
-    assert "| `kinematic` | solver | yes | yes | yes | no | cpu, cuda | 32, 64 |" in md
+    assert "| `kinematic` | solver | yes | yes | yes | no | cpu, cuda | cpu | cpu | 32, 64 |" in md
     assert "`polyphys.materials.Kinematic` | `kinematic`" in md
     # one row per registered solver/coupler/importer/sensor
     n_rows = sum(1 for ln in md.split("\n\n")[0].splitlines()[2:])

@@ -204,7 +204,7 @@ def test_set_links_mass_rejects_a_massless_moving_body_and_keeps_the_old_mass():
     assert box.get_links_mass()[0] == m0
     with pytest.raises(OptionError, match="free/spherical"):
         box.control_dofs_position([0.0], dofs_idx_local=[0])
-    assert np.all(scene.solver("rigid").dof_target_pos.numpy() == 0)
+    assert np.all(scene.solver("rigid").data.dof_target_pos.numpy() == 0)
 
 
 def test_zero_mass_moving_body_is_rejected():
@@ -322,3 +322,85 @@ def test_base_of_an_mjcf_model_is_its_root_body_and_set_pos_quat_move_a_fixed_ba
     link = arm.links.index("link")
     from polyphys.kinematics import quat_rotate
     assert np.allclose(arm.get_links_pos([link])[0], np.array([1.0, 2.0, 3.0]) + quat_rotate(q, [0, 0, 0.3]))
+
+
+def test_articulated_entity_api_is_defined_once():
+    """The q, dof, link and base getters and setters of the rigid and kinematic entities are core's
+    ArticulatedEntity (polyphys.articulated): neither plugin redefines one (the rigid entity only
+    extends __init__ and _bind), so the two cannot drift apart."""
+    from polyphys.articulated import ArticulatedEntity
+    from polyphys.plugins.kinematic.entity import KinematicEntity
+    from polyphys.plugins.rigid.entity import RigidEntity
+
+    shared = {n for n, v in vars(ArticulatedEntity).items() if callable(v) and not n.startswith("__")}
+    assert {"get_qpos", "set_qpos", "get_dofs_position", "set_dofs_position", "get_dofs_velocity",
+            "set_dofs_velocity", "get_links_pos", "get_links_quat", "get_links_vel", "get_links_ang", "get_pos",
+            "get_quat", "get_vel", "get_ang", "set_pos", "set_quat", "get_joint"} <= shared
+    for cls in (RigidEntity, KinematicEntity):
+        redefined = (shared & set(vars(cls))) - {"_bind"}
+        assert not redefined, (cls.__name__, sorted(redefined))
+    assert RigidEntity.ZERO_VELOCITY and not KinematicEntity.ZERO_VELOCITY      # docs/semantics.md §S4
+
+
+
+@pytest.mark.parametrize("kind", ["rigid", "kinematic"])
+def test_articulated_methods_are_guarded_entity_calls(kind):
+    """The getters and setters that live in core's ArticulatedEntity are wrapped by the Entity call
+    guard (polyphys.interfaces._entity_call) like the solvers' own methods: before build they raise
+    SceneStateError, and after build a call from a second thread while the scene is inside a step
+    in the first is refused (SceneStateError) and changes nothing."""
+    import threading
+
+    from polyphys.articulated import ArticulatedEntity
+    from polyphys.errors import SceneStateError
+    from polyphys.plugins.kinematic.entity import KinematicEntity
+    from polyphys.plugins.rigid.entity import RigidEntity
+
+    cls = RigidEntity if kind == "rigid" else KinematicEntity
+    shared = [n for n, v in vars(ArticulatedEntity).items() if callable(v) and not n.startswith("_")]
+    unguarded = [n for n in shared if not getattr(getattr(cls, n), "_polyphys_entity_call", False)]
+    assert shared and not unguarded, unguarded
+    material = Rigid() if kind == "rigid" else polyphys.materials.Kinematic()
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, graph_capture=False))
+    ent = sc.add_entity(morphs.Box(size=(0.2, 0.3, 0.4), pos=(0.1, 0.2, 1.0), euler=(10, 20, 30)), material)
+    assert type(ent) is cls
+    q = np.r_[0.1, 0.2, 1.0, 1.0, 0.0, 0.0, 0.0]
+    for call in (ent.get_qpos, ent.get_links_pos, ent.get_pos, lambda: ent.set_qpos(q),
+                 lambda: ent.set_dofs_velocity(np.zeros(6))):
+        with pytest.raises(SceneStateError, match=rf"{cls.__name__}\.\w+\(\) before build"):
+            call()
+    sc.build(n_envs=2)
+    before = ent.get_qpos()
+    entered, release, errors = threading.Event(), threading.Event(), []
+
+    def hold(scene):
+        entered.set()
+        release.wait(30)
+
+    def run():
+        try:
+            sc.step()
+        except BaseException as exc:     # reported below
+            errors.append(exc)
+
+    sc.add_pre_step_callback(hold)
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        assert entered.wait(30)
+        for call in (ent.get_qpos, ent.get_links_quat, lambda: ent.set_qpos(np.tile(q, (2, 1))),
+                     lambda: ent.set_dofs_velocity(np.ones((2, 6))), lambda: ent.set_pos([[0, 0, 2.0]] * 2)):
+            with pytest.raises(SceneStateError, match="called from two threads"):
+                call()
+    finally:
+        release.set()
+        t.join(30)
+    assert not errors
+    sc._pre_step_callbacks.remove(hold)
+    np.testing.assert_array_equal(sc.get_step_count(), [1, 1])
+    ref = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, graph_capture=False))
+    r = ref.add_entity(morphs.Box(size=(0.2, 0.3, 0.4), pos=(0.1, 0.2, 1.0), euler=(10, 20, 30)), material)
+    ref.build(n_envs=2)
+    np.testing.assert_array_equal(r.get_qpos(), before)
+    ref.step()
+    np.testing.assert_array_equal(ent.get_qpos(), r.get_qpos())     # the refused setters wrote nothing

@@ -175,8 +175,14 @@ def test_collision_options_rejected(field, value):
 
 
 def test_mujoco_compatible_sums_margins():
+    """MuJoCo's margin rule (summed per pair, contacts in the gap reported without rows) only in
+    MuJoCo-compatible mode."""
     scene, _, _ = _scene(mujoco_compatible=True)
-    assert scene.solver("rigid").collision.options.margin_combine == "sum"
+    c = scene.solver("rigid").collision
+    assert c.margin_sum and c.gap_outside
+    scene, _, _ = _scene()
+    c = scene.solver("rigid").collision
+    assert not c.margin_sum and not c.gap_outside
 
 
 ARM_XML = """<mujoco><option gravity="0 0 0"/><worldbody>

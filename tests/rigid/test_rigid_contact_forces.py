@@ -1,4 +1,4 @@
-"""Contact forces of the rigid solver: the constraint stage (plugins/rigid/constraint.py) wired into
+"""Contact forces of the rigid solver: the constraint stages (plugins/rigid/constraint_rows.py, convex_solve.py) wired into
 the substep (plugins/rigid/solver.py, docs/rigid.md "Contacts"). Box resting on / dropped onto a
 plane, sphere energy, graph capture / reset / checkpoint with active contacts, MuJoCo's settled
 height for the same MJCF file in MuJoCo-compatible mode."""
@@ -34,15 +34,14 @@ def _scene(shape="box", n_envs=0, pos=(0, 0, 0.3), euler=(0, 0, 0), dt=0.01, sub
 
 def test_box_resting_on_plane_carries_its_weight_without_sinking():
     scene, box, s = _scene()
-    m = float(s.params.link_mass.numpy()[0, 0])
+    m = float(s.model.link_mass.numpy()[0, 0])
     assert m == pytest.approx(8.0)
     z = []
     for _ in range(150):
         scene.step()
         z.append(float(box.get_pos()[2]))
-    st = s.constraint
-    st.contact_wrenches()
-    n = int(st.n_con.numpy()[0])
+    st = s.data
+    n = int(st.ncon.numpy()[0])
     assert n == 4
     fn = st.con_wrench.numpy()[0, :n, 0]          # normal force on A (the plane) ...
     # ... and the generalized constraint force on the box's z dof (free joint: dofs 0-2 linear)
@@ -82,8 +81,8 @@ def test_sphere_dropped_never_gains_energy():
     reference-acceleration damping) and the implicit integrator only dissipate. Tolerance: float64
     rounding of E over the run, 1e-9·E0."""
     scene, ball, s = _scene("sphere", pos=(0, 0, 0.5), integrator="Euler")
-    m = float(s.params.link_mass.numpy()[0, 0])
-    I = s.params.link_inertia.numpy()[0, 0]
+    m = float(s.model.link_mass.numpy()[0, 0])
+    I = s.model.link_inertia.numpy()[0, 0]
 
     def energy():
         v = np.asarray(ball.get_dofs_velocity(), float)
@@ -120,8 +119,8 @@ def test_reset_and_checkpoint_bit_exact_mid_contact(tmp_path):
     kw = dict(shape="box", n_envs=2, pos=(0, 0, 0.25), euler=(5, 10, 0))
     a, box, s = _scene(**kw)
     _run(a, 20)                                         # landed: contacts active, warm start non-zero
-    assert int(s.constraint.n_con.numpy()[0]) > 0
-    assert np.abs(s.constraint.qacc.numpy()).max() > 0
+    assert int(s.data.ncon.numpy()[0]) > 0
+    assert np.abs(s.data.qacc_warmstart.numpy()).max() > 0
     p = a.save_checkpoint(tmp_path / "mid")
     ref = _run(a, 15)
     a.load_checkpoint(p)
@@ -149,9 +148,8 @@ def test_elliptic_convex_box_rests():
     scene, box, s = _scene(friction_cone="elliptic", contact_resolution="convex")
     for _ in range(100):
         scene.step()
-    st = s.constraint
-    st.contact_wrenches()
-    n = int(st.n_con.numpy()[0])
+    st = s.data
+    n = int(st.ncon.numpy()[0])
     assert st.con_wrench.numpy()[0, :n, 0].sum() == pytest.approx(8.0 * G, rel=5e-3)
 
 
@@ -198,9 +196,8 @@ def test_mjcf_box_on_plane_settles_to_mujocos_height(tmp_path):
     np.testing.assert_allclose(z, z_mj, rtol=0, atol=1e-8)   # ... on MuJoCo's trajectory and height
     # penetration within 10 % of MuJoCo's (issue 6), here far tighter
     assert HALF - z[-1] == pytest.approx(HALF - z_mj[-1], rel=0.1)
-    st = scene.solver("rigid").constraint
-    st.contact_wrenches()
-    n = int(st.n_con.numpy()[0])
+    st = scene.solver("rigid").data
+    n = int(st.ncon.numpy()[0])
     assert st.con_wrench.numpy()[0, :n, 0].sum() == pytest.approx(8.0 * G, rel=5e-3)
 
 
@@ -235,7 +232,7 @@ def test_mjcf_hinge_limit_and_frictionloss_match_mujoco(tmp_path):
         warnings.simplefilter("ignore", PolyphysWarning)
         scene.build(n_envs=0)
     s = scene.solver("rigid")
-    assert s.collision is None and s.constraint is not None
+    assert s.collision is None and s.has_constraint
     q = []
     for _ in range(300):
         scene.step()
@@ -252,7 +249,7 @@ def test_no_constraint_stage_without_pairs_limits_or_frictionloss():
     scene.add_entity(morphs.Box(size=(0.2,) * 3, pos=(0, 0, 1)), Rigid())
     scene.build(n_envs=0)
     s = scene.solver("rigid")
-    assert s.collision is None and s.constraint is None
+    assert s.collision is None and not s.has_constraint
 
 
 def test_material_friction_decides_stick_or_slide_on_incline():
@@ -276,7 +273,7 @@ def test_material_friction_decides_stick_or_slide_on_incline():
             scene.build(n_envs=0)
         for _ in range(200):
             scene.step()
-        st = scene.solver("rigid").constraint
+        st = scene.solver("rigid").data
         out[mu] = (float(box.get_pos()[0]), float(np.asarray(box.get_dofs_velocity())[0]),
                    float(st.efc_R.numpy()[0, 0]))
     x, v, R = out[0.5]
@@ -358,7 +355,7 @@ def test_friction_setters_per_env_and_errors():
         scene.build(n_envs=2)
     s = scene.solver("rigid")
     s.set_friction_ratio(0.4, envs_idx=[1])
-    np.testing.assert_array_equal(s.friction_ratio.numpy(), [[1, 1], [0.4, 0.4]])
+    np.testing.assert_array_equal(s.model.geom_friction_ratio.numpy(), [[1, 1], [0.4, 0.4]])
     for _ in range(200):
         scene.step()
     x = box.get_pos()[:, 0]
@@ -372,9 +369,9 @@ def test_friction_setters_per_env_and_errors():
         s.set_friction(0.5, geoms_idx=[7])
     with pytest.warns(PolyphysWarning, match="dmax"):
         s.set_sol_params((0.02, 1.0, 0.9, 1.5, 0.001, 0.5, 2.0))
-    assert s._geom_sol.numpy()[0, 3] == pytest.approx(0.9999)
+    assert s.model.geom_sol.numpy()[0, 3] == pytest.approx(0.9999)
     s.set_friction(1.0, geoms_idx=[0])
-    assert s._geom_friction.numpy()[:, 0].tolist() == [1.0, 0.5]
+    assert s.geom_friction0[:, 0].tolist() == [1.0, 0.5]
 
 
 EQ_XML = """<mujoco>

@@ -54,20 +54,20 @@ def test_box_landing_and_sliding_newton_euler_per_substep():
         warnings.simplefilter("ignore", PolyphysWarning)
         scene.build(n_envs=0)
     s = scene.solver("rigid")
-    st = s.constraint
-    assert float(s.params.link_mass.numpy()[0, 0]) == pytest.approx(m)
+    st = s.data
+    assert float(s.model.link_mass.numpy()[0, 0]) == pytest.approx(m)
     box.set_dofs_velocity([1.5, 0.5, 0, 0, 0, 2.0])
-    st.link_force.fill_(np.nan)
-    st.link_torque.fill_(np.nan)
+    st.link_contact_force.fill_(np.nan)
+    st.link_contact_torque.fill_(np.nan)
     # observe every substep: the scene's fast path calls solver.substep(f, part) (capture off)
     rec = []
     inner = s.substep
 
     def observed(f, part):
-        v0, q0 = s.qvel.numpy()[0].astype(float).copy(), s.qpos.numpy()[0].astype(float).copy()
+        v0, q0 = s.data.qvel.numpy()[0].astype(float).copy(), s.data.qpos.numpy()[0].astype(float).copy()
         inner(f, part)
-        rec.append((v0, q0, s.qvel.numpy()[0].astype(float).copy(), st.link_force.numpy()[0, 0].astype(float).copy(),
-                    st.link_torque.numpy()[0, 0].astype(float).copy(), int(st.n_con.numpy()[0])))
+        rec.append((v0, q0, s.data.qvel.numpy()[0].astype(float).copy(), st.link_contact_force.numpy()[0, 0].astype(float).copy(),
+                    st.link_contact_torque.numpy()[0, 0].astype(float).copy(), int(st.ncon.numpy()[0])))
 
     s.substep = observed
     F_ext = np.array([2.0, -1.0, 0.0])

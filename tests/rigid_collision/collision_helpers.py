@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 from polyphys.description import Geom
 from polyphys.layout import Partition
-from polyphys.plugins.rigid.collision import CollisionOptions, CollisionPipeline, set_poses_host
+from polyphys.plugins.rigid import RigidOptions
+from polyphys.plugins.rigid.collision import CollisionPipeline, set_poses_host
 
 SIZE3 = {"plane": lambda s: (0.0, 0.0, 1.0)}
 
@@ -20,7 +21,7 @@ def run_pairs(t1, s1, t2, s2, poses, precision="64", margin=0.0, options=None):
     """poses: list of (pos1, quat1, pos2, quat2); one env per pose. Returns (pipeline,
     contacts per env)."""
     g = [geom(t1, s1, 0, margin=margin), geom(t2, s2, 1, margin=margin)]
-    opts = options or CollisionOptions(max_contacts_per_pair=8, margin_combine="sum")
+    opts = options or RigidOptions(max_contacts_per_pair=8, mujoco_compatible=True)
     pipe = CollisionPipeline(g, [0, 1], [-1, -1], [True, True], opts)
     n = len(poses)
     pipe.build(n, "cpu", precision)

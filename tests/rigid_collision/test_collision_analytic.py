@@ -85,10 +85,10 @@ def test_plane_box_pruned_to_four():
     _, cs = run_pairs("plane", (0, 0, 1), "box", (0.3, 0.2, 0.1),
                       [((0, 0, 0), I4, (0, 0, -0.5), I4)])
     assert len(cs[0]["depth"]) == 8
-    from polyphys.plugins.rigid.collision import CollisionOptions
+    from polyphys.plugins.rigid import RigidOptions
 
     _, cs = run_pairs("plane", (0, 0, 1), "box", (0.3, 0.2, 0.1),
-                      [((0, 0, 0), I4, (0, 0, -0.5), I4)], options=CollisionOptions())
+                      [((0, 0, 0), I4, (0, 0, -0.5), I4)], options=RigidOptions())
     c = cs[0]
     assert len(c["depth"]) == 4
     assert abs(c["depth"].max() - 0.6) <= 1e-12        # the deepest corner is kept

@@ -4,8 +4,8 @@ MuJoCo 4.0 (changelog 4.0, "margin and gap"; measured here on the installed 4.0.
 and gap are the sums of its geoms' (or an explicit pair's own); a contact is detected when the
 distance is below margin + gap; its includemargin is the margin (the gap is not subtracted); a
 contact with margin < distance < margin + gap is in mjData.contact with efc_address −1 (no
-constraint rows, no force). polyphys: CollisionOptions(gap_mode="outside") (what
-RigidOptions(mujoco_compatible=True) gets through margin_combine="sum", gap_mode="auto"). The
+constraint rows, no force). polyphys: RigidOptions(mujoco_compatible=True) (summed
+margins, contacts detected below margin + gap). The
 default ("inside", docs/semantics.md §R4 as docs/collision.md): detection below the margin, includemargin =
 margin − gap, every contact makes rows. Closed-form sphere/box–plane contacts, float64: distances
 agree to rounding (1e-12).
@@ -21,7 +21,7 @@ from polyphys import morphs
 from polyphys.errors import PolyphysWarning
 from polyphys.layout import Partition
 from polyphys.plugins.rigid import RigidOptions
-from polyphys.plugins.rigid.collision import CollisionOptions, CollisionPipeline, set_poses_host
+from polyphys.plugins.rigid.collision import CollisionPipeline, set_poses_host
 from polyphys.plugins.rigid.materials import Rigid
 
 mujoco = pytest.importorskip("mujoco")
@@ -69,11 +69,11 @@ def _ours(c):
 
 @pytest.mark.parametrize("explicit_pair", [False, True])
 def test_gap_outside_matches_mujoco(explicit_pair):
-    """gap_mode="outside" with summed margins: per distance the same contacts as MuJoCo 4.0 —
+    """MuJoCo-compatible mode (summed margins, the gap outside the margin): per distance the same contacts as MuJoCo 4.0 —
     present or not, dist, includemargin = margin, active (rows) or in the gap — for the geoms'
     summed margin/gap and for an explicit <pair> with its own."""
     pairs = [{"geom1": 0, "geom2": 1, "margin": 0.0025, "gap": 0.002}] if explicit_pair else None
-    _, ours = _pipeline(CollisionOptions(margin_combine="sum", gap_mode="outside"), pairs)
+    _, ours = _pipeline(RigidOptions(mujoco_compatible=True), pairs)
     in_gap = 0
     for dz, c in zip(DISTS, ours):
         _, mj = _mujoco(dz, PAIR if explicit_pair else "")
@@ -85,15 +85,11 @@ def test_gap_outside_matches_mujoco(explicit_pair):
     assert in_gap >= 2                  # the gap regime was exercised
 
 
-def test_auto_gap_mode_follows_margin_combine():
-    """gap_mode="auto" is "outside" with margin_combine="sum" (the MuJoCo-compatible mode) and
-    "inside" with "max" (the default): the same contact sets as the explicit modes."""
-    for comb, mode in (("sum", "outside"), ("max", "inside")):
-        _, auto = _pipeline(CollisionOptions(margin_combine=comb))
-        _, explicit = _pipeline(CollisionOptions(margin_combine=comb, gap_mode=mode))
-        assert [_ours(c) for c in auto] == [_ours(c) for c in explicit]
-    _, a = _pipeline(CollisionOptions(margin_combine="sum"))
-    _, b = _pipeline(CollisionOptions(margin_combine="sum", gap_mode="inside"))
+def test_gap_rule_follows_the_mode():
+    """MuJoCo-compatible mode detects below margin + gap (contacts in the gap without rows); the
+    default detects below the margin: different contact sets on the same distances."""
+    _, a = _pipeline(RigidOptions(mujoco_compatible=True))
+    _, b = _pipeline(RigidOptions())
     assert [_ours(c) for c in a] != [_ours(c) for c in b]
 
 
@@ -101,7 +97,7 @@ def test_default_gap_inside_margin():
     """The default (docs/semantics.md §R4, docs/collision.md): margin and gap are the larger of the two geoms'
     (.002, .001); a contact is detected below the margin and every contact makes rows with
     includemargin = margin − gap = .001."""
-    _, ours = _pipeline(CollisionOptions())
+    _, ours = _pipeline(RigidOptions())
     for dz, c in zip(DISTS, ours):
         mine = _ours(c)
         assert len(mine) == (1 if dz < 0.002 else 0), (dz, mine)
@@ -129,13 +125,13 @@ def test_gap_through_the_solver_matches_mujoco(dz, tmp_path):
         scene.build(n_envs=0)
     scene.step()
     d, mj = _mujoco(dz)
-    st = scene.solver("rigid").constraint
+    st = scene.solver("rigid").data
     c = ball.get_contacts()
     raw = scene.solver("rigid").get_raw_contacts()
     assert int(raw["count"]) == len(mj) == 1
     assert abs(-float(raw["penetration"][0]) - mj[0][0]) <= 1e-12
-    assert int(st.n_con.numpy()[0]) == int(mj[0][2])
-    assert int(st.n_efc.numpy()[0]) == d.nefc
+    assert int(st.ncon.numpy()[0]) == int(mj[0][2])
+    assert int(st.nefc.numpy()[0]) == d.nefc
     fn_mj = float(d.efc_force[:d.nefc].sum())       # pyramidal: the normal force is the edges' sum
     assert len(c["wrench"]) == 1
     # docs/semantics.md §F2: the readback says whether the contact is a constraint row (MuJoCo's exclude flag)
@@ -160,7 +156,7 @@ def test_prune_aligned_faces_keep_four_distinct_corners(precision):
     poses = [(np.array([0, 0, 0.7]), np.array([1.0, 0, 0, 0]),
               np.array([*(rng.normal(size=2) * 1e-16), 0.9 - 2.07e-4]), np.array([1.0, *(rng.normal(size=3) * 1e-16)]))
              for _ in range(400)]
-    _, cs = run_pairs("box", (H,) * 3, "box", (H,) * 3, poses, precision, 0.0, CollisionOptions(max_contacts_per_pair=4))
+    _, cs = run_pairs("box", (H,) * 3, "box", (H,) * 3, poses, precision, 0.0, RigidOptions(max_contacts_per_pair=4))
     nd = 7 if precision == "64" else 4
     want = {(sx * H, sy * H) for sx in (-1, 1) for sy in (-1, 1)}
     bad = [e for e, c in enumerate(cs)
@@ -179,7 +175,7 @@ def test_prune_octagon_keeps_distinct_candidate_points(keep):
     H = 0.1
     pose = (np.zeros(3), np.array([1.0, 0, 0, 0]), np.array([0, 0, 2 * H - 1e-3]), axis_quat([0, 0, 1], np.pi / 4))
     pipe, (c,) = run_pairs("box", (H,) * 3, "box", (H,) * 3, [pose], "64", 0.0,
-                           CollisionOptions(max_contacts_per_pair=keep))
+                           RigidOptions(max_contacts_per_pair=keep))
     cand = pipe.candidates(0)[0][3]
     assert len(cand) == 8
     assert len(c["pos"]) == keep
@@ -216,7 +212,7 @@ def test_float32_aligned_boxes_prefer_the_face_axis():
         w1, v1, w2, v2 = q[0], q[1:], tilt[0], tilt[1:]
         q2 = np.concatenate([[w1 * w2 - v1 @ v2], w1 * v2 + w2 * v1 + np.cross(v1, v2)])
         poses.append((c, q, c + quat_to_mat(q) @ np.array([0, 0, 2 * H - 2e-4]), q2))
-    _, cs = run_pairs("box", (H,) * 3, "box", (H,) * 3, poses, "32", 0.0, CollisionOptions(max_contacts_per_pair=4))
+    _, cs = run_pairs("box", (H,) * 3, "box", (H,) * 3, poses, "32", 0.0, RigidOptions(max_contacts_per_pair=4))
     want = {(sx * H, sy * H) for sx in (-1, 1) for sy in (-1, 1)}
     bad = 0
     for (c0, q, _, _), c in zip(poses, cs):

@@ -58,16 +58,15 @@ def test_box_rests_on_flat_heightfield_like_on_plane(tmp_path):
         p0, q0 = np.asarray(box.get_pos()), np.asarray(box.get_quat())
         for _ in range(40):
             scene.step()
-        st = s.constraint
-        st.contact_wrenches()
-        n = int(st.n_con.numpy()[0])
+        st = s.data
+        n = int(st.ncon.numpy()[0])
         fn = st.con_wrench.numpy()[0, :n, 0]
         c = s.get_raw_contacts()
         nz = c["normal"][c["valid"]]
         pos, q = np.asarray(box.get_pos()), np.asarray(box.get_quat())
         res[name] = pos, q
         assert n == 4 and np.abs(np.abs(nz[:, 2]) - 1.0).max() <= 1e-12
-        # docs/collision.md's bound: Σ normal force = m·g within 0.5 % after settling (measured 1e-10)
+        # Σ normal force = m·g within 0.5 % after settling (docs/constraint.md, the validation bound) (measured 1e-10)
         assert abs(fn.sum()) == pytest.approx(2.0 * G, rel=5e-3)
         # at rest from 0.6 s on (the solver's residual tolerance 1e-8 over 0.4 s: far below 1e-8)
         assert np.linalg.norm(pos - p0) <= 1e-8 and np.linalg.norm(q - q0) <= 1e-8
@@ -170,9 +169,8 @@ def test_cylinder_stands_on_flat_heightfield(tmp_path, cells):
     scene, cyl, s, _ = _scene(tmp_path, _CYL.format(hf=hf, x=x, y=y), name=cells)
     for _ in range(100):
         scene.step()
-    st = s.constraint
-    st.contact_wrenches()
-    n = int(st.n_con.numpy()[0])
+    st = s.data
+    n = int(st.ncon.numpy()[0])
     fn = st.con_wrench.numpy()[0, :n, 0]
     nz = s.get_raw_contacts()["normal"][:n]
     assert n >= 3 and np.abs(np.abs(nz[:, 2]) - 1.0).max() <= 1e-12

@@ -9,14 +9,15 @@ import trimesh
 from collision_helpers import geom, random_quat, separation
 from polyphys.description import Geom, MeshData, quat_to_mat
 from polyphys.layout import Partition
-from polyphys.plugins.rigid.collision import CollisionOptions, CollisionPipeline, set_poses_host
+from polyphys.plugins.rigid import RigidOptions
+from polyphys.plugins.rigid.collision import CollisionPipeline, set_poses_host
 
 mujoco = pytest.importorskip("mujoco")
 
 
 def _run(g1, g2, poses):
     p = CollisionPipeline([g1, g2], [0, 1], [-1, -1], [True, True],
-                          CollisionOptions(max_contacts_per_pair=8, margin_combine="sum"))
+                          RigidOptions(max_contacts_per_pair=8, mujoco_compatible=True))
     p.build(len(poses), "cpu", "64")
     set_poses_host(p, np.array([[a[0], a[2]] for a in poses]), np.array([[a[1], a[3]] for a in poses]))
     p.run(Partition(0, 0, len(poses)))

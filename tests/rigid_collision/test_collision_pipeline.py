@@ -8,7 +8,8 @@ from collision_helpers import geom
 from polyphys.description import EntityDescription, Geom, Joint, Link
 from polyphys.errors import BudgetExceededError, OptionError, PolyphysWarning
 from polyphys.layout import Partition
-from polyphys.plugins.rigid.collision import CollisionOptions, CollisionPipeline, set_poses_host
+from polyphys.plugins.rigid import RigidOptions
+from polyphys.plugins.rigid.collision import CollisionPipeline, set_poses_host
 
 
 def _run(pipe, pos, n_envs=1, precision="64", parts=None):
@@ -37,13 +38,13 @@ def test_contype_conaffinity_rule():
          geom("sphere", (0.5,), 1, contype=2, conaffinity=2),
          geom("sphere", (0.5,), 2, contype=1, conaffinity=2)]
     for bp in ("all_vs_all", "sweep_and_prune"):
-        pipe = CollisionPipeline(g, [0, 1, 2], [-1] * 3, [True] * 3, CollisionOptions(broadphase=bp))
+        pipe = CollisionPipeline(g, [0, 1, 2], [-1] * 3, [True] * 3, RigidOptions(broadphase=bp))
         _run(pipe, np.zeros((3, 3)))
         # (0,1): 1&2 = 0 and 2&1 = 0 -> no; (0,2): 1&1 -> yes; (1,2): 2&2 -> yes
         assert _pairs(pipe) == [(0, 2), (1, 2)], bp
         # with filtering off every pair of different bodies collides
         pipe = CollisionPipeline(g, [0, 1, 2], [-1] * 3, [True] * 3,
-                                 CollisionOptions(broadphase=bp, filtering=False))
+                                 RigidOptions(broadphase=bp, collision_filtering=False))
         _run(pipe, np.zeros((3, 3)))
         assert _pairs(pipe) == [(0, 1), (0, 2), (1, 2)]
 
@@ -58,7 +59,7 @@ def test_same_link_fixed_weld_and_adjacent():
     for bp in ("all_vs_all", "sweep_and_prune"):
         for adjacent in (False, True):
             pipe = CollisionPipeline(g, [0] * 8, parent, moves,
-                                     CollisionOptions(broadphase=bp, adjacent_collision=adjacent))
+                                     RigidOptions(broadphase=bp, enable_adjacent_collision=adjacent))
             _run(pipe, np.zeros((8, 3)))
             got = set(_pairs(pipe))
             # same link (0,1) and welded child (0/1 with 2) never; fixed-fixed (4,5) and
@@ -89,7 +90,7 @@ def test_self_collision_and_local_masks():
     assert _pairs(pipe) == []
     # self collision off: only pairs across entities
     pipe = CollisionPipeline(_spheres(4), ent, [-1] * 4, [True] * 4,
-                             CollisionOptions(self_collision=False, broadphase="sweep_and_prune"))
+                             RigidOptions(enable_self_collision=False, broadphase="sweep_and_prune"))
     _run(pipe, np.zeros((4, 3)))
     assert _pairs(pipe) == [(0, 2), (0, 3), (1, 2), (1, 3)]
 
@@ -109,7 +110,7 @@ def test_excludes_and_explicit_pairs_from_descriptions():
     d.contact_excludes = [(0, 2)]
     d.contact_pairs = [{"geom1": 2, "geom2": 1, "margin": 0.3, "gap": 0.1}]
     for bp in ("all_vs_all", "sweep_and_prune"):
-        pipe = CollisionPipeline.from_descriptions([d], CollisionOptions(broadphase=bp))
+        pipe = CollisionPipeline.from_descriptions([d], RigidOptions(broadphase=bp))
         _run(pipe, [[0, 0, 0], [0, 0, 0.5], [0, 0, 1.0]])
         c = pipe.contacts()[0]
         # (0,1) adjacent, (0,2) excluded (and masks), (1,2) only through the explicit pair,
@@ -143,7 +144,7 @@ def test_sweep_and_prune_equals_all_vs_all_random_scene():
     quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
     out = {}
     for bp in ("all_vs_all", "sweep_and_prune"):
-        pipe = CollisionPipeline(g, ent, parent, moves, CollisionOptions(broadphase=bp),
+        pipe = CollisionPipeline(g, ent, parent, moves, RigidOptions(broadphase=bp),
                                  local_masks=[False, True, False], excludes=[(3, 5), (7, -1)])
         pipe.build(n_envs, "cpu", "64", partitions=(Partition(0, 0, 2), Partition(1, 2, 3)))
         set_poses_host(pipe, pos, quat)
@@ -165,7 +166,7 @@ def test_budget_overflow_raises_names_budget_env_count():
     # env 0 separated, env 1 all four spheres overlap (6 pairs)
     pos = np.stack([np.arange(4)[:, None] * np.array([5.0, 0, 0]), np.zeros((4, 3))])
     pipe = CollisionPipeline(_spheres(4), [0, 1, 2, 3], [-1] * 4, [True] * 4,
-                             CollisionOptions(max_collision_pairs=2))
+                             RigidOptions(max_collision_pairs=2))
     _run(pipe, pos, n_envs=2)
     with pytest.raises(BudgetExceededError, match=r"max_collision_pairs exceeded in env 1: 6 needed, budget 2"):
         pipe.check()
@@ -174,7 +175,7 @@ def test_budget_overflow_raises_names_budget_env_count():
     for name, opts, need in (("max_candidate_contacts", dict(max_candidate_contacts=5), 8),
                              ("max_contacts", dict(max_contacts=3), 4)):
         g = [geom("box", (0.5, 0.5, 0.1), 0), geom("box", (0.5, 0.5, 0.1), 1)]
-        pipe = CollisionPipeline(g, [0, 1], [-1, -1], [True, True], CollisionOptions(**opts))
+        pipe = CollisionPipeline(g, [0, 1], [-1, -1], [True, True], RigidOptions(**opts))
         pipe.build(1, "cpu", "64")
         set_poses_host(pipe, [[[0, 0, 0], [0, 0, 0.18]]], q[None])
         pipe.run(Partition(0, 0, 1))
@@ -182,7 +183,7 @@ def test_budget_overflow_raises_names_budget_env_count():
             pipe.check()
     # warn-and-drop: a warning, and the usable count is clamped to the budget
     pipe = CollisionPipeline(g, [0, 1], [-1, -1], [True, True],
-                             CollisionOptions(max_contacts=3, overflow="warn"))
+                             RigidOptions(max_contacts=3, collision_overflow="warn"))
     pipe.build(1, "cpu", "64")
     set_poses_host(pipe, [[[0, 0, 0], [0, 0, 0.18]]], q[None])
     pipe.run(Partition(0, 0, 1))
@@ -237,12 +238,12 @@ def test_update_poses_from_links():
 
 
 def test_bad_input():
-    with pytest.raises(OptionError, match=r"CollisionOptions.broadphase = 'sap'"):
-        CollisionOptions(broadphase="sap")
+    with pytest.raises(OptionError, match=r"RigidOptions.broadphase = 'sap'"):
+        RigidOptions(broadphase="sap")
     with pytest.raises(OptionError, match="max_contacts"):
-        CollisionOptions(max_contacts=0)
-    with pytest.raises(OptionError, match="overflow"):
-        CollisionOptions(overflow="ignore")
+        RigidOptions(max_contacts=0)
+    with pytest.raises(OptionError, match="collision_overflow"):
+        RigidOptions(collision_overflow="ignore")
     with pytest.raises(OptionError, match="geom_entity"):
         CollisionPipeline(_spheres(2), [0], [-1, -1], [True, True])
     with pytest.raises(OptionError, match="link 5 out of range"):
@@ -274,7 +275,7 @@ def test_captured_graph_equals_direct_run(bp):
     parts = (Partition(0, 0, 2), Partition(1, 2, 3))
 
     def make():
-        pipe = CollisionPipeline(g, [0] * 6, [-1] * 5, [True] * 5, CollisionOptions(broadphase=bp))
+        pipe = CollisionPipeline(g, [0] * 6, [-1] * 5, [True] * 5, RigidOptions(broadphase=bp))
         pipe.build(3, "cpu", "64", partitions=parts)
         return pipe
 
@@ -318,7 +319,7 @@ def test_neutral_overlap_option():
     assert pipe.neutral_excluded.tolist() == [[0, 1]]
     _run(pipe, now)     # rebuilds with the exclusion kept
     assert _pairs(pipe) == [(0, 2), (1, 2)]
-    pipe = CollisionPipeline(g, ent, [-1] * 3, [True] * 3, CollisionOptions(neutral_collision=True))
+    pipe = CollisionPipeline(g, ent, [-1] * 3, [True] * 3, RigidOptions(enable_neutral_collision=True))
     pipe.build(1, "cpu", "64", neutral_poses=neutral)
     _run(pipe, now)
     assert _pairs(pipe) == [(0, 1), (0, 2), (1, 2)]
@@ -365,7 +366,7 @@ def test_equality_weld_switched_per_env(bp):
         d.equalities = [Equality(name="weld", type="weld", obj1=0, obj2=1)]
         return d
 
-    pipe = CollisionPipeline.from_descriptions([desc()], CollisionOptions(broadphase=bp))
+    pipe = CollisionPipeline.from_descriptions([desc()], RigidOptions(broadphase=bp))
     _run(pipe, np.zeros((2, 3)), n_envs=2)
     assert _pairs(pipe, 0) == [] and _pairs(pipe, 1) == []
     pipe.set_weld_active([0], envs_idx=[1])

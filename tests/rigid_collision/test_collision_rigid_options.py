@@ -1,5 +1,5 @@
-"""RigidOptions.mesh_decomposition / decomposition_threshold: the CollisionOptions fields of the
-same names, validated alike, and handed to the collision pipeline the solver builds."""
+"""RigidOptions.mesh_decomposition / decomposition_threshold: validated, and handed to the collision
+pipeline the solver builds."""
 
 import warnings
 
@@ -7,13 +7,11 @@ import numpy as np
 import pytest
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.plugins.rigid import RigidOptions
-from polyphys.plugins.rigid.collision import CollisionOptions
 
 
-def test_defaults_and_validation_match_collision_options():
-    r, c = RigidOptions(), CollisionOptions()
-    assert (r.mesh_decomposition, r.decomposition_threshold) == (c.mesh_decomposition,
-                                                                 c.decomposition_threshold)
+def test_defaults_and_validation():
+    r = RigidOptions()
+    assert (r.mesh_decomposition, r.decomposition_threshold) == ("auto", 0.05)
     for mode in ("auto", "coacd", "hull"):
         assert RigidOptions(mesh_decomposition=mode).mesh_decomposition == mode
     with pytest.raises(OptionError, match=r"mesh_decomposition = 'vhacd'.*'auto', 'coacd', 'hull'"):

@@ -9,7 +9,8 @@ import pytest
 from polyphys.description import Geom, MeshData, quat_to_mat
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.layout import Partition
-from polyphys.plugins.rigid.collision import CollisionOptions, CollisionPipeline, set_poses_host
+from polyphys.plugins.rigid import RigidOptions
+from polyphys.plugins.rigid.collision import CollisionPipeline, set_poses_host
 
 # GJK/EPA depth tolerance: 1e-4 × size stated in docs/collision.md; on polytope faces the measured
 # error is ~1e-10 (test_collision_mesh.py), so flat-face comparisons use 1e-9.
@@ -23,7 +24,7 @@ def hfield(data, size, name="hf"):
 
 def _run(ground, other, poses, options=None, precision="64"):
     """ground: world geom 0; other: geom 1 on a free link; poses: (pos, quat wxyz) of geom 1."""
-    opts = options or CollisionOptions(max_contacts_per_pair=8, margin_combine="sum")
+    opts = options or RigidOptions(max_contacts_per_pair=8, mujoco_compatible=True)
     p = CollisionPipeline([ground, other], [0, 1], [-1], [True], opts)
     n = len(poses)
     p.build(n, "cpu", precision)
@@ -206,7 +207,7 @@ def test_heightfield_vs_terrain_mesh_and_exact_distance():
     geoms = [Geom(name=f"m{i}", type="mesh", link=-1, mesh=MeshData(vertices=v, faces=np.zeros(
         (0, 3), dtype=np.int64))) for i, v in enumerate(prisms)] + [attrs_evolve(SPHERE)]
     pm = CollisionPipeline(geoms, [0] * len(prisms) + [1], [-1], [True],
-                           CollisionOptions(max_contacts_per_pair=8, margin_combine="sum"))
+                           RigidOptions(max_contacts_per_pair=8, mujoco_compatible=True))
     pm.build(len(poses), "cpu", "64")
     G = len(geoms)
     pos = np.zeros((len(poses), G, 3))
@@ -278,7 +279,7 @@ def test_non_convex_mesh_decomposed_with_coacd():
     assert len(c[2]["depth"]) == 0
     assert set(c[0]["geom_a"]) | set(c[0]["geom_b"]) == {0, 1}
     # the convex hull instead: the sphere in the hollow is deep inside
-    _, ch = _run(chan, ball, poses, CollisionOptions(max_contacts_per_pair=8,
+    _, ch = _run(chan, ball, poses, RigidOptions(max_contacts_per_pair=8,
                                                      mesh_decomposition="hull"))
     assert _deepest(ch[2])[0] > 0.1
 
@@ -288,11 +289,11 @@ def test_non_convex_mesh_without_coacd(monkeypatch):
     v, f = _u_channel()
     chan = Geom(name="u", type="mesh", link=-1, mesh=MeshData(vertices=v, faces=f))
     with pytest.warns(PolyphysWarning, match="coacd is not installed"):
-        p = CollisionPipeline([chan, SPHERE], [0, 1], [-1], [True], CollisionOptions())
+        p = CollisionPipeline([chan, SPHERE], [0, 1], [-1], [True], RigidOptions())
     assert p.n_geoms == 2 and not p.decomposed
     with pytest.raises(OptionError, match="mesh_decomposition = 'coacd'"):
         CollisionPipeline([chan, SPHERE], [0, 1], [-1], [True],
-                          CollisionOptions(mesh_decomposition="coacd"))
+                          RigidOptions(mesh_decomposition="coacd"))
 
 
 def test_heightfield_bad_data():
@@ -376,7 +377,7 @@ def _drop_sphere(tmp_path):
             scene.step()
         s = scene.solver("rigid")
         c = s.get_raw_contacts()
-        res[name] = (s.d.link_pos.numpy()[0][1], c["penetration"][c["valid"]])
+        res[name] = (s.data.link_pos.numpy()[0][1], c["penetration"][c["valid"]])
     return res
 
 

@@ -1,10 +1,18 @@
-"""MuJoCo scenes at a frozen state and their conversion into ConstraintStage inputs."""
+"""MuJoCo scenes at a frozen state, and the constraint stages run alone on MuJoCo's arrays.
+
+``MjStage`` fills a blank View (plugins/rigid/model.py) with MuJoCo's model arrays (dof tree,
+inverse weights, limits, frictionloss, equalities) and state (cdof, link poses, contacts), then runs
+the stage functions of the rigid plugin on it: constraint_rows.make_rows, convex_solve /
+signorini_solve, noslip, contact_forces, factorization.mass_dense. The frozen-state tests compare
+their outputs with MuJoCo's (efc rows, efc_J, mj_solve's forces, mj_contactForce).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import mujoco
 import numpy as np
-from polyphys.plugins.rigid.constraint import ConstraintOptions, ConstraintStage
 
 # MuJoCo efc_type → polyphys row type, and the polyphys row order key (eq, friction, contact, limit)
 MJ2PP = {0: 0, 1: 1, 3: 2, 5: 3, 6: 4, 7: 5}
@@ -134,8 +142,241 @@ def link_dof_last(m):
     return out
 
 
+@dataclass
+class StageOptions:
+    """Solver settings of MjStage, written into the View's Option struct before each launch."""
+
+    solver: str = "Newton"
+    cone: str = "pyramidal"
+    iterations: int = 25
+    tolerance: float = 1e-9
+    ls_iterations: int = 50
+    ls_tolerance: float = 0.01
+    impratio: float = 1.0
+    timeconst_floor: float = 0.0
+    warm_pick_lower: bool = False
+    resolution: str = "convex"
+    noslip_iterations: int = 0
+    noslip_tolerance: float = 1e-6
+    noslip_scale: float = 0.0
+
+    def apply(self, opt, s):
+        from polyphys.plugins.rigid.codes import ConeType, SolverType
+        opt.cone = int(ConeType[self.cone.upper()])
+        opt.solver = int(SolverType[self.solver.upper()])
+        opt.iterations = int(self.iterations)
+        opt.tolerance = s(self.tolerance)
+        opt.ls_iterations = int(self.ls_iterations)
+        opt.ls_tolerance = s(self.ls_tolerance)
+        opt.impratio = s(self.impratio)
+        opt.tc_floor = s(self.timeconst_floor)
+        opt.warm_pick_lower = int(self.warm_pick_lower)
+        opt.stop_needs_gradient = 0
+        opt.noslip_iterations = int(self.noslip_iterations)
+        opt.noslip_tolerance = s(self.noslip_tolerance)
+        opt.noslip_scale = s(self.noslip_scale)
+
+
+# old stage attribute names -> Data fields
+_DATA = {"n_efc": "nefc", "qacc": "qacc_warmstart", "efc_floss": "efc_frictionloss", "overflow": "efc_overflow",
+         "n_con": "ncon", "M": "qM", "link_force": "link_contact_force", "link_torque": "link_contact_torque",
+         "sig_nhalf": "solver_nhalf", "efc_load": "efc_load"}
+
+
+class MjStage:
+    """The rigid plugin's constraint stages on a View holding MuJoCo's arrays (n_envs envs, nv dofs,
+    nbody links, max_contacts contacts, max_rows rows). Attributes read the View's Data under the
+    stage names of these tests (``n_efc`` → nefc, ``qacc`` → qacc_warmstart, ...)."""
+
+    def __init__(self, n_envs, nv, nbody, max_contacts, max_rows, device="cpu", precision="64", options=None, *,
+                 dof_parent, link_dof_last, link_invweight, dof_invweight, dof_frictionloss=None, dof_sol=None,
+                 lim_dof=(), lim_qadr=(), lim_ball=None, lim_range=None, lim_margin=None, lim_sol=None, eq_type=(),
+                 eq_obj=None, eq_data=None, eq_sol=None):
+        import warp as wp
+        from polyphys.plugins.rigid.model import blank_view
+
+        self.opt = options or StageOptions()
+        self.n_envs, self.nv, self.max_rows, self.max_contacts, self.device = n_envs, nv, max_rows, max_contacts, device
+        self.precision = precision
+        v = self.v = blank_view(precision, n_envs, device)
+        s = self.scalar = v.scalar
+        npf = np.float64 if precision == "64" else np.float32
+        self.V, self.Q, self.Mt = wp.types.vector(3, s), wp.types.quaternion(s), wp.types.matrix((3, 3), s)
+        E, nl, neq = n_envs, len(lim_dof), len(eq_type)
+
+        def arr(x, dtype=s, shape=None):
+            x = np.zeros(shape) if x is None else np.asarray(x)
+            x = x.reshape(shape) if shape is not None else x
+            x = x.astype(np.int32) if dtype == wp.int32 else x.astype(npf)
+            return wp.array(np.ascontiguousarray(x), dtype=dtype, device=device)
+
+        m, d = v.m, v.d
+        m.nv, m.nl, m.nlim, m.neq, m.max_rows, m.max_con = nv, nbody, nl, neq, max_rows, max_contacts
+        m.dof_parent = arr(dof_parent, wp.int32, (nv,))
+        m.link_dof_last = arr(link_dof_last, wp.int32, (nbody,))
+        m.link_invweight = arr(link_invweight, s, (nbody, 2))
+        m.dof_invweight = arr(dof_invweight, s, (nv,))
+        m.dof_frictionloss = arr(np.zeros((E, nv)) if dof_frictionloss is None else dof_frictionloss, s, (E, nv))
+        dsol = np.tile([0.02, 1.0, 0.9, 0.95, 0.001, 0.5, 2.0], (nv, 1)) if dof_sol is None else dof_sol
+        m.dof_sol = arr(np.tile(np.asarray(dsol)[None], (E, 1, 1)), s, (E, nv, 7))
+        m.lim_dof = arr(lim_dof, wp.int32, (nl,))
+        m.lim_qadr = arr(lim_qadr, wp.int32, (nl,))
+        m.lim_ball = arr(lim_ball, wp.int32, (nl,))
+        m.lim_range = arr(lim_range, s, (nl, 2))
+        m.lim_margin = arr(lim_margin, s, (nl,))
+        m.lim_sol = arr(np.tile(np.zeros((max(nl, 1), 7)) if lim_sol is None or nl == 0 else
+                                np.asarray(lim_sol).reshape(nl, 7)[None], (E, 1, 1)), s)
+        m.eq_type = arr(eq_type, wp.int32, (neq,))
+        m.eq_obj = arr(eq_obj, wp.int32, (neq, 4))
+        m.eq_data = arr(eq_data, s, (neq, 11))
+        m.eq_sol = arr(np.zeros((E, max(neq, 1), 7)) if eq_sol is None or neq == 0 else eq_sol, s)
+        z = lambda *sh, dt=s: wp.zeros(sh, dtype=dt, device=device)  # noqa: E731
+        C, R = max_contacts, max_rows
+        d.eq_active = arr(np.ones((E, max(neq, 1))), wp.int32)
+        d.eq_acc_bias = z(E, max(neq, 1), 6)
+        d.ncon = z(E, dt=wp.int32)
+        d.con_pos, d.con_frame = z(E, C, dt=self.V), z(E, C, dt=self.Mt)
+        d.con_dist, d.con_margin = z(E, C), z(E, C)
+        d.con_link = z(E, C, 2, dt=wp.int32)
+        d.con_dim, d.con_efc_adr = z(E, C, dt=wp.int32), z(E, C, dt=wp.int32)
+        d.con_friction, d.con_sol, d.con_solreffriction = z(E, C, 5), z(E, C, 7), z(E, C, 2)
+        d.con_wrench = z(E, C, 6)
+        d.con_force_world, d.con_torque_world = z(E, C, dt=self.V), z(E, C, dt=self.V)
+        d.con_valid = z(E, C, dt=wp.int32)
+        d.nefc, d.efc_overflow = z(E, dt=wp.int32), z(E, dt=wp.int32)
+        d.efc_J = z(E, R, nv)
+        # rows assigned here from MuJoCo's efc_J: every column may be nonzero (make_rows narrows them)
+        d.efc_span = arr(np.tile(np.array([0, nv]), (E, R, 1)), wp.int32)
+        for name in ("efc_type", "efc_id", "efc_dim", "efc_state"):
+            setattr(d, name, z(E, R, dt=wp.int32))
+        for name in ("efc_pos", "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss",
+                     "efc_mu", "efc_force", "solver_jar", "solver_jv", "efc_load", "efc_dload"):
+            setattr(d, name, z(E, R))
+        d.efc_MiJ = z(E, R, nv)
+        for name in ("qM", "solver_H", "solver_LM"):
+            setattr(d, name, z(E, nv, nv))
+        for name in ("qacc_smooth", "qacc_warmstart", "qfrc_constraint", "solver_grad", "solver_mgrad",
+                     "solver_mgrad_old", "solver_search", "solver_ma", "solver_mv", "solver_ma0", "dof_dv"):
+            setattr(d, name, z(E, nv))
+        d.solver_niter, d.solver_nhalf, d.noslip_niter = z(E, dt=wp.int32), z(E, dt=wp.int32), z(E, dt=wp.int32)
+        d.solver_stat, d.noslip_stat = z(E, 3), z(E)
+        d.qpos = z(E, 1)
+        d.qvel = z(E, nv)
+        for name in ("cdof_w", "cdof_v", "dof_ref"):
+            setattr(d, name, z(E, nv, dt=self.V))
+        d.link_pos, d.link_quat = z(E, nbody, dt=self.V), z(E, nbody, dt=self.Q)
+        d.link_xipos = z(E, nbody, dt=self.V)
+        for name in ("link_contact_force", "link_contact_torque", "link_impulse_force", "link_impulse_torque"):
+            setattr(d, name, z(E, nbody, dt=self.V))
+        self.model = m
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name in ("v",):
+            raise AttributeError(name)
+        return getattr(self.v.d, _DATA.get(name, name))
+
+    def _view(self, part):
+        from polyphys.plugins.rigid.model import view
+        self.opt.apply(self.v.m.opt, self.scalar)
+        if part is None:
+            return self.v
+        return view(self.v.m, self.v.d, part.start, part.stop, self.precision, self.device)
+
+    def build_rows(self, qpos, qvel, cdof_w, cdof_v, dof_ref, link_pos, link_quat, part=None):
+        import warp as wp
+        from polyphys.plugins.rigid import constraint_rows
+        d = self.v.d
+        if d.qpos.shape != qpos.shape:
+            d.qpos = wp.zeros(qpos.shape, dtype=self.scalar, device=self.device)
+        for name, a in (("qpos", qpos), ("qvel", qvel), ("cdof_w", cdof_w), ("cdof_v", cdof_v), ("dof_ref", dof_ref),
+                        ("link_pos", link_pos), ("link_quat", link_quat)):
+            wp.copy(getattr(d, name), a)
+        constraint_rows.make_rows(self._view(part))
+
+    def solve(self, M, qacc_smooth, qacc_warm, part=None):
+        """qacc into d.qacc_warmstart (as the solver's step), forces, qfrc_constraint; then noslip."""
+        import warp as wp
+        from polyphys.plugins.rigid import convex_solve, noslip, signorini_solve
+        d = self.v.d
+        if M is not d.qM:
+            wp.copy(d.qM, M)
+        if qacc_smooth is not d.qacc_smooth:
+            wp.copy(d.qacc_smooth, qacc_smooth)
+        v = self._view(part)
+        warm = qacc_warm if part is None else qacc_warm[part.start:part.stop]
+        (signorini_solve if self.opt.resolution == "signorini" else convex_solve).solve(v, warm)
+        if self.opt.noslip_iterations > 0:
+            noslip.noslip(v)
+
+    def noslip(self, M, qacc_smooth, part=None):
+        import warp as wp
+        from polyphys.plugins.rigid import noslip
+        wp.copy(self.v.d.qM, M)
+        wp.copy(self.v.d.qacc_smooth, qacc_smooth)
+        noslip.noslip(self._view(part))
+
+    def mass_from_tree(self, dof_madr, dof_depth, m_col, mass, diag_add, part=None):
+        """d.qM = dense M from tree-sparse rows + diag_add on the diagonal (factorization.mass_dense
+        with hd = 1 and D = diag_add)."""
+        import warp as wp
+        from polyphys.plugins.rigid import factorization
+        m, d = self.v.m, self.v.d
+        m.dof_madr, m.dof_depth, m.m_col = dof_madr, dof_depth, m_col
+        d.mass = mass
+        wp.copy(d.dof_dv, diag_add)
+        factorization.mass_dense(self._view(part), 1.0)
+
+    def contact_params(self, con_geom, geom_friction, geom_sol, geom_condim, friction_ratio, mujoco_mode=False,
+                       geom_solmix=None, geom_priority=None, h=0.0, part=None, con_pair=None, pair_condim=None,
+                       pair_friction=None, pair_sol=None):
+        """constraint_rows.contact_params with these geom / pair tables (docs/semantics.md §R5 or mj_contactParam)."""
+        import warp as wp
+        from polyphys.plugins.rigid import constraint_rows
+        from polyphys.plugins.rigid.constraint import FRICTION_FLOOR, FRICTION_FLOOR_MUJOCO
+        m, d, s = self.v.m, self.v.d, self.scalar
+        G = geom_friction.shape[-2]
+        a = lambda x, dt=s: wp.array(np.ascontiguousarray(x), dtype=dt, device=self.device)  # noqa: E731
+        gf = geom_friction.numpy()
+        m.geom_friction = a(np.broadcast_to(gf, (self.n_envs, G, 3)) if gf.ndim == 2 else gf)
+        m.geom_sol, m.geom_condim, m.geom_friction_ratio = geom_sol, geom_condim, friction_ratio
+        m.geom_solmix = geom_solmix if geom_solmix is not None else a(np.ones(G))
+        m.geom_priority = geom_priority if geom_priority is not None else a(np.zeros(G), wp.int32)
+        m.pair_condim = pair_condim if pair_condim is not None else a(np.zeros(1), wp.int32)
+        pf = pair_friction.numpy() if pair_friction is not None else np.zeros((1, 5))
+        m.pair_friction = a(np.broadcast_to(pf, (self.n_envs,) + pf.shape) if pf.ndim == 2 else pf)
+        m.pair_solreffriction = a(np.zeros((pf.shape[-2], 2)))
+        m.pair_sol = pair_sol if pair_sol is not None else a(np.zeros((1, 7)))
+        d.con_geom = con_geom
+        d.con_pair = con_pair if con_pair is not None else a(np.full((self.n_envs, self.max_contacts), -1), wp.int32)
+        self.opt.timeconst_floor = 2.0 * h
+        v = self._view(part)
+        m.opt.mujoco_mode = int(mujoco_mode)
+        m.opt.friction_floor = s(FRICTION_FLOOR_MUJOCO if mujoco_mode else FRICTION_FLOOR)
+        if part is not None:
+            v = self._view(part)
+        constraint_rows.contact_params(v)
+
+    def contact_wrenches(self, part=None):
+        from polyphys.plugins.rigid import contact_forces
+        contact_forces.contact_wrench(self._view(part))
+
+    def link_wrenches(self, link_com, h=0.0, accumulate=False, first_substep=False, part=None):
+        import warp as wp
+        from polyphys.plugins.rigid import contact_forces
+        wp.copy(self.v.d.link_xipos, link_com)
+        self.v.m.opt.timestep = self.scalar(h)
+        contact_forces.link_contact_wrench(self._view(part), 2 if first_substep else int(bool(accumulate)))
+
+    def check(self):
+        from polyphys.errors import SimulationError
+        ov = self.v.d.efc_overflow.numpy()
+        if ov.any():
+            e = int(np.nonzero(ov)[0][0])
+            raise SimulationError(f"constraint rows exceed max_rows={self.max_rows} in env {e}; raise max_rows")
+
+
 def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt):
-    """ConstraintStage with MuJoCo's model arrays, contacts copied in; returns (stage, tree inputs)."""
+    """MjStage with MuJoCo's model arrays, contacts copied in; returns (stage, tree inputs)."""
     nv = m.nv
     lims = [i for i in range(m.njnt) if m.jnt_limited[i] and m.jnt_type[i] in (1, 2, 3)]
     eqs = list(range(m.neq))
@@ -158,10 +399,10 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt
             eq_data[k, :7] = [m.qpos0[m.jnt_qposadr[j1]], m.qpos0[m.jnt_qposadr[j2]], *m.eq_data[e, :5]]
     t = lambda x: np.ascontiguousarray(np.repeat(np.asarray(x)[None], n_envs, axis=0))  # noqa: E731
     sol = lambda ref, imp: np.concatenate([ref, imp], axis=-1)  # noqa: E731
-    opts = ConstraintOptions(cone="elliptic" if m.opt.cone == 1 else "pyramidal", impratio=m.opt.impratio,
+    opts = StageOptions(cone="elliptic" if m.opt.cone == 1 else "pyramidal", impratio=m.opt.impratio,
                              timeconst_floor=2 * m.opt.timestep, **opt)
     E = n_envs
-    st = ConstraintStage(
+    st = MjStage(
         E, nv, m.nbody, max(d.ncon, 1), max_rows, precision=precision, options=opts,
         dof_parent=m.dof_parentid, link_dof_last=link_dof_last(m), link_invweight=m.body_invweight0,
         dof_invweight=m.dof_invweight0, dof_frictionloss=np.tile(m.dof_frictionloss, (E, 1)),
@@ -182,6 +423,7 @@ def stage_for(m, d, max_rows=80, precision="64", with_bias=True, n_envs=1, **opt
         st.con_dim.assign(t(c.dim.astype(np.int32)))
         st.con_friction.assign(t(c.friction))
         st.con_sol.assign(t(sol(c.solref, c.solimp)))
+        st.con_solreffriction.assign(t(c.solreffriction))
     bias = np.zeros((1, max(m.neq, 1), 6))
     for k, e in enumerate(eqs):
         if m.eq_type[e] == mujoco.mjtEq.mjEQ_CONNECT:

@@ -78,10 +78,10 @@ def test_checkpoint_mid_contact_bit_exact_in_a_new_process(cone, lib, tmp_path):
     convex resolution). Restoring everything but the warm start does not: the warm start is
     state."""
     scene = lib["build"](cone)
-    st = scene.solver("rigid").constraint
+    st = scene.solver("rigid").data
     lib["run"](scene, 25)
-    assert (st.n_con.numpy() >= 2).all()
-    assert np.abs(st.qacc.numpy()).max() > 0
+    assert (st.ncon.numpy() >= 2).all()
+    assert np.abs(st.qacc_warmstart.numpy()).max() > 0
     ckpt = scene.save_checkpoint(tmp_path / "mid")
     ref = lib["run"](scene, 20)
     assert "constraint_qacc" in ref
@@ -95,7 +95,7 @@ def test_checkpoint_mid_contact_bit_exact_in_a_new_process(cone, lib, tmp_path):
         _assert_same(ref, {n: z[n] for n in z.files})
     # without the warm start (zeroed after loading), the continuation is not the same bits
     scene.load_checkpoint(ckpt)
-    st.qacc.zero_()
+    st.qacc_warmstart.zero_()
     other = lib["run"](scene, 20)
     assert any(not np.array_equal(ref[n], other[n]) for n in ref)
 
@@ -105,18 +105,18 @@ def test_reset_clears_the_warm_start(lib):
     bit for bit) — all envs, or only the reset env (env 1's warm start and state untouched) — and
     the next steps of a reset env equal a fresh scene's bit for bit."""
     fresh = lib["build"]("pyramidal")
-    q_fresh = fresh.solver("rigid").constraint.qacc.numpy().copy()
+    q_fresh = fresh.solver("rigid").data.qacc_warmstart.numpy().copy()
     scene = lib["build"]("pyramidal")
-    st = scene.solver("rigid").constraint
+    st = scene.solver("rigid").data
     lib["run"](scene, 25)
-    before = st.qacc.numpy().copy()
+    before = st.qacc_warmstart.numpy().copy()
     assert not np.array_equal(before, q_fresh)
     scene.reset(envs_idx=[0])
-    after = st.qacc.numpy()
+    after = st.qacc_warmstart.numpy()
     np.testing.assert_array_equal(after[0], q_fresh[0])
     np.testing.assert_array_equal(after[1], before[1])
     a, b = lib["run"](scene, 15), lib["run"](fresh, 15)
     for n in a:
         np.testing.assert_array_equal(a[n][0], b[n][0], err_msg=n)
     scene.reset()
-    np.testing.assert_array_equal(st.qacc.numpy(), q_fresh)
+    np.testing.assert_array_equal(st.qacc_warmstart.numpy(), q_fresh)

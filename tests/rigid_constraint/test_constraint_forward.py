@@ -55,8 +55,8 @@ def test_forward_does_not_change_the_next_steps(cone):
     for _ in range(25):
         a.step()
         b.step()
-    st = b.solver("rigid").constraint
-    assert (st.n_con.numpy() >= 2).all() and np.abs(st.qacc.numpy()).max() > 0
+    st = b.solver("rigid").data
+    assert (st.ncon.numpy() >= 2).all() and np.abs(st.qacc_warmstart.numpy()).max() > 0
     before = _state(b)
     w0 = box_b.get_links_net_contact_wrench()
     c0 = box_b.get_contacts()

@@ -12,6 +12,7 @@ import pytest
 from polyphys import morphs
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.plugins.rigid import RigidOptions
+from polyphys.plugins.rigid.codes import ConeType
 from polyphys.plugins.rigid.materials import Rigid
 from polyphys.plugins.rigid.options import F32_TOLERANCE_FLOOR, Integrator, resolve_model_options
 
@@ -53,10 +54,10 @@ def test_compat_mode_takes_solver_settings_from_the_file(tmp_path):
     msgs = []
     scene, _ = _build([path], RigidOptions.mujoco(), record=msgs)
     solver = scene.solver("rigid")
-    o, st = solver.options, solver.constraint.opt
+    o, st = solver.options, solver.model.opt          # the options and what the kernels read
     assert (o.impratio, o.iterations, o.tolerance, o.ls_iterations) == (10.0, 7, 1e-10, 50)
     assert (st.impratio, st.iterations, st.tolerance, st.ls_iterations) == (10.0, 7, 1e-10, 50)
-    assert o.friction_cone == st.cone == "pyramidal"
+    assert o.friction_cone == "pyramidal" and st.cone == ConeType.PYRAMIDAL
     mismatch = [m for m in msgs if m.startswith(RESOLVE)]
     assert len(mismatch) == 1, msgs
     assert "<option cone> = 'elliptic' in 'mj' but RigidOptions.friction_cone = 'pyramidal'" in mismatch[0]
@@ -65,8 +66,8 @@ def test_compat_mode_takes_solver_settings_from_the_file(tmp_path):
     msgs.clear()
     scene, _ = _build([path], RigidOptions.mujoco(iterations=30, friction_cone="elliptic", integrator="Euler"),
                       record=msgs)
-    st = scene.solver("rigid").constraint.opt
-    assert (st.iterations, st.impratio, st.tolerance, st.cone) == (30, 10.0, 1e-10, "elliptic")
+    st = scene.solver("rigid").model.opt
+    assert (st.iterations, st.impratio, st.tolerance, st.cone) == (30, 10.0, 1e-10, ConeType.ELLIPTIC)
     assert not [m for m in msgs if m.startswith(RESOLVE)], msgs
 
 
@@ -79,7 +80,7 @@ def test_default_mode_ignores_the_file(tmp_path):
     scene, _ = _build([_file(tmp_path, SETTINGS)], rigid, record=msgs)
     solver = scene.solver("rigid")
     assert solver.options is rigid
-    st = solver.constraint.opt
+    st = solver.model.opt
     assert (st.impratio, st.iterations, st.tolerance, st.ls_iterations) == (100.0, 25, 1e-9, 50)
     assert not [m for m in msgs if m.startswith(RESOLVE) or "<option" in m], msgs
 
@@ -128,7 +129,7 @@ def test_impratio_from_the_file_only_matches_mujoco(tmp_path):
     scene, (ent,) = _build([path], RigidOptions.mujoco(integrator="Euler", friction_cone="elliptic", ls_tolerance=1e-6),
                            gravity=(gx, 0.0, gz), record=msgs)
     assert not [m for m in msgs if m.startswith(RESOLVE) or "<option" in m], msgs
-    st = scene.solver("rigid").constraint.opt
+    st = scene.solver("rigid").model.opt
     assert (st.impratio, st.tolerance, st.iterations, st.ls_iterations) == (10.0, 1e-12, 1000, 100)
     q = []
     for _ in range(n):
@@ -151,7 +152,7 @@ def test_conflicting_files_are_an_option_error(tmp_path):
                                           r"RigidOptions.impratio"):
         _build([a, b], RigidOptions.mujoco(), names=("a", "b"))
     scene, _ = _build([a, b], RigidOptions.mujoco(impratio=5.0), names=("a", "b"))
-    assert scene.solver("rigid").constraint.opt.impratio == 5.0
+    assert scene.solver("rigid").model.opt.impratio == 5.0
 
 
 def test_resolution_rules():

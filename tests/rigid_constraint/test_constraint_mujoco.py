@@ -103,7 +103,7 @@ def test_batched_partitions_equal_single_env_runs():
     R = max(s.max_rows for s in singles)
     m, d = S.make()
     st, _ = S.stage_for(m, d, max_rows=R, solver="Newton", tolerance=1e-10)
-    st2 = S.ConstraintStage(2, nv, m.nbody, 1, R, options=st.opt, dof_parent=m.dof_parentid,
+    st2 = S.MjStage(2, nv, m.nbody, 1, R, options=st.opt, dof_parent=m.dof_parentid,
                             link_dof_last=S.link_dof_last(m), link_invweight=m.body_invweight0,
                             dof_invweight=m.dof_invweight0)
     for name in ("efc_J", "efc_type", "efc_aref", "efc_R", "efc_D", "efc_floss", "efc_mu", "efc_dim"):

@@ -25,7 +25,7 @@ def test_noslip_matches_mujoco_at_frozen_state(condim, impratio):
     the same deterministic Gauss–Seidel sequence, so efc_force must agree to 1e-9 of the largest
     force and qacc to 1e-9 (measured: 8e-14 / 1.5e-13 N, qacc 2e-10). The pass moves the pyramid
     edge forces by 1.1 N here (the frictionloss rows stay saturated). The improvement scale
-    is MuJoCo's 1/(meaninertia·nv) here (ConstraintOptions.noslip_scale)."""
+    is MuJoCo's 1/(meaninertia·nv) here (Option.noslip_scale, set at build by model.set_const)."""
     m, d = S.make(cone="pyramidal", impratio=impratio, condim=condim, condim_ball=6)
     m2, d2 = S.make(cone="pyramidal", impratio=impratio, condim=condim, condim_ball=6)   # no noslip
     m.opt.noslip_iterations = 5
@@ -125,7 +125,7 @@ def test_noslip_rolling_sphere_matches_mujoco(tmp_path):
     q, q_mj, v, v_mj, scene = _run_both(tmp_path, SPHERE, 10, deg=10.0)
     np.testing.assert_allclose(q, q_mj, rtol=0, atol=1e-9)
     np.testing.assert_allclose(v, v_mj, rtol=0, atol=1e-9)
-    assert 1 <= int(scene.solver("rigid").constraint.noslip_niter.numpy()[0]) <= 10
+    assert 1 <= int(scene.solver("rigid").data.noslip_niter.numpy()[0]) <= 10
     assert q[-1, 0] == pytest.approx(5 / 14 * G * np.sin(np.deg2rad(10)), rel=0.02)
 
 
@@ -154,21 +154,17 @@ def test_noslip_box_on_incline_stops_creep_like_mujoco(tmp_path):
 def test_noslip_options(tmp_path):
     import polyphys
     from polyphys.plugins.rigid import RigidOptions
-    from polyphys.plugins.rigid.constraint import ConstraintOptions, options_from_rigid
-    o = options_from_rigid(RigidOptions(noslip_iterations=4, noslip_tolerance=1e-7), "64", 0.002)
-    assert (o.noslip_iterations, o.noslip_tolerance, o.resolution) == (4, 1e-7, "convex")
-    assert options_from_rigid(RigidOptions(), "64", 0.002).noslip_tolerance == 1e-6
+    o = RigidOptions(noslip_iterations=4, noslip_tolerance=1e-7)
+    assert (o.noslip_iterations, o.noslip_tolerance, o.effective_resolution()) == (4, 1e-7, "convex")
+    assert RigidOptions().noslip_tolerance == 1e-6
     with pytest.raises(OptionError, match="noslip_iterations=4 with friction_cone='elliptic'"):
-        options_from_rigid(RigidOptions(noslip_iterations=4, friction_cone="elliptic"), "64", 0.002)
+        RigidOptions(noslip_iterations=4, friction_cone="elliptic")
     with pytest.raises(OptionError, match="noslip_iterations=4 with friction_cone='elliptic'"):
-        options_from_rigid(RigidOptions(noslip_iterations=4, friction_cone="elliptic", contact_resolution="convex"),
-                           "64", 0.002)
+        RigidOptions(noslip_iterations=4, friction_cone="elliptic", contact_resolution="convex")
     with pytest.raises(OptionError, match="noslip_iterations"):
         RigidOptions(noslip_iterations=-1)
     with pytest.raises(OptionError, match="noslip_tolerance"):
         RigidOptions(noslip_tolerance=0.0)
-    with pytest.raises(OptionError, match="noslip_iterations=2 with friction_cone='elliptic'"):
-        ConstraintOptions(cone="elliptic", noslip_iterations=2)
     # the MJCF importer reads both from <option> (MuJoCo's defaults 0 and 1e-6 when absent)
     path = tmp_path / "o.xml"
     path.write_text(XML.format(gx=0, gz=-G, ns=7, tol=2e-7, geom=BOX))
@@ -263,8 +259,8 @@ def test_noslip_dry_friction_double_pendulum_matches_mujoco(tmp_path):
         np.testing.assert_allclose(q, np.array(q_mj), rtol=0, atol=1e-9)
         moved[ns] = abs(q[-1, 1] - q[0, 1])
         if ns:
-            st = scene.solver("rigid").constraint
-            assert 1 <= int(st.noslip_niter.numpy()[0]) < 50
-            assert st.opt.noslip_scale == pytest.approx(1 / (m.stat.meaninertia * m.nv), rel=1e-12)
+            rs = scene.solver("rigid")
+            assert 1 <= int(rs.data.noslip_niter.numpy()[0]) < 50
+            assert rs.model.opt.noslip_scale == pytest.approx(1 / (m.stat.meaninertia * m.nv), rel=1e-12)
     assert moved[0] > 0.01
     assert moved[50] < 1e-9

@@ -114,8 +114,8 @@ def test_pair_parameters_sliding_box_follows_mujoco(cone, impratio, tmp_path):
           f"x = {q[-1, 0]:.4f} m (no pair: {ref_nopair[-1, 0]:.4f})")
     np.testing.assert_allclose(q, ref, rtol=0, atol=1e-8)
     # the contacts carry the pair's parameters (condim 4, friction, solref/solimp)
-    st = scene.solver("rigid").constraint
-    nc = int(st.n_con.numpy()[0])
+    st = scene.solver("rigid").data
+    nc = int(st.ncon.numpy()[0])
     assert nc > 0
     np.testing.assert_array_equal(st.con_dim.numpy()[0, :nc], 4)
     np.testing.assert_allclose(st.con_friction.numpy()[0, :nc], np.tile([0.3, 0.5, 0.02, 1e-4, 1e-4], (nc, 1)))
@@ -141,13 +141,13 @@ def test_pair_parameters_frozen_state_forces_match_mujoco(cone, impratio, tmp_pa
     path = tmp_path / "pair.xml"
     path.write_text(xml)
     scene, ent = _scene(path, cone, impratio, capture=False, **TIGHT)
-    st = scene.solver("rigid").constraint
+    st = scene.solver("rigid").data
     st.efc_force.fill_(np.nan)
     ent.set_qpos(d.qpos.copy())
     ent.set_dofs_velocity(d.qvel.copy())
     scene.step()
-    n = int(st.n_efc.numpy()[0])
-    assert n == d.nefc and int(st.n_con.numpy()[0]) == d.ncon
+    n = int(st.nefc.numpy()[0])
+    assert n == d.nefc and int(st.ncon.numpy()[0]) == d.ncon
     match, jerr = _match_rows(st, d, m.nv)
     assert jerr < 1e-9
     idx = np.array([j for j, _ in match])

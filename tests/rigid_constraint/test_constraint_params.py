@@ -123,37 +123,43 @@ def test_legalize_warns_with_effective_value():
 
 
 def test_option_errors():
-    with pytest.raises(OptionError, match="constraint_solver='PGS'"):
-        C.ConstraintOptions(solver="PGS")
-    with pytest.raises(OptionError, match="friction_cone='round'"):
-        C.ConstraintOptions(cone="round")
-    with pytest.raises(OptionError, match="iterations=0"):
-        C.ConstraintOptions(iterations=0)
-    with pytest.raises(OptionError, match="impratio=0"):
-        C.ConstraintOptions(impratio=0)
-    assert C.default_tolerance("32") == 1e-6 and C.default_tolerance("64") == 1e-9
-    assert C.default_tolerance("64", mujoco_compatible=True) == 1e-8
-    assert C.default_impratio("elliptic") == 100 and C.default_impratio("pyramidal") == 1
+    from polyphys.plugins.rigid import RigidOptions
+    for field, value in (("constraint_solver", "PGS"), ("friction_cone", "round"), ("iterations", 0),
+                         ("impratio", 0)):
+        with pytest.raises(OptionError, match=field):
+            RigidOptions(**{field: value})
+    assert RigidOptions().effective_tolerance("32") == 1e-6 and RigidOptions().effective_tolerance("64") == 1e-9
+    assert RigidOptions.mujoco().effective_tolerance("64") == 1e-8
+    assert RigidOptions(friction_cone="elliptic").effective_impratio() == 100
+    assert RigidOptions().effective_impratio() == 1
 
 
-def test_options_from_rigid_rules():
-    from types import SimpleNamespace as NS
-    o = C.options_from_rigid(NS(), "64", 0.002)
-    assert (o.solver, o.cone, o.impratio, o.tolerance, o.iterations) == ("Newton", "pyramidal", 1.0, 1e-9, 25)
-    assert o.timeconst_floor == pytest.approx(0.004) and not o.warm_pick_lower
-    o = C.options_from_rigid(NS(friction_cone="elliptic", constraint_solver="CG"), "32", 0.001)
-    assert (o.impratio, o.tolerance) == (100.0, 1e-6)
-    o = C.options_from_rigid(NS(friction_cone="elliptic", mujoco_compatible=True), "64", 0.002)
-    assert (o.impratio, o.tolerance, o.iterations, o.warm_pick_lower) == (1.0, 1e-8, 100, True)
+def test_effective_solver_settings():
+    """The settings the constraint stages run with (RigidOptions.effective_*, docs/semantics.md §R2/§R2a) and the
+    Option struct the kernels read (model.py; timeconst floor 2h)."""
+    from polyphys.plugins.rigid import RigidOptions
+    from polyphys.plugins.rigid.model import _option
+    o = RigidOptions()
+    assert (o.constraint_solver, o.friction_cone, o.effective_impratio(), o.effective_tolerance("64"),
+            o.effective_iterations(), o.effective_ls_iterations()) == ("Newton", "pyramidal", 1.0, 1e-9, 25, 50)
+    opt = _option(o, "64", 0.002, (0, 0, -9.81))
+    assert opt.tc_floor == pytest.approx(0.004) and not opt.warm_pick_lower and opt.stop_needs_gradient
+    o = RigidOptions(friction_cone="elliptic", constraint_solver="CG")
+    assert (o.effective_impratio(), o.effective_tolerance("32")) == (100.0, 1e-6)
+    o = RigidOptions.mujoco(friction_cone="elliptic")
+    assert (o.effective_impratio(), o.effective_tolerance("64"), o.effective_iterations()) == (1.0, 1e-8, 100)
+    opt = _option(o, "32", 0.002, (0, 0, -9.81))
+    assert opt.warm_pick_lower and not opt.stop_needs_gradient
+    assert opt.tolerance == pytest.approx(1e-5, rel=1e-7)        # float32 struct field
     with pytest.raises(OptionError, match="noslip_iterations=3 with friction_cone='elliptic'"):
-        C.options_from_rigid(NS(friction_cone="elliptic", noslip_iterations=3), "64", 0.002)
+        RigidOptions(friction_cone="elliptic", noslip_iterations=3)
     with pytest.raises(OptionError, match="needs friction_cone='elliptic' and constraint_solver='Newton'"):
-        C.options_from_rigid(NS(contact_resolution="signorini"), "64", 0.002)
-    assert C.options_from_rigid(NS(friction_cone="elliptic"), "64", 0.002).resolution == "signorini"
-    o = C.options_from_rigid(NS(friction_cone="elliptic", contact_resolution="convex"), "64", 0.002)
-    assert o.impratio == 100.0
-    with pytest.raises(OptionError, match="contact_resolution='exact'"):
-        C.options_from_rigid(NS(contact_resolution="exact"), "64", 0.002)
+        RigidOptions(contact_resolution="signorini")
+    assert RigidOptions(friction_cone="elliptic").effective_resolution() == "signorini"
+    o = RigidOptions(friction_cone="elliptic", contact_resolution="convex")
+    assert o.effective_impratio() == 100.0
+    with pytest.raises(OptionError, match="contact_resolution"):
+        RigidOptions(contact_resolution="exact")
 
 
 @pytest.mark.parametrize("which", ["articulated", "humanoid"])
@@ -171,7 +177,8 @@ def test_invweights_match_mujoco(which):
     mujoco.mj_fullM(m, d, M)
     ref = d.subtree_com[m.body_rootid[m.dof_bodyid]]
     jd = [(m.jnt_dofadr[j], {0: 6, 1: 3}.get(int(m.jnt_type[j]), 1)) for j in range(m.njnt)]
-    lw, dw = C.invweights(M, d.xipos, m.dof_parentid, S.link_dof_last(m), d.cdof[:, :3], d.cdof[:, 3:], ref, jd)
+    from polyphys.plugins.rigid.model import invweights
+    lw, dw = invweights(M, d.xipos, m.dof_parentid, S.link_dof_last(m), d.cdof[:, :3], d.cdof[:, 3:], ref, jd)
     np.testing.assert_allclose(lw, m.body_invweight0, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(dw, m.dof_invweight0, rtol=1e-9, atol=1e-12)
 

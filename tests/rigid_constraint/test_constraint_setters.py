@@ -47,7 +47,7 @@ def test_set_friction_per_env_one_sticks_one_slides_and_envs_are_isolated():
     f = s.get_friction()
     assert f.shape == (2, 2, 3)
     np.testing.assert_array_equal(f[:, :, 0], [[0.5, 0.5], [0.2, 0.2]])
-    np.testing.assert_array_equal(s._geom_friction.numpy()[:, 0], [0.5, 0.5])   # model value kept
+    np.testing.assert_array_equal(s.geom_friction0[:, 0], [0.5, 0.5])   # model value kept
     xs = []
     for _ in range(200):
         scene.step()
@@ -64,7 +64,7 @@ def test_set_friction_per_env_one_sticks_one_slides_and_envs_are_isolated():
     # unbatched call: every env and the model value
     s.set_friction(0.3, geoms_idx=[0])
     np.testing.assert_array_equal(s.get_friction()[:, 0, 0], [0.3, 0.3])
-    assert s._geom_friction.numpy()[0, 0] == 0.3
+    assert s.geom_friction0[0, 0] == 0.3
     # per-env values of shape (envs, geoms)
     s.set_friction([[0.7, 0.8], [0.9, 1.0]])
     np.testing.assert_array_equal(s.get_friction()[:, :, 0], [[0.7, 0.8], [0.9, 1.0]])
@@ -123,22 +123,23 @@ def _mujoco_run(xml, n):
 
 def test_joint_limit_and_equality_sol_params_follow_mujoco(tmp_path):
     """MuJoCo-compatible mode, Euler, float64, 2 envs of one MJCF (a pendulum falling onto its 30°
-    limit, a free box hanging from the world by a connect at a corner). set_sol_params(joints_idx=)
-    gives the limit solref (0.1, 0.3) in both envs (joint params are shared); set_sol_params(eqs_idx=,
-    envs_idx=[1]) gives the connect solref (0.08, 0.4) in env 1 only. MuJoCo runs the same file with
-    the same values written in it (solreflimit / solref): env 0 follows the file with the limit
-    changed, env 1 the file with both changed, to 1e-9 over 300 steps (the solve tolerance, as the
-    MJCF limit/equality tests in tests/rigid: measured ~1e-13). The changed parameters matter: the
-    MuJoCo runs with the default values differ by > 1e-3 (so the comparison can fail)."""
+    limit, a free box hanging from the world by a connect at a corner). set_sol_params(joints_idx=,
+    envs_idx=[0]) gives the limit solref (0.1, 0.3) in env 0 only; set_sol_params(eqs_idx=,
+    envs_idx=[1]) gives the connect solref (0.08, 0.4) in env 1 only (joint and equality params are
+    per env). MuJoCo runs the same file with the same values written in it (solreflimit / solref):
+    env 0 follows the file with the limit changed, env 1 the file with the connect changed, to 1e-9
+    over 300 steps (the solve tolerance, as the MJCF limit/equality tests in tests/rigid: measured
+    ~1e-13). The changed parameters matter: the MuJoCo runs with the default values differ by > 1e-3
+    (so the comparison can fail)."""
     pytest.importorskip("mujoco")
     n = 300
     lim_attr = f'solreflimit="{LIM_SOL[0]} {LIM_SOL[1]}"'
     eq_attr = f'solref="{EQ_SOL[0]} {EQ_SOL[1]}"'
     ref_default = _mujoco_run(SETTER_XML.format(lim="", eq=""), n)
     ref0 = _mujoco_run(SETTER_XML.format(lim=lim_attr, eq=""), n)
-    ref1 = _mujoco_run(SETTER_XML.format(lim=lim_attr, eq=eq_attr), n)
+    ref1 = _mujoco_run(SETTER_XML.format(lim="", eq=eq_attr), n)
     assert np.abs(ref0[:, 0] - ref_default[:, 0]).max() > 1e-3      # the limit's solref matters
-    assert np.abs(ref1[:, 1:4] - ref0[:, 1:4]).max() > 1e-3         # the connect's solref matters
+    assert np.abs(ref1[:, 1:4] - ref_default[:, 1:4]).max() > 1e-3  # the connect's solref matters
     path = tmp_path / "setters.xml"
     path.write_text(SETTER_XML.format(lim="", eq=""))
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, gravity=(0, 0, -G), precision="64"),
@@ -148,8 +149,10 @@ def test_joint_limit_and_equality_sol_params_follow_mujoco(tmp_path):
     hinge = e.get_joint("hinge")
     jg = e.joint_start + e.joints.index(hinge)
     base = (0.9, 0.95, 0.001, 0.5, 2.0)
-    s.set_sol_params(LIM_SOL + base, joints_idx=[jg])
+    s.set_sol_params(LIM_SOL + base, joints_idx=[jg], envs_idx=[0])
     s.set_sol_params(EQ_SOL + base, eqs_idx=[0], envs_idx=[1])
+    got = s.get_sol_params(joints_idx=[jg])
+    np.testing.assert_array_equal(got["effective"][:, 0, :2], [list(LIM_SOL), [0.02, 1.0]])
     got = s.get_sol_params(eqs_idx=[0])
     np.testing.assert_array_equal(got["effective"][:, 0, :2], [[0.02, 1.0], list(EQ_SOL)])
     q = []
@@ -171,32 +174,32 @@ def _limit_eq_scene(tmp_path, dt=0.006, substeps=3, **opts):
 
 
 def test_sol_params_kinds_sharing_floor_and_getter(tmp_path):
-    """docs/semantics.md §R6 sharing rules: one kind per call; geom and joint params shared by all envs
-    (envs_idx refused), equality params per env; joint/equality timeconst floored at 2h in the
+    """docs/semantics.md §R6 sharing rules: one kind per call; geom params shared by all envs (envs_idx
+    refused), joint and equality params per env; joint/equality timeconst floored at 2h in the
     setter (docs/semantics.md §R5 example: dt .006, substeps 3 → h .002, timeconst .003 → .004) with a warning
     naming the field and the effective value; get_sol_params returns the input and the effective
-    value; the device arrays the rows read hold the effective value."""
+    value; the device arrays the rows read hold the effective value, in the envs named only."""
     scene, e, s = _limit_eq_scene(tmp_path)
     sol = (0.003, 1.0, 0.9, 0.95, 0.001, 0.5, 2.0)
     with pytest.raises(OptionError, match="one kind per call"):
         s.set_sol_params(sol, joints_idx=[0], eqs_idx=[0])
     with pytest.raises(OptionError, match="one kind per call"):
         s.get_sol_params(geoms_idx=[0], joints_idx=[0])
-    with pytest.raises(OptionError, match="shared by all envs"):
-        s.set_sol_params(sol, joints_idx=[0], envs_idx=[1])
     with pytest.raises(OptionError, match="joints_idx contains 9"):
         s.set_sol_params(sol, joints_idx=[9])
     with pytest.raises(OptionError, match="7 values"):
         s.set_sol_params(sol[:5], joints_idx=[0])
     with pytest.warns(PolyphysWarning, match=r"timeconst=0\.003 out of range; effective value 0\.004"):
-        s.set_sol_params(sol, joints_idx=[0])
+        s.set_sol_params(sol, joints_idx=[0], envs_idx=[1])
     got = s.get_sol_params(joints_idx=[0])
-    assert got["input"][0, 0] == 0.003 and got["effective"][0, 0] == pytest.approx(0.004)
-    st = s.constraint
-    assert st.model["lim_sol"].numpy()[0, 0] == pytest.approx(0.004)
+    assert got["input"].shape == (2, 1, 7)
+    assert got["input"][1, 0, 0] == 0.003 and got["effective"][1, 0, 0] == pytest.approx(0.004)
+    assert got["input"][0, 0, 0] != 0.003                                   # env 0 untouched
+    lim = s.model.lim_sol.numpy()[:, 0, 0]
+    assert lim[1] == pytest.approx(0.004) and lim[0] != pytest.approx(0.004)
     with pytest.warns(PolyphysWarning, match=r"timeconst=0\.003 out of range; effective value 0\.004"):
         s.set_sol_params(sol, eqs_idx=[0], envs_idx=[1])
-    eq = st.model["eq_sol"].numpy()
+    eq = s.model.eq_sol.numpy()
     assert eq[1, 0, 0] == pytest.approx(0.004) and eq[0, 0, 0] == pytest.approx(0.02)   # env 0 untouched
     got = s.get_sol_params(eqs_idx=[0])
     assert got["input"].shape == (2, 1, 7)
@@ -227,7 +230,7 @@ def test_sol_params_out_of_range_clamped_with_warning(tmp_path, field, value, ef
     got = s.get_sol_params(geoms_idx=[1])
     assert got["input"][0, names.index(field)] == value
     assert got["effective"][0, names.index(field)] == effective
-    assert s._geom_sol.numpy()[1, names.index(field)] == effective
+    assert s.model.geom_sol.numpy()[1, names.index(field)] == effective
 
 
 def test_direct_solref_kept_in_mujoco_mode(tmp_path):
@@ -237,7 +240,7 @@ def test_direct_solref_kept_in_mujoco_mode(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", PolyphysWarning)
         s.set_sol_params((-1000.0, -50.0, 0.9, 0.95, 0.001, 0.5, 2.0), joints_idx=[0])
-    np.testing.assert_array_equal(s.get_sol_params(joints_idx=[0])["effective"][0, :2], [-1000.0, -50.0])
+    np.testing.assert_array_equal(s.get_sol_params(joints_idx=[0])["effective"][:, 0, :2], [[-1000.0, -50.0]] * 2)
     scene, e, s = _limit_eq_scene(tmp_path)
     with pytest.warns(PolyphysWarning, match="timeconst=-1000.0 out of range; effective value 0.02"):
         s.set_sol_params((-1000.0, -50.0, 0.9, 0.95, 0.001, 0.5, 2.0), joints_idx=[0])
@@ -258,7 +261,7 @@ def test_checkpoint_keeps_per_env_friction_and_sol_params(tmp_path):
     scene.reset()
     assert s.get_sol_params(eqs_idx=[0])["effective"][1, 0, 0] == 0.07        # reset keeps params
     scene.load_checkpoint(str(path))
-    assert s.get_sol_params(joints_idx=[0])["effective"][0, 0] == 0.05
+    assert np.all(s.get_sol_params(joints_idx=[0])["effective"][:, 0, 0] == 0.05)
     np.testing.assert_array_equal(s.get_sol_params(eqs_idx=[0])["effective"][:, 0, 0], [0.02, 0.05])
     scene2, box, s2 = _incline(2)
     s2.set_friction(0.2, envs_idx=[1])

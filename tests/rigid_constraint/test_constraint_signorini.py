@@ -12,7 +12,6 @@ import pytest
 from polyphys import morphs
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.plugins.rigid import RigidOptions
-from polyphys.plugins.rigid.constraint import ConstraintOptions, options_from_rigid
 from polyphys.plugins.rigid.materials import Rigid
 
 G = 9.81
@@ -31,25 +30,24 @@ def _scene(gravity=(0, 0, -G), mu=None, z0=HALF - 1e-3, dt=0.005, precision="64"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PolyphysWarning)
         scene.build(n_envs=0)
-    return scene, box, scene.solver("rigid").constraint
+    return scene, box, scene.solver("rigid").data
 
 
 def _wrenches(st):
-    st.contact_wrenches()
-    n = int(st.n_con.numpy()[0])
+    n = int(st.ncon.numpy()[0])
     return st.con_wrench.numpy()[0, :n]
 
 
 def test_resolution_rules_and_option_errors():
-    """Seed 000's resolution table and docs/semantics.md §R2's errors, each naming the field."""
-    r = lambda **k: options_from_rigid(RigidOptions(**k), "64", 0.005)  # noqa: E731
+    """docs/constraint.md's resolution table and docs/semantics.md §R2's errors, each naming the field."""
+    r = RigidOptions
     o = r(friction_cone="elliptic")
-    assert (o.resolution, o.impratio) == ("signorini", 100.0)
-    assert r(friction_cone="elliptic", constraint_solver="CG").resolution == "convex"
-    assert r().resolution == "convex"
-    assert r(friction_cone="elliptic", mujoco_compatible=True).resolution == "convex"
-    assert r(friction_cone="elliptic", contact_resolution="convex").resolution == "convex"
-    assert r(friction_cone="elliptic", contact_resolution="signorini").resolution == "signorini"
+    assert (o.effective_resolution(), o.effective_impratio()) == ("signorini", 100.0)
+    assert r(friction_cone="elliptic", constraint_solver="CG").effective_resolution() == "convex"
+    assert r().effective_resolution() == "convex"
+    assert r(friction_cone="elliptic", mujoco_compatible=True).effective_resolution() == "convex"
+    assert r(friction_cone="elliptic", contact_resolution="convex").effective_resolution() == "convex"
+    assert r(friction_cone="elliptic", contact_resolution="signorini").effective_resolution() == "signorini"
     with pytest.raises(OptionError, match="contact_resolution='signorini' needs friction_cone='elliptic'"):
         r(contact_resolution="signorini")
     with pytest.raises(OptionError, match="contact_resolution='signorini' needs .* constraint_solver='Newton'"):
@@ -58,8 +56,6 @@ def test_resolution_rules_and_option_errors():
         r(friction_cone="elliptic", contact_resolution="signorini", mujoco_compatible=True)
     with pytest.raises(OptionError, match="contact_resolution"):
         RigidOptions(contact_resolution="exact")
-    with pytest.raises(OptionError, match="contact_resolution='signorini' needs"):
-        ConstraintOptions(cone="pyramidal", resolution="signorini")
     with pytest.raises(OptionError, match="noslip_iterations=3 with friction_cone='elliptic'"):
         r(friction_cone="elliptic", noslip_iterations=3)
 
@@ -93,7 +89,7 @@ def test_box_rests_and_carries_its_weight():
     assert np.all(pen > 0) and np.all(pen < 2e-3)
     assert np.ptp(pen) < 1e-9
     assert max(its) < CAP
-    assert st.solver_stat.numpy()[0, 1] < st.opt.tolerance
+    assert st.solver_stat.numpy()[0, 1] < scene.solver("rigid").model.opt.tolerance
 
 
 @pytest.mark.parametrize("precision", ["32"])
@@ -201,7 +197,7 @@ def test_signorini_capture_partitions_and_checkpoint_bit_exact(tmp_path):
     sa, sb = _state(a, 30), _state(b, 30)
     for n in sa:
         np.testing.assert_array_equal(sa[n], sb[n], err_msg=n)
-    assert int(a.solver("rigid").constraint.n_con.numpy()[0]) > 0
+    assert int(a.solver("rigid").data.ncon.numpy()[0]) > 0
     p = a.save_checkpoint(tmp_path / "mid")
     ref = _state(a, 15)
     a.load_checkpoint(p)
@@ -229,7 +225,7 @@ def test_signorini_fixed_point_certificate_at_a_frozen_state(impratio, condim):
                                 resolution="signorini")
     nv, n = m.nv, d.nefc
     J = d.efc_J.reshape(n, nv)
-    a = st.qacc.numpy()[0]
+    a = st.qacc_warmstart.numpy()[0]
     M = np.zeros((nv, nv))
     mujoco.mj_fullM(m, d, M)
     x = J @ a - d.efc_aref
@@ -277,7 +273,7 @@ def test_signorini_fixed_point_certificate_at_a_frozen_state(impratio, condim):
         else:
             i += 1
     assert int(st.solver_niter.numpy()[0]) < 100
-    assert int(st.sig_nhalf.numpy()[0]) >= 1          # the oscillation guard was exercised here
+    assert int(st.solver_nhalf.numpy()[0]) >= 1          # the oscillation guard was exercised here
 
 
 ROLLING_BALL = """<mujoco><worldbody>
@@ -302,8 +298,8 @@ def test_rolling_resistance_stops_a_rolling_ball(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PolyphysWarning)
         scene.build(n_envs=0)
-    st = scene.solver("rigid").constraint
-    assert st.opt.resolution == "signorini"
+    st = scene.solver("rigid").data
+    assert scene.solver("rigid").options.effective_resolution() == "signorini"
     v0, r = 1.0, 0.1
     ball.set_dofs_velocity(np.array([v0, 0, 0, 0, v0 / r, 0]))     # rolling without slip
     its = []

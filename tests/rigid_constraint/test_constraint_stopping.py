@@ -25,9 +25,10 @@ def _stack(**opts):
 
 def test_default_newton_stops_on_both_tests():
     s = _stack()
-    st = s.solver("rigid").constraint
-    tol, cap = st.opt.tolerance, st.opt.iterations
-    assert st.opt.solver == "Newton" and not st.opt.warm_pick_lower
+    rs = s.solver("rigid")
+    st, opt = rs.data, rs.model.opt
+    tol, cap = opt.tolerance, opt.iterations
+    assert rs.options.constraint_solver == "Newton" and not opt.warm_pick_lower and opt.stop_needs_gradient
     checked = 0
     for _ in range(120):
         s.step()

@@ -73,7 +73,7 @@ def _match_rows(st, d, nv):
         rows_mj[c] = list(range(a, a + cnt))
         if k:
             flip[a + 1:a + cnt] = True
-    nc = int(st.n_con.numpy()[0])
+    nc = int(st.ncon.numpy()[0])
     pos = st.con_pos.numpy()[0, :nc]
     adr = st.con_efc_adr.numpy()[0, :nc]
     mj_pos = np.array([d.contact[c].pos for c in range(d.ncon)]).reshape(-1, 3)
@@ -115,13 +115,13 @@ def test_frozen_state_through_the_solver_matches_mujoco(cone, impratio, condim, 
                         ls_iterations=100, ls_tolerance=1e-6)
     assert (ent.n_qs, ent.n_dofs) == (m.nq, m.nv)
     s = scene.solver("rigid")
-    st = s.constraint
+    st = s.data
     st.efc_force.fill_(np.nan)                      # a stage that did not run shows up as NaN
     ent.set_qpos(d.qpos.copy())
     ent.set_dofs_velocity(d.qvel.copy())
     scene.step()
-    n = int(st.n_efc.numpy()[0])
-    assert n == d.nefc and int(st.n_con.numpy()[0]) == d.ncon
+    n = int(st.nefc.numpy()[0])
+    assert n == d.nefc and int(st.ncon.numpy()[0]) == d.ncon
     tp = st.efc_type.numpy()[0, :n]
     # every row kind is present: equality, frictionloss, limit, contact
     assert {0, 1, 2}.issubset(set(tp.tolist())) and ({4, 5, 3} & set(tp.tolist()))
@@ -134,7 +134,7 @@ def test_frozen_state_through_the_solver_matches_mujoco(cone, impratio, condim, 
     f_mj = sg * d.efc_force[idx]
     scale = 1 + np.abs(d.efc_force).max()
     print(f"[measured] {cone}/{impratio}/{condim}: J {jerr:.1e}, force {np.abs(f - f_mj).max() / scale:.1e}, "
-          f"qacc {np.abs(st.qacc.numpy()[0] - d.qacc).max():.1e}")
+          f"qacc {np.abs(st.qacc_warmstart.numpy()[0] - d.qacc).max():.1e}")
     for t in sorted(set(tp.tolist())):              # per row type, so a failure names the type
         k = tp == t
         np.testing.assert_allclose(f[k], f_mj[k], rtol=0, atol=1e-6 * scale, err_msg=f"row type {t}")
@@ -142,7 +142,7 @@ def test_frozen_state_through_the_solver_matches_mujoco(cone, impratio, condim, 
     np.testing.assert_allclose(st.efc_aref.numpy()[0, :n], sg * d.efc_aref[idx], rtol=1e-9, atol=1e-9)
     # generalized constraint force and constrained acceleration (frame-independent)
     np.testing.assert_allclose(st.qfrc_constraint.numpy()[0], d.qfrc_constraint, rtol=0, atol=1e-6 * scale)
-    np.testing.assert_allclose(st.qacc.numpy()[0], d.qacc, rtol=0, atol=1e-6 * (1 + np.abs(d.qacc).max()))
+    np.testing.assert_allclose(st.qacc_warmstart.numpy()[0], d.qacc, rtol=0, atol=1e-6 * (1 + np.abs(d.qacc).max()))
 
 
 # ------------------------------------------------------------------ default (Genesis) mode, analytic
@@ -192,7 +192,7 @@ def test_incline_35_slides_20_sticks(cone):
             if k == 99:
                 x_half = float(box.get_pos()[0])
         out[deg] = (float(box.get_pos()[0]), float(box.get_dofs_velocity()[0]),
-                    _tangent_R(scene.solver("rigid").constraint), x_half)
+                    _tangent_R(scene.solver("rigid").data), x_half)
     th = np.deg2rad(35)
     expect = 0.5 * G * (np.sin(th) - MU * np.cos(th))
     print(f"[measured] {cone} 35°: x = {out[35][0]:.5f} vs {expect:.5f} ({out[35][0] / expect - 1:+.2%})")
@@ -228,7 +228,7 @@ def test_cone_shape_push_at_45_degrees(cone):
     scene, box, _ = _box_on_plane((0, 0, -G), cone)
     for _ in range(20):
         scene.step()
-    st = scene.solver("rigid").constraint
+    st = scene.solver("rigid").data
     fr = st.con_frame.numpy()[0, 0]
     d = fr[1] + fr[2]
     d /= np.linalg.norm(d)
@@ -348,11 +348,11 @@ def test_mixing_examples_through_the_scene():
     s = scene.solver("rigid")
     s.set_friction_ratio(2.0, geoms_idx=[0])
     s.set_friction_ratio(0.5, geoms_idx=[1])
-    st = s.constraint
+    st = s.data
     st.con_friction.fill_(np.nan)
     st.con_sol.fill_(np.nan)
     scene.step()
-    n = int(st.n_con.numpy()[0])
+    n = int(st.ncon.numpy()[0])
     assert n == 4
     np.testing.assert_allclose(st.con_friction.numpy()[0, :n, 0], 0.4, rtol=1e-15)
     np.testing.assert_allclose(st.con_sol.numpy()[0, :n], np.tile([0.004, 1.0, 0.85, 0.97, 0.002, 0.4, 3.0], (n, 1)),

@@ -15,6 +15,7 @@ mujoco = pytest.importorskip("mujoco")
 import polyphys  # noqa: E402
 from polyphys import morphs  # noqa: E402
 from polyphys.materials import Rigid  # noqa: E402
+from polyphys.plugins.rigid import readback  # noqa: E402
 from polyphys.plugins.rigid.options import RigidOptions  # noqa: E402
 from test_sensors_mujoco import ARTICULATED, _articulated_states  # noqa: E402
 
@@ -38,20 +39,30 @@ def _mujoco_per_link(m, d):
     return out
 
 
-@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
-def test_readback_stage_alone_matches_mj_rnePostConstraint(cone, tmp_path):
+@pytest.mark.parametrize("cone, constrained", [("pyramidal", True), ("elliptic", True), ("pyramidal", False)])
+def test_readback_stage_alone_matches_mj_rnePostConstraint(cone, constrained, tmp_path):
+    """constrained: the stage on forward()'s query (constraint solve); without constraints
+    (disable_constraint, MuJoCo's mjDSBL_CONSTRAINT): the stage inside a step of one substep, on the
+    M⁻¹·qfrc_smooth the last substep solves for it before its (M + h·D) integration."""
     xml = ARTICULATED.format(cone=cone)
     path = tmp_path / "a.xml"
     path.write_text(xml)
     m = mujoco.MjModel.from_xml_path(str(path))
+    if not constrained:
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
     d = mujoco.MjData(m)
     q, v, u = _articulated_states(m, 1)[0]
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=float(m.opt.timestep), precision="64"),
-                           rigid=RigidOptions.mujoco(integrator="Euler", friction_cone=cone))
+                           rigid=RigidOptions.mujoco(integrator="Euler", friction_cone=cone,
+                                                     disable_constraint=not constrained))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ent = scene.add_entity(morphs.MJCF(file=str(path)), Rigid())
         scene.build()
+    if not constrained:       # joint damping: the implicit (M + h·D) of the integration must not leak in
+        damping = np.linspace(0.2, 0.8, m.nv)
+        ent.set_dofs_damping(damping)
+        m.dof_damping[:] = damping
     ent.set_qpos(q)
     ent.set_dofs_velocity(v)
     ent.set_ctrl(u)
@@ -65,22 +76,28 @@ def test_readback_stage_alone_matches_mj_rnePostConstraint(cone, tmp_path):
 
     sv = scene.solver("rigid")
     sv.request_sensor_data()
-    a = sv._readback.a
-    for arr in a.__dict__.values():
-        arr.fill_(np.nan)
-    sv.forward()          # the query: dynamics, contacts, constraint solve, then the stage on its qacc
-    np.testing.assert_allclose(a.qacc.numpy()[0], d.qacc, rtol=0, atol=1e-9 * np.abs(d.qacc).max())
-    np.testing.assert_allclose(a.qfrc_constraint.numpy()[0], d.qfrc_constraint, rtol=0,
+    a = sv.data
+    for name in readback.OUTPUTS:
+        getattr(a, name).fill_(np.nan)
+    if constrained:
+        sv.forward()      # the query: dynamics, contacts, constraint solve, then the stage on its qacc
+    else:
+        assert not sv.has_constraint
+        scene.step()      # one substep: the readback of the state the step started from
+    np.testing.assert_allclose(a.snap_qacc.numpy()[0], d.qacc, rtol=0, atol=1e-9 * np.abs(d.qacc).max())
+    np.testing.assert_allclose(a.snap_qfrc_constraint.numpy()[0], d.qfrc_constraint, rtol=0,
                                atol=1e-9 * np.abs(d.qfrc_constraint).max())
+    np.testing.assert_allclose(a.snap_qpos.numpy()[0], q, rtol=0, atol=1e-15)     # set_qpos normalizes quaternions
     weight = float(m.body_mass.sum() * 9.81)
-    for key, got, scale in (("acc", a.acc, 9.81), ("acc_ang", a.acc_ang, 9.81), ("int_f", a.int_force, weight),
-                            ("int_t", a.int_torque, weight), ("ext_f", a.ext_force, weight),
-                            ("ext_t", a.ext_torque, weight)):
+    for key, got, scale in (("acc", a.link_acc, 9.81), ("acc_ang", a.link_acc_ang, 9.81),
+                            ("int_f", a.cfrc_int_force, weight), ("int_t", a.cfrc_int_torque, weight),
+                            ("ext_f", a.cfrc_ext_force, weight), ("ext_t", a.cfrc_ext_torque, weight)):
         g = got.numpy()[0][1:]
         assert np.all(np.isfinite(g)), key
         np.testing.assert_allclose(g, ref[key][1:], rtol=0, atol=1e-9 * max(scale, np.abs(ref[key]).max()),
                                    err_msg=key)
-    # the getters read the same arrays (a query before any step: query_at = 0)
+    # the getters read the same arrays (a query before any step: query_at = 0; after the step:
+    # solved_at = the start of its last substep, 0)
     w = ent.get_cfrc_int()
     np.testing.assert_allclose(w["force"][1:], ref["int_f"][1:], rtol=0, atol=1e-9 * weight)
-    assert w["query_at"] == 0.0
+    assert w["query_at" if constrained else "solved_at"] == 0.0

@@ -88,7 +88,7 @@ def test_rigid_readback_getters():
     np.testing.assert_allclose(w["force"], 0.0, atol=1e-12)           # in the air: nothing external
     for _ in range(150):
         scene.step()
-    m = float(scene.solver("rigid").params.link_mass.numpy()[0, 0])
+    m = float(scene.solver("rigid").model.link_mass.numpy()[0, 0])
     ext, cint, qc = box.get_cfrc_ext(), box.get_cfrc_int(), box.get_qfrc_constraint()
     assert ext["solved_at"] == pytest.approx(1.5 - 0.005) and np.isnan(ext["query_at"])
     np.testing.assert_allclose(ext["force"][0], [0, 0, m * 9.81], rtol=1e-6, atol=1e-6)

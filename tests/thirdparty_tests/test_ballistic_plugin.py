@@ -27,8 +27,8 @@ def test_listed_by_registry_with_its_distribution():
     assert row["version"] == ballistic.__version__
     assert row["entry_point"] == "ballistic"
     assert row["capabilities"] == {"batch": True, "reset_envs": True, "checkpoint": True,
-                                   "differentiable": False, "devices": ["cpu"],
-                                   "precisions": ["32", "64"]}
+                                   "differentiable": False, "devices": ["cpu"], "tested_devices": ["cpu"],
+                                   "precisions": ["32", "64"], "deterministic": ["cpu"]}
     from polyphys_ballistic.materials import Ballistic
 
     assert polyphys.materials.Ballistic is Ballistic

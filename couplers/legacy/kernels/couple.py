@@ -1,7 +1,8 @@
 """The Legacy velocity response (docs/semantics.md §C1), one thread per velocity carrier."""
 
 import warp as wp
-from polyphys.kernels.sdf import GEOM_HFIELD, GEOM_MESH, sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
+from polyphys.description import GeomType
+from polyphys.kernels.sdf import sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
 
 wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
@@ -30,13 +31,13 @@ def geom_distance(
     heightfield; d = 1e10 for a mesh or heightfield without data."""
     d = float(1.0e10)
     nl = wp.vec3(0.0)
-    if geom_type[g] == GEOM_MESH:
+    if geom_type[g] == GeomType.MESH:
         gi = geom_grid[g]
         if gi >= 0:
             r = sdf_grid_query(grid_values, grid_origin[gi], grid_spacing[gi], grid_dims[gi], grid_offset[gi], pl)
             d = r[0]
             nl = wp.vec3(r[1], r[2], r[3])
-    elif geom_type[g] == GEOM_HFIELD:
+    elif geom_type[g] == GeomType.HFIELD:
         hi = geom_hfield[g]
         if hi >= 0:
             r = sdf_hfield(hfield_heights, hfield_offset[hi], hfield_shape[hi], hfield_extent[hi],
@@ -126,7 +127,7 @@ def legacy_response(
         v_rigid = link_vel_in[env, l] + wp.cross(link_ang_in[env, l], x - com)
         rv = v - v_rigid
         if near or d < h * wp.length(rv):
-            if geom_type[g] != GEOM_MESH and geom_type[g] != GEOM_HFIELD:
+            if geom_type[g] != GeomType.MESH and geom_type[g] != GeomType.HFIELD:
                 nl = sdf_normal(geom_type[g], geom_size[g], pl)
             n = wp.quat_rotate(gq, nl)
             vn = wp.dot(rv, n)
@@ -220,7 +221,7 @@ def project_points(
         d = r[0]
         if d < 0.0:
             nl = wp.vec3(r[1], r[2], r[3])
-            if geom_type[g] != GEOM_MESH and geom_type[g] != GEOM_HFIELD:
+            if geom_type[g] != GeomType.MESH and geom_type[g] != GeomType.HFIELD:
                 nl = sdf_normal(geom_type[g], geom_size[g], pl)
             n = wp.quat_rotate(gq, nl)
             x = x - d * n

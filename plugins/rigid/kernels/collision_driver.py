@@ -329,7 +329,7 @@ def _pair_allowed(ga: int, gb: int, n_geoms: int, weld_base: int,
                   geom_entity: wp.array(dtype=wp.int32), geom_weld: wp.array(dtype=wp.int32),
                   geom_weld_parent: wp.array(dtype=wp.int32), flags: int,
                   exclude_keys: wp.array(dtype=wp.int64), explicit_keys: wp.array(dtype=wp.int64)):
-    """The device form of CollisionPipeline's filter rule (SPEC R4); the numpy form in
+    """The device form of CollisionPipeline's filter rule (docs/semantics.md §R4); the numpy form in
     collision.py is the reference and the tests check that both agree."""
     masks = (flags & 4) != 0          # filtering on: masks, self/adjacent options, excludes
     ok = (geom_contype[ga] & geom_conaffinity[gb]) != 0 or (geom_contype[gb] & geom_conaffinity[ga]) != 0

@@ -11,7 +11,8 @@ open domain face are free (the pressure outside is zero).
 from typing import Any
 
 import warp as wp
-from polyphys.kernels.sdf import GEOM_HFIELD, GEOM_MESH, sdf_grid_query, sdf_hfield, sdf_primitive
+from polyphys.description import GeomType
+from polyphys.kernels.sdf import sdf_grid_query, sdf_hfield, sdf_primitive
 
 
 @wp.func
@@ -73,12 +74,12 @@ def mark_solids(
         gp = _v3f(link_pos_in[env, l]) + wp.quat_rotate(lq, geom_pos[g])
         pl = wp.quat_rotate_inv(gq, x - gp)
         d = float(1.0e10)
-        if geom_type[g] == GEOM_MESH:
+        if geom_type[g] == GeomType.MESH:
             gi = geom_grid[g]
             if gi >= 0:
                 d = sdf_grid_query(grid_values, grid_origin[gi], grid_spacing[gi], grid_dims[gi],
                                    grid_offset[gi], pl)[0]
-        elif geom_type[g] == GEOM_HFIELD:
+        elif geom_type[g] == GeomType.HFIELD:
             hi = geom_hfield[g]
             if hi >= 0:
                 d = sdf_hfield(hfield_heights, hfield_offset[hi], hfield_shape[hi], hfield_extent[hi],

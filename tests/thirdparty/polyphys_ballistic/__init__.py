@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 CAPABILITIES = Capabilities(
     batch=True, reset_envs=True, checkpoint=True, differentiable=False,
-    devices=("cpu",), precisions=("32", "64"), deterministic=("cpu",),
+    devices=("cpu",), tested_devices=("cpu",), precisions=("32", "64"), deterministic=("cpu",),
     notes="ballistic particles, ground bounce (restitution, Coulomb friction); CUDA not tested yet",
 )
 

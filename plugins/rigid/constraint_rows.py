@@ -1,0 +1,24 @@
+"""Constraint rows stage (MuJoCo's mj_makeConstraint + mj_makeImpedance + mj_referenceConstraint;
+docs/semantics.md §R5-§R7, docs/constraint.md): per-contact parameters from the geoms, the J̇·q̇ of connect/weld
+equalities, and the rows (equality, DOF frictionloss, contact, joint limit) with their Jacobians,
+impedance, reference acceleration and regularization. Kernels: kernels/constraint_rows.py."""
+
+from __future__ import annotations
+
+import warp as wp
+
+from .kernels import constraint_rows as K
+from .model import View
+
+
+def contact_params(v: View) -> None:
+    wp.launch(K.contact_params, dim=v.n, inputs=[v.m, v.d], device=v.device)
+
+
+def connect_bias(v: View, neq: int) -> None:
+    if neq:
+        wp.launch(K.connect_bias, dim=(v.n, neq), inputs=[v.m, v.d], device=v.device)
+
+
+def make_rows(v: View) -> None:
+    wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d], device=v.device)

@@ -1,0 +1,22 @@
+"""Contact forces stage (docs/semantics.md §R9, §F2, §F4): per-contact 6D wrenches from the row forces, and per link
+the net contact wrench about its CoM with its impulse Σ h·f over a step. Kernels:
+kernels/contact_forces.py."""
+
+from __future__ import annotations
+
+import warp as wp
+
+from .kernels import contact_forces as K
+from .model import View
+
+RESTART, ACCUMULATE, NONE = 2, 1, 0
+
+
+def contact_wrench(v: View) -> None:
+    wp.launch(K.contact_wrench, dim=v.n, inputs=[v.m, v.d], device=v.device)
+
+
+def link_contact_wrench(v: View, accumulate: int) -> None:
+    """accumulate: NONE (a query: the step's impulse sums kept), ACCUMULATE (add h·wrench),
+    RESTART (the first substep of a step: the sums restart with it)."""
+    wp.launch(K.link_contact_wrench, dim=v.n, inputs=[v.m, v.d, int(accumulate)], device=v.device)

@@ -1,0 +1,22 @@
+"""Integration stage (docs/semantics.md §R2; MuJoCo's mj_Euler / mj_implicit): semi-implicit Euler, the implicit
+midpoint branch of free bodies, and the total force of the integrating solve after a constraint
+solve. Kernels: kernels/integration.py."""
+
+from __future__ import annotations
+
+import warp as wp
+
+from .kernels import integration as K
+from .model import View
+
+
+def total_force(v: View) -> None:
+    """d.qfrc_total = passive + actuator + control + (applied + constraint) + ext − bias."""
+    wp.launch(K.total_force, dim=v.n, inputs=[v.m, v.d], device=v.device)
+
+
+def integrate(v: View, clear_ext: bool, qfrc) -> None:
+    """Advance qpos/qvel by one substep with d.qacc; qfrc: the force d.qacc was solved with (the
+    midpoint bodies re-derive their CoM wrench from it). clear_ext: the last substep of a step
+    (external wrenches and applied forces last one step)."""
+    wp.launch(K.integrate, dim=v.n, inputs=[v.m, v.d, int(bool(clear_ext)), qfrc], device=v.device)

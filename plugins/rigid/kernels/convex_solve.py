@@ -1,0 +1,322 @@
+"""Convex solve stage kernel (docs/semantics.md §R8; MuJoCo's mj_solNewton / mj_solCG; docs/constraint.md).
+
+Minimizes, for frozen M, J, aref, R, the convex primal cost ½(a − a₀)ᵀM(a − a₀) + Σ s_i(J a − aref)
+with Newton (dense Cholesky of M + Jᵀ D J plus the elliptic cone block Hessians) or M⁻¹-
+preconditioned nonlinear CG (Hager–Zhang), the shared exact line search (kernels/line_search.py)
+and MuJoCo's stopping rule with τ = tolerance·trace(M). Iteration caps are fixed; an env that has
+converged stops updating (device-side flag), so the launch is graph-capturable and needs no host
+sync. The per-row update is native (kernels/convex_solve.cpp), the dense products are in
+kernels/linalg.py.
+
+Reads ``m.opt``; ``d``: qM, qacc_smooth, the rows (nefc, efc_J, efc_type, efc_aref, efc_R, efc_D,
+efc_frictionloss, efc_mu, efc_dim) and the warm start ``qacc_warm``. Writes ``d``: qacc_warmstart
+(the solution, next warm start), efc_force, efc_state, qfrc_constraint, solver_niter, solver_stat
+and the solver_* scratch.
+"""
+
+from typing import Any
+
+import warp as wp
+
+from ..types import ConstraintType, EfcState, SolverType, overload
+from . import native
+from .linalg import cholesky_factor, cholesky_solve, hess_add_pair, hess_copy, jac_mul, jac_tmul_grad, mat_mul, spans_fill
+from .line_search import exact_line_search
+
+wp.set_module_options({"enable_backward": False})
+
+I2 = wp.array2d(dtype=wp.int32)
+A2 = wp.array2d(dtype=Any)
+
+
+@wp.func_native(native.body(__file__, "update_rows_native"))
+def update_rows_native(env: int, nrow: int, efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2,
+                       efc_mu: A2, jar: A2, efc_force: A2, efc_state: I2, out: A2): ...
+
+
+@wp.func
+def update_constraint(
+    nv: int,
+    env: int,
+    efc_J: wp.array3d(dtype=Any),
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_D: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    nrow: int,
+    qfrc_smooth: wp.array2d(dtype=Any),
+    M: wp.array3d(dtype=Any),
+    qacc_smooth: wp.array2d(dtype=Any),
+    qacc: wp.array2d(dtype=Any),
+    efc_aref: wp.array2d(dtype=Any),
+    jar: wp.array2d(dtype=Any),
+    efc_force: wp.array2d(dtype=Any),
+    efc_state: wp.array2d(dtype=wp.int32),
+    qfrc_constraint: wp.array2d(dtype=Any),
+    grad: wp.array2d(dtype=Any),
+    ma: wp.array2d(dtype=Any),
+    full: int,
+    scratch: wp.array2d(dtype=Any),
+    sc_a: wp.array3d(dtype=Any),
+    sc_b: wp.array3d(dtype=Any),
+    sc_mode: int,
+):
+    """jar = J·qacc − aref, forces, states (1 quadratic, 2 cone middle zone), qfrc_constraint = Jᵀf,
+    gradient g = M·(qacc − qacc_smooth) − Jᵀf; returns the total cost. full = 0: jar and ma were
+    updated incrementally by the caller (jar += α·J·p, ma += α·M·p, as MuJoCo does); full = 2: the
+    cost at qacc = qacc_smooth only (no Jᵀf, no gradient)."""
+    zero = qacc[env, 0] * type(qacc[env, 0])(0.0)
+    half = type(zero)(0.5)
+    if full >= 1:
+        jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar, sc_a, sc_b, sc_mode)
+    update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, efc_force, efc_state,
+                       scratch)
+    cost = scratch[env, 2]
+    if full == 2:
+        # cost only, at qacc = qacc_smooth (the Gauss part is exactly 0 there); gradient not formed
+        return cost
+    jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad, sc_a, sc_b,
+                  sc_mode)
+    # Gauss part ½(a − a₀)ᵀM(a − a₀)
+    for j in range(nv):
+        cost = cost + half * (qacc[env, j] - qacc_smooth[env, j]) * ma[env, j]
+    return cost
+
+
+@wp.kernel
+def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
+    env = wp.tid()
+    # the arrays under their short names (Model: m, Data: d)
+    nv = m.nv
+    solver = m.opt.solver
+    iterations = m.opt.iterations
+    tolerance = m.opt.tolerance
+    ls_iterations = m.opt.ls_iterations
+    ls_tolerance = m.opt.ls_tolerance
+    warm_pick_lower = m.opt.warm_pick_lower
+    stop_needs_gradient = m.opt.stop_needs_gradient
+    M = d.qM
+    qacc_smooth = d.qacc_smooth
+    n_efc = d.nefc
+    efc_J = d.efc_J
+    efc_type = d.efc_type
+    efc_aref = d.efc_aref
+    efc_R = d.efc_R
+    efc_D = d.efc_D
+    efc_floss = d.efc_frictionloss
+    efc_mu = d.efc_mu
+    efc_dim = d.efc_dim
+    H = d.solver_H
+    LM = d.solver_LM
+    jar = d.solver_jar
+    jv = d.solver_jv
+    grad = d.solver_grad
+    mgrad = d.solver_mgrad
+    mgrad_old = d.solver_mgrad_old
+    search = d.solver_search
+    ma = d.solver_ma
+    mv = d.solver_mv
+    qfrc_smooth = d.solver_ma0
+    qacc = d.qacc_warmstart
+    efc_force = d.efc_force
+    efc_state = d.efc_state
+    qfrc_constraint = d.qfrc_constraint
+    solver_niter = d.solver_niter
+    solver_stat = d.solver_stat
+    nrow = n_efc[env]
+    zero = tolerance * type(tolerance)(0.0)
+    one = zero + type(tolerance)(1.0)
+    trace = zero
+    for j in range(nv):
+        trace = trace + M[env, j, j]
+    # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
+    sc_mode = int(0)
+    if 2 * (nrow + nv) <= nv * nv:
+        sc_mode = 1
+        if solver == SolverType.CG:
+            sc_mode = 2
+    spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode)
+    mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
+    scale = one / wp.max(trace, type(tolerance)(1.0e-15))
+    for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force
+        efc_force[env, i] = zero
+        efc_state[env, i] = EfcState.INACTIVE
+
+    # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule); no rows: qacc_smooth
+    # (the warm start is copied to scratch first: qacc_warm may be qacc itself, warm-started in place)
+    for j in range(nv):
+        search[env, j] = qacc_warm[env, j]
+        qacc[env, j] = search[env, j]
+        if nrow == 0:
+            qacc[env, j] = qacc_smooth[env, j]
+    if warm_pick_lower == 1:
+        # smooth first, then the warm start: when the warm start wins (the usual case) its
+        # evaluation is the one in place and no third evaluation is needed
+        for j in range(nv):
+            qacc[env, j] = qacc_smooth[env, j]
+        c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
+                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 2,
+                               solver_stat, LM, H, sc_mode)
+        for j in range(nv):
+            qacc[env, j] = search[env, j]
+            if nrow == 0:
+                qacc[env, j] = qacc_smooth[env, j]
+    cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth, M,
+                             qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1, solver_stat,
+                             LM, H, sc_mode)
+    if warm_pick_lower == 1:
+        if not (cost < c2):
+            for j in range(nv):
+                qacc[env, j] = qacc_smooth[env, j]
+            cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
+                                     qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
+                                     qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
+
+    # M factor for CG preconditioning
+    if solver == SolverType.CG:
+        for j in range(nv):
+            for k in range(nv):
+                LM[env, j, k] = M[env, j, k]
+        cholesky_factor(nv, env, LM)
+        cholesky_solve(nv, env, LM, grad, mgrad)
+        for j in range(nv):
+            search[env, j] = -mgrad[env, j]
+
+    niter = int(0)
+    gnorm = zero
+    improvement = zero
+    done = int(0)
+    if nrow == 0:
+        done = 1
+    for j in range(nv):
+        gnorm = gnorm + grad[env, j] * grad[env, j]
+    gnorm = wp.sqrt(gnorm)
+    if scale * gnorm < tolerance:
+        done = 1
+    for _it in range(iterations):
+        if done == 1:
+            continue
+        if solver == SolverType.NEWTON:
+            # H = M + Jᵀ D J over quadratic rows + cone middle-zone block Hessians
+            hess_copy(env, nv, M, H)
+            i = int(0)
+            while i < nrow:
+                if efc_type[env, i] == ConstraintType.CONTACT_ELLIPTIC and efc_state[env, i] == EfcState.CONE:
+                    dim = efc_dim[env, i]
+                    mu = efc_mu[env, i]
+                    dm = efc_D[env, i] / (mu * mu * (one + mu * mu))
+                    n = mu * jar[env, i]
+                    tt = zero
+                    for j in range(1, dim):
+                        u = efc_mu[env, i + j] * jar[env, i + j]
+                        tt = tt + u * u
+                    t = wp.sqrt(tt)
+                    nmt = n - mu * t
+                    # jar-space block: dm (g gᵀ − nmt·μ/t · F(I − ûûᵀ)F), g = (μ, −μ f_j u_j / t)
+                    for a in range(dim):
+                        ga = mu
+                        fa = zero
+                        ua = zero
+                        if a > 0:
+                            fa = efc_mu[env, i + a]
+                            ua = fa * jar[env, i + a] / t
+                            ga = -mu * fa * ua
+                        for bb in range(dim):
+                            gb = mu
+                            fb = zero
+                            ub = zero
+                            if bb > 0:
+                                fb = efc_mu[env, i + bb]
+                                ub = fb * jar[env, i + bb] / t
+                                gb = -mu * fb * ub
+                            hab = ga * gb
+                            if a > 0 and bb > 0:
+                                idn = zero
+                                if a == bb:
+                                    idn = one
+                                hab = hab - nmt * mu / t * fa * fb * (idn - ua * ub)
+                            hab = dm * hab
+                            hess_add_pair(env, nv, i + a, i + bb, hab, efc_J, H, LM, H, sc_mode)
+                    i = i + dim
+                else:
+                    if efc_state[env, i] == EfcState.QUADRATIC:
+                        hess_add_pair(env, nv, i, i, efc_D[env, i], efc_J, H, LM, H, sc_mode)
+                    i = i + 1
+            cholesky_factor(nv, env, H)
+            cholesky_solve(nv, env, H, grad, search)
+            for j in range(nv):
+                search[env, j] = -search[env, j]
+        # ---- exact line search along search: derivative root of the convex 1-D cost
+        mat_mul(env, nv, M, search, mv, LM, H, sc_mode)
+        pmp = zero
+        pg0 = zero
+        snorm = zero
+        for j in range(nv):
+            pmp = pmp + search[env, j] * mv[env, j]
+            pg0 = pg0 + search[env, j] * ma[env, j]
+            snorm = snorm + search[env, j] * search[env, j]
+        jac_mul(env, nrow, nv, efc_J, search, jv, 0, jv, LM, H, sc_mode)
+        alpha = exact_line_search(env, nrow, 0, ls_iterations, ls_tolerance, pg0, pmp, efc_type, efc_dim, efc_D, efc_R,
+                                  efc_floss, efc_mu, efc_D, jar, jv, solver_stat)
+        # ---- update
+        for j in range(nv):
+            qacc[env, j] = qacc[env, j] + alpha * search[env, j]
+            ma[env, j] = ma[env, j] + alpha * mv[env, j]
+        for r in range(nrow):
+            jar[env, r] = jar[env, r] + alpha * jv[env, r]
+        if solver == SolverType.CG:
+            for j in range(nv):
+                mgrad_old[env, j] = mgrad[env, j]
+                mv[env, j] = grad[env, j]
+        old = cost
+        cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
+                                 M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 0,
+                                 solver_stat, LM, H, sc_mode)
+        niter = niter + 1
+        improvement = scale * (old - cost)
+        gnorm = zero
+        for j in range(nv):
+            gnorm = gnorm + grad[env, j] * grad[env, j]
+        gnorm = scale * wp.sqrt(gnorm)
+        if solver == SolverType.CG:
+            cholesky_solve(nv, env, LM, grad, mgrad)
+            # Hager–Zhang β (M⁻¹-preconditioned) with the CG_DESCENT lower bound
+            # η = −1/(‖p‖·min(0.01, ‖g_old‖)); y = g − g_old, My = M⁻¹y
+            dy = zero
+            ymy = zero
+            pn = zero
+            gon = zero
+            for j in range(nv):
+                yj = grad[env, j] - mv[env, j]
+                dy = dy + search[env, j] * yj
+                ymy = ymy + yj * (mgrad[env, j] - mgrad_old[env, j])
+                pn = pn + search[env, j] * search[env, j]
+                gon = gon + mv[env, j] * mv[env, j]
+            beta = zero
+            if wp.abs(dy) > type(tolerance)(1.0e-30):
+                num = zero
+                for j in range(nv):
+                    num = num + (mgrad[env, j] - mgrad_old[env, j] - type(tolerance)(2.0) * ymy / dy
+                                 * search[env, j]) * grad[env, j]
+                beta = num / dy
+                eta = -one / wp.max(wp.sqrt(pn) * wp.min(type(tolerance)(0.01), wp.sqrt(gon)),
+                                    type(tolerance)(1.0e-30))
+                beta = wp.max(beta, eta)
+            for j in range(nv):
+                search[env, j] = -mgrad[env, j] + beta * search[env, j]
+        # docs/semantics.md §R8: MuJoCo's rule stops on either test; the default-mode Newton path needs both
+        # (a small line-search improvement alone does not prove the gradient is small)
+        if stop_needs_gradient == 1:
+            if (improvement < tolerance and gnorm < tolerance) or alpha == zero:
+                done = 1
+        elif improvement < tolerance or gnorm < tolerance or alpha == zero:
+            done = 1
+    solver_niter[env] = niter
+    solver_stat[env, 0] = improvement
+    solver_stat[env, 1] = gnorm
+    solver_stat[env, 2] = cost
+
+
+overload(solve_convex, qacc_warm=lambda s: wp.array2d(dtype=s))

@@ -1,0 +1,70 @@
+// Native bodies of kernels/factorization.py (see kernels/native.py for the conventions).
+//
+// ldl_solve_native: (M + hd·D) = Lᵀ·diag·L along the dof tree (MuJoCo's mj_factorI on one env's
+// tree-sparse rows: row i holds (i, parent(i), parent(parent(i)), ...), so the entries of an
+// ancestor's row are the tail of any descendant's row and every loop is a contiguous run; no
+// fill-in), then x = (M + hd·D)⁻¹ f by the three triangular/diagonal solves (mj_solveLD). The inner
+// update dst[s] -= q[s]·tmp reads row k and writes an ancestor's row (disjoint ranges).
+//
+// mass_dense_native: the dense symmetric (M + hd·D) (n × n) from the tree-sparse rows, for the
+// constraint solver.
+
+// @func ldl_solve_native
+    typedef decltype(+*mass.data) T;
+    const int* madr = dof_madr.data;
+    const int* dep = dof_depth.data;
+    const int* col = m_col.data;
+    const int nnz = (int)m_col.shape[0];
+    T* q = (T*)((char*)qld.data + (size_t)env * qld.strides[0]);
+    const T* mm = (const T*)((char*)mass.data + (size_t)env * mass.strides[0]);
+    const T* dv = (const T*)((char*)dof_dv.data + (size_t)env * dof_dv.strides[0]);
+    const T* f = (const T*)((char*)qfrc.data + (size_t)env * qfrc.strides[0]);
+    T* x = (T*)((char*)qacc.data + (size_t)env * qacc.strides[0]);
+    for (int a = 0; a < nnz; ++a) q[a] = mm[a];
+    for (int i = 0; i < n; ++i) q[madr[i]] += hd * dv[i];
+    for (int k = n - 1; k >= 0; --k) {
+        const int akk = madr[k];
+        const int kend = akk + 1 + dep[k];
+        const T inv = T(1) / q[akk];
+        for (int aki = akk + 1; aki < kend; ++aki) {
+            const T tmp = q[aki] * inv;
+            T* dst = q + (madr[col[aki]] - aki);
+            for (int s = aki; s < kend; ++s) dst[s] -= q[s] * tmp;
+            q[aki] = tmp;
+        }
+    }
+    for (int i = 0; i < n; ++i) x[i] = f[i];
+    for (int i = n - 1; i >= 0; --i) {          // x <- L^-T x
+        const T xi = x[i];
+        const int e = madr[i] + 1 + dep[i];
+        for (int a = madr[i] + 1; a < e; ++a) x[col[a]] -= q[a] * xi;
+    }
+    for (int i = 0; i < n; ++i) x[i] /= q[madr[i]];   // x <- D^-1 x
+    for (int i = 0; i < n; ++i) {                // x <- L^-1 x
+        T xi = x[i];
+        const int e = madr[i] + 1 + dep[i];
+        for (int a = madr[i] + 1; a < e; ++a) xi -= q[a] * x[col[a]];
+        x[i] = xi;
+    }
+
+// @func mass_dense_native
+    typedef decltype(+*mass_in.data) T;
+    const size_t e = (size_t)env;
+    const size_t ms = M_out.strides[1];
+    char* m0 = (char*)M_out.data + e * M_out.strides[0];
+    const T* mass = (const T*)((const char*)mass_in.data + e * mass_in.strides[0]);
+    const T* dv = (const T*)((const char*)dof_dv.data + e * dof_dv.strides[0]);
+#define PP_M(i, j) (((T*)(m0 + (size_t)(i) * ms))[j])
+    for (int i = 0; i < nv; ++i)
+        for (int j = 0; j < nv; ++j) PP_M(i, j) = T(0);
+    for (int i = 0; i < nv; ++i) {
+        const int adr = dof_madr.data[i];
+        const int end = adr + dof_depth.data[i] + 1;
+        for (int a = adr; a < end; ++a) {
+            const int j = m_col.data[a];
+            PP_M(i, j) = mass[a];
+            PP_M(j, i) = mass[a];
+        }
+        PP_M(i, i) = PP_M(i, i) + hd * dv[i];
+    }
+#undef PP_M

@@ -1,0 +1,47 @@
+"""Factorization stage kernels: LᵀDL of M + hd·D along the dof tree and the solve for the
+acceleration (MuJoCo's mj_factorI + mj_solveLD), and the dense matrix the constraint solver uses.
+One thread per env; native loops in kernels/factorization.cpp (why: kernels/native.py).
+
+``factor_solve`` reads ``m``: the dof tree; ``d``: mass, dof_dv and the force ``qfrc_in``; writes
+``d.qld`` and ``qacc_out``. ``mass_dense`` reads ``d``: mass, dof_dv; writes ``d.qM`` = M + hd·D.
+``hd`` is 0 (M itself), or the substep h (M + h·D: the integrator's implicit damping, docs/semantics.md §R2).
+"""
+
+from typing import Any
+
+import warp as wp
+
+from ..types import overload
+from . import native
+
+wp.set_module_options({"enable_backward": False, "optimization_level": 3})
+
+I1 = wp.array(dtype=wp.int32)
+A2 = wp.array2d(dtype=Any)
+A3 = wp.array3d(dtype=Any)
+
+
+@wp.func_native(native.body(__file__, "ldl_solve_native"))
+def ldl_solve_native(env: int, n: int, hd: Any, dof_madr: I1, dof_depth: I1, m_col: I1, mass: A2, dof_dv: A2,
+                     qfrc: A2, qld: A2, qacc: A2): ...
+
+
+@wp.func_native(native.body(__file__, "mass_dense_native"))
+def mass_dense_native(env: int, nv: int, hd: Any, dof_madr: I1, dof_depth: I1, m_col: I1, mass_in: A2,
+                      dof_dv: A2, M_out: A3): ...
+
+
+@wp.kernel
+def factor_solve(m: Any, d: Any, hd: Any, qfrc_in: wp.array2d(dtype=Any), qacc_out: wp.array2d(dtype=Any)):
+    env = wp.tid()
+    ldl_solve_native(env, m.nv, hd, m.dof_madr, m.dof_depth, m.m_col, d.mass, d.dof_dv, qfrc_in, d.qld, qacc_out)
+
+
+@wp.kernel
+def mass_dense(m: Any, d: Any, hd: Any):
+    env = wp.tid()
+    mass_dense_native(env, m.nv, hd, m.dof_madr, m.dof_depth, m.m_col, d.mass, d.dof_dv, d.qM)
+
+
+overload(factor_solve, hd=lambda s: s, qfrc_in=lambda s: wp.array2d(dtype=s), qacc_out=lambda s: wp.array2d(dtype=s))
+overload(mass_dense, hd=lambda s: s)

@@ -1,0 +1,58 @@
+// Native body of kernels/inertia.py (see kernels/native.py for the conventions).
+//
+// crb_native: one env's composite-rigid-body algorithm (MuJoCo's mj_crb). Composite inertias
+// crb(l) = cinert(l) + sum of crb(children); for dof i on link l: f = crb(l)·cdof_i (torque ft,
+// force ff), M[i, j] = cdof_j·f for j = i and its dof ancestors (the row's columns m_col,
+// tree-sparse: row i at dof_madr[i], dof_depth[i] + 1 entries, MuJoCo's layout), armature added on
+// the diagonal.
+
+// @func crb_native
+    typedef decltype(+*cinert_m.data) T;
+    typedef wp::vec_t<3, T> V;
+    typedef wp::mat_t<3, 3, T> M3;
+    const int* par = link_parent.data;
+    const int* madr = dof_madr.data;
+    const int* dep = dof_depth.data;
+    const int* col = m_col.data;
+    const int* dl = dof_link.data;
+    const size_t e = (size_t)env;
+#define PP_ROW(a) ((decltype(a.data))((char*)a.data + e * a.strides[0]))
+    const T* arm = PP_ROW(armature);
+    const V* cw = PP_ROW(cdof_w);
+    const V* cv = PP_ROW(cdof_v);
+    const T* im = PP_ROW(cinert_m);
+    const V* imc = PP_ROW(cinert_mc);
+    const M3* ii = PP_ROW(cinert_i);
+    T* bm = PP_ROW(crb_m);
+    V* bmc = PP_ROW(crb_mc);
+    M3* bi = PP_ROW(crb_i);
+    T* mm = PP_ROW(mass);
+#undef PP_ROW
+    for (int l = 0; l < nl; ++l) {
+        bm[l] = im[l];
+        bmc[l] = imc[l];
+        bi[l] = ii[l];
+    }
+    for (int l = nl - 1; l >= 0; --l) {
+        const int p = par[l];
+        if (p >= 0) {
+            bm[p] = bm[p] + bm[l];
+            bmc[p] = wp::add(bmc[p], bmc[l]);
+            bi[p] = wp::add(bi[p], bi[l]);
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        const int l = dl[i];
+        const V aw = cw[i];
+        const V av = cv[i];
+        const V mc = bmc[l];
+        const V ft = wp::add(wp::mul(bi[l], aw), wp::cross(mc, av));
+        const V ff = wp::sub(wp::mul(bm[l], av), wp::cross(mc, aw));
+        const int a0 = madr[i];
+        const int a1 = a0 + 1 + dep[i];
+        for (int a = a0; a < a1; ++a) {
+            const int j = col[a];
+            mm[a] = wp::dot(cw[j], ft) + wp::dot(cv[j], ff);
+        }
+        mm[a0] += arm[i];
+    }
