@@ -76,3 +76,10 @@ def contact_jacobian(
                 val = wp.dot(ax, cdof_v_in[env, d] + wp.cross(cdof_w_in[env, d], p - dof_ref_in[env, d]))
                 efc_J_out[env, row, d] = efc_J_out[env, row, d] + sign * val
                 d = dof_parent_in[d]
+
+
+for _s in (wp.float32, wp.float64):
+    _V, _M = wp.types.vector(3, _s), wp.types.matrix((3, 3), _s)
+    wp.overload(contact_jacobian, {"cdof_w_in": wp.array2d(dtype=_V), "cdof_v_in": wp.array2d(dtype=_V),
+                                   "dof_ref_in": wp.array2d(dtype=_V), "con_pos_in": wp.array2d(dtype=_V),
+                                   "con_frame_in": wp.array2d(dtype=_M), "efc_J_out": wp.array3d(dtype=_s)})
