@@ -73,7 +73,8 @@ def pre_coupling(solver, part) -> None:
     factorization.factor_solve(v, h, d.qfrc_smooth, d.qacc_smooth)
     factorization.mass_dense(v, h)
     solver._collide(part)
-    solver.collision.export(part, d.ncon, d.con_pos, d.con_frame, d.con_dist, d.con_margin, d.con_link)
+    dw = solver.data            # export slices the whole-batch arrays by the partition itself
+    solver.collision.export(part, dw.ncon, dw.con_pos, dw.con_frame, dw.con_dist, dw.con_margin, dw.con_link)
     constraint_rows.contact_params(v)          # per-contact condim and mixed friction
     m = v.m
     wp.launch(K.contact_jacobian, dim=(v.n, d.con_dist.shape[1]),
