@@ -6,7 +6,8 @@ solver's side of a coupler that solves the contact problem itself (the SAP coupl
                    acceleration qacc_smooth, so v* = qvel + h·qacc_smooth) → dense M + h·D → collision
                    → contact parameters → contact Jacobian rows (kernels/contact_handoff.py)
     [the coupler writes qfrc_constraint = Jᵀ·γ/h and the row forces efc_force = γ/h]
-    post-coupling: total force → (M + h·D) solve → contact forces (per-contact and per-link
+    post-coupling: [bias again when another coupler (Legacy) also acts on the solver: its reaction
+                   wrench of this substep] → total force → (M + h·D) solve → contact forces (per-contact and per-link
                    wrenches from the coupler's row forces, as after the solver's own solve) →
                    [readback] → integration
 
@@ -87,6 +88,10 @@ def post_coupling(solver, f: int, part) -> None:
     """Integrate with the coupler's generalized contact force d.qfrc_constraint (launches only)."""
     v = solver.views[part.index]
     last = f == solver.layout.substeps - 1
+    if _coupled_by_others(solver):
+        # another coupler (Legacy) wrote this substep's reaction wrench after pre-coupling's bias
+        # stage: recompute it so the integration applies that wrench (explicitly, as without SAP)
+        bias.rne(v)
     integration.total_force(v)
     factorization.factor_solve(v, solver.layout.h, v.d.qfrc_total, v.d.qacc)
     contact_forces.contact_wrench(v)
@@ -94,3 +99,13 @@ def post_coupling(solver, f: int, part) -> None:
     if last and solver._readback_on:
         readback.rne_post_constraint(v, v.d.qacc)
     integration.integrate(v, last, v.d.qfrc_total)
+
+
+def _coupled_by_others(solver) -> bool:
+    """Whether a coupler other than the contact owner acts on this solver (host side, static)."""
+    got = getattr(solver, "_others_cached", None)
+    if got is None:
+        got = any(c.name != solver._contact_owner and any(solver in pair for pair in c.pairs)
+                  for c in getattr(solver.scene, "couplers", []))
+        solver._others_cached = got
+    return got
