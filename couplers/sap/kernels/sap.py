@@ -16,7 +16,7 @@ coefficient μ (Drake's 2μ_Aμ_B/(μ_A+μ_B), or the rigid solver's mixed value
   dynamics: stiction γ = y; separation γ = 0; sliding γ_n = (y_n + μ̂‖y_t‖)/(1 + μμ̂), μ̂ = μR_t/R_n,
   γ_t = μγ_n·y_t/‖y_t‖);
   ∇ℓ = A(v − v*) − Jᵀγ,  H = A + Σ J_iᵀ G_i J_i,  G_i = −∂γ_i/∂v_c,i;
-  Newton: dv = −H⁻¹∇ℓ (dense Cholesky), α from the line search, v ← v + α·dv, until
+  Newton: dv = −H⁻¹∇ℓ (Cholesky over the envelope of H: dense within each row's profile), α from the line search, v ← v + α·dv, until
   ‖D∇ℓ‖ ≤ atol + rtol·max(‖D·A·v‖, ‖D·Jᵀγ‖) with D = diag(A)^(-1/2), or max_iterations.
 
 The Jacobian rows are read sparsely: the nonzero columns of each contact's three rows are listed
@@ -144,48 +144,63 @@ def contact_cost(g: wp.vec3d, rn: wp.float64, rt: wp.float64):
     return wp.float64(0.5) * (rn * g[0] * g[0] + rt * (g[1] * g[1] + g[2] * g[2]))
 
 
-# ---------------------------------------------------------------- dense Cholesky (lower, in place)
+# ---------------------------------------------------------------- envelope (skyline) Cholesky
+# A symmetric matrix is stored by its lower triangle; row i's nonzeros left of the diagonal lie in
+# columns [lo[i], i]. The Cholesky factor L keeps that envelope (fill-in stays inside it), so the
+# factorisation and the solves cost Σ_i (i − lo[i])² instead of n³/6. M + h·D is block diagonal over
+# the kinematic trees; a contact between two trees widens the envelope of the later tree's rows.
 
 
 @wp.func
-def cholesky(M: wp.array3d(dtype=wp.float64), e: int, n: int):
-    """M[e] = L (lower triangle; the upper is not read). Returns 0 if not positive definite."""
+def cholesky_env(M: wp.array3d(dtype=wp.float64), lo: wp.array2d(dtype=wp.int32), e: int, n: int):
+    """M[e] ← L over the envelope (lower triangle). Returns 0 if not positive definite."""
     zero = wp.float64(0.0)
-    for j in range(n):
-        s = M[e, j, j]
-        for k in range(j):
-            s = s - M[e, j, k] * M[e, j, k]
-        if s <= zero:
-            return 0
-        dj = wp.sqrt(s)
-        M[e, j, j] = dj
-        for i in range(j + 1, n):
+    for i in range(n):
+        li = lo[e, i]
+        for j in range(li, i + 1):
             t = M[e, i, j]
-            for k in range(j):
+            for k in range(wp.max(li, lo[e, j]), j):
                 t = t - M[e, i, k] * M[e, j, k]
-            M[e, i, j] = t / dj
+            if j == i:
+                if t <= zero:
+                    return 0
+                M[e, i, i] = wp.sqrt(t)
+            else:
+                M[e, i, j] = t / M[e, j, j]
     return 1
 
 
 @wp.func
-def forward_sub(L: wp.array3d(dtype=wp.float64), e: int, n: int, x: wp.array2d(dtype=wp.float64)):
-    """x ← L⁻¹x."""
-    for i in range(n):
+def forward_env(L: wp.array3d(dtype=wp.float64), lo: wp.array2d(dtype=wp.int32), e: int, n: int, start: int,
+                x: wp.array2d(dtype=wp.float64)):
+    """x ← L⁻¹x, for x zero before ``start``."""
+    for i in range(start, n):
         t = x[e, i]
-        for k in range(i):
+        for k in range(wp.max(lo[e, i], start), i):
             t = t - L[e, i, k] * x[e, k]
         x[e, i] = t / L[e, i, i]
 
 
 @wp.func
-def back_sub(L: wp.array3d(dtype=wp.float64), e: int, n: int, x: wp.array2d(dtype=wp.float64)):
-    """x ← L⁻ᵀx."""
+def back_env(L: wp.array3d(dtype=wp.float64), lo: wp.array2d(dtype=wp.int32), e: int, n: int,
+             x: wp.array2d(dtype=wp.float64)):
+    """x ← L⁻ᵀx (column-oriented over the envelope)."""
     for ii in range(n):
         i = n - 1 - ii
-        t = x[e, i]
-        for k in range(i + 1, n):
-            t = t - L[e, k, i] * x[e, k]
-        x[e, i] = t / L[e, i, i]
+        xi = x[e, i] / L[e, i, i]
+        x[e, i] = xi
+        for k in range(lo[e, i], i):
+            x[e, k] = x[e, k] - L[e, i, k] * xi
+
+
+@wp.func
+def mat_vec(A: wp.array3d(dtype=Any), lo: wp.array2d(dtype=wp.int32), hi: wp.array2d(dtype=wp.int32), e: int, i: int,
+            x: wp.array2d(dtype=wp.float64)):
+    """(A·x)_i over row i's nonzero columns [lo[i], hi[i]]."""
+    t = wp.float64(0.0)
+    for j in range(lo[e, i], hi[e, i] + 1):
+        t = t + wp.float64(A[e, i, j]) * x[e, j]
+    return t
 
 
 # ---------------------------------------------------------------- helpers of the solve
@@ -265,6 +280,10 @@ def sap_solve(
     warm_v: wp.array2d(dtype=wp.float64),
     warm_ok: wp.array(dtype=wp.int32),
     # scratch
+    lo_A: wp.array2d(dtype=wp.int32),
+    hi_A: wp.array2d(dtype=wp.int32),
+    lo_H: wp.array2d(dtype=wp.int32),
+    zr: wp.array2d(dtype=wp.float64),
     LA: wp.array3d(dtype=wp.float64),
     H: wp.array3d(dtype=wp.float64),
     Z: wp.array3d(dtype=wp.float64),
@@ -299,37 +318,57 @@ def sap_solve(
     nc = wp.min(ncon_in[e], K)
     for it in range(cost_out.shape[1]):
         cost_out[e, it] = -one          # unused slots: −1 (a cost is >= 0)
+    # the nonzero structure of A: row i spans columns [lo_A, hi_A]
     for i in range(nv):
         vs[e, i] = wp.float64(qvel_in[e, i]) + h * wp.float64(qacc_free_in[e, i])
-        for j in range(nv):
+        f = i
+        for j in range(i):
+            if wp.float64(mass_in[e, i, j]) != zero:
+                f = j
+                break
+        u = i
+        for jj in range(nv - 1 - i):
+            j = nv - 1 - jj
+            if wp.float64(mass_in[e, i, j]) != zero:
+                u = j
+                break
+        lo_A[e, i] = f
+        hi_A[e, i] = u
+        lo_H[e, i] = f
+        for j in range(f, i + 1):
             LA[e, i, j] = wp.float64(mass_in[e, i, j])
-    cholesky(LA, e, nv)
-    # contact setup: nonzero columns, Delassus estimate, regularisation, bias velocity
+    cholesky_env(LA, lo_A, e, nv)
+    # contact setup: nonzero columns (ascending), Delassus estimate, regularisation, bias velocity
     for c in range(nc):
         cnt = int(0)
         for j in range(nv):
-            jj = jrow3(jac_in, e, c, j)
-            if jj[0] != zero or jj[1] != zero or jj[2] != zero:
+            jj3 = jrow3(jac_in, e, c, j)
+            if jj3[0] != zero or jj3[1] != zero or jj3[2] != zero:
                 cols[e, c, cnt] = j
                 cnt = cnt + 1
         ncols[e, c] = cnt
-        for r in range(3):
-            for j in range(nv):
-                Z[e, r, j] = wp.float64(jac_in[e, 3 * c + r, j])
+        if cnt == 0:
+            rn[e, c] = one
+            rt[e, c] = one
+            vhat[e, c] = zero
+            continue
+        first = cols[e, c, 0]
+        for a in range(cnt):
+            i = cols[e, c, a]
+            lo_H[e, i] = wp.min(lo_H[e, i], first)      # J_cᵀ G J_c couples the contact's columns
         wsq = zero
         for r in range(3):
-            # Z[r] ← L⁻¹ J_rᵀ
-            for i in range(nv):
-                t = Z[e, r, i]
-                for k in range(i):
-                    t = t - LA[e, i, k] * Z[e, r, k]
-                Z[e, r, i] = t / LA[e, i, i]
+            for j in range(first, nv):
+                zr[e, j] = wp.float64(jac_in[e, 3 * c + r, j])
+            forward_env(LA, lo_A, e, nv, first, zr)           # z_r = L⁻¹ J_rᵀ
+            for j in range(first, nv):
+                Z[e, r, j] = zr[e, j]
         for r in range(3):
-            for s in range(3):
-                wrs = zero
-                for j in range(nv):
-                    wrs = wrs + Z[e, r, j] * Z[e, s, j]
-                wsq = wsq + wrs * wrs
+            for q in range(3):
+                wrq = zero
+                for j in range(first, nv):
+                    wrq = wrq + Z[e, r, j] * Z[e, q, j]
+                wsq = wsq + wrq * wrq
         w = wp.sqrt(wsq) / wp.float64(3.0)
         tau = tau_in[e, c]
         rn_c = one / (h * k_in[e, c] * (h + tau))
@@ -341,25 +380,24 @@ def sap_solve(
             v[e, i] = warm_v[e, i]
         else:
             v[e, i] = vs[e, i]
+        dv[e, i] = v[e, i] - vs[e, i]
     iters = int(0)
     conv = int(0)
     res = zero
     for it in range(max_iterations + 1):
-        # cost, impulses and gradient at v
+        # cost, impulses and gradient at v (dv holds v − v* here)
         for i in range(nv):
-            t = zero
-            for j in range(nv):
-                t = t + wp.float64(mass_in[e, i, j]) * (v[e, j] - vs[e, j])
+            t = mat_vec(mass_in, lo_A, hi_A, e, i, dv)
             tmp[e, i] = t                     # A(v − v*)
             grad[e, i] = t
         base = zero
         for i in range(nv):
-            base = base + half * tmp[e, i] * (v[e, i] - vs[e, i])
+            base = base + half * tmp[e, i] * dv[e, i]
         cost = base
         for c in range(nc):
-            u = contact_velocity(jac_in, cols, ncols, e, c, v)
-            vc[e, c] = u
-            g = project(u, vhat[e, c], rn[e, c], rt[e, c], mu_in[e, c])
+            u3 = contact_velocity(jac_in, cols, ncols, e, c, v)
+            vc[e, c] = u3
+            g = project(u3, vhat[e, c], rn[e, c], rt[e, c], mu_in[e, c])
             gam[e, c] = g
             cost = cost + contact_cost(g, rn[e, c], rt[e, c])
             for a in range(ncols[e, c]):
@@ -372,9 +410,7 @@ def sap_solve(
         nj = zero
         for i in range(nv):
             dii = one / wp.float64(mass_in[e, i, i])
-            p = zero
-            for j in range(nv):
-                p = p + wp.float64(mass_in[e, i, j]) * v[e, j]
+            p = mat_vec(mass_in, lo_A, hi_A, e, i, v)
             ji = tmp[e, i] - grad[e, i]          # (Jᵀγ)_i
             ng = ng + dii * grad[e, i] * grad[e, i]
             nm = nm + dii * p * p
@@ -386,31 +422,32 @@ def sap_solve(
             break
         if it == max_iterations:
             break
-        # Newton direction: H = A + Σ J_cᵀ G_c J_c, dv = −H⁻¹∇ℓ
+        # Newton direction: H = A + Σ J_cᵀ G_c J_c (lower triangle, envelope lo_H), dv = −H⁻¹∇ℓ
         for i in range(nv):
-            for j in range(nv):
-                H[e, i, j] = wp.float64(mass_in[e, i, j])
+            for j in range(lo_H[e, i], i + 1):
+                if j >= lo_A[e, i]:
+                    H[e, i, j] = wp.float64(mass_in[e, i, j])
+                else:
+                    H[e, i, j] = zero
         for c in range(nc):
             G = project_hessian(vc[e, c], vhat[e, c], rn[e, c], rt[e, c], mu_in[e, c])
             for a in range(ncols[e, c]):
                 i = cols[e, c, a]
-                b = G * jrow3(jac_in, e, c, i)
-                for bb in range(ncols[e, c]):
+                b3 = G * jrow3(jac_in, e, c, i)
+                for bb in range(a + 1):
                     j = cols[e, c, bb]
-                    H[e, j, i] = H[e, j, i] + wp.dot(b, jrow3(jac_in, e, c, j))
-        cholesky(H, e, nv)
+                    H[e, i, j] = H[e, i, j] + wp.dot(b3, jrow3(jac_in, e, c, j))
+        cholesky_env(H, lo_H, e, nv)
         for i in range(nv):
             dv[e, i] = -grad[e, i]
-        forward_sub(H, e, nv, dv)
-        back_sub(H, e, nv, dv)
+        forward_env(H, lo_H, e, nv, 0, dv)
+        back_env(H, lo_H, e, nv, dv)
         # line search along dv
         a0 = zero
         aa = zero
         d0 = zero
         for i in range(nv):
-            adv = zero
-            for j in range(nv):
-                adv = adv + wp.float64(mass_in[e, i, j]) * dv[e, j]
+            adv = mat_vec(mass_in, lo_A, hi_A, e, i, dv)
             a0 = a0 + tmp[e, i] * dv[e, i]
             aa = aa + dv[e, i] * adv
             d0 = d0 + grad[e, i] * dv[e, i]
@@ -445,6 +482,7 @@ def sap_solve(
                 alpha = alpha * ls_rho
         for i in range(nv):
             v[e, i] = v[e, i] + alpha * dv[e, i]
+            dv[e, i] = v[e, i] - vs[e, i]
     iterations_out[e] = iters
     converged_out[e] = conv
     residual_out[e] = res
