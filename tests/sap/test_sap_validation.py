@@ -94,3 +94,42 @@ def test_dropped_box_ground_impulse():
     want = info["mass"] * (G * 1.0 + v0)
     assert abs(total[2] / want - 1.0) < 0.005
     assert abs(box.get_vel()[2]) < 1e-3
+
+
+def test_sphere_rolls_without_slipping():
+    """A 7 cm sphere on a 15° incline, μ = 0.5 (rolling needs μ ≥ (2/7)·tanθ = 0.077): after 1 s it
+    has rolled (5/7)·g·sinθ·t²/2 within 2 %."""
+    scene, ball, info = plane_and_box(incline=15.0, mu=0.5, sphere=0.07)
+    p0 = ball.get_pos().copy()
+    for _ in range(100):
+        scene.step()
+    want = 5.0 / 7.0 * G * math.sin(math.radians(15.0)) / 2.0
+    got = (ball.get_pos() - p0) @ info["downhill"]
+    assert abs(got / want - 1.0) < 0.02
+
+
+def test_three_box_stack_stands():
+    """Three 0.2×0.25×0.1 m boxes (400 kg/m³) stacked at different yaws, k = 1e5 N/m per geom: after
+    0.5 s of settling, they stand 3 s with every box moving < 1 mm."""
+    import polyphys
+    from polyphys import morphs as M
+    from polyphys.couplers.sap.options import SapOptions
+    from polyphys.options import SimOptions
+    from polyphys.plugins.rigid.materials import Rigid
+    from sapscenes import INF
+
+    o = SapOptions(point_stiffness=1e5, geom_point_stiffness={0: INF}, dissipation_time_constant=0.01)
+    scene = polyphys.Scene(sim=SimOptions(dt=0.01, substeps=4, precision="64"), coupler=o)
+    scene.add_entity(morph=M.Plane(pos=(0.3, -0.2, 0.05)), material=Rigid())
+    boxes = [scene.add_entity(morph=M.Box(size=(0.2, 0.25, 0.1), pos=(0.33, -0.18, 0.1 + 0.1 * i),
+                                          euler=(0, 0, 10 + 17 * i)), material=Rigid(rho=400.0))
+             for i in range(3)]
+    scene.build()
+    for _ in range(50):
+        scene.step()
+    p0 = np.array([b.get_pos() for b in boxes])
+    for _ in range(300):
+        scene.step()
+    p1 = np.array([b.get_pos() for b in boxes])
+    assert np.abs(p1 - p0).max() < 1e-3
+    assert p1[2, 2] > p1[1, 2] + 0.09 > p1[0, 2] + 0.18          # still stacked
