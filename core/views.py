@@ -192,7 +192,8 @@ class RigidDynamics:
     (world, midway between the surfaces), frame (n, K) mat33 (rows: normal from B to A, tangent 1,
     tangent 2), geom (n, K, 2) and link (n, K, 2) (global indices of A and B; link −1: world),
     condim (n, K) int (1: frictionless, 3: sliding friction), friction (n, K, 5) the solver's own
-    mixed friction (sliding first); jac (n, ≥3K, nv): rows 3k, 3k+1, 3k+2 map qvel to the velocity of A's contact point relative to
+    mixed friction (sliding first); jac (n, ≥3K, nv): rows 3k, 3k+1, 3k+2 map qvel to the velocity
+    of A's contact point relative to
     B's along the frame's rows. geom_friction (n, n_geoms, 3): per-env geom friction (sliding
     first) and geom_friction_ratio (n, n_geoms): its per-env scale (a geom's sliding μ is their
     product). qfrc_contact (n, nv): written by the coupler in ``couple``: the generalized contact

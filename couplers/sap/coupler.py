@@ -89,7 +89,8 @@ class SapCoupler(Coupler):
             b.parts[part.index] = SimpleNamespace(
                 dyn=rigid.rigid_dynamics(part),
                 **{k: env_slice(getattr(b, k), s, t) for k in (
-                    "k", "tau", "mu", "warm_v", "warm_ok", "lo_A", "hi_A", "lo_H", "zr", "LA", "H", "Z", "cols", "ncols", "v", "vs", "dv", "grad",
+                    "k", "tau", "mu", "warm_v", "warm_ok", "lo_A", "hi_A", "lo_H", "zr", "LA", "H", "Z", "cols", "ncols",
+                    "v", "vs", "dv", "grad",
                     "tmp", "vc", "dvc", "gam", "rn", "rt", "vhat", "gamma", "iterations", "converged", "cost",
                     "residual", "iterations_step", "cap_hits_step")})
         return b
@@ -111,7 +112,8 @@ class SapCoupler(Coupler):
                               0 if o.line_search == "exact" else 1, F(o.ls_alpha_max), o.ls_max_iterations,
                               F(o.ls_tolerance), F(o.ls_armijo_c), F(o.ls_rho),
                               d.qvel, d.qacc_free, d.mass, d.n_contacts, d.dist, d.jac, p.k, p.tau, p.mu,
-                              p.warm_v, p.warm_ok, p.lo_A, p.hi_A, p.lo_H, p.zr, p.LA, p.H, p.Z, p.cols, p.ncols, p.v, p.vs, p.dv, p.grad, p.tmp,
+                              p.warm_v, p.warm_ok, p.lo_A, p.hi_A, p.lo_H, p.zr, p.LA, p.H, p.Z, p.cols, p.ncols,
+                              p.v, p.vs, p.dv, p.grad, p.tmp,
                               p.vc, p.dvc, p.gam, p.rn, p.rt, p.vhat],
                       outputs=[p.gamma, d.qfrc_contact, d.contact_force, p.iterations, p.converged, p.cost,
                                p.residual], device=dev)

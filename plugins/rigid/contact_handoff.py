@@ -45,7 +45,8 @@ def cede(solver, owner: str) -> None:
         condim = solver.model.geom_condim.numpy()
         if (condim > 3).any():
             g = int(np.nonzero(condim > 3)[0][0])
-            why = f"geom {g} has condim {int(condim[g])}; torsional/rolling friction (condim 4, 6) is not handed over (allowed: 1, 3)"
+            why = (f"geom {g} has condim {int(condim[g])}; torsional/rolling friction (condim 4, 6) is not "
+                   f"handed over (allowed: 1, 3)")
         elif solver.model.max_rows < 3 * solver.model.max_con:
             why = (f"the row budget max_rows={solver.model.max_rows} is below 3·max_contacts="
                    f"{3 * solver.model.max_con}")

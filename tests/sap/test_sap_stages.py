@@ -64,7 +64,7 @@ def test_projection_is_the_R_norm_projection_onto_the_cone():
         y = -(vc - np.array([vhat, 0.0, 0.0])) / R
         seen.add(_region(y, mu, mu * rt / rn))
         cons = {"type": "ineq", "fun": lambda x, mu=mu: mu * x[0] - np.hypot(x[1], x[2] + 1e-300)}
-        res = minimize(lambda x: 0.5 * np.sum(R * (x - y) ** 2), x0=np.array([max(y[0], 0.0) + 1.0, 0.0, 0.0]),
+        res = minimize(lambda x, R=R, y=y: 0.5 * np.sum(R * (x - y) ** 2), x0=np.array([max(y[0], 0.0) + 1.0, 0.0, 0.0]),
                        constraints=[cons, {"type": "ineq", "fun": lambda x: x[0]}], method="SLSQP",
                        options={"ftol": 1e-15, "maxiter": 500})
         scale = max(np.abs(y).max(), 1e-9)

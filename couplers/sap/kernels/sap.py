@@ -16,7 +16,8 @@ coefficient μ (Drake's 2μ_Aμ_B/(μ_A+μ_B), or the rigid solver's mixed value
   dynamics: stiction γ = y; separation γ = 0; sliding γ_n = (y_n + μ̂‖y_t‖)/(1 + μμ̂), μ̂ = μR_t/R_n,
   γ_t = μγ_n·y_t/‖y_t‖);
   ∇ℓ = A(v − v*) − Jᵀγ,  H = A + Σ J_iᵀ G_i J_i,  G_i = −∂γ_i/∂v_c,i;
-  Newton: dv = −H⁻¹∇ℓ (Cholesky over the envelope of H: dense within each row's profile), α from the line search, v ← v + α·dv, until
+  Newton: dv = −H⁻¹∇ℓ (Cholesky over the envelope of H: dense within each row's profile), α from the
+  line search, v ← v + α·dv, until
   ‖D∇ℓ‖ ≤ atol + rtol·max(‖D·A·v‖, ‖D·Jᵀγ‖) with D = diag(A)^(-1/2), or max_iterations.
 
 The Jacobian rows are read sparsely: the nonzero columns of each contact's three rows are listed
