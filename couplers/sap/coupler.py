@@ -21,7 +21,7 @@ import warp as wp
 from polyphys.arrays import env_slice
 from polyphys.errors import CapabilityError, OptionError, PolyphysWarning, SimulationError
 from polyphys.interfaces import Coupler
-from polyphys.views import RigidDynamicsView
+from polyphys.views import RigidDynamicsView, SurfaceMeshView
 
 from .kernels import sap as K
 from .options import SapOptions
@@ -36,6 +36,12 @@ class SapCoupler(Coupler):
     def build(self, layout):
         self.layout = layout
         self._rigid = {}
+        for s in self.scene.solvers:
+            if s.view(SurfaceMeshView) is not None:
+                raise CapabilityError("sap", "deformable contact (SurfaceMeshView)",
+                                      f"solver {s.name!r} exposes a surface mesh (FEM, cloth): the SAP coupler does "
+                                      f"not solve rigid–FEM, FEM–FEM or FEM self-contact yet, so its bodies would "
+                                      f"pass through the rigid ones; docs/sap.md lists what is supported")
         for a, b in self.pairs:
             if a is not b:
                 raise CapabilityError("sap", "contact between two solvers",

@@ -81,3 +81,17 @@ def test_collision_off_is_refused():
     scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0, 0, 0.2), collision=False), material=Rigid())
     with pytest.raises(CapabilityError, match="no contacts to hand over|no contact data"):
         scene.build()
+
+
+def test_fem_in_a_sap_scene_is_refused():
+    """Rigid–FEM contact is not implemented: a scene with an FEM body and the SAP coupler raises
+    (rather than letting the FEM body pass through the rigid ones)."""
+    pytest.importorskip("polyphys.plugins.fem")
+    from polyphys.plugins.fem.materials import Elastic
+
+    scene = _scene()
+    scene.add_entity(morph=M.Plane(), material=Rigid())
+    scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0, 0, 0.3)), material=Elastic(E=2e4, nu=0.3, rho=1000.0),
+                     resolution=2)
+    with pytest.raises(CapabilityError, match="does not solve rigid–FEM"):
+        scene.build()
