@@ -8,8 +8,13 @@ rotated 15°·i about z, settled for 1 s (both engines, each its own contact mod
 SAP: default options (Drake's: β 1, σ 1e-3, rtol 1e-6, τ_d 0.1 s per geom) with point stiffness
 1e5 N/m per geom (5e4 N/m per pair). Also reported: SAP Newton iterations per step (mean over the
 envs) and the CPU time per env-step (``time.process_time``), the figure that survives a shared
-machine. Drake's SAP is not compared here (not installed by default; docs/sap.md says what is
-missing).
+machine.
+
+Drake (pip ``drake``, the ``bench`` extra; rows skipped without it): the same 8 boxes (mass,
+inertia, poses) in one MultibodyPlant with the discrete "sap" approximation, point contact, the same
+stiffness, relaxation time and time step. Drake's point contact gives one point per geometry pair,
+so each box carries 4 small spheres (radius 1 mm) at its bottom corners: 32 contacts, as above.
+Drake steps one env at a time (no batch), so its env-steps/s is 1 / (time per step).
 """
 
 from __future__ import annotations
@@ -39,6 +44,49 @@ def _scene(n_envs: int, sap: bool):
     for _ in range(250):          # 1 s: landed and resting
         sc.step()
     return sc
+
+
+def _drake_seconds_per_step(quick: bool):
+    import math
+
+    from pydrake.all import (AddContactMaterial, AddMultibodyPlant, CoulombFriction, DiagramBuilder, HalfSpace,
+                             MultibodyPlantConfig, ProximityProperties, RigidTransform, RollPitchYaw, Simulator,
+                             SpatialInertia, Sphere, UnitInertia)
+
+    h = 0.004
+    b = DiagramBuilder()
+    plant, _ = AddMultibodyPlant(MultibodyPlantConfig(time_step=h, discrete_contact_approximation="sap",
+                                                      contact_model="point"), b)
+
+    def props():
+        p = ProximityProperties()
+        AddContactMaterial(dissipation=None, point_stiffness=1.0e5, friction=CoulombFriction(1.0, 1.0), properties=p)
+        p.AddProperty("material", "relaxation_time", 0.1)
+        return p
+
+    plant.RegisterCollisionGeometry(plant.world_body(), RigidTransform(), HalfSpace(), "ground", props())
+    bodies = []
+    for i in range(8):
+        body = plant.AddRigidBody(f"box{i}", SpatialInertia(1.0, [0, 0, 0], UnitInertia.SolidBox(0.2, 0.2, 0.2)))
+        for cx in (-0.1, 0.1):
+            for cy in (-0.1, 0.1):
+                plant.RegisterCollisionGeometry(body, RigidTransform([cx, cy, -0.1]), Sphere(1e-3), f"c{i}{cx}{cy}",
+                                                props())
+        bodies.append(body)
+    plant.Finalize()
+    sim = Simulator(b.Build())
+    ctx = plant.GetMyMutableContextFromRoot(sim.get_mutable_context())
+    for i, body in enumerate(bodies):
+        x, y = (i % 4) * 0.35, (i // 4) * 0.35
+        plant.SetFreeBodyPose(ctx, body, RigidTransform(RollPitchYaw(0, 0, math.radians(15 * i)), [x, y, 0.15 + 0.05 * i]))
+    sim.AdvanceTo(1.0)                  # landed and resting, as the polyphys scenes
+    t = [1.0]
+
+    def step():
+        t[0] += h
+        sim.AdvanceTo(t[0])
+
+    return time_steps(step, min_time=0.3 if quick else 1.0, min_steps=5, repeats=2 if quick else 3)
 
 
 def _cpu_per_env_step(sc, n_envs, steps=20):
@@ -73,4 +121,13 @@ def run(quick: bool = False) -> list[dict]:
                         notes="time.process_time, 1 thread"))
         rows.append(row(f"8 boxes resting, n_envs={n}", "SAP Newton iterations per step", "iterations", iters,
                         notes="mean over envs, warm-started from the last step"))
+    try:
+        import pydrake.all  # noqa: F401
+        t_drake = _drake_seconds_per_step(quick)
+        rows.append(row("8 boxes resting (corner spheres), 1 env", "env-steps/s", "env*steps/s", n / t_sap,
+                        1.0 / t_drake, "Drake SAP (one MultibodyPlant)", ratio=(n / t_sap) * t_drake,
+                        notes=f"polyphys at n_envs={n} (batched, 1 thread) vs Drake stepping one env"))
+    except ImportError as exc:
+        rows.append(row("8 boxes resting, Drake", "env-steps/s", "env*steps/s", n / t_sap,
+                        notes=f"Drake not installed ({exc}); pip install drake"))
     return rows
