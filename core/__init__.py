@@ -32,6 +32,7 @@ from .specs import (
     SensorSpec,
     SolverSpec,
 )
+from .startup import get_verbosity, set_verbosity
 
 __version__ = "0.1.0"
 
@@ -40,7 +41,7 @@ __all__ = [
     "MaterialSpec", "ContractScene", "hookimpl", "register", "unregister", "registry", "describe",
     "materials", "morphs", "PolyphysError", "OptionError", "BuildError", "CapabilityError",
     "CheckpointError", "SceneStateError", "SimulationError", "BudgetExceededError",
-    "PluginConflictError", "PluginLoadError", "__version__",
+    "PluginConflictError", "PluginLoadError", "set_verbosity", "get_verbosity", "__version__",
 ]
 
 

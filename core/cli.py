@@ -3,12 +3,15 @@
 ``polyphys plugins [--json | --markdown]``  every registered plugin and its capabilities (imports no
                                            plugin target and no Warp module)
 ``polyphys run [SCENE.toml] [--out DIR] [--steps N] [--no-progress] [--no-video]``  the main job (core/run.py)
+``polyphys warmup [--scene FILE | --all]``   compile kernels ahead of time into the kernel cache
 ``polyphys render CHECKPOINT [--scene S] [--camera C] [--env E] [--out PNG]``  a saved state as a
                                            picture (core/raycast, docs/cameras.md)
 ``polyphys inspect FILE [--json]``           what an importer makes of a model file
 ``polyphys view TARGET [--port P] ...``      the browser viewer (core/viewer): replay a run folder, or
                                            step a scene file / model file live
 ``polyphys export-usd RUN_DIR OUT.usd``      a run's recorded states as a USD stage (core/usd_export.py)
+``polyphys sweep SWEEP.toml [--address A]``  a parameter sweep on a Ray cluster (docs/distributed.md)
+``polyphys run SCENE.toml --workers N``      a batched scene file split across N Ray workers
 
 Bad input prints one line to stderr and exits with status 2.
 """
@@ -21,7 +24,7 @@ import os
 import sys
 import warnings
 
-from .errors import PolyphysError, PolyphysWarning
+from .errors import PolyphysError, PolyphysWarning, WorkerError
 
 EXIT_USAGE = 2
 CAP_COLUMNS = ("batch", "reset_envs", "checkpoint", "differentiable", "devices", "tested_devices", "precisions",
@@ -95,6 +98,12 @@ def cmd_plugins(args) -> int:
         print(plugins_markdown(rows))
     else:
         print(plugins_table(rows) if rows else "no plugin registered")
+        noted = [r for r in rows if r.get("notes")]
+        if noted:
+            width = max(len(f"{r['kind']} {r['name']}") for r in noted)
+            print("\nnotes:")
+            for r in noted:
+                print(f"  {(r['kind'] + ' ' + r['name']).ljust(width)}  {r['notes']}")
         mats = registry().all("material")
         if mats:
             names = [(f"{m.spec.family}." if m.spec.family else "") + f"{m.name} ({m.spec.solver})"
@@ -109,20 +118,26 @@ def cmd_plugins(args) -> int:
 
 
 # -- run ------------------------------------------------------------------------------------------
+def _verbosity(args) -> None:
+    """``--verbose``: Warp's own messages too; ``--quiet``: no compile notices (polyphys.startup)."""
+    from .startup import set_verbosity
+
+    if getattr(args, "verbose", False):
+        set_verbosity("verbose")
+    elif getattr(args, "quiet", False):
+        set_verbosity("quiet")
+
+
 def cmd_run(args) -> int:
     from . import run as runmod
 
     if args.steps is not None and args.steps < 0:
         raise CliError(f"--steps {args.steps}: must be an integer >= 0")
+    if getattr(args, "workers", None) is not None:
+        return cmd_run_distributed(args)
     path = args.scene if args.scene is not None else runmod.default_scene_path()
     plan = runmod.parse_file(path)
-    if not args.verbose:
-        try:
-            import warp as wp
-
-            wp.config.log_level = getattr(wp, "LOG_WARNING", 30)   # no init banner / module loads
-        except ImportError:   # the scene build reports a missing Warp itself
-            pass
+    _verbosity(args)
     progress = False if args.no_progress else sys.stderr.isatty()
     result = runmod.run_plan(plan, out_dir=args.out, steps=args.steps, progress=progress,
                              plot=not args.no_plot, video=not args.no_video)
@@ -141,17 +156,32 @@ def cmd_run(args) -> int:
     return 0
 
 
+# -- warmup ---------------------------------------------------------------------------------------
+def cmd_warmup(args) -> int:
+    from .startup import warmup
+
+    _verbosity(args)
+    for f in args.scene or []:
+        if not os.path.isfile(f):
+            raise CliError(f"warmup --scene {f!r}: no such file (looked at {os.path.abspath(f)})")
+    r = warmup(args.scene, everything=args.all, device=args.device)
+    for label, seconds in r["scenes"]:
+        print(f"{label}: {seconds:.1f} s")
+    mods = r["modules"]
+    by = {k: [m for m in mods if m.status == k] for k in ("compiled", "cached", "loaded", "lazy")}
+    print(f"kernel modules: {len(by['compiled'])} compiled, {len(by['cached']) + len(by['loaded'])} already in "
+          f"the cache, {len(by['lazy'])} compiled at their first launch; {r['seconds']:.1f} s in all")
+    import warp as wp
+
+    print(f"kernel cache: {wp.config.kernel_cache_dir}")
+    return 0
+
+
 # -- render ---------------------------------------------------------------------------------------
 def cmd_render(args) -> int:
     from .raycast.recording import render_checkpoint
 
-    if not args.verbose:
-        try:
-            import warp as wp
-
-            wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
-        except ImportError:
-            pass
+    _verbosity(args)
     if args.resolution is not None and (len(args.resolution) != 2 or min(args.resolution) < 1):
         raise CliError(f"--resolution {args.resolution}: two integers >= 1 (width height)")
     r = render_checkpoint(args.checkpoint, scene_file=args.scene, camera=args.camera, env=args.env, out=args.out,
@@ -241,12 +271,7 @@ def cmd_view(args) -> int:
         raise CliError(f"--steps {args.steps}: must be an integer >= 0")
     if args.n_envs is not None and args.n_envs < 0:
         raise CliError(f"--n-envs {args.n_envs}: must be an integer >= 0")
-    try:
-        import warp as wp
-
-        wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
-    except ImportError:
-        pass
+    _verbosity(args)
     v = viewermod.open_target(args.target, n_envs=args.n_envs, port=args.port, host=args.host,
                               strict_port=args.strict_port, color_by=args.color_by, env=args.env,
                               grid=args.grid, contacts=not args.no_contacts)
@@ -288,10 +313,86 @@ def _env_index(value: str) -> int:
         raise CliError(f"--env {value!r}: an env index or 'all'") from None
 
 
+# -- distributed: sweep, run --workers (docs/distributed.md) ---------------------------------------
+def _quiet_warp(verbose: bool) -> None:
+    if verbose:
+        return
+    try:
+        import warp as wp
+
+        wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
+    except ImportError:
+        pass
+
+
+def cmd_run_distributed(args) -> int:
+    from . import run as runmod
+    from .distributed.runfile import run_file_distributed
+
+    if args.workers < 1:
+        raise CliError(f"--workers {args.workers}: must be an integer >= 1")
+    _quiet_warp(args.verbose)
+    path = args.scene if args.scene is not None else runmod.default_scene_path()
+    progress = False if args.no_progress else sys.stderr.isatty()
+    result = run_file_distributed(path, args.workers, out_dir=args.out, steps=args.steps, address=args.address,
+                                  progress=progress, plot=not args.no_plot)
+    s = result.summary
+    tm = s["timings"]
+    nodes = sorted({str(w["node_id"])[:12] for w in s["workers"]})
+    print(f"scene {s['scene']['name']!r}: n_envs={s['n_envs']} on {len(s['workers'])} workers "
+          f"({len(nodes)} node(s)), {s['steps']} steps (t = {s['final_time']:.4g} s)")
+    rate = tm["env_steps_per_s"]
+    print(f"build {tm['build_s']:.2f} s, loop {tm['loop_s']:.2f} s" + (f", {rate:,.0f} env-steps/s" if rate else ""))
+    for k, f in result.files.items():
+        print(f"{k}: {f}")
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from .distributed.sweeps import run_sweep_file
+
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers {args.workers}: must be an integer >= 1")
+    _quiet_warp(args.verbose)
+    progress = False if args.no_progress else sys.stderr.isatty()
+    r = run_sweep_file(args.sweep, address=args.address, out_dir=args.out, workers=args.workers,
+                       progress=progress, plot=not args.no_plot)
+    s = r.summary
+    print(f"sweep: {s['n_runs']} runs of {s['steps']} steps ({s['factory']}) on {s['n_workers']} workers in "
+          f"{s['wall_s']:.1f} s ({s['runs_per_s']:.2f} runs/s), {s['recoveries']} worker recoveries")
+    for k, f in r.files.items():
+        print(f"{k}: {f}")
+    if "plot" not in r.files and not args.no_plot:
+        print("plot: skipped (matplotlib not installed: pip install 'polyphys[viz]')")
+    return 0
+
+
+def _add_distributed(sub, run_parser) -> None:
+    run_parser.add_argument("--workers", type=int, default=None,
+                            help="split the scene's n_envs across N Ray workers (docs/distributed.md)")
+    run_parser.add_argument("--address", default=None,
+                            help="with --workers: Ray cluster address, 'auto' or HOST:PORT (default: a local Ray)")
+    ps = sub.add_parser("sweep", help="run a parameter sweep on a Ray cluster; write results.npz/.csv and a plot")
+    ps.add_argument("sweep", help="sweep file (.toml, docs/distributed.md)")
+    ps.add_argument("--address", default=None, help="Ray cluster: 'auto', HOST:PORT (default: start a local Ray)")
+    ps.add_argument("--out", default=None, help="results folder (default: [sweep] out or results/<file stem>)")
+    ps.add_argument("--workers", type=int, default=None, help="number of workers (default: [sweep] workers or CPUs)")
+    ps.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ps.add_argument("--no-plot", action="store_true", help="do not write plot.png")
+    ps.add_argument("--verbose", action="store_true", help="keep Warp's messages")
+    ps.set_defaults(func=cmd_sweep)
+
+
 # -- entry point ----------------------------------------------------------------------------------
 class _Parser(argparse.ArgumentParser):
     def error(self, message):   # one line and exit 2, like every other bad input
         raise CliError(message if self.prog == "polyphys" else f"{self.prog}: {message}")
+
+
+def _verbosity_flags(p) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--verbose", action="store_true", help="also show Warp's messages (banner, module loads)")
+    g.add_argument("--quiet", action="store_true", help="no kernel-compilation notices")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -315,8 +416,9 @@ def make_parser() -> argparse.ArgumentParser:
     pr.add_argument("--no-progress", action="store_true", help="no progress bar")
     pr.add_argument("--no-plot", action="store_true", help="do not write plot.png")
     pr.add_argument("--no-video", action="store_true", help="do not write the video [run] video asks for")
-    pr.add_argument("--verbose", action="store_true", help="keep Warp's messages")
+    _verbosity_flags(pr)
     pr.set_defaults(func=cmd_run)
+    _add_distributed(sub, pr)
 
     pd = sub.add_parser("render", help="render a checkpoint's state to a PNG (docs/cameras.md)")
     pd.add_argument("checkpoint", help="checkpoint .npz (e.g. RUN_DIR/checkpoint.npz of a run with [run] checkpoint)")
@@ -329,6 +431,15 @@ def make_parser() -> argparse.ArgumentParser:
                     help="size of the automatic camera's picture (default 480 360)")
     pd.add_argument("--verbose", action="store_true", help="keep Warp's messages")
     pd.set_defaults(func=cmd_render)
+
+    pw = sub.add_parser("warmup", help="compile kernels ahead of time into Warp's kernel cache")
+    pw.add_argument("--scene", action="append", metavar="FILE",
+                    help="a scene file to build and step once (repeatable; default: the bundled default scene)")
+    pw.add_argument("--all", action="store_true",
+                    help="also every solver's contract scene in each precision and every plugin kernel module")
+    pw.add_argument("--device", default=None, help="device to compile for (default: each scene's own)")
+    _verbosity_flags(pw)
+    pw.set_defaults(func=cmd_warmup)
 
     pi = sub.add_parser("inspect", help="describe a model file (MJCF/URDF) through its importer")
     pi.add_argument("file")
@@ -348,6 +459,7 @@ def make_parser() -> argparse.ArgumentParser:
     pv.add_argument("--steps", type=int, default=None, help="live: stop stepping after N steps")
     pv.add_argument("--duration", type=float, default=None, help="stop serving after this many seconds")
     pv.add_argument("--paused", action="store_true", help="live: start paused")
+    _verbosity_flags(pv)
     pv.set_defaults(func=cmd_view)
 
     pu = sub.add_parser("export-usd", help="write a run's recorded states as a USD stage")
@@ -374,7 +486,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except (CliError, PolyphysError, OSError) as exc:
-        msg = str(exc).replace("\n", " ")
+        # a worker's error keeps its lines: they carry the worker's traceback (docs/distributed.md)
+        msg = str(exc) if isinstance(exc, WorkerError) else str(exc).replace("\n", " ")
         print(f"polyphys: error: {msg}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

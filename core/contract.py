@@ -156,16 +156,31 @@ def _batch(rec: Registered) -> bool:
     return rec.spec.capabilities.batch
 
 
+def check_kernel_modules(rec: Registered, device: str = "cpu") -> None:
+    """The Warp modules a solver declares in ``kernel_modules(layout)`` (compiled before build,
+    docs/running.md "First run") are the ones its first step launches, with every overload declared:
+    none is compiled again by that step. Checked in each declared precision."""
+    from .startup import rebuilt_modules
+
+    for precision in sorted(rec.spec.capabilities.precisions):
+        sc = build_scene(rec, 0, precision=precision, device=device)
+        sc.step()
+        mine = [r for r in sc.kernel_loads if r.owner == rec.name]
+        problems = rebuilt_modules(mine, sc.layout.device)
+        if problems:
+            raise ContractFailure(f"precision {precision}: " + "; ".join(problems))
+
+
 def checks_for(rec: Registered, device: str = "cpu") -> list[str]:
     """The checks a solver's declared capabilities call for on ``device``.
 
     The bit-exact checks (batch = singles, reset isolation, checkpoint, capture, threads) run on the
-    devices the solver declares deterministic; on another declared device only the batch shapes and
-    the precision (dtype, finite state) are checked.
+    devices the solver declares deterministic; on another declared device only the batch shapes, the
+    declared kernel modules and the precision (dtype, finite state) are checked.
     """
     caps = rec.spec.capabilities
     exact = device in caps.deterministic
-    out = ["batch_shapes"] + (["capture"] if exact else [])
+    out = ["batch_shapes", "kernel_modules"] + (["capture"] if exact else [])
     if caps.batch and exact:
         out.append("batch_equals_singles")
         if device == "cpu":

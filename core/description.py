@@ -15,6 +15,9 @@ from typing import Any
 import attrs
 import numpy as np
 
+from .rotations import mat_to_quat, quat_to_mat  # noqa: F401  (re-exported: the importers use them)
+from .rotations import quat_mul_tuple as quat_mul
+
 
 class JointType(enum.IntEnum):
     """Joint type codes: the only definition (host code, core's and the solvers' Warp kernels, which
@@ -357,6 +360,8 @@ def from_primitive(morph, name: str = "entity", density: float = 1000.0) -> Enti
                 inertial=Inertial(mass=mass, com=com, inertia=inertia))
     desc = EntityDescription(name=name, links=[link], source=type(morph).__name__)
     geom = Geom(name=f"{name}_geom", type=geom_type, link=0, size=size, density=density)
+    if isinstance(morph, M.Plane):
+        geom.quat = _quat_z_to(morph.normal)      # the plane geom is z = 0 of its frame: turn z to the normal
     if isinstance(morph, M.Mesh):
         tm = morph.load_trimesh()
         geom.mesh = MeshData(vertices=np.asarray(tm.vertices), faces=np.asarray(tm.faces),
@@ -367,6 +372,19 @@ def from_primitive(morph, name: str = "entity", density: float = 1000.0) -> Enti
         desc.joints.append(Joint(name=f"{name}_root", type="free", link=0))
         link.joints.append(0)
     return desc.finalize()
+
+
+def _quat_z_to(n) -> tuple:
+    """The shortest-arc unit quaternion (w, x, y, z) turning +z onto the unit vector ``n`` (a half turn
+    about x for n = -z)."""
+    n = np.asarray(n, dtype=float)
+    n = n / np.linalg.norm(n)
+    c = float(n[2])
+    if c < -1.0 + 1e-12:
+        return (0.0, 1.0, 0.0, 0.0)
+    w = np.sqrt(0.5 * (1.0 + c))
+    axis = np.cross((0.0, 0.0, 1.0), n) / (2.0 * w)       # sin(θ/2)·(z × n)/|z × n| = (z × n)/(2 cos(θ/2))
+    return (float(w), float(axis[0]), float(axis[1]), float(axis[2]))
 
 
 def _primitive_mass(morph, rho):
@@ -410,46 +428,6 @@ def _primitive_mass(morph, rho):
 
 
 # -- rotation and mass-property helpers shared by the importers ------------------------------------
-def quat_to_mat(q) -> np.ndarray:
-    """Unit quaternion (w, x, y, z) -> 3x3 rotation matrix."""
-    w, x, y, z = (float(v) for v in np.asarray(q, dtype=float).reshape(4))
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def mat_to_quat(m) -> tuple:
-    """3x3 rotation matrix -> unit quaternion (w, x, y, z) with w >= 0 (Shepperd's method)."""
-    m = np.asarray(m, dtype=float)
-    tr = m[0, 0] + m[1, 1] + m[2, 2]
-    if tr > 0:
-        s = 2.0 * np.sqrt(tr + 1.0)
-        q = [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = [(m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s]
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = [(m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s]
-    else:
-        s = 2.0 * np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = [(m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s]
-    q = np.asarray(q)
-    q = q / np.linalg.norm(q)
-    if q[0] < 0:
-        q = -q
-    return tuple(float(v) for v in q)
-
-
-def quat_mul(a, b) -> tuple:
-    aw, ax, ay, az = (float(v) for v in a)
-    bw, bx, by, bz = (float(v) for v in b)
-    return (aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw)
-
-
 def compose(pos_a, quat_a, pos_b, quat_b) -> tuple:
     """Pose a∘b: frame b given in frame a, returned in a's parent frame."""
     p = np.asarray(pos_a, float) + quat_to_mat(quat_a) @ np.asarray(pos_b, float)
@@ -877,3 +855,136 @@ def describe_to_dict(desc: EntityDescription) -> dict:
             "tendons": [t.get("name", "") for t in desc.tendons],
             "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in desc.options.items()},
             "warnings": list(desc.warnings)}
+
+
+# -- the file-morph options every importer applies (fixed, scale, visual, convexify) ----------------
+def apply_fixed(desc, fixed, roots):
+    """A file morph's ``fixed`` (docs/importers.md): True removes the free joints of the root links
+    ``roots`` (indices); False gives jointless roots one (first in q order); None leaves the file's
+    choice. Joint references (actuators, equalities, tendons) and keyframes follow. Shared by the
+    importers (MJCF: roots are the world body's children; URDF: the parentless links)."""
+    if fixed is None:
+        return
+    desc.finalize()
+    old = {id(j): (j.q_start, j.dof_start) for j in desc.joints}
+    if fixed:
+        drop = {ji for r in roots for ji in desc.links[r].joints if desc.joints[ji].type == "free"}
+        if not drop:
+            return
+        order = [ji for lk in desc.links for ji in lk.joints if ji not in drop]
+    else:
+        added = False
+        for r in roots:
+            if not desc.links[r].joints:
+                desc.joints.append(Joint(name=f"{desc.links[r].name}_root", type="free", link=r))
+                desc.links[r].joints.insert(0, len(desc.joints) - 1)
+                added = True
+        if not added:
+            return
+        order = [ji for lk in desc.links for ji in lk.joints]
+    remap = {o: n for n, o in enumerate(order)}
+    desc.joints = [desc.joints[i] for i in order]
+    for lk in desc.links:
+        lk.joints = [remap[j] for j in lk.joints if j in remap]
+    for a in desc.actuators:
+        if a.trntype == "joint":
+            a.joint = remap.get(a.joint, -1)
+    desc.equalities = [e for e in desc.equalities if e.type != "joint"
+                       or (e.obj1 in remap and (e.obj2 == -1 or e.obj2 in remap))]
+    for e in desc.equalities:
+        if e.type == "joint":
+            e.obj1, e.obj2 = remap[e.obj1], (remap[e.obj2] if e.obj2 >= 0 else -1)
+    for t in desc.tendons:
+        if "joints" in t:
+            t["joints"] = [(remap[j], c) for j, c in t["joints"] if j in remap]
+    desc.finalize()
+    for kf in desc.keyframes:
+        q, v = desc.qpos0(), np.zeros(desc.n_dofs)
+        for j in desc.joints:
+            if id(j) in old:
+                oq, od = old[id(j)]
+                if kf.qpos is not None:
+                    q[j.q_start:j.q_start + j.n_qs] = kf.qpos[oq:oq + j.n_qs]
+                if kf.qvel is not None:
+                    v[j.dof_start:j.dof_start + j.n_dofs] = kf.qvel[od:od + j.n_dofs]
+        kf.qpos = q if kf.qpos is not None else None
+        kf.qvel = v if kf.qvel is not None else None
+
+
+def apply_scale(desc, s):
+    """A file morph's ``scale`` s, at constant density (docs/semantics.md §S3): lengths × s (positions,
+    sizes, meshes, prismatic ranges and references, contact margins, torsional/rolling friction
+    coefficients, sites, anchors, frames, keyframe translations), masses × s³, inertias × s⁵."""
+    if s == 1.0:
+        return
+    for lk in desc.links:
+        lk.pos = tuple(np.asarray(lk.pos) * s)
+        lk.inertial = Inertial(mass=lk.inertial.mass * s ** 3, com=np.asarray(lk.inertial.com) * s,
+                               inertia=lk.inertial.inertia * s ** 5)
+    for j in desc.joints:
+        j.pos = tuple(np.asarray(j.pos) * s)
+        if j.type == "prismatic":
+            j.range = tuple(v * s for v in j.range)
+            j.ref *= s
+            j.springref *= s
+    for g in desc.geoms:
+        g.pos = tuple(np.asarray(g.pos) * s)
+        g.size = tuple(v * s for v in g.size)
+        # lengths too: contact margin/gap and the torsional/rolling friction coefficients (m)
+        g.margin, g.gap = g.margin * s, g.gap * s
+        g.friction = (g.friction[0], g.friction[1] * s, g.friction[2] * s)
+        if g.hfield is not None:
+            g.hfield = dict(g.hfield, size=tuple(v * s for v in g.hfield["size"]))
+        if g.mesh is not None:
+            g.mesh = MeshData(vertices=g.mesh.vertices * s, faces=g.mesh.faces, name=g.mesh.name,
+                              file=g.mesh.file)
+    for st in desc.sites:
+        st.pos = tuple(np.asarray(st.pos) * s)
+        st.size = tuple(v * s for v in st.size)
+    for p in desc.contact_pairs:
+        for key in ("margin", "gap"):
+            if key in p:
+                p[key] *= s
+        if "friction" in p:
+            f = p["friction"]
+            p["friction"] = (f[0], f[1], f[2] * s, f[3] * s, f[4] * s)
+    for e in desc.equalities:
+        e.anchor = tuple(np.asarray(e.anchor) * s)
+        e.relpose = tuple(np.asarray(e.relpose[:3]) * s) + tuple(e.relpose[3:])
+    for name, (li, pos, quat) in list(desc.frames.items()):
+        desc.frames[name] = (li, tuple(np.asarray(pos) * s), quat)
+    for kf in desc.keyframes:
+        if kf.qpos is not None:
+            for j in desc.joints:
+                if j.type == "prismatic":
+                    kf.qpos[j.q_start] *= s
+                elif j.type == "free":
+                    kf.qpos[j.q_start:j.q_start + 3] *= s
+
+
+def apply_geometry_options(desc, morph):
+    """visual=False drops visual-only geoms; convexify replaces collision meshes by their hull.
+    (The morph's ``collision`` flag is the solver's business: geoms keep their roles.)"""
+    if morph.convexify:
+        import trimesh
+
+        for g in desc.geoms:
+            if g.mesh is not None and g.role != "visual":
+                hull = trimesh.Trimesh(g.mesh.vertices, g.mesh.faces, process=False).convex_hull
+                g.mesh = MeshData(vertices=np.asarray(hull.vertices), faces=np.asarray(hull.faces),
+                                  name=g.mesh.name + "_hull", file=g.mesh.file)
+    if not morph.visual:
+        drop_visual_geoms(desc)
+
+
+def drop_visual_geoms(desc):
+    """Remove the visual-only geoms, renumbering the links' geom lists and the contact pairs."""
+    keep = [i for i, g in enumerate(desc.geoms) if g.role != "visual"]
+    remap = {old: new for new, old in enumerate(keep)}
+    desc.geoms = [desc.geoms[i] for i in keep]
+    for lk in desc.links:
+        lk.geoms = [remap[i] for i in lk.geoms if i in remap]
+    desc.contact_pairs = [p for p in desc.contact_pairs
+                          if p["geom1"] in remap and p["geom2"] in remap]
+    for p in desc.contact_pairs:
+        p["geom1"], p["geom2"] = remap[p["geom1"]], remap[p["geom2"]]

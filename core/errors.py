@@ -57,3 +57,20 @@ class ImportError_(PolyphysError):
 
 class PolyphysWarning(UserWarning):
     """A condition the user should know of (a clamped value, an unsupported element, ...)."""
+
+
+class WorkerError(PolyphysError):
+    """A distributed worker (a Ray actor of ``polyphys.distributed``) raised; the message names the
+    worker, its node and host, the call, and carries the worker's own traceback."""
+
+    def __init__(self, message: str, *, worker: int | None = None, cause_type: str = "",
+                 remote_traceback: str = ""):
+        super().__init__(message)
+        self.worker = worker
+        self.cause_type = cause_type
+        self.remote_traceback = remote_traceback
+
+
+class WorkerLostError(PolyphysError):
+    """Distributed workers were lost (node died, process killed, timed out) more often than the
+    pool's ``max_recoveries`` allows, or a lost worker could not be rebuilt."""

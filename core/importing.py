@@ -130,6 +130,11 @@ def describe(file, **morph_options):
     suffix = os.path.splitext(path)[1].lower()
     cls = {".xml": M.MJCF, ".mjcf": M.MJCF, ".urdf": M.URDF}.get(suffix)
     if cls is None:
-        raise OptionError(f"describe({path!r}): unknown suffix {suffix!r}; allowed .xml/.mjcf (MJCF), "
-                          f".urdf (URDF), or pass a morph")
+        # a third-party importer's suffix: a plain FileMorph, which importer_for matches by suffix
+        known = {s.lower() for r in registry().all("importer") for s in r.spec.suffixes}
+        if suffix not in known:
+            raise OptionError(f"describe({path!r}): unknown suffix {suffix!r}; allowed .xml/.mjcf (MJCF), "
+                              f".urdf (URDF), the suffixes of the installed importers {sorted(known)}, or "
+                              f"pass a morph")
+        cls = M.FileMorph
     return describe_morph(cls(file=path, **morph_options))

@@ -124,6 +124,20 @@ class Entity:
             arr = np.broadcast_to(arr, (len(envs), *per_env_shape))
         return arrays.check_shape(name, arr, (len(envs), *per_env_shape), dtype, storage, shown=value)
 
+    def _warn_once(self, key: str, message: str) -> None:
+        """A PolyphysWarning about this entity, once per ``key`` (a soft default the user may not
+        expect), attributed to the user's line."""
+        warned = self.__dict__.setdefault("_warned", set())
+        if key in warned:
+            return
+        warned.add(key)
+        import warnings
+
+        from .errors import PolyphysWarning
+        from .importing import _user_stacklevel
+
+        warnings.warn(PolyphysWarning(f"entity {self.name!r}: {message} (warned once)"), stacklevel=_user_stacklevel())
+
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r} solver={self.solver.name} morph={type(self.morph).__name__}>"
 
@@ -202,6 +216,14 @@ class Solver(abc.ABC):
     def view(self, protocol: type) -> Any | None:
         """This solver as the given view protocol, or None if it does not expose it."""
         return self if isinstance(self, protocol) else None
+
+    def kernel_modules(self, layout: Layout) -> list | None:
+        """The Warp kernel modules (Python modules) this solver launches in this scene, after its
+        entities were added and before ``build``. Declare here the overloads of generic kernels for
+        ``layout.precision``: the core compiles the modules missing from the kernel cache in
+        parallel, with one notice for the solver (docs/running.md, "First run"). None (the
+        default): not declared — each module compiles at its first launch, one after another."""
+        return None
 
     # -- generic state handling (do not override unless you must) --------------------------------
     @property
@@ -383,6 +405,10 @@ class Coupler(abc.ABC):
     def state_arrays(self) -> dict[str, Any]:
         return {}
 
+    def kernel_modules(self, layout: Layout) -> list | None:
+        """As ``Solver.kernel_modules``: the Warp modules this coupler launches (None: undeclared)."""
+        return None
+
     # generic state handling, as for solvers
     register_initial = Solver.register_initial
     get_state = Solver.get_state
@@ -465,6 +491,10 @@ class Sensor:
     def bind(self) -> None:
         """After the scene gave this sensor its columns (``self.column``): allocate the parameter
         arrays ``evaluate`` launches with (nothing is allocated inside the step)."""
+
+    def kernel_modules(self, layout: Layout) -> list | None:
+        """As ``Solver.kernel_modules``: the Warp modules this sensor launches (None: undeclared)."""
+        return None
 
     def group_key(self) -> Any:
         """Sensors with equal keys are evaluated by one group (``make_group``); default: alone."""

@@ -11,47 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from .description import EntityDescription, JointType
+from .rotations import euler_to_quat, quat_mul, quat_rotate, quat_to_euler  # noqa: F401  (re-exported)
 
 JOINT_CODES = {t.name.lower(): t for t in JointType}     # description type name -> JointType
-
-
-# -- quaternion helpers (NumPy, (w, x, y, z)) ------------------------------------------------------
-def quat_mul(a, b):
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw], axis=-1)
-
-
-def quat_rotate(q, v):
-    q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-    w, u = q[..., :1], q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
-
-
-def quat_to_euler(q):
-    """Unit quaternion -> extrinsic x-y-z angles (radians), R = Rz·Ry·Rx (lossy at pitch ±90°)."""
-    q = np.asarray(q, dtype=float)
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    rx = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
-    ry = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
-    rz = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    return np.stack([rx, ry, rz], axis=-1)
-
-
-def euler_to_quat(e):
-    """Extrinsic x-y-z angles (radians) -> unit quaternion (w, x, y, z)."""
-    e = np.asarray(e, dtype=float)
-    hx, hy, hz = np.moveaxis(e / 2.0, -1, 0)
-    zero = np.zeros_like(hx)
-    qx = np.stack([np.cos(hx), np.sin(hx), zero, zero], -1)
-    qy = np.stack([np.cos(hy), zero, np.sin(hy), zero], -1)
-    qz = np.stack([np.cos(hz), zero, zero, np.sin(hz)], -1)
-    return quat_mul(qz, quat_mul(qy, qx))
 
 
 class JointTree:
@@ -133,8 +95,19 @@ class JointTree:
         self.qpos0 = np.concatenate(qpos0) if qpos0 else np.zeros(0)
 
     # -- device arrays ----------------------------------------------------------------------------
+    @staticmethod
+    def kernel_modules(precision: str) -> list:
+        """The Warp module of the FK kernels, with the overloads of ``precision`` declared (a solver
+        returns it from ``kernel_modules(layout)``)."""
+        from .kernels import fk
+
+        fk.declare_overloads(precision)
+        return [fk]
+
     def to_warp(self, n_envs: int, precision: str, device: str) -> SimpleNamespace:
         import warp as wp
+
+        JointTree.kernel_modules(precision)
 
         s = wp.float64 if precision == "64" else wp.float32
         V, Q = wp.types.vector(3, s), wp.types.quaternion(s)

@@ -9,18 +9,35 @@ from __future__ import annotations
 
 import attrs
 
+from .options import CheckedMeta
+
 
 @attrs.define(kw_only=True)
-class Material:
+class Material(metaclass=CheckedMeta):
     """Base of every material. A scene dispatches an entity to the solver that owns the most-derived
     registered material class in ``type(material).__mro__``."""
 
 
 @attrs.define(kw_only=True)
-class Surface:
+class Surface(metaclass=CheckedMeta):
     """How an entity looks (colour); no physics."""
 
-    color: tuple = (0.6, 0.6, 0.6, 1.0)
+    color: tuple = attrs.field(default=(0.6, 0.6, 0.6, 1.0), converter=attrs.Converter(
+        lambda v, inst, f: _color(v, inst, f), takes_self=True, takes_field=True))
+
+
+def _color(value, instance, field) -> tuple:
+    """RGB or RGBA in [0, 1] -> an RGBA tuple; errors name the field and the value."""
+    import numpy as np
+
+    from .arrays import as_numeric
+    from .errors import OptionError
+
+    where = f"{type(instance).__name__}.{field.name}"
+    arr = as_numeric(where, value, float).reshape(-1)
+    if arr.shape not in ((3,), (4,)) or not np.all(np.isfinite(arr)) or arr.min() < 0 or arr.max() > 1:
+        raise OptionError(f"{where} = {value!r}: expected 3 or 4 numbers (RGB or RGBA) in [0, 1]")
+    return tuple(float(x) for x in arr) + ((1.0,) if arr.shape == (3,) else ())
 
 
 class _Family:

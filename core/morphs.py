@@ -15,6 +15,8 @@ import numpy as np
 
 from .arrays import as_numeric
 from .errors import OptionError
+from .options import CheckedMeta
+from .rotations import euler_deg_to_quat, quat_mul_tuple
 
 
 def _where(instance, field) -> str:
@@ -69,22 +71,9 @@ def _positive(instance, attribute, value):
         raise OptionError(f"{type(instance).__name__}.{attribute.name} = {value!r}: must be > 0")
 
 
-def euler_to_quat(euler_deg) -> tuple[float, float, float, float]:
-    """Extrinsic x-y-z Euler angles in degrees -> quaternion (w, x, y, z): R = Rz·Ry·Rx."""
-    rx, ry, rz = (math.radians(a) / 2.0 for a in euler_deg)
-    qx = (math.cos(rx), math.sin(rx), 0.0, 0.0)
-    qy = (math.cos(ry), 0.0, math.sin(ry), 0.0)
-    qz = (math.cos(rz), 0.0, 0.0, math.sin(rz))
-    return quat_mul(qz, quat_mul(qy, qx))
-
-
-def quat_mul(a, b):
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return (aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw)
+# one definition of each rotation helper: polyphys.rotations (re-exported here for existing callers)
+euler_to_quat = euler_deg_to_quat
+quat_mul = quat_mul_tuple
 
 
 def _normalize_quat(q):
@@ -95,7 +84,7 @@ def _normalize_quat(q):
 
 
 @attrs.define(kw_only=True)
-class Morph:
+class Morph(metaclass=CheckedMeta):
     """Base of every morph: placement of the entity's root in the world.
 
     ``quat`` and ``euler`` are two spellings of one orientation: giving both raises.

@@ -1,16 +1,137 @@
 """Option classes (attrs, validated at construction) and the validators plugins reuse.
 
 Every validator raises OptionError naming the class, the field, the value and what is allowed.
+
+``Options`` (a base class for option classes), ``polyphys.materials.Material`` and
+``polyphys.morphs.Morph`` share one constructor check, ``CheckedMeta``: an unknown keyword is an
+``OptionError`` listing the allowed fields with a "did you mean" suggestion (difflib, or a field's
+``metadata={"synonyms": (...)}``), positional arguments are refused with the field list, and attrs'
+own type checks (``attrs.validators.instance_of``/``in_``) become ``OptionError`` naming the field, the
+value and what is allowed. Scene files (polyphys.run) use the same messages.
 """
 
 from __future__ import annotations
 
+import abc
+import difflib
 import math
 import os
 
 import attrs
 
 from .errors import OptionError
+
+
+def init_fields(cls) -> list[str]:
+    """The keyword arguments an attrs class takes (its init fields, by their aliases)."""
+    return [getattr(a, "alias", None) or a.name.lstrip("_") for a in attrs.fields(cls) if a.init]
+
+
+def suggest(key: str, allowed, synonyms: dict | None = None) -> str | None:
+    """The allowed name closest to ``key`` (a declared synonym first, then difflib), or None."""
+    words = {a.lower(): a for a in allowed}                 # every spelling -> the field it means
+    for name, syn in (synonyms or {}).items():
+        for w in syn:
+            words.setdefault(w.lower(), name)
+    if key.lower() in words:
+        return words[key.lower()]
+    close = difflib.get_close_matches(key.lower(), list(words), n=1, cutoff=0.6)
+    return words[close[0]] if close else None
+
+
+# words users reach for, mapped to the field names polyphys uses (a suggestion is made only when
+# the class has that field); a field may add its own with metadata={"synonyms": (...)}
+COMMON_SYNONYMS = {
+    "rho": ("density",),
+    "radius": ("r", "size", "radii"),
+    "size": ("extents", "dims", "dimensions"),
+    "E": ("youngs_modulus", "young_modulus", "young"),
+    "nu": ("poisson", "poisson_ratio", "poissons_ratio"),
+    "substeps": ("n_substeps", "num_substeps"),
+    "dt": ("timestep", "time_step"),
+    "pos": ("position",),
+    "quat": ("orientation", "rotation"),
+    "file": ("path", "filename"),
+}
+
+
+def _synonyms(cls) -> dict:
+    fields = {getattr(a, "alias", None) or a.name: a for a in attrs.fields(cls) if a.init}
+    out = {name: words for name, words in COMMON_SYNONYMS.items() if name in fields}
+    for name, a in fields.items():
+        if a.metadata.get("synonyms"):
+            out[name] = tuple(a.metadata["synonyms"]) + out.get(name, ())
+    return out
+
+
+def unknown_field_hint(cls, key: str) -> str:
+    """"unknown field 'sise' of Box; did you mean 'size'? allowed fields: [...]"."""
+    allowed = init_fields(cls)
+    hint = suggest(key, allowed, _synonyms(cls))
+    return (f"unknown field {key!r} of {cls.__name__}" + (f"; did you mean {hint!r}?" if hint else ";")
+            + f" allowed fields: {sorted(allowed)}")
+
+
+def unknown_field_message(cls, key: str) -> str:
+    """``Box(sise=...)``: "Box(sise=...): unknown field 'sise' of Box; did you mean 'size'? ..."."""
+    return f"{cls.__name__}({key}=...): {unknown_field_hint(cls, key)}"
+
+
+def _type_name(t) -> str:
+    if isinstance(t, tuple):
+        return " or ".join(_type_name(x) for x in t)
+    if t is bool:
+        return "True or False"
+    if t in (int, float):
+        return "a number" if t is float else "an integer"
+    return getattr(t, "__name__", repr(t))
+
+
+def _attrs_error(cls, exc: Exception) -> OptionError | None:
+    """attrs' instance_of / in_ validator errors (args: message, attribute, expected, value) as an
+    OptionError naming the class, the field, the value and what is allowed."""
+    args = getattr(exc, "args", ())
+    if len(args) != 4 or not isinstance(args[1], attrs.Attribute):
+        return None
+    attribute, expected, value = args[1], args[2], args[3]
+    name = getattr(attribute, "alias", None) or attribute.name
+    if isinstance(exc, TypeError):
+        allowed = f"expected {_type_name(expected)}, got {type(value).__name__}"
+    else:
+        allowed = f"allowed values are {sorted(expected, key=repr) if isinstance(expected, (set, frozenset)) else list(expected)}"
+    return OptionError(f"{cls.__name__}.{name} = {value!r}: {allowed}")
+
+
+class CheckedMeta(abc.ABCMeta):
+    """Metaclass of ``Options``, ``Material`` and ``Morph``: the constructor check of the module
+    docstring, done before attrs' ``__init__`` runs (so every subclass, a third party's included,
+    gets it without writing anything)."""
+
+    def __call__(cls, *args, **kwargs):
+        if attrs.has(cls):
+            allowed = init_fields(cls)
+            if args:
+                raise OptionError(f"{cls.__name__}{tuple(args)!r}: {cls.__name__} takes keyword arguments only; "
+                                  f"allowed fields: {sorted(allowed)}")
+            for key in kwargs:
+                if key not in allowed:
+                    raise OptionError(unknown_field_message(cls, key))
+        try:
+            return super().__call__(*args, **kwargs)
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, OptionError):
+                raise
+            err = _attrs_error(cls, exc)
+            if err is None:
+                raise
+            raise err from None
+
+
+class Options(metaclass=CheckedMeta):
+    """Base of option classes (``@attrs.frozen(kw_only=True) class MyOptions(Options): ...``): unknown
+    keywords and attrs type-check failures become ``OptionError`` with the allowed fields."""
+
+    __slots__ = ()
 
 
 def _where(instance, attribute):
@@ -93,6 +214,32 @@ def _vec3(value, instance=None, field=None):
 vec3 = attrs.Converter(_vec3, takes_self=True, takes_field=True)
 
 
+def _planes(value, instance, field):
+    """((point), (normal)) pairs -> a tuple of (point, unit normal), each 3 floats."""
+    where = _where(instance, field)
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise OptionError(f"{where} = {value!r}: expected a list of (point (x, y, z), normal (x, y, z)) pairs")
+    out = []
+    for k, item in enumerate(value):
+        try:
+            p, n = item
+        except (TypeError, ValueError):
+            raise OptionError(f"{where}[{k}] = {item!r}: expected (point (x, y, z), normal (x, y, z))") from None
+        p, n = _vec3(p, instance, field), _vec3(n, instance, field)
+        ln = math.sqrt(sum(c * c for c in n))
+        if not math.isfinite(ln) or ln < 1e-12:
+            raise OptionError(f"{where}[{k}] normal {n}: must be a non-zero finite vector")
+        out.append((p, tuple(c / ln for c in n)))
+    return tuple(out)
+
+
+# converter of static planes ((point, normal), ...) to (point3, unit normal3) tuples; errors name the
+# class, the field, the item and the value (MPM, PBD and FEM options share it)
+planes = attrs.Converter(_planes, takes_self=True, takes_field=True)
+
+
 def precision_str(value):
     """Precision is the string "32" or "64" everywhere; 32/64 ints are accepted and converted."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -108,7 +255,7 @@ def _default_threads():
 
 
 @attrs.frozen(kw_only=True)
-class SimOptions:
+class SimOptions(Options):
     """Scene-wide simulation options.
 
     dt: step length (s); substeps: N substeps of h = dt/N each; gravity (m/s², Z-up);
@@ -152,5 +299,5 @@ class SimOptions:
 
 
 @attrs.frozen(kw_only=True)
-class NoOptions:
+class NoOptions(Options):
     """Options of a plugin that has none."""

@@ -193,6 +193,16 @@ class Registry:
             raise PluginLoadError(
                 f"{kind} {spec.name!r} from {provider.distribution} declares api_version "
                 f"{spec.api_version}; this polyphys supports {hookspecs.API_VERSION}")
+        if kind == "coupler":
+            from .views import VIEW_PROTOCOLS
+
+            couples = spec.couples
+            if not isinstance(couples, (tuple, list)) or len(couples) != 2 or \
+                    not all(isinstance(v, str) and v in VIEW_PROTOCOLS for v in couples):
+                raise PluginLoadError(
+                    f"coupler {spec.name!r} from {provider.distribution} (entry point {provider.entry_point!r}): "
+                    f"couples = {couples!r}; expected two view protocol names of polyphys.views, allowed: "
+                    f"{sorted(VIEW_PROTOCOLS)}")
 
     # -- queries -------------------------------------------------------------------------------
     def all(self, kind: str, plugins: frozenset[str] | None = None) -> list[Registered]:
@@ -261,6 +271,8 @@ class Registry:
                     "version": rec.provider.version,
                     "entry_point": rec.provider.entry_point,
                     "capabilities": rec.spec.capabilities.to_dict(),
+                    "notes": rec.spec.capabilities.notes,
+                    "description": getattr(rec.spec, "description", ""),
                 })
         return rows
 

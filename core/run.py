@@ -142,12 +142,13 @@ class _Parser:
 
     def construct(self, key: str, cls, kwargs: dict):
         """``cls(**kwargs)`` with errors turned into one line naming ``key``."""
-        fields = {f.name for f in attrs.fields(cls)} if attrs.has(cls) else None
-        if fields is not None:
+        if attrs.has(cls):
+            from .options import init_fields, unknown_field_hint
+
+            fields = init_fields(cls)
             for k, v in kwargs.items():
-                if k not in fields or k.startswith("_"):
-                    raise self.err(f"{key}.{k}", v, f"unknown field of {cls.__name__}; allowed: "
-                                                    f"{sorted(f for f in fields if not f.startswith('_'))}")
+                if k not in fields:
+                    raise self.err(f"{key}.{k}", v, unknown_field_hint(cls, k))
         try:
             return cls(**_tuplify(kwargs))
         except PolyphysError as exc:

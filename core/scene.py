@@ -80,6 +80,7 @@ class Scene:
         self.layout: Layout | None = None
         self.simulator = None
         self.sensor_hub = None
+        self.kernel_loads: list = []         # polyphys.startup.ModuleLoad records of build()
         self._step_count: np.ndarray | None = None
         self.nan_envs: list[tuple[int, int]] = []      # (step, env) of every NaN reset
         self.timings = {"build_s": 0.0, "step_s": 0.0, "steps": 0}
@@ -91,6 +92,9 @@ class Scene:
         if name in self._solvers:
             return self._solvers[name]
         rec = registry().get("solver", name, self._plugins)
+        from .startup import init_warp
+
+        init_warp()         # before any plugin code can touch Warp: quiet start-up (polyphys.startup)
         cls = rec.load()
         opt_type = load_target(rec.spec.options) if rec.spec.options else getattr(cls, "options_type", None)
         opts = self._solver_options.get(name)
@@ -176,16 +180,24 @@ class Scene:
         if name in taken:
             where = f"entity {entity.name!r}" if entity is not None else "the scene"
             raise OptionError(f"add_sensor({kind!r}, name={name!r}): {where} has a sensor of that name")
+        from .startup import init_warp
+
+        init_warp()
         cls = rec.load()
         try:
             sensor = cls(self, rec.spec, entity, name=name, **kwargs)
         except TypeError as exc:
             import inspect
 
+            from .options import suggest
+
             allowed = sorted({p for k in type.mro(cls) if "__init__" in k.__dict__
                               for p in inspect.signature(k.__init__).parameters
                               if p not in ("self", "scene", "spec", "entity", "kwargs")})
-            raise OptionError(f"add_sensor({kind!r}): {exc}; allowed arguments: {allowed}") from None
+            unknown = [k for k in kwargs if k not in allowed]
+            hints = [f"{k!r}: did you mean {h!r}?" for k in unknown if (h := suggest(k, allowed)) is not None]
+            raise OptionError(f"add_sensor({kind!r}): {exc}" + (f"; {' '.join(hints)}" if hints else "")
+                              + f"; allowed arguments: {allowed}") from None
         self.sensors.append(sensor)
         if entity is not None:
             entity.sensors[name] = sensor
@@ -255,9 +267,9 @@ class Scene:
             self._require("batch", f"n_envs={n_envs} needs a batched solver (use n_envs=0)")
         self._require("precisions", "set SimOptions(precision=...) to a supported one", sim.precision)
         self._require("devices", f"SimOptions(device={sim.device!r})", sim.device_kind)
-        import warp as wp
+        from .startup import init_warp
 
-        wp.init()
+        wp = init_warp()
         if sim.device_kind == "cuda" and not wp.is_cuda_available():
             raise OptionError(f"SimOptions(device={sim.device!r}): no CUDA device is available here; "
                               f"use device='cpu'")
@@ -268,10 +280,13 @@ class Scene:
                              partitions=split_envs(n, sim.threads_for(n)))
         self.batched, self.n_envs = n_envs > 0, n_envs
         with wp.ScopedDevice(sim.device):
+            # couplers are chosen (not built) before the solvers are built, so that every kernel
+            # module the scene launches compiles in one parallel batch first
+            self.couplers = self._make_couplers()
+            self.kernel_loads = self._load_kernels()
             for s in self.solvers:
                 s.layout = self.layout
                 s.build(self.layout)
-            self.couplers = self._make_couplers()
             self._require("precisions", "set SimOptions(precision=...) to one every coupler supports",
                           sim.precision)
             self._require("devices", f"SimOptions(device={sim.device!r})", sim.device_kind)
@@ -299,6 +314,31 @@ class Scene:
         if untested:
             warnings.warn(f"device {kind!r}: the kernels of {untested} compile for it but their tests have "
                           f"never run there (Capabilities.tested_devices)", PolyphysWarning, stacklevel=3)
+
+    def _load_kernels(self) -> list:
+        """Compile (in parallel) and load the Warp modules the solvers, couplers and sensors declare
+        for this layout, with one notice per plugin that compiles (polyphys.startup)."""
+        from .kernels import envs
+        from .startup import load_kernel_modules, package_of
+
+        layout = self.layout
+        groups = []
+        for label, part in ([(s.name, s) for s in self.solvers] + [(f"{c.name} coupler", c) for c in self.couplers]
+                            + [(f"{x.kind} sensor", x) for x in self.sensors]):
+            mods = part.kernel_modules(layout)
+            groups.append((label, None if mods is None else list(mods), package_of(part)))
+        core = [envs]
+        if self.sensors:
+            from .kernels import sensors as sensor_kernels
+
+            core.append(sensor_kernels)
+        # the core's own modules are counted with the first solver: one notice per plugin
+        first = next((i for i, g in enumerate(groups) if g[1] is not None), None)
+        if first is None:
+            groups.append((groups[0][0] if groups else "polyphys", core))
+        else:
+            groups[first] = (groups[first][0], groups[first][1] + core, groups[first][2])
+        return load_kernel_modules(groups, layout.device)
 
     def _check_dt(self) -> None:
         h = self.sim_options.h

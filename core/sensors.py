@@ -363,8 +363,11 @@ class SensorHub:
 
     # -- state -----------------------------------------------------------------------------------
     def state_arrays(self) -> dict:
-        return {"drift": self.drift, "buffer": self.buffer, "head": self.head, "count": self.count,
-                "tick": self.tick}
+        """Everything a restored scene needs to read and continue exactly as the saved one: the last
+        readings (truth and measured: what ``read()`` returns until the next step), delay buffers,
+        drift, reading counts and the noise clock."""
+        return {"truth": self.truth, "measured": self.measured, "drift": self.drift, "buffer": self.buffer,
+                "head": self.head, "count": self.count, "tick": self.tick}
 
     def param_arrays(self) -> dict:
         return {"noise": self.noise, "bias": self.bias, "delay": self.delay}

@@ -6,6 +6,8 @@ one row per env, so one compiled kernel serves every solver's state.
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 
 @wp.kernel
 def copy_env_rows(

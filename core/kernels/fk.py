@@ -1,6 +1,7 @@
 """Forward kinematics and q integration of a joint tree (shared by the kinematic and rigid solvers).
 
-Generic over precision: each kernel has float32 and float64 overloads. Joint semantics follow
+Generic over precision: ``declare_overloads(precision)`` adds the float32 or float64 overloads a scene
+uses before the module loads, so a float32 scene compiles float32 code only. Joint semantics follow
 MuJoCo: joints of a link apply in order; a revolute joint rotates by (q - ref) about its axis
 through its anchor, a prismatic one translates by (q - ref) along its axis, a spherical one rotates by
 its unit quaternion about its anchor, a free one sets the link pose from q directly. Velocities:
@@ -13,6 +14,8 @@ from typing import Any
 import warp as wp
 
 from ..description import JointType
+
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
 
 @wp.func
@@ -149,19 +152,23 @@ def integrate_qpos(
         qpos[env, qq + 3] = q[2]
 
 
-def _overloads():
-    for s in (wp.float32, wp.float64):
-        V = wp.types.vector(3, s)
-        Q = wp.types.quaternion(s)
-        wp.overload(forward_kinematics, {
-            "link_pos0": wp.array(dtype=V), "link_quat0": wp.array(dtype=Q),
-            "joint_pos": wp.array(dtype=V), "joint_axis": wp.array(dtype=V),
-            "joint_ref": wp.array(dtype=s),
-            "root_pos": wp.array2d(dtype=V), "root_quat": wp.array2d(dtype=Q),
-            "qpos_in": wp.array2d(dtype=s), "qvel_in": wp.array2d(dtype=s),
-            "link_pos_out": wp.array2d(dtype=V), "link_quat_out": wp.array2d(dtype=Q),
-            "link_vel_out": wp.array2d(dtype=V), "link_ang_out": wp.array2d(dtype=V)})
-        wp.overload(integrate_qpos, {"h": s, "qvel_in": wp.array2d(dtype=s), "qpos": wp.array2d(dtype=s)})
+_declared: set = set()
 
 
-_overloads()
+def declare_overloads(precision: str) -> None:
+    """Add the overloads of ``precision`` ("32" or "64") to this module (once)."""
+    if precision in _declared:
+        return
+    s = wp.float64 if precision == "64" else wp.float32
+    V = wp.types.vector(3, s)
+    Q = wp.types.quaternion(s)
+    wp.overload(forward_kinematics, {
+        "link_pos0": wp.array(dtype=V), "link_quat0": wp.array(dtype=Q),
+        "joint_pos": wp.array(dtype=V), "joint_axis": wp.array(dtype=V),
+        "joint_ref": wp.array(dtype=s),
+        "root_pos": wp.array2d(dtype=V), "root_quat": wp.array2d(dtype=Q),
+        "qpos_in": wp.array2d(dtype=s), "qvel_in": wp.array2d(dtype=s),
+        "link_pos_out": wp.array2d(dtype=V), "link_quat_out": wp.array2d(dtype=Q),
+        "link_vel_out": wp.array2d(dtype=V), "link_ang_out": wp.array2d(dtype=V)})
+    wp.overload(integrate_qpos, {"h": s, "qvel_in": wp.array2d(dtype=s), "qpos": wp.array2d(dtype=s)})
+    _declared.add(precision)

@@ -10,6 +10,8 @@ import warp as wp
 
 from ..description import GeomType  # MESH: no analytic SDF, a grid (sdf_grid_query); HFIELD: sdf_hfield
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 
 @wp.func
 def sdf_sphere(p: wp.vec3, r: float):

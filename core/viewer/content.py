@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from .. import rotations as _rot
 from ..errors import OptionError, PolyphysError
 
 # Colours of entities without a Surface colour, chosen by material class (one material, one colour).
@@ -436,21 +437,13 @@ def check_fields(content: Content, fields, recorded: bool) -> list:
 
 # -- geometry helpers shared by the viewer and the USD export ---------------------------------------
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product of (..., 4) wxyz quaternions."""
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw], axis=-1)
+    """Hamilton product of (..., 4) wxyz quaternions, in the inputs' precision (polyphys.rotations)."""
+    return _rot.quat_mul(a, b, dtype=None)
 
 
 def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate (..., 3) vectors by (..., 4) wxyz unit quaternions."""
-    w = q[..., :1]
-    u = q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
+    """Rotate (..., 3) vectors by (..., 4) wxyz unit quaternions, in the inputs' precision."""
+    return _rot.quat_rotate(q, v, dtype=None)
 
 
 def geom_world_poses(link_pos: np.ndarray, link_quat: np.ndarray, geoms: list) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""LegacyCoupler: the SDF velocity response of docs/semantics.md C1 between RigidView and ParticleView solvers.
+"""LegacyCoupler: the SDF velocity response of docs/semantics.md §C1 between RigidView and ParticleView solvers.
 
 In ``couple(f, part)`` — after every solver's pre-coupling stage, before post-coupling — each velocity
 carrier (particles, or MPM grid nodes between grid update and G2P) near or inside a rigid geom gets
@@ -29,6 +29,12 @@ from .options import LegacyOptions
 
 class LegacyCoupler(Coupler):
     options_type = LegacyOptions
+
+    def kernel_modules(self, layout):
+        """The coupling kernels (mesh geoms' grid SDFs are built by polyphys.sdf_grid at build)."""
+        from .kernels import couple
+
+        return [couple]
 
     def build(self, layout):
         self.layout = layout

@@ -1,11 +1,11 @@
 """Options of the Legacy coupler."""
 
 import attrs
-from polyphys.options import in_range, positive, positive_int
+from polyphys.options import Options, in_range, positive, positive_int
 
 
 @attrs.frozen(kw_only=True)
-class LegacyOptions:
+class LegacyOptions(Options):
     """influence_cutoff: a carrier outside a geom is coupled only while its SDF influence weight
     exp(-d/coup_softness) exceeds this (Genesis uses 0.1); inside (d <= 0) the weight is 1.
 

@@ -26,6 +26,9 @@ from polyphys.description import (
     Link,
     MeshData,
     Site,
+    apply_fixed,
+    apply_geometry_options,
+    apply_scale,
     check_inertial,
     combine_inertials,
     compose,
@@ -1547,124 +1550,3 @@ def world_poses(desc):
 
 # -- post-passes shared in spirit with the URDF importer (kept here: plugins do not import each
 #    other) ---------------------------------------------------------------------------------------
-def apply_fixed(desc, fixed, roots):
-    """fixed=True removes the free joints of the root links; False gives jointless roots one
-    (first in q order). Joint references (actuators, equalities, tendons) and keyframes follow."""
-    if fixed is None:
-        return
-    desc.finalize()
-    old = {id(j): (j.q_start, j.dof_start) for j in desc.joints}
-    if fixed:
-        drop = {ji for r in roots for ji in desc.links[r].joints if desc.joints[ji].type == "free"}
-        if not drop:
-            return
-        order = [ji for lk in desc.links for ji in lk.joints if ji not in drop]
-    else:
-        added = False
-        for r in roots:
-            if not desc.links[r].joints:
-                desc.joints.append(Joint(name=f"{desc.links[r].name}_root", type="free", link=r))
-                desc.links[r].joints.insert(0, len(desc.joints) - 1)
-                added = True
-        if not added:
-            return
-        order = [ji for lk in desc.links for ji in lk.joints]
-    remap = {o: n for n, o in enumerate(order)}
-    desc.joints = [desc.joints[i] for i in order]
-    for lk in desc.links:
-        lk.joints = [remap[j] for j in lk.joints if j in remap]
-    for a in desc.actuators:
-        if a.trntype == "joint":
-            a.joint = remap.get(a.joint, -1)
-    desc.equalities = [e for e in desc.equalities if e.type != "joint"
-                       or (e.obj1 in remap and (e.obj2 == -1 or e.obj2 in remap))]
-    for e in desc.equalities:
-        if e.type == "joint":
-            e.obj1, e.obj2 = remap[e.obj1], (remap[e.obj2] if e.obj2 >= 0 else -1)
-    for t in desc.tendons:
-        if "joints" in t:
-            t["joints"] = [(remap[j], c) for j, c in t["joints"] if j in remap]
-    desc.finalize()
-    for kf in desc.keyframes:
-        q, v = desc.qpos0(), np.zeros(desc.n_dofs)
-        for j in desc.joints:
-            if id(j) in old:
-                oq, od = old[id(j)]
-                if kf.qpos is not None:
-                    q[j.q_start:j.q_start + j.n_qs] = kf.qpos[oq:oq + j.n_qs]
-                if kf.qvel is not None:
-                    v[j.dof_start:j.dof_start + j.n_dofs] = kf.qvel[od:od + j.n_dofs]
-        kf.qpos = q if kf.qpos is not None else None
-        kf.qvel = v if kf.qvel is not None else None
-
-
-def apply_scale(desc, s):
-    """Constant-density scaling: lengths × s, masses × s³, inertias × s⁵."""
-    if s == 1.0:
-        return
-    for lk in desc.links:
-        lk.pos = tuple(np.asarray(lk.pos) * s)
-        lk.inertial = Inertial(mass=lk.inertial.mass * s ** 3, com=np.asarray(lk.inertial.com) * s,
-                               inertia=lk.inertial.inertia * s ** 5)
-    for j in desc.joints:
-        j.pos = tuple(np.asarray(j.pos) * s)
-        if j.type == "prismatic":
-            j.range = tuple(v * s for v in j.range)
-            j.ref *= s
-            j.springref *= s
-    for g in desc.geoms:
-        g.pos = tuple(np.asarray(g.pos) * s)
-        g.size = tuple(v * s for v in g.size)
-        # lengths too: contact margin/gap and the torsional/rolling friction coefficients (m)
-        g.margin, g.gap = g.margin * s, g.gap * s
-        g.friction = (g.friction[0], g.friction[1] * s, g.friction[2] * s)
-        if g.hfield is not None:
-            g.hfield = dict(g.hfield, size=tuple(v * s for v in g.hfield["size"]))
-        if g.mesh is not None:
-            g.mesh = MeshData(vertices=g.mesh.vertices * s, faces=g.mesh.faces, name=g.mesh.name,
-                              file=g.mesh.file)
-    for st in desc.sites:
-        st.pos = tuple(np.asarray(st.pos) * s)
-        st.size = tuple(v * s for v in st.size)
-    for p in desc.contact_pairs:
-        for key in ("margin", "gap"):
-            if key in p:
-                p[key] *= s
-        if "friction" in p:
-            f = p["friction"]
-            p["friction"] = (f[0], f[1], f[2] * s, f[3] * s, f[4] * s)
-    for e in desc.equalities:
-        e.anchor = tuple(np.asarray(e.anchor) * s)
-        e.relpose = tuple(np.asarray(e.relpose[:3]) * s) + tuple(e.relpose[3:])
-    for name, (li, pos, quat) in list(desc.frames.items()):
-        desc.frames[name] = (li, tuple(np.asarray(pos) * s), quat)
-    for kf in desc.keyframes:
-        if kf.qpos is not None:
-            for j in desc.joints:
-                if j.type == "prismatic":
-                    kf.qpos[j.q_start] *= s
-                elif j.type == "free":
-                    kf.qpos[j.q_start:j.q_start + 3] *= s
-
-
-def apply_geometry_options(desc, morph):
-    """visual=False drops visual-only geoms; convexify replaces collision meshes by their hull.
-    (The morph's ``collision`` flag is the solver's business: geoms keep their roles.)"""
-    if morph.convexify:
-        import trimesh
-
-        for g in desc.geoms:
-            if g.mesh is not None and g.role != "visual":
-                hull = trimesh.Trimesh(g.mesh.vertices, g.mesh.faces, process=False).convex_hull
-                g.mesh = MeshData(vertices=np.asarray(hull.vertices), faces=np.asarray(hull.faces),
-                                  name=g.mesh.name + "_hull", file=g.mesh.file)
-    if not morph.visual:
-        keep = [i for i, g in enumerate(desc.geoms) if g.role != "visual"]
-        remap = {old: new for new, old in enumerate(keep)}
-        desc.geoms = [desc.geoms[i] for i in keep]
-        for lk in desc.links:
-            lk.geoms = [remap[i] for i in lk.geoms if i in remap]
-        desc.contact_pairs = [p for p in desc.contact_pairs
-                              if p["geom1"] in remap and p["geom2"] in remap]
-        for p in desc.contact_pairs:
-            p["geom1"], p["geom2"] = remap[p["geom1"]], remap[p["geom2"]]

@@ -30,9 +30,12 @@ from polyphys.description import (
     Joint,
     Link,
     MeshData,
+    apply_fixed,
+    apply_scale,
     check_inertial,
     combine_inertials,
     compose,
+    drop_visual_geoms,
     inertial_in_frame,
     quat_mul,
 )
@@ -209,14 +212,11 @@ class URDFImporter:
         self._mimics(joints)
         if morph.merge_fixed_links:
             self._merge_fixed()
-        self._fixed(morph.fixed)
-        self._scale(morph.scale)
+        # the morph's fixed/scale/visual, as every importer applies them (polyphys.description)
+        apply_fixed(desc, morph.fixed, roots=[i for i, lk in enumerate(desc.links) if lk.parent == -1])
+        apply_scale(desc, morph.scale)
         if not morph.visual:
-            keep = [i for i, g in enumerate(desc.geoms) if g.role != "visual"]
-            remap = {old: new for new, old in enumerate(keep)}
-            desc.geoms = [desc.geoms[i] for i in keep]
-            for lk in desc.links:
-                lk.geoms = [remap[i] for i in lk.geoms if i in remap]
+            drop_visual_geoms(desc)
         desc.finalize()
         self._mass_notes()
         for text, names in self.joint_notes.items():
@@ -513,51 +513,4 @@ class URDFImporter:
                 e.obj1, e.obj2 = jmap[e.obj1], jmap[e.obj2]
         self.notes.append(f"merged {len(merged_into)} fixed link(s) into their parents: "
                           f"{sorted(desc.frames)} (frames kept in desc.frames)")
-
-    def _fixed(self, fixed):
-        """URDF roots are fixed to the world unless a floating joint says otherwise; fixed=False
-        adds a free joint to a jointless root, fixed=True removes a root free joint."""
-        desc = self.desc
-        roots = [i for i, lk in enumerate(desc.links) if lk.parent == -1]
-        if fixed is False:
-            for r in roots:
-                if not desc.links[r].joints:
-                    desc.joints.append(Joint(name=f"{desc.links[r].name}_root", type="free",
-                                             link=r))
-                    desc.links[r].joints.insert(0, len(desc.joints) - 1)
-            order = [ji for lk in desc.links for ji in lk.joints]
-            jmap = {old: new for new, old in enumerate(order)}
-            desc.joints = [desc.joints[i] for i in order]
-            for lk in desc.links:
-                lk.joints = [jmap[j] for j in lk.joints]
-            for e in desc.equalities:
-                if e.type == "joint":
-                    e.obj1, e.obj2 = jmap[e.obj1], jmap[e.obj2]
-        elif fixed is True:
-            for r in roots:
-                for ji in list(desc.links[r].joints):
-                    if desc.joints[ji].type == "free":
-                        desc.joints[ji].type = "fixed"
-
-    def _scale(self, s):
-        if s == 1.0:
-            return
-        desc = self.desc
-        for lk in desc.links:
-            lk.pos = tuple(np.asarray(lk.pos) * s)
-            lk.inertial = Inertial(mass=lk.inertial.mass * s ** 3,
-                                   com=np.asarray(lk.inertial.com) * s,
-                                   inertia=lk.inertial.inertia * s ** 5)
-        for j in desc.joints:
-            j.pos = tuple(np.asarray(j.pos) * s)
-            if j.type == "prismatic":
-                j.range = tuple(v * s for v in j.range)
-        for g in desc.geoms:
-            g.pos = tuple(np.asarray(g.pos) * s)
-            g.size = tuple(v * s for v in g.size)
-            if g.mesh is not None:
-                g.mesh = MeshData(vertices=g.mesh.vertices * s, faces=g.mesh.faces,
-                                  name=g.mesh.name, file=g.mesh.file)
-        for name, (li, pos, quat) in list(desc.frames.items()):
-            desc.frames[name] = (li, tuple(np.asarray(pos) * s), quat)
 

@@ -23,7 +23,7 @@ def polyphys_solvers():
     return [SolverSpec(name="fem", target="polyphys.plugins.fem.solver:FEMSolver",
                        options="polyphys.plugins.fem.options:FEMOptions",
                        capabilities=CAPABILITIES, order=60,
-                       contract=ContractScene(factory="polyphys.plugins.fem.contract:scene"),
+                       contract=ContractScene(factory="polyphys.plugins.fem.contract:scene", steps=10),
                        description="tetrahedral FEM elasticity (explicit or implicit)")]
 
 

@@ -1,4 +1,4 @@
-"""FEMEntity: getters and setters of one deformable body (docs/semantics.md S4, S8).
+"""FEMEntity: getters and setters of one deformable body (docs/semantics.md §S4, §S8).
 
 Vertex arrays are (n_envs, n_vertices, 3), element arrays (n_envs, n_elements); no batch axis for a
 scene built with n_envs=0. Getters copy, setters write in place (outside the step).

@@ -25,6 +25,7 @@ import os
 import numpy as np
 from polyphys import morphs as M
 from polyphys.errors import OptionError
+from polyphys.sampling import inside_mesh
 
 TET_FILE_SUFFIXES = (".msh", ".vtk", ".vtu", ".mesh", ".xdmf", ".med", ".inp")
 
@@ -134,21 +135,6 @@ def _square_param(u, v, ring):
     return s * np.pi / 4.0
 
 
-def _winding_number(points: np.ndarray, v: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """Generalized winding number of a closed triangle mesh at points (Jacobson et al. 2013)."""
-    out = np.zeros(len(points))
-    tri = v[f]
-    for s in range(0, len(points), 2048):
-        p = points[s:s + 2048, None, None, :]
-        a, b, c = (tri[None, :, k, :] - p[:, :, 0, :] for k in range(3))
-        la, lb, lc = (np.linalg.norm(x, axis=-1) for x in (a, b, c))
-        det = np.einsum("...i,...i", a, np.cross(b, c))
-        den = la * lb * lc + np.einsum("...i,...i", a, b) * lc + np.einsum("...i,...i", b, c) * la \
-            + np.einsum("...i,...i", c, a) * lb
-        out[s:s + 2048] = np.arctan2(det, den).sum(axis=1) / (2 * np.pi)
-    return out
-
-
 def check_closed(faces: np.ndarray, what: str) -> None:
     edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
     _, counts = np.unique(edges, axis=0, return_counts=True)
@@ -166,7 +152,7 @@ def voxel_mesh(v: np.ndarray, f: np.ndarray, resolution=None, what="Mesh"):
     cell = (hi - lo) / np.asarray(n)
     cx, cy, cz = np.meshgrid(*(np.arange(k) + 0.5 for k in n), indexing="ij")
     centres = lo + np.stack([cx.ravel(), cy.ravel(), cz.ravel()], axis=1) * cell
-    inside = np.abs(_winding_number(centres, v, f)) > 0.5
+    inside = inside_mesh(centres, v, f)
     if not inside.any():
         raise OptionError(f"{what}: no grid cell centre lies inside the surface at resolution {n}; "
                           f"raise resolution")

@@ -5,25 +5,13 @@ from __future__ import annotations
 import attrs
 import numpy as np
 from polyphys.errors import OptionError
-from polyphys.options import in_range, non_negative, one_of, positive, positive_int
+from polyphys.options import Options, in_range, non_negative, one_of, planes, positive, positive_int
 
 
-def _planes(value):
-    """((point xyz), (normal xyz)) pairs -> tuple of (point, unit normal) float tuples."""
-    out = []
-    for k, item in enumerate(value or ()):
-        try:
-            p, n = item
-            p = np.asarray(p, dtype=float).reshape(3)
-            n = np.asarray(n, dtype=float).reshape(3)
-        except (TypeError, ValueError):
-            raise OptionError(f"FEMOptions.planes[{k}] = {item!r}: expected (point (3,), normal (3,))") from None
-        ln = float(np.linalg.norm(n))
-        if not (np.all(np.isfinite(p)) and np.isfinite(ln)) or ln < 1e-12:
-            raise OptionError(f"FEMOptions.planes[{k}] = {item!r}: point must be finite and the normal "
-                              f"a non-zero finite vector")
-        out.append((tuple(float(x) for x in p), tuple(float(x) / ln for x in n)))
-    return tuple(out)
+def _positive_number(instance, attribute, value):
+    if value is None:
+        raise OptionError(f"FEMOptions.{attribute.name} = None: must be a finite number > 0")
+    positive(instance, attribute, value)
 
 
 def _opt_box(value):
@@ -40,7 +28,7 @@ def _opt_box(value):
 
 
 @attrs.frozen(kw_only=True)
-class FEMOptions:
+class FEMOptions(Options):
     """Numerics and boundary conditions of the FEM solver.
 
     integrator: "explicit" (symplectic Euler, stable below the CFL step ~ edge / wave speed) or
@@ -55,6 +43,10 @@ class FEMOptions:
     planes: static planes ((point), (normal)) the vertices cannot cross; the normal points to the free
         side. floor_height: shorthand for a plane z = floor_height. domain: an axis-aligned box
         ((lo), (hi)) the vertices stay in. friction: Coulomb coefficient of every plane and wall.
+    stick_velocity: ε_v (m/s) of the implicit integrator's smoothed Coulomb friction (IPC, Li et al.
+        2020): below this tangential speed a contact's friction is a stiff viscous ramp rather than
+        the full μλ, so a block "stuck" under a tangential load creeps at most at ε_v. Smaller: truer
+        sticking, stiffer Newton systems. (The explicit integrator does not use it.)
     """
 
     integrator: str = attrs.field(default="explicit", validator=one_of("explicit", "implicit"))
@@ -63,11 +55,12 @@ class FEMOptions:
     line_search_iters: int = attrs.field(default=6, validator=positive_int)
     newton_tol: float = attrs.field(default=1e-5, validator=positive)
     cg_tol: float = attrs.field(default=1e-4, validator=in_range(0.0, 1.0, lo_open=True, hi_open=True))
-    planes: tuple = attrs.field(default=(), converter=_planes)
+    planes: tuple = attrs.field(default=(), converter=planes)
     floor_height: float | None = attrs.field(default=None, validator=attrs.validators.optional(
         attrs.validators.instance_of((int, float))))
     domain: tuple | None = attrs.field(default=None, converter=_opt_box)
     friction: float = attrs.field(default=0.5, validator=non_negative)
+    stick_velocity: float = attrs.field(default=1e-3, validator=_positive_number)
     project_hessian: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     dt: float | None = attrs.field(default=None, validator=positive)
 

@@ -14,6 +14,7 @@ import numpy as np
 from polyphys import morphs as M
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.interfaces import Solver
+from polyphys.rotations import quat_to_mat
 from polyphys.views import ParticleCarriers, SurfaceMesh
 
 from . import mesh as fem_mesh
@@ -38,13 +39,17 @@ class ScalarLayout:
 class FEMSolver(Solver):
     """Tetrahedral FEM. Explicit: v += h (f/m + g), x += h v (symplectic Euler), stable for h below
     ~ the smallest edge over the P-wave speed. Implicit: backward Euler as the minimisation of the
-    incremental potential (Newton + Jacobi-PCG + backtracking line search; fixed iteration counts,
-    device-side masking per env). Static planes / the domain box act after the position update.
+    incremental potential (Newton + block-Jacobi-PCG + backtracking line search; fixed iteration
+    counts, device-side masking per env). Static planes / the domain box: explicit, after the
+    position update (Coulomb at the velocity level); implicit, inside the solve (filtered contact
+    directions and a lagged, smoothed Coulomb friction potential, as in Incremental Potential
+    Contact).
 
     References: Smith, de Goes, Kim, "Stable Neo-Hookean Flesh Simulation", ACM TOG 2018;
-    Sifakis & Barbič, "FEM simulation of 3D deformable solids", SIGGRAPH course 2012.
+    Sifakis & Barbič, "FEM simulation of 3D deformable solids", SIGGRAPH course 2012;
+    Li et al., "Incremental Potential Contact", ACM TOG 2020 (friction).
     Limitations: linear tets lock in bending and near incompressibility; no self-collision; no
-    contact between FEM bodies; float32 only.
+    contact between FEM bodies. float32 or float64.
     """
 
     options_type = FEMOptions
@@ -76,7 +81,7 @@ class FEMSolver(Solver):
             remap = -np.ones(len(v_local), dtype=np.int64)
             remap[used] = np.arange(len(used))
             v_local, tets = v_local[used], remap[tets]
-        R = _quat_to_mat(morph.orientation)
+        R = quat_to_mat(morph.orientation)
         verts = v_local @ R.T + np.asarray(morph.pos)
         vol = fem_mesh.validate_tets(verts, tets, f"entity {label!r} ({type(morph).__name__})")
         mask = np.zeros(len(verts), dtype=bool)
@@ -88,6 +93,13 @@ class FEMSolver(Solver):
                            fem_mesh.boundary_triangles(tets), mask)
         self.entities.append(entity)
         return entity
+
+    def kernel_modules(self, layout):
+        """The kernel modules of the scene's precision; the implicit integrator's only when it is used."""
+        from . import kernels
+
+        elastic, implicit = kernels.load(layout.precision)
+        return [elastic] + ([implicit] if self.options.integrator == "implicit" else [])
 
     # -- build -----------------------------------------------------------------------------------
     def build(self, layout):
@@ -165,13 +177,14 @@ class FEMSolver(Solver):
         # work arrays
         self.force = wp.zeros((n, nv), dtype=vec3, device=dev)
         self.pos_n = wp.zeros((n, nv), dtype=vec3, device=dev)
-        # implicit contacts of the current substep (all zero for the explicit integrator)
-        self.contact_n = wp.zeros((n, nv), dtype=vec3, device=dev)
-        self.contact_dv = wp.zeros((n, nv), dtype=S, device=dev)
         if opts.integrator == "implicit":
             self.sl = ScalarLayout(opts.newton_iters, opts.cg_iters, opts.line_search_iters)
+            # contacts of the current substep: plane normal, normal force λ of the Newton iterate and
+            # the friction potential's Hessian block (rebuilt every substep: not state)
             self.work = {k: wp.zeros((n, nv), dtype=vec3, device=dev)
-                         for k in ("step_hat", "disp", "grad", "d", "r", "z", "p", "ap")}
+                         for k in ("step_hat", "disp", "grad", "d", "r", "z", "p", "ap", "contact_n")}
+            self.work["contact_lam"] = wp.zeros((n, nv), dtype=S, device=dev)
+            self.work["fric_h"] = wp.zeros((n, nv), dtype=mat33, device=dev)
             # per-element Hessian data of the current Newton iterate (see gradient_elements)
             self.hess = [wp.zeros((n, ne), dtype=mat33, device=dev) for _ in range(4)]
             self.rot_n = wp.zeros((n, ne), dtype=mat33, device=dev)
@@ -182,8 +195,7 @@ class FEMSolver(Solver):
             s = part.slice
             p = SimpleNamespace(n=part.n_envs, pos=self.pos[s], vel=self.vel[s], active=self.active[s],
                                 fixed=self.fixed[s], force=self.force[s], pos_n=self.pos_n[s],
-                                mass=self.mass_env[s], carrier_active=self.carrier_active[s],
-                                contact_n=self.contact_n[s], contact_dv=self.contact_dv[s])
+                                mass=self.mass_env[s], carrier_active=self.carrier_active[s])
             if opts.integrator == "implicit":
                 for k, a in self.work.items():
                     setattr(p, k, a[s])
@@ -236,7 +248,7 @@ class FEMSolver(Solver):
         base = p.pos_n if self.options.integrator == "implicit" else p.pos
         wp.launch(K.integrate_positions, dim=(p.n, self.n_vertices),
                   inputs=[self.layout.h, p.fixed, m.plane_point, m.plane_normal, float(self.options.friction),
-                          base, p.contact_n, p.contact_dv], outputs=[p.pos, p.vel])
+                          base], outputs=[p.pos, p.vel])
 
     def _implicit_solve(self, p, g, h):
         import warp as wp
@@ -247,11 +259,12 @@ class FEMSolver(Solver):
         dv, de = (p.n, nv), (p.n, ne)
         ct2, nt2 = float(o.cg_tol) ** 2, float(o.newton_tol) ** 2
         proj = int(o.project_hessian)
+        mu_f, stick = float(o.friction), float(o.stick_velocity) * h
         kscale = self.kscale
         mat = [m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta]
         wp.launch(I.zero_scalars, dim=(p.n, sl.width), inputs=[], outputs=[p.scal])
         wp.launch(I.begin_substep, dim=dv, inputs=[h, g, p.fixed, m.plane_point, m.plane_normal, p.vel],
-                  outputs=[p.pos, p.pos_n, p.step_hat, p.disp, p.contact_n, p.contact_dv])
+                  outputs=[p.pos, p.pos_n, p.step_hat, p.disp, p.contact_n, p.contact_lam])
         if self.has_beta:
             wp.launch(I.rotations_at_start, dim=de, inputs=[m.tets, m.dm_inv, m.model, p.pos_n],
                       outputs=[p.rot_n])
@@ -263,26 +276,31 @@ class FEMSolver(Solver):
             wp.launch(I.gradient_elements, dim=de,
                       inputs=[*mat, h, e0, proj, p.pos, p.pos_n, p.rot_n, p.active],
                       outputs=[p.grad, p.scal, *p.hess])
-            wp.launch(I.cg_init, dim=dv, inputs=[m.mass, m.alpha, m.diag_k, kscale, h, p.fixed, rz_k, p.grad],
-                      outputs=[p.r, p.z, p.p, p.d, p.ap, p.scal, p.contact_n, p.contact_dv])
+            wp.launch(I.contact_friction, dim=dv, inputs=[mu_f, stick, e0, int(k == 0), p.step_hat, p.disp],
+                      outputs=[p.grad, p.contact_n, p.contact_lam, p.fric_h, p.scal])
+            wp.launch(I.cg_init, dim=dv,
+                      inputs=[m.mass, m.alpha, m.diag_k, kscale, h, p.fixed, rz_k, p.grad, p.contact_n, p.fric_h],
+                      outputs=[p.r, p.z, p.p, p.d, p.ap, p.scal])
             for j in range(sl.J):
                 wp.launch(I.hessian_product, dim=de,
                           inputs=[*mat, h, k, j, rz_k, rz0, ct2, nt2, proj, *p.hess, p.rot_n, p.active, p.p,
                                   p.scal],
                           outputs=[p.ap])
                 wp.launch(I.cg_curvature, dim=dv,
-                          inputs=[m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, pap_k, ct2, nt2, p.p, p.contact_n],
+                          inputs=[m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, pap_k, ct2, nt2, p.p, p.contact_n,
+                                  p.fric_h],
                           outputs=[p.ap, p.scal])
                 wp.launch(I.cg_update, dim=dv,
                           inputs=[m.mass, m.alpha, m.diag_k, kscale, h, k, j, rz_k, rz0, pap_k, ct2, nt2,
-                                  p.p, p.ap, p.contact_n], outputs=[p.d, p.r, p.z, p.scal])
+                                  p.p, p.ap, p.contact_n, p.fric_h], outputs=[p.d, p.r, p.z, p.scal])
                 if j + 1 < sl.J:
                     wp.launch(I.cg_direction, dim=dv, inputs=[k, j, rz_k, rz0, ct2, nt2, p.z, p.scal],
                               outputs=[p.p, p.ap])
             for t in range(sl.L):
                 s, et = 0.5 ** t, sl.et + k * sl.L + t
                 wp.launch(I.trial_energy_vertices, dim=dv,
-                          inputs=[m.mass, m.alpha, g, h, s, et, step_k, p.d, p.step_hat, p.disp],
+                          inputs=[m.mass, m.alpha, g, h, mu_f, stick, s, et, step_k, p.d, p.step_hat, p.disp,
+                                  p.contact_n, p.contact_lam],
                           outputs=[p.scal])
                 wp.launch(I.trial_energy_elements, dim=de,
                           inputs=[*mat, h, s, et, step_k, p.pos, p.d, p.pos_n, p.rot_n, p.active],
@@ -354,12 +372,6 @@ class FEMSolver(Solver):
         host[envs[:, None], np.arange(host.shape[1])[cols]] = values
         arr.assign(host)
 
-
-def _quat_to_mat(q):
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
 
 
 def _fixed_mask(fixed, verts, label) -> np.ndarray:

@@ -8,7 +8,7 @@ from polyphys.options import in_range, non_negative, positive
 @attrs.define(kw_only=True)
 class Kinematic(Material):
     """No mass and no force response: a kinematic entity moves particles through a coupler (one
-    way) and takes no reaction. The coupling fields are those of SPEC §C1:
+    way) and takes no reaction. The coupling fields are those of docs/semantics.md §C1:
 
     coup_friction: μ of the Legacy velocity response; coup_restitution: e in [0, 1];
     coup_softness: length (m) over which the SDF influence weight exp(-d/softness) decays.

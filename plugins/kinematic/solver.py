@@ -47,6 +47,10 @@ class KinematicSolver(Solver):
         self.entities.append(entity)
         return entity
 
+    def kernel_modules(self, layout):
+        """The joint-tree FK kernels of polyphys.kinematics, in the scene's precision."""
+        return JointTree.kernel_modules(layout.precision)
+
     def build(self, layout):
         self.layout = layout
         self.tree = JointTree(self._pending)

@@ -6,7 +6,7 @@ import math
 
 import attrs
 from polyphys.errors import OptionError
-from polyphys.options import non_negative, one_of, positive, vec3
+from polyphys.options import Options, non_negative, one_of, planes, positive, vec3
 
 BOUNDARIES = ("sticky", "slip", "separate")
 
@@ -33,25 +33,8 @@ def _boundary(value):
     return value if isinstance(value, str) or not isinstance(value, (list, tuple)) else tuple(value)
 
 
-def _planes(value):
-    """((point, normal), ...) -> tuple of (point3, unit normal3)."""
-    out = []
-    for item in value or ():
-        try:
-            p, n = item
-        except (TypeError, ValueError):
-            raise OptionError(f"MPMOptions.planes item {item!r}: expected (point, normal), each 3 numbers") \
-                from None
-        p, n = vec3(p), vec3(n)
-        norm = math.sqrt(sum(x * x for x in n))
-        if norm < 1e-12:
-            raise OptionError(f"MPMOptions.planes item {item!r}: the normal must be a non-zero vector")
-        out.append((p, tuple(x / norm for x in n)))
-    return tuple(out)
-
-
 @attrs.frozen(kw_only=True)
-class MPMOptions:
+class MPMOptions(Options):
     """MLS-MPM solver options (``Scene(mpm=MPMOptions(...))``).
 
     lower_bound, upper_bound: corners of the simulation domain (m): the walls' surfaces, the region
@@ -92,7 +75,7 @@ class MPMOptions:
     boundary_padding: int = attrs.field(default=3)
     wall_surface: bool = attrs.field(default=True)
     friction: float = attrs.field(default=0.0, validator=non_negative)
-    planes: tuple = attrs.field(default=(), converter=_planes)
+    planes: tuple = attrs.field(default=(), converter=planes)
     cfl_check: str = attrs.field(default="error", validator=one_of("error", "warn", "off"))
     cfl_number: float = attrs.field(default=0.5, validator=positive)
 

@@ -12,15 +12,7 @@ from __future__ import annotations
 import numpy as np
 from polyphys import morphs as M
 from polyphys.errors import OptionError
-
-
-def quat_to_mat(q) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+from polyphys.sampling import inside_mesh, inside_primitive, to_world
 
 
 def _lattice(half_extent: np.ndarray, spacing: float) -> np.ndarray:
@@ -32,23 +24,6 @@ def _lattice(half_extent: np.ndarray, spacing: float) -> np.ndarray:
         axes.append((np.arange(n) - (n - 1) / 2.0) * spacing)
     g = np.meshgrid(*axes, indexing="ij")
     return np.stack([a.reshape(-1) for a in g], axis=1)
-
-
-def winding_number(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray,
-                   chunk: int = 4096) -> np.ndarray:
-    """Generalised winding number of a triangle soup at each point (≈1 inside, ≈0 outside)."""
-    tri = vertices[faces]                                   # (m, 3, 3)
-    out = np.empty(len(points))
-    for s in range(0, len(points), chunk):
-        p = points[s:s + chunk, None, None, :]
-        r = tri[None] - p                                    # (k, m, 3, 3)
-        a, b, c = r[:, :, 0], r[:, :, 1], r[:, :, 2]
-        la, lb, lc = (np.linalg.norm(v, axis=-1) for v in (a, b, c))
-        det = np.einsum("kmi,kmi->km", a, np.cross(b, c))
-        den = (la * lb * lc + np.einsum("kmi,kmi->km", a, b) * lc
-               + np.einsum("kmi,kmi->km", b, c) * la + np.einsum("kmi,kmi->km", c, a) * lb)
-        out[s:s + chunk] = np.arctan2(det, den).sum(axis=1) / (2 * np.pi)
-    return out
 
 
 def sample(morph, spacing: float) -> tuple[np.ndarray, float]:
@@ -64,19 +39,17 @@ def sample(morph, spacing: float) -> tuple[np.ndarray, float]:
     elif isinstance(morph, M.Sphere):
         r = morph.radius
         local = _lattice(np.full(3, r), spacing)
-        local = local[np.linalg.norm(local, axis=1) <= r]
+        local = local[inside_primitive(morph, local)]
         vol = spacing ** 3
     elif isinstance(morph, M.Cylinder):
         r, hh = morph.radius, morph.height / 2
         local = _lattice(np.array([r, r, hh]), spacing)
-        local = local[np.linalg.norm(local[:, :2], axis=1) <= r]
+        local = local[inside_primitive(morph, local)]
         vol = spacing ** 3
     elif isinstance(morph, M.Capsule):
         r, hh = morph.radius, morph.height / 2
         local = _lattice(np.array([r, r, hh + r]), spacing)
-        zc = np.clip(local[:, 2], -hh, hh)
-        d = np.linalg.norm(local - np.stack([0 * zc, 0 * zc, zc], axis=1), axis=1)
-        local = local[d <= r]
+        local = local[inside_primitive(morph, local)]
         vol = spacing ** 3
     elif isinstance(morph, M.Mesh):
         mesh = morph.load_trimesh()
@@ -86,7 +59,7 @@ def sample(morph, spacing: float) -> tuple[np.ndarray, float]:
         lo, hi = v.min(axis=0), v.max(axis=0)
         centre = (lo + hi) / 2
         pts = _lattice((hi - lo) / 2, spacing) + centre
-        local = pts[winding_number(pts, v, f) > 0.5]
+        local = pts[inside_mesh(pts, v, f)]
         vol = spacing ** 3
     else:
         raise OptionError(f"the MPM solver samples Box, Sphere, Cylinder, Capsule and Mesh morphs; got "
@@ -94,6 +67,4 @@ def sample(morph, spacing: float) -> tuple[np.ndarray, float]:
     if len(local) == 0:
         raise OptionError(f"{type(morph).__name__} morph at {morph.pos}: no particle fits inside at "
                           f"particle spacing {spacing} m; lower MPMOptions.particle_size")
-    R = quat_to_mat(morph.orientation)
-    world = local @ R.T + np.asarray(morph.pos)
-    return world, vol
+    return to_world(morph, local), vol

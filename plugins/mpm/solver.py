@@ -203,6 +203,14 @@ class MPMSolver(Solver):
             raise BuildError(msg)
         warnings.warn(msg, PolyphysWarning, stacklevel=4)
 
+    def kernel_modules(self, layout):
+        """The grid and transfer kernels, with the overloads of the scene's precision only."""
+        from .kernels import grid, transfer
+
+        grid.declare_overloads(layout.precision)
+        transfer.declare_overloads(layout.precision)
+        return [grid, transfer]
+
     # -- stepping --------------------------------------------------------------------------------
     def substep_pre_coupling(self, f, part):
         import warp as wp

@@ -1,4 +1,4 @@
-"""PBDEntity: getters and setters of docs/semantics.md S8 (pos, vel, free) for one PBD entity's particles."""
+"""PBDEntity: getters and setters of docs/semantics.md §S8 (pos, vel, free) for one PBD entity's particles."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class PBDEntity(Entity):
         return self._out(self.solver.vel.numpy()[:, self._sl].astype(float), envs)
 
     def get_particles_free(self, envs_idx=None) -> np.ndarray:
-        """Per particle: True if it moves, False if pinned (docs/semantics.md S8 ``free`` flag)."""
+        """Per particle: True if it moves, False if pinned (docs/semantics.md §S8 ``free`` flag)."""
         envs = self._envs(envs_idx)
         return self._out(self.solver.free.numpy()[:, self._sl] != 0, envs)
 

@@ -7,7 +7,7 @@ compliance is in m/N, bending compliance in rad/(N·m), volume compliance in m³
 
 import attrs
 from polyphys.materials import Material
-from polyphys.options import in_range, non_negative, positive
+from polyphys.options import boolean, in_range, non_negative, positive
 
 
 @attrs.define(kw_only=True)
@@ -31,8 +31,8 @@ class Cloth(PBDMaterial):
     thickness: float = attrs.field(default=0.004, validator=positive)
     stretch_compliance: float = attrs.field(default=0.0, validator=non_negative)
     bending_compliance: float = attrs.field(default=1.0, validator=non_negative)
-    self_collision: bool = True
-    tethers: bool = True
+    self_collision: bool = attrs.field(default=True, validator=boolean)
+    tethers: bool = attrs.field(default=True, validator=boolean)
 
 
 @attrs.define(kw_only=True)

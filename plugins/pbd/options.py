@@ -6,32 +6,18 @@ import math
 
 import attrs
 from polyphys.errors import OptionError
-from polyphys.options import in_range, non_negative, positive, positive_int, vec3
-
-
-def _planes(value):
-    out = []
-    for k, item in enumerate(value or ()):
-        try:
-            p, n = item
-            p, n = vec3(p), vec3(n)
-        except (TypeError, ValueError, OptionError):
-            raise OptionError(f"PBDOptions.planes[{k}] = {item!r}: expected ((px, py, pz), (nx, ny, nz))") \
-                from None
-        ln = math.sqrt(sum(c * c for c in n))
-        if ln < 1e-12:
-            raise OptionError(f"PBDOptions.planes[{k}] normal {n}: must be a non-zero vector")
-        out.append((p, tuple(c / ln for c in n)))
-    return tuple(out)
+from polyphys.options import Options, in_range, non_negative, planes, positive, positive_int, vec3
 
 
 def _spheres(value):
     out = []
+    if isinstance(value, (str, bytes, dict)) or (value is not None and not hasattr(value, "__iter__")):
+        raise OptionError(f"PBDOptions.static_spheres = {value!r}: expected a list of ((cx, cy, cz), radius) pairs")
     for k, item in enumerate(value or ()):
         try:
             c, r = item
             c, r = vec3(c), float(r)
-        except (TypeError, ValueError, OptionError):
+        except (TypeError, ValueError, OverflowError, OptionError):
             raise OptionError(f"PBDOptions.static_spheres[{k}] = {item!r}: expected ((cx, cy, cz), radius)") \
                 from None
         if not (r > 0 and math.isfinite(r)):
@@ -41,7 +27,7 @@ def _spheres(value):
 
 
 @attrs.frozen(kw_only=True)
-class PBDOptions:
+class PBDOptions(Options):
     """Options of the PBD solver (``Scene(pbd=PBDOptions(...))``).
 
     iterations: constraint iterations per substep (substeps come from ``SimOptions.substeps``;
@@ -62,7 +48,7 @@ class PBDOptions:
     dt: float | None = attrs.field(default=None, validator=positive)
     lower_bound: tuple = attrs.field(default=(-1.0, -1.0, 0.0), converter=vec3)
     upper_bound: tuple = attrs.field(default=(1.0, 1.0, 2.0), converter=vec3)
-    planes: tuple = attrs.field(default=(), converter=_planes)
+    planes: tuple = attrs.field(default=(), converter=planes)
     static_spheres: tuple = attrs.field(default=(), converter=_spheres)
     boundary_friction: float = attrs.field(default=0.3, validator=non_negative)
     relaxation: float = attrs.field(default=1.0, validator=in_range(0.0, 2.0, lo_open=True))

@@ -10,18 +10,13 @@ import warnings
 
 import numpy as np
 from polyphys import morphs as M
+from polyphys import sampling
 from polyphys.errors import OptionError, PolyphysWarning
-
-
-def quat_to_mat(q) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+from polyphys.sampling import inside_mesh, inside_primitive
 
 
 def to_world(morph, local: np.ndarray) -> np.ndarray:
-    return local @ quat_to_mat(morph.orientation).T + np.asarray(morph.pos)
+    return sampling.to_world(morph, local)
 
 
 def grid_cloth(size=(1.0, 1.0), res=(32, 32), pos=(0.0, 0.0, 1.0), euler=None) -> M.Mesh:
@@ -73,13 +68,8 @@ def sample_volume(morph, spacing: float) -> np.ndarray:
     axes = [offs[k] + spacing * np.arange(n[k]) for k in range(3)]
     Z, Y, X = np.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
     p = np.stack([X.ravel(), Y.ravel(), Z.ravel()], axis=1)
-    if isinstance(morph, M.Sphere):
-        p = p[np.linalg.norm(p, axis=1) <= morph.radius]
-    elif isinstance(morph, M.Cylinder):
-        p = p[np.linalg.norm(p[:, :2], axis=1) <= morph.radius]
-    elif isinstance(morph, M.Capsule):
-        zc = np.clip(p[:, 2], -morph.height / 2, morph.height / 2)
-        p = p[np.linalg.norm(p - np.stack([0 * zc, 0 * zc, zc], 1), axis=1) <= morph.radius]
+    if isinstance(morph, (M.Sphere, M.Cylinder, M.Capsule)):
+        p = p[inside_primitive(morph, p)]
     elif isinstance(morph, M.Mesh):
         if not mesh.is_watertight:
             raise OptionError("Mesh morph for a PBD volume material must be a closed (watertight) "
@@ -88,24 +78,6 @@ def sample_volume(morph, spacing: float) -> np.ndarray:
     if len(p) == 0:
         raise OptionError(f"{type(morph).__name__} morph holds no particle at particle_size={spacing}")
     return to_world(morph, p)
-
-
-def inside_mesh(points: np.ndarray, verts: np.ndarray, faces: np.ndarray, chunk: int = 2048) -> np.ndarray:
-    """Points inside a closed triangle mesh: generalized winding number > 1/2 (solid angles by Van
-    Oosterom & Strackee 1983). Robust to the ray-parity failures of grazing rays; needs no spatial
-    index (trimesh's ``contains`` needs rtree)."""
-    out = np.zeros(len(points), bool)
-    tri = verts[faces]                                   # (F, 3, 3)
-    for s in range(0, len(points), chunk):
-        p = points[s:s + chunk]
-        a, b, c = (tri[None, :, k, :] - p[:, None, :] for k in range(3))
-        la, lb, lc = (np.linalg.norm(v, axis=2) for v in (a, b, c))
-        det = np.einsum("pfi,pfi->pf", a, np.cross(b, c))
-        den = (la * lb * lc + np.einsum("pfi,pfi->pf", a, b) * lc + np.einsum("pfi,pfi->pf", b, c) * la
-               + np.einsum("pfi,pfi->pf", c, a) * lb)
-        w = np.arctan2(det, den).sum(axis=1) / (2.0 * np.pi)
-        out[s:s + chunk] = np.abs(w) > 0.5
-    return out
 
 
 # -- cloth ----------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ Per substep h = dt / substeps:
                  shape matching,
                  PBF λ, contact + fluid gather (Jacobi), apply + static boundaries;
                  v = (x - x_prev) / h (· damping); XSPH viscosity.
-State (docs/semantics.md S8): pos, vel, free — x_prev, λ and the grid are rebuilt every substep, so these three
+State (docs/semantics.md §S8): pos, vel, free — x_prev, λ and the grid are rebuilt every substep, so these three
 arrays are everything a bit-exact continuation needs.
 
 Limitations: float32 only; no vorticity confinement or surface tension; the liquid density sees only
@@ -295,11 +295,7 @@ class PBDSolver(Solver):
         self._grid = SimpleNamespace(cell=cell, inv_cell=1.0 / cell, dims=wp.vec3i(*[int(min(d, 2**30)) for d in dims]),
                                      mask=tsize - 1, lower=wp.vec3(*lo), upper=wp.vec3(*hi))
         self.has_liquid = bool(np.any(host["kind"] == 3))
-        # particle contacts are needed unless the scene is one cloth without self-collision or one
-        # elastic body (whose own particles never collide with each other)
-        lone = len(recs) == 1 and (recs[0]["kind"] == "elastic" or
-                                   (recs[0]["kind"] == "cloth" and not recs[0]["self_collide"].any()))
-        self.has_contacts = N >= 2 and not lone
+        self.has_contacts = self._needs_contacts(recs)
         ne, dev = layout.n_envs, layout.device
         f32, i32 = np.float32, np.int32
 
@@ -334,7 +330,7 @@ class PBDSolver(Solver):
             teth_len=arr(teth_l.reshape(-1).astype(f32), wp.float32),
             mass2d=arr(np.tile(host["mass"].astype(f32), (ne, 1)), wp.float32),
         )
-        # state (docs/semantics.md S8) and per-substep scratch; never reallocated after build
+        # state (docs/semantics.md §S8) and per-substep scratch; never reallocated after build
         free0 = np.ones(N, i32)
         for r, s in zip(recs, starts):
             free0[s + r["pinned"]] = 0
@@ -373,6 +369,21 @@ class PBDSolver(Solver):
 
         counts = cKDTree(pos).query_ball_point(pos, cell, return_length=True) - 1
         return int(max(16, 2 * int(counts.max()) if len(counts) else 16))
+
+    @staticmethod
+    def _needs_contacts(recs) -> bool:
+        """Particle contacts are needed unless the scene is one cloth without self-collision or one
+        elastic body (whose own particles never collide with each other)."""
+        n = sum(len(r["pos"]) for r in recs)
+        lone = len(recs) == 1 and (recs[0]["kind"] == "elastic" or
+                                   (recs[0]["kind"] == "cloth" and not recs[0]["self_collide"].any()))
+        return n >= 2 and not lone
+
+    def kernel_modules(self, layout):
+        """Integration and constraint kernels; the neighbour grid only when particles can touch."""
+        from .kernels import constraints, integrate, neighbors
+
+        return [integrate, constraints] + ([neighbors] if self._needs_contacts(self._recs) else [])
 
     # -- stepping --------------------------------------------------------------------------------
     def substep_pre_coupling(self, f, part):

@@ -12,7 +12,7 @@ CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differ
                             tested_devices=("cpu",), deterministic=("cpu",),
                             notes="articulated bodies (CRBA/RNE, tree LDL), contacts, joint limits, equalities, "
                                   "friction loss; Newton/CG, signorini, noslip; Euler, implicitfast, "
-                                  "approximate_implicitfast; MuJoCo-compatible mode")
+                                  "approximate_implicitfast; MuJoCo-compatible mode; no tendons (docs/rigid.md)")
 
 
 @hookimpl

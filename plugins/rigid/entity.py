@@ -107,6 +107,12 @@ class RigidEntity(ArticulatedEntity):
         """PD target in dofs-position units (q − ref): τ = kp·(target − pos) − kv·vel."""
         self._control(CtrlMode.POSITION, self.solver.data.dof_target_pos, "position", position, dofs_idx_local,
                       envs_idx)
+        idx = self._local_idx(dofs_idx_local, self.n_dofs, "dofs_idx_local")
+        kp = self.solver.model.dof_kp.numpy()[self._envs(envs_idx)][:, self._ds.start + idx]
+        if (kp == 0).any():   # the default: a position target alone would do nothing
+            self._warn_once("zero_kp", f"control_dofs_position: dofs {idx[(kp == 0).any(axis=0)].tolist()} have kp = 0, "
+                                       f"so the position target has no effect; set gains with set_dofs_kp (and "
+                                       f"set_dofs_kv)")
 
     def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
         """Velocity target: τ = kv·(target − vel)."""

@@ -12,8 +12,11 @@ def _sol_params(value):
 
     if value is None:
         return None
-    vals = tuple(float(x) for x in value)
-    if len(vals) != 7:
+    try:
+        vals = tuple(float(x) for x in value)
+    except (TypeError, ValueError, OverflowError):
+        vals = ()
+    if len(vals) != 7 or isinstance(value, (str, bytes)):
         raise OptionError(f"Rigid.sol_params = {value!r}: expected 7 numbers (timeconst, dampratio, "
                           f"dmin, dmax, width, mid, power)")
     return vals

@@ -6,7 +6,7 @@ import enum
 
 import attrs
 from polyphys.errors import OptionError
-from polyphys.options import in_range, non_negative, one_of, positive, positive_int
+from polyphys.options import Options, in_range, non_negative, one_of, positive, positive_int
 
 from .codes import IntegratorType
 
@@ -39,7 +39,7 @@ def _opt_positive(instance, attribute, value):
 
 
 @attrs.frozen(kw_only=True)
-class RigidOptions:
+class RigidOptions(Options):
     """Rigid solver options: the only options class of the rigid plugin (the collision pipeline and
     the constraint stages read these fields; values left at None resolve through the
     ``effective_*`` methods, docs/semantics.md §R2/§R2a).
@@ -47,8 +47,9 @@ class RigidOptions:
     integrator: "Euler", "implicitfast" or "approximate_implicitfast" (default; docs/semantics.md §R2);
     mujoco_compatible: MuJoCo's conventions where they differ from the Genesis defaults (docs/semantics.md §R2a);
     enable_collision: collision detection on/off: with it on (and disable_constraint off) and
-    collidable geom pairs in the scene, contacts are detected every substep and readable with
-    ``get_raw_contacts`` (they produce no forces yet: the constraint solver is the next issue);
+    collidable geom pairs in the scene, contacts are detected every substep, solved by the
+    constraint stage (contact forces; docs/constraint.md) and readable with ``get_contacts`` and
+    ``get_raw_contacts``;
     disable_constraint: bypass every constraint (also turns collision detection off);
     broadphase: "auto", "sweep_and_prune" or "all_vs_all" (docs/collision.md);
     max_collision_pairs / max_candidate_contacts / max_contacts: the per-env collision budgets
@@ -146,8 +147,9 @@ class RigidOptions:
         return 100.0 if (self.friction_cone == "elliptic" and not self.mujoco_compatible) else 1.0
 
     def effective_resolution(self) -> str:
-        """contact_resolution None resolves by the seed's table (docs/semantics.md §R2): elliptic + Newton outside
-        MuJoCo-compatible mode → "signorini", everything else → "convex"."""
+        """contact_resolution None resolves by the rule of docs/semantics.md §R2 (the table of
+        docs/constraint.md, "Contact resolution"): elliptic + Newton outside MuJoCo-compatible mode →
+        "signorini", everything else → "convex"."""
         if self.contact_resolution is not None:
             return self.contact_resolution
         if self.friction_cone == "elliptic" and self.constraint_solver == "Newton" and not self.mujoco_compatible:

@@ -27,6 +27,7 @@ import numpy as np
 from polyphys import morphs as M
 from polyphys.description import EntityDescription, from_primitive, without_collision
 from polyphys.errors import BuildError, OptionError, PolyphysWarning, SimulationError
+from polyphys.geometry import warn_coincident_planes
 from polyphys.importing import describe_morph
 from polyphys.interfaces import Solver
 from polyphys.views import RigidGeoms, RigidLinks, pack_rigid_geoms
@@ -91,6 +92,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         if not morph.collision:           # Morph(collision=False): its geoms collide with nothing
             desc = without_collision(desc)
         self._check_description(desc, ename)
+        self._world_planes = warn_coincident_planes(getattr(self, "_world_planes", []), desc, *base, ename)
         self._pending.append((desc, *base))
         entity = RigidEntity(self, len(self.entities), morph, material, surface, name, desc)
         self.entities.append(entity)
@@ -129,6 +131,48 @@ class RigidSolver(RigidSensorViewMixin, Solver):
                                   f"none/affine)")
 
     # -- build ---------------------------------------------------------------------------------
+    def kernel_modules(self, layout):
+        """The stage kernel modules this scene will launch, compiled in parallel before ``build``
+        (docs/running.md, "First run"): the smooth stages and the integration always; collision when
+        a geom can collide; the constraint rows, the solve of the resolved contact resolution,
+        noslip and the contact forces when the scene can have constraint rows; the readback when a
+        sensor reads this solver. An estimate from the descriptions (a module declared here but
+        never launched costs its compile once; one launched but not declared compiles at its first
+        launch). Each module holds the float32 and float64 overloads of its kernels (types.overload)."""
+        from .kernels import actuation as k_actuation
+        from .kernels import bias as k_bias
+        from .kernels import collision_driver as k_collision
+        from .kernels import constraint_rows as k_rows
+        from .kernels import contact_forces as k_forces
+        from .kernels import convex_solve as k_convex
+        from .kernels import factorization as k_factorization
+        from .kernels import inertia as k_inertia
+        from .kernels import integration as k_integration
+        from .kernels import kinematics as k_kinematics
+        from .kernels import noslip as k_noslip
+        from .kernels import readback as k_readback
+        from .kernels import signorini_solve as k_signorini
+
+        mods = [k_kinematics, k_bias, k_inertia, k_actuation, k_factorization, k_integration]
+        o, _ = resolve_model_options(self.options, [(e.name, e.description.options) for e in self.entities],
+                                     precision=layout.precision, h=layout.h, gravity=layout.gravity)
+        descs = [e.description for e in self.entities]
+        collide = (o.enable_collision and not o.disable_constraint
+                   and (sum(g.role != "visual" for d in descs for g in d.geoms) >= 2
+                        or any(d.contact_pairs for d in descs)))
+        rows = any(j.limited or j.frictionloss > 0 for d in descs for j in d.joints) or any(d.equalities for d in descs)
+        if collide:
+            mods.append(k_collision)
+        if not o.disable_constraint and sum(d.n_dofs for d in descs) > 0 and (collide or rows):
+            mods += [k_rows, k_signorini if o.effective_resolution() == "signorini" else k_convex]
+            if o.noslip_iterations > 0:
+                mods.append(k_noslip)
+            if collide:
+                mods.append(k_forces)
+        if any(getattr(s, "entity", None) is e for s in getattr(self.scene, "sensors", ()) for e in self.entities):
+            mods.append(k_readback)
+        return mods
+
     def build(self, layout):
         import warnings
 

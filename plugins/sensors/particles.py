@@ -61,6 +61,13 @@ class ParticleRegion(Sensor):
                               f"non-empty selection without repeats of {list(self.OUTPUTS)}")
         self.outputs = outs
 
+    def kernel_modules(self, layout):
+        """The region sensor's ground-truth kernel, in the scene's precision."""
+        from .kernels import particles as K
+
+        K.declare_overloads(layout.precision)
+        return [K]
+
     def build(self, layout):
         super().build(layout)
         solver = self.entity.solver

@@ -73,6 +73,13 @@ class RigidSensor(Sensor):
                               f"selection without repeats of {list(self.OUTPUTS)}")
         self.outputs = outs
 
+    def kernel_modules(self, layout):
+        """The rigid sensors' ground-truth kernels, in the scene's precision."""
+        from .kernels import rigid as K
+
+        K.declare_overloads(layout.precision)
+        return [K]
+
     # -- build ------------------------------------------------------------------------------------
     def build(self, layout):
         super().build(layout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from polyphys.arrays import check_shape
 from polyphys.errors import OptionError
 from polyphys.interfaces import Entity
 
@@ -30,11 +31,13 @@ class SFEntity(Entity):
     def _slice(self, field: np.ndarray, axis: str, at: float | None):
         """The 2D slice of a (…, nx, ny, nz[, c]) field through the cell row nearest ``at`` (m) on
         ``axis`` (default: the slice through this entity's centre)."""
-        if axis not in AXES:
+        if not isinstance(axis, str) or axis not in AXES:
             raise OptionError(f"slice axis = {axis!r}: allowed 'x', 'y', 'z'")
         a = AXES[axis]
         o = self.solver.options
-        pos = self.morph.pos[a] if at is None else float(at)
+        pos = self.morph.pos[a] if at is None else float(check_shape("at", at, ()))
+        if not np.isfinite(pos):
+            raise OptionError(f"slice at = {at!r}: expected a finite position (m)")
         idx = int(np.floor((pos - o.lower_bound[a]) / o.dx))
         if not 0 <= idx < o.res[a]:
             raise OptionError(f"slice at {axis} = {pos}: outside the grid [{o.lower_bound[a]}, {o.upper_bound[a]}]")

@@ -6,7 +6,7 @@ import math
 
 import attrs
 from polyphys.errors import OptionError
-from polyphys.options import non_negative, one_of, positive, positive_int, vec3
+from polyphys.options import Options, non_negative, one_of, positive, positive_int, vec3
 
 FACES = ("-x", "+x", "-y", "+y", "-z", "+z")
 ADVECTION = ("maccormack", "semi_lagrangian")
@@ -56,7 +56,7 @@ def _opt_positive_int(instance, attribute, value):
 
 
 @attrs.frozen(kw_only=True)
-class SFOptions:
+class SFOptions(Options):
     """Stable-fluids solver options (``Scene(sf=SFOptions(...))``).
 
     Grid: ``res`` cells (nx, ny, nz) (an int: a cube) of edge ``dx`` (m) from ``lower_bound``; every

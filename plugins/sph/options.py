@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 from polyphys.errors import OptionError
-from polyphys.options import in_range, non_negative, one_of, positive, positive_int, vec3
+from polyphys.options import Options, in_range, non_negative, one_of, positive, positive_int, vec3
 
 # a cubic-spline or Wendland support below 1.5 particle spacings has under ~15 neighbours: the
 # density estimate then misses a large part of the kernel and the liquid clumps or explodes
@@ -15,7 +15,7 @@ DFSPH_XSPH = 0.1
 
 
 @attrs.frozen(kw_only=True)
-class SPHOptions:
+class SPHOptions(Options):
     """Options of the SPH solver.
 
     pressure_solver: "dfsph" (Bender & Koschier 2015: divergence-free and constant-density solves,

@@ -11,6 +11,8 @@ import math
 import numpy as np
 from polyphys import morphs as M
 from polyphys.errors import OptionError
+from polyphys.sampling import inside_mesh, inside_primitive
+from polyphys.sampling import to_world as _to_world
 
 
 # -- smoothing kernels (NumPy mirrors of kernels/fluid.py) ---------------------------------------
@@ -42,17 +44,6 @@ def lattice_mass(rho: float, dx: float, H: float, kind: str) -> float:
 
 
 # -- frames --------------------------------------------------------------------------------------
-def quat_to_mat(q) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def _to_world(morph, local: np.ndarray) -> np.ndarray:
-    R = quat_to_mat(morph.orientation)
-    return local @ R.T + np.asarray(morph.pos)
-
 
 def _axis(n: int, dx: float) -> np.ndarray:
     return (np.arange(n) - (n - 1) / 2.0) * dx
@@ -77,17 +68,15 @@ def sample_volume(morph, dx: float) -> np.ndarray:
     elif isinstance(morph, M.Sphere):
         r = morph.radius
         local = _lattice(np.full(3, 2 * r + dx), dx)
-        local = local[np.linalg.norm(local, axis=1) <= r]
+        local = local[inside_primitive(morph, local)]
     elif isinstance(morph, M.Cylinder):
-        r, hh = morph.radius, morph.height / 2
+        r = morph.radius
         local = _lattice(np.array([2 * r + dx, 2 * r + dx, morph.height]), dx)
-        local = local[(np.linalg.norm(local[:, :2], axis=1) <= r) & (np.abs(local[:, 2]) <= hh)]
+        local = local[inside_primitive(morph, local)]
     elif isinstance(morph, M.Capsule):
-        r, hh = morph.radius, morph.height / 2
+        r = morph.radius
         local = _lattice(np.array([2 * r + dx, 2 * r + dx, morph.height + 2 * r + dx]), dx)
-        zc = np.clip(local[:, 2], -hh, hh)
-        d = np.sqrt(local[:, 0] ** 2 + local[:, 1] ** 2 + (local[:, 2] - zc) ** 2)
-        local = local[d <= r]
+        local = local[inside_primitive(morph, local)]
     elif isinstance(morph, M.Mesh):
         mesh = morph.load_trimesh()
         if not mesh.is_watertight:
@@ -97,7 +86,7 @@ def sample_volume(morph, dx: float) -> np.ndarray:
         n = [max(1, int(math.floor((hi[k] - lo[k]) / dx))) for k in range(3)]
         g = np.meshgrid(*[lo[k] + (np.arange(n[k]) + 0.5) * dx for k in range(3)], indexing="ij")
         local = np.stack([a.reshape(-1) for a in g], axis=1)
-        local = local[mesh.contains(local)]
+        local = local[inside_mesh(local, np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64))]
     else:
         raise OptionError(f"an SPH Liquid cannot be sampled from a {type(morph).__name__} morph; "
                           f"allowed: Box, Sphere, Cylinder, Capsule, Mesh")

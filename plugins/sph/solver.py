@@ -90,6 +90,12 @@ class SPHSolver(Solver):
         self.entities.append(entity)
         return entity
 
+    def kernel_modules(self, layout):
+        """The neighbour grid and the fluid kernels (float32)."""
+        from .kernels import fluid, grid
+
+        return [grid, fluid]
+
     # -- build ---------------------------------------------------------------------------------------
     def build(self, layout):
         import warp as wp

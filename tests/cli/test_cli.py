@@ -55,7 +55,8 @@ def test_plugins_json_lists_kinematic_and_imports_no_warp_or_plugin_target():
     assert out["heavy"] == [], out["heavy"]
     rows = out["rows"]
     for r in rows:
-        assert set(r) == {"kind", "name", "distribution", "version", "entry_point", "capabilities"}
+        assert set(r) == {"kind", "name", "distribution", "version", "entry_point", "capabilities", "notes",
+                          "description"}
         assert set(r["capabilities"]) == set(KINEMATIC_CAPS)
     kin = [r for r in rows if r["name"] == "kinematic"]
     assert len(kin) == 1
@@ -78,6 +79,10 @@ def test_plugins_table_and_markdown(capsys):
     assert header[:4] == ["kind", "name", "distribution", "version"]
     line = next(ln for ln in out.splitlines() if ln.split()[:2] == ["solver", "kinematic"])
     assert line.split()[4:] == ["yes", "yes", "yes", "no", "cpu,cuda", "cpu", "32,64", "cpu"]
+    notes = out.split("\nnotes:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    for r in registry().plugin_rows():        # every plugin's Capabilities.notes, one line each
+        if r["notes"]:
+            assert any(ln.split()[:2] == [r["kind"], r["name"]] and ln.endswith(r["notes"]) for ln in notes), r
     assert cli.main(["plugins", "--markdown"]) == 0
     md = capsys.readouterr().out
     assert "| `kinematic` | solver | yes | yes | yes | no | cpu, cuda | cpu | cpu | 32, 64 |" in md
@@ -229,19 +234,19 @@ BAD = [
     ('[[entities]]\nmorph = { size = [1, 1, 1] }\nmaterial = { type = "Kinematic" }\n',
      ["entities[0].morph.type", "missing", "Box"]),
     ('[[entities]]\nmorph = { type = "Box", sise = [1, 1, 1] }\nmaterial = { type = "Kinematic" }\n',
-     ["entities[0].morph.sise = [1, 1, 1]", "unknown field of Box", "size"]),
+     ["entities[0].morph.sise = [1, 1, 1]", "unknown field 'sise' of Box", "did you mean 'size'?"]),
     ('[[entities]]\nmorph = { type = "Box", size = [1, -1, 1] }\nmaterial = { type = "Kinematic" }\n',
      ["entities[0].morph", "Box.size", "-1.0", "> 0"]),
     ('[[entities]]\nmorph = { type = "Box" }\nmaterial = { type = "Kinematc" }\n',
      ["entities[0].material.type = 'Kinematc'", "unknown material", "Kinematic"]),
     ('[[entities]]\nmorph = { type = "Box" }\nmaterial = { type = "Kinematic", rho = 3 }\n',
-     ["entities[0].material.rho = 3", "unknown field of Kinematic"]),
+     ["entities[0].material.rho = 3", "unknown field 'rho' of Kinematic", "allowed fields"]),
     ('[[entities]]\nmorph = { type = "Box" }\n', ["entities[0].material", "missing"]),
     ('[[entities]]\nmorph = { type = "Box" }\nmaterial = { type = "Kinematic" }\ncolour = 1\n',
      ["entities[0].colour = 1", "allowed keys", "surface"]),
     ("[sim]\ndt = -1\n" + ENT, ["sim", "SimOptions.dt = -1", "> 0"]),
     ('[sim]\nprecision = "16"\n' + ENT, ["SimOptions.precision = '16'", "'32'", "'64'"]),
-    ("[sim]\ndtt = 0.1\n" + ENT, ["sim.dtt = 0.1", "unknown field of SimOptions", "dt"]),
+    ("[sim]\ndtt = 0.1\n" + ENT, ["sim.dtt = 0.1", "unknown field 'dtt' of SimOptions", "did you mean 'dt'?"]),
     ("[solvers.nosuch]\n" + ENT, ["solvers.nosuch", "unknown solver 'nosuch'", "kinematic"]),
     ("[solvers.kinematic]\nfoo = 1\n" + ENT, ["solvers.kinematic.foo = 1", "KinematicOptions"]),
     (ENT + "[run]\nsteps = -3\n", ["run.steps = -3", "integer >= 0"]),

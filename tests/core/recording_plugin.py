@@ -11,9 +11,9 @@ import attrs
 import numpy as np
 import polyphys
 import warp as wp
-from polyphys.interfaces import Coupler, Entity, Solver
+from polyphys.interfaces import Coupler, Entity, Importer, Sensor, Solver
 from polyphys.materials import Material
-from polyphys.specs import Capabilities, CouplerSpec, MaterialSpec, SolverSpec
+from polyphys.specs import Capabilities, CouplerSpec, ImporterSpec, MaterialSpec, SensorSpec, SolverSpec
 from polyphys.views import ParticleCarriers
 
 CALLS: list = []
@@ -124,6 +124,47 @@ class RecCoupler(Coupler):
         CALLS.append((self.name, "couple", f, part.index))
 
 
+@wp.kernel
+def copy_x(col: int, x_in: wp.array2d(dtype=float), truth_out: wp.array2d(dtype=float)):
+    """Sensor ``rec_x``: the solver's x values into the sensor's columns."""
+    env, i = wp.tid()
+    truth_out[env, col + i] = x_in[env, i]
+
+
+class RecSensor(Sensor):
+    """Reads the x values of a rec_a/rec_b entity's solver (float32 scenes)."""
+
+    def build(self, layout):
+        super().build(layout)
+        CALLS.append((self.name, "sensor_build"))
+        self.fields = [("x", self.entity.solver.n, "real")]
+
+    def evaluate(self, part, truth):
+        CALLS.append((self.name, "sensor_evaluate", part.index))
+        x, _ = self.entity.solver.parts[part.index]
+        wp.launch(copy_x, dim=x.shape, inputs=[self.column, x], outputs=[truth])
+
+
+class RecImporter(Importer):
+    """``.rec`` files: ``links N`` makes a chain of N unit boxes joined by revolute joints."""
+
+    def load(self, morph):
+        from polyphys.description import EntityDescription, Geom, Inertial, Joint, Link
+
+        CALLS.append(("rec_importer", "load"))
+        with open(morph.file) as fh:
+            word, n = fh.read().split()
+        if word != "links":
+            raise polyphys.OptionError(f"expected 'links N', got {word!r}")
+        desc = EntityDescription(name="rec", warnings=["a .rec note"])
+        for i in range(int(n)):
+            desc.links.append(Link(name=f"l{i}", parent=i - 1, pos=(0.0, 0.0, -1.0 if i else 0.0), joints=[i],
+                                   geoms=[i], inertial=Inertial(mass=1.0, inertia=np.eye(3) / 6.0)))
+            desc.joints.append(Joint(name=f"j{i}", type="revolute", link=i, axis=(0.0, 1.0, 0.0)))
+            desc.geoms.append(Geom(name=f"g{i}", type="box", link=i, size=(0.5, 0.5, 0.5)))
+        return desc.finalize()
+
+
 class Plugin:
     """The plugin object registered with polyphys.register()."""
 
@@ -142,3 +183,11 @@ class Plugin:
         return [MaterialSpec(name="RecA", target=f"{__name__}:RecA", solver="rec_a"),
                 MaterialSpec(name="RecB", target=f"{__name__}:RecB", solver="rec_b"),
                 MaterialSpec(name="RecBSub", target=f"{__name__}:RecBSub", solver="rec_a")]
+
+    @polyphys.hookimpl
+    def polyphys_sensors(self):
+        return [SensorSpec(name="rec_x", target=f"{__name__}:RecSensor", capabilities=CAPS)]
+
+    @polyphys.hookimpl
+    def polyphys_importers(self):
+        return [ImporterSpec(name="rec_importer", target=f"{__name__}:RecImporter", suffixes=(".rec",))]

@@ -149,6 +149,25 @@ def test_hook_returning_wrong_type_is_rejected(fresh):
         polyphys.unregister(b)
 
 
+@pytest.mark.parametrize("couples", [("RigidView",), ("RigidView", "ParticelView"), "RigidView", (1, 2)])
+def test_coupler_couples_are_validated_at_registration(fresh, couples):
+    fresh()
+
+    class BadCoupler:
+        @polyphys.hookimpl
+        def polyphys_couplers(self):
+            return [polyphys.CouplerSpec(name="badc", target="a.b:C", couples=couples)]
+
+    b = BadCoupler()
+    polyphys.register(b, name="badc")
+    try:
+        with pytest.raises(PluginLoadError, match=r"coupler 'badc'.*couples = .*expected two view protocol names.*"
+                                                  r"'ParticleView'.*'RigidView'"):
+            polyphys.registry().all("coupler")
+    finally:
+        polyphys.unregister(b)
+
+
 def test_spec_validation():
     with pytest.raises(ValueError, match="must match"):
         polyphys.SolverSpec(name="Bad Name", target="a.b:C")

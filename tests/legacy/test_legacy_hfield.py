@@ -7,7 +7,7 @@ triangles of the cells within a horizontal ``reach`` of the query point, combine
 footprint walls and base: exact wherever |d| <= reach (the closest surface point then lies within
 reach horizontally), and |d| > reach beyond it. Checked here against a brute-force exact distance
 to the closed triangulated solid; then coupled: particles on a flat heightfield respond exactly as
-on the equivalent box (SPEC §C1), rest on it like on the box, and slide down a sloped heightfield
+on the equivalent box (docs/semantics.md §C1), rest on it like on the box, and slide down a sloped heightfield
 with coup_friction 0 (held with a high value).
 """
 

@@ -1,4 +1,4 @@
-"""Legacy coupler (SPEC §C1) with the third-party particle plugin and a kinematic rigid side.
+"""Legacy coupler (docs/semantics.md §C1) with the third-party particle plugin and a kinematic rigid side.
 
 Runs where the polyphys-ballistic distribution is installed (`tox -e thirdparty`): the coupler names
 no particular solver, so a third party's ParticleView couples unchanged.

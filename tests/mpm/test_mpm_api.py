@@ -10,7 +10,8 @@ from mpm_helpers import LO, M, cube, make_scene
 from polyphys import morphs
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.plugins.mpm import MPMOptions
-from polyphys.plugins.mpm.sampling import sample, winding_number
+from polyphys.plugins.mpm.sampling import sample
+from polyphys.sampling import winding_number
 from polyphys.views import ParticleView
 
 

@@ -46,7 +46,7 @@ def test_box_resting_on_plane_carries_its_weight_without_sinking():
     fn = st.con_wrench.numpy()[0, :n, 0]          # normal force on A (the plane) ...
     # ... and the generalized constraint force on the box's z dof (free joint: dofs 0-2 linear)
     fz = float(st.qfrc_constraint.numpy()[0, 2])
-    # Σ normal force = m·g within 0.5 % after settling (docs/constraint.md, the validation bound) (measured: ~1e-10 relative)
+    # docs/constraint.md's bound: Σ normal force = m·g within 0.5 % after settling (measured: ~1e-10 relative)
     assert fn.sum() == pytest.approx(m * G, rel=5e-3)
     assert fz == pytest.approx(m * G, rel=5e-3)
     assert np.all(fn > 0)

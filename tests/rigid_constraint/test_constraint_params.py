@@ -14,7 +14,7 @@ import mjscenes as S  # noqa: E402
 def test_friction_mixing_spec_example():
     # docs/semantics.md §R5: A μ .2 ratio 2, B μ .6 ratio .5 → max(.4, .3) = .4 (not the mean, product or min)
     assert C.mix_friction(0.2, 0.6, 2.0, 0.5) == pytest.approx(0.4)
-    # seed 000 §4.1: B ratio 1 → .6; both zero → the .01 floor
+    # docs/semantics.md §R5: B ratio 1 → .6; both zero → the .01 floor
     assert C.mix_friction(0.2, 0.6, 2.0, 1.0) == pytest.approx(0.6)
     assert C.mix_friction(0.3, 0.2, 0.0, 0.0) == pytest.approx(0.01)
     # torsional/rolling the same way, componentwise
@@ -27,7 +27,7 @@ def test_timeconst_floor_spec_example():
     h = 0.006 / 3
     sol = C.mix_sol_params((0.003, 1, .9, .95, .001, .5, 2), (0.003, 1, .9, .95, .001, .5, 2), h)
     assert sol[0] == pytest.approx(0.004)
-    # seed 000 §7.2: dt .004, substeps 4 → .0015 raised to .002; substeps 8 → kept
+    # docs/semantics.md §R5 (floor at 2h): dt .004, substeps 4 → .0015 raised to .002; substeps 8 → kept
     assert C.floor_timeconst((0.0015, 1), 0.001)[0] == pytest.approx(0.002)
     assert C.floor_timeconst((0.0015, 1), 0.0005)[0] == pytest.approx(0.0015)
     # componentwise mean, then the floor; direct (negative) parameters are not floored

@@ -1,4 +1,4 @@
-"""The rigid solver's constraint-parameter setters (docs/semantics.md §R5-§R6, issue 6): per-env set_friction,
+"""The rigid solver's constraint-parameter setters (docs/semantics.md §R5–§R6, issue 6): per-env set_friction,
 set_sol_params for geoms / joints / equalities with the sharing, floor and clamping rules, the
 input/effective getter, and the joint-limit / equality parameters against MuJoCo with the same
 solref written in the file (MuJoCo-compatible mode)."""

@@ -1,6 +1,6 @@
-"""Signorini contact resolution (docs/semantics.md §R2/§R8, seed 000 §5.3): the default for friction_cone="elliptic"
-+ constraint_solver="Newton" outside MuJoCo-compatible mode. No MuJoCo reference exists (MuJoCo has
-no signorini), so it is validated on physics: weight carried, penetration bounded, complementarity
+"""Signorini contact resolution (docs/semantics.md §R2/§R8, docs/constraint.md "Contact resolution"): the
+default for friction_cone="elliptic" + constraint_solver="Newton" outside MuJoCo-compatible mode. No MuJoCo
+reference exists (MuJoCo has no signorini), so it is validated on physics: weight carried, penetration bounded, complementarity
 (no adhesive normal force, friction inside μ·f_n), stick/slide on inclines against Coulomb's law,
 the round (elliptic) cone under a diagonal push, and convergence within the iteration cap."""
 
@@ -39,7 +39,7 @@ def _wrenches(st):
 
 
 def test_resolution_rules_and_option_errors():
-    """Seed 000's resolution table and docs/semantics.md §R2's errors, each naming the field."""
+    """docs/constraint.md's resolution table and docs/semantics.md §R2's errors, each naming the field."""
     r = RigidOptions
     o = r(friction_cone="elliptic")
     assert (o.effective_resolution(), o.effective_impratio()) == ("signorini", 100.0)

@@ -172,7 +172,7 @@ def test_get_state_and_reset_state_carry_sensor_state():
     for _ in range(5):
         scene.step()
     st = scene.get_state()
-    assert set(st["sensors"]) == {"drift", "buffer", "head", "count", "tick"}
+    assert set(st["sensors"]) == {"truth", "measured", "drift", "buffer", "head", "count", "tick"}
     ref = [(scene.step(), s.read().value.copy())[1] for _ in range(4)]
     scene.reset(st)
     np.testing.assert_array_equal([(scene.step(), s.read().value.copy())[1] for _ in range(4)], ref)

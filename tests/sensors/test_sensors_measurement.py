@@ -158,11 +158,17 @@ def test_checkpoint_and_state_continue_bit_exactly(tmp_path):
     a[2].set_bias(0.7, envs_idx=[2])
     path = a[0].save_checkpoint(tmp_path / "ck.npz")
     state = a[0].get_state()
+    saved = [a[2].read().value, a[2].read_ground_truth().value]
     ref = _run(a[0], a[2], 8)
     b = _falling(3, **kw)
+    b[0].step()                     # b's own last readings differ from the checkpoint's
     b[0].load_checkpoint(path)
+    # right after the load the readings are those of the saved scene (measured and truth), bit for bit
+    np.testing.assert_array_equal(b[2].read().value, saved[0])
+    np.testing.assert_array_equal(b[2].read_ground_truth().value, saved[1])
     np.testing.assert_array_equal(_run(b[0], b[2], 8), ref)
     a[0].reset(state)
+    np.testing.assert_array_equal(a[2].read().value, saved[0])
     np.testing.assert_array_equal(_run(a[0], a[2], 8), ref)
 
 

@@ -8,7 +8,8 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "tests" / "thirdparty" / "polyphys_ballistic"
 FORBIDDEN = ("polyphys.plugins", "polyphys.couplers", "polyphys.importers")
-ALLOWED_TOP = {"polyphys", "warp", "numpy", "attrs", "__future__", "math", "types", "typing"}
+ALLOWED_TOP = {"polyphys", "warp", "numpy", "attrs", "__future__", "math", "os", "sys", "types", "typing",
+               "tomllib", "tomli"}   # tomli: the declared backport of tomllib for Python 3.10
 
 
 def _imports(path):

@@ -4,6 +4,8 @@ import warp as wp
 from polyphys.description import GeomType
 from polyphys.kernels.sdf import sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 
 @wp.func
 def geom_distance(

@@ -4,8 +4,11 @@
          + Σₑ Vₑ [Ψ(F(x)) + β/(2h) δF:D(Rₙ)[δF]],   x̂ = xₙ + h vₙ,  δF = Ds(x - xₙ) Dm⁻¹,
 
 (α, β: Rayleigh damping; D the corotated linear differential at the rotation Rₙ of the substep's
-start, so the damping term is a fixed convex quadratic), solved by Newton iterations whose linear
-systems are solved by Jacobi-preconditioned CG (matrix-free Hessian-vector products) followed by a
+start, so the damping term is a fixed convex quadratic), plus at each plane contact the lagged,
+smoothed Coulomb friction potential of Incremental Potential Contact (Li et al. 2020):
+μ λ f₀(|T(x - xₙ)|), λ the contact's normal force at the current Newton iterate (see
+contact_friction). E is minimised by Newton iterations whose linear systems are solved by
+(block-)Jacobi-preconditioned CG (matrix-free Hessian-vector products), each followed by a
 backtracking line search on E. Every iteration count is fixed (the step is graph-captured); an env
 whose residual fell below its tolerance is masked out on the device.
 
@@ -14,6 +17,8 @@ in solver.py: E0[k], Et[k, t], rz[k, j], pAp[k, j], step[k].
 """
 
 import warp as wp
+
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
 # One source, two precisions: this file is imported as ``implicit`` (float32) and loaded a second time
 # as ``implicit_f64`` (float64) by ``kernels.load("64")``; S, vec3 and mat33 follow the module name.
@@ -92,7 +97,7 @@ def begin_substep(
     step_hat_out: wp.array2d(dtype=vec3),
     disp_out: wp.array2d(dtype=vec3),
     contact_n_out: wp.array2d(dtype=vec3),
-    contact_dv_out: wp.array2d(dtype=S),
+    contact_lam_out: wp.array2d(dtype=S),
 ):
     """xₙ = x, x̂ = x + h v; the Newton start is x̂ (fixed vertices stay). The vertex terms of E and
     the velocity update use displacements, not positions: step_hat = x̂ - xₙ (h v, 0 at fixed
@@ -102,8 +107,14 @@ def begin_substep(
     quantisation (a block falling from 2 m lost 5 % of its speed in 10 ms). A vertex whose free
     flight x̂ + h² g lies behind a plane becomes a contact: its start is projected onto the
     (deepest) plane and the solve keeps it there (its normal component is filtered out of the Newton
-    directions, as in Baraff & Witkin's filtered CG) unless the gradient pulls it off (cg_init
-    releases it); contact_dv is the normal speed the contact removes (for Coulomb friction)."""
+    directions, as in Baraff & Witkin's filtered CG) unless the gradient pulls it off
+    (contact_friction releases it). The projection also applies when x̂ is still in front of the
+    plane (by less than the substep's fall h²|g·n|): holding the normal coordinate of x̂ instead left
+    a landed body hovering that gap (up to 4 mm at h = 20 ms) above the plane for good, with
+    friction acting across it. Moving such a vertex down stretches its elements at the start
+    iterate, so that its gradient there points off the plane whatever the load: contact_lam = 1
+    marks these contacts, which contact_friction holds through the first Newton iteration (releasing
+    them there made a resting block alternate between contact and free flight every substep)."""
     env, i = wp.tid()
     x = pos_out[env, i]
     pos_n_out[env, i] = x
@@ -123,10 +134,13 @@ def begin_substep(
                 depth = d
                 cn = plane_normal[k]
     contact_n_out[env, i] = cn
-    contact_dv_out[env, i] = -depth / h
+    contact_lam_out[env, i] = S(0.0)
     dx = vec3(S(0.0))
     if wp.dot(cn, cn) > S(0.0):
-        dx = -wp.min(wp.dot(xh - xf, cn) + depth, S(0.0)) * cn          # onto the plane if behind it
+        dd = wp.dot(xh - xf, cn) + depth          # signed distance of x̂ to the plane
+        if dd > S(0.0):
+            contact_lam_out[env, i] = S(1.0)       # moved from in front: held at the first iteration
+        dx = -dd * cn
     pos_out[env, i] = xh + dx
     disp_out[env, i] = dx
 
@@ -246,9 +260,92 @@ def gradient_elements(
 
 
 @wp.func
-def precond(m: S, alpha: S, h: S, diag_k: vec3, kscale: S):
+def friction_f0(y: S, c: S):
+    """IPC's smoothed Coulomb potential per unit normal force (Li et al. 2020), c = ε_v h:
+    f₀(y) = y for y >= c, else y²/c - y³/(3c²) + c/3 (C² at c), f₀' = f₁ = min(2y/c - y²/c², 1)."""
+    if y >= c:
+        return y
+    return y * y / c - y * y * y / (S(3.0) * c * c) + c / S(3.0)
+
+
+@wp.func
+def friction_f1_over_y(y: S, c: S):
+    """f₁(y)/y (finite at y = 0: 2/c)."""
+    if y >= c:
+        return S(1.0) / y
+    return S(2.0) / c - y / (c * c)
+
+
+@wp.func
+def friction_hessian(y: S, n: vec3, c: S, scale: S):
+    """The curvature used for the friction potential scale·f₀(|u|) on the tangent plane of n:
+    scale·f₁(y)/y·T, T = I - nnᵀ (positive definite on the plane). Not the exact Hessian
+    scale·[f₁'(y) ûûᵀ + f₁(y)/y (T - ûûᵀ)]: f₀(√t) is concave in t = |u|² (f₁(y)/y does not increase),
+    so the quadratic with this curvature through the current u lies above f₀ everywhere
+    (a majoriser, as in iteratively reweighted least squares). The Newton step then never jumps over
+    the kink at u = 0, which the exact Hessian (zero curvature along û while sliding) does: one
+    line-search step length for all the vertices of an env then stalled at 1/16 in a rocking body."""
+    T = wp.identity(n=3, dtype=S) - wp.outer(n, n)
+    return (scale * friction_f1_over_y(y, c)) * T
+
+
+@wp.kernel
+def contact_friction(
+    # Model:
+    friction: S,
+    stick: S,
+    e0: int,
+    first: int,
+    # Data in:
+    step_hat_in: wp.array2d(dtype=vec3),
+    disp_in: wp.array2d(dtype=vec3),
+    # Data out:
+    grad_out: wp.array2d(dtype=vec3),
+    contact_n_out: wp.array2d(dtype=vec3),
+    contact_lam_out: wp.array2d(dtype=S),
+    fric_h_out: wp.array2d(dtype=mat33),
+    scal_out: wp.array2d(dtype=wp.float64),
+):
+    """Contacts of Newton iteration k, once the gradient of the other terms is complete.
+    A contact whose gradient points off the plane (the energy decreases by leaving) is released
+    (at the first iteration, k = 0, not those begin_substep moved from in front of the plane:
+    contact_lam = 1 there). Otherwise its normal force is λ = ∇E·n at this iterate: the multiplier
+    of the constraint that holds it on the plane, carrying weight, inertia and the elastic load
+    through the body (taking the vertex's own weight only made friction 4x too weak). λ is lagged:
+    held fixed for this iteration's step and line search, recomputed at the next iterate (as in
+    IPC). The friction potential μ λ f₀(|u|) of the tangential displacement over the substep
+    u = T(x - xₙ) (T = I - nnᵀ; stick = ε_v h) adds its gradient μ λ f₁(|u|) û to ∇E, its value to
+    E0 and its curvature block (friction_hessian) for the CG products and the preconditioner.
+    Friction is tangential, so it does not change λ."""
+    env, i = wp.tid()
+    cn = contact_n_out[env, i]
+    g = grad_out[env, i]
+    lam = wp.dot(g, cn)
+    Hf = mat33(S(0.0))
+    if lam <= S(0.0):
+        if (first == 0 or contact_lam_out[env, i] <= S(0.0)) and wp.dot(cn, cn) > S(0.0):
+            contact_n_out[env, i] = vec3(S(0.0))
+        lam = S(0.0)
+    elif friction > S(0.0):
+        b = step_hat_in[env, i] + disp_in[env, i]
+        u = b - wp.dot(b, cn) * cn
+        y = wp.length(u)
+        scale = friction * lam
+        grad_out[env, i] = g + (scale * friction_f1_over_y(y, stick)) * u
+        Hf = friction_hessian(y, cn, stick, scale)
+        wp.atomic_add(scal_out, env, e0, wp.float64(scale * friction_f0(y, stick)))
+    contact_lam_out[env, i] = lam
+    fric_h_out[env, i] = Hf
+
+
+@wp.func
+def precond_apply(m: S, alpha: S, h: S, diag_k: vec3, kscale: S, Hf: mat33, r: vec3):
+    """Block-Jacobi: (diag(M/h² + αM/h + kscale·diag K_rest) + H_friction)⁻¹ r (the friction block
+    is zero off contacts)."""
     dd = (m / (h * h) + alpha * m / h) * vec3(S(1.0)) + kscale * diag_k
-    return vec3(S(1.0) / dd[0], S(1.0) / dd[1], S(1.0) / dd[2])
+    if wp.trace(Hf) > S(0.0):
+        return wp.inverse(wp.diag(dd) + Hf) * r
+    return vec3(r[0] / dd[0], r[1] / dd[1], r[2] / dd[2])
 
 
 @wp.kernel
@@ -263,6 +360,8 @@ def cg_init(
     rz_k: int,
     # Data in:
     grad_in: wp.array2d(dtype=vec3),
+    contact_n_in: wp.array2d(dtype=vec3),
+    fric_h_in: wp.array2d(dtype=mat33),
     # Data out:
     r_out: wp.array2d(dtype=vec3),
     z_out: wp.array2d(dtype=vec3),
@@ -270,21 +369,14 @@ def cg_init(
     d_out: wp.array2d(dtype=vec3),
     ap_out: wp.array2d(dtype=vec3),
     scal_out: wp.array2d(dtype=wp.float64),
-    contact_n_out: wp.array2d(dtype=vec3),
-    contact_dv_out: wp.array2d(dtype=S),
 ):
-    """r = -g (0 at fixed vertices, tangential at contacts), z = M⁻¹r, p = z, d = 0; rz[k, 0] = r·z.
-    A contact whose gradient points off the plane (the energy decreases by leaving) is released."""
+    """r = -g (0 at fixed vertices, tangential at contacts), z = P⁻¹r, p = z, d = 0; rz[k, 0] = r·z."""
     env, i = wp.tid()
-    cn = contact_n_out[env, i]
-    if wp.dot(grad_in[env, i], cn) < S(0.0):
-        cn = vec3(S(0.0))
-        contact_n_out[env, i] = cn
-        contact_dv_out[env, i] = S(0.0)
+    cn = contact_n_in[env, i]
     r = filter_contact(-grad_in[env, i], cn)
     if fixed[env, i] != 0:
         r = vec3(S(0.0))
-    z = filter_contact(wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r), cn)
+    z = filter_contact(precond_apply(mass[i], alpha[i], h, diag_k[i], kscale, fric_h_in[env, i], r), cn)
     r_out[env, i] = r
     z_out[env, i] = z
     p_out[env, i] = z
@@ -361,17 +453,20 @@ def cg_curvature(
     # Data in:
     p_in: wp.array2d(dtype=vec3),
     contact_n_in: wp.array2d(dtype=vec3),
+    fric_h_in: wp.array2d(dtype=mat33),
     # Data out:
     ap_out: wp.array2d(dtype=vec3),
     scal_out: wp.array2d(dtype=wp.float64),
 ):
-    """Ap += (M/h² + αM/h) p, filtered (0 at fixed vertices, tangential at contacts); pAp[k, j]."""
+    """Ap += (M/h² + αM/h + H_friction) p, filtered (0 at fixed vertices, tangential at contacts);
+    pAp[k, j]."""
     env, i = wp.tid()
     if not cg_active(scal_out, env, rz_k, rz0, j, cg_tol2, newton_tol2, k):
         return
     p = p_in[env, i]
     m = mass[i]
-    ap = filter_contact(ap_out[env, i] + (m / (h * h) + alpha[i] * m / h) * p, contact_n_in[env, i])
+    ap = ap_out[env, i] + (m / (h * h) + alpha[i] * m / h) * p + fric_h_in[env, i] * p
+    ap = filter_contact(ap, contact_n_in[env, i])
     if fixed[env, i] != 0:
         ap = vec3(S(0.0))
     ap_out[env, i] = ap
@@ -397,13 +492,14 @@ def cg_update(
     p_in: wp.array2d(dtype=vec3),
     ap_in: wp.array2d(dtype=vec3),
     contact_n_in: wp.array2d(dtype=vec3),
+    fric_h_in: wp.array2d(dtype=mat33),
     # Data out:
     d_out: wp.array2d(dtype=vec3),
     r_out: wp.array2d(dtype=vec3),
     z_out: wp.array2d(dtype=vec3),
     scal_out: wp.array2d(dtype=wp.float64),
 ):
-    """d += a p, r -= a Ap, z = M⁻¹ r, rz[k, j+1] = r·z with a = rz/pAp. Non-positive curvature
+    """d += a p, r -= a Ap, z = P⁻¹ r, rz[k, j+1] = r·z with a = rz/pAp. Non-positive curvature
     ends this env's CG (at j = 0 the preconditioned steepest-descent direction is kept)."""
     env, i = wp.tid()
     if not cg_active(scal_out, env, rz_k, rz0, j, cg_tol2, newton_tol2, k):
@@ -416,7 +512,8 @@ def cg_update(
     a = S(scal_out[env, rz_k + j] / pap)
     d_out[env, i] = d_out[env, i] + a * p_in[env, i]
     r = r_out[env, i] - a * ap_in[env, i]
-    z = filter_contact(wp.cw_mul(precond(mass[i], alpha[i], h, diag_k[i], kscale), r), contact_n_in[env, i])
+    cn = contact_n_in[env, i]
+    z = filter_contact(precond_apply(mass[i], alpha[i], h, diag_k[i], kscale, fric_h_in[env, i], r), cn)
     r_out[env, i] = r
     z_out[env, i] = z
     wp.atomic_add(scal_out, env, rz_k + j + 1, wp.float64(wp.dot(r, z)))
@@ -454,6 +551,8 @@ def trial_energy_vertices(
     alpha: wp.array(dtype=S),
     gravity: vec3,
     h: S,
+    friction: S,
+    stick: S,
     s: S,
     et: int,
     step_k: int,
@@ -461,14 +560,23 @@ def trial_energy_vertices(
     d_in: wp.array2d(dtype=vec3),
     step_hat_in: wp.array2d(dtype=vec3),
     disp_in: wp.array2d(dtype=vec3),
+    contact_n_in: wp.array2d(dtype=vec3),
+    contact_lam_in: wp.array2d(dtype=S),
     # Data out:
     scal_out: wp.array2d(dtype=wp.float64),
 ):
+    """Vertex terms of E at x + s d: inertia, gravity, mass damping and the contact's friction
+    potential μ λ f₀(|T(x - xₙ)|) with this iteration's λ (contact_friction)."""
     env, i = wp.tid()
     if scal_out[env, step_k] > wp.float64(0.0):
         return
     a = disp_in[env, i] + s * d_in[env, i]
-    en = vertex_energy(mass[i], alpha[i], h, gravity, a, step_hat_in[env, i] + a)
+    b = step_hat_in[env, i] + a
+    en = vertex_energy(mass[i], alpha[i], h, gravity, a, b)
+    lam = contact_lam_in[env, i]
+    if lam > S(0.0) and friction > S(0.0):
+        cn = contact_n_in[env, i]
+        en = en + friction * lam * friction_f0(wp.length(b - wp.dot(b, cn) * cn), stick)
     wp.atomic_add(scal_out, env, et, wp.float64(en))
 
 

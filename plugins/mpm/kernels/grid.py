@@ -6,12 +6,15 @@ of each axis (and, with ``surface`` = 1, one-sidedly on the node layer on the wa
 by slip/separate walls), static planes on the nodes behind them. Boundary codes
 (one per axis: the walls normal to x, y, z; planes use the z code): 0 sticky (v = 0), 1 slip
 (normal component removed), 2 separate (normal component removed only when it points into the
-wall); slip/separate apply Coulomb friction μ to the tangential part. Generic over float32/float64.
+wall); slip/separate apply Coulomb friction μ to the tangential part. Generic over float32/float64:
+``declare_overloads(precision)`` adds one precision's overloads before the first launch.
 """
 
 from typing import Any
 
 import warp as wp
+
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
 STICKY = wp.constant(0)
 SLIP = wp.constant(1)
@@ -137,3 +140,21 @@ def grid_update(
             v = apply_bc(v, nrm, boundary[2], friction)
     grid_v_out[env, n] = v
     grid_active_out[env, n] = 1
+
+
+_declared: set = set()
+
+
+def declare_overloads(precision: str) -> None:
+    """The float32 ("32") or float64 ("64") overloads of this module's kernels (MPMSolver.kernel_modules),
+    so that the module compiles once, with the scene's precision only."""
+    if precision in _declared:
+        return
+    s = wp.float64 if precision == "64" else wp.float32
+    V = wp.types.vector(3, s)
+    a2, v2 = wp.array2d(dtype=s), wp.array2d(dtype=V)
+    wp.overload(clear_grid, {"grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2})
+    wp.overload(grid_update, {"lo": V, "dx": s, "friction": s, "plane_pos": wp.array(dtype=V),
+                              "plane_nrm": wp.array(dtype=V), "gravity": V, "h": s, "grid_mv_in": v2,
+                              "grid_m_in": a2, "grid_mx_in": v2, "grid_v_out": v2, "grid_pos_out": v2})
+    _declared.add(precision)

@@ -7,7 +7,8 @@ P2G: F <- (I + h C) F, plastic return mapping, Kirchhoff stress τ, then scatter
 G2P: v_p = Σ w v_i,  C_p = D⁻¹ Σ w v_i (x_i − x_p)ᵀ,  x_p += h v_p.
 Launch grids are (n_envs, n_particles); every env has its own grid rows, so envs never interact.
 The scatter uses atomics: on CPU a launch runs on one thread, so sums are in a fixed order.
-Kernels are generic over float32/float64 (overloads are made at the first launch).
+Kernels are generic over float32/float64: ``declare_overloads(precision)`` adds one precision's
+overloads before the first launch.
 """
 
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 import warp as wp
 
 from .constitutive import LIQUID, SAND, SNOW, kirchhoff, project_sigma
+
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
 
 @wp.func
@@ -211,3 +214,21 @@ def g2p(
     vel_out[env, p] = v
     C_out[env, p] = (type(h)(4.0) * inv_dx * inv_dx) * B
     wp.atomic_max(vmax_out, env, wp.length(v))
+
+
+_declared: set = set()
+
+
+def declare_overloads(precision: str) -> None:
+    """The float32 ("32") or float64 ("64") overloads of p2g and g2p (MPMSolver.kernel_modules)."""
+    if precision in _declared:
+        return
+    s = wp.float64 if precision == "64" else wp.float32
+    V, V4, M = wp.types.vector(3, s), wp.types.vector(4, s), wp.types.matrix((3, 3), s)
+    a1, a2, v2, m2 = wp.array(dtype=s), wp.array2d(dtype=s), wp.array2d(dtype=V), wp.array2d(dtype=M)
+    wp.overload(p2g, {"p_mu": a1, "p_lam": a1, "p_par": wp.array(dtype=V4), "p_mass": a1, "p_vol": a1,
+                      "lo": V, "inv_dx": s, "dx": s, "h": s, "pos_in": v2, "vel_in": v2, "C_in": m2,
+                      "F_out": m2, "Jp_out": a2, "grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2})
+    wp.overload(g2p, {"lo": V, "inv_dx": s, "dx": s, "h": s, "x_min": V, "x_max": V, "wall_lo": V, "wall_hi": V,
+                      "grid_v_in": v2, "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a1})
+    _declared.add(precision)

@@ -8,6 +8,8 @@ Each XPBD update: dλ = (-C - α̃ λ) / (Σ w_k |∇_k C|² + α̃), α̃ = α 
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 
 @wp.func
 def eff_inv_mass(inv_mass0: wp.array(dtype=float), free: wp.array2d(dtype=wp.int32), env: int, i: int):

@@ -3,6 +3,8 @@ boundaries (domain box, planes, spheres) with friction, and the XPBD velocity up
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
+
 
 @wp.func
 def project_halfspace(x: wp.vec3, x_prev: wp.vec3, d: float, n: wp.vec3, mu: float):

@@ -16,7 +16,7 @@ gradient; XSPH viscosity on the velocities.
 import warp as wp
 
 # neighbour loops must stay loops: unrolling the 27 cells multiplies the compile time
-wp.set_module_options({"max_unroll": 1})
+wp.set_module_options({"max_unroll": 1, "enable_backward": False})
 
 KIND_CLOTH = wp.constant(0)
 KIND_ELASTIC = wp.constant(1)

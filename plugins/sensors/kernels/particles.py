@@ -59,11 +59,16 @@ def region_sensor(
         truth_out[e, c + slot[i, 2]] = type(zero)(n)
 
 
-def _overloads():
-    for s in (wp.float32, wp.float64):
-        V = wp.types.vector(3, s)
-        v1, v2 = wp.array(dtype=V), wp.array2d(dtype=V)
-        wp.overload(region_sensor, {"lo": v1, "hi": v1, "pos_in": v2, "vel_in": v2, "truth_out": wp.array2d(dtype=s)})
+_declared: set = set()
 
 
-_overloads()
+def declare_overloads(precision: str) -> None:
+    """The float32 ("32") or float64 ("64") overloads of this module's kernels (the sensor's
+    ``kernel_modules``): a scene compiles only its own precision."""
+    if precision in _declared:
+        return
+    s = wp.float64 if precision == "64" else wp.float32
+    V = wp.types.vector(3, s)
+    v1, v2 = wp.array(dtype=V), wp.array2d(dtype=V)
+    wp.overload(region_sensor, {"lo": v1, "hi": v1, "pos_in": v2, "vel_in": v2, "truth_out": wp.array2d(dtype=s)})
+    _declared.add(precision)

@@ -551,31 +551,36 @@ def touch_sensor(
     truth_out[e, col[i]] = total
 
 
-def _overloads():
-    for s in (wp.float32, wp.float64):
-        V = wp.types.vector(3, s)
-        Q = wp.types.quaternion(s)
-        M = wp.types.matrix((3, 3), s)
-        a2, v2, q2, v1, q1 = (wp.array2d(dtype=s), wp.array2d(dtype=V), wp.array2d(dtype=Q), wp.array(dtype=V),
-                              wp.array(dtype=Q))
-        kin = {"link_pos_in": v2, "link_quat_in": q2, "link_com_in": v2, "link_ang_in": v2, "link_vel_in": v2,
-               "link_acc_ang_in": v2, "link_acc_in": v2, "truth_out": a2}
-        wp.overload(imu_sensor, {"gravity": V, "magnetic": v1, "lpos": v1, "lquat": q1, **kin})
-        wp.overload(frame_sensor, {"gravity": V, "lpos": v1, "lquat": q1, "ref_lpos": v1, "ref_lquat": q1, **kin})
-        wp.overload(force_torque_sensor, {"lpos": v1, "lquat": q1, "link_pos_in": v2, "link_quat_in": q2, "link_com_in": v2,
-                                          "cfrc_int_force_in": v2, "cfrc_int_torque_in": v2, "truth_out": a2})
-        wp.overload(joint_sensor, {"qpos_in": a2, "qvel_in": a2, "qfrc_actuator_in": a2, "qfrc_constraint_in": a2,
-                                   "truth_out": a2})
-        wp.overload(actuator_sensor, {"act_force_in": a2, "truth_out": a2})
-        wp.overload(subtree_sensor, {"link_quat_in": q2, "link_com_in": v2, "link_ang_in": v2, "link_vel_in": v2,
-                                     "link_mass_in": a2, "link_inertia_in": wp.array2d(dtype=M), "truth_out": a2})
-        wp.overload(contact_sensor, {"truth_out": a2})
-        wp.overload(contact_force_sensor, {"ref_lpos": v1, "ref_lquat": q1, "link_pos_in": v2, "link_quat_in": q2,
-                                           "link_com_in": v2, "link_contact_force_in": v2, "link_contact_torque_in": v2,
-                                           "link_impulse_force_in": v2, "link_impulse_torque_in": v2, "truth_out": a2})
-        wp.overload(touch_sensor, {"lpos": v1, "lquat": q1, "zone_size": v1, "link_pos_in": v2, "link_quat_in": q2,
-                                   "contact_pos_in": v2, "contact_frame_in": wp.array2d(dtype=M),
-                                   "contact_wrench_in": wp.array3d(dtype=s), "truth_out": a2})
+_declared: set = set()
 
 
-_overloads()
+def declare_overloads(precision: str) -> None:
+    """The float32 ("32") or float64 ("64") overloads of this module's kernels (the sensor's
+    ``kernel_modules``): a scene compiles only its own precision."""
+    if precision in _declared:
+        return
+    s = wp.float64 if precision == "64" else wp.float32
+    V = wp.types.vector(3, s)
+    Q = wp.types.quaternion(s)
+    M = wp.types.matrix((3, 3), s)
+    a2, v2, q2, v1, q1 = (wp.array2d(dtype=s), wp.array2d(dtype=V), wp.array2d(dtype=Q), wp.array(dtype=V),
+                          wp.array(dtype=Q))
+    kin = {"link_pos_in": v2, "link_quat_in": q2, "link_com_in": v2, "link_ang_in": v2, "link_vel_in": v2,
+           "link_acc_ang_in": v2, "link_acc_in": v2, "truth_out": a2}
+    wp.overload(imu_sensor, {"gravity": V, "magnetic": v1, "lpos": v1, "lquat": q1, **kin})
+    wp.overload(frame_sensor, {"gravity": V, "lpos": v1, "lquat": q1, "ref_lpos": v1, "ref_lquat": q1, **kin})
+    wp.overload(force_torque_sensor, {"lpos": v1, "lquat": q1, "link_pos_in": v2, "link_quat_in": q2, "link_com_in": v2,
+                                      "cfrc_int_force_in": v2, "cfrc_int_torque_in": v2, "truth_out": a2})
+    wp.overload(joint_sensor, {"qpos_in": a2, "qvel_in": a2, "qfrc_actuator_in": a2, "qfrc_constraint_in": a2,
+                               "truth_out": a2})
+    wp.overload(actuator_sensor, {"act_force_in": a2, "truth_out": a2})
+    wp.overload(subtree_sensor, {"link_quat_in": q2, "link_com_in": v2, "link_ang_in": v2, "link_vel_in": v2,
+                                 "link_mass_in": a2, "link_inertia_in": wp.array2d(dtype=M), "truth_out": a2})
+    wp.overload(contact_sensor, {"truth_out": a2})
+    wp.overload(contact_force_sensor, {"ref_lpos": v1, "ref_lquat": q1, "link_pos_in": v2, "link_quat_in": q2,
+                                       "link_com_in": v2, "link_contact_force_in": v2, "link_contact_torque_in": v2,
+                                       "link_impulse_force_in": v2, "link_impulse_torque_in": v2, "truth_out": a2})
+    wp.overload(touch_sensor, {"lpos": v1, "lquat": q1, "zone_size": v1, "link_pos_in": v2, "link_quat_in": q2,
+                               "contact_pos_in": v2, "contact_frame_in": wp.array2d(dtype=M),
+                               "contact_wrench_in": wp.array3d(dtype=s), "truth_out": a2})
+    _declared.add(precision)

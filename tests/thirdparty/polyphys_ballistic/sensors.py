@@ -16,7 +16,7 @@ from polyphys.errors import OptionError
 from polyphys.interfaces import Sensor
 from polyphys.views import ParticleView
 
-from . import kernels
+from . import kernels_sensor
 
 
 class ApexSensor(Sensor):
@@ -30,6 +30,11 @@ class ApexSensor(Sensor):
         if entity is None or entity.solver.name != "ballistic":
             raise OptionError(f"sensor {self.full_name!r} (ballistic_apex): entity = {entity!r}: "
                               f"allowed: an entity with a Ballistic material")
+
+    def kernel_modules(self, layout):
+        """The Warp module this sensor launches, with the overload of the scene's precision."""
+        kernels_sensor.declare_overloads(layout.precision)
+        return [kernels_sensor]
 
     def build(self, layout):
         """After the solvers are built: the view to read and the outputs (name, width, datatype)."""
@@ -46,5 +51,5 @@ class ApexSensor(Sensor):
     def evaluate(self, part, truth):
         """This step's ground truth of the envs of ``part`` into ``truth`` (the partition's rows)."""
         c = self.view.particle_carriers(part)
-        wp.launch(kernels.apex_sensor, dim=(part.n_envs, 1), inputs=[*self.params, c.active, c.pos, c.vel],
+        wp.launch(kernels_sensor.apex_sensor, dim=(part.n_envs, 1), inputs=[*self.params, c.active, c.pos, c.vel],
                   outputs=[truth], device=self.layout.device)

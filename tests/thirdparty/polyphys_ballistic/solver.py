@@ -38,6 +38,13 @@ class BallisticSolver(Solver):
         self.entities.append(entity)
         return entity
 
+    # -- before build: the kernel modules this scene launches -------------------------------------
+    def kernel_modules(self, layout):
+        """Declared before build so that polyphys compiles them (in parallel with other plugins'
+        modules, with one notice) before the first launch; overloads of the scene's precision only."""
+        kernels.declare_overloads(layout.precision)
+        return [kernels]
+
     # -- build: allocate every array once --------------------------------------------------------
     def build(self, layout):
         self.layout = layout
