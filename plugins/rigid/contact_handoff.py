@@ -53,6 +53,13 @@ def cede(solver, owner: str) -> None:
     if why is not None:
         raise CapabilityError(owner, "rigid contact hand-off", f"rigid solver {solver.name!r}: {why}")
     solver._contact_owner = owner
+    # the build's forward() queried the solver's own contact forces: drop them (no rows, zero forces,
+    # flagged stale until the first step's SAP solve)
+    solver.data.nefc.zero_()
+    solver.data.con_efc_adr.fill_(-1)
+    solver.data.efc_force.zero_()
+    solver._query_at = None
+    solver._forward_at = solver._steps_done()
     solver._dyn = {}
     for part in solver.layout.partitions:
         d = solver.views[part.index].d

@@ -58,3 +58,16 @@ def test_checkpoint_continues_bit_exactly(tmp_path):
         other.step()
     got = np.concatenate([obox.get_pos(), obox.get_quat(), obox.get_dofs_velocity()], axis=1)
     np.testing.assert_array_equal(got, want)
+
+
+def test_contact_readback_before_and_after_the_first_solve():
+    """Right after build no SAP solve has run: the rigid readback lists the contacts with zero forces,
+    flagged stale (not the rigid solver's own query at build); after a step it reports SAP's forces,
+    tagged with the last substep's start."""
+    scene, box, info = plane_and_box()
+    c = box.get_contacts()
+    assert len(c["penetration"]) == 4 and c["stale"] and not np.any(c["force_a"])
+    scene.step()
+    c = box.get_contacts()
+    assert not c["stale"] and abs(c["solved_at"] - (0.01 - 0.0025)) < 1e-12
+    assert abs(abs(c["force_a"] @ info["normal"]).sum() / (info["mass"] * 9.81) - 1.0) < 1e-3
