@@ -81,7 +81,7 @@ class SapCoupler(Coupler):
             geom_k=wp.array(geom_k, dtype=f64, device=dev), geom_tau=wp.array(geom_tau, dtype=f64, device=dev),
             k=z((n, K_)), tau=z((n, K_)), mu=z((n, K_)),
             warm_v=z((n, nv)), warm_ok=z(n, wp.int32),
-            lo_A=z((n, nv), wp.int32), hi_A=z((n, nv), wp.int32), lo_H=z((n, nv), wp.int32), zr=z((n, nv)),
+            lo_A=z((n, nv), wp.int32), hi_A=z((n, nv), wp.int32), lo_H=z((n, nv), wp.int32),
             LA=z((n, nv, nv)), H=z((n, nv, nv)), Z=z((n, 3, nv)), cols=z((n, K_, nv), wp.int32),
             ncols=z((n, K_), wp.int32), v=z((n, nv)), vs=z((n, nv)), dv=z((n, nv)), grad=z((n, nv)),
             tmp=z((n, nv)), vc=z((n, K_), wp.vec3d), dvc=z((n, K_), wp.vec3d), gam=z((n, K_), wp.vec3d),
@@ -95,7 +95,7 @@ class SapCoupler(Coupler):
             b.parts[part.index] = SimpleNamespace(
                 dyn=rigid.rigid_dynamics(part),
                 **{k: env_slice(getattr(b, k), s, t) for k in (
-                    "k", "tau", "mu", "warm_v", "warm_ok", "lo_A", "hi_A", "lo_H", "zr", "LA", "H", "Z", "cols", "ncols",
+                    "k", "tau", "mu", "warm_v", "warm_ok", "lo_A", "hi_A", "lo_H", "LA", "H", "Z", "cols", "ncols",
                     "v", "vs", "dv", "grad",
                     "tmp", "vc", "dvc", "gam", "rn", "rt", "vhat", "gamma", "iterations", "converged", "cost",
                     "residual", "iterations_step", "cap_hits_step")})
@@ -118,7 +118,7 @@ class SapCoupler(Coupler):
                               0 if o.line_search == "exact" else 1, F(o.ls_alpha_max), o.ls_max_iterations,
                               F(o.ls_tolerance), F(o.ls_armijo_c), F(o.ls_rho),
                               d.qvel, d.qacc_free, d.mass, d.n_contacts, d.dist, d.jac, p.k, p.tau, p.mu,
-                              p.warm_v, p.warm_ok, p.lo_A, p.hi_A, p.lo_H, p.zr, p.LA, p.H, p.Z, p.cols, p.ncols,
+                              p.warm_v, p.warm_ok, p.lo_A, p.hi_A, p.lo_H, p.LA, p.H, p.Z, p.cols, p.ncols,
                               p.v, p.vs, p.dv, p.grad, p.tmp,
                               p.vc, p.dvc, p.gam, p.rn, p.rt, p.vhat],
                       outputs=[p.gamma, d.qfrc_contact, d.contact_force, p.iterations, p.converged, p.cost,

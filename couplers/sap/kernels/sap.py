@@ -284,7 +284,6 @@ def sap_solve(
     lo_A: wp.array2d(dtype=wp.int32),
     hi_A: wp.array2d(dtype=wp.int32),
     lo_H: wp.array2d(dtype=wp.int32),
-    zr: wp.array2d(dtype=wp.float64),
     LA: wp.array3d(dtype=wp.float64),
     H: wp.array3d(dtype=wp.float64),
     Z: wp.array3d(dtype=wp.float64),
@@ -358,16 +357,25 @@ def sap_solve(
             i = cols[e, c, a]
             lo_H[e, i] = wp.min(lo_H[e, i], first)      # J_cᵀ G J_c couples the contact's columns
         wsq = zero
+        last_all = first
         for r in range(3):
-            for j in range(first, nv):
-                zr[e, j] = wp.float64(jac_in[e, 3 * c + r, j])
-            forward_env(LA, lo_A, e, nv, first, zr)           # z_r = L⁻¹ J_rᵀ
-            for j in range(first, nv):
-                Z[e, r, j] = zr[e, j]
+            # z_r = L⁻¹ J_rᵀ: zero before ``first``; a later row whose envelope starts after the last
+            # nonzero so far, and with no Jacobian entry of its own, stays zero (another tree)
+            last = int(-1)
+            for i in range(first, nv):
+                t = wp.float64(jac_in[e, 3 * c + r, i])
+                if t != zero or lo_A[e, i] <= last:
+                    for k in range(wp.max(lo_A[e, i], first), i):
+                        t = t - LA[e, i, k] * Z[e, r, k]
+                    t = t / LA[e, i, i]
+                Z[e, r, i] = t
+                if t != zero:
+                    last = i
+            last_all = wp.max(last_all, last)
         for r in range(3):
             for q in range(3):
                 wrq = zero
-                for j in range(first, nv):
+                for j in range(first, last_all + 1):
                     wrq = wrq + Z[e, r, j] * Z[e, q, j]
                 wsq = wsq + wrq * wrq
         w = wp.sqrt(wsq) / wp.float64(3.0)
