@@ -49,9 +49,21 @@ def _scene(n_envs: int, sap: bool):
 def _drake_seconds_per_step(quick: bool):
     import math
 
-    from pydrake.all import (AddContactMaterial, AddMultibodyPlant, CoulombFriction, DiagramBuilder, HalfSpace,
-                             MultibodyPlantConfig, ProximityProperties, RigidTransform, RollPitchYaw, Simulator,
-                             SpatialInertia, Sphere, UnitInertia)
+    from pydrake.all import (
+        AddContactMaterial,
+        AddMultibodyPlant,
+        CoulombFriction,
+        DiagramBuilder,
+        HalfSpace,
+        MultibodyPlantConfig,
+        ProximityProperties,
+        RigidTransform,
+        RollPitchYaw,
+        Simulator,
+        SpatialInertia,
+        Sphere,
+        UnitInertia,
+    )
 
     h = 0.004
     b = DiagramBuilder()

@@ -23,9 +23,22 @@ H, K, TAU, MU, R, RHO = 0.0025, 2.0e4, 0.01, 0.5, 0.07, 500.0
 
 
 def _drake(incline_deg, lift, steps):
-    from pydrake.all import (AddContactMaterial, AddMultibodyPlant, CoulombFriction, DiagramBuilder, HalfSpace,
-                             MultibodyPlantConfig, ProximityProperties, RigidTransform, RollPitchYaw, RotationMatrix,
-                             Simulator, SpatialInertia, Sphere, UnitInertia)
+    from pydrake.all import (
+        AddContactMaterial,
+        AddMultibodyPlant,
+        CoulombFriction,
+        DiagramBuilder,
+        HalfSpace,
+        MultibodyPlantConfig,
+        ProximityProperties,
+        RigidTransform,
+        RollPitchYaw,
+        RotationMatrix,
+        Simulator,
+        SpatialInertia,
+        Sphere,
+        UnitInertia,
+    )
 
     b = DiagramBuilder()
     plant, _ = AddMultibodyPlant(MultibodyPlantConfig(time_step=H, discrete_contact_approximation="sap",
