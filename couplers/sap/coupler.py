@@ -87,7 +87,7 @@ class SapCoupler(Coupler):
             tmp=z((n, nv)), vc=z((n, K_), wp.vec3d), dvc=z((n, K_), wp.vec3d), gam=z((n, K_), wp.vec3d),
             rn=z((n, K_)), rt=z((n, K_)), vhat=z((n, K_)),
             gamma=z((n, K_), wp.vec3d), iterations=z(n, wp.int32), converged=z(n, wp.int32),
-            cost=z((n, o.max_iterations + 1)), residual=z(n),
+            cost=z((n, o.max_iterations + 1)), residual=z(n), residual_history=z((n, o.max_iterations + 1)),
             iterations_step=z(n, wp.int32), cap_hits_step=z(n, wp.int32))
         b.parts = {}
         for part in layout.partitions:
@@ -98,7 +98,7 @@ class SapCoupler(Coupler):
                     "k", "tau", "mu", "warm_v", "warm_ok", "lo_A", "hi_A", "lo_H", "LA", "H", "Z", "cols", "ncols",
                     "v", "vs", "dv", "grad",
                     "tmp", "vc", "dvc", "gam", "rn", "rt", "vhat", "gamma", "iterations", "converged", "cost",
-                    "residual", "iterations_step", "cap_hits_step")})
+                    "residual", "residual_history", "iterations_step", "cap_hits_step")})
         return b
 
     # -- the substep ------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ class SapCoupler(Coupler):
                               p.v, p.vs, p.dv, p.grad, p.tmp,
                               p.vc, p.dvc, p.gam, p.rn, p.rt, p.vhat],
                       outputs=[p.gamma, d.qfrc_contact, d.contact_force, p.iterations, p.converged, p.cost,
-                               p.residual], device=dev)
+                               p.residual, p.residual_history], device=dev)
             wp.launch(K.step_stats, dim=part.n_envs, inputs=[int(f == 0), p.iterations, p.converged],
                       outputs=[p.iterations_step, p.cap_hits_step], device=dev)
 
@@ -163,8 +163,9 @@ class SapCoupler(Coupler):
 
     def get_solver_stats(self, rigid: str | None = None, envs_idx=None) -> dict:
         """Per env, of the last substep's solve: ``iterations`` (Newton steps), ``converged``
-        (bool: the stopping rule held), ``residual`` (‖D·∇ℓ‖ at the end), ``cost`` (ℓ after each
-        Newton step, from the start: (n, max_iterations + 1), −1 past the last); over the last
+        (bool: the stopping rule held), ``residual`` (‖D·∇ℓ‖ at the end), ``cost`` and
+        ``residual_history`` (ℓ and ‖D·∇ℓ‖ at the start and after each Newton step: (n,
+        max_iterations + 1), −1 past the last); over the last
         step's substeps: ``iterations_step`` (sum) and ``cap_hits_step`` (substeps that hit
         max_iterations). Batch axis first (none unbatched)."""
         b = self._pick(rigid)
@@ -174,6 +175,7 @@ class SapCoupler(Coupler):
                "converged": b.converged.numpy()[envs].astype(bool),
                "residual": b.residual.numpy()[envs].astype(float),
                "cost": b.cost.numpy()[envs].astype(float),
+               "residual_history": b.residual_history.numpy()[envs].astype(float),
                "iterations_step": b.iterations_step.numpy()[envs].astype(int),
                "cap_hits_step": b.cap_hits_step.numpy()[envs].astype(int)}
         return out if scene.batched else {k: v[0] for k, v in out.items()}

@@ -308,6 +308,7 @@ def sap_solve(
     converged_out: wp.array(dtype=wp.int32),
     cost_out: wp.array2d(dtype=wp.float64),
     residual_out: wp.array(dtype=wp.float64),
+    residual_history_out: wp.array2d(dtype=wp.float64),
 ):
     e = wp.tid()
     zero = wp.float64(0.0)
@@ -317,7 +318,8 @@ def sap_solve(
     K = dist_in.shape[1]
     nc = wp.min(ncon_in[e], K)
     for it in range(cost_out.shape[1]):
-        cost_out[e, it] = -one          # unused slots: −1 (a cost is >= 0)
+        cost_out[e, it] = -one          # unused slots: −1 (a cost and a norm are >= 0)
+        residual_history_out[e, it] = -one
     # the nonzero structure of A: row i spans columns [lo_A, hi_A]
     for i in range(nv):
         vs[e, i] = wp.float64(qvel_in[e, i]) + h * wp.float64(qacc_free_in[e, i])
@@ -426,6 +428,7 @@ def sap_solve(
             nj = nj + dii * ji * ji
         ng = wp.sqrt(ng)
         res = ng
+        residual_history_out[e, it] = ng
         if ng <= atol + rtol * wp.max(wp.sqrt(nm), wp.sqrt(nj)):
             conv = 1
             break
