@@ -6,7 +6,7 @@ import math
 
 import attrs
 from polyphys.errors import OptionError
-from polyphys.options import in_range, non_negative, one_of, positive, positive_int
+from polyphys.options import Options, in_range, non_negative, one_of, positive, positive_int
 
 
 def _stiffness(instance, attribute, value):
@@ -36,7 +36,7 @@ def _tolerance(instance, attribute, value):
 
 
 @attrs.frozen(kw_only=True)
-class SapOptions:
+class SapOptions(Options):
     """Compliant point contact (Castro, Permenter, Han 2022; Drake's parameterisation):
 
     point_stiffness (N/m): a geometry's point contact stiffness, default for every geom;
