@@ -134,3 +134,38 @@ def test_contact_jacobian_float32_builds(precision):
     scene.build()
     scene.step()
     assert np.isfinite(next(s for s in scene.solvers if s.name == "rigid").data.efc_J.numpy()).all()
+
+
+def test_contact_jacobian_rows_of_an_articulated_chain(tmp_path):
+    """A two-link hinge arm (no limits: SAP owns contacts only) on a free base lying tilted on the
+    plane: the rows walk each link's dof chain (free joint + hinges); compared with the point Jacobian."""
+    xml = tmp_path / "arm.xml"
+    xml.write_text("""<mujoco><worldbody><geom type="plane" size="2 2 .1" pos="0.1 -0.2 0.02"/>
+      <body pos="0.2 0.1 0.09" euler="10 -8 30"><freejoint/><geom type="box" size=".12 .06 .05"/>
+        <body pos="0.15 0 0" euler="0 25 0"><joint type="hinge" axis="0 1 0"/>
+          <geom type="capsule" fromto="0 0 0 .2 0 0" size=".03"/>
+          <body pos="0.2 0 0" euler="0 20 0"><joint type="hinge" axis="0 0.6 0.8"/><geom type="sphere" size=".05" pos=".05 0 0"/>
+          </body></body></body></worldbody></mujoco>""")
+    scene = polyphys.Scene(sim=SimOptions(dt=0.01, substeps=2, precision="64"), coupler=SapOptions())
+    arm = scene.add_entity(M.MJCF(file=str(xml)), Rigid())
+    scene.build()
+    solver = next(s for s in scene.solvers if s.name == "rigid")
+    d = solver.data
+    d.efc_J.fill_(float("nan"))
+    solver.substep_pre_coupling(0, scene.layout.partitions[0])
+    n = int(d.ncon.numpy()[0])
+    links = d.con_link.numpy()[0]
+    assert n >= 2 and len({int(la) for la, lb in links[:n]} | {int(lb) for la, lb in links[:n]}) >= 3
+    J = d.efc_J.numpy()[0]
+    pos, frame = d.con_pos.numpy()[0], d.con_frame.numpy()[0]
+    nv = solver.n_dofs
+
+    def point_jac(link, p):
+        out = np.zeros((3, nv))
+        jl = arm.get_jacobian(link - arm.link_start, point=p)[:3]
+        out[:, arm.dof_start:arm.dof_start + jl.shape[1]] = jl
+        return out
+
+    for k in range(n):
+        want = frame[k] @ (point_jac(links[k, 0], pos[k]) - point_jac(links[k, 1], pos[k]))
+        np.testing.assert_allclose(J[3 * k:3 * k + 3], want, atol=1e-12)
