@@ -38,7 +38,7 @@ def plane_and_box(*, incline=0.0, yaw=25.0, size=(0.2, 0.3, 0.1), rho=500.0, k=1
     R = rot_x(incline)
     normal = R @ np.array([0.0, 0.0, 1.0])
     mat = Rigid(rho=rho) if mu is None else Rigid(rho=rho, friction=mu)
-    # the rigid solver orients a plane by its euler angles (its Plane.normal is not read: see docs/sap.md)
+    # the rigid solver orients a plane by its euler angles (it does not read Plane.normal)
     scene.add_entity(morph=M.Plane(pos=origin, euler=(incline, 0.0, 0.0)), material=mat)
     if sphere is None:
         mass = rho * size[0] * size[1] * size[2]
