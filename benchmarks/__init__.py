@@ -90,3 +90,100 @@ def time_steps(step, min_time: float = 0.3, min_steps: int = 5, warmup: int = 3,
             step()
         best = min(best, (time.perf_counter() - t0) / n)
     return best
+
+
+def critical_path(scene, steps: int = 3) -> dict:
+    """Replay ``steps`` captured steps of ``scene`` (already warm and captured) measuring each
+    worker's thread CPU time per segment of its partitions' programs (core/simulator.py): returns
+    ``cpu`` (all workers' CPU time per step), ``critical`` (per step, the sum over segments of the
+    slowest worker's CPU time: the step's wall time on dedicated cores, without wake-up latency) and
+    ``segments`` (per step: serial graphs and parallel stages, loops unrolled). On a shared machine
+    whose scheduler gives each process group a fixed share of the cores (Linux autogroup), wall
+    time cannot show thread scaling; this figure can. Partitions are replayed one after another."""
+    import concurrent.futures as cf
+
+    import warp as wp
+    from polyphys.simulator import _flag, _Loop
+
+    sim = scene.simulator
+    if not sim._warm or sim._graphs is None:
+        raise RuntimeError("critical_path: step the scene twice first (warm-up and capture)")
+
+    def timed(fn):
+        t0 = time.thread_time()
+        fn()
+        return time.thread_time() - t0
+
+    acc = {"cpu": 0.0, "critical": 0.0, "segments": 0}
+    pool = cf.ThreadPoolExecutor(max(p.workers for p in sim.parts))
+
+    def run(program):
+        for seg in program:
+            if isinstance(seg, _Loop):
+                while _flag(seg.cond):
+                    run(seg.body)
+                continue
+            acc["segments"] += 1
+            if isinstance(seg, tuple):
+                own, helpers = seg        # a parallel stage: the calls its workers make
+                ts = [f.result() for f in [pool.submit(timed, fn) for fn in [own, *helpers] if fn is not None]]
+            else:
+                ts = [timed(lambda seg=seg: wp.capture_launch(seg))]
+            acc["cpu"] += sum(ts)
+            acc["critical"] += max(ts, default=0.0)
+
+    try:
+        for _ in range(steps):
+            for i in range(len(sim.parts)):
+                prog = sim._graphs[i]
+                run(prog if isinstance(prog, list) else [prog])
+    finally:
+        pool.shutdown()
+    sim._after_step()
+    return {k: v / steps for k, v in acc.items()}
+
+
+def threads_note(scene) -> str:
+    """How many threads a scene's step uses: partitions × workers (core/layout.py)."""
+    parts = scene.layout.partitions
+    workers = sorted({p.workers for p in parts})
+    return (f"polyphys {scene.layout.threads} thread(s): {len(parts)} env partition(s) × "
+            f"{'/'.join(map(str, workers))} worker(s)")
+
+
+def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), quick: bool = False) -> list[dict]:
+    """Thread scaling of one scene: ``make(cpu_threads)`` builds it (``items`` work items per step,
+    e.g. particles × substeps). Rows: wall-clock rate with max(threads) against min(threads), the
+    scenes stepped alternately in the same process (best of several blocks), and the critical-path
+    rate (``critical_path``: each stage's slowest worker, by thread CPU time) — the figure that
+    survives a machine whose scheduler gives each process group a fixed share of the cores."""
+    lo, hi = min(threads), max(threads)
+    scenes = {t: make(t) for t in (lo, hi)}
+    for sc in scenes.values():
+        for _ in range(3):
+            sc.step()
+    best = dict.fromkeys(scenes, float("inf"))
+    n = 2 if quick else 3
+    for _ in range(3 if quick else 5):
+        for t, sc in scenes.items():
+            t0 = time.perf_counter()
+            for _ in range(n):
+                sc.step()
+            best[t] = min(best[t], (time.perf_counter() - t0) / n)
+    crit, cpu = dict.fromkeys(scenes, float("inf")), dict.fromkeys(scenes, float("inf"))
+    for _ in range(3 if quick else 5):           # alternately, best of several (the load varies)
+        for t, sc in scenes.items():
+            r = critical_path(sc, 2)
+            crit[t], cpu[t] = min(crit[t], r["critical"]), min(cpu[t], r["cpu"])
+    rows = [row(f"{case}, thread scaling {lo} -> {hi}", f"{unit_name}, wall clock, cpu_threads={hi}", "1/s",
+                items / best[hi], items / best[lo], f"polyphys cpu_threads={lo}", best[lo] / best[hi],
+                f"{threads_note(scenes[hi])}; wall time: on a machine shared with other process groups the "
+                f"scheduler caps this process's share of the cores, so this ratio understates the scaling"),
+            row(f"{case}, thread scaling {lo} -> {hi}", f"{unit_name}, critical path, cpu_threads={hi}", "1/s",
+                items / crit[hi], items / crit[lo], f"polyphys cpu_threads={lo}", crit[lo] / crit[hi],
+                f"critical path: per stage the slowest worker's thread CPU time, summed (the wall time on "
+                f"free cores, less wake-ups); CPU time of all workers {cpu[hi] / cpu[lo]:.3f}x that of "
+                f"cpu_threads={lo}")]
+    for sc in scenes.values():
+        sc.simulator.close()
+    return rows

@@ -18,20 +18,22 @@ References:
   implicit: the linear stiffness assembled once (CSR), one backward-Euler solve per step with SciPy
   CG (20 iterations, Jacobi) — less work than Newton + line search, so that ratio is conservative.
   One env; its n_envs=8 time is 8x the one-env time (no batch dimension).
+The comparison rows run polyphys on one thread (as Newton's CPU launches); thread scaling rows (n_envs
+1, cpu_threads 1 -> 2, wall clock and critical path, ``benchmarks.scaling_rows``) follow each size.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import row, time_steps
+from . import row, scaling_rows, time_steps
 
 E, NU, RHO, H = 1e6, 0.3, 1000.0, 1e-4
 VBD_ITERS = 10            # Newton's default
 SIZES = {"10k": (24, 9, 8), "100k": (52, 18, 18)}       # cells; 6 tets per cell
 
 
-def _scene(res, integrator, n_envs, model="linear", caps=(2, 20, 3)):
+def _scene(res, integrator, n_envs, model="linear", caps=(2, 20, 3), threads=1):
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.fem import FEMOptions
@@ -39,7 +41,7 @@ def _scene(res, integrator, n_envs, model="linear", caps=(2, 20, 3)):
 
     dt = H if integrator == "explicit" else 1e-2
     opts = FEMOptions(integrator=integrator, newton_iters=caps[0], cg_iters=caps[1], line_search_iters=caps[2])
-    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=1, cpu_threads=1), fem=opts)
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, substeps=1, cpu_threads=threads), fem=opts)
     size = np.asarray(res, dtype=float) * 0.01
     body = sc.add_entity(morphs.Box(size=tuple(size), pos=(size[0] / 2, 0, 1)),
                          Elastic(E=E, nu=NU, rho=RHO, model="linear") if model == "linear"
@@ -254,6 +256,13 @@ def run(quick: bool = False) -> list[dict]:
                                 notes="graph capture on both, 1 thread; ratio > 1: polyphys faster"
                                       + (f"; {note}" if note else "")))
                 del sc
+        # one mesh on 1 and 2 threads (vertex and element stages split over the workers, docs/fem.md)
+        for integrator in ("explicit", "implicit"):
+            ne = 6 * int(np.prod(res))
+            rows += scaling_rows(lambda t, integrator=integrator, res=res: _scene(res, integrator, 1, "neo_hookean",
+                                                                                 threads=t)[0],
+                                 f"fem {integrator} neo-Hookean {ne} tets, n_envs=1", ne, "element-substeps/s",
+                                 quick=quick)
     return rows
 
 

@@ -7,17 +7,20 @@ per cell, h = 2e-4 s, sticky walls of 3 cells, quadratic B-splines, APIC. The Ta
 does the same work per substep (grid clear, P2G with F update, SVD and corotated stress, grid update
 with gravity and walls, G2P with C) with an env axis on every field, so n_envs=16 is one batched
 launch there too. Taichi uses all cores it sees (parallel for loops over particles; P2G with
-atomics); polyphys splits envs over ``cpu_threads`` partitions (one per core; n_envs=1 runs on one
-core). Taichi's JIT compilation and polyphys's kernel load are excluded (warm-up steps).
+atomics); polyphys uses ``cpu_threads`` = the cores too: envs split over partitions, and with one env
+each stage's particles or nodes split over the workers (P2G's scatter by slab colouring, docs/mpm.md).
+Taichi's JIT compilation and polyphys's kernel load are excluded (warm-up steps). Thread-scaling rows
+(n_envs = 1, cpu_threads 1 -> 2): wall clock and critical path (``benchmarks.critical_path``).
 """
 
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
-from . import row, time_steps
+from . import row, scaling_rows, threads_note, time_steps
 
 E, NU, RHO = 1e5, 0.2, 1000.0
 H = 2e-4
@@ -33,13 +36,13 @@ def _domain(n_edge):
     return density, side, edge
 
 
-def _polyphys(n_edge, n_envs, substeps=4):
+def _polyphys(n_edge, n_envs, substeps=4, threads=None):
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.mpm import MPMOptions
 
     density, side, edge = _domain(n_edge)
-    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=H * substeps, substeps=substeps),
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=H * substeps, substeps=substeps, cpu_threads=threads),
                         mpm=MPMOptions(lower_bound=(0, 0, 0), upper_bound=(side,) * 3,
                                        grid_density=density))
     e = sc.add_entity(morphs.Box(size=(edge,) * 3, pos=(side / 2,) * 3),
@@ -164,7 +167,8 @@ def run(quick: bool = False) -> list[dict]:
                 t_ref = time_steps(lambda tm=tm: tm.step(substeps), min_time=0.3 if quick else 1.0, min_steps=2,
                                    warmup=2, repeats=2 if quick else 3)
                 ref = n_p * n_envs * substeps / t_ref
-                notes = f"Taichi {'.'.join(map(str, ti.__version__))} CPU, same scene, batched fields"
+                notes = (f"Taichi {'.'.join(map(str, ti.__version__))} CPU ({os.cpu_count()} threads: its "
+                         f"default), same scene, batched fields")
                 ti.reset()
                 ti_ready = False
             else:
@@ -173,8 +177,7 @@ def run(quick: bool = False) -> list[dict]:
                             "particle-substeps/s", "1/s", rate, ref,
                             "taichi MLS-MPM (CPU)" if ref is not None else "",
                             None if ref is None else rate / ref,
-                            notes + f"; grid {solver.n_nodes} nodes/env; cpu partitions "
-                                    f"{len(sc.layout.partitions)}"))
+                            notes + f"; grid {solver.n_nodes} nodes/env; {threads_note(sc)}"))
             if n_envs == 1:
                 state = sum(a.numpy().nbytes for a in solver.state_arrays().values())
                 model = sum(getattr(solver.model, k).numpy().nbytes for k in vars(solver.model))
@@ -182,7 +185,11 @@ def run(quick: bool = False) -> list[dict]:
                                 state / n_p, notes=f"+ model {model / n_p:.0f} B/particle shared by envs, "
                                                    f"+ grid {grid_bytes / 1e6:.1f} MB per env "
                                                    f"({grid_bytes / n_p:.0f} B/particle here)"))
+            sc.simulator.close()
             del sc
+        rows += scaling_rows(lambda t, n_edge=n_edge: _polyphys(n_edge, 1, substeps, t)[0],
+                             f"mpm elastic cube {size}, n_envs=1", SIZES[size] ** 3 * substeps, "particle-substeps/s",
+                             quick=quick)
     return rows
 
 

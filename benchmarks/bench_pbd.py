@@ -11,15 +11,20 @@ Cases (dt = 1/60, 10 substeps, 2 constraint iterations, graph capture on for bot
   collision pipeline, not part of this comparison).
 
 ``run(quick=True)`` measures cloth 64 (n_envs 1, 16), cloth 256 (n_envs 1) and the granular case with
-few steps; the full run adds cloth 256 and the granular case at n_envs 16. Newton's first use compiles its kernels
+few steps; the full run adds cloth 256 and the granular case at n_envs 16. Both modes end with thread
+scaling rows of the granular 50k and cloth 256 scenes at n_envs 1, cpu_threads 1 -> 2 (wall clock and
+critical path, ``benchmarks.scaling_rows``). Newton's first use compiles its kernels
 (minutes on a cold Warp cache), which is excluded from the timings but not from the wall time.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
+
+from . import scaling_rows
 
 DT, SUBSTEPS, ITERS = 1 / 60, 10, 2
 
@@ -50,33 +55,41 @@ def _compare(pp_step, nt_step, budget_s: float, min_steps: int = 2, rounds: int 
 
 # -- polyphys ---------------------------------------------------------------------------------------
 def _pp_cloth(res: int, n_envs: int):
+    return _pp_cloth_scene(res, n_envs).step
+
+
+def _pp_cloth_scene(res: int, n_envs: int, threads=None):
     import polyphys
     from polyphys.plugins.pbd import PBDOptions, grid_cloth
 
     PBD = polyphys.materials.PBD
-    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=DT, substeps=SUBSTEPS),
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=DT, substeps=SUBSTEPS, cpu_threads=threads),
                         pbd=PBDOptions(iterations=ITERS, lower_bound=(-1, -1, 0), upper_bound=(1, 1, 3)))
     sc.add_entity(grid_cloth(size=(1.0, 1.0), res=(res, res), pos=(0, 0, 2.0)),
                   PBD.Cloth(rho=0.2, stretch_compliance=1e-3, bending_compliance=0.1, self_collision=False,
                             tethers=False),
                   pinned=np.arange(res) * res)
     sc.build(n_envs=n_envs)
-    return sc.step
+    return sc
 
 
 def _pp_granular(n_side: int, n_envs: int):
+    return _pp_granular_scene(n_side, n_envs).step
+
+
+def _pp_granular_scene(n_side: int, n_envs: int, threads=None):
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.pbd import PBDOptions
 
     d = 0.01
     half = n_side * d * 1.3
-    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=DT, substeps=SUBSTEPS),
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=DT, substeps=SUBSTEPS, cpu_threads=threads),
                         pbd=PBDOptions(iterations=ITERS, lower_bound=(-half, -half, 0), upper_bound=(half, half, 2.0)))
     sc.add_entity(morphs.Box(size=(n_side * d * 1.1,) * 3, pos=(0, 0, 0.1 + n_side * d)),
                   polyphys.materials.PBD.Particle(particle_size=d), jitter=0.1)
     sc.build(n_envs=n_envs)
-    return sc.step
+    return sc
 
 
 # -- Newton -----------------------------------------------------------------------------------------
@@ -166,12 +179,17 @@ def run(quick: bool = False) -> list[dict]:
         b = budget if kind == "cloth" and size == 64 else budget / 2
         if kind == "cloth":
             pp, ref = _compare(_pp_cloth(size, n_envs), _nt_cloth(size, n_envs) if have_newton else None, b)
-            note = f"{size * size * n_envs} particles in all; polyphys cpu_threads = cores"
+            note = f"{size * size * n_envs} particles in all; polyphys cpu_threads = cores ({os.cpu_count()})"
         else:
             pp, ref = _compare(_pp_granular(size, n_envs), _nt_granular(size, n_envs) if have_newton else None,
                                b, min_steps=1, rounds=2)
             note = (f"{size ** 3} particles per env; Newton uncaptured (HashGrid build on the host), no walls")
         rows.append(_row(f"{name}, n_envs={n_envs}", pp, ref, note if have_newton else f"{note}; {why}"))
+    # one big scene on 1 and 2 threads (every stage split over the workers, docs/pbd.md "Threads")
+    rows += scaling_rows(lambda t: _pp_granular_scene(37, 1, t), "pbd granular 50k, n_envs=1", 37 ** 3 * SUBSTEPS,
+                         "particle-substeps/s", quick=quick)
+    rows += scaling_rows(lambda t: _pp_cloth_scene(256, 1, t), "pbd cloth 256x256, n_envs=1", 256 ** 2 * SUBSTEPS,
+                         "particle-substeps/s", quick=quick)
     return rows
 
 

@@ -3,7 +3,8 @@
 Case: a water block of n ≈ 20k (or 100k) particles (dx = 1 cm) collapsing in a closed tank, cubic
 spline with support 2dx, Tait EOS B = 50 kPa, γ = 7, μ = 1 Pa·s, dt = 1 ms (one substep; WCSPH's
 CFL limit 0.4·dx/(c₀ + v) = 1.85e-4 s is met by 6 substeps for WCSPH).
-Metric: particle-substeps per second, graph capture on (polyphys), after warm-up.
+Metric: particle-substeps per second, graph capture on (polyphys), after warm-up. Thread scaling rows
+(n_envs 1, cpu_threads 1 -> 2: wall clock and critical path, ``benchmarks.scaling_rows``) follow.
 
 References: ``taichi`` (PyPI, CPU backend, all cores), measured once per size at n_envs 1. It is
 the fastest alternative that installs here (Genesis, whose SPH is Taichi-based, is not installable
@@ -35,6 +36,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from . import scaling_rows, threads_note
+
 DX, RHO, B, GAMMA, MU = 0.01, 1000.0, 50000.0, 7.0, 1.0
 
 
@@ -45,6 +48,11 @@ def _block(n_target: int):
 
 
 def _pp(n_target: int, n_envs: int, solver: str):
+    scene, pps = _pp_scene(n_target, n_envs, solver)
+    return scene.step, pps
+
+
+def _pp_scene(n_target: int, n_envs: int, solver: str, threads=None):
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.sph import Liquid, SPHOptions
@@ -52,13 +60,13 @@ def _pp(n_target: int, n_envs: int, solver: str):
     nx, ny, nz = _block(n_target)
     a = nx * DX
     sub = 6 if solver == "wcsph" else 1
-    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=1e-3, substeps=sub),
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=1e-3, substeps=sub, cpu_threads=threads),
                            sph=SPHOptions(pressure_solver=solver, particle_size=DX, lower_bound=(0, 0, 0),
                                           upper_bound=(4 * a, ny * DX, 2.2 * a)))
     w = scene.add_entity(morphs.Box(size=(a, ny * DX, nz * DX), pos=(a / 2, ny * DX / 2, nz * DX / 2)),
                          material=Liquid(mu=MU, gamma=0.0))
     scene.build(n_envs=n_envs)
-    return scene.step, w.n_particles * n_envs * sub
+    return scene, w.n_particles * n_envs * sub
 
 
 def _taichi_tank(n_target: int, h: float):
@@ -410,7 +418,13 @@ def run(quick: bool = False) -> list[dict]:
                              "polyphys": val, "reference": r,
                              "reference_name": r_name if r is not None else "",
                              "ratio": (val / r) if r else None,
-                             "notes": r_note})
+                             "notes": f"{r_note}; {threads_note(step.__self__)}"})
+        # one big scene on 1 and 2 threads (every stage split over the workers, docs/sph.md)
+        for solver in ("wcsph", "dfsph"):
+            one, pps = _pp_scene(n, 1, solver, 1)
+            rows += scaling_rows(lambda t, solver=solver, one=one, n=n: one if t == 1 else _pp_scene(n, 1, solver, t)[0],
+                                 f"sph dam break {n // 1000}k, n_envs=1, {solver}", pps, "particle-substeps/s",
+                                 quick=quick)
     return rows
 
 

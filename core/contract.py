@@ -138,6 +138,27 @@ def check_threads(rec: Registered, device: str = "cpu") -> None:
     assert_states_equal(solver_state(a, rec.name), solver_state(b, rec.name), "cpu_threads=2 vs 1")
 
 
+def check_threads_one_env(rec: Registered, device: str = "cpu") -> None:
+    """One env stepped by 1, 2 and 3 worker threads (a solver may split a stage's elements across
+    them, core/simulator.py): the same trajectory bit for bit, captured and uncaptured."""
+    steps = rec.spec.contract.steps
+    n = 1 if _batch(rec) else 0
+    ref = None
+    for capture in (True, False):
+        for threads in ((1, 2, 3) if capture else (2, 3)):
+            sc = build_scene(rec, n, cpu_threads=threads, graph_capture=capture, device=device)
+            states = []
+            for _ in range(steps):
+                sc.step()
+                states.append(solver_state(sc, rec.name))
+            if ref is None:
+                ref = states
+                continue
+            for i, (a, b) in enumerate(zip(ref, states, strict=True)):
+                assert_states_equal(a, b, f"one env, cpu_threads={threads} ({'captured' if capture else 'uncaptured'}) "
+                                          f"vs cpu_threads=1, step {i + 1}")
+
+
 def check_precision(rec: Registered, precision: str, device: str = "cpu") -> None:
     import warp as wp
 
@@ -185,6 +206,8 @@ def checks_for(rec: Registered, device: str = "cpu") -> list[str]:
         out.append("batch_equals_singles")
         if device == "cpu":
             out.append("threads")
+    if exact and device == "cpu":
+        out.append("threads_one_env")
     if caps.reset_envs and exact:
         out.append("reset_isolation")
     if caps.checkpoint and exact:

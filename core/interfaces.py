@@ -142,6 +142,11 @@ class Entity:
         return f"<{type(self).__name__} {self.name!r} solver={self.solver.name} morph={type(self.morph).__name__}>"
 
 
+# state values per partition from which the NaN check is split across the partition's workers (a
+# parallel stage costs a barrier, tens of microseconds: more than checking a small state)
+_PARALLEL_NAN_CHECK = 1 << 18
+
+
 class Solver(abc.ABC):
     """Base class of every solver plugin.
 
@@ -216,6 +221,27 @@ class Solver(abc.ABC):
     def view(self, protocol: type) -> Any | None:
         """This solver as the given view protocol, or None if it does not expose it."""
         return self if isinstance(self, protocol) else None
+
+    def parallel(self, part: Partition, stage) -> None:
+        """One parallel stage over the workers of ``part``: ``stage(w)`` issues worker ``w``'s
+        launches (usually over its share ``part.chunk(w, n)`` of the elements); every worker's
+        launches are done when this returns (a barrier). Inside a step the workers run at once (and
+        each worker's share is captured into a graph of its own); elsewhere one after another.
+        Workers of one stage must not write the same memory, and the results must not depend on
+        ``part.workers`` (docs/architecture.md, "Threads within a partition")."""
+        from .simulator import run_stage
+
+        run_stage(part, stage)
+
+    def while_loop(self, part: Partition, cond, body) -> None:
+        """``body()`` while ``cond[0] != 0`` — a device-side loop inside the captured step (an
+        iterative solve that stops at its tolerance): ``cond`` is a one-element int32 Warp array,
+        updated by the body's last launch; the body may contain parallel stages. See
+        ``polyphys.simulator.run_loop`` (one worker: ``wp.capture_while``; CUDA capture then needs
+        conditional graph nodes)."""
+        from .simulator import run_loop
+
+        run_loop(part, cond, body)
 
     def kernel_modules(self, layout: Layout) -> list | None:
         """The Warp kernel modules (Python modules) this solver launches in this scene, after its
@@ -375,7 +401,13 @@ class Solver(abc.ABC):
             cache[part.index] = (arrays.finite_check_views(
                 [arrays.env_slice(a, part.start, part.stop) for a in self.state_arrays().values()]), flags[part.start:part.stop])
         views, part_flags = cache[part.index]
-        arrays.flag_nonfinite(views, part_flags)
+        if part.workers == 1 or sum(v.size for v in views) < _PARALLEL_NAN_CHECK:
+            arrays.flag_nonfinite(views, part_flags)
+            return
+        # a big state: each worker checks its share of every array's columns (a flag is only ever
+        # set to 1)
+        self.parallel(part, lambda w: arrays.flag_nonfinite(
+            [v[:, a:b] for v in views for a, b in [part.chunk(w, v.shape[1])] if b > a], part_flags))
 
 
 class Coupler(abc.ABC):

@@ -7,15 +7,20 @@ import attrs
 
 @attrs.frozen
 class Partition:
-    """A contiguous range of envs [start, stop) stepped by one worker (thread) with its own graph.
+    """A contiguous range of envs [start, stop) stepped by ``workers`` threads with its own graph(s).
 
     Solvers launch their kernels on per-partition views of their batch-first arrays
-    (``array[part.start:part.stop]``) so that partitions never touch each other's memory.
+    (``array[part.start:part.stop]``) so that partitions never touch each other's memory. When a
+    partition has more than one worker (fewer envs than ``SimOptions.cpu_threads``), a solver may
+    split a stage's element range across them: ``Solver.parallel(part, stage)`` runs ``stage(w)``
+    for every worker ``w`` with a barrier after it, and ``chunk(w, n)`` is worker ``w``'s share of
+    ``n`` elements (docs/architecture.md, "Threads within a partition").
     """
 
     index: int
     start: int
     stop: int
+    workers: int = 1
 
     @property
     def n_envs(self) -> int:
@@ -25,16 +30,38 @@ class Partition:
     def slice(self) -> slice:
         return slice(self.start, self.stop)
 
+    def chunk(self, w: int, n: int, grain: int = 1) -> tuple[int, int]:
+        """Worker ``w``'s contiguous share [start, stop) of ``n`` elements: near-equal shares (the
+        first ones one larger) of at least ``grain`` elements each, so a small stage runs on fewer
+        workers (the others get an empty share at n, and their part of the stage costs nothing)."""
+        k = max(1, min(self.workers, int(n) // max(1, int(grain))))
+        if w >= k:
+            return int(n), int(n)
+        return chunk_range(w, k, n)
 
-def split_envs(n_envs: int, n_parts: int) -> tuple[Partition, ...]:
-    """Split n_envs into n_parts contiguous, near-equal partitions (the first ones one larger)."""
-    n_parts = max(1, min(n_parts, n_envs))
-    base, extra = divmod(n_envs, n_parts)
-    parts, start = [], 0
+    def chunks(self, n: int, grain: int = 1) -> tuple[tuple[int, int], ...]:
+        """Every worker's share of ``n`` elements, in worker order (they tile [0, n))."""
+        return tuple(self.chunk(w, n, grain) for w in range(self.workers))
+
+
+def chunk_range(w: int, parts: int, n: int) -> tuple[int, int]:
+    """Share ``w`` of ``parts`` near-equal contiguous shares of ``range(n)``."""
+    base, extra = divmod(int(n), int(parts))
+    start = w * base + min(w, extra)
+    return start, start + base + (1 if w < extra else 0)
+
+
+def split_envs(n_envs: int, n_threads: int) -> tuple[Partition, ...]:
+    """Split n_envs over n_threads threads: min(n_threads, n_envs) contiguous, near-equal env
+    partitions (the first ones one larger), and the threads spread over them as workers (the first
+    partitions get one more when they do not divide evenly)."""
+    n_threads = max(1, int(n_threads))
+    n_parts = max(1, min(n_threads, n_envs))
+    parts = []
     for i in range(n_parts):
-        stop = start + base + (1 if i < extra else 0)
-        parts.append(Partition(i, start, stop))
-        start = stop
+        start, stop = chunk_range(i, n_parts, n_envs)
+        lo, hi = chunk_range(i, n_parts, n_threads)
+        parts.append(Partition(i, start, stop, max(1, hi - lo)))
     return tuple(parts)
 
 
@@ -51,6 +78,16 @@ class Layout:
     substeps: int
     gravity: tuple
     partitions: tuple
+
+    @property
+    def threads(self) -> int:
+        """Worker threads of the whole scene (every partition's workers)."""
+        return sum(p.workers for p in self.partitions)
+
+    @property
+    def max_workers(self) -> int:
+        """The most workers of any partition (per-worker scratch arrays are sized by it)."""
+        return max(p.workers for p in self.partitions)
 
     @property
     def h(self) -> float:

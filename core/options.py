@@ -261,8 +261,10 @@ class SimOptions(Options):
     dt: step length (s); substeps: N substeps of h = dt/N each; gravity (m/s², Z-up);
     precision: "32" or "64"; device: "cpu" or "cuda" (or "cuda:N");
     graph_capture: capture the whole step as a Warp graph on first step and replay it;
-    cpu_threads: on CPU, envs are split into this many partitions stepped by worker threads
-    (None: the cores available, capped at n_envs); results are bit-identical for any count;
+    cpu_threads: on CPU, the threads a scene may use (None: the cores available): envs are split
+    into min(cpu_threads, n_envs) partitions stepped by worker threads, and threads left over work
+    within a partition (solvers that split a stage's elements across workers, docs/architecture.md);
+    results are bit-identical for any count;
     nan_policy: "reset" (a non-finite env is reset and flagged, others untouched) or "raise".
     """
 
@@ -292,10 +294,12 @@ class SimOptions(Options):
         return "cuda" if self.device.startswith("cuda") else "cpu"
 
     def threads_for(self, n_envs: int) -> int:
+        """Worker threads of a scene of n_envs envs (1 off the CPU); split_envs spreads them over
+        the env partitions."""
         if self.device_kind != "cpu":
             return 1
         wanted = self.cpu_threads if self.cpu_threads is not None else _default_threads()
-        return max(1, min(wanted, n_envs))
+        return max(1, wanted)
 
 
 @attrs.frozen(kw_only=True)

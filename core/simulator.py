@@ -8,18 +8,278 @@ forces), the sensors (every group's ground truth, then the measurement models: a
 launches however many envs and sensors, ``polyphys.sensors.SensorHub.evaluate``) and the NaN check.
 On CPU the envs are split into partitions, each stepped by a worker thread
 with its own captured graph (Warp releases the GIL while a launch or a replay runs).
+
+Threads within a partition: a partition with more than one worker (fewer envs than threads) runs a
+solver's parallel stages (``Solver.parallel(part, stage)``: ``stage(w)`` issues worker ``w``'s
+launches, usually over ``part.chunk(w, n)`` of the elements) on all its workers at once, with a
+barrier after each stage. Captured, such a partition's step is a program of segments: the launches
+between parallel stages as one graph replayed by the partition's thread, and each parallel stage as
+one graph per worker, replayed by the workers together (``_replay``). Python runs once per stage,
+never per launch. Solvers keep results independent of the worker count (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import threading
 import warnings
+import weakref
+from contextlib import contextmanager
 
 import numpy as np
 
 from .concurrency import WARP_LOCK
 from .errors import SimulationError
 from .layout import Layout, Partition
+
+_active = threading.local()       # the stage runner of the partition this thread is stepping
+
+
+def run_stage(part: Partition, stage) -> None:
+    """Run ``stage(w)`` for every worker ``w`` of ``part``, then return (a barrier): at once on the
+    partition's workers inside a step of the simulator, worker after worker elsewhere (the first
+    step, ``forward()``, getters) — the same launches either way."""
+    runner = getattr(_active, "runner", None)
+    if part.workers == 1:
+        stage(0)
+    elif runner is None or runner.part.index != part.index:
+        for w in range(part.workers):
+            stage(w)
+    else:
+        runner.run(stage)
+
+
+def run_loop(part: Partition, cond, body) -> None:
+    """``body()`` while ``cond[0] != 0`` (a one-element int32 Warp array that the body updates): a
+    loop on the device's data without a host synchronisation inside a captured step. One worker:
+    ``wp.capture_while`` (captured, a while node of the graph — on CUDA that needs conditional graph
+    nodes, CUDA 12.4+; uncaptured, Warp reads the flag between iterations); several workers inside
+    a step: a loop segment of the partition's program, whose replay reads the flag (CPU memory)
+    before each pass over its stages; elsewhere a loop reading the flag."""
+    import warp as wp
+
+    runner = getattr(_active, "runner", None)
+    if part.workers == 1:
+        wp.capture_while(cond, body)
+    elif runner is None or runner.part.index != part.index or runner.mode == "threads":
+        while _flag(cond):
+            body()
+    else:
+        runner.loop(cond, body)
+
+
+def _flag(cond) -> bool:
+    """cond[0] != 0 for a one-element int32 array in CPU memory (no copy, no launch)."""
+    import ctypes
+
+    return ctypes.cast(cond.ptr, ctypes.POINTER(ctypes.c_int32)).contents.value != 0
+
+
+class _Loop:
+    """A loop segment of a partition's program: its body program, run while ``cond[0] != 0``."""
+
+    def __init__(self, cond, body: list):
+        self.cond, self.body = cond, body
+
+
+@contextmanager
+def _running(runner):
+    prev = getattr(_active, "runner", None)
+    _active.runner = runner
+    try:
+        yield
+    finally:
+        _active.runner = prev
+
+
+def _nonempty(graph) -> bool:
+    cap = getattr(graph, "_apic_capture", None)
+    count = getattr(cap, "operation_count", None)
+    return True if count is None else count > 0
+
+
+class _Helpers:
+    """A partition's workers but the first (which is the partition's own thread): persistent
+    threads, started at their first task, each waiting on a semaphore for the next one — a stage
+    costs two semaphore operations per worker (~25 µs here, half a thread pool's submit and wait).
+    Closed when the simulator is collected (``weakref.finalize``)."""
+
+    _STOP = object()
+
+    def __init__(self, n: int, name: str):
+        self.n, self.name = n, name
+        self._go = [threading.Semaphore(0) for _ in range(n)]
+        self._done = threading.Semaphore(0)
+        self._task: list = [None] * n
+        self._err: list = [None] * n
+        self._threads: list | None = None
+
+    def _loop(self, i: int) -> None:
+        while True:
+            self._go[i].acquire()
+            task = self._task[i]
+            if task is self._STOP:
+                return
+            try:
+                task()
+            except BaseException as exc:     # raised by run() in the calling thread
+                self._err[i] = exc
+            finally:
+                self._task[i] = None
+                self._done.release()
+
+    def run(self, tasks: list, own) -> None:
+        """Run ``tasks[i]`` (None: nothing) on helper i and ``own()`` here; return when all are done,
+        raising the first exception."""
+        if self._threads is None:
+            self._threads = [threading.Thread(target=self._loop, args=(i,), daemon=True, name=f"{self.name}-w{i + 1}")
+                             for i in range(self.n)]
+            for t in self._threads:
+                t.start()
+        started = []
+        for i, task in enumerate(tasks):
+            if task is not None:
+                self._task[i], self._err[i] = task, None
+                self._go[i].release()
+                started.append(i)
+        try:
+            if own is not None:
+                own()
+        finally:
+            for _ in started:
+                self._done.acquire()
+        for i in started:
+            if self._err[i] is not None:
+                err, self._err[i] = self._err[i], None
+                raise err
+
+    def close(self) -> None:
+        if self._threads is not None:
+            for i in range(self.n):
+                self._task[i] = self._STOP
+                self._go[i].release()
+            self._threads = None
+
+
+class _StageRunner:
+    """Runs a partition's parallel stages: on its helper threads ("threads"; worker 0 is the calling
+    thread), or records them ("capture": the launches so far close a serial graph, then each
+    worker's share is captured into a graph of its own)."""
+
+    def __init__(self, part: Partition, device: str, mode: str, helpers=None):
+        self.part, self.device, self.mode, self.helpers = part, device, mode, helpers
+        self.segments: list = []
+        self._capturing = False
+
+    def _worker(self, stage, w):
+        import warp as wp
+
+        with wp.ScopedDevice(self.device):
+            stage(w)
+
+    def run(self, stage) -> None:
+        if self.mode == "threads":
+            self.helpers.run([lambda w=w: self._worker(stage, w) for w in range(1, self.part.workers)],
+                             lambda: stage(0))
+            return
+        import warp as wp
+
+        self._end_serial()
+        graphs = []
+        for w in range(self.part.workers):
+            wp.capture_begin(device=self.device, force_module_load=False)
+            self._capturing = True
+            try:
+                stage(w)
+            finally:
+                graph = wp.capture_end(device=self.device)
+                self._capturing = False
+            graphs.append(graph if _nonempty(graph) else None)
+        self.segments.append(tuple(graphs))
+        self._begin_serial()
+
+    def loop(self, cond, body) -> None:
+        """Record ``body()`` as the program of a loop segment (capture mode)."""
+        self._end_serial()
+        outer, self.segments = self.segments, []
+        self._begin_serial()
+        body()
+        self._end_serial()
+        outer.append(_Loop(cond, self.segments))
+        self.segments = outer
+        self._begin_serial()
+
+    # -- capture ------------------------------------------------------------------------------------
+    def _begin_serial(self) -> None:
+        import warp as wp
+
+        wp.capture_begin(device=self.device, force_module_load=False)
+        self._capturing = True
+
+    def _end_serial(self) -> None:
+        import warp as wp
+
+        graph = wp.capture_end(device=self.device)
+        self._capturing = False
+        if _nonempty(graph):
+            self.segments.append(graph)
+
+    def record(self, step) -> list:
+        """Capture ``step()`` (one partition's step) as a program of segments."""
+        import warp as wp
+
+        self._begin_serial()
+        try:
+            with _running(self):
+                step()
+            self._end_serial()
+        except BaseException:
+            if self._capturing:
+                wp.capture_end(device=self.device)
+                self._capturing = False
+            raise
+        return self.segments
+
+
+def _prepare(program: list) -> list:
+    """A recorded program with each parallel stage's graphs as the calls its workers make at replay:
+    (own launch, [helpers' launches])."""
+    out = []
+    for seg in program:
+        if isinstance(seg, tuple):
+            out.append((_launcher(seg[0]), [_launcher(x) for x in seg[1:]]))
+        elif isinstance(seg, _Loop):
+            out.append(_Loop(seg.cond, _prepare(seg.body)))
+        else:
+            out.append(seg)
+    return out
+
+
+def _run_program(program: list, helpers) -> None:
+    import warp as wp
+
+    for seg in program:
+        if isinstance(seg, tuple):          # a parallel stage: (own launch, helpers' launches)
+            helpers.run(seg[1], seg[0])
+        elif isinstance(seg, _Loop):
+            while _flag(seg.cond):
+                _run_program(seg.body, helpers)
+        else:
+            wp.capture_launch(seg)
+
+
+def _launcher(graph):
+    """A call that replays ``graph`` (None for an empty one)."""
+    if graph is None:
+        return None
+    import warp as wp
+
+    return lambda: wp.capture_launch(graph)
+
+
+def _close_helpers(helpers: list) -> None:
+    for h in helpers:
+        h.close()
 
 
 class Simulator:
@@ -37,9 +297,12 @@ class Simulator:
         self.nan_policy = nan_policy
         self.fast_path = len(solvers) == 1 and not couplers
         self.nan_flags = wp.zeros(layout.n_envs, dtype=wp.int32, device=layout.device)
-        self._graphs: list | None = None
+        self._graphs: list | None = None      # per partition: a Graph, or a program of segments
         self._warm = False
         self._pool = cf.ThreadPoolExecutor(len(self.parts)) if len(self.parts) > 1 else None
+        # per partition with several workers: its workers but the first (the partition's own thread)
+        self._helpers = {p.index: _Helpers(p.workers - 1, f"polyphys-p{p.index}") for p in self.parts if p.workers > 1}
+        self._finalizer = weakref.finalize(self, _close_helpers, list(self._helpers.values()))
         self.n_steps = 0
 
     # -- one partition's step: exactly the launches a graph records -----------------------------
@@ -68,12 +331,28 @@ class Simulator:
         import warp as wp
 
         graphs = []
+        dev = self.layout.device
         for part in self.parts:
-            with wp.ScopedDevice(self.layout.device):
-                with wp.ScopedCapture(device=self.layout.device, force_module_load=False) as cap:
-                    self._step_part(part)
-            graphs.append(cap.graph)
+            with wp.ScopedDevice(dev):
+                if part.workers == 1:
+                    with wp.ScopedCapture(device=dev, force_module_load=False) as cap:
+                        self._step_part(part)
+                    graphs.append(cap.graph)
+                else:
+                    runner = _StageRunner(part, dev, "capture")
+                    graphs.append(_prepare(runner.record(lambda part=part: self._step_part(part))))
         self._graphs = graphs
+
+    def _replay(self, i: int) -> None:
+        """Replay partition i's captured step: one graph, or its program of segments (a serial graph
+        on this thread; a parallel stage's graphs on the partition's workers, then a barrier)."""
+        import warp as wp
+
+        g = self._graphs[i]
+        if not isinstance(g, list):
+            wp.capture_launch(g)
+            return
+        _run_program(g, self._helpers[i])
 
     def invalidate(self) -> None:
         """Forget captured graphs (after a solver reallocated arrays)."""
@@ -95,12 +374,10 @@ class Simulator:
         the replay of captured graphs holds the process-wide Warp lock shared, so scenes in other
         threads replay at the same time; the first step (module loading), the capture, uncaptured
         steps and the checks after the step hold it exclusively."""
-        import warp as wp
 
         if self.graph_capture and self._warm and self._graphs is not None:
-            graphs = self._graphs
             with WARP_LOCK.shared():
-                self._run_parts(lambda i, part: wp.capture_launch(graphs[i]))
+                self._run_parts(lambda i, part: self._replay(i))
         else:
             with WARP_LOCK.exclusive():
                 self._step_exclusive()
@@ -113,19 +390,22 @@ class Simulator:
 
         if self.graph_capture and self._warm:
             self._capture()
-            graphs = self._graphs
-            self._run_parts(lambda i, part: wp.capture_launch(graphs[i]))
+            self._run_parts(lambda i, part: self._replay(i))
             return
 
         def run(i, part):
-            with wp.ScopedDevice(self.layout.device):
+            runner = None
+            if part.workers > 1 and self._warm:
+                runner = _StageRunner(part, self.layout.device, "threads", self._helpers[part.index])
+            with wp.ScopedDevice(self.layout.device), _running(runner):
                 self._step_part(part)
 
         if self._warm:
             self._run_parts(run)
         else:
-            # first step on one thread: Warp compiles/loads modules here, and two threads loading
-            # the same module at once would compile it twice
+            # first step on one thread (a partition's workers one after another): Warp
+            # compiles/loads modules here, and two threads loading the same module at once would
+            # compile it twice
             for i, part in enumerate(self.parts):
                 run(i, part)
             self._warm = True     # modules are loaded: later steps may be captured
@@ -154,3 +434,5 @@ class Simulator:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
+        self._finalizer()
+        self._helpers = {}

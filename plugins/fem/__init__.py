@@ -15,7 +15,7 @@ CAPABILITIES = Capabilities(batch=True, reset_envs=True, checkpoint=True, differ
                             devices=("cpu", "cuda"), precisions=("32", "64"),
                             tested_devices=("cpu",), deterministic=("cpu",),
                             notes="linear tets; explicit symplectic Euler or implicit backward Euler "
-                                  "(Newton-PCG); float atomics make CUDA sums order-dependent")
+                                  "(Newton-PCG); float atomics make CUDA's implicit block sums order-dependent")
 
 
 @hookimpl

@@ -53,6 +53,9 @@ class FEMSolver(Solver):
     """
 
     options_type = FEMOptions
+    # least items (vertices or elements) per worker's share of a parallel stage (_share); tests lower
+    # it so that a small mesh splits every stage
+    grain = 1024
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
@@ -162,6 +165,12 @@ class FEMSolver(Solver):
         self.model.plane_point = W(np.array([p for p, _ in planes], dtype=f32).reshape(-1, 3), vec3)
         self.model.plane_normal = W(np.array([q for _, q in planes], dtype=f32).reshape(-1, 3), vec3)
         self.triangles = W(np.concatenate(tris).astype(np.int32).reshape(-1, 3), wp.int32)
+        # each vertex's (element, corner) slots 4 e + c in ascending element order: the order in which
+        # a vertex gathers its elements' nodal vectors (kernels.elastic.nodal_gather)
+        corner_of = tets.reshape(-1)
+        self.model.v_slot = W(np.argsort(corner_of, kind="stable").astype(np.int32), wp.int32)
+        self.model.v_start = W(np.concatenate([[0], np.cumsum(np.bincount(corner_of, minlength=nv))]).astype(np.int32),
+                               wp.int32)
         self.has_beta = bool((P["beta"] > 0).any())
         # Jacobi preconditioner diagonal: M/h² + αM/h + (1 + β/h) diag(K_rest)
         self.kscale = 1.0 + float(P["beta"].max()) / layout.h
@@ -177,6 +186,8 @@ class FEMSolver(Solver):
         # work arrays
         self.force = wp.zeros((n, nv), dtype=vec3, device=dev)
         self.pos_n = wp.zeros((n, nv), dtype=vec3, device=dev)
+        # per element V P Dm⁻ᵀ (gradient / force) or V dP Dm⁻ᵀ (Hessian product), gathered by vertices
+        self.elem_h = wp.zeros((n, ne), dtype=mat33, device=dev)
         if opts.integrator == "implicit":
             self.sl = ScalarLayout(opts.newton_iters, opts.cg_iters, opts.line_search_iters)
             # contacts of the current substep: plane normal, normal force λ of the Newton iterate and
@@ -190,16 +201,20 @@ class FEMSolver(Solver):
             self.rot_n = wp.zeros((n, ne), dtype=mat33, device=dev)
             self.rot_n.assign(np.tile(np.eye(3, dtype=f32), (n, ne, 1, 1)))
             self.scal = wp.zeros((n, self.sl.width), dtype=wp.float64, device=dev)
+            # block sums of a stage's vertex / element terms (kernels/implicit.py, finish_sum)
+            rb = self.K.RED_BLOCK
+            self.red_v = wp.zeros((n, -(-nv // rb)), dtype=wp.float64, device=dev)
+            self.red_e = wp.zeros((n, -(-ne // rb)), dtype=wp.float64, device=dev)
         self._parts = {}
         for part in layout.partitions:
             s = part.slice
             p = SimpleNamespace(n=part.n_envs, pos=self.pos[s], vel=self.vel[s], active=self.active[s],
                                 fixed=self.fixed[s], force=self.force[s], pos_n=self.pos_n[s],
-                                mass=self.mass_env[s], carrier_active=self.carrier_active[s])
+                                mass=self.mass_env[s], carrier_active=self.carrier_active[s], elem_h=self.elem_h[s])
             if opts.integrator == "implicit":
                 for k, a in self.work.items():
                     setattr(p, k, a[s])
-                p.rot_n, p.scal = self.rot_n[s], self.scal[s]
+                p.rot_n, p.scal, p.red_v, p.red_e = self.rot_n[s], self.scal[s], self.red_v[s], self.red_e[s]
                 p.hess = [a[s] for a in self.hess]
             self._parts[part.index] = p
         self._readback = None
@@ -225,20 +240,41 @@ class FEMSolver(Solver):
                           f"or use FEMOptions(integrator='implicit')", PolyphysWarning, stacklevel=4)
 
     # -- stepping --------------------------------------------------------------------------------
+    def _share(self, part, w: int, n: int) -> tuple[int, int]:
+        """Worker w's share of n vertices or elements: whole blocks of RED_BLOCK items (a block's
+        sum is one worker's), at least ``grain`` items per worker (docs/fem.md, "Threads")."""
+        rb = self.K.RED_BLOCK
+        a, b = part.chunk(w, -(-n // rb), max(1, self.grain // rb))
+        return min(a * rb, n), min(b * rb, n)
+
+    def _stage(self, part, *work) -> None:
+        """One parallel stage: for each (n, fn) of ``work``, worker w launches ``fn(a, b)`` over its
+        share [a, b) of n items."""
+        def stage(w):
+            for n, fn in work:
+                a, b = self._share(part, w, n)
+                if b > a:
+                    fn(a, b)
+
+        self.parallel(part, stage)
+
     def substep_pre_coupling(self, f, part):
         import warp as wp
 
         K = self.K
-        p, m, h = self._parts[part.index], self.model, self.layout.h
+        p, m, h, dev = self._parts[part.index], self.model, self.layout.h, self.layout.device
         g = self._types[1](*self.layout.gravity)
         if self.options.integrator == "implicit":
-            self._implicit_solve(p, g, h)
+            self._implicit_solve(part, p, g, h)
             return
-        wp.launch(K.explicit_forces, dim=(p.n, self.n_elements),
-                  inputs=[m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta,
-                          p.pos, p.vel, p.active], outputs=[p.force])
-        wp.launch(K.explicit_velocity, dim=(p.n, self.n_vertices),
-                  inputs=[m.inv_mass, m.alpha, g, h, p.fixed, p.force], outputs=[p.vel, p.force])
+        self._stage(part, (self.n_elements, lambda a, b: wp.launch(
+            K.explicit_forces, dim=(p.n, b - a), inputs=[m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin,
+                                                         m.lam_lin, m.beta, a, p.pos, p.vel, p.active],
+            outputs=[p.elem_h], device=dev)))
+        self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
+            K.explicit_velocity, dim=(p.n, b - a), inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, m.v_slot, a,
+                                                           p.active, p.elem_h, p.force],
+            outputs=[p.vel, p.force], device=dev)))
 
     def substep_post_coupling(self, f, part):
         import warp as wp
@@ -246,68 +282,92 @@ class FEMSolver(Solver):
         K = self.K
         p, m = self._parts[part.index], self.model
         base = p.pos_n if self.options.integrator == "implicit" else p.pos
-        wp.launch(K.integrate_positions, dim=(p.n, self.n_vertices),
-                  inputs=[self.layout.h, p.fixed, m.plane_point, m.plane_normal, float(self.options.friction),
-                          base], outputs=[p.pos, p.vel])
+        self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
+            K.integrate_positions, dim=(p.n, b - a), inputs=[self.layout.h, p.fixed, m.plane_point, m.plane_normal,
+                                                             float(self.options.friction), a, base],
+            outputs=[p.pos, p.vel], device=self.layout.device)))
 
-    def _implicit_solve(self, p, g, h):
+    def _implicit_solve(self, part, p, g, h):
+        """One backward-Euler substep (kernels/implicit.py). Vertex and element stages split over the
+        partition's workers; sums finish on the partition's thread (finish_sum, line_search_accept)."""
         import warp as wp
 
         I = self.I
-        m, o, sl = self.model, self.options, self.sl
+        m, o, sl, dev = self.model, self.options, self.sl, self.layout.device
         nv, ne = self.n_vertices, self.n_elements
-        dv, de = (p.n, nv), (p.n, ne)
         ct2, nt2 = float(o.cg_tol) ** 2, float(o.newton_tol) ** 2
         proj = int(o.project_hessian)
         mu_f, stick = float(o.friction), float(o.stick_velocity) * h
         kscale = self.kscale
         mat = [m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta]
-        wp.launch(I.zero_scalars, dim=(p.n, sl.width), inputs=[], outputs=[p.scal])
-        wp.launch(I.begin_substep, dim=dv, inputs=[h, g, p.fixed, m.plane_point, m.plane_normal, p.vel],
-                  outputs=[p.pos, p.pos_n, p.step_hat, p.disp, p.contact_n, p.contact_lam])
+        L = lambda kernel, n, inputs, outputs: wp.launch(kernel, dim=(p.n, n), inputs=inputs, outputs=outputs,  # noqa: E731
+                                                         device=dev)
+
+        def finish(slot, red):
+            wp.launch(I.finish_sum, dim=p.n, inputs=[slot], outputs=[red, p.scal], device=dev)
+
+        wp.launch(I.zero_scalars, dim=(p.n, sl.width), inputs=[], outputs=[p.scal], device=dev)
+        self._stage(part, (nv, lambda a, b: L(I.begin_substep, b - a, [h, g, p.fixed, m.plane_point, m.plane_normal, a,
+                                                                       p.vel],
+                                              [p.pos, p.pos_n, p.step_hat, p.disp, p.contact_n, p.contact_lam])))
         if self.has_beta:
-            wp.launch(I.rotations_at_start, dim=de, inputs=[m.tets, m.dm_inv, m.model, p.pos_n],
-                      outputs=[p.rot_n])
+            self._stage(part, (ne, lambda a, b: L(I.rotations_at_start, b - a, [m.tets, m.dm_inv, m.model, a, p.pos_n],
+                                                  [p.rot_n])))
         rz0 = sl.rz
         for k in range(sl.K):
             e0, rz_k, pap_k, step_k = sl.e0 + k, sl.rz + k * (sl.J + 1), sl.pap + k * sl.J, sl.step + k
-            wp.launch(I.gradient_vertices, dim=dv,
-                      inputs=[m.mass, m.alpha, g, h, e0, p.step_hat, p.disp], outputs=[p.grad, p.scal])
-            wp.launch(I.gradient_elements, dim=de,
-                      inputs=[*mat, h, e0, proj, p.pos, p.pos_n, p.rot_n, p.active],
-                      outputs=[p.grad, p.scal, *p.hess])
-            wp.launch(I.contact_friction, dim=dv, inputs=[mu_f, stick, e0, int(k == 0), p.step_hat, p.disp],
-                      outputs=[p.grad, p.contact_n, p.contact_lam, p.fric_h, p.scal])
-            wp.launch(I.cg_init, dim=dv,
-                      inputs=[m.mass, m.alpha, m.diag_k, kscale, h, p.fixed, rz_k, p.grad, p.contact_n, p.fric_h],
-                      outputs=[p.r, p.z, p.p, p.d, p.ap, p.scal])
+            self._stage(part,
+                        (nv, lambda a, b: L(I.gradient_vertices, b - a, [m.mass, m.alpha, g, h, a, p.step_hat, p.disp],
+                                            [p.grad, p.red_v])),
+                        (ne, lambda a, b: L(I.gradient_elements, b - a,
+                                            [*mat, h, proj, a, p.pos, p.pos_n, p.rot_n, p.active],
+                                            [p.elem_h, p.red_e, *p.hess])))
+            finish(e0, p.red_v)
+            finish(e0, p.red_e)
+
+            def grad_and_contacts(a, b, k=k):
+                L(I.gather_gradient, b - a, [m.v_start, m.v_slot, a, p.active, p.elem_h], [p.grad])
+                L(I.contact_friction, b - a, [mu_f, stick, int(k == 0), a, p.step_hat, p.disp],
+                  [p.grad, p.contact_n, p.contact_lam, p.fric_h, p.red_v])
+
+            self._stage(part, (nv, grad_and_contacts))
+            finish(e0, p.red_v)
+            self._stage(part, (nv, lambda a, b: L(I.cg_init, b - a, [m.mass, m.alpha, m.diag_k, kscale, h, p.fixed, a,
+                                                                     p.grad, p.contact_n, p.fric_h],
+                                                  [p.r, p.z, p.p, p.d, p.ap, p.red_v])))
+            finish(rz_k, p.red_v)
             for j in range(sl.J):
-                wp.launch(I.hessian_product, dim=de,
-                          inputs=[*mat, h, k, j, rz_k, rz0, ct2, nt2, proj, *p.hess, p.rot_n, p.active, p.p,
-                                  p.scal],
-                          outputs=[p.ap])
-                wp.launch(I.cg_curvature, dim=dv,
-                          inputs=[m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, pap_k, ct2, nt2, p.p, p.contact_n,
-                                  p.fric_h],
-                          outputs=[p.ap, p.scal])
-                wp.launch(I.cg_update, dim=dv,
-                          inputs=[m.mass, m.alpha, m.diag_k, kscale, h, k, j, rz_k, rz0, pap_k, ct2, nt2,
-                                  p.p, p.ap, p.contact_n, p.fric_h], outputs=[p.d, p.r, p.z, p.scal])
+                self._stage(part, (ne, lambda a, b, k=k, j=j, rz_k=rz_k: L(
+                    I.hessian_product, b - a, [*mat, h, k, j, rz_k, rz0, ct2, nt2, proj, a, *p.hess, p.rot_n, p.active,
+                                               p.p, p.scal], [p.elem_h])))
+                self._stage(part, (nv, lambda a, b, k=k, j=j, rz_k=rz_k: L(
+                    I.cg_curvature, b - a, [m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, ct2, nt2, m.v_start, m.v_slot,
+                                            a, p.p, p.contact_n, p.fric_h, p.active, p.elem_h, p.scal],
+                    [p.ap, p.red_v])))
+                finish(pap_k + j, p.red_v)
+                self._stage(part, (nv, lambda a, b, k=k, j=j, rz_k=rz_k, pap_k=pap_k: L(
+                    I.cg_update, b - a, [m.mass, m.alpha, m.diag_k, kscale, h, k, j, rz_k, rz0, pap_k, ct2, nt2, a, p.p,
+                                         p.ap, p.contact_n, p.fric_h, p.scal], [p.d, p.r, p.z, p.red_v])))
+                finish(rz_k + j + 1, p.red_v)
                 if j + 1 < sl.J:
-                    wp.launch(I.cg_direction, dim=dv, inputs=[k, j, rz_k, rz0, ct2, nt2, p.z, p.scal],
-                              outputs=[p.p, p.ap])
+                    self._stage(part, (nv, lambda a, b, k=k, j=j, rz_k=rz_k: L(
+                        I.cg_direction, b - a, [k, j, rz_k, rz0, ct2, nt2, a, p.z, p.scal], [p.p, p.ap])))
             for t in range(sl.L):
                 s, et = 0.5 ** t, sl.et + k * sl.L + t
-                wp.launch(I.trial_energy_vertices, dim=dv,
-                          inputs=[m.mass, m.alpha, g, h, mu_f, stick, s, et, step_k, p.d, p.step_hat, p.disp,
-                                  p.contact_n, p.contact_lam],
-                          outputs=[p.scal])
-                wp.launch(I.trial_energy_elements, dim=de,
-                          inputs=[*mat, h, s, et, step_k, p.pos, p.d, p.pos_n, p.rot_n, p.active],
-                          outputs=[p.scal])
-                wp.launch(I.line_search_accept, dim=p.n, inputs=[s, e0, et, step_k], outputs=[p.scal])
-            wp.launch(I.apply_step, dim=dv, inputs=[step_k, p.d, p.scal], outputs=[p.pos, p.disp])
-        wp.launch(I.end_substep, dim=dv, inputs=[h, p.fixed, p.disp], outputs=[p.vel])
+                self._stage(part,
+                            (nv, lambda a, b, s=s, step_k=step_k: L(
+                                I.trial_energy_vertices, b - a, [m.mass, m.alpha, g, h, mu_f, stick, s, step_k, a, p.d,
+                                                                 p.step_hat, p.disp, p.contact_n, p.contact_lam,
+                                                                 p.scal], [p.red_v])),
+                            (ne, lambda a, b, s=s, step_k=step_k: L(
+                                I.trial_energy_elements, b - a, [*mat, h, s, step_k, a, p.pos, p.d, p.pos_n, p.rot_n,
+                                                                 p.active, p.scal], [p.red_e])))
+                finish(et, p.red_v)
+                finish(et, p.red_e)
+                wp.launch(I.line_search_accept, dim=p.n, inputs=[s, e0, et, step_k], outputs=[p.scal], device=dev)
+            self._stage(part, (nv, lambda a, b, step_k=step_k: L(I.apply_step, b - a, [step_k, a, p.d, p.scal],
+                                                                  [p.pos, p.disp])))
+        self._stage(part, (nv, lambda a, b: L(I.end_substep, b - a, [h, p.fixed, a, p.disp], [p.vel])))
 
     def solve_stats(self) -> dict:
         """Diagnostics of the implicit solve of the last substep, per env (host readback; call it

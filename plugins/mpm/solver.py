@@ -148,9 +148,20 @@ class MPMSolver(Solver):
         node_pos = (lo + idx * o.dx).astype(npf)
         self.grid_pos = wp.array(np.broadcast_to(node_pos, (n, self.n_nodes, 3)).copy(), dtype=vec3,
                                  device=dev)
-        # device flags read after each step (not state)
+        # P2G scratch: each particle's affine momentum matrix and slab, the per-worker particle counts
+        # per slab and each worker's slab range (kernels/transfer.py: the race-free scatter)
+        n_w = layout.max_workers
+        self.n_slabs = (nx - 3) // 2 + 1           # slab = base x-layer // SLAB (2 cells)
+        self.affine = wp.zeros((n, n_p), dtype=mat33, device=dev)
+        self.slab = wp.zeros((n, n_p), dtype=wp.int32, device=dev)
+        self.slab_counts = wp.zeros((n, n_w, self.n_slabs), dtype=wp.int32, device=dev)
+        self.slab_ranges = wp.zeros((n, n_w), dtype=wp.vec2i, device=dev)
+        # the scatter's colours: even slabs, then odd ones (a fixed order on CPU); one pass on CUDA,
+        # whose float atomics have no fixed order anyway
+        self._colours = (0, 1) if wp.get_device(dev).is_cpu else (-1,)
+        # device flags read after each step (not state); the fastest particle per env and worker
         self.clamp_flags = wp.zeros(n, dtype=wp.int32, device=dev)
-        self.vmax = wp.zeros(n, dtype=scalar, device=dev)
+        self.vmax = wp.zeros((n, n_w), dtype=scalar, device=dev)
 
         dx = float(o.dx)
         edge_lo, edge_hi = lo + dx, lo + (np.asarray(self.n_nodes_axis) - 2) * dx
@@ -168,7 +179,8 @@ class MPMSolver(Solver):
                 n=part.n_envs, pos=self.pos[s], vel=self.vel[s], C=self.C[s], F=self.F[s], Jp=self.Jp[s],
                 active=self.active[s], grid_mv=self.grid_mv[s], grid_m=self.grid_m[s],
                 grid_v=self.grid_v[s], grid_active=self.grid_active[s], grid_pos=self.grid_pos[s],
-                grid_mx=self.grid_mx[s], p_mass2d=self.p_mass2d[s],
+                grid_mx=self.grid_mx[s], p_mass2d=self.p_mass2d[s], affine=self.affine[s], slab=self.slab[s],
+                slab_counts=self.slab_counts[s], slab_ranges=self.slab_ranges[s],
                 clamp_flags=self.clamp_flags[s], vmax=self.vmax[s])
 
     def _check_resolution(self) -> None:
@@ -213,34 +225,70 @@ class MPMSolver(Solver):
 
     # -- stepping --------------------------------------------------------------------------------
     def substep_pre_coupling(self, f, part):
+        """Clear the grid and P2G's stress stage (over each worker's share of the nodes and the
+        particles), P2G's scatter (even slabs, then odd: kernels/transfer.py), the grid update."""
         import warp as wp
 
         from .kernels import grid, transfer
 
         p, k, m, o = self._parts[part.index], self._consts, self.model, self.options
         nx, ny, nz = self.n_nodes_axis
+        n_p, n_nodes = self.n_particles, self.n_nodes
         mx = p.grid_mx if self._centroids else self._grid_mx_empty
-        wp.launch(grid.clear_grid, dim=(p.n, self.n_nodes), inputs=[], outputs=[p.grid_mv, p.grid_m, mx])
-        wp.launch(transfer.p2g, dim=(p.n, self.n_particles),
-                  inputs=[m.p_type, m.p_mu, m.p_lam, m.p_par, m.p_mass, m.p_vol, k.lo, k.inv_dx, k.dx, ny, nz,
-                          k.h, p.pos, p.vel, p.C, p.active],
-                  outputs=[p.F, p.Jp, p.grid_mv, p.grid_m, mx])
-        wp.launch(grid.grid_update, dim=(p.n, self.n_nodes),
-                  inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, int(o.wall_surface), k.boundary, k.friction,
-                          self.plane_pos, self.plane_nrm, k.gravity, k.h, p.grid_mv, p.grid_m, mx],
-                  outputs=[p.grid_v, p.grid_active, p.grid_pos])
+
+        def clear_and_stress(w):
+            a, b = part.chunk(w, n_nodes)
+            if b > a:
+                wp.launch(grid.clear_grid, dim=(p.n, b - a), inputs=[a], outputs=[p.grid_mv, p.grid_m, mx])
+            wp.launch(transfer.clear_counts, dim=(p.n, self.n_slabs), inputs=[w], outputs=[p.slab_counts])
+            a, b = part.chunk(w, n_p)
+            if b > a:
+                wp.launch(transfer.p2g_stress, dim=(p.n, b - a),
+                          inputs=[m.p_type, m.p_mu, m.p_lam, m.p_par, m.p_mass, m.p_vol, k.lo, k.inv_dx, ny, nz,
+                                  n_nodes, k.h, a, w, p.pos, p.C, p.active],
+                          outputs=[p.F, p.Jp, p.affine, p.slab, p.slab_counts])
+
+        self.parallel(part, clear_and_stress)
+        for colour in self._colours:
+            def scatter(w, colour=colour):
+                if colour == self._colours[0]:
+                    wp.launch(transfer.slab_ranges, dim=p.n, inputs=[w, p.slab_counts], outputs=[p.slab_ranges])
+                wp.launch(transfer.p2g_scatter, dim=(p.n, n_p),
+                          inputs=[m.p_mass, k.lo, k.inv_dx, k.dx, ny, nz, w, colour, p.slab_ranges, p.slab, p.pos,
+                                  p.vel, p.affine],
+                          outputs=[p.grid_mv, p.grid_m, mx])
+
+            self.parallel(part, scatter)
+
+        def update(w):
+            a, b = part.chunk(w, n_nodes)
+            if b > a:
+                wp.launch(grid.grid_update, dim=(p.n, b - a),
+                          inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, int(o.wall_surface), k.boundary,
+                                  k.friction, self.plane_pos, self.plane_nrm, k.gravity, k.h, a, p.grid_mv, p.grid_m,
+                                  mx],
+                          outputs=[p.grid_v, p.grid_active, p.grid_pos])
+
+        self.parallel(part, update)
 
     def substep_post_coupling(self, f, part):
+        """G2P and advection over each worker's share of the particles."""
         import warp as wp
 
         from .kernels import transfer
 
         p, k = self._parts[part.index], self._consts
         nx, ny, nz = self.n_nodes_axis
-        wp.launch(transfer.g2p, dim=(p.n, self.n_particles),
-                  inputs=[k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, k.wall_lo, k.wall_hi, p.grid_v,
-                          p.active],
-                  outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax])
+
+        def g2p(w):
+            a, b = part.chunk(w, self.n_particles)
+            if b > a:
+                wp.launch(transfer.g2p, dim=(p.n, b - a),
+                          inputs=[k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, k.wall_lo, k.wall_hi, a, w,
+                                  p.grid_v, p.active],
+                          outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax])
+
+        self.parallel(part, g2p)
 
     def particle_carriers(self, part) -> ParticleCarriers:
         """Grid nodes between the grid update and G2P: pos (the node's material centroid
@@ -266,7 +314,7 @@ class MPMSolver(Solver):
 
     def check_after_step(self) -> None:
         clamped = self.clamp_flags.numpy()
-        vmax = self.vmax.numpy()
+        vmax = self.vmax.numpy().max(axis=1)
         envs = np.nonzero(clamped)[0]
         if envs.size:
             if not self._clamp_warned:

@@ -23,6 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 from polyphys import morphs as M
 from polyphys.arrays import write_env_rows
+from polyphys.binsort import BinSort
 from polyphys.errors import OptionError
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers, SurfaceMesh, SurfaceMeshView
@@ -34,6 +35,9 @@ from .options import PBDOptions
 
 KIND = {"cloth": 0, "elastic": 1, "granular": 2, "liquid": 3}
 TETHERS = 4          # long-range attachments per cloth vertex (to its nearest initially pinned ones)
+# least items per worker's share of a cheap particle stage (a parallel stage costs a barrier, tens of
+# microseconds); stages with more work per item use a quarter of it
+GRAIN = 4096
 
 
 def _lattice_kernel_sum(d: float, h: float) -> float:
@@ -49,6 +53,9 @@ def _lattice_kernel_sum(d: float, h: float) -> float:
 
 class PBDSolver(Solver):
     options_type = PBDOptions
+    # least items per worker's share of a parallel stage (``_rows``); tests lower it so that a small
+    # scene splits every stage
+    grain = GRAIN
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
@@ -292,8 +299,13 @@ class PBDSolver(Solver):
         tsize = 64
         while tsize < 2 * N:
             tsize *= 2
+        # cells keyed densely (x fastest: a scan reads 9 rows of three consecutive cells) while the
+        # domain has at most 16 cells per particle (+ 65536), else by a hash into 2N..4N buckets
+        n_cells = int(np.prod(dims.astype(float)))
+        dense = n_cells <= 16 * N + 65536
         self._grid = SimpleNamespace(cell=cell, inv_cell=1.0 / cell, dims=wp.vec3i(*[int(min(d, 2**30)) for d in dims]),
-                                     mask=tsize - 1, lower=wp.vec3(*lo), upper=wp.vec3(*hi))
+                                     mask=tsize - 1, lower=wp.vec3(*lo), upper=wp.vec3(*hi), dense=int(dense),
+                                     n_keys=n_cells if dense else tsize)
         self.has_liquid = bool(np.any(host["kind"] == 3))
         self.has_contacts = self._needs_contacts(recs)
         ne, dev = layout.n_envs, layout.device
@@ -344,9 +356,11 @@ class PBDSolver(Solver):
         self.lam = wp.zeros((ne, max(n_lam, 1)), dtype=wp.float32, device=dev)
         self.lam_fluid = wp.zeros((ne, N), dtype=wp.float32, device=dev)
         self.cell_ijk = wp.zeros((ne, N), dtype=wp.vec3i, device=dev)
-        self.cell_start = wp.zeros((ne, tsize), dtype=wp.int32, device=dev)
-        self.cell_end = wp.zeros((ne, tsize), dtype=wp.int32, device=dev)
-        self.sorted_idx = wp.zeros((ne, N), dtype=wp.int32, device=dev)
+        # the grid: the core's counting sort of the particles by cell key (polyphys.binsort), with the
+        # positions copied in key order; key k's particles are sorted_idx[cell_start[k]:cell_start[k + 1]]
+        self.binsort = BinSort(layout, N, self._grid.n_keys if self.has_contacts else 1)
+        self.cell_start, self.sorted_idx = self.binsort.start, self.binsort.order
+        self.pos_sorted = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         # per-substep neighbour lists (kernels/neighbors.py build_neighbors): room for twice the
         # most neighbours any particle has within one cell at build (a particle with more scans the
         # grid instead: nothing is dropped)
@@ -360,7 +374,7 @@ class PBDSolver(Solver):
             self._parts[part.index] = SimpleNamespace(
                 n=part.n_envs, **{k: getattr(self, k)[s] for k in (
                     "pos", "vel", "free", "pos_prev", "pos_pred", "vel_tmp", "delta", "lam", "lam_fluid", "cell_ijk",
-                    "cell_start", "cell_end", "sorted_idx", "nbr_count", "nbr_list")}, mass2d=self.model.mass2d[s])
+                    "cell_start", "sorted_idx", "pos_sorted", "nbr_count", "nbr_list")}, mass2d=self.model.mass2d[s])
 
     @staticmethod
     def _neighbour_capacity(pos: np.ndarray, cell: float) -> int:
@@ -380,23 +394,60 @@ class PBDSolver(Solver):
         return n >= 2 and not lone
 
     def kernel_modules(self, layout):
-        """Integration and constraint kernels; the neighbour grid only when particles can touch."""
+        """Integration and constraint kernels; the neighbour grid (with the core's BinSort kernels)
+        only when particles can touch."""
+        from polyphys.kernels import binsort
+
         from .kernels import constraints, integrate, neighbors
 
-        return [integrate, constraints] + ([neighbors] if self._needs_contacts(self._recs) else [])
+        return [integrate, constraints] + ([binsort, neighbors] if self._needs_contacts(self._recs) else [])
 
     # -- stepping --------------------------------------------------------------------------------
+    def _rows(self, part, n, fn, per_item=1):
+        """One parallel stage: ``fn(a, b)`` launches over worker w's share [a, b) of n items (shares
+        of at least ``self.grain // per_item`` items: a small stage runs on fewer workers; a stage
+        with ``per_item`` times the work per item splits sooner)."""
+        grain = max(1, self.grain // per_item)
+
+        def stage(w):
+            a, b = part.chunk(w, n, grain)
+            if b > a:
+                fn(a, b)
+
+        self.parallel(part, stage)
+
     def substep_pre_coupling(self, f, part):
         import warp as wp
 
         from .kernels.integrate import predict_velocity
 
         p, m, lay = self._parts[part.index], self.model, self.layout
-        wp.launch(predict_velocity, dim=(p.n, self.n_particles),
-                  inputs=[m.inv_mass0, wp.vec3(*lay.gravity), float(lay.h), p.free], outputs=[p.vel],
-                  device=lay.device)
+        self._rows(part, self.n_particles, lambda a, b: wp.launch(
+            predict_velocity, dim=(p.n, b - a), inputs=[m.inv_mass0, wp.vec3(*lay.gravity), float(lay.h), a, p.free],
+            outputs=[p.vel], device=lay.device))
+
+    def build_grid(self, part) -> None:
+        """The substep's neighbour grid and lists at the current positions (kernels/neighbors.py):
+        cell keys and the core's counting sort with the positions in key order, then each
+        particle's list. Stages split over the partition's workers."""
+        import warp as wp
+
+        from .kernels import neighbors as NB
+
+        p, g, dev = self._parts[part.index], self._grid, self.layout.device
+        N = self.n_particles
+        key, _, _ = self.binsort.views(part)
+        self.binsort.sort(self, part, lambda w, a, b: wp.launch(
+            NB.cell_keys, dim=(p.n, b - a), inputs=[g.dense, g.mask, g.lower, g.inv_cell, g.dims, a, p.pos],
+            outputs=[p.cell_ijk, key], device=dev) if b > a else None, payload=(p.pos, p.pos_sorted))
+        self._rows(part, N, lambda a, b: wp.launch(
+            NB.build_neighbors, dim=(p.n, b - a),
+            inputs=[g.cell * g.cell, self.nbr_cap, g.dense, g.dims, g.mask, g.lower, g.inv_cell, a, p.pos, p.cell_ijk,
+                    p.cell_start, p.sorted_idx, p.pos_sorted], outputs=[p.nbr_count, p.nbr_list], device=dev))
 
     def substep_post_coupling(self, f, part):
+        """Every stage is split over the partition's workers (docs/pbd.md, "Threads"): a colour's
+        constraints share no particle, so a colour splits freely; the particle stages gather."""
         import warp as wp
 
         from .kernels import constraints as C
@@ -406,66 +457,64 @@ class PBDSolver(Solver):
         p, m, lay, g, o = self._parts[part.index], self.model, self.layout, self._grid, self.options
         dev, N, h = lay.device, self.n_particles, float(lay.h)
         inv_h2 = 1.0 / (h * h)
-        wp.launch(I.predict_position, dim=(p.n, N), inputs=[h, p.vel],
-                  outputs=[p.pos, p.pos_prev, p.pos_pred], device=dev)
+        L = lambda kernel, n, inputs, outputs: wp.launch(kernel, dim=(p.n, n), inputs=inputs,  # noqa: E731
+                                                         outputs=outputs, device=dev)
+        self._rows(part, N, lambda a, b: L(I.predict_position, b - a, [h, a, p.vel], [p.pos, p.pos_prev, p.pos_pred]))
         if self.n_lam:
-            wp.launch(I.zero_lambda, dim=(p.n, self.n_lam), outputs=[p.lam], device=dev)
-        grid = [p.cell_ijk, p.cell_start, p.cell_end, p.sorted_idx]
+            self._rows(part, self.n_lam, lambda a, b: L(I.zero_lambda, b - a, [a], [p.lam]))
+        grid = [p.cell_ijk, p.cell_start, p.sorted_idx]
         nbrs = [p.nbr_count, p.nbr_list]
         if self.has_contacts:
-            wp.launch(NB.build_grid, dim=p.n, inputs=[N, g.mask, g.lower, g.inv_cell, g.dims, p.pos],
-                      outputs=grid, device=dev)
-            wp.launch(NB.build_neighbors, dim=(p.n, N), inputs=[g.cell * g.cell, self.nbr_cap, g.mask, p.pos, *grid],
-                      outputs=nbrs, device=dev)
+            self.build_grid(part)
         lam_off_b, lam_off_t = self.n_dist, self.n_dist + self.n_bend
         for _ in range(o.iterations):
             for c in range(len(self._dcol) - 1):
-                a, b = int(self._dcol[c]), int(self._dcol[c + 1])
-                wp.launch(C.solve_distance, dim=(p.n, b - a),
-                          inputs=[a, 0, m.d_i, m.d_j, m.d_rest, m.d_comp, m.inv_mass0, inv_h2, p.free],
-                          outputs=[p.pos, p.lam], device=dev)
+                a0, b0 = int(self._dcol[c]), int(self._dcol[c + 1])
+                self._rows(part, b0 - a0, lambda a, b, a0=a0: L(
+                    C.solve_distance, b - a, [a0 + a, 0, m.d_i, m.d_j, m.d_rest, m.d_comp, m.inv_mass0, inv_h2, p.free],
+                    [p.pos, p.lam]))
             for c in range(len(self._bcol) - 1):
-                a, b = int(self._bcol[c]), int(self._bcol[c + 1])
-                wp.launch(C.solve_bending, dim=(p.n, b - a),
-                          inputs=[a, lam_off_b, m.b_quad, m.b_rest, m.b_comp, m.inv_mass0, inv_h2, p.free],
-                          outputs=[p.pos, p.lam], device=dev)
+                a0, b0 = int(self._bcol[c]), int(self._bcol[c + 1])
+                self._rows(part, b0 - a0, lambda a, b, a0=a0: L(
+                    C.solve_bending, b - a, [a0 + a, lam_off_b, m.b_quad, m.b_rest, m.b_comp, m.inv_mass0, inv_h2,
+                                             p.free], [p.pos, p.lam]), 4)
             for c in range(len(self._tcol) - 1):
-                a, b = int(self._tcol[c]), int(self._tcol[c + 1])
-                wp.launch(C.solve_volume, dim=(p.n, b - a),
-                          inputs=[a, lam_off_t, m.t_quad, m.t_rest, m.t_comp, m.inv_mass0, inv_h2, p.free],
-                          outputs=[p.pos, p.lam], device=dev)
+                a0, b0 = int(self._tcol[c]), int(self._tcol[c + 1])
+                self._rows(part, b0 - a0, lambda a, b, a0=a0: L(
+                    C.solve_volume, b - a, [a0 + a, lam_off_t, m.t_quad, m.t_rest, m.t_comp, m.inv_mass0, inv_h2,
+                                            p.free], [p.pos, p.lam]), 4)
             if self.has_tethers:
-                wp.launch(C.solve_tethers, dim=(p.n, N),
-                          inputs=[TETHERS, m.teth_anchor, m.teth_len, m.inv_mass0, p.free], outputs=[p.pos],
-                          device=dev)
+                self._rows(part, N, lambda a, b: L(C.solve_tethers, b - a,
+                                                   [TETHERS, m.teth_anchor, m.teth_len, m.inv_mass0, a, p.free], [p.pos]))
             if self.n_bodies:
-                wp.launch(C.shape_match, dim=(p.n, self.n_bodies),
-                          inputs=[m.body_start, m.body_count, m.body_ref, m.body_inv_mass, m.body_stiff, m.rest_offset, m.mass,
-                                  m.inv_mass0, p.free], outputs=[p.pos], device=dev)
+                self._rows(part, self.n_bodies, lambda a, b: L(
+                    C.shape_match, b - a, [m.body_start, m.body_count, m.body_ref, m.body_inv_mass, m.body_stiff,
+                                           m.rest_offset, m.mass, m.inv_mass0, a, p.free], [p.pos]), self.grain)
             if self.has_liquid:
-                wp.launch(NB.fluid_lambda, dim=(p.n, N),
-                          inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, self.fluid_h, o.fluid_cfm,
-                                  g.mask, self.nbr_cap, p.free, p.pos, *grid, *nbrs], outputs=[p.lam_fluid], device=dev)
+                self._rows(part, N, lambda a, b: L(
+                    NB.fluid_lambda, b - a, [m.kind, m.mass, m.inv_mass0, m.rest_density, self.fluid_h, o.fluid_cfm,
+                                             g.dense, g.dims, g.mask, self.nbr_cap, a, p.free, p.pos, *grid, *nbrs],
+                    [p.lam_fluid]), 4)
             if self.has_contacts:
-                wp.launch(NB.particle_gather, dim=(p.n, N),
-                          inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass,
-                                  m.inv_mass0, m.rest_density, self.fluid_h, g.cell * g.cell, o.relaxation, g.mask,
-                                  self.nbr_cap, p.free, p.pos, p.pos_prev, p.lam_fluid, *grid, *nbrs],
-                          outputs=[p.delta], device=dev)
-            wp.launch(I.apply_and_bound, dim=(p.n, N),
-                      inputs=[m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
-                              m.sphere_r, o.boundary_friction, p.free, p.pos_prev, p.delta],
-                      outputs=[p.pos], device=dev)
+                self._rows(part, N, lambda a, b: L(
+                    NB.particle_gather, b - a, [m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction,
+                                                m.mass, m.inv_mass0, m.rest_density, self.fluid_h, g.cell * g.cell,
+                                                o.relaxation, g.dense, g.dims, g.mask, self.nbr_cap, a, p.free, p.pos,
+                                                p.pos_prev, p.lam_fluid, *grid, *nbrs], [p.delta]), 4)
+            self._rows(part, N, lambda a, b: L(
+                I.apply_and_bound, b - a, [m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
+                                           m.sphere_r, o.boundary_friction, a, p.free, p.pos_prev, p.delta], [p.pos]))
         damp = max(0.0, 1.0 - o.damping * h)
         if self.has_liquid:
-            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_pred, p.vel],
-                      outputs=[p.vel_tmp], device=dev)
-            wp.launch(NB.xsph_viscosity, dim=(p.n, N),
-                      inputs=[m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.mask, self.nbr_cap, p.pos,
-                              p.vel_tmp, *grid, *nbrs], outputs=[p.vel], device=dev)
+            self._rows(part, N, lambda a, b: L(I.update_velocity, b - a, [1.0 / h, damp, a, p.pos, p.pos_pred, p.vel],
+                                               [p.vel_tmp]))
+            self._rows(part, N, lambda a, b: L(
+                NB.xsph_viscosity, b - a, [m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.dense, g.dims,
+                                           g.mask, self.nbr_cap, a, p.pos, p.vel_tmp, *grid, *nbrs], [p.vel]),
+                4)
         else:
-            wp.launch(I.update_velocity, dim=(p.n, N), inputs=[1.0 / h, damp, p.pos, p.pos_pred, p.vel],
-                      outputs=[p.vel], device=dev)
+            self._rows(part, N, lambda a, b: L(I.update_velocity, b - a, [1.0 / h, damp, a, p.pos, p.pos_pred, p.vel],
+                                               [p.vel]))
 
     def state_arrays(self):
         return {"pos": self.pos, "vel": self.vel, "free": self.free}

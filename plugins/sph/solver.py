@@ -28,6 +28,7 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
+from polyphys.binsort import BinSort
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers
@@ -91,10 +92,12 @@ class SPHSolver(Solver):
         return entity
 
     def kernel_modules(self, layout):
-        """The neighbour grid and the fluid kernels (float32)."""
+        """The neighbour grid (with the core's BinSort kernels) and the fluid kernels (float32)."""
+        from polyphys.kernels import binsort
+
         from .kernels import fluid, grid
 
-        return [grid, fluid]
+        return [binsort, grid, fluid]
 
     # -- build ---------------------------------------------------------------------------------------
     def build(self, layout):
@@ -209,14 +212,11 @@ class SPHSolver(Solver):
         # parameters and derived per-substep arrays (not state)
         self.mass = wp.array(np.tile(mats[:, 5].astype(f32), (n_envs, 1)), dtype=float, device=dev)
         z = lambda shape, dt=float: wp.zeros(shape, dtype=dt, device=dev)  # noqa: E731
-        self.n_cell_chunks = -(-(self.n_cells + 1) // grid.CHUNK)
         self.n_chunks = -(-N // grid.CHUNK)
-        self.cell = z((n_envs, N), wp.int32)
-        self.rank = z((n_envs, N), wp.int32)
-        self.sorted = z((n_envs, N), wp.int32)
-        self.count = z((n_envs, self.n_cells + 1), wp.int32)
-        self.start = z((n_envs, self.n_cells + 1), wp.int32)
-        self.cell_chunk = z((n_envs, self.n_cell_chunks), wp.int32)
+        # the neighbour grid: the core's counting sort of the particles by cell (key n_cells: inactive)
+        self.binsort = BinSort(layout, N, self.n_cells + 1)
+        self.cell, self.sorted, self.start = self.binsort.key, self.binsort.order, self.binsort.start
+        self.pos_sorted = z((n_envs, N), wp.vec3)      # positions in cell order (the scans read them)
         self.rho = z((n_envs, N))
         self.pressure = z((n_envs, N))
         self.alpha = z((n_envs, N))
@@ -235,12 +235,17 @@ class SPHSolver(Solver):
         self.done = z(n_envs, wp.int32)
         self.solve_err = z(n_envs)
         self.cfl_flag = z(n_envs, wp.int32)
+        # per partition: the DFSPH solve loop's condition and iteration count (polyphys while_loop)
+        self.loops = z((len(layout.partitions), 2), wp.int32)
+        self._device_loops = wp.get_device(dev).is_cpu
         # wall pressures of the WCSPH Adami extrapolation (DFSPH forms its wall pressure pairwise)
         self.bp = z((n_envs, max(self.n_boundary, 1) if (wc and m.b_extrap) else 1))
-        names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "rank", "sorted", "count", "start",
-                 "cell_chunk", "rho", "pressure", "alpha", "nbrs", "nbr_list", "dv", "kappa", "pdiv", "zeros", "err", "err_sum",
-                 "err_cnt", "done", "solve_err", "cfl_flag", "bp")
-        self._parts = {p.index: SimpleNamespace(n=p.n_envs, **{k: getattr(self, k)[p.slice] for k in names})
+        names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "sorted", "start", "pos_sorted", "rho",
+                 "pressure",
+                 "alpha", "nbrs", "nbr_list", "dv", "kappa", "pdiv", "zeros", "err", "err_sum", "err_cnt", "done",
+                 "solve_err", "cfl_flag", "bp")
+        self._parts = {p.index: SimpleNamespace(n=p.n_envs, loop=self.loops[p.index],
+                                                **{k: getattr(self, k)[p.slice] for k in names})
                        for p in layout.partitions}
         self.forward()
 
@@ -314,37 +319,43 @@ class SPHSolver(Solver):
 
         wp.launch(kernel, dim=dim, inputs=inputs, device=self.layout.device)
 
-    def _grid(self, p):
+    def _rows(self, part, n, fn):
+        """One parallel stage: ``fn(a, b)`` launches over worker w's share [a, b) of n items."""
+        def stage(w):
+            a, b = part.chunk(w, n)
+            if b > a:
+                fn(a, b)
+
+        self.parallel(part, stage)
+
+    def _grid(self, part, p):
+        """The neighbour grid: cell keys and the core's counting sort (polyphys.binsort)."""
         from .kernels import grid as G
 
-        m, ne, N = self.model, p.n, self.N
-        L = self._launch
-        L(G.zero_counts, (ne, self.n_cells + 1), [p.count])
-        L(G.count_cells, (ne, N), [m.lower, m.inv_cell, m.dims, self.n_cells, p.pos, p.active,
-                                   p.cell, p.rank, p.count])
-        L(G.chunk_sums, (ne, self.n_cell_chunks), [self.n_cells + 1, p.count, p.cell_chunk])
-        L(G.scan_chunks, ne, [self.n_cell_chunks, p.cell_chunk])
-        L(G.scan_local, (ne, self.n_cell_chunks), [self.n_cells + 1, p.count, p.cell_chunk, p.start])
-        L(G.scatter, (ne, N), [p.cell, p.rank, p.start, p.sorted])
-        L(G.sort_cells, (ne, self.n_cells), [p.start, p.count, p.sorted])
+        m = self.model
+        self.binsort.sort(self, part, lambda w, a, b: self._launch(
+            G.cell_keys, (p.n, b - a), [m.lower, m.inv_cell, m.dims, self.n_cells, a, p.pos, p.active, p.cell])
+            if b > a else None, payload=(p.pos, p.pos_sorted))
 
-    def _density(self, p):
+    def _density(self, part, p):
         from .kernels import fluid as F
 
         wc = 1 if self.options.pressure_solver == "wcsph" else 0
-        self._launch(F.density, (p.n, self.N), [self.model, wc, p.mass, p.pos, p.active, p.start, p.sorted,
-                                                p.rho, p.pressure, p.alpha, p.nbrs, p.nbr_list])
+        self._rows(part, self.N, lambda a, b: self._launch(
+            F.density, (p.n, b - a), [self.model, wc, a, p.mass, p.pos, p.active, p.start, p.sorted, p.pos_sorted, p.rho,
+                                      p.pressure, p.alpha, p.nbrs, p.nbr_list]))
 
-    def _boundary_pressure(self, p):
+    def _boundary_pressure(self, part, p):
         """WCSPH: extrapolated boundary pressures p_b (Adami et al. 2012) per env. (DFSPH forms its
         wall pressure pairwise: the solves mirror κ, ``accelerate`` adds the hydrostatic offset.)"""
         from .kernels import fluid as F
 
         if self.model.b_extrap and self.n_boundary:
-            self._launch(F.boundary_pressure, (p.n, self.n_boundary), [self.model, p.pos, p.active, p.start,
-                                                                       p.sorted, p.rho, p.pressure, p.bp])
+            self._rows(part, self.n_boundary, lambda a, b: self._launch(
+                F.boundary_pressure, (p.n, b - a), [self.model, a, p.pos, p.active, p.start, p.sorted, p.pos_sorted,
+                                                    p.rho, p.pressure, p.bp]))
 
-    def _solve(self, p, divergence: bool):
+    def _solve(self, part, p, divergence: bool):
         """One DFSPH solve. Warm start (Bender & Koschier 2017, in SPlisHSPlasH's form): half of
         the κ total the solve reached in the last substep is applied first and carried, and the
         solve adds its increments to it — at rest the total settles to the whole pressure, half
@@ -352,7 +363,8 @@ class SPHSolver(Solver):
         between the whole pressure and nothing, so every other substep rebuilt all of it from the
         solve's residual; carrying it whole is an undamped integral of the density error and
         rings — docs/sph.md.) The solve stops per env at the tolerance (at least 2 density
-        iterations) or the iteration cap."""
+        iterations) or the iteration cap. Each Jacobi step is two parallel stages (κ; the velocity
+        update with the chunk sums of the error) and the convergence test."""
         from .kernels import fluid as F
         from .kernels import grid as G
 
@@ -361,60 +373,86 @@ class SPHSolver(Solver):
         total = p.kappa_div if divergence else p.kappa_rho
         L(G.zero_flags, ne, [p.done])
         if o.warm_start:
-            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.nbrs, p.nbr_list,
-                                        p.rho, total, WARM_START_WEIGHT, p.vel])
-            L(F.scale_rows, (ne, N), [WARM_START_WEIGHT, total])
+            self._rows(part, N, lambda a, b: L(F.solve_update, (ne, b - a), [
+                m, a, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.nbrs, p.nbr_list, p.rho, total,
+                WARM_START_WEIGHT, p.vel]))
+            self._rows(part, N, lambda a, b: L(F.scale_rows, (ne, b - a), [WARM_START_WEIGHT, a, total]))
         else:
-            L(F.zero_rows, (ne, N), [total])
+            self._rows(part, N, lambda a, b: L(F.zero_rows, (ne, b - a), [a, total]))
         base, out = (p.zeros, p.pdiv) if divergence else (p.pdiv, p.pressure)
         iters = o.max_divergence_iters if divergence else o.max_density_iters
         tol = o.divergence_tol if divergence else o.density_tol
-        for it in range(iters):
-            L(F.solve_kappa, (ne, N), [m, int(divergence), p.mass, p.done, p.pos, p.vel, p.active,
-                                       p.start, p.sorted, p.nbrs, p.nbr_list, p.rho, p.alpha, base, p.kappa, p.err,
-                                       total, out])
+
+        def update(w):
             # apply the κ just accumulated before the convergence test (as SPlisHSPlasH): every κ
             # in the accumulator and in the reported pressure has acted on the velocities
-            L(F.solve_update, (ne, N), [m, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.nbrs, p.nbr_list,
-                                        p.rho, p.kappa, 1.0, p.vel])
-            L(G.reduce_chunks, (ne, self.n_chunks), [N, p.err, p.active, p.done, p.err_sum, p.err_cnt])
-            may_stop = 1 if (divergence or it >= 1) else 0
-            L(G.check_converged, ne, [self.n_chunks, tol, may_stop, p.err_sum, p.err_cnt, p.done,
-                                      p.solve_err])
+            a, b = part.chunk(w, N)
+            if b > a:
+                L(F.solve_update, (ne, b - a), [m, a, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.nbrs,
+                                                p.nbr_list, p.rho, p.kappa, 1.0, p.vel])
+            a, b = part.chunk(w, self.n_chunks)
+            if b > a:
+                L(G.reduce_chunks, (ne, b - a), [N, a, p.err, p.active, p.done, p.err_sum, p.err_cnt])
 
-    def _integrate(self, p, apply_dv: int, move: int):
+        min_iters = 1 if divergence else 2
+        go, it = p.loop[0:1], p.loop[1:2]
+
+        def iteration():
+            self._rows(part, N, lambda a, b: L(F.solve_kappa, (ne, b - a), [
+                m, int(divergence), a, p.mass, p.done, p.pos, p.vel, p.active, p.start, p.sorted, p.nbrs, p.nbr_list,
+                p.rho, p.alpha, base, p.kappa, p.err, total, out]))
+            self.parallel(part, update)
+            L(G.check_converged, ne, [self.n_chunks, tol, min_iters, p.err_sum, p.err_cnt, it, p.done, p.solve_err])
+            L(G.loop_next, 1, [iters, p.done, it, go])
+
+        L(G.loop_begin, 1, [iters, it, go])
+        if self._device_loops:
+            # stop when every env of the partition converged (a device-side loop: no launch of
+            # the converged iterations, no host synchronisation)
+            self.while_loop(part, go, iteration)
+        else:
+            # CUDA: every iteration is launched (conditional graph nodes need CUDA 12.4); an env
+            # that converged skips the work — the same result
+            for _ in range(iters):
+                iteration()
+
+    def _integrate(self, part, p, apply_dv: int, move: int):
         from .kernels import fluid as F
 
-        self._launch(F.integrate, (p.n, self.N), [self.model, apply_dv, move, 0.5 * self.options.support,
-                                                  p.dv, p.active, p.pos, p.vel, p.cfl_flag])
+        self._rows(part, self.N, lambda a, b: self._launch(
+            F.integrate, (p.n, b - a), [self.model, apply_dv, move, 0.5 * self.options.support, a, p.dv, p.active,
+                                        p.pos, p.vel, p.cfl_flag]))
 
     def substep_pre_coupling(self, f, part):
+        """Stages (each split over the partition's workers, docs/sph.md "Threads"): the grid, the
+        densities, the wall pressure or the divergence solve, the accelerations, v += dv (after
+        every acceleration: they read the neighbours' velocities), the density solve."""
         from .kernels import fluid as F
 
         p = self._parts[part.index]
         wc = self.options.pressure_solver == "wcsph"
-        self._grid(p)
-        self._density(p)
+        self._grid(part, p)
+        self._density(part, p)
         if wc:
-            self._boundary_pressure(p)
+            self._boundary_pressure(part, p)
         else:
-            self._solve(p, divergence=True)
-        self._launch(F.accelerate, (p.n, self.N), [self.model, int(wc), p.mass, p.pos, p.vel, p.active,
-                                                   p.start, p.sorted, p.nbrs, p.nbr_list, p.rho, p.pressure, p.bp,
-                                                   p.kappa_rho, p.dv])
-        self._integrate(p, 1, 0)
+            self._solve(part, p, divergence=True)
+        self._rows(part, self.N, lambda a, b: self._launch(
+            F.accelerate, (p.n, b - a), [self.model, int(wc), a, p.mass, p.pos, p.vel, p.active, p.start, p.sorted,
+                                         p.nbrs, p.nbr_list, p.rho, p.pressure, p.bp, p.kappa_rho, p.dv]))
+        self._integrate(part, p, 1, 0)
         if not wc:
-            self._solve(p, divergence=False)
+            self._solve(part, p, divergence=False)
 
     def substep_post_coupling(self, f, part):
-        self._integrate(self._parts[part.index], 0, 1)
+        self._integrate(part, self._parts[part.index], 0, 1)
 
     def forward(self):
         """Recompute the grid and densities (WCSPH: pressures too) at the current positions."""
         for part in self.layout.partitions:
             p = self._parts[part.index]
-            self._grid(p)
-            self._density(p)
+            self._grid(part, p)
+            self._density(part, p)
 
     def on_reset(self, envs_idx):
         self.forward()

@@ -138,3 +138,20 @@ def test_capability_errors(rec, tmp_path):
         assert sc.capabilities().checkpoint is False
     finally:
         polyphys.unregister(w)
+
+
+@pytest.mark.parametrize("workers, n, grain", [(1, 10, 1), (3, 10, 1), (3, 2, 1), (3, 10, 4), (3, 9000, 4096), (4, 7, 8)])
+def test_partition_chunks_tile_the_range_with_shares_of_at_least_grain(workers, n, grain):
+    """A worker's share of a stage: the shares tile [0, n) in worker order, the non-empty ones are
+    at least ``grain`` long (or the whole range) and differ by at most one; workers past them get
+    an empty share."""
+    from polyphys.layout import Partition
+
+    shares = Partition(0, 0, 1, workers).chunks(n, grain)
+    assert len(shares) == workers
+    flat = [i for a, b in shares for i in range(a, b)]
+    assert flat == list(range(n))
+    sizes = [b - a for a, b in shares if b > a]
+    assert max(sizes) - min(sizes) <= 1
+    assert min(sizes) >= min(grain, n)
+    assert len(sizes) == max(1, min(workers, n // grain))

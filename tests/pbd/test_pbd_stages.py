@@ -8,11 +8,13 @@ from polyphys import morphs
 from polyphys.plugins.pbd import PBDOptions
 
 
-def _random_scene(n=120, seed=0, friction=0.0):
+def _random_scene(n=120, seed=0, friction=0.0, wide=False):
+    """``wide``: a domain of too many cells for dense keys (the grid hashes the cells)."""
     rng = np.random.default_rng(seed)
     pts = rng.uniform(-0.06, 0.06, (n, 3))
+    big = 60.0 if wide else 0.2
     sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=1),
-                        pbd=PBDOptions(iterations=1, relaxation=1.3, lower_bound=(-0.2, -0.2, 0), upper_bound=(0.2, 0.2, 0.4)))
+                        pbd=PBDOptions(iterations=1, relaxation=1.3, lower_bound=(-big, -big, 0), upper_bound=(big, big, 0.4)))
     e = sc.add_entity(morphs.Box(pos=(0, 0, 0.2)), polyphys.materials.PBD.Particle(particle_size=0.02, friction=friction),
                       particles=pts, pinned=[3, 7])
     sc.build(n_envs=2)
@@ -26,28 +28,25 @@ def _random_scene(n=120, seed=0, friction=0.0):
 def _grid(s, scan=False):
     """Build the grid and the neighbour lists (outputs poisoned first); scan=True marks every
     particle's list as overflowed, so the readers take the grid-scan path instead."""
-    import warp as wp
-    from polyphys.plugins.pbd.kernels import neighbors as NB
-
     g = s._grid
-    for a in (s.cell_start, s.cell_end, s.sorted_idx, s.nbr_count, s.nbr_list):
+    for a in (s.cell_start, s.sorted_idx, s.nbr_count, s.nbr_list):
         a.fill_(-7)
-    wp.launch(NB.build_grid, dim=s.layout.n_envs, inputs=[s.n_particles, g.mask, g.lower, g.inv_cell, g.dims, s.pos],
-              outputs=[s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx], device="cpu")
-    wp.launch(NB.build_neighbors, dim=(s.layout.n_envs, s.n_particles),
-              inputs=[g.cell * g.cell, s.nbr_cap, g.mask, s.pos, s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx],
-              outputs=[s.nbr_count, s.nbr_list], device="cpu")
+    s.cell_ijk.fill_(-7)
+    s.pos_sorted.fill_(float("nan"))
+    for part in s.layout.partitions:
+        s.build_grid(part)
     if scan:
         s.nbr_count.fill_(-1)
     return g
 
 
 def _lists(s):
-    return [s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx, s.nbr_count, s.nbr_list]
+    return [s.cell_ijk, s.cell_start, s.sorted_idx, s.nbr_count, s.nbr_list]
 
 
-def test_neighbour_lists_hold_every_pair_within_one_cell_in_grid_order():
-    sc, e = _random_scene()
+@pytest.mark.parametrize("wide", [False, True], ids=["dense-keys", "hashed-keys"])
+def test_neighbour_lists_hold_every_pair_within_one_cell_in_grid_order(wide):
+    sc, e = _random_scene(wide=wide)
     s = sc.solver("pbd")
     g = _grid(s)
     pos, cnt, lst = s.pos.numpy().astype(float), s.nbr_count.numpy(), s.nbr_list.numpy()
@@ -62,9 +61,10 @@ def test_neighbour_lists_hold_every_pair_within_one_cell_in_grid_order():
     # more neighbours than the capacity: the count says so (-1) and nothing is half-written as valid
     import warp as wp
     from polyphys.plugins.pbd.kernels import neighbors as NB
+    assert g.dense == (0 if wide else 1)
     wp.launch(NB.build_neighbors, dim=(2, s.n_particles),
-              inputs=[g.cell * g.cell, 1, g.mask, s.pos, s.cell_ijk, s.cell_start, s.cell_end, s.sorted_idx],
-              outputs=[s.nbr_count, s.nbr_list], device="cpu")
+              inputs=[g.cell * g.cell, 1, g.dense, g.dims, g.mask, g.lower, g.inv_cell, 0, s.pos, s.cell_ijk, s.cell_start,
+                      s.sorted_idx, s.pos_sorted], outputs=[s.nbr_count, s.nbr_list], device="cpu")
     n_nb = np.array([[((pos[env] - pos[env, i]) ** 2).sum(1).__lt__(g.cell ** 2).sum() - 1
                       for i in range(s.n_particles)] for env in range(2)])
     np.testing.assert_array_equal(s.nbr_count.numpy(), np.where(n_nb > 1, -1, n_nb))
@@ -76,8 +76,9 @@ def _np_hash(c, mask):
     return (h & np.uint32(mask)).astype(np.int64)
 
 
-def test_grid_is_a_stable_counting_sort():
-    sc, e = _random_scene()
+@pytest.mark.parametrize("wide", [False, True], ids=["dense-keys", "hashed-keys"])
+def test_grid_is_a_stable_counting_sort(wide):
+    sc, e = _random_scene(wide=wide)
     s = sc.solver("pbd")
     g = _grid(s)
     pos = s.pos.numpy()
@@ -86,27 +87,29 @@ def test_grid_is_a_stable_counting_sort():
     for env in range(2):
         cell = np.clip(np.floor((pos[env] - lo) * np.float32(g.inv_cell)).astype(int), 0, dims - 1)
         np.testing.assert_array_equal(s.cell_ijk.numpy()[env], cell)
-        h = _np_hash(cell, g.mask)
-        start, end, srt = s.cell_start.numpy()[env], s.cell_end.numpy()[env], s.sorted_idx.numpy()[env]
-        for b in range(g.mask + 1):
-            np.testing.assert_array_equal(srt[start[b]:end[b]], np.nonzero(h == b)[0])
+        key = (cell[:, 2] * dims[1] + cell[:, 1]) * dims[0] + cell[:, 0] if g.dense else _np_hash(cell, g.mask)
+        start, srt = s.cell_start.numpy()[env], s.sorted_idx.numpy()[env]
+        for b in range(g.n_keys):
+            np.testing.assert_array_equal(srt[start[b]:start[b + 1]], np.nonzero(key == b)[0])
         assert sorted(srt.tolist()) == list(range(s.n_particles))
+        np.testing.assert_array_equal(s.pos_sorted.numpy()[env], pos[env][srt])
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["dense-keys", "hashed-keys"])
 @pytest.mark.parametrize("scan", [False, True], ids=["lists", "grid-scan"])
-def test_contact_gather_matches_numpy(scan):
+def test_contact_gather_matches_numpy(scan, wide):
     import warp as wp
     from polyphys.plugins.pbd.kernels import neighbors as NB
 
-    sc, e = _random_scene()
+    sc, e = _random_scene(wide=wide)
     s, m = sc.solver("pbd"), sc.solver("pbd").model
     _grid(s, scan)
     wp.copy(s.pos_prev, s.pos)                # no displacement: friction terms vanish
     s.delta.fill_(float("nan"))
     wp.launch(NB.particle_gather, dim=(2, s.n_particles),
               inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass, m.inv_mass0,
-                      m.rest_density, s.fluid_h, s._grid.cell ** 2, 1.3, s._grid.mask, s.nbr_cap, s.free, s.pos, s.pos_prev,
-                      s.lam_fluid, *_lists(s)],
+                      m.rest_density, s.fluid_h, s._grid.cell ** 2, 1.3, s._grid.dense, s._grid.dims, s._grid.mask,
+                      s.nbr_cap, 0, s.free, s.pos, s.pos_prev, s.lam_fluid, *_lists(s)],
               outputs=[s.delta], device="cpu")
     got = s.delta.numpy()
     pos, free = s.pos.numpy().astype(float), s.free.numpy()
@@ -186,8 +189,8 @@ def test_fluid_lambda_matches_numpy(scan):
     _grid(s, scan)
     s.lam_fluid.fill_(float("nan"))
     wp.launch(NB.fluid_lambda, dim=(1, s.n_particles),
-              inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, s.fluid_h, 1e-3, s._grid.mask, s.nbr_cap, s.free,
-                      s.pos, *_lists(s)], outputs=[s.lam_fluid], device="cpu")
+              inputs=[m.kind, m.mass, m.inv_mass0, m.rest_density, s.fluid_h, 1e-3, s._grid.dense, s._grid.dims,
+                      s._grid.mask, s.nbr_cap, 0, s.free, s.pos, *_lists(s)], outputs=[s.lam_fluid], device="cpu")
     got = s.lam_fluid.numpy()[0]
     x = s.pos.numpy()[0].astype(float)
     mass = m.mass.numpy().astype(float)
@@ -264,3 +267,43 @@ def test_volume_solve_restores_volume_and_conserves_momentum():
     assert abs(vol(x0) - v0) > 1e-6 and abs(vol(x1) - v0) < abs(vol(x0) - v0) / 10
     # float32 positions near z = 0.5 m are resolved to 6e-8 m: that bounds each m·Δx term
     np.testing.assert_allclose((mass[:, None] * (x1 - x0)).sum(0), 0.0, atol=4 * mass.max() * 6e-8)
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["dense-keys", "hashed-keys"])
+def test_one_env_is_bit_identical_for_1_2_3_threads_with_every_stage_split(monkeypatch, wide):
+    """The contract scene (cloth, sand, liquid, shape-matched ball) plus a tet-meshed elastic block,
+    one env, stepped by 1, 2 and 3 worker threads with a share of one item per worker (so every
+    stage, constraint colour and body loop is split, unlike at the default grain): the same bits."""
+    from polyphys.plugins.pbd import contract as pbd_contract
+    from polyphys.plugins.pbd.solver import PBDSolver
+    from scipy.spatial.transform import Rotation
+
+    monkeypatch.setattr(PBDSolver, "grain", 1)
+    ents, opts, drive = pbd_contract.scene()
+    if wide:
+        opts = PBDOptions(iterations=2, lower_bound=(-40.0, -40.0, 0.0), upper_bound=(40.0, 40.0, 0.5))
+    # a unit cube in five tets, scaled, rotated, placed off-origin
+    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1], [0, 1, 1], [1, 1, 1]], float)
+    v = Rotation.from_euler("xyz", [0.3, -0.2, 0.5]).apply((v - 0.5) * [0.05, 0.04, 0.03])
+    tets = [[0, 1, 2, 4], [1, 3, 2, 7], [1, 4, 5, 7], [2, 6, 4, 7], [1, 2, 4, 7]]
+    runs = []
+    for threads in (1, 2, 3):
+        sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=2, cpu_threads=threads), pbd=opts)
+        for morph, material, kw in ents:
+            sc.add_entity(morph, material=material, **kw)
+        sc.add_entity(morphs.Mesh(vertices=v, faces=tets, pos=(0.1, 0.13, 0.2)), polyphys.materials.PBD.Elastic())
+        sc.build()
+        s = sc.solver("pbd")
+        assert s.layout.partitions[0].workers == threads and s._grid.dense == (0 if wide else 1)
+        assert s.n_dist and s.n_bend and s.n_lam > s.n_dist + s.n_bend and s.n_bodies and s.has_liquid
+        drive(sc, np.random.default_rng(3))
+        states = []
+        for _ in range(3):
+            sc.step()
+            states.append({k: a.numpy().copy() for k, a in s.state_arrays().items()})
+        runs.append(states)
+    assert np.all(np.isfinite(runs[0][-1]["pos"]))
+    for threads, states in zip((2, 3), runs[1:], strict=True):
+        for step, (a, b) in enumerate(zip(runs[0], states, strict=True)):
+            for k in a:
+                np.testing.assert_array_equal(b[k], a[k], err_msg=f"{k}, step {step + 1}, cpu_threads={threads} vs 1")

@@ -126,10 +126,10 @@ def test_dfsph_jacobi_step_and_velocity_update_match_paper(make_scene, mode):
     s.kappa_rho.zero_()
     _nan(s.kappa, s.err, s.pressure)
     v0 = s.vel.numpy().astype(float)
-    L(F.solve_kappa, (n, N), [m, 0, s.mass, s.done, s.pos, s.vel, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
+    L(F.solve_kappa, (n, N), [m, 0, 0, s.mass, s.done, s.pos, s.vel, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
                               s.alpha, s.zeros, s.kappa, s.err, s.kappa_rho, s.pressure])
     kappa, err = s.kappa.numpy().astype(float), s.err.numpy()
-    L(F.solve_update, (n, N), [m, s.mass, s.done, s.pos, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho, s.kappa, 1.0,
+    L(F.solve_update, (n, N), [m, 0, s.mass, s.done, s.pos, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho, s.kappa, 1.0,
                                s.vel])
     v1 = s.vel.numpy()
     for env in range(2):
@@ -172,7 +172,7 @@ def test_dfsph_factor_is_the_inverse_of_the_own_pressure_response(make_scene, mo
     kappa[0, floor] = e * alpha[0, floor] / s.layout.h ** 2
     kappa[1, bulk] = e * alpha[1, bulk] / s.layout.h ** 2
     s.kappa.assign(kappa)
-    s._launch(F.solve_update, (n, N), [s.model, s.mass, s.done, s.pos, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
+    s._launch(F.solve_update, (n, N), [s.model, 0, s.mass, s.done, s.pos, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
                                        s.kappa, 1.0, s.vel])
     v1 = s.vel.numpy().astype(float)
     for env, i in ((0, floor), (1, bulk)):
@@ -219,7 +219,7 @@ def test_dfsph_non_pressure_forces_match_brute_force(make_scene):
     kappa[:, ::4] = 0.0
     s.kappa_rho.assign(kappa.astype(np.float32))
     _nan(s.dv)
-    s._launch(F.accelerate, (n, N), [s.model, 0, s.mass, s.pos, s.vel, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
+    s._launch(F.accelerate, (n, N), [s.model, 0, 0, s.mass, s.pos, s.vel, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
                                      s.pressure, s.bp, s.kappa_rho, s.dv])
     for env in range(2):
         ref = Ref(s, env)
@@ -281,11 +281,11 @@ def test_dfsph_hydrostatic_pressure_holds_the_liquid_at_walls(make_scene):
         s.kappa.assign(kappa)
         s.kappa_rho.assign(kappa)
         _nan(s.dv)
-        s._launch(F.accelerate, (n, N), [s.model, 0, s.mass, s.pos, s.vel, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
-                                         s.pressure, s.bp, s.kappa_rho, s.dv])
-        s._launch(F.integrate, (n, N), [s.model, 1, 0, 1.0, s.dv, s.active, s.pos, s.vel, s.cfl_flag])
+        s._launch(F.accelerate, (n, N), [s.model, 0, 0, s.mass, s.pos, s.vel, s.active, s.start, s.sorted, s.nbrs,
+                                         s.nbr_list, s.rho, s.pressure, s.bp, s.kappa_rho, s.dv])
+        s._launch(F.integrate, (n, N), [s.model, 1, 0, 1.0, 0, s.dv, s.active, s.pos, s.vel, s.cfl_flag])
         s._launch(G.zero_flags, n, [s.done])
-        s._launch(F.solve_update, (n, N), [s.model, s.mass, s.done, s.pos, s.active, s.start, s.sorted, s.nbrs, s.nbr_list,
+        s._launch(F.solve_update, (n, N), [s.model, 0, s.mass, s.done, s.pos, s.active, s.start, s.sorted, s.nbrs, s.nbr_list,
                                            s.rho, s.kappa, 1.0, s.vel])
         az = water.get_particles_vel()[:, 2] / h / 9.81
         d_wall = np.minimum(np.minimum(x[:, 0], x[:, 1]), np.minimum(W - x[:, 0], W - x[:, 1]))
@@ -304,7 +304,7 @@ def test_dfsph_hydrostatic_pressure_holds_the_liquid_at_walls(make_scene):
 @pytest.mark.parametrize("solver", ["dfsph", "wcsph"])
 def test_neighbour_lists_and_cell_scan_agree_bit_for_bit(make_scene, solver):
     """``density`` lists every particle's liquid and wall neighbours once per substep and the
-    later stages read the list; a particle whose list overflowed scans the 27 cells instead. Both
+    later stages read the list; a particle whose list overflowed scans the 9 rows of cells instead. Both
     paths visit the same neighbours in the same order: a step with every list marked overflowed
     (count −1 after ``density``) equals the normal step bit for bit."""
     import warp as wp
@@ -318,8 +318,8 @@ def test_neighbour_lists_and_cell_scan_agree_bit_for_bit(make_scene, solver):
         if scan:
             orig = s._density
 
-            def density(p, orig=orig):
-                orig(p)
+            def density(part, p, orig=orig):
+                orig(part, p)
                 p.nbrs.fill_(-1)
             s._density = density
         for _ in range(3):

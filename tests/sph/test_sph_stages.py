@@ -110,7 +110,7 @@ def test_extrapolated_boundary_pressure_matches_brute_force(make_scene):
     scene.forward()
     s.bp.fill_(float("nan"))
     for part in scene.layout.partitions:
-        s._boundary_pressure(s._parts[part.index])
+        s._boundary_pressure(part, s._parts[part.index])
     bp = s.bp.numpy()
     b = s.boundary_positions
     H, g = s.options.support, np.asarray(scene.layout.gravity)

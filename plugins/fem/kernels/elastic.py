@@ -231,16 +231,34 @@ def stress_diff_rot(model: int, mu: S, lam: S, F: mat33, R: mat33, dF: mat33):
             + lam * (J - nh_alpha(mu, lam)) * cofactor_diff(F, dF))
 
 
+# Items per block of the fixed-order sums (``red`` arrays, solver.py): a worker's share of a stage is
+# whole blocks, each block summed in index order by one thread, the blocks then summed in order
+# (``finish_sum``), so a sum has the same bits for any number of workers (docs/fem.md, "Threads").
+RED_BLOCK = wp.constant(256)
+
+
 @wp.func
-def scatter(out: wp.array2d(dtype=vec3), env: int, t: wp.vec4i, H: mat33, sign: S):
-    """out[vertex] += sign·(nodal vector): columns of H for vertices 1..3, minus their sum for 0."""
-    c1 = vec3(H[0, 0], H[1, 0], H[2, 0])
-    c2 = vec3(H[0, 1], H[1, 1], H[2, 1])
-    c3 = vec3(H[0, 2], H[1, 2], H[2, 2])
-    wp.atomic_add(out, env, t[1], sign * c1)
-    wp.atomic_add(out, env, t[2], sign * c2)
-    wp.atomic_add(out, env, t[3], sign * c3)
-    wp.atomic_add(out, env, t[0], -sign * (c1 + c2 + c3))
+def nodal_gather(env: int, i: int, sign: S, v_start: wp.array(dtype=wp.int32), v_slot: wp.array(dtype=wp.int32),
+                 active_in: wp.array2d(dtype=wp.int32), elem_h_in: wp.array2d(dtype=mat33), acc: vec3):
+    """acc + sign·Σ (vertex i's nodal vector of each active element with i), in ascending element
+    order: of element e with per-element matrix H, column c of H for its vertex c + 1, minus the sum
+    of the columns for its vertex 0. The element stage stores H and each vertex gathers (no scatter:
+    no race between workers, and the order of the sum is that of the elements)."""
+    for q in range(v_start[i], v_start[i + 1]):
+        slot = v_slot[q]
+        e = slot / 4
+        if active_in[env, e] == 0:
+            continue
+        c = slot - 4 * e
+        H = elem_h_in[env, e]
+        if c == 0:
+            c1 = vec3(H[0, 0], H[1, 0], H[2, 0])
+            c2 = vec3(H[0, 1], H[1, 1], H[2, 1])
+            c3 = vec3(H[0, 2], H[1, 2], H[2, 2])
+            acc = acc + (-sign) * (c1 + c2 + c3)
+        else:
+            acc = acc + sign * vec3(H[0, c - 1], H[1, c - 1], H[2, c - 1])
+    return acc
 
 
 @wp.kernel
@@ -255,15 +273,18 @@ def explicit_forces(
     mu_lin: wp.array(dtype=S),
     lam_lin: wp.array(dtype=S),
     beta: wp.array(dtype=S),
+    e_first: int,
     # Data in:
     pos_in: wp.array2d(dtype=vec3),
     vel_in: wp.array2d(dtype=vec3),
     active_in: wp.array2d(dtype=wp.int32),
     # Data out:
-    force_out: wp.array2d(dtype=vec3),
+    elem_h_out: wp.array2d(dtype=mat33),
 ):
-    """Elastic + stiffness-damping nodal forces of every active element (accumulated)."""
-    env, e = wp.tid()
+    """Elastic + stiffness-damping stress of every active element, as V P Dm⁻ᵀ (its nodal forces
+    are minus its columns, gathered by explicit_velocity)."""
+    env, q = wp.tid()
+    e = e_first + q
     if active_in[env, e] == 0:
         return
     t = tets[e]
@@ -277,7 +298,7 @@ def explicit_forces(
         if m == MODEL_NEOHOOKEAN:
             R = polar_rotation(F)
         P = P + beta[e] * corotated_diff(R, mu_lin[e], lam_lin[e], dFv)
-    scatter(force_out, env, t, rest_vol[e] * P * wp.transpose(Dinv), -S(1.0))
+    elem_h_out[env, e] = rest_vol[e] * P * wp.transpose(Dinv)
 
 
 @wp.kernel
@@ -288,15 +309,22 @@ def explicit_velocity(
     gravity: vec3,
     h: S,
     fixed: wp.array2d(dtype=wp.int32),
+    v_start: wp.array(dtype=wp.int32),
+    v_slot: wp.array(dtype=wp.int32),
+    i_first: int,
     # Data in:
+    active_in: wp.array2d(dtype=wp.int32),
+    elem_h_in: wp.array2d(dtype=mat33),
     force_in: wp.array2d(dtype=vec3),
     # Data out:
     vel_out: wp.array2d(dtype=vec3),
     force_out: wp.array2d(dtype=vec3),
 ):
-    """v += h (f/m + g - α v) (mass damping implicit in v); the force buffer is cleared."""
-    env, i = wp.tid()
-    f = force_in[env, i]
+    """v += h (f/m + g - α v) (mass damping implicit in v), f = the force buffer plus the elements'
+    nodal forces (gathered); the force buffer is cleared."""
+    env, q = wp.tid()
+    i = i_first + q
+    f = nodal_gather(env, i, -S(1.0), v_start, v_slot, active_in, elem_h_in, force_in[env, i])
     force_out[env, i] = vec3(S(0.0))
     if fixed[env, i] != 0:
         vel_out[env, i] = vec3(S(0.0))
@@ -324,6 +352,7 @@ def integrate_positions(
     plane_point: wp.array(dtype=vec3),
     plane_normal: wp.array(dtype=vec3),
     friction: S,
+    i_first: int,
     # Data in:
     base_in: wp.array2d(dtype=vec3),
     # Data out:
@@ -337,7 +366,8 @@ def integrate_positions(
     1.5 cm/s at 20°, μ = 0.6, h = 1.25 ms). (The
     implicit solve's contacts already sit on their plane and got their friction inside the solve;
     this catches the vertices it did not predict.)"""
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i_first + q
     if fixed[env, i] != 0:
         return
     v = vel_out[env, i]

@@ -1,5 +1,6 @@
 """Grid stages: clear, and the grid update (momentum -> velocity, gravity, boundary conditions).
 
+Launch grids are (n_envs, n) over a range of nodes starting at ``n0`` (a worker's share).
 Node index n = (i·ny + j)·nz + k, position lo + (i, j, k)·dx. Walls act on the outer ``pad`` nodes
 of each axis (and, with ``surface`` = 1, one-sidedly on the node layer on the wall surface, index
 ``pad``: a node moving into the wall is zeroed by a sticky wall, loses its normal part with friction
@@ -23,12 +24,15 @@ SEPARATE = wp.constant(2)
 
 @wp.kernel
 def clear_grid(
+    # Model:
+    n0: int,
     # Data out:
     grid_mv_out: wp.array2d(dtype=Any),
     grid_m_out: wp.array2d(dtype=Any),
     grid_mx_out: wp.array2d(dtype=Any),
 ):
-    env, n = wp.tid()
+    env, q = wp.tid()
+    n = n0 + q
     grid_mv_out[env, n] = type(grid_mv_out[env, n])()
     grid_m_out[env, n] = type(grid_m_out[env, n])(0.0)
     if grid_mx_out.shape[0] > 0:
@@ -80,6 +84,7 @@ def grid_update(
     plane_nrm: wp.array(dtype=Any),
     gravity: Any,
     h: Any,
+    n0: int,
     # Data in:
     grid_mv_in: wp.array2d(dtype=Any),
     grid_m_in: wp.array2d(dtype=Any),
@@ -89,7 +94,8 @@ def grid_update(
     grid_active_out: wp.array2d(dtype=wp.int32),
     grid_pos_out: wp.array2d(dtype=Any),
 ):
-    env, n = wp.tid()
+    env, q = wp.tid()
+    n = n0 + q
     m = grid_m_in[env, n]
     zero = type(h)(0.0)
     one = type(h)(1.0)

@@ -1,14 +1,24 @@
 """Particle <-> grid transfers of MLS-MPM with APIC (Hu et al. 2018), quadratic B-splines.
 
-P2G: F <- (I + h C) F, plastic return mapping, Kirchhoff stress τ, then scatter
-    m_i += w m_p,  (m v)_i += w (m_p v_p + (m_p C_p − h V_p D⁻¹ τ)(x_i − x_p)),  D⁻¹ = 4/dx²,
+P2G, in two stages:
+  ``p2g_stress`` (over particles): F <- (I + h C) F, plastic return mapping, Kirchhoff stress τ, and
+    the particle's affine momentum matrix A = m_p C_p − h V_p D⁻¹ τ (D⁻¹ = 4/dx²) and slab (below);
+  ``p2g_scatter`` (over particles, one colour of slabs at a time):
+    m_i += w m_p,  (m v)_i += w (m_p v_p + A (x_i − x_p)),
     and, when a coupler reads the nodes (``grid_mx_out`` not empty), (m x̄)_i += w m_p (x_p − x_i): the node's
     material centroid x̄_i, where the coupler evaluates the rigid SDF (docs/legacy.md).
 G2P: v_p = Σ w v_i,  C_p = D⁻¹ Σ w v_i (x_i − x_p)ᵀ,  x_p += h v_p.
-Launch grids are (n_envs, n_particles); every env has its own grid rows, so envs never interact.
-The scatter uses atomics: on CPU a launch runs on one thread, so sums are in a fixed order.
-Kernels are generic over float32/float64: ``declare_overloads(precision)`` adds one precision's
-overloads before the first launch.
+
+Race-free scatter in a fixed order (docs/mpm.md, "Threads"): a particle whose 3×3×3 nodes start at
+x-layer b belongs to slab b // SLAB; the nodes of slabs two apart never overlap, so the even slabs
+are scattered first, then the odd ones, each slab's particles in index order. A node then sums
+the particles of its (at most two) slabs in an order fixed by the geometry alone, whichever
+worker scatters a slab: results do not depend on the worker count. Each worker scatters a
+contiguous range of slabs holding about its share of the particles (``slab_ranges``, from the
+per-worker slab counts of ``p2g_stress``).
+Launch grids are (n_envs, n) with an element offset (a worker's share); every env has its own grid
+rows, so envs never interact. Kernels are generic over float32/float64: ``declare_overloads(precision)``
+adds one precision's overloads before the first launch.
 """
 
 from typing import Any
@@ -61,8 +71,27 @@ def bspline_w(f: Any, k: int):
     return half * (f - half) * (f - half)
 
 
+SLAB = wp.constant(2)    # slab width in cells along x (>= 2: slabs two apart share no node)
+
+
+@wp.func
+def slab_of(b: wp.vec3i):
+    return b[0] / SLAB
+
+
 @wp.kernel
-def p2g(
+def clear_counts(
+    # Model:
+    w: int,
+    # Data out:
+    counts_out: wp.array3d(dtype=wp.int32),
+):
+    env, s = wp.tid()
+    counts_out[env, w, s] = 0
+
+
+@wp.kernel
+def p2g_stress(
     # Model:
     p_type: wp.array(dtype=int),
     p_mu: wp.array(dtype=Any),
@@ -72,24 +101,27 @@ def p2g(
     p_vol: wp.array(dtype=Any),
     lo: Any,
     inv_dx: Any,
-    dx: Any,
     ny: int,
     nz: int,
+    n_nodes: int,
     h: Any,
+    p0: int,
+    w: int,
     # Data in:
     pos_in: wp.array2d(dtype=Any),
-    vel_in: wp.array2d(dtype=Any),
     C_in: wp.array2d(dtype=Any),
     active_in: wp.array2d(dtype=wp.int32),
     # Data out:
     F_out: wp.array2d(dtype=Any),
     Jp_out: wp.array2d(dtype=Any),
-    grid_mv_out: wp.array2d(dtype=Any),
-    grid_m_out: wp.array2d(dtype=Any),
-    grid_mx_out: wp.array2d(dtype=Any),
+    affine_out: wp.array2d(dtype=Any),
+    slab_out: wp.array2d(dtype=wp.int32),
+    counts_out: wp.array3d(dtype=wp.int32),
 ):
-    env, p = wp.tid()
+    env, i = wp.tid()
+    p = p0 + i
     if active_in[env, p] == 0:
+        slab_out[env, p] = -1
         return
     x = pos_in[env, p]
     C = C_in[env, p]
@@ -124,15 +156,90 @@ def p2g(
             lam = lam * hard
         F = U * wp.diag(sig_e) * wp.transpose(V)
         tau = kirchhoff(typ, mu, lam, U, sig_e, V)
-    if not grid_inside(x, lo, inv_dx, grid_m_out.shape[1], ny, nz):
+    if not grid_inside(x, lo, inv_dx, n_nodes, ny, nz):
         # NaN/inf/out-of-grid position (a poisoned env): no scatter, and F is made NaN so that the
         # env's NaN check flags it after the step (docs/mpm.md, "Bad values")
         F_out[env, p] = F * type(h)(wp.nan)
+        slab_out[env, p] = -1
         return
     F_out[env, p] = F
     Jp_out[env, p] = Jp
+    affine_out[env, p] = (-h * p_vol[p] * type(h)(4.0) * inv_dx * inv_dx) * tau + p_mass[p] * C
+    s = slab_of(grid_base(x, lo, inv_dx))
+    slab_out[env, p] = s
+    wp.atomic_add(counts_out, env, w, s, 1)
+
+
+@wp.kernel
+def slab_ranges(
+    # Model:
+    w: int,
+    # Data in:
+    counts_in: wp.array3d(dtype=wp.int32),
+    # Data out:
+    ranges_out: wp.array2d(dtype=wp.vec2i),
+):
+    """Worker w's contiguous range of slabs [lo, hi): slab s goes to the worker whose share of the
+    particles holds the middle of s (cumulative counts over all workers' slab counts)."""
+    env = wp.tid()
+    n_workers = counts_in.shape[1]
+    n_slabs = counts_in.shape[2]
+    total = wp.int64(0)
+    for s in range(n_slabs):
+        for q in range(n_workers):
+            total += wp.int64(counts_in[env, q, s])
+    lo = n_slabs
+    hi = n_slabs
+    before = wp.int64(0)
+    for s in range(n_slabs):
+        c = wp.int64(0)
+        for q in range(n_workers):
+            c += wp.int64(counts_in[env, q, s])
+        owner = 0
+        if total > wp.int64(0):
+            owner = int(wp.min((wp.int64(2 * n_workers) * before + wp.int64(n_workers) * c) / (wp.int64(2) * total),
+                               wp.int64(n_workers - 1)))
+        if owner >= w and lo == n_slabs:
+            lo = s
+        if owner > w and hi == n_slabs:
+            hi = s
+        before += c
+    ranges_out[env, w] = wp.vec2i(lo, hi)
+
+
+@wp.kernel
+def p2g_scatter(
+    # Model:
+    p_mass: wp.array(dtype=Any),
+    lo: Any,
+    inv_dx: Any,
+    dx: Any,
+    ny: int,
+    nz: int,
+    w: int,
+    colour: int,
+    # Data in:
+    ranges_in: wp.array2d(dtype=wp.vec2i),
+    slab_in: wp.array2d(dtype=wp.int32),
+    pos_in: wp.array2d(dtype=Any),
+    vel_in: wp.array2d(dtype=Any),
+    affine_in: wp.array2d(dtype=Any),
+    # Data out:
+    grid_mv_out: wp.array2d(dtype=Any),
+    grid_m_out: wp.array2d(dtype=Any),
+    grid_mx_out: wp.array2d(dtype=Any),
+):
+    """Scatter the particles of worker w's slabs of one colour (slab parity; -1: every slab)."""
+    env, p = wp.tid()
+    s = slab_in[env, p]
+    r = ranges_in[env, w]
+    if s < r[0] or s >= r[1]:
+        return                       # another worker's slab, or no scatter (inactive, bad position)
+    if colour >= 0 and s % 2 != colour:
+        return
+    x = pos_in[env, p]
     m = p_mass[p]
-    affine = (-h * p_vol[p] * type(h)(4.0) * inv_dx * inv_dx) * tau + m * C
+    affine = affine_in[env, p]
     mv = m * vel_in[env, p]
     b = grid_base(x, lo, inv_dx)
     fx = grid_offset(x, lo, inv_dx, b)
@@ -141,14 +248,14 @@ def p2g(
         for j in range(3):
             wij = wi * bspline_w(fx[1], j)
             for k in range(3):
-                w = wij * bspline_w(fx[2], k)
+                wt = wij * bspline_w(fx[2], k)
                 dpos = (type(x)(type(dx)(float(i)), type(dx)(float(j)), type(dx)(float(k))) - fx) * dx
                 node = ((b[0] + i) * ny + (b[1] + j)) * nz + (b[2] + k)
-                wp.atomic_add(grid_mv_out, env, node, w * (mv + affine * dpos))
-                wp.atomic_add(grid_m_out, env, node, w * m)
+                wp.atomic_add(grid_mv_out, env, node, wt * (mv + affine * dpos))
+                wp.atomic_add(grid_m_out, env, node, wt * m)
                 if grid_mx_out.shape[0] > 0:
                     # Σ w m (x_p − x_i): the node's material centroid, relative to the node
-                    wp.atomic_add(grid_mx_out, env, node, (-w * m) * dpos)
+                    wp.atomic_add(grid_mx_out, env, node, (-wt * m) * dpos)
 
 
 @wp.kernel
@@ -164,6 +271,8 @@ def g2p(
     x_max: Any,
     wall_lo: Any,
     wall_hi: Any,
+    p0: int,
+    w: int,
     # Data in:
     grid_v_in: wp.array2d(dtype=Any),
     active_in: wp.array2d(dtype=wp.int32),
@@ -172,9 +281,10 @@ def g2p(
     vel_out: wp.array2d(dtype=Any),
     C_out: wp.array2d(dtype=Any),
     flags_out: wp.array(dtype=wp.int32),
-    vmax_out: wp.array(dtype=Any),
+    vmax_out: wp.array2d(dtype=Any),
 ):
-    env, p = wp.tid()
+    env, q = wp.tid()
+    p = p0 + q
     if active_in[env, p] == 0:
         return
     x = pos_out[env, p]
@@ -189,12 +299,12 @@ def g2p(
         for j in range(3):
             wij = wi * bspline_w(fx[1], j)
             for k in range(3):
-                w = wij * bspline_w(fx[2], k)
+                wt = wij * bspline_w(fx[2], k)
                 dpos = (type(x)(type(dx)(float(i)), type(dx)(float(j)), type(dx)(float(k))) - fx) * dx
                 node = ((b[0] + i) * ny + (b[1] + j)) * nz + (b[2] + k)
                 vi = grid_v_in[env, node]
-                v = v + w * vi
-                B = B + w * wp.outer(vi, dpos)
+                v = v + wt * vi
+                B = B + wt * wp.outer(vi, dpos)
     xn = x + h * v
     if xn[0] < x_min[0] or xn[1] < x_min[1] or xn[2] < x_min[2] or xn[0] > x_max[0] or xn[1] > x_max[1] or \
             xn[2] > x_max[2]:
@@ -213,22 +323,26 @@ def g2p(
     pos_out[env, p] = xn
     vel_out[env, p] = v
     C_out[env, p] = (type(h)(4.0) * inv_dx * inv_dx) * B
-    wp.atomic_max(vmax_out, env, wp.length(v))
+    # the fastest particle of each worker's share (its own slot: workers never write the same one)
+    wp.atomic_max(vmax_out, env, w, wp.length(v))
 
 
 _declared: set = set()
 
 
 def declare_overloads(precision: str) -> None:
-    """The float32 ("32") or float64 ("64") overloads of p2g and g2p (MPMSolver.kernel_modules)."""
+    """The float32 ("32") or float64 ("64") overloads of p2g_stress, p2g_scatter and g2p
+    (MPMSolver.kernel_modules)."""
     if precision in _declared:
         return
     s = wp.float64 if precision == "64" else wp.float32
     V, V4, M = wp.types.vector(3, s), wp.types.vector(4, s), wp.types.matrix((3, 3), s)
     a1, a2, v2, m2 = wp.array(dtype=s), wp.array2d(dtype=s), wp.array2d(dtype=V), wp.array2d(dtype=M)
-    wp.overload(p2g, {"p_mu": a1, "p_lam": a1, "p_par": wp.array(dtype=V4), "p_mass": a1, "p_vol": a1,
-                      "lo": V, "inv_dx": s, "dx": s, "h": s, "pos_in": v2, "vel_in": v2, "C_in": m2,
-                      "F_out": m2, "Jp_out": a2, "grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2})
+    wp.overload(p2g_stress, {"p_mu": a1, "p_lam": a1, "p_par": wp.array(dtype=V4), "p_mass": a1, "p_vol": a1,
+                             "lo": V, "inv_dx": s, "h": s, "pos_in": v2, "C_in": m2, "F_out": m2, "Jp_out": a2,
+                             "affine_out": m2})
+    wp.overload(p2g_scatter, {"p_mass": a1, "lo": V, "inv_dx": s, "dx": s, "pos_in": v2, "vel_in": v2,
+                              "affine_in": m2, "grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2})
     wp.overload(g2p, {"lo": V, "inv_dx": s, "dx": s, "h": s, "x_min": V, "x_max": V, "wall_lo": V, "wall_hi": V,
-                      "grid_v_in": v2, "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a1})
+                      "grid_v_in": v2, "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a2})
     _declared.add(precision)

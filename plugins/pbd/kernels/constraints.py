@@ -1,7 +1,8 @@
 """XPBD constraint projection (Macklin, Müller, Chentanez 2016): distance, dihedral bending and tet
 volume constraints, one launch per graph colour (no two constraints of a colour share a particle,
-so each colour is solved Gauss-Seidel style with no race and no float atomics), and shape matching
-(Müller et al. 2005) of sampled elastic bodies, one thread per (env, body).
+so each colour is solved Gauss-Seidel style with no race and no float atomics, and its constraints
+may be split over a partition's workers), and shape matching (Müller et al. 2005) of sampled
+elastic bodies, one thread per (env, body).
 
 Each XPBD update: dλ = (-C - α̃ λ) / (Σ w_k |∇_k C|² + α̃), α̃ = α / h², x_k += w_k ∇_k C dλ.
 """
@@ -186,6 +187,7 @@ def shape_match(
     rest_offset: wp.array(dtype=wp.vec3),
     mass: wp.array(dtype=float),
     inv_mass0: wp.array(dtype=float),
+    b0: int,
     # Data in:
     free_in: wp.array2d(dtype=wp.int32),
     # Data out:
@@ -200,7 +202,8 @@ def shape_match(
     (x_r - x_i) + (d + R q_i): summing absolute float32 positions instead biases c by up to
     n·eps·|x| (1e-4 m for 1000 particles 2 m from the origin), more than a substep's fall, and
     every iteration then moves the whole body by that bias (docs/pbd.md, "Shape matching")."""
-    env, b = wp.tid()
+    env, q = wp.tid()
+    b = b0 + q
     s = body_start[b]
     n = body_count[b]
     xr = pos_out[env, body_ref[b]]
@@ -241,6 +244,7 @@ def solve_tethers(
     anchor: wp.array(dtype=wp.int32),
     length: wp.array(dtype=float),
     inv_mass0: wp.array(dtype=float),
+    i0: int,
     # Data in:
     free_in: wp.array2d(dtype=wp.int32),
     # Data out:
@@ -249,7 +253,8 @@ def solve_tethers(
     """Long-range attachments (Kim et al. 2012): |x_i - x_a| <= L_ia for each anchor a of i that
     is pinned in this env; only x_i moves (the anchor is pinned), so threads never write a position
     another thread reads."""
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     if free_in[env, i] == 0 or inv_mass0[i] == 0.0:
         return
     x = pos_out[env, i]

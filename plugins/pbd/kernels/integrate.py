@@ -1,5 +1,6 @@
 """Stage kernels around the constraint loop: velocity prediction, position prediction, static
-boundaries (domain box, planes, spheres) with friction, and the XPBD velocity update."""
+boundaries (domain box, planes, spheres) with friction, and the XPBD velocity update. Launch grids
+are (n_envs, n) over a range of particles from ``i0`` (a worker's share)."""
 
 import warp as wp
 
@@ -30,12 +31,14 @@ def predict_velocity(
     inv_mass0: wp.array(dtype=float),
     gravity: wp.vec3,
     h: float,
+    i0: int,
     # Data in:
     free_in: wp.array2d(dtype=wp.int32),
     # Data out:
     vel_out: wp.array2d(dtype=wp.vec3),
 ):
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     if free_in[env, i] == 0 or inv_mass0[i] == 0.0:
         vel_out[env, i] = wp.vec3(0.0)
     else:
@@ -46,6 +49,7 @@ def predict_velocity(
 def predict_position(
     # Model:
     h: float,
+    i0: int,
     # Data in:
     vel_in: wp.array2d(dtype=wp.vec3),
     # Data out:
@@ -53,7 +57,8 @@ def predict_position(
     pos_prev_out: wp.array2d(dtype=wp.vec3),
     pos_pred_out: wp.array2d(dtype=wp.vec3),
 ):
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     x = pos_out[env, i]
     pos_prev_out[env, i] = x
     xp = x + vel_in[env, i] * h
@@ -63,10 +68,13 @@ def predict_position(
 
 @wp.kernel
 def zero_lambda(
+    # Model:
+    k0: int,
     # Data out:
     lam_out: wp.array2d(dtype=float),
 ):
-    env, k = wp.tid()
+    env, q = wp.tid()
+    k = k0 + q
     lam_out[env, k] = 0.0
 
 
@@ -82,6 +90,7 @@ def apply_and_bound(
     sphere_c: wp.array(dtype=wp.vec3),
     sphere_r: wp.array(dtype=float),
     mu: float,
+    i0: int,
     # Data in:
     free_in: wp.array2d(dtype=wp.int32),
     pos_prev_in: wp.array2d(dtype=wp.vec3),
@@ -89,7 +98,8 @@ def apply_and_bound(
     # Data out:
     pos_out: wp.array2d(dtype=wp.vec3),
 ):
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     if free_in[env, i] == 0 or inv_mass0[i] == 0.0:
         return
     r = radius[i]
@@ -117,6 +127,7 @@ def update_velocity(
     # Model:
     inv_h: float,
     damp: float,
+    i0: int,
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3),
     pos_pred_in: wp.array2d(dtype=wp.vec3),
@@ -128,5 +139,6 @@ def update_velocity(
     rounding of x_pred = x_prev + v h (up to ½ ulp of |x|, i.e. ulp/(2h) in velocity: 6e-4 m/s at
     2 m with h = 0.2 ms) no longer enters the velocity; only the constraint corrections do, so free
     flight is exact symplectic Euler in v (docs/pbd.md)."""
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     vel_out[env, i] = (vel_in[env, i] + (pos_in[env, i] - pos_pred_in[env, i]) * inv_h) * damp

@@ -1,9 +1,13 @@
 """Per-env neighbour grid, particle-particle contacts with friction, and position-based fluids.
 
-The grid is a counting sort of particles into hashed cells, built serially per env (one thread per
-env): bucket contents are in ascending particle order, so every neighbour sum below runs in a fixed
-order and the results are bit-reproducible (no atomics on floats). Neighbour loops check the stored
-cell coordinates, so hash collisions never count a particle twice.
+The grid is the core's per-env stable counting sort (``polyphys.binsort``) of the particles by cell,
+split over a partition's workers: cells are keyed densely (x fastest) when the domain has few enough
+cells, else by a hash of the cell (``cell_keys``). A key's particles are in ascending index and the
+sort copies the positions in key order, so a neighbour scan reads them as a stream: densely keyed,
+9 rows of three consecutive cells; hashed, the 27 cells' buckets, whose particles are checked to lie
+in the cell (hash collisions never count a particle twice). Both visit cells in the same order
+(z, y, x offsets −1..1), so every neighbour sum below runs in a fixed order and the results are
+bit-reproducible for any number of workers (no atomics on floats).
 
 Contacts: Jacobi projection (Macklin et al. 2014, "Unified particle physics"), each particle gathers
 its corrections from all overlapping neighbours, averaged over the contact count and scaled by the
@@ -68,40 +72,63 @@ def spiky_grad(d: wp.vec3, r: float, h: float):
 
 
 @wp.kernel
-def build_grid(
+def cell_keys(
     # Model:
-    n: int,
+    dense: int,
     mask: int,
     lower: wp.vec3,
     inv_cell: float,
     dims: wp.vec3i,
+    i0: int,
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3),
     # Data out:
     cell_ijk_out: wp.array2d(dtype=wp.vec3i),
-    cell_start_out: wp.array2d(dtype=wp.int32),
-    cell_end_out: wp.array2d(dtype=wp.int32),
-    sorted_out: wp.array2d(dtype=wp.int32),
+    key_out: wp.array2d(dtype=wp.int32),
 ):
-    env = wp.tid()
-    for c in range(mask + 1):
-        cell_start_out[env, c] = 0
-    for i in range(n):
-        cc = cell_of(pos_in[env, i], lower, inv_cell, dims)
-        cell_ijk_out[env, i] = cc
-        hc = hash_cell(cc, mask)
-        cell_start_out[env, hc] = cell_start_out[env, hc] + 1
-    s = int(0)
-    for c in range(mask + 1):
-        cnt = cell_start_out[env, c]
-        cell_start_out[env, c] = s
-        cell_end_out[env, c] = s
-        s += cnt
-    for i in range(n):
-        hc = hash_cell(cell_ijk_out[env, i], mask)
-        e = cell_end_out[env, hc]
-        sorted_out[env, e] = i
-        cell_end_out[env, hc] = e + 1
+    """Each particle's cell and sort key: the dense cell index, or the hash of the cell."""
+    env, q = wp.tid()
+    i = i0 + q
+    cc = cell_of(pos_in[env, i], lower, inv_cell, dims)
+    cell_ijk_out[env, i] = cc
+    if dense != 0:
+        key_out[env, i] = (cc[2] * dims[1] + cc[1]) * dims[0] + cc[0]
+    else:
+        key_out[env, i] = hash_cell(cc, mask)
+
+
+@wp.func
+def scan_count(dense: int):
+    """Ranges a neighbour scan visits: 9 x-rows (dense keys) or 27 hashed cells."""
+    if dense != 0:
+        return 9
+    return NEIGHBOR_CELLS
+
+
+@wp.func
+def scan_range(env: int, ci: wp.vec3i, q: int, dense: int, dims: wp.vec3i, mask: int,
+               start_in: wp.array2d(dtype=wp.int32)):
+    """Range q of the sorted list a scan around cell ci visits: dense, the x-row (ci.x − 1 .. ci.x + 1,
+    ci.y + q % 3 − 1, ci.z + q // 3 − 1) clipped to the grid (three consecutive cells); hashed, the
+    bucket of the q-th cell of the 3×3×3 block (its particles need the cell check)."""
+    if dense != 0:
+        y = ci[1] + q % 3 - 1
+        z = ci[2] + q / 3 - 1
+        if y < 0 or z < 0 or y >= dims[1] or z >= dims[2]:
+            return wp.vec2i(0, 0)
+        base = (z * dims[1] + y) * dims[0]
+        return wp.vec2i(start_in[env, base + wp.max(ci[0] - 1, 0)], start_in[env, base + wp.min(ci[0] + 1, dims[0] - 1) + 1])
+    hc = hash_cell(neighbor_cell(ci, q), mask)
+    return wp.vec2i(start_in[env, hc], start_in[env, hc + 1])
+
+
+@wp.func
+def in_scan_cell(dense: int, ci: wp.vec3i, q: int, cj: wp.vec3i):
+    """Whether a particle of cell cj found in range q belongs to it (always, for dense keys)."""
+    if dense != 0:
+        return True
+    c = neighbor_cell(ci, q)
+    return cj[0] == c[0] and cj[1] == c[1] and cj[2] == c[2]
 
 
 @wp.kernel
@@ -109,13 +136,18 @@ def build_neighbors(
     # Model:
     reach2: float,
     cap: int,
+    dense: int,
+    dims: wp.vec3i,
     mask: int,
+    lower: wp.vec3,
+    inv_cell: float,
+    i0: int,
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3),
     cell_ijk_in: wp.array2d(dtype=wp.vec3i),
-    cell_start_in: wp.array2d(dtype=wp.int32),
-    cell_end_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32),
     sorted_in: wp.array2d(dtype=wp.int32),
+    spos_in: wp.array2d(dtype=wp.vec3),
     # Data out:
     nbr_count_out: wp.array2d(dtype=wp.int32),
     nbr_list_out: wp.array2d(dtype=wp.int32),
@@ -123,25 +155,27 @@ def build_neighbors(
     """Each particle's neighbours within the grid's reach (one cell) at the substep's predicted
     positions, in the grid's visiting order (so sums over the list keep one fixed order): built
     once per substep and read by every constraint iteration (Macklin & Müller 2013, Algorithm 1),
-    instead of scanning 27 cells (~6x more candidates than neighbours) in each. More than ``cap``
-    neighbours: count -1, and the readers scan the grid for that particle (nothing is dropped)."""
-    env, i = wp.tid()
+    instead of scanning 27 cells (~6x more candidates than neighbours) in each. The candidates'
+    positions are read in sorted order (``spos_in``, a stream). More than ``cap`` neighbours: count
+    -1, and the readers scan the grid for that particle (nothing is dropped)."""
+    env, qq = wp.tid()
+    i = i0 + qq
     xi = pos_in[env, i]
     ci = cell_ijk_in[env, i]
     n = int(0)
-    for q in range(NEIGHBOR_CELLS):
-        c = neighbor_cell(ci, q)
-        hc = hash_cell(c, mask)
-        for k in range(cell_start_in[env, hc], cell_end_in[env, hc]):
+    for q in range(scan_count(dense)):
+        rg = scan_range(env, ci, q, dense, dims, mask, start_in)
+        for k in range(rg[0], rg[1]):
+            xj = spos_in[env, k]
+            d = xi - xj
+            if wp.dot(d, d) >= reach2:
+                continue
             j = sorted_in[env, k]
             if j == i:
                 continue
-            d = xi - pos_in[env, j]
-            if wp.dot(d, d) >= reach2:
-                continue
-            cj = cell_ijk_in[env, j]
-            if cj[0] != c[0] or cj[1] != c[1] or cj[2] != c[2]:
-                continue
+            if dense == 0:
+                if not in_scan_cell(dense, ci, q, cell_of(xj, lower, inv_cell, dims)):
+                    continue
             if n < cap:
                 nbr_list_out[env, i * cap + n] = j
             n += 1
@@ -177,14 +211,16 @@ def fluid_lambda(
     rest_density: wp.array(dtype=float),
     h: float,
     cfm: float,
+    dense: int,
+    dims: wp.vec3i,
     mask: int,
     cap: int,
+    i0: int,
     # Data in:
     free_in: wp.array2d(dtype=wp.int32),
     pos_in: wp.array2d(dtype=wp.vec3),
     cell_ijk_in: wp.array2d(dtype=wp.vec3i),
-    cell_start_in: wp.array2d(dtype=wp.int32),
-    cell_end_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32),
     sorted_in: wp.array2d(dtype=wp.int32),
     nbr_count_in: wp.array2d(dtype=wp.int32),
     nbr_list_in: wp.array2d(dtype=wp.int32),
@@ -192,7 +228,8 @@ def fluid_lambda(
     lam_out: wp.array2d(dtype=float),
 ):
     """λ_i = -C_i / (Σ_k w_k |∇_k C_i|² (1 + cfm)) of the PBF density constraint."""
-    env, i = wp.tid()
+    env, qq = wp.tid()
+    i = i0 + qq
     if kind[i] != KIND_LIQUID:
         lam_out[env, i] = 0.0
         return
@@ -211,13 +248,11 @@ def fluid_lambda(
             sum_g2 += g2
     else:
         ci = cell_ijk_in[env, i]
-        for q in range(NEIGHBOR_CELLS):
-            c = neighbor_cell(ci, q)
-            hc = hash_cell(c, mask)
-            for k in range(cell_start_in[env, hc], cell_end_in[env, hc]):
+        for q in range(scan_count(dense)):
+            rg = scan_range(env, ci, q, dense, dims, mask, start_in)
+            for k in range(rg[0], rg[1]):
                 j = sorted_in[env, k]
-                cj = cell_ijk_in[env, j]
-                if j == i or cj[0] != c[0] or cj[1] != c[1] or cj[2] != c[2]:
+                if j == i or not in_scan_cell(dense, ci, q, cell_ijk_in[env, j]):
                     continue
                 dr, g, g2 = lambda_pair(env, j, xi, rho0, h, kind, mass, inv_mass0, free_in, pos_in)
                 rho += dr
@@ -301,23 +336,26 @@ def particle_gather(
     h: float,
     reach2: float,
     relax: float,
+    dense: int,
+    dims: wp.vec3i,
     mask: int,
     cap: int,
+    i0: int,
     # Data in:
     free_in: wp.array2d(dtype=wp.int32),
     pos_in: wp.array2d(dtype=wp.vec3),
     pos_prev_in: wp.array2d(dtype=wp.vec3),
     lam_in: wp.array2d(dtype=float),
     cell_ijk_in: wp.array2d(dtype=wp.vec3i),
-    cell_start_in: wp.array2d(dtype=wp.int32),
-    cell_end_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32),
     sorted_in: wp.array2d(dtype=wp.int32),
     nbr_count_in: wp.array2d(dtype=wp.int32),
     nbr_list_in: wp.array2d(dtype=wp.int32),
     # Data out:
     delta_out: wp.array2d(dtype=wp.vec3),
 ):
-    env, i = wp.tid()
+    env, qq = wp.tid()
+    i = i0 + qq
     wi = float(0.0)
     if free_in[env, i] != 0:
         wi = inv_mass0[i]
@@ -344,13 +382,11 @@ def particle_gather(
             cnt += n_
     else:
         ci = cell_ijk_in[env, i]
-        for q in range(NEIGHBOR_CELLS):
-            c = neighbor_cell(ci, q)
-            hc = hash_cell(c, mask)
-            for k in range(cell_start_in[env, hc], cell_end_in[env, hc]):
+        for q in range(scan_count(dense)):
+            rg = scan_range(env, ci, q, dense, dims, mask, start_in)
+            for k in range(rg[0], rg[1]):
                 j = sorted_in[env, k]
-                cj = cell_ijk_in[env, j]
-                if j == i or cj[0] != c[0] or cj[1] != c[1] or cj[2] != c[2]:
+                if j == i or not in_scan_cell(dense, ci, q, cell_ijk_in[env, j]):
                     continue
                 f, c_, n_ = contact_pair(env, i, j, xi, dxi, ki, gi, ri, wi, lam_i, h, reach2, kind, group,
                                          self_collide, rest_pos, radius, friction, mass, inv_mass0, free_in, pos_in,
@@ -385,14 +421,16 @@ def xsph_viscosity(
     rest_density: wp.array(dtype=float),
     viscosity: wp.array(dtype=float),
     h: float,
+    dense: int,
+    dims: wp.vec3i,
     mask: int,
     cap: int,
+    i0: int,
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3),
     vel_in: wp.array2d(dtype=wp.vec3),
     cell_ijk_in: wp.array2d(dtype=wp.vec3i),
-    cell_start_in: wp.array2d(dtype=wp.int32),
-    cell_end_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32),
     sorted_in: wp.array2d(dtype=wp.int32),
     nbr_count_in: wp.array2d(dtype=wp.int32),
     nbr_list_in: wp.array2d(dtype=wp.int32),
@@ -400,7 +438,8 @@ def xsph_viscosity(
     vel_out: wp.array2d(dtype=wp.vec3),
 ):
     """v_i += c Σ_j (m_j/ρ0) (v_j - v_i) W_ij for liquid particles; a plain copy for the rest."""
-    env, i = wp.tid()
+    env, qq = wp.tid()
+    i = i0 + qq
     vi = vel_in[env, i]
     if kind[i] != KIND_LIQUID or viscosity[i] == 0.0:
         vel_out[env, i] = vi
@@ -413,13 +452,11 @@ def xsph_viscosity(
             acc += xsph_pair(env, nbr_list_in[env, i * cap + t], xi, vi, rest_density[i], h, kind, mass, pos_in, vel_in)
     else:
         ci = cell_ijk_in[env, i]
-        for q in range(NEIGHBOR_CELLS):
-            c = neighbor_cell(ci, q)
-            hc = hash_cell(c, mask)
-            for k in range(cell_start_in[env, hc], cell_end_in[env, hc]):
+        for q in range(scan_count(dense)):
+            rg = scan_range(env, ci, q, dense, dims, mask, start_in)
+            for k in range(rg[0], rg[1]):
                 j = sorted_in[env, k]
-                cj = cell_ijk_in[env, j]
-                if j == i or cj[0] != c[0] or cj[1] != c[1] or cj[2] != c[2]:
+                if j == i or not in_scan_cell(dense, ci, q, cell_ijk_in[env, j]):
                     continue
                 acc += xsph_pair(env, j, xi, vi, rest_density[i], h, kind, mass, pos_in, vel_in)
     vel_out[env, i] = vi + viscosity[i] * acc

@@ -1,7 +1,10 @@
 """SPH stages: smoothing kernels, density (+ DFSPH factor α), accelerations, DFSPH solves, integration.
 
-Neighbours are visited cell by cell in a fixed order (z, y, x offsets −1..1) and, inside a cell, in
-ascending particle index (see grid.py), so every sum has one fixed order on every device.
+Neighbours are visited row by row in a fixed order (z, y offsets −1..1; a row is the up to three
+cells x−1..x+1, consecutive in the sorted list): a row's liquid particles in cell order and, inside
+a cell, in ascending particle index (see grid.py), then the row's boundary particles — so every sum
+has one fixed order on every device and for any number of workers. Launch grids are (n_envs, n)
+over a range of particles from ``i0`` (a worker's share).
 Boundary particles (Akinci et al. 2012) are static and shared by every env: a boundary particle b
 of volume V_b acts on liquid particle i as a mass ψ_b = ρ₀ᵢ·V_b at rest; its pressure is the
 liquid's, extrapolated to it (Adami et al. 2012, ``boundary_pressure``), mirrored or the single
@@ -10,7 +13,7 @@ own term (Model.b_press, Model.b_extrap).
 
 import warp as wp
 
-from .grid import cell_index, cell_of
+from .grid import cell_of
 
 # forward only: no adjoint code (this solver is not differentiable); halves the compile time
 wp.set_module_options({"enable_backward": False})
@@ -98,14 +101,27 @@ def cohesion(r: float, H: float) -> float:
     return s * (2.0 * a - wp.pow(H, 6.0) / 64.0)
 
 
+@wp.func
+def row_cells(ci: wp.vec3i, dy: int, dz: int, dims: wp.vec3i) -> wp.vec2i:
+    """First and last cell id of the x-row (ci.x − 1 .. ci.x + 1, ci.y + dy, ci.z + dz) clipped to the
+    grid; (0, −1) when the row lies outside (its ranges are then empty)."""
+    y = ci[1] + dy
+    z = ci[2] + dz
+    if y < 0 or z < 0 or y >= dims[1] or z >= dims[2]:
+        return wp.vec2i(0, -1)
+    base = (z * dims[1] + y) * dims[0]
+    return wp.vec2i(base + wp.max(ci[0] - 1, 0), base + wp.min(ci[0] + 1, dims[0] - 1))
+
+
 @wp.kernel
 def density(
     # Model:
-    m: Model, wcsph: int,
+    m: Model, wcsph: int, i0: int,
     mass_in: wp.array2d(dtype=float),
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    spos_in: wp.array2d(dtype=wp.vec3),
     # Data out:
     rho_out: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
     alpha_out: wp.array2d(dtype=float), nbrs_out: wp.array2d(dtype=wp.int32),
@@ -120,7 +136,8 @@ def density(
     in the visiting order of the cell loops, so ``accelerate`` and the solves sum in the same order
     as a scan of the 27 cells would, bit for bit, at a fraction of the cost. nbrs_out counts them;
     more than Model.nbr_cap: −1, and the readers scan the cells for that particle."""
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     rho0 = m.rest_rho[i]
     if active_in[env, i] == 0:
         rho_out[env, i] = rho0
@@ -137,40 +154,40 @@ def density(
     nn = int(0)
     nl = int(0)
     cap = m.nbr_cap
+    H2 = m.H * m.H
     for dz in range(-1, 2):
         for dy in range(-1, 2):
-            for dx in range(-1, 2):
-                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
-                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
-                        or c[2] >= m.dims[2]:
-                    continue
-                cid = cell_index(c, m.dims)
-                for k in range(start_in[env, cid], start_in[env, cid + 1]):
+            row = row_cells(ci, dy, dz, m.dims)
+            for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
+                d = xi - spos_in[env, k]            # positions in cell order: a streaming read
+                r2 = wp.dot(d, d)
+                if r2 < H2:
                     j = sorted_in[env, k]
-                    d = xi - pos_in[env, j]
-                    r = wp.length(d)
-                    if r < m.H:
-                        mj = mass_in[env, j]
-                        rho += mj * kernel_w(r, m.H, m.kernel)
+                    r = wp.sqrt(r2)
+                    mj = mass_in[env, j]
+                    rho += mj * kernel_w(r, m.H, m.kernel)
+                    if wcsph == 0:                  # α (DFSPH only) needs the gradients
                         g = mj * kernel_grad(d, r, m.H, m.kernel)
                         gsum += g
                         gsq += wp.dot(g, g)
-                        nn += 1
-                        if j != i:
-                            if nl < cap:
-                                list_out[env, i * cap + nl] = j
-                            nl += 1
-                for k in range(m.b_start[cid], m.b_start[cid + 1]):
-                    d = xi - m.b_pos[k]
-                    r = wp.length(d)
-                    if r < m.H:
-                        psi = rho0 * m.b_vol[k]
-                        rho += psi * kernel_w(r, m.H, m.kernel)
-                        gb += psi * kernel_grad(d, r, m.H, m.kernel)
-                        nn += 1
+                    nn += 1
+                    if j != i:
                         if nl < cap:
-                            list_out[env, i * cap + nl] = -k - 1
+                            list_out[env, i * cap + nl] = j
                         nl += 1
+            for k in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
+                d = xi - m.b_pos[k]
+                r2 = wp.dot(d, d)
+                if r2 < H2:
+                    r = wp.sqrt(r2)
+                    psi = rho0 * m.b_vol[k]
+                    rho += psi * kernel_w(r, m.H, m.kernel)
+                    if wcsph == 0:
+                        gb += psi * kernel_grad(d, r, m.H, m.kernel)
+                    nn += 1
+                    if nl < cap:
+                        list_out[env, i * cap + nl] = -k - 1
+                    nl += 1
     rho_out[env, i] = rho
     if nl > cap:
         nl = -1
@@ -191,10 +208,11 @@ def density(
 @wp.kernel
 def boundary_pressure(
     # Model:
-    m: Model,
+    m: Model, b0: int,
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    spos_in: wp.array2d(dtype=wp.vec3),
     rho_in: wp.array2d(dtype=float), pressure_in: wp.array2d(dtype=float),
     # Data out:
     bp_out: wp.array2d(dtype=float),
@@ -203,28 +221,25 @@ def boundary_pressure(
     static wall): p_b = (Σ_f p_f W_bf + g·Σ_f ρ_f (x_b − x_f) W_bf) / Σ_f W_bf, clamped at 0 (a wall
     pushes, never pulls); 0 without liquid neighbours. (DFSPH has no pressure field before its
     solves: its wall pressure is formed pairwise in ``accelerate`` and the solves.)"""
-    env, b = wp.tid()
+    env, q = wp.tid()
+    b = b0 + q
     xb = m.b_pos[b]
     ci = cell_of(xb, m.lower, m.inv_cell, m.dims)
     sw = float(0.0)
     sp = float(0.0)
+    H2 = m.H * m.H
     for dz in range(-1, 2):
         for dy in range(-1, 2):
-            for dx in range(-1, 2):
-                c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
-                if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
-                        or c[2] >= m.dims[2]:
-                    continue
-                cid = cell_index(c, m.dims)
-                for k in range(start_in[env, cid], start_in[env, cid + 1]):
+            row = row_cells(ci, dy, dz, m.dims)
+            for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
+                d = xb - spos_in[env, k]
+                r2 = wp.dot(d, d)
+                if r2 < H2:
                     f = sorted_in[env, k]
-                    d = xb - pos_in[env, f]
-                    r = wp.length(d)
-                    if r < m.H:
-                        w = kernel_w(r, m.H, m.kernel)
-                        sw += w
-                        sp += w * rho_in[env, f] * wp.dot(m.gravity, d)
-                        sp += w * pressure_in[env, f]
+                    w = kernel_w(wp.sqrt(r2), m.H, m.kernel)
+                    sw += w
+                    sp += w * rho_in[env, f] * wp.dot(m.gravity, d)
+                    sp += w * pressure_in[env, f]
     p = float(0.0)
     if sw > 0.0:
         p = wp.max(sp / sw, 0.0)
@@ -280,7 +295,7 @@ def accel_wall(m: Model, env: int, k: int, with_pressure: int, xi: wp.vec3, rhoi
 @wp.kernel
 def accelerate(
     # Model:
-    m: Model, with_pressure: int,
+    m: Model, with_pressure: int, i0: int,
     mass_in: wp.array2d(dtype=float),
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3),
@@ -300,7 +315,8 @@ def accelerate(
     pressure carried linearly from i to the boundary particle's own depth, bounded so that the
     wall pressure pᵢ + (p_b − pᵢ) never turns negative for the pressure pᵢ = ρᵢκᵢ the density solve
     carries into this substep (``kappa_in``; a wall pushes, never pulls)."""
-    env, i = wp.tid()
+    env, qq = wp.tid()
+    i = i0 + qq
     if active_in[env, i] == 0:
         dv_out[env, i] = wp.vec3(0.0)
         return
@@ -329,18 +345,13 @@ def accelerate(
         ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
         for dz in range(-1, 2):
             for dy in range(-1, 2):
-                for dx in range(-1, 2):
-                    c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
-                    if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
-                            or c[2] >= m.dims[2]:
-                        continue
-                    cid = cell_index(c, m.dims)
-                    for k in range(start_in[env, cid], start_in[env, cid + 1]):
-                        a, xs = accel_liquid(m, env, i, sorted_in[env, k], with_pressure, xi, vi, rhoi, rho0, pi, nu10,
-                                             gam, eps, a, xs, mass_in, pos_in, vel_in, rho_in, pressure_in)
-                    if walls:
-                        for k in range(m.b_start[cid], m.b_start[cid + 1]):
-                            a = accel_wall(m, env, k, with_pressure, xi, rhoi, rho0, pi, kest, a, bp_in)
+                row = row_cells(ci, dy, dz, m.dims)
+                for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
+                    a, xs = accel_liquid(m, env, i, sorted_in[env, k], with_pressure, xi, vi, rhoi, rho0, pi, nu10,
+                                         gam, eps, a, xs, mass_in, pos_in, vel_in, rho_in, pressure_in)
+                if walls:
+                    for k in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
+                        a = accel_wall(m, env, k, with_pressure, xi, rhoi, rho0, pi, kest, a, bp_in)
     dv_out[env, i] = m.h * a + m.xsph * xs
 
 
@@ -391,7 +402,7 @@ def push_wall(m: Model, k: int, xi: wp.vec3, ki: float, rho0: float):
 @wp.kernel
 def solve_kappa(
     # Model:
-    m: Model, divergence: int,
+    m: Model, divergence: int, i0: int,
     mass_in: wp.array2d(dtype=float), done_in: wp.array(dtype=wp.int32),
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3),
@@ -414,7 +425,8 @@ def solve_kappa(
     carried half of the last substep's total, see SPHSolver._solve). Both solves apply
     pressure-like impulses: pressure_out = base + total·ρ, with base the divergence solve's share
     in the density solve."""
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     if done_in[env] != 0:
         return
     if active_in[env, i] == 0:
@@ -437,16 +449,11 @@ def solve_kappa(
         ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
         for dz in range(-1, 2):
             for dy in range(-1, 2):
-                for dx in range(-1, 2):
-                    c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
-                    if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
-                            or c[2] >= m.dims[2]:
-                        continue
-                    cid = cell_index(c, m.dims)
-                    for k in range(start_in[env, cid], start_in[env, cid + 1]):
-                        drho += rate_liquid(m, env, i, sorted_in[env, k], xi, vi, mass_in, pos_in, vel_in)
-                    for k in range(m.b_start[cid], m.b_start[cid + 1]):
-                        drho += rate_wall(m, k, xi, vi, rho0)
+                row = row_cells(ci, dy, dz, m.dims)
+                for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
+                    drho += rate_liquid(m, env, i, sorted_in[env, k], xi, vi, mass_in, pos_in, vel_in)
+                for k in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
+                    drho += rate_wall(m, k, xi, vi, rho0)
     h = m.h
     e = wp.max(rho_in[env, i] + h * drho - rho0, 0.0)
     kap = m.omega * e * alpha_in[env, i] / (h * h)
@@ -460,7 +467,7 @@ def solve_kappa(
 @wp.kernel
 def solve_update(
     # Model:
-    m: Model,
+    m: Model, i0: int,
     mass_in: wp.array2d(dtype=float), done_in: wp.array(dtype=wp.int32),
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
@@ -471,7 +478,8 @@ def solve_update(
     vel_inout: wp.array2d(dtype=wp.vec3),
 ):
     """DFSPH: vᵢ −= h·(Σⱼ mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ + Σ_b ψ_b·2κᵢ/ρᵢ·∇Wᵢ_b) ."""
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     if done_in[env] != 0 or active_in[env, i] == 0:
         return
     xi = pos_in[env, i]
@@ -490,44 +498,42 @@ def solve_update(
         ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
         for dz in range(-1, 2):
             for dy in range(-1, 2):
-                for dx in range(-1, 2):
-                    c = wp.vec3i(ci[0] + dx, ci[1] + dy, ci[2] + dz)
-                    if c[0] < 0 or c[1] < 0 or c[2] < 0 or c[0] >= m.dims[0] or c[1] >= m.dims[1] \
-                            or c[2] >= m.dims[2]:
-                        continue
-                    cid = cell_index(c, m.dims)
-                    for k in range(start_in[env, cid], start_in[env, cid + 1]):
-                        dv -= push_liquid(m, env, i, sorted_in[env, k], xi, ki, scale, mass_in, pos_in, rho_in,
-                                          kappa_in)
-                    for k in range(m.b_start[cid], m.b_start[cid + 1]):
-                        dv -= push_wall(m, k, xi, ki, rho0)
+                row = row_cells(ci, dy, dz, m.dims)
+                for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
+                    dv -= push_liquid(m, env, i, sorted_in[env, k], xi, ki, scale, mass_in, pos_in, rho_in, kappa_in)
+                for k in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
+                    dv -= push_wall(m, k, xi, ki, rho0)
     vel_inout[env, i] = vel_inout[env, i] + m.h * dv
 
 
 @wp.kernel
 def scale_rows(
     # Model:
-    factor: float,
+    factor: float, i0: int,
     # Data out:
     values_inout: wp.array2d(dtype=float),
 ):
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     values_inout[env, i] = factor * values_inout[env, i]
 
 
 @wp.kernel
 def zero_rows(
+    # Model:
+    i0: int,
     # Data out:
     values_out: wp.array2d(dtype=float),
 ):
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     values_out[env, i] = 0.0
 
 
 @wp.kernel
 def integrate(
     # Model:
-    m: Model, apply_dv: int, move: int, cfl_dist: float,
+    m: Model, apply_dv: int, move: int, cfl_dist: float, i0: int,
     # Data in:
     dv_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     # Data out:
@@ -536,7 +542,8 @@ def integrate(
 ):
     """v += dv (apply_dv); x += h·v and the safety clamps into the domain and above static planes
     (move). A particle that travels more than ``cfl_dist`` in one substep flags its env."""
-    env, i = wp.tid()
+    env, q = wp.tid()
+    i = i0 + q
     if active_in[env, i] == 0:
         return
     v = vel_inout[env, i]

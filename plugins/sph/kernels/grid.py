@@ -1,14 +1,17 @@
-"""Per-env uniform neighbour grid built by a counting sort, inside the captured step.
+"""Per-env uniform neighbour grid: cell keys for the core's counting sort, and chunked reductions.
 
 Why not ``wp.HashGrid``: a HashGrid indexes one array, so n_envs envs would need n_envs grids and
 a Python loop of rebuilds per substep; its rebuild is a host-side call whose order inside a cell is
-not fixed. This grid instead is a handful of launches over (envs, particles) and (envs, cells):
-integer counts, a two-level prefix sum, a scatter and a per-cell insertion sort by particle index.
-Every cell therefore lists its particles in ascending index on every device, so neighbour sums run
-in a fixed order (bit-exact checkpoints, n_envs = N equals N single runs) and nothing reallocates.
+not fixed. This grid instead is the core's per-env stable counting sort (``polyphys.binsort``) of
+the particles by cell, inside the captured step and split over a partition's workers: every cell
+lists its particles in ascending index on every device and for any number of workers, so
+neighbour sums run in a fixed order (bit-exact checkpoints, n_envs = N equals N single runs, any
+cpu_threads) and nothing reallocates.
 
 Cell c of an env holds sorted_idx[env, cell_start[env, c] : cell_start[env, c + 1]]. Inactive
-particles go to the extra cell n_cells, which is never visited.
+particles go to the extra cell n_cells, which is never visited. Cells are numbered x fastest, so
+the three cells of an x-row are consecutive: a neighbour scan visits 9 rows of 3 cells, each one
+contiguous range of the sorted list (``row_range`` in fluid.py).
 """
 
 import warp as wp
@@ -35,124 +38,36 @@ def cell_index(c: wp.vec3i, dims: wp.vec3i) -> int:
 
 
 @wp.kernel
-def zero_counts(
-    # Data out:
-    count_out: wp.array2d(dtype=wp.int32),
-):
-    env, c = wp.tid()
-    count_out[env, c] = 0
-
-
-@wp.kernel
-def count_cells(
+def cell_keys(
     # Model:
-    lower: wp.vec3, inv_cell: float, dims: wp.vec3i, n_cells: int,
+    lower: wp.vec3, inv_cell: float, dims: wp.vec3i, n_cells: int, i0: int,
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     # Data out:
-    cell_out: wp.array2d(dtype=wp.int32), rank_out: wp.array2d(dtype=wp.int32),
-    count_out: wp.array2d(dtype=wp.int32),
+    key_out: wp.array2d(dtype=wp.int32),
 ):
-    env, i = wp.tid()
+    """Each particle's cell (the sort key); inactive particles: the extra cell n_cells."""
+    env, q = wp.tid()
+    i = i0 + q
     c = n_cells
     if active_in[env, i] != 0:
         c = cell_index(cell_of(pos_in[env, i], lower, inv_cell, dims), dims)
-    cell_out[env, i] = c
-    # integer atomics: the counts are exact on any device; the rank only fixes a free slot
-    rank_out[env, i] = wp.atomic_add(count_out, env, c, 1)
-
-
-@wp.kernel
-def chunk_sums(
-    # Model:
-    n: int,
-    # Data in:
-    count_in: wp.array2d(dtype=wp.int32),
-    # Data out:
-    chunk_out: wp.array2d(dtype=wp.int32),
-):
-    env, k = wp.tid()
-    s = int(0)
-    for c in range(k * CHUNK, wp.min((k + 1) * CHUNK, n)):
-        s += count_in[env, c]
-    chunk_out[env, k] = s
-
-
-@wp.kernel
-def scan_chunks(
-    # Model:
-    n_chunks: int,
-    # Data out:
-    chunk_inout: wp.array2d(dtype=wp.int32),
-):
-    env = wp.tid()
-    run = int(0)
-    for k in range(n_chunks):
-        v = chunk_inout[env, k]
-        chunk_inout[env, k] = run
-        run += v
-
-
-@wp.kernel
-def scan_local(
-    # Model:
-    n: int,
-    # Data in:
-    count_in: wp.array2d(dtype=wp.int32), chunk_in: wp.array2d(dtype=wp.int32),
-    # Data out:
-    start_out: wp.array2d(dtype=wp.int32),
-):
-    env, k = wp.tid()
-    run = chunk_in[env, k]
-    for c in range(k * CHUNK, wp.min((k + 1) * CHUNK, n)):
-        start_out[env, c] = run
-        run += count_in[env, c]
-
-
-@wp.kernel
-def scatter(
-    # Data in:
-    cell_in: wp.array2d(dtype=wp.int32), rank_in: wp.array2d(dtype=wp.int32),
-    start_in: wp.array2d(dtype=wp.int32),
-    # Data out:
-    sorted_out: wp.array2d(dtype=wp.int32),
-):
-    env, i = wp.tid()
-    sorted_out[env, start_in[env, cell_in[env, i]] + rank_in[env, i]] = i
-
-
-@wp.kernel
-def sort_cells(
-    # Data in:
-    start_in: wp.array2d(dtype=wp.int32), count_in: wp.array2d(dtype=wp.int32),
-    # Data out:
-    sorted_inout: wp.array2d(dtype=wp.int32),
-):
-    """Insertion sort of each cell's particle list by index (already sorted on CPU: one pass)."""
-    env, c = wp.tid()
-    a = start_in[env, c]
-    b = a + count_in[env, c]
-    for k in range(a + 1, b):
-        v = sorted_inout[env, k]
-        m = k - 1
-        while m >= a and sorted_inout[env, m] > v:
-            sorted_inout[env, m + 1] = sorted_inout[env, m]
-            m -= 1
-        sorted_inout[env, m + 1] = v
+    key_out[env, i] = c
 
 
 @wp.kernel
 def reduce_chunks(
     # Model:
-    n: int,
+    n: int, k0: int,
     # Data in:
     value_in: wp.array2d(dtype=float), active_in: wp.array2d(dtype=wp.int32),
     skip_in: wp.array(dtype=wp.int32),
     # Data out:
     sum_out: wp.array2d(dtype=float), cnt_out: wp.array2d(dtype=float),
 ):
-    """Per (env, chunk): the sum of ``value`` over active particles, in index order."""
-    env, k = wp.tid()
+    """Per (env, chunk): the sum of ``value`` over active particles, in index order (chunks from k0)."""
+    env, q = wp.tid()
+    k = k0 + q
     if skip_in[env] != 0:
         return
     s = float(0.0)
@@ -168,13 +83,14 @@ def reduce_chunks(
 @wp.kernel
 def check_converged(
     # Model:
-    n_chunks: int, tol: float, may_stop: int,
+    n_chunks: int, tol: float, min_iters: int,
     # Data in:
-    sum_in: wp.array2d(dtype=float), cnt_in: wp.array2d(dtype=float),
+    sum_in: wp.array2d(dtype=float), cnt_in: wp.array2d(dtype=float), iter_in: wp.array(dtype=wp.int32),
     # Data out:
     done_inout: wp.array(dtype=wp.int32), err_out: wp.array(dtype=float),
 ):
-    """done[env] = 1 once the mean error over active particles is below tol (chunk order fixed)."""
+    """done[env] = 1 once the mean error over active particles is below tol (chunk order fixed),
+    from the min_iters-th iteration on (iter_in[0]: iterations done before this one)."""
     env = wp.tid()
     if done_inout[env] != 0:
         return
@@ -185,8 +101,41 @@ def check_converged(
         a += cnt_in[env, k]
     err = s / wp.max(a, 1.0)
     err_out[env] = err
-    if may_stop != 0 and err <= tol:
+    if iter_in[0] + 1 >= min_iters and err <= tol:
         done_inout[env] = 1
+
+
+@wp.kernel
+def loop_begin(
+    # Model:
+    max_iters: int,
+    # Data out:
+    iter_out: wp.array(dtype=wp.int32), go_out: wp.array(dtype=wp.int32),
+):
+    """Start of a solve's iterations: no iteration done; go on if there may be one."""
+    iter_out[0] = 0
+    go_out[0] = wp.where(max_iters > 0, 1, 0)
+
+
+@wp.kernel
+def loop_next(
+    # Model:
+    max_iters: int,
+    # Data in:
+    done_in: wp.array(dtype=wp.int32),
+    # Data out:
+    iter_inout: wp.array(dtype=wp.int32), go_out: wp.array(dtype=wp.int32),
+):
+    """After an iteration: go on while some env of the partition has not converged and the cap is
+    not reached (the condition of the solve's device-side loop)."""
+    it = iter_inout[0] + 1
+    iter_inout[0] = it
+    go = int(0)
+    if it < max_iters:
+        for e in range(done_in.shape[0]):
+            if done_in[e] == 0:
+                go = 1
+    go_out[0] = go
 
 
 @wp.kernel

@@ -1,0 +1,103 @@
+"""A per-env stable counting sort of items by integer key, split over a partition's workers.
+
+What neighbour grids are built from: a solver writes each item's key (its cell, or a hash of it) in
+``key[env, i]`` (0 <= key < n_keys), and ``BinSort.sort`` leaves in ``order[env, start[env, k] :
+start[env, k + 1]]`` the items of key k in ascending index — the same order for any number of
+workers and on every device, so sums over a cell's items have one fixed order (bit-exact
+checkpoints, n_envs = N equal to N single runs, any ``cpu_threads``). Nothing is allocated after
+construction and nothing synchronises with the host: the stages are captured with the step.
+
+Stages (``Solver.parallel``; kernels in ``polyphys.kernels.binsort``): every worker counts its
+share of the items in its own row of counts (the rank of an item among its share's items of that
+key); blocks of keys are summed, the block sums scanned (one launch on the partition's thread),
+the blocks scanned locally — turning each worker's counts into its write offsets — and each
+worker scatters its items. Three barriers and one serial launch. Cost O(n_items + workers · n_keys)
+per env.
+"""
+
+from __future__ import annotations
+
+
+class BinSort:
+    """Arrays and stages of the sort, for ``n_items`` items and keys in [0, n_keys) per env.
+
+    ``key`` (n_envs, n_items) is written by the solver before ``sort``; ``start`` (n_envs,
+    n_keys + 1) and ``order`` (n_envs, n_items) are the result. Use ``views(part)`` for a
+    partition's rows."""
+
+    def __init__(self, layout, n_items: int, n_keys: int):
+        import warp as wp
+
+        from .kernels import binsort as K
+
+        self.n_items, self.n_keys = int(n_items), int(n_keys)
+        self.n_blocks = -(-self.n_keys // K.BLOCK)
+        n, dev, w = layout.n_envs, layout.device, layout.max_workers
+        self.cuda = not wp.get_device(dev).is_cpu
+        z = lambda shape: wp.zeros(shape, dtype=wp.int32, device=dev)  # noqa: E731
+        self.key = z((n, max(self.n_items, 1)))
+        self.rank = z((n, max(self.n_items, 1)))
+        self.order = z((n, max(self.n_items, 1)))
+        self.start = z((n, self.n_keys + 1))
+        self.counts = wp.zeros((n, w, self.n_keys), dtype=wp.int32, device=dev)
+        self.blocks = z((n, self.n_blocks))
+        self._views = {}
+        for part in layout.partitions:
+            s = part.slice
+            self._views[part.index] = (self.key[s], self.rank[s], self.order[s], self.start[s], self.counts[s],
+                                       self.blocks[s])
+
+    def views(self, part):
+        """(key, order, start) rows of the partition's envs."""
+        key, _, order, start, _, _ = self._views[part.index]
+        return key, order, start
+
+    def sort(self, solver, part, keys=None, payload=None) -> None:
+        """Sort the partition's items by key. ``keys(w, a, b)``, when given, launches worker w's
+        key computation for items [a, b) first (in the same stage as its counting). ``payload``
+        (src, dst): vec3 rows (the partition's views) also copied in sorted order, dst[k] =
+        src[order[k]] (positions read in cell order by a neighbour scan)."""
+        import warp as wp
+
+        from .kernels import binsort as K
+
+        key, rank, order, start, counts, blocks = self._views[part.index]
+        ne, n, nk, nb = part.n_envs, self.n_items, self.n_keys, self.n_blocks
+
+        def count(w):
+            a, b = part.chunk(w, n)
+            if keys is not None:
+                keys(w, a, b)
+            wp.launch(K.zero_counts, dim=(ne, nk), inputs=[w, 0], outputs=[counts])
+            if b > a:
+                wp.launch(K.count_keys, dim=(ne, b - a), inputs=[w, a, key], outputs=[rank, counts])
+
+        def sums(w):
+            a, b = part.chunk(w, nb)
+            if b > a:
+                wp.launch(K.block_sums, dim=(ne, b - a), inputs=[nk, a, counts], outputs=[blocks])
+
+        def offsets(w):
+            a, b = part.chunk(w, nb)
+            if b > a:
+                wp.launch(K.scan_local, dim=(ne, b - a), inputs=[nk, a, blocks], outputs=[counts, start])
+
+        def scatter(w):
+            a, b = part.chunk(w, n)
+            if b <= a:
+                return
+            if payload is None or self.cuda:
+                wp.launch(K.scatter_items, dim=(ne, b - a), inputs=[w, a, key, rank, counts], outputs=[order])
+            else:
+                wp.launch(K.scatter_items_vec3, dim=(ne, b - a), inputs=[w, a, key, rank, counts, payload[0]],
+                          outputs=[order, payload[1]])
+
+        solver.parallel(part, count)
+        solver.parallel(part, sums)
+        wp.launch(K.scan_blocks, dim=ne, inputs=[nb], outputs=[blocks])
+        solver.parallel(part, offsets)
+        solver.parallel(part, scatter)
+        if self.cuda:
+            wp.launch(K.sort_bins, dim=(ne, nk), inputs=[start], outputs=[order])
+            if payload is not None:
+                wp.launch(K.gather_vec3, dim=(ne, n), inputs=[order, payload[0]], outputs=[payload[1]])

@@ -1,0 +1,178 @@
+"""Kernels of ``polyphys.binsort``: a per-env stable counting sort of items by an integer key.
+
+Each worker of a partition counts the keys of its share of the items in a row of its own
+(``counts[env, w, key]``; the launch runs its items in index order on CPU, so an item's rank is its
+place among the share's items of that key), the keys are then scanned in blocks of ``BLOCK``
+(block sums, a serial scan of the block sums, local scans that also turn each worker's counts into
+its offsets), and every item lands at ``offset[w, key] + rank``. Items of one key therefore come
+in ascending index, whatever the number of workers, and no two workers ever write the same word.
+On CUDA the ranks come from integer atomics in no fixed order; ``sort_bins`` restores the index
+order inside each key there.
+"""
+
+import warp as wp
+
+# forward only: nothing here is differentiated
+wp.set_module_options({"enable_backward": False})
+
+BLOCK = 256      # keys per block of the two-level scan
+
+
+@wp.kernel
+def zero_counts(
+    # Model:
+    w: int,
+    k0: int,
+    # Data out:
+    counts_out: wp.array3d(dtype=wp.int32),
+):
+    env, q = wp.tid()
+    counts_out[env, w, k0 + q] = 0
+
+
+@wp.kernel
+def count_keys(
+    # Model:
+    w: int,
+    i0: int,
+    # Data in:
+    key_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    rank_out: wp.array2d(dtype=wp.int32),
+    counts_out: wp.array3d(dtype=wp.int32),
+):
+    env, q = wp.tid()
+    i = i0 + q
+    rank_out[env, i] = wp.atomic_add(counts_out, env, w, key_in[env, i], 1)
+
+
+@wp.kernel
+def block_sums(
+    # Model:
+    n_keys: int,
+    b0: int,
+    # Data in:
+    counts_in: wp.array3d(dtype=wp.int32),
+    # Data out:
+    block_out: wp.array2d(dtype=wp.int32),
+):
+    env, q = wp.tid()
+    b = b0 + q
+    s = int(0)
+    for k in range(b * BLOCK, wp.min((b + 1) * BLOCK, n_keys)):
+        for w in range(counts_in.shape[1]):
+            s += counts_in[env, w, k]
+    block_out[env, b] = s
+
+
+@wp.kernel
+def scan_blocks(
+    # Model:
+    n_blocks: int,
+    # Data out:
+    block_inout: wp.array2d(dtype=wp.int32),
+):
+    env = wp.tid()
+    run = int(0)
+    for b in range(n_blocks):
+        v = block_inout[env, b]
+        block_inout[env, b] = run
+        run += v
+
+
+@wp.kernel
+def scan_local(
+    # Model:
+    n_keys: int,
+    b0: int,
+    # Data in:
+    block_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    counts_inout: wp.array3d(dtype=wp.int32),
+    start_out: wp.array2d(dtype=wp.int32),
+):
+    """start[key] = items of smaller keys; each worker's count becomes its offset
+    start[key] + the counts of the workers before it."""
+    env, q = wp.tid()
+    b = b0 + q
+    run = block_in[env, b]
+    for k in range(b * BLOCK, wp.min((b + 1) * BLOCK, n_keys)):
+        start_out[env, k] = run
+        for w in range(counts_inout.shape[1]):
+            c = counts_inout[env, w, k]
+            counts_inout[env, w, k] = run
+            run += c
+    if b == block_in.shape[1] - 1:
+        start_out[env, n_keys] = run
+
+
+@wp.kernel
+def scatter_items(
+    # Model:
+    w: int,
+    i0: int,
+    # Data in:
+    key_in: wp.array2d(dtype=wp.int32),
+    rank_in: wp.array2d(dtype=wp.int32),
+    offsets_in: wp.array3d(dtype=wp.int32),
+    # Data out:
+    order_out: wp.array2d(dtype=wp.int32),
+):
+    env, q = wp.tid()
+    i = i0 + q
+    order_out[env, offsets_in[env, w, key_in[env, i]] + rank_in[env, i]] = i
+
+
+@wp.kernel
+def scatter_items_vec3(
+    # Model:
+    w: int,
+    i0: int,
+    # Data in:
+    key_in: wp.array2d(dtype=wp.int32),
+    rank_in: wp.array2d(dtype=wp.int32),
+    offsets_in: wp.array3d(dtype=wp.int32),
+    payload_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    order_out: wp.array2d(dtype=wp.int32),
+    payload_out: wp.array2d(dtype=wp.vec3),
+):
+    """``scatter_items`` that also copies each item's vec3 (a position) to its sorted place."""
+    env, q = wp.tid()
+    i = i0 + q
+    k = offsets_in[env, w, key_in[env, i]] + rank_in[env, i]
+    order_out[env, k] = i
+    payload_out[env, k] = payload_in[env, i]
+
+
+@wp.kernel
+def sort_bins(
+    # Data in:
+    start_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    order_inout: wp.array2d(dtype=wp.int32),
+):
+    """Insertion sort of each key's items by index (CUDA, where atomics gave the ranks)."""
+    env, k = wp.tid()
+    a = start_in[env, k]
+    b = start_in[env, k + 1]
+    for t in range(a + 1, b):
+        v = order_inout[env, t]
+        m = t - 1
+        while m >= a and order_inout[env, m] > v:
+            order_inout[env, m + 1] = order_inout[env, m]
+            m -= 1
+        order_inout[env, m + 1] = v
+
+
+@wp.kernel
+def gather_vec3(
+    # Data in:
+    order_in: wp.array2d(dtype=wp.int32),
+    payload_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    payload_out: wp.array2d(dtype=wp.vec3),
+):
+    """payload_out[k] = payload_in[order[k]] (CUDA, after ``sort_bins`` reordered the items)."""
+    env, k = wp.tid()
+    payload_out[env, k] = payload_in[env, order_in[env, k]]
