@@ -985,6 +985,19 @@ def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarra
     entities (description, morph, material); link_pos0 / link_quat0 (x, y, z, w): env 0's link
     poses at qpos0 (the neutral-overlap rule). An imported asset's contype/conaffinity are local
     masks (docs/semantics.md §R4)."""
+    plan = _scene_plan(entities, options)
+    if plan is None:
+        return None
+    pipe, local, need_neutral = plan
+    if need_neutral:
+        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0)
+    pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
+    return pipe
+
+
+def _scene_plan(entities, options: RigidOptions):
+    """(unbuilt pipeline, local masks, whether the float64 neutral-overlap probe runs) of a rigid scene, or
+    None when no pipeline is needed (scene_pipeline)."""
     from polyphys import morphs as M
 
     o = options
@@ -1004,10 +1017,15 @@ def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarra
         need_neutral = bool(same.any()) and not o.enable_neutral_collision
     else:
         need_neutral = not o.enable_neutral_collision
-    if need_neutral:
-        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0)
-    pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
-    return pipe
+    return pipe, local, need_neutral
+
+
+def neutral_probe_runs(entities, options: RigidOptions) -> bool:
+    """Whether building this scene's pipeline runs the neutral-overlap probe, an all-vs-all pass in
+    float64 whatever the scene's precision (_exclude_neutral_trees): its collision modules then also
+    need the float64 overloads (RigidSolver.kernel_modules)."""
+    plan = _scene_plan(entities, options)
+    return plan is not None and plan[2]
 
 
 def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0) -> None:

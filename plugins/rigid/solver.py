@@ -165,7 +165,9 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         noslip and the contact forces when the scene can have constraint rows; the readback when a
         sensor reads this solver. An estimate from the descriptions (a module declared here but
         never launched costs its compile once; one launched but not declared compiles at its first
-        launch). Each module holds the overloads of the scene's precision only (types.declare_overloads)."""
+        launch). Each module holds the overloads of the scene's precision only (types.declare_overloads),
+        but for the collision modules of a float32 scene whose build runs the float64 neutral-overlap
+        probe (collision.neutral_probe_runs): they hold both, compiled once."""
         from .kernels import actuation as k_actuation
         from .kernels import bias as k_bias
         from .kernels import collision_driver as k_collision
@@ -190,9 +192,12 @@ class RigidSolver(RigidSensorViewMixin, Solver):
                         or any(d.contact_pairs for d in descs)))
         rows = any(j.limited or j.frictionloss > 0 for d in descs for j in d.joints) or any(d.equalities for d in descs)
         if collide:
-            mods.append(k_collision)
+            cmods = [k_collision]
             if _needs_gjk([g.type for d in descs for g in d.geoms if g.role != "visual"]):
-                mods.append(k_gjk)
+                cmods.append(k_gjk)
+            mods += cmods
+            if layout.precision == "32" and collision.neutral_probe_runs(self.entities, o):
+                declare_overloads(cmods, "64")      # the neutral-overlap probe runs in float64 at build
         if not o.disable_constraint and sum(d.n_dofs for d in descs) > 0 and (collide or rows):
             mods += [k_rows, k_signorini if o.effective_resolution() == "signorini" else k_convex]
             if o.noslip_iterations > 0:
