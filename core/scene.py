@@ -379,7 +379,7 @@ class Scene:
         for rec, opts in sorted(chosen, key=lambda x: (x[0].spec.priority, x[0].name)):
             va, vb = (VIEW_PROTOCOLS[v] for v in rec.spec.couples)
             pairs = [(a, b) for a in solvers for b in solvers
-                     if a is not b and a.view(va) is not None and b.view(vb) is not None]
+                     if (a is not b or rec.spec.self_pairs) and a.view(va) is not None and b.view(vb) is not None]
             own = []
             for a, b in pairs:
                 key = (a.name, b.name)

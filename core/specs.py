@@ -159,6 +159,9 @@ class CouplerSpec:
     # a default coupler is attached automatically to every solver pair it can couple
     default: bool = False
     priority: int = 100
+    # also couple a solver with itself when it exposes both views (SAP: rigid–rigid contact of one
+    # rigid solver); the pair is (solver, solver)
+    self_pairs: bool = False
     api_version: int = 1
     description: str = ""
 

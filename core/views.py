@@ -179,6 +179,58 @@ class RigidView(Protocol):
 
 
 @attrs.frozen
+class RigidDynamics:
+    """What a coupler that solves the contact problem itself (SAP, docs/sap.md) reads of a rigid
+    solver in one partition, valid between the solver's pre-coupling and post-coupling stages of a
+    substep. Batch-first Warp arrays in the solver's precision; nv dofs, K the contact budget.
+
+    qvel (n, nv): generalized velocities at the substep start; qacc_free (n, nv): the free
+    acceleration A⁻¹·f(q, v) of every force but contact, so the free velocity is v* = qvel +
+    h·qacc_free; mass (n, nv, nv): the dense, symmetric A = M + h·D (mass matrix, armature and the
+    implicit joint damping) the post-coupling integration solves with. n_contacts (n,) int and per
+    contact slot k < n_contacts: dist (n, K) signed distance (m, < 0: overlap), pos (n, K) vec3
+    (world, midway between the surfaces), frame (n, K) mat33 (rows: normal from B to A, tangent 1,
+    tangent 2), geom (n, K, 2) and link (n, K, 2) (global indices of A and B; link −1: world),
+    condim (n, K) int (1: frictionless, 3: sliding friction), friction (n, K, 5) the solver's own
+    mixed friction (sliding first); jac (n, ≥3K, nv): rows 3k, 3k+1, 3k+2 map qvel to the velocity
+    of A's contact point relative to
+    B's along the frame's rows. geom_friction (n, n_geoms, 3): per-env geom friction (sliding
+    first) and geom_friction_ratio (n, n_geoms): its per-env scale (a geom's sliding μ is their
+    product). qfrc_contact (n, nv): written by the coupler in ``couple``: the generalized contact
+    force (impulse / h) the post-coupling integration adds to every other force."""
+
+    qvel: Any
+    qacc_free: Any
+    mass: Any
+    n_contacts: Any
+    dist: Any
+    pos: Any
+    frame: Any
+    geom: Any
+    link: Any
+    condim: Any
+    friction: Any
+    jac: Any
+    geom_friction: Any
+    geom_friction_ratio: Any
+    qfrc_contact: Any
+    contact_force: Any
+
+
+@runtime_checkable
+class RigidDynamicsView(RigidView, Protocol):
+    """A rigid solver that can hand its contacts to a coupler's own contact solve (docs/sap.md):
+    ``cede_contacts(owner)`` at the coupler's build makes every later substep compute free dynamics
+    and contact Jacobians in pre-coupling (no contact forces of its own) and integrate with
+    ``qfrc_contact`` in post-coupling; it raises CapabilityError for what it cannot hand over.
+    ``rigid_dynamics(part)`` gives the arrays (:class:`RigidDynamics`)."""
+
+    def cede_contacts(self, owner: str) -> None: ...
+
+    def rigid_dynamics(self, part) -> RigidDynamics: ...
+
+
+@attrs.frozen
 class RenderGeoms:
     """Everything a camera draws of a rigid-side solver: its visual and collision geoms, static
     (host arrays, one row per geom; docs/cameras.md). link: (n,) int, the geom's link as a global
@@ -322,4 +374,5 @@ class RigidSensorView(Protocol):
 
 VIEW_PROTOCOLS = {"ParticleView": ParticleView, "RigidView": RigidView, "SurfaceMeshView": SurfaceMeshView,
                   "ParticleStateView": ParticleStateView, "RigidSensorView": RigidSensorView,
-                  "RenderView": RenderView}
+                  "RenderView": RenderView,
+                  "RigidDynamicsView": RigidDynamicsView}

@@ -38,6 +38,7 @@ from . import (
     collision,
     constraint_rows,
     contact_forces,
+    contact_handoff,
     contacts,
     convex_solve,
     factorization,
@@ -73,7 +74,7 @@ def _stage_modules() -> list:
 
 STAGE_MODULES = ("kinematics", "bias", "inertia", "actuation", "factorization", "integration", "collision_driver",
                  "collision_gjk", "constraint_rows", "convex_solve", "signorini_solve", "noslip", "contact_forces",
-                 "readback")
+                 "readback", "contact_handoff")
 
 
 def _needs_gjk(geom_types) -> bool:
@@ -357,12 +358,19 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self._substep(f, part)
 
     def substep_pre_coupling(self, f, part):
-        """With a coupler: link poses and velocities at the substep start for the RigidView."""
+        """With a coupler: link poses and velocities at the substep start for the RigidView (with
+        the contacts ceded to a coupler: the free dynamics and contact Jacobians, contact_handoff.py)."""
+        if self._contact_owner is not None:
+            contact_handoff.pre_coupling(self, part)
+            return
         kinematics.kinematics(self.views[part.index])
 
     def substep_post_coupling(self, f, part):
         """The dynamics, with the coupler's reaction wrench added (then cleared), and integration
         (the same stages as ``substep``: the kinematics of pre-coupling are recomputed, unchanged)."""
+        if self._contact_owner is not None:
+            contact_handoff.post_coupling(self, f, part)
+            return
         self._substep(f, part)
 
     def check_after_step(self) -> None:
@@ -402,7 +410,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self._kin_step = self._steps_done()
         setter = getattr(self, "_written_at", None) == self._kin_step
         self._written_at = None
-        if setter or not getattr(self, "has_constraint", False):
+        if setter or not getattr(self, "has_constraint", False) or self._contact_owner is not None:
             self._forward_at = self._kin_step    # contact forces are those of the last solve: stale
             self._query_at = None
             return
@@ -678,6 +686,19 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         """Per-partition link frames, CoM, CoM linear velocity and angular velocity (world), and the
         coupling buffer (force at the CoM, torque about it, world) applied in post-coupling."""
         return self._links[part.index]
+
+    # -- RigidDynamicsView (a coupler's own contact solve: SAP, docs/sap.md) -------------------------
+    _contact_owner = None       # the coupler that solves this solver's contacts (cede_contacts)
+
+    def cede_contacts(self, owner: str) -> None:
+        """Hand the contacts to coupler ``owner``: from now on every substep computes free dynamics
+        and contact Jacobians in pre-coupling and integrates with the coupler's contact force in
+        post-coupling (contact_handoff.py); CapabilityError for a model it cannot hand over."""
+        contact_handoff.cede(self, owner)
+
+    def rigid_dynamics(self, part):
+        """The RigidDynamics arrays of ``part`` (valid between pre- and post-coupling)."""
+        return self._dyn[part.index]
 
     # -- RenderView (cameras and ray sensors, docs/cameras.md) --------------------------------------
     def render_geoms(self):

@@ -1,0 +1,536 @@
+"""SAP coupler kernels (docs/sap.md; A. Castro, F. Permenter, X. Han, "An Unconstrained Convex
+Formulation of Compliant Contact", IEEE T-RO 2022). Everything is float64 inside; inputs of the rigid
+solver are read in its precision and the outputs written back in it.
+
+``contact_params`` (env × contact slot): per contact the pair stiffness k (series combination of the
+geoms' point stiffness), the dissipation time constant τ_d (sum of the geoms'), and the friction
+coefficient μ (Drake's 2μ_Aμ_B/(μ_A+μ_B), or the rigid solver's mixed value; 0 for condim 1).
+
+``sap_solve`` (one thread per env): the whole SAP solve of an env for one substep —
+
+  v* = qvel + h·qacc_free,  A = M + h·D  (Cholesky once: the Delassus estimates w_i = ‖W_ii‖_F/3,
+  W_ii = J_i A⁻¹ J_iᵀ, give R_n = max(β²/(4π²)·w_i, 1/(h·k·(h+τ_d))), R_t = σ·w_i,
+  v̂_n = −φ₀/(h + τ_d));
+  ℓ(v) = ½‖v − v*‖²_A + Σ_i ½ γ_iᵀ R_i γ_i,  γ_i = P_i(y_i), y_i = −R_i⁻¹(J_i v − v̂_i)
+  (P_i: the projection onto the friction cone in the R_i-norm, the paper's analytical inverse
+  dynamics: stiction γ = y; separation γ = 0; sliding γ_n = (y_n + μ̂‖y_t‖)/(1 + μμ̂), μ̂ = μR_t/R_n,
+  γ_t = μγ_n·y_t/‖y_t‖);
+  ∇ℓ = A(v − v*) − Jᵀγ,  H = A + Σ J_iᵀ G_i J_i,  G_i = −∂γ_i/∂v_c,i;
+  Newton: dv = −H⁻¹∇ℓ (Cholesky over the envelope of H: dense within each row's profile), α from the
+  line search, v ← v + α·dv, until
+  ‖D∇ℓ‖ ≤ atol + rtol·max(‖D·A·v‖, ‖D·Jᵀγ‖) with D = diag(A)^(-1/2), or max_iterations.
+
+The Jacobian rows are read sparsely: the nonzero columns of each contact's three rows are listed
+once per solve (a contact touches the dofs of its two bodies' chains only).
+"""
+
+from typing import Any
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})
+
+F64 = wp.float64
+TWO_PI_SQ = wp.constant(wp.float64(39.47841760435743))     # (2π)²
+LS_EXACT = wp.constant(0)
+LS_BACKTRACKING = wp.constant(1)
+
+
+@wp.kernel
+def contact_params(
+    # model in
+    mode: int,
+    geom_k_in: wp.array(dtype=wp.float64),
+    geom_tau_in: wp.array(dtype=wp.float64),
+    # data in
+    ncon_in: wp.array(dtype=wp.int32),
+    con_geom_in: wp.array3d(dtype=wp.int32),
+    con_dim_in: wp.array2d(dtype=wp.int32),
+    con_friction_in: wp.array3d(dtype=Any),
+    geom_friction_in: wp.array3d(dtype=Any),
+    geom_friction_ratio_in: wp.array2d(dtype=Any),
+    # data out
+    k_out: wp.array2d(dtype=wp.float64),
+    tau_out: wp.array2d(dtype=wp.float64),
+    mu_out: wp.array2d(dtype=wp.float64),
+):
+    env, c = wp.tid()
+    zero = wp.float64(0.0)
+    if c >= ncon_in[env]:
+        k_out[env, c] = zero
+        tau_out[env, c] = zero
+        mu_out[env, c] = zero
+        return
+    ga = con_geom_in[env, c, 0]
+    gb = con_geom_in[env, c, 1]
+    ka = geom_k_in[ga]
+    kb = geom_k_in[gb]
+    k = ka * kb / (ka + kb)
+    if wp.isinf(ka):
+        k = kb
+    if wp.isinf(kb):
+        k = ka
+    k_out[env, c] = k
+    tau_out[env, c] = geom_tau_in[ga] + geom_tau_in[gb]
+    mu = wp.float64(con_friction_in[env, c, 0])
+    if mode == 0:
+        ma = wp.float64(geom_friction_in[env, ga, 0]) * wp.float64(geom_friction_ratio_in[env, ga])
+        mb = wp.float64(geom_friction_in[env, gb, 0]) * wp.float64(geom_friction_ratio_in[env, gb])
+        mu = zero
+        if ma + mb > zero:
+            mu = wp.float64(2.0) * ma * mb / (ma + mb)
+    if con_dim_in[env, c] == 1:
+        mu = zero
+    mu_out[env, c] = mu
+
+
+# ---------------------------------------------------------------- per-contact inverse dynamics
+
+
+@wp.func
+def project(vc: wp.vec3d, vhat: wp.float64, rn: wp.float64, rt: wp.float64, mu: wp.float64):
+    """γ = P(y), y = −R⁻¹(v_c − v̂) (components: normal, tangent 1, tangent 2)."""
+    zero = wp.float64(0.0)
+    yn = -(vc[0] - vhat) / rn
+    y1 = -vc[1] / rt
+    y2 = -vc[2] / rt
+    yr = wp.sqrt(y1 * y1 + y2 * y2)
+    muh = mu * rt / rn
+    if muh * yr <= -yn:
+        return wp.vec3d(zero, zero, zero)
+    if yr <= mu * yn:
+        return wp.vec3d(yn, y1, y2)
+    gn = (yn + muh * yr) / (wp.float64(1.0) + mu * muh)
+    return wp.vec3d(gn, mu * gn * y1 / yr, mu * gn * y2 / yr)
+
+
+@wp.func
+def project_hessian(vc: wp.vec3d, vhat: wp.float64, rn: wp.float64, rt: wp.float64, mu: wp.float64):
+    """G = −∂γ/∂v_c = (∂γ/∂y)·R⁻¹ (symmetric positive semi-definite)."""
+    zero = wp.float64(0.0)
+    one = wp.float64(1.0)
+    yn = -(vc[0] - vhat) / rn
+    y1 = -vc[1] / rt
+    y2 = -vc[2] / rt
+    yr = wp.sqrt(y1 * y1 + y2 * y2)
+    muh = mu * rt / rn
+    G = wp.mat33d(zero, zero, zero, zero, zero, zero, zero, zero, zero)
+    if muh * yr <= -yn:
+        return G
+    if yr <= mu * yn:
+        G[0, 0] = one / rn
+        G[1, 1] = one / rt
+        G[2, 2] = one / rt
+        return G
+    c = one / (one + mu * muh)
+    gn = (yn + muh * yr) * c
+    t1 = y1 / yr
+    t2 = y2 / yr
+    s = mu * gn / yr
+    # ∂γ/∂y, then scale its columns by R⁻¹
+    G[0, 0] = c / rn
+    G[0, 1] = muh * c * t1 / rt
+    G[0, 2] = muh * c * t2 / rt
+    G[1, 0] = mu * c * t1 / rn
+    G[2, 0] = mu * c * t2 / rn
+    G[1, 1] = (mu * muh * c * t1 * t1 + s * (one - t1 * t1)) / rt
+    G[1, 2] = (mu * muh * c * t1 * t2 - s * t1 * t2) / rt
+    G[2, 1] = G[1, 2]
+    G[2, 2] = (mu * muh * c * t2 * t2 + s * (one - t2 * t2)) / rt
+    return G
+
+
+@wp.func
+def contact_cost(g: wp.vec3d, rn: wp.float64, rt: wp.float64):
+    return wp.float64(0.5) * (rn * g[0] * g[0] + rt * (g[1] * g[1] + g[2] * g[2]))
+
+
+# ---------------------------------------------------------------- envelope (skyline) Cholesky
+# A symmetric matrix is stored by its lower triangle; row i's nonzeros left of the diagonal lie in
+# columns [lo[i], i]. The Cholesky factor L keeps that envelope (fill-in stays inside it), so the
+# factorisation and the solves cost Σ_i (i − lo[i])² instead of n³/6. M + h·D is block diagonal over
+# the kinematic trees; a contact between two trees widens the envelope of the later tree's rows.
+
+
+@wp.func
+def cholesky_env(M: wp.array3d(dtype=wp.float64), lo: wp.array2d(dtype=wp.int32), e: int, n: int):
+    """M[e] ← L over the envelope (lower triangle). Returns 0 if not positive definite."""
+    zero = wp.float64(0.0)
+    for i in range(n):
+        li = lo[e, i]
+        for j in range(li, i + 1):
+            t = M[e, i, j]
+            for k in range(wp.max(li, lo[e, j]), j):
+                t = t - M[e, i, k] * M[e, j, k]
+            if j == i:
+                if t <= zero:
+                    return 0
+                M[e, i, i] = wp.sqrt(t)
+            else:
+                M[e, i, j] = t / M[e, j, j]
+    return 1
+
+
+@wp.func
+def forward_env(L: wp.array3d(dtype=wp.float64), lo: wp.array2d(dtype=wp.int32), e: int, n: int, start: int,
+                x: wp.array2d(dtype=wp.float64)):
+    """x ← L⁻¹x, for x zero before ``start``."""
+    for i in range(start, n):
+        t = x[e, i]
+        for k in range(wp.max(lo[e, i], start), i):
+            t = t - L[e, i, k] * x[e, k]
+        x[e, i] = t / L[e, i, i]
+
+
+@wp.func
+def back_env(L: wp.array3d(dtype=wp.float64), lo: wp.array2d(dtype=wp.int32), e: int, n: int,
+             x: wp.array2d(dtype=wp.float64)):
+    """x ← L⁻ᵀx (column-oriented over the envelope)."""
+    for ii in range(n):
+        i = n - 1 - ii
+        xi = x[e, i] / L[e, i, i]
+        x[e, i] = xi
+        for k in range(lo[e, i], i):
+            x[e, k] = x[e, k] - L[e, i, k] * xi
+
+
+@wp.func
+def mat_vec(A: wp.array3d(dtype=Any), lo: wp.array2d(dtype=wp.int32), hi: wp.array2d(dtype=wp.int32), e: int, i: int,
+            x: wp.array2d(dtype=wp.float64)):
+    """(A·x)_i over row i's nonzero columns [lo[i], hi[i]]."""
+    t = wp.float64(0.0)
+    for j in range(lo[e, i], hi[e, i] + 1):
+        t = t + wp.float64(A[e, i, j]) * x[e, j]
+    return t
+
+
+# ---------------------------------------------------------------- helpers of the solve
+
+
+@wp.func
+def jrow3(jac: wp.array3d(dtype=Any), e: int, c: int, j: int):
+    return wp.vec3d(wp.float64(jac[e, 3 * c, j]), wp.float64(jac[e, 3 * c + 1, j]), wp.float64(jac[e, 3 * c + 2, j]))
+
+
+@wp.func
+def contact_velocity(jac: wp.array3d(dtype=Any), cols: wp.array3d(dtype=wp.int32), ncols: wp.array2d(dtype=wp.int32),
+                     e: int, c: int, x: wp.array2d(dtype=wp.float64)):
+    """J_c·x over the contact's nonzero columns."""
+    out = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    for a in range(ncols[e, c]):
+        j = cols[e, c, a]
+        out = out + jrow3(jac, e, c, j) * x[e, j]
+    return out
+
+
+@wp.func
+def slope(alpha: wp.float64, a0: wp.float64, aa: wp.float64, nc: int, e: int,
+          vc: wp.array2d(dtype=wp.vec3d), dvc: wp.array2d(dtype=wp.vec3d), vhat: wp.array2d(dtype=wp.float64),
+          rn: wp.array2d(dtype=wp.float64), rt: wp.array2d(dtype=wp.float64), mu: wp.array2d(dtype=wp.float64)):
+    """(dℓ/dα, d²ℓ/dα²) at v + α·dv."""
+    d1 = a0 + alpha * aa
+    d2 = aa
+    for c in range(nc):
+        u = vc[e, c] + dvc[e, c] * alpha
+        g = project(u, vhat[e, c], rn[e, c], rt[e, c], mu[e, c])
+        G = project_hessian(u, vhat[e, c], rn[e, c], rt[e, c], mu[e, c])
+        d1 = d1 - wp.dot(g, dvc[e, c])
+        d2 = d2 + wp.dot(dvc[e, c], G * dvc[e, c])
+    return wp.vec2d(d1, d2)
+
+
+@wp.func
+def cost_along(alpha: wp.float64, a0: wp.float64, aa: wp.float64, base: wp.float64, nc: int, e: int,
+               vc: wp.array2d(dtype=wp.vec3d), dvc: wp.array2d(dtype=wp.vec3d), vhat: wp.array2d(dtype=wp.float64),
+               rn: wp.array2d(dtype=wp.float64), rt: wp.array2d(dtype=wp.float64), mu: wp.array2d(dtype=wp.float64)):
+    """ℓ(v + α·dv), base = ½‖v − v*‖²_A."""
+    out = base + alpha * a0 + wp.float64(0.5) * alpha * alpha * aa
+    for c in range(nc):
+        u = vc[e, c] + dvc[e, c] * alpha
+        g = project(u, vhat[e, c], rn[e, c], rt[e, c], mu[e, c])
+        out = out + contact_cost(g, rn[e, c], rt[e, c])
+    return out
+
+
+@wp.kernel
+def sap_solve(
+    # model in
+    h: wp.float64,
+    beta: wp.float64,
+    sigma: wp.float64,
+    atol: wp.float64,
+    rtol: wp.float64,
+    max_iterations: int,
+    ls_mode: int,
+    ls_alpha_max: wp.float64,
+    ls_max_iterations: int,
+    ls_tolerance: wp.float64,
+    ls_c: wp.float64,
+    ls_rho: wp.float64,
+    # data in
+    qvel_in: wp.array2d(dtype=Any),
+    qacc_free_in: wp.array2d(dtype=Any),
+    mass_in: wp.array3d(dtype=Any),
+    ncon_in: wp.array(dtype=wp.int32),
+    dist_in: wp.array2d(dtype=Any),
+    jac_in: wp.array3d(dtype=Any),
+    k_in: wp.array2d(dtype=wp.float64),
+    tau_in: wp.array2d(dtype=wp.float64),
+    mu_in: wp.array2d(dtype=wp.float64),
+    # data in/out: the warm start (the last solution, valid where warm_ok = 1)
+    warm_v: wp.array2d(dtype=wp.float64),
+    warm_ok: wp.array(dtype=wp.int32),
+    # scratch
+    lo_A: wp.array2d(dtype=wp.int32),
+    hi_A: wp.array2d(dtype=wp.int32),
+    lo_H: wp.array2d(dtype=wp.int32),
+    LA: wp.array3d(dtype=wp.float64),
+    H: wp.array3d(dtype=wp.float64),
+    Z: wp.array3d(dtype=wp.float64),
+    cols: wp.array3d(dtype=wp.int32),
+    ncols: wp.array2d(dtype=wp.int32),
+    v: wp.array2d(dtype=wp.float64),
+    vs: wp.array2d(dtype=wp.float64),
+    dv: wp.array2d(dtype=wp.float64),
+    grad: wp.array2d(dtype=wp.float64),
+    tmp: wp.array2d(dtype=wp.float64),
+    vc: wp.array2d(dtype=wp.vec3d),
+    dvc: wp.array2d(dtype=wp.vec3d),
+    gam: wp.array2d(dtype=wp.vec3d),
+    rn: wp.array2d(dtype=wp.float64),
+    rt: wp.array2d(dtype=wp.float64),
+    vhat: wp.array2d(dtype=wp.float64),
+    # data out
+    gamma_out: wp.array2d(dtype=wp.vec3d),
+    qfrc_out: wp.array2d(dtype=Any),
+    force_out: wp.array2d(dtype=Any),
+    iterations_out: wp.array(dtype=wp.int32),
+    converged_out: wp.array(dtype=wp.int32),
+    cost_out: wp.array2d(dtype=wp.float64),
+    residual_out: wp.array(dtype=wp.float64),
+    residual_history_out: wp.array2d(dtype=wp.float64),
+):
+    e = wp.tid()
+    zero = wp.float64(0.0)
+    half = wp.float64(0.5)
+    one = wp.float64(1.0)
+    nv = vs.shape[1]
+    K = dist_in.shape[1]
+    nc = wp.min(ncon_in[e], K)
+    for it in range(cost_out.shape[1]):
+        cost_out[e, it] = -one          # unused slots: −1 (a cost and a norm are >= 0)
+        residual_history_out[e, it] = -one
+    # the nonzero structure of A: row i spans columns [lo_A, hi_A]
+    for i in range(nv):
+        vs[e, i] = wp.float64(qvel_in[e, i]) + h * wp.float64(qacc_free_in[e, i])
+        f = i
+        for j in range(i):
+            if wp.float64(mass_in[e, i, j]) != zero:
+                f = j
+                break
+        u = i
+        for jj in range(nv - 1 - i):
+            j = nv - 1 - jj
+            if wp.float64(mass_in[e, i, j]) != zero:
+                u = j
+                break
+        lo_A[e, i] = f
+        hi_A[e, i] = u
+        lo_H[e, i] = f
+        for j in range(f, i + 1):
+            LA[e, i, j] = wp.float64(mass_in[e, i, j])
+    cholesky_env(LA, lo_A, e, nv)
+    # contact setup: nonzero columns (ascending), Delassus estimate, regularisation, bias velocity
+    for c in range(nc):
+        cnt = int(0)
+        for j in range(nv):
+            jj3 = jrow3(jac_in, e, c, j)
+            if jj3[0] != zero or jj3[1] != zero or jj3[2] != zero:
+                cols[e, c, cnt] = j
+                cnt = cnt + 1
+        ncols[e, c] = cnt
+        if cnt == 0:
+            rn[e, c] = one
+            rt[e, c] = one
+            vhat[e, c] = zero
+            continue
+        first = cols[e, c, 0]
+        for a in range(cnt):
+            i = cols[e, c, a]
+            lo_H[e, i] = wp.min(lo_H[e, i], first)      # J_cᵀ G J_c couples the contact's columns
+        wsq = zero
+        last_all = first
+        for r in range(3):
+            # z_r = L⁻¹ J_rᵀ: zero before ``first``; a later row whose envelope starts after the last
+            # nonzero so far, and with no Jacobian entry of its own, stays zero (another tree)
+            last = int(-1)
+            for i in range(first, nv):
+                t = wp.float64(jac_in[e, 3 * c + r, i])
+                if t != zero or lo_A[e, i] <= last:
+                    for k in range(wp.max(lo_A[e, i], first), i):
+                        t = t - LA[e, i, k] * Z[e, r, k]
+                    t = t / LA[e, i, i]
+                Z[e, r, i] = t
+                if t != zero:
+                    last = i
+            last_all = wp.max(last_all, last)
+        for r in range(3):
+            for q in range(3):
+                wrq = zero
+                for j in range(first, last_all + 1):
+                    wrq = wrq + Z[e, r, j] * Z[e, q, j]
+                wsq = wsq + wrq * wrq
+        w = wp.sqrt(wsq) / wp.float64(3.0)
+        tau = tau_in[e, c]
+        rn_c = one / (h * k_in[e, c] * (h + tau))
+        rn[e, c] = wp.max(beta * beta / TWO_PI_SQ * w, rn_c)
+        rt[e, c] = sigma * w
+        vhat[e, c] = -wp.float64(dist_in[e, c]) / (h + tau)
+    for i in range(nv):
+        if warm_ok[e] != 0:
+            v[e, i] = warm_v[e, i]
+        else:
+            v[e, i] = vs[e, i]
+        dv[e, i] = v[e, i] - vs[e, i]
+    iters = int(0)
+    conv = int(0)
+    res = zero
+    for it in range(max_iterations + 1):
+        # cost, impulses and gradient at v (dv holds v − v* here)
+        for i in range(nv):
+            t = mat_vec(mass_in, lo_A, hi_A, e, i, dv)
+            tmp[e, i] = t                     # A(v − v*)
+            grad[e, i] = t
+        base = zero
+        for i in range(nv):
+            base = base + half * tmp[e, i] * dv[e, i]
+        cost = base
+        for c in range(nc):
+            u3 = contact_velocity(jac_in, cols, ncols, e, c, v)
+            vc[e, c] = u3
+            g = project(u3, vhat[e, c], rn[e, c], rt[e, c], mu_in[e, c])
+            gam[e, c] = g
+            cost = cost + contact_cost(g, rn[e, c], rt[e, c])
+            for a in range(ncols[e, c]):
+                j = cols[e, c, a]
+                grad[e, j] = grad[e, j] - wp.dot(jrow3(jac_in, e, c, j), g)
+        cost_out[e, it] = cost
+        # the stopping rule, mass-weighted: D = diag(A)^(-1/2)
+        ng = zero
+        nm = zero
+        nj = zero
+        for i in range(nv):
+            dii = one / wp.float64(mass_in[e, i, i])
+            p = mat_vec(mass_in, lo_A, hi_A, e, i, v)
+            ji = tmp[e, i] - grad[e, i]          # (Jᵀγ)_i
+            ng = ng + dii * grad[e, i] * grad[e, i]
+            nm = nm + dii * p * p
+            nj = nj + dii * ji * ji
+        ng = wp.sqrt(ng)
+        res = ng
+        residual_history_out[e, it] = ng
+        if ng <= atol + rtol * wp.max(wp.sqrt(nm), wp.sqrt(nj)):
+            conv = 1
+            break
+        if it == max_iterations:
+            break
+        # Newton direction: H = A + Σ J_cᵀ G_c J_c (lower triangle, envelope lo_H), dv = −H⁻¹∇ℓ
+        for i in range(nv):
+            for j in range(lo_H[e, i], i + 1):
+                if j >= lo_A[e, i]:
+                    H[e, i, j] = wp.float64(mass_in[e, i, j])
+                else:
+                    H[e, i, j] = zero
+        for c in range(nc):
+            G = project_hessian(vc[e, c], vhat[e, c], rn[e, c], rt[e, c], mu_in[e, c])
+            for a in range(ncols[e, c]):
+                i = cols[e, c, a]
+                b3 = G * jrow3(jac_in, e, c, i)
+                for bb in range(a + 1):
+                    j = cols[e, c, bb]
+                    H[e, i, j] = H[e, i, j] + wp.dot(b3, jrow3(jac_in, e, c, j))
+        cholesky_env(H, lo_H, e, nv)
+        for i in range(nv):
+            dv[e, i] = -grad[e, i]
+        forward_env(H, lo_H, e, nv, 0, dv)
+        back_env(H, lo_H, e, nv, dv)
+        # line search along dv
+        a0 = zero
+        aa = zero
+        d0 = zero
+        for i in range(nv):
+            adv = mat_vec(mass_in, lo_A, hi_A, e, i, dv)
+            a0 = a0 + tmp[e, i] * dv[e, i]
+            aa = aa + dv[e, i] * adv
+            d0 = d0 + grad[e, i] * dv[e, i]
+        for c in range(nc):
+            dvc[e, c] = contact_velocity(jac_in, cols, ncols, e, c, dv)
+        iters = it + 1
+        if d0 >= zero:
+            break                              # no descent left at round-off: not converged
+        alpha = ls_alpha_max
+        if ls_mode == LS_EXACT:
+            s_hi = slope(ls_alpha_max, a0, aa, nc, e, vc, dvc, vhat, rn, rt, mu_in)
+            if s_hi[0] > zero:
+                lo = zero
+                hi = ls_alpha_max
+                alpha = wp.min(one, ls_alpha_max)
+                for _ls in range(ls_max_iterations):
+                    sl = slope(alpha, a0, aa, nc, e, vc, dvc, vhat, rn, rt, mu_in)
+                    if wp.abs(sl[0]) <= ls_tolerance * wp.abs(d0):
+                        break
+                    if sl[0] > zero:
+                        hi = alpha
+                    else:
+                        lo = alpha
+                    nxt = alpha - sl[0] / sl[1]
+                    if nxt <= lo or nxt >= hi:
+                        nxt = half * (lo + hi)
+                    alpha = nxt
+        else:
+            for _ls in range(ls_max_iterations):
+                if cost_along(alpha, a0, aa, base, nc, e, vc, dvc, vhat, rn, rt, mu_in) <= cost + ls_c * alpha * d0:
+                    break
+                alpha = alpha * ls_rho
+        for i in range(nv):
+            v[e, i] = v[e, i] + alpha * dv[e, i]
+            dv[e, i] = v[e, i] - vs[e, i]
+    iterations_out[e] = iters
+    converged_out[e] = conv
+    residual_out[e] = res
+    # outputs: impulses, generalized force Jᵀγ/h, row forces γ/h, the warm start
+    inv_h = one / h
+    for i in range(nv):
+        qfrc_out[e, i] = type(qfrc_out[e, i])(inv_h * (tmp[e, i] - grad[e, i]))
+        warm_v[e, i] = v[e, i]
+    warm_ok[e] = 1
+    for c in range(K):
+        g = wp.vec3d(zero, zero, zero)
+        if c < nc:
+            g = gam[e, c]
+        gamma_out[e, c] = g
+        for r in range(3):
+            force_out[e, 3 * c + r] = type(force_out[e, 3 * c + r])(inv_h * g[r])
+
+
+@wp.kernel
+def step_stats(
+    # model in
+    first: int,
+    # data in
+    iterations_in: wp.array(dtype=wp.int32),
+    converged_in: wp.array(dtype=wp.int32),
+    # data out
+    iterations_step_out: wp.array(dtype=wp.int32),
+    cap_hits_step_out: wp.array(dtype=wp.int32),
+):
+    """Per env over the step's substeps: Newton iterations summed, solves that did not converge
+    counted (restarted by the step's first substep)."""
+    e = wp.tid()
+    cap = 1 - converged_in[e]
+    if first != 0:
+        iterations_step_out[e] = iterations_in[e]
+        cap_hits_step_out[e] = cap
+    else:
+        iterations_step_out[e] = iterations_step_out[e] + iterations_in[e]
+        cap_hits_step_out[e] = cap_hits_step_out[e] + cap

@@ -1,0 +1,119 @@
+"""Contact hand-off stage (docs/rigid.md, "Contacts solved by a coupler"; docs/sap.md): the rigid
+solver's side of a coupler that solves the contact problem itself (the SAP coupler), through core's
+``RigidDynamicsView``. After ``cede_contacts`` a substep runs
+
+    pre-coupling:  kinematics → bias → inertia → actuation → factorization (M + h·D)⁻¹ (free
+                   acceleration qacc_smooth, so v* = qvel + h·qacc_smooth) → dense M + h·D → collision
+                   → contact parameters → contact Jacobian rows (kernels/contact_handoff.py)
+    [the coupler writes qfrc_constraint = Jᵀ·γ/h and the row forces efc_force = γ/h]
+    post-coupling: [bias again when another coupler (Legacy) also acts on the solver: its reaction
+                   wrench of this substep] → total force → (M + h·D) solve → contact forces (per-contact and per-link
+                   wrenches from the coupler's row forces, as after the solver's own solve) →
+                   [readback] → integration
+
+The solver's own constraint solve does not run: contacts are the coupler's, and a model with joint
+limits, DOF frictionloss or equalities (rows the two solves would have to share) is refused with a
+CapabilityError, as are torsional/rolling friction (condim 4, 6) and explicit contact pairs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+from polyphys.errors import CapabilityError
+from polyphys.views import RigidDynamics
+
+from . import actuation, bias, constraint_rows, contact_forces, factorization, inertia, integration, kinematics, readback
+from .kernels import contact_handoff as K
+
+
+def cede(solver, owner: str) -> None:
+    """Check that ``owner`` can take the contacts of ``solver`` and switch the solver to the hand-off
+    stages; CapabilityError naming what is unsupported otherwise."""
+    hm = solver.hm
+    why = None
+    if solver.collision is None:
+        why = "collision detection is off (RigidOptions / Morph(collision=False)): there are no contacts to hand over"
+    elif not solver.has_constraint:
+        why = "the rigid solver builds no contact data (disable_constraint=True or no dofs)"
+    elif hm.has_constraint_rows:
+        why = ("the model has joint limits, DOF frictionloss or equality constraints; their rows and the "
+               "contacts would have to be solved as one problem, which this hand-off does not do yet")
+    elif solver.n_pairs:
+        why = "the model lists explicit contact pairs (<contact><pair>); only dynamic geom pairs are handed over"
+    else:
+        condim = solver.model.geom_condim.numpy()
+        if (condim > 3).any():
+            g = int(np.nonzero(condim > 3)[0][0])
+            why = (f"geom {g} has condim {int(condim[g])}; torsional/rolling friction (condim 4, 6) is not "
+                   f"handed over (allowed: 1, 3)")
+        elif solver.model.max_rows < 3 * solver.model.max_con:
+            why = (f"the row budget max_rows={solver.model.max_rows} is below 3·max_contacts="
+                   f"{3 * solver.model.max_con}")
+    if why is not None:
+        raise CapabilityError(owner, "rigid contact hand-off", f"rigid solver {solver.name!r}: {why}")
+    solver._contact_owner = owner
+    # the build's forward() queried the solver's own contact forces: drop them (no rows, zero forces,
+    # flagged stale until the first step's SAP solve)
+    solver.data.nefc.zero_()
+    solver.data.con_efc_adr.fill_(-1)
+    solver.data.efc_force.zero_()
+    solver._query_at = None
+    solver._forward_at = solver._steps_done()
+    solver._dyn = {}
+    for part in solver.layout.partitions:
+        d = solver.views[part.index].d
+        solver._dyn[part.index] = RigidDynamics(
+            qvel=d.qvel, qacc_free=d.qacc_smooth, mass=d.qM, n_contacts=d.ncon, dist=d.con_dist, pos=d.con_pos,
+            frame=d.con_frame, geom=d.con_geom, link=d.con_link, condim=d.con_dim, friction=d.con_friction, jac=d.efc_J,
+            geom_friction=solver.views[part.index].m.geom_friction,
+            geom_friction_ratio=solver.views[part.index].m.geom_friction_ratio, qfrc_contact=d.qfrc_constraint,
+            contact_force=d.efc_force)
+
+
+def pre_coupling(solver, part) -> None:
+    """Free dynamics, dense M + h·D, contacts and their Jacobian rows (launches only)."""
+    v = solver.views[part.index]
+    d, h = v.d, solver.layout.h
+    kinematics.kinematics(v)
+    bias.rne(v)
+    inertia.crb(v)
+    actuation.actuation(v)
+    factorization.factor_solve(v, h, d.qfrc_smooth, d.qacc_smooth)
+    factorization.mass_dense(v, h)
+    solver._collide(part)
+    dw = solver.data            # export slices the whole-batch arrays by the partition itself
+    solver.collision.export(part, dw.ncon, dw.con_pos, dw.con_frame, dw.con_dist, dw.con_margin, dw.con_link)
+    constraint_rows.contact_params(v)          # per-contact condim and mixed friction
+    m = v.m
+    wp.launch(K.contact_jacobian, dim=(v.n, d.con_dist.shape[1]),
+              inputs=[m.dof_parent, m.link_dof_last, d.cdof_w, d.cdof_v, d.dof_ref, d.ncon, d.con_pos, d.con_frame,
+                      d.con_link],
+              outputs=[d.efc_J, d.efc_span, d.efc_type, d.efc_id, d.con_efc_adr, d.nefc], device=v.device)
+
+
+def post_coupling(solver, f: int, part) -> None:
+    """Integrate with the coupler's generalized contact force d.qfrc_constraint (launches only)."""
+    v = solver.views[part.index]
+    last = f == solver.layout.substeps - 1
+    if _coupled_by_others(solver):
+        # another coupler (Legacy) wrote this substep's reaction wrench after pre-coupling's bias
+        # stage: recompute it so the integration applies that wrench (explicitly, as without SAP)
+        bias.rne(v)
+    integration.total_force(v)
+    factorization.factor_solve(v, solver.layout.h, v.d.qfrc_total, v.d.qacc)
+    contact_forces.contact_wrench(v)
+    contact_forces.link_contact_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
+    if last and solver._readback_on:
+        readback.rne_post_constraint(v, v.d.qacc)
+    integration.integrate(v, last, v.d.qfrc_total)
+
+
+def _coupled_by_others(solver) -> bool:
+    """Whether a coupler other than the contact owner acts on this solver (host side, static)."""
+    got = getattr(solver, "_others_cached", None)
+    if got is None:
+        got = any(c.name != solver._contact_owner and any(solver in pair for pair in c.pairs)
+                  for c in getattr(solver.scene, "couplers", []))
+        solver._others_cached = got
+    return got

@@ -1,0 +1,97 @@
+"""SAP coupler: bad input gives a clear polyphys error naming the field, the value and what is allowed."""
+
+import math
+
+import polyphys
+import pytest
+from polyphys import morphs as M
+from polyphys.couplers.sap.options import SapOptions
+from polyphys.errors import BuildError, CapabilityError, OptionError
+from polyphys.options import SimOptions
+from polyphys.plugins.kinematic.materials import Kinematic
+from polyphys.plugins.rigid.materials import Rigid
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("point_stiffness", 0.0, "must be a number > 0"),
+    ("point_stiffness", -1.0e4, "must be a number > 0"),
+    ("point_stiffness", math.nan, "must be a number > 0"),
+    ("geom_point_stiffness", {0: 0.0}, "must be a number > 0"),
+    ("geom_point_stiffness", {-1: 1.0e4}, "global geom index"),
+    ("dissipation_time_constant", -0.1, ">= 0"),
+    ("atol", 0.0, "tolerance must be a finite number > 0"),
+    ("rtol", -1e-6, "tolerance must be a finite number > 0"),
+    ("ls_tolerance", 0.0, "tolerance must be a finite number > 0"),
+    ("near_rigid_threshold", 0.0, "> 0"),
+    ("sigma", -1.0, "> 0"),
+    ("max_iterations", 0, ""),
+    ("friction_combination", "max", "allowed values"),
+    ("line_search", "newton", "allowed values"),
+])
+def test_bad_options(field, value, words):
+    with pytest.raises(OptionError, match=field) as e:
+        SapOptions(**{field: value})
+    assert words in str(e.value)
+
+
+def _scene(options=None):
+    return polyphys.Scene(sim=SimOptions(dt=0.01, substeps=2), coupler=options or SapOptions())
+
+
+def test_unknown_geom_index_at_build():
+    scene = _scene(SapOptions(geom_point_stiffness={7: 1.0e5}))
+    scene.add_entity(morph=M.Plane(), material=Rigid())
+    scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0, 0, 0.2)), material=Rigid())
+    with pytest.raises(OptionError, match=r"geom_point_stiffness: geom 7 does not exist .* 2 geoms"):
+        scene.build()
+
+
+def test_sap_without_a_rigid_dynamics_solver():
+    """A kinematic entity exposes RigidView but not RigidDynamicsView: nothing for SAP to couple."""
+    scene = _scene()
+    scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0, 0, 0.2)), material=Kinematic())
+    with pytest.raises(BuildError, match=r"coupler 'sap' found no solver pair exposing \('RigidDynamicsView'"):
+        scene.build()
+
+
+def test_joint_limits_are_refused(tmp_path):
+    """Limit/equality rows would have to be solved together with SAP's contacts: CapabilityError."""
+    xml = tmp_path / "hinge.xml"
+    xml.write_text("""<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+      <body pos="0.1 0.2 0.5"><joint type="hinge" axis="0 1 0" range="-30 30" limited="true"/>
+      <geom type="box" size=".1 .05 .02" pos="0.1 0 0"/></body></worldbody></mujoco>""")
+    scene = _scene()
+    scene.add_entity(morph=M.MJCF(file=str(xml)), material=Rigid())
+    with pytest.raises(CapabilityError, match="joint limits, DOF frictionloss or equality"):
+        scene.build()
+
+
+def test_condim_above_3_is_refused(tmp_path):
+    xml = tmp_path / "torsion.xml"
+    xml.write_text("""<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+      <body pos="0.1 0.2 0.5"><freejoint/><geom type="sphere" size=".05" condim="4"/></body></worldbody></mujoco>""")
+    scene = _scene()
+    scene.add_entity(morph=M.MJCF(file=str(xml)), material=Rigid())
+    with pytest.raises(CapabilityError, match="condim 4"):
+        scene.build()
+
+
+def test_collision_off_is_refused():
+    scene = _scene()
+    scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0, 0, 0.2), collision=False), material=Rigid())
+    with pytest.raises(CapabilityError, match="no contacts to hand over|no contact data"):
+        scene.build()
+
+
+def test_fem_in_a_sap_scene_is_refused():
+    """Rigid–FEM contact is not implemented: a scene with an FEM body and the SAP coupler raises
+    (rather than letting the FEM body pass through the rigid ones)."""
+    pytest.importorskip("polyphys.plugins.fem")
+    from polyphys.plugins.fem.materials import Elastic
+
+    scene = _scene()
+    scene.add_entity(morph=M.Plane(), material=Rigid())
+    scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0, 0, 0.3)), material=Elastic(E=2e4, nu=0.3, rho=1000.0),
+                     resolution=2)
+    with pytest.raises(CapabilityError, match="does not solve rigid–FEM"):
+        scene.build()
