@@ -58,7 +58,7 @@ SUPPORTED_PAIRS = frozenset({
     ("plane", "mesh"), ("sphere", "mesh"), ("capsule", "mesh"), ("cylinder", "mesh"),
     ("box", "mesh"), ("ellipsoid", "mesh"), ("mesh", "mesh")})
 NO_COLLISION_TYPES = ("hfield",)
-# pairs handled by kernels/collision_driver.narrowphase (the others by narrowphase_convex)
+# pairs handled by kernels/collision_driver.narrowphase (the others by kernels/collision_gjk.narrowphase_convex)
 ANALYTIC_PAIRS = frozenset({
     ("plane", "sphere"), ("plane", "capsule"), ("plane", "cylinder"), ("plane", "box"),
     ("plane", "ellipsoid"), ("plane", "mesh"), ("sphere", "sphere"), ("sphere", "capsule"),
@@ -560,10 +560,13 @@ class CollisionPipeline:
         import warp as wp
         from polyphys.layout import Partition
 
-        from .kernels import collision_driver as K  # noqa: F401  (registers the overloads)
+        from .kernels import collision_driver, collision_gjk
+        from .types import declare_overloads
 
         if precision not in ("32", "64"):
             raise OptionError(f"precision = {precision!r}: allowed '32', '64'")
+        # the scene's precision only (a second precision in the same process adds its overloads)
+        declare_overloads([collision_driver, collision_gjk], precision)
         if not isinstance(n_envs, int) or n_envs < 1:
             raise OptionError(f"n_envs = {n_envs!r}: must be an integer >= 1")
         o = self.options
@@ -848,7 +851,9 @@ class CollisionPipeline:
                   outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                   device=dev)
         if self._needs_convex:
-            wp.launch(K.narrowphase_convex, dim=(n, self.max_pairs),
+            from .kernels import collision_gjk
+
+            wp.launch(collision_gjk.narrowphase_convex, dim=(n, self.max_pairs),
                       inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum,
                               m.mesh_vert, m.geom_prism, m.prism_nrm, m.prism_vcone, m.cone_nrm,
                               m.cone_cnt, xpos,
@@ -980,6 +985,19 @@ def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarra
     entities (description, morph, material); link_pos0 / link_quat0 (x, y, z, w): env 0's link
     poses at qpos0 (the neutral-overlap rule). An imported asset's contype/conaffinity are local
     masks (docs/semantics.md §R4)."""
+    plan = _scene_plan(entities, options)
+    if plan is None:
+        return None
+    pipe, local, need_neutral = plan
+    if need_neutral:
+        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0)
+    pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
+    return pipe
+
+
+def _scene_plan(entities, options: RigidOptions):
+    """(unbuilt pipeline, local masks, whether the float64 neutral-overlap probe runs) of a rigid scene, or
+    None when no pipeline is needed (scene_pipeline)."""
     from polyphys import morphs as M
 
     o = options
@@ -999,10 +1017,15 @@ def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarra
         need_neutral = bool(same.any()) and not o.enable_neutral_collision
     else:
         need_neutral = not o.enable_neutral_collision
-    if need_neutral:
-        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0)
-    pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
-    return pipe
+    return pipe, local, need_neutral
+
+
+def neutral_probe_runs(entities, options: RigidOptions) -> bool:
+    """Whether building this scene's pipeline runs the neutral-overlap probe, an all-vs-all pass in
+    float64 whatever the scene's precision (_exclude_neutral_trees): its collision modules then also
+    need the float64 overloads (RigidSolver.kernel_modules)."""
+    plan = _scene_plan(entities, options)
+    return plan is not None and plan[2]
 
 
 def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0) -> None:

@@ -56,12 +56,39 @@ from .materials import Rigid
 from .model import HostModel, make_data, put_model, set_const, view
 from .options import RigidOptions, resolve_model_options
 from .sensor_view import RigidSensorViewMixin
+from .types import declare_overloads
 
 # per-env model parameters (domain randomisation): not state (reset keeps them), checkpointed as extra state
 PARAMS = ("link_mass", "link_com", "link_inertia", "dof_damping", "dof_armature", "dof_stiffness",
           "dof_kp", "dof_kv", "dof_force_lo", "dof_force_hi")
 STATE = ("qpos", "qvel", "ctrl", "dof_mode", "dof_target_pos", "dof_target_vel", "dof_target_force",
          "qfrc_applied", "xfrc_force", "xfrc_torque", "root_pos", "root_quat")
+
+
+def _stage_modules() -> list:
+    """Every stage kernel module of the solver (plugins/rigid/kernels; docs/rigid.md, "Internals")."""
+    import importlib
+
+    return [importlib.import_module(f"{__package__}.kernels.{name}") for name in STAGE_MODULES]
+
+
+STAGE_MODULES = ("kinematics", "bias", "inertia", "actuation", "factorization", "integration", "collision_driver",
+                 "collision_gjk", "constraint_rows", "convex_solve", "signorini_solve", "noslip", "contact_forces",
+                 "readback", "contact_handoff")
+
+
+def _needs_gjk(geom_types) -> bool:
+    """Whether two of these collidable geom types (one each, or two of one) make a pair without an analytic
+    routine (collision.ANALYTIC_PAIRS): the GJK + EPA narrowphase, also for every heightfield (its prisms
+    are meshes)."""
+    from collections import Counter
+
+    from .collision import ANALYTIC_PAIRS, SUPPORTED_PAIRS
+
+    count = Counter("mesh" if t == "hfield" else t for t in geom_types)
+    gjk = SUPPORTED_PAIRS - ANALYTIC_PAIRS
+    types = sorted(count)
+    return any((a, b) in gjk or (b, a) in gjk for i, a in enumerate(types) for b in types[i:] if a != b or count[a] >= 2)
 
 
 class RigidSolver(RigidSensorViewMixin, Solver):
@@ -134,14 +161,18 @@ class RigidSolver(RigidSensorViewMixin, Solver):
     def kernel_modules(self, layout):
         """The stage kernel modules this scene will launch, compiled in parallel before ``build``
         (docs/running.md, "First run"): the smooth stages and the integration always; collision when
-        a geom can collide; the constraint rows, the solve of the resolved contact resolution,
+        a geom can collide, and the GJK + EPA / heightfield narrowphase when a pair of its geom types
+        has no analytic routine; the constraint rows, the solve of the resolved contact resolution,
         noslip and the contact forces when the scene can have constraint rows; the readback when a
         sensor reads this solver. An estimate from the descriptions (a module declared here but
         never launched costs its compile once; one launched but not declared compiles at its first
-        launch). Each module holds the float32 and float64 overloads of its kernels (types.overload)."""
+        launch). Each module holds the overloads of the scene's precision only (types.declare_overloads),
+        but for the collision modules of a float32 scene whose build runs the float64 neutral-overlap
+        probe (collision.neutral_probe_runs): they hold both, compiled once."""
         from .kernels import actuation as k_actuation
         from .kernels import bias as k_bias
         from .kernels import collision_driver as k_collision
+        from .kernels import collision_gjk as k_gjk
         from .kernels import constraint_rows as k_rows
         from .kernels import contact_forces as k_forces
         from .kernels import convex_solve as k_convex
@@ -162,7 +193,12 @@ class RigidSolver(RigidSensorViewMixin, Solver):
                         or any(d.contact_pairs for d in descs)))
         rows = any(j.limited or j.frictionloss > 0 for d in descs for j in d.joints) or any(d.equalities for d in descs)
         if collide:
-            mods.append(k_collision)
+            cmods = [k_collision]
+            if _needs_gjk([g.type for d in descs for g in d.geoms if g.role != "visual"]):
+                cmods.append(k_gjk)
+            mods += cmods
+            if layout.precision == "32" and collision.neutral_probe_runs(self.entities, o):
+                declare_overloads(cmods, "64")      # the neutral-overlap probe runs in float64 at build
         if not o.disable_constraint and sum(d.n_dofs for d in descs) > 0 and (collide or rows):
             mods += [k_rows, k_signorini if o.effective_resolution() == "signorini" else k_convex]
             if o.noslip_iterations > 0:
@@ -171,12 +207,16 @@ class RigidSolver(RigidSensorViewMixin, Solver):
                 mods.append(k_forces)
         if any(getattr(s, "entity", None) is e for s in getattr(self.scene, "sensors", ()) for e in self.entities):
             mods.append(k_readback)
+        declare_overloads(mods, layout.precision)
         return mods
 
     def build(self, layout):
         import warnings
 
         self.layout = layout
+        # every stage module gets the scene's precision's overloads before its first launch (also those
+        # kernel_modules did not declare, or when it was not called): declaring compiles nothing
+        declare_overloads(_stage_modules(), layout.precision)
         # MuJoCo-compatible mode: settings left at None come from the models' <option> (docs/semantics.md §R2a);
         # every later read of self.options (collision, constraint stages, integrator) sees them
         self.options, notes = resolve_model_options(

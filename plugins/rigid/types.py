@@ -34,7 +34,7 @@ from .codes import (  # noqa: F401
 
 __all__ = ["JointType", "GeomType", "CtrlMode", "IntegratorType", "ConstraintType", "EqType", "ConeType",
            "SolverType", "ResolutionType", "EfcState", "MODEL", "DATA", "OPTION", "PER_ENV_MODEL_FIELDS",
-           "overload"]
+           "overload", "overloads", "declare_overloads"]
 
 
 _OPTION_DOC = """Solver settings the kernels read (``m.opt``), resolved from RigidOptions at build (docs/semantics.md §R2).
@@ -577,11 +577,43 @@ MODEL = {p: _model_struct(s, OPTION[p]) for p, s in (("32", wp.float32), ("64", 
 DATA = {"32": _data_struct(wp.float32), "64": _data_struct(wp.float64)}
 
 
+# {kernel module name: [register(precision)]}: the overloads each stage module declares, registered
+# per precision by declare_overloads (not at import: a module holds the precisions declared before it loads)
+_OVERLOADS: dict = {}
+_DECLARED: set = set()
+
+
+def overloads(register):
+    """Record ``register(scalar)``, which registers with ``wp.overload`` the overloads of its module's
+    kernels for the Warp scalar type ``scalar``; declare_overloads calls it per precision."""
+    _OVERLOADS.setdefault(register.__module__, []).append(register)
+    return register
+
+
 def overload(kernel, **extra):
-    """Register the float32 and float64 overloads of a stage kernel taking ``(m: Any, d: Any, ...)``;
-    ``extra`` maps further generic parameters to a function of the scalar type giving their type."""
-    for p, s in (("32", wp.float32), ("64", wp.float64)):
+    """Record the overloads of a stage kernel taking ``(m: Any, d: Any, ...)`` (registered per precision by
+    declare_overloads); ``extra`` maps further generic parameters to a function of the scalar type giving
+    their type."""
+    def register(s):
+        p = "64" if s is wp.float64 else "32"
         sig = {"m": MODEL[p], "d": DATA[p]}
         sig.update({k: f(s) for k, f in extra.items()})
         wp.overload(kernel, sig)
+
+    _OVERLOADS.setdefault(kernel.func.__module__, []).append(register)
     return kernel
+
+
+def declare_overloads(modules, precision: str) -> None:
+    """Register the float32 ("32") or float64 ("64") overloads of the stage kernel modules ``modules``
+    (once per module and precision), before they load: a module compiles with the precisions
+    declared so far — the scene's only, unless a scene of the other precision ran in the same process
+    (then the module gains the other overloads and is built again, once)."""
+    s = wp.float64 if precision == "64" else wp.float32
+    for mod in modules:
+        key = (mod.__name__, precision)
+        if key in _DECLARED:
+            continue
+        for register in _OVERLOADS.get(mod.__name__, ()):
+            register(s)
+        _DECLARED.add(key)

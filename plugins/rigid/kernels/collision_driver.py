@@ -1,6 +1,7 @@
 """Collision pipeline kernels: geom poses, AABBs, broadphase (all-vs-all, sweep-and-prune),
-narrowphase dispatch and per-pair contact pruning. Generic over precision (float32/float64
-overloads at the bottom, as in polyphys.kernels.fk).
+narrowphase of the pairs with an analytic routine and per-pair contact pruning (the GJK + EPA and
+heightfield-prism pairs: collision_gjk.py). Generic over precision: the float32/float64 overloads at
+the bottom are registered per precision (types.declare_overloads), as in polyphys.kernels.fk.
 
 Budgets: every stage counts with an atomic counter per env and writes only below its budget; the
 counter keeps counting past it, so after the step the host reads the count that would have been
@@ -11,8 +12,8 @@ from typing import Any
 
 import warp as wp
 
-from .collision_convex import convex_pair, plane_mesh
-from .collision_hfield import prism_contact
+from ..types import overloads
+from .collision_convex import plane_mesh
 from .collision_primitive import (
     _any_perp,
     _empty,
@@ -503,7 +504,7 @@ def _collide_store(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any
 
 @wp.func
 def _is_convex(t1: int, t2: int):
-    """Pairs without an analytic routine, handled by GJK + EPA (narrowphase_convex)."""
+    """Pairs without an analytic routine, handled by GJK + EPA (collision_gjk.narrowphase_convex)."""
     analytic = (t1 == PLANE or (t1 == SPHERE and t2 <= BOX)
                 or (t1 == CAPSULE and (t2 == CAPSULE or t2 == BOX)) or (t1 == BOX and t2 == BOX))
     return (not analytic) and t1 >= SPHERE and t2 <= MESH
@@ -619,109 +620,6 @@ def narrowphase_env(
                         geom_xpos_in, geom_xmat_in, pairs_in, pair_count_in, pair_cand_out, cand_pos_out,
                         cand_normal_out, cand_dist_out, cand_count_out)
 
-
-
-@wp.kernel
-def narrowphase_convex(
-    # Model:
-    geom_type: wp.array(dtype=wp.int32),
-    geom_size: wp.array(dtype=Any),
-    geom_margin: wp.array(dtype=Any),
-    pair_margin: wp.array(dtype=Any),
-    margin_sum: int,
-    mesh_vert: wp.array(dtype=Any),
-    geom_prism: wp.array(dtype=wp.int32),
-    prism_nrm: wp.array2d(dtype=Any),
-    prism_vcone: wp.array(dtype=wp.vec3i),
-    cone_nrm: wp.array2d(dtype=Any),
-    cone_cnt: wp.array(dtype=wp.int32),
-    # Data in:
-    geom_xpos_in: wp.array2d(dtype=Any),
-    geom_xmat_in: wp.array2d(dtype=Any),
-    pairs_in: wp.array2d(dtype=wp.vec3i),
-    pair_count_in: wp.array(dtype=wp.int32),
-    # Data out:
-    pair_cand_out: wp.array2d(dtype=wp.vec2i),
-    cand_pos_out: wp.array2d(dtype=Any),
-    cand_normal_out: wp.array2d(dtype=Any),
-    cand_dist_out: wp.array2d(dtype=Any),
-    cand_count_out: wp.array(dtype=wp.int32),
-):
-    """The GJK + EPA pairs (one contact each), same outputs as narrowphase. A pair with one
-    heightfield prism (geom_prism >= 0) gets the internal-edge correction and, for a face contact
-    of a sphere, capsule, cylinder or box, the face manifold (collision_hfield.prism_contact)."""
-    env, k = wp.tid()
-    npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
-    if k < npairs:
-        p = pairs_in[env, k]
-        g1 = p[0]
-        g2 = p[1]
-        t1 = geom_type[g1]
-        t2 = geom_type[g2]
-        if _is_convex(t1, t2):
-            margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
-            pr1 = geom_prism[g1]
-            pr2 = geom_prism[g2]
-            # a sphere or capsule against a heightfield prism: GJK on its core (the centre or the
-            # axis segment, as a zero-size box) with the radius added to the margin and taken off
-            # the distance afterwards — exact while the core stays outside the prism (penetration
-            # < radius, the usual case); when the core overlaps (or GJK reports so: a point on a
-            # flat polytope face is degenerate in float32), the full shapes are collided again
-            zero = margin - margin
-            s1 = geom_size[g1]
-            s2 = geom_size[g2]
-            ct1 = t1
-            ct2 = t2
-            rad = zero
-            if pr2 >= 0 and pr1 < 0 and (t1 == SPHERE or t1 == CAPSULE):
-                rad = s1[0]
-                s1 = wp.vector(zero, zero, s1[1])
-                if t1 == SPHERE:
-                    s1 = wp.vector(zero, zero, zero)
-                ct1 = BOX
-            elif pr1 >= 0 and pr2 < 0 and (t2 == SPHERE or t2 == CAPSULE):
-                rad = s2[0]
-                s2 = wp.vector(zero, zero, s2[1])
-                if t2 == SPHERE:
-                    s2 = wp.vector(zero, zero, zero)
-                ct2 = BOX
-            cnt = int(0)
-            n = s1
-            pts, d = _empty(s1)
-            tries = int(2)
-            for attempt in range(tries):
-                if attempt == 0 or (cnt > 0 and d[0] < zero and rad > zero):
-                    if attempt == 1:
-                        ct1 = t1
-                        ct2 = t2
-                        s1 = geom_size[g1]
-                        s2 = geom_size[g2]
-                        rad = zero
-                    cnt, n, pts, d = convex_pair(ct1, geom_xpos_in[env, g1],
-                                                 geom_xmat_in[env, g1], s1, ct2,
-                                                 geom_xpos_in[env, g2], geom_xmat_in[env, g2], s2,
-                                                 margin + rad, mesh_vert)
-            if cnt > 0 and rad > zero:
-                # the core's witness moves onto the surface: by rad towards the prism
-                sg = type(zero)(1.0)
-                if pr1 >= 0:
-                    sg = type(zero)(-1.0)
-                pts[0] = pts[0] + n * (sg * type(zero)(0.5) * rad)
-                d[0] = d[0] - rad
-            if pr2 >= 0 and pr1 < 0:
-                cnt, n, pts, d = prism_contact(pr2, geom_xpos_in[env, g2], geom_xmat_in[env, g2],
-                                               geom_size[g2], t1, geom_xpos_in[env, g1],
-                                               geom_xmat_in[env, g1], geom_size[g1], False, cnt,
-                                               n, pts, d, margin, mesh_vert, prism_nrm,
-                                               prism_vcone, cone_nrm, cone_cnt)
-            elif pr1 >= 0 and pr2 < 0:
-                cnt, n, pts, d = prism_contact(pr1, geom_xpos_in[env, g1], geom_xmat_in[env, g1],
-                                               geom_size[g1], t2, geom_xpos_in[env, g2],
-                                               geom_xmat_in[env, g2], geom_size[g2], True, cnt,
-                                               n, pts, d, margin, mesh_vert, prism_nrm,
-                                               prism_vcone, cone_nrm, cone_cnt)
-            _store(env, k, cnt, n, pts, d, pair_cand_out, cand_pos_out, cand_normal_out,
-                   cand_dist_out, cand_count_out)
 
 
 @wp.func
@@ -1106,74 +1004,65 @@ def export_contacts_env(
         con_link_out[env, c, 1] = geom_link[g[1]]
 
 
-def _overloads():
-    for s in (wp.float32, wp.float64):
-        V = wp.types.vector(3, s)
-        Q = wp.types.quaternion(s)
-        M = wp.types.matrix((3, 3), s)
-        A = wp.array
-        A2 = wp.array2d
-        wp.overload(geom_poses, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q),
-                                 "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
-                                 "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q)})
-        wp.overload(geom_poses_env, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q),
-                                 "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
-                                 "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q)})
-        wp.overload(aabb_update, {"geom_half": A(dtype=V), "geom_margin": A(dtype=s),
-                                  "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
-                                  "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
-                                  "aabb_hi_out": A2(dtype=V)})
-        wp.overload(aabb_update_env, {"geom_half": A(dtype=V), "geom_margin": A(dtype=s),
-                                  "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
-                                  "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
-                                  "aabb_hi_out": A2(dtype=V)})
-        wp.overload(broadphase_list, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
-                                      "aabb_hi_in": A2(dtype=V)})
-        wp.overload(broadphase_list_env, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
-                                      "aabb_hi_in": A2(dtype=V)})
-        wp.overload(sap_keys, {"aabb_lo_in": A2(dtype=V)})
-        wp.overload(sap_sweep, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
-        wp.overload(narrowphase, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
-                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
-                                                   "geom_xpos_in": A2(dtype=V),
-                                  "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
-                                  "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
-        wp.overload(narrowphase_env, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
-                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
-                                                   "geom_xpos_in": A2(dtype=V),
-                                  "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
-                                  "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
-        wp.overload(narrowphase_convex, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
-                                  "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
-                                  "prism_nrm": A2(dtype=V), "cone_nrm": A2(dtype=V),
-                                  "geom_xpos_in": A2(dtype=V),
-                                  "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
-                                  "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
-        wp.overload(export_contacts, {
-            "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
-            "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
-            "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
-            "con_margin_out": A2(dtype=s)})
-        wp.overload(export_contacts_env, {
-            "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
-            "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
-            "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
-            "con_margin_out": A2(dtype=s)})
-        wp.overload(split_inactive, {"contact_pos_out": A2(dtype=V), "contact_frame_out": A2(dtype=M),
-                                     "contact_depth_out": A2(dtype=s),
-                                     "contact_includemargin_out": A2(dtype=s)})
-        wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
-                            "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
-                            "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
-                            "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
-                            "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
-                            "contact_includemargin_out": A2(dtype=s)})
-        wp.overload(prune_env, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
-                            "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
-                            "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
-                            "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
-                            "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
-                            "contact_includemargin_out": A2(dtype=s)})
-
-
-_overloads()
+@overloads
+def _overloads(s):
+    V = wp.types.vector(3, s)
+    Q = wp.types.quaternion(s)
+    M = wp.types.matrix((3, 3), s)
+    A = wp.array
+    A2 = wp.array2d
+    wp.overload(geom_poses, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q),
+                             "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
+                             "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q)})
+    wp.overload(geom_poses_env, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q),
+                             "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
+                             "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q)})
+    wp.overload(aabb_update, {"geom_half": A(dtype=V), "geom_margin": A(dtype=s),
+                              "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
+                              "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
+                              "aabb_hi_out": A2(dtype=V)})
+    wp.overload(aabb_update_env, {"geom_half": A(dtype=V), "geom_margin": A(dtype=s),
+                              "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
+                              "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
+                              "aabb_hi_out": A2(dtype=V)})
+    wp.overload(broadphase_list, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
+                                  "aabb_hi_in": A2(dtype=V)})
+    wp.overload(broadphase_list_env, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
+                                  "aabb_hi_in": A2(dtype=V)})
+    wp.overload(sap_keys, {"aabb_lo_in": A2(dtype=V)})
+    wp.overload(sap_sweep, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
+    wp.overload(narrowphase, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
+                              "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
+                                               "geom_xpos_in": A2(dtype=V),
+                              "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
+                              "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
+    wp.overload(narrowphase_env, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
+                              "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
+                                               "geom_xpos_in": A2(dtype=V),
+                              "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
+                              "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
+    wp.overload(export_contacts, {
+        "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
+        "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
+        "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
+        "con_margin_out": A2(dtype=s)})
+    wp.overload(export_contacts_env, {
+        "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
+        "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
+        "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
+        "con_margin_out": A2(dtype=s)})
+    wp.overload(split_inactive, {"contact_pos_out": A2(dtype=V), "contact_frame_out": A2(dtype=M),
+                                 "contact_depth_out": A2(dtype=s),
+                                 "contact_includemargin_out": A2(dtype=s)})
+    wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+                        "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
+                        "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
+                        "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
+                        "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
+                        "contact_includemargin_out": A2(dtype=s)})
+    wp.overload(prune_env, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+                        "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
+                        "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
+                        "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
+                        "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
+                        "contact_includemargin_out": A2(dtype=s)})

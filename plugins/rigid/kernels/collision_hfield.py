@@ -1,5 +1,5 @@
 """Heightfield contacts: internal-edge normal correction and face manifolds (Warp functions,
-generic over precision), applied by collision_driver.narrowphase_convex to the GJK/EPA contact of
+generic over precision), applied by collision_gjk.narrowphase_convex to the GJK/EPA contact of
 a geom with one heightfield prism.
 
 A heightfield is collided as one convex prism per grid triangle (MuJoCo's decomposition). A

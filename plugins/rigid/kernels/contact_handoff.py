@@ -17,6 +17,7 @@ from typing import Any
 import warp as wp
 
 from ..codes import ConstraintType
+from ..types import overloads
 
 wp.set_module_options({"enable_backward": False})
 
@@ -78,8 +79,9 @@ def contact_jacobian(
                 d = dof_parent_in[d]
 
 
-for _s in (wp.float32, wp.float64):
-    _V, _M = wp.types.vector(3, _s), wp.types.matrix((3, 3), _s)
-    wp.overload(contact_jacobian, {"cdof_w_in": wp.array2d(dtype=_V), "cdof_v_in": wp.array2d(dtype=_V),
-                                   "dof_ref_in": wp.array2d(dtype=_V), "con_pos_in": wp.array2d(dtype=_V),
-                                   "con_frame_in": wp.array2d(dtype=_M), "efc_J_out": wp.array3d(dtype=_s)})
+@overloads
+def _overloads(s):
+    V, M = wp.types.vector(3, s), wp.types.matrix((3, 3), s)
+    wp.overload(contact_jacobian, {"cdof_w_in": wp.array2d(dtype=V), "cdof_v_in": wp.array2d(dtype=V),
+                                   "dof_ref_in": wp.array2d(dtype=V), "con_pos_in": wp.array2d(dtype=V),
+                                   "con_frame_in": wp.array2d(dtype=M), "efc_J_out": wp.array3d(dtype=s)})
