@@ -223,11 +223,16 @@ class RigidDynamicsView(RigidView, Protocol):
     ``cede_contacts(owner)`` at the coupler's build makes every later substep compute free dynamics
     and contact Jacobians in pre-coupling (no contact forces of its own) and integrate with
     ``qfrc_contact`` in post-coupling; it raises CapabilityError for what it cannot hand over.
-    ``rigid_dynamics(part)`` gives the arrays (:class:`RigidDynamics`)."""
+    ``rigid_dynamics(part)`` gives the arrays (:class:`RigidDynamics`). ``handoff_kernel_modules(layout)``
+    names the Warp modules the hand-off stages launch beyond the solver's own ``kernel_modules(layout)``
+    (with their overloads of the layout's precision declared); the coupler returns them from its
+    ``kernel_modules`` so they compile with the rest before build (docs/running.md, "First run")."""
 
     def cede_contacts(self, owner: str) -> None: ...
 
     def rigid_dynamics(self, part) -> RigidDynamics: ...
+
+    def handoff_kernel_modules(self, layout) -> list: ...
 
 
 @attrs.frozen

@@ -33,8 +33,22 @@ F = wp.float64
 class SapCoupler(Coupler):
     options_type = SapOptions
 
+    def kernel_modules(self, layout):
+        """The SAP kernels (kernels/sap.py) and, per rigid solver this coupler takes the contacts of, its
+        hand-off module (``RigidDynamicsView.handoff_kernel_modules``), with the overloads of the scene's
+        precision: compiled with the rest before build (docs/running.md, "First run")."""
+        K.declare_overloads(layout.precision)
+        mods = [K]
+        for a, b in self.pairs:
+            for s in {a.name: a, b.name: b}.values():
+                rigid = s.view(RigidDynamicsView)
+                if rigid is not None:
+                    mods += [m for m in rigid.handoff_kernel_modules(layout) if m not in mods]
+        return mods
+
     def build(self, layout):
         self.layout = layout
+        K.declare_overloads(layout.precision)     # also when kernel_modules was not called: compiles nothing
         self._rigid = {}
         for s in self.scene.solvers:
             if s.view(SurfaceMeshView) is not None:

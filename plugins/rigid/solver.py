@@ -700,6 +700,17 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         """The RigidDynamics arrays of ``part`` (valid between pre- and post-coupling)."""
         return self._dyn[part.index]
 
+    def handoff_kernel_modules(self, layout):
+        """The module the hand-off stages launch beyond ``kernel_modules(layout)``: the contact Jacobian
+        kernels (kernels/contact_handoff.py), in the scene's precision; called by the coupler that will
+        take the contacts, before build. The other hand-off stages launch the smooth, collision,
+        constraint-row, contact-force and readback modules, which ``kernel_modules`` declares for a scene
+        with collision (``cede_contacts`` refuses one without)."""
+        from .kernels import contact_handoff as k_handoff
+
+        declare_overloads([k_handoff], layout.precision)
+        return [k_handoff]
+
     # -- RenderView (cameras and ray sensors, docs/cameras.md) --------------------------------------
     def render_geoms(self):
         """Every geom (visual and collision) with its colour, for cameras and ray sensors."""

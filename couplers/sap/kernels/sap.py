@@ -534,3 +534,20 @@ def step_stats(
     else:
         iterations_step_out[e] = iterations_step_out[e] + iterations_in[e]
         cap_hits_step_out[e] = cap_hits_step_out[e] + cap
+
+
+_declared: set = set()
+
+
+def declare_overloads(precision: str) -> None:
+    """The float32 ("32") or float64 ("64") overloads of the generic kernels, whose rigid-solver inputs and
+    outputs are in the scene's precision (SapCoupler.kernel_modules, docs/running.md "First run"): declared
+    before the module loads, a scene compiles only its own precision and its first step rebuilds nothing."""
+    if precision in _declared:
+        return
+    s = wp.float64 if precision == "64" else wp.float32
+    a2, a3 = wp.array2d(dtype=s), wp.array3d(dtype=s)
+    wp.overload(contact_params, {"con_friction_in": a3, "geom_friction_in": a3, "geom_friction_ratio_in": a2})
+    wp.overload(sap_solve, {"qvel_in": a2, "qacc_free_in": a2, "mass_in": a3, "dist_in": a2, "jac_in": a3,
+                            "qfrc_out": a2, "force_out": a2})
+    _declared.add(precision)
