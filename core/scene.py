@@ -80,6 +80,7 @@ class Scene:
         self.layout: Layout | None = None
         self.simulator = None
         self.sensor_hub = None
+        self._global_env_offset = 0          # set_global_env_offset: keys the per-env noise streams
         self.kernel_loads: list = []         # polyphys.startup.ModuleLoad records of build()
         self._step_count: np.ndarray | None = None
         self.nan_envs: list[tuple[int, int]] = []      # (step, env) of every NaN reset
@@ -298,6 +299,7 @@ class Scene:
                 from .sensors import SensorHub
 
                 self.sensor_hub = SensorHub(self, self.sensors, self.layout)
+                self.sensor_hub.env_base.fill_(self._global_env_offset)
             for p in [*self.solvers, *self.couplers]:
                 p.register_initial()
         from .simulator import Simulator
@@ -477,6 +479,18 @@ class Scene:
         envs = self._envs_idx(envs_idx)
         c = self._step_count[envs].copy()
         return int(c[0]) if not self.batched else c
+
+    def set_global_env_offset(self, offset: int) -> None:
+        """Declare this scene's envs to be envs ``offset … offset + n_envs − 1`` of a larger batch
+        (a ScenePool worker's share): the per-env random streams of the sensors' noise and drift are
+        keyed by that global index, so a pool of scenes draws what one scene of all the envs draws
+        (docs/sensors.md, "Measurement models"). Default 0; may be set before or after build."""
+        if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or not 0 <= int(offset) < 2**31 - 2**24:
+            raise OptionError(f"set_global_env_offset(offset={offset!r}): expected an int in [0, {2**31 - 2**24})")
+        with self._guard.enter("set_global_env_offset()"), WARP_LOCK.exclusive():
+            self._global_env_offset = int(offset)
+            if self.sensor_hub is not None:
+                self.sensor_hub.env_base.fill_(self._global_env_offset)
 
     def read_sensors(self, envs_idx=None, ground_truth: bool = False) -> dict:
         """Every sensor's reading of the last step: {full name ("entity/sensor"): Reading} (sensors

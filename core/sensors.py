@@ -235,6 +235,9 @@ class SensorHub:
         self.col_plain = arr(self._plain_host, wp.int32)
         self.col_sensor = arr(np.asarray(csens, np.int32), wp.int32)
         self.col_seed = arr(np.asarray(cseed, np.int32), wp.int32)
+        # the global index of this scene's env 0 (Scene.set_global_env_offset): read by the kernel from
+        # the device, so setting it after a step was captured still takes effect
+        self.env_base = wp.zeros(1, dtype=wp.int32, device=dev)
         self.col_drift = arr(np.asarray(cdrift, npf), s_t)
         self.col_resolution = arr(np.asarray(cres, npf), s_t)
         self.col_lo = arr(np.asarray(clo, npf), s_t)
@@ -293,8 +296,8 @@ class SensorHub:
         for g in self.groups:
             g.evaluate(part, p["truth"])
         wp.launch(K.sensor_measure, dim=part.n_envs, device=self.layout.device, inputs=[
-            part.start, self._sqrt_dt, self.col_type, self.col_plain, self.col_sensor, self.col_seed, self.col_drift,
-            self.col_resolution, self.col_lo, self.col_hi, p["noise"], p["bias"], p["delay"], p["truth"],
+            part.start, self.env_base, self._sqrt_dt, self.col_type, self.col_plain, self.col_sensor, self.col_seed,
+            self.col_drift, self.col_resolution, self.col_lo, self.col_hi, p["noise"], p["bias"], p["delay"], p["truth"],
             p["head"], p["count"], p["tick"], p["drift"], p["buffer"], p["measured"]])
 
     # -- readings (outside the step) -----------------------------------------------------------

@@ -87,6 +87,8 @@ class SceneWorker:
                 pass
         t0 = time.perf_counter()
         self.scene = self.factory.build(self.n_envs)
+        # global env w·n .. w·n + n − 1 of the pool: sensor noise streams as in one scene of all envs
+        self.scene.set_global_env_offset(self.index * self.n_envs)
         build_s = time.perf_counter() - t0
         try:
             import ray

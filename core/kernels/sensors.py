@@ -5,8 +5,9 @@ array; these kernels turn it into the measured reading (docs/sensors.md, "Measur
 Per column j of an env: y = truth + bias + drift + noise (drift a random walk), then quantization
 to a multiple of the resolution, then saturation to [lo, hi]; y enters a ring buffer of the last L
 readings and the reading ``delay`` steps old leaves it. Random numbers come from Warp's counter-based
-generator (a PCG hash): each (column seed, env, tick) starts its own stream, tick being the env's
-count of measured steps, so a draw depends neither on partitioning, thread order nor device.
+generator (a PCG hash): each (column seed, env, tick) starts its own stream — env the global index
+(Scene.set_global_env_offset: a ScenePool worker's env 0 is the pool's env w·n), tick the env's
+count of measured steps — so a draw depends neither on partitioning, thread order nor device.
 """
 
 from typing import Any
@@ -66,6 +67,7 @@ def _normal_pair(rng: wp.uint32):
 def sensor_measure(
     # Model:
     env_offset: wp.int32,
+    env_base: wp.array(dtype=wp.int32),
     sqrt_dt: Any,
     col_type: wp.array(dtype=wp.int32),
     col_plain: wp.array(dtype=wp.int32),
@@ -123,7 +125,7 @@ def sensor_measure(
             if t == COL_AXIS:
                 w = 3
             if noise[e, j] > zero:
-                rng = _stream(col_seed[j], env_offset + e, tk)
+                rng = _stream(col_seed[j], env_base[0] + env_offset + e, tk)
                 if t == COL_QUAT:
                     q = _quat_noise(truth_in[e, j], truth_in[e, j + 1], truth_in[e, j + 2], truth_in[e, j + 3],
                                     noise[e, j], rng)
@@ -146,7 +148,7 @@ def sensor_measure(
             d = drift[e, j]
             ns = noise[e, j]
             if col_drift[j] > zero or ns > zero:
-                g = _normal_pair(_stream(col_seed[j], env_offset + e, tk))
+                g = _normal_pair(_stream(col_seed[j], env_base[0] + env_offset + e, tk))
                 d = d + col_drift[j] * sqrt_dt * type(x)(g[0])
                 drift[e, j] = d
                 y = x + bias[e, j] + d + ns * type(x)(g[1])

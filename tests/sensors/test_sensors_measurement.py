@@ -90,6 +90,38 @@ def test_noise_is_reproducible_from_the_seed():
     assert not np.array_equal(a[2].read().value[0], a[2].read().value[1])     # per env streams
 
 
+def test_split_scenes_with_global_env_offsets_draw_what_one_scene_draws():
+    """Two scenes of 2 envs with global offsets 0 and 2 (a ScenePool's workers) read bitwise what one
+    scene of 4 envs reads (noise and drift keyed by the global env index); without the offset the
+    second scene repeats the first one's streams. Set after a (captured) step, the offset applies
+    from the next step on (noise only here: drift accumulates the draws made before)."""
+    v = np.random.default_rng(7).normal(size=(4, 6)) * [1, 1, 1, 0, 0, 0]
+
+    def run(kw, late):
+        whole, lo, hi, plain = _falling(4, **kw), _falling(2, **kw), _falling(2, **kw), _falling(2, **kw)
+        for sc, sl in ((whole, slice(0, 4)), (lo, slice(0, 2)), (hi, slice(2, 4)), (plain, slice(2, 4))):
+            sc[1].set_dofs_velocity(v[sl])
+        if not late:
+            hi[0].set_global_env_offset(2)
+        for sc in (whole, lo, hi, plain):
+            sc[0].step()
+        if late:
+            hi[0].set_global_env_offset(2)
+        for sc in (whole, lo, hi, plain):
+            for _ in range(3):
+                sc[0].step()
+        split = np.concatenate([lo[2].read().value, hi[2].read().value])
+        np.testing.assert_array_equal(split, whole[2].read().value)
+        assert not np.array_equal(plain[2].read().value, whole[2].read().value[2:])
+        return hi[0]
+
+    run(dict(noise=0.1, drift=0.3, seed=3), late=False)
+    hi = run(dict(noise=0.1, seed=3), late=True)
+    for bad in (-1, 1.5, True, 2**31):
+        with pytest.raises(polyphys.errors.OptionError, match="set_global_env_offset"):
+            hi.set_global_env_offset(bad)
+
+
 def test_delay_returns_the_truth_of_k_steps_earlier_with_tags():
     """delay = 3: each reading is exactly (bitwise) the ground truth of 3 steps earlier; before 3
     steps have passed the oldest reading is returned and the tags say which step it belongs to."""
