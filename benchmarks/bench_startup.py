@@ -18,7 +18,7 @@ default scene; with ``quick=False`` also every ``examples/*.toml`` and the gymna
 compiles proportionally slower, the ratios are the robust figures.
 
 ``python -m benchmarks.bench_startup [CASE ...]`` prints the rows of the named cases (``--list``);
-the serial breakdown is made for the default scene and the ant only (it costs a third cold run).
+the serial breakdown is made for the default scene, the ant and the humanoid only (it costs a third cold run).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def run_case(case: str, breakdown: bool = True) -> list[dict]:
     return rows
 
 
-BREAKDOWN = ("default", "gym:ant")     # cases that also get the serial per-module breakdown
+BREAKDOWN = ("default", "gym:ant", "gym:humanoid")     # cases that also get the serial per-module breakdown
 
 
 def run(quick: bool = False) -> list[dict]:

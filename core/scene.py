@@ -330,7 +330,7 @@ class Scene:
             mods = part.kernel_modules(layout)
             groups.append((label, None if mods is None else list(mods), package_of(part)))
         core = [envs]
-        if self.sensors:
+        if any(s.in_step for s in self.sensors):      # the measurement kernels (cameras on demand: none)
             from .kernels import sensors as sensor_kernels
 
             core.append(sensor_kernels)

@@ -378,6 +378,8 @@ class SensorHub:
     def reset(self, envs: np.ndarray) -> None:
         """Clear the named envs' delay buffers, drift and reading counts (their noise streams go on:
         the draw counter is not rewound, so an episode after a reset sees new noise)."""
+        if not self.sensors:          # none evaluated in the step (cameras on demand): no rows to clear
+            return
         import warp as wp
 
         from .kernels import sensors as K

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -328,25 +329,51 @@ def load_kernel_modules(groups: list, device=None, *, workers: int | None = None
 
     todo.sort(key=lambda it: (it[1].status != "compiled", -_cost(it[0])))
     n = min(len(todo), workers or _default_workers())
-    # The calling thread is one of the workers: Warp keeps a precompiled header per thread, built
-    # by the thread's first compile, and the modules an owner left undeclared compile later on
-    # this thread — so they reuse its header instead of building a third one.
+    # The calling thread is one of the workers: the modules an owner left undeclared compile later on
+    # this thread, with the precompiled headers it holds by then (_HeaderPool).
+    headers = _HeaderPool(wp, device)
     queue = list(todo)
-    lock = threading.Lock()
+    cond = threading.Condition()
     errors: list = []
+
+    def pick():
+        """The next item for this thread (removed from the queue), or None to wait: the largest module
+        whose precompiled header exists; else the smallest of a header no thread builds yet (it builds
+        it and the others get it soon); else wait for a header another thread is building."""
+        ready = [it for it in queue if it[1].status != "compiled" or headers.ready(it[0])]
+        if ready:
+            item = ready[0]
+        else:
+            fresh = [it for it in queue if not headers.building(it[0])]
+            if not fresh:
+                return None
+            key = headers.key(fresh[0][0])
+            item = [it for it in fresh if headers.key(it[0]) == key][-1]
+            headers.start(item[0])
+        queue.remove(item)
+        return item
 
     def drain():
         while True:
-            with lock:
-                if not queue or errors:
-                    return
-                item = queue.pop(0)
+            with cond:
+                item = None
+                while item is None:
+                    if not queue or errors:
+                        return
+                    item = pick()
+                    if item is None:
+                        cond.wait(0.5)
             try:
+                headers.fetch()
                 load(item)
+                headers.publish(item[0])
             except BaseException as exc:     # reported after every worker stopped
-                with lock:
+                with cond:
                     errors.append(exc)
+                    cond.notify_all()
                 return
+            with cond:
+                cond.notify_all()
 
     if n <= 1:
         drain()
@@ -359,6 +386,85 @@ def load_kernel_modules(groups: list, device=None, *, workers: int | None = None
     if errors:
         raise errors[0]
     return list(seen.values())
+
+
+class _HeaderPool:
+    """Precompiled headers shared by the compile threads of one ``load_kernel_modules`` call.
+
+    Warp's CPU compiler (clang) precompiles its builtin header once per thread and per set of compile
+    options — one file per optimization level, ``builtin_..._o2_<hash>.pch``, about 2.5 s of CPU each —
+    in a folder of the thread's own (no two threads write one file). A scene whose modules use two
+    levels (the rigid smooth stages -O3, the rest -O2) made every compile thread build both. Here each
+    header is built once, by the first thread that compiles a module of its level (the smallest such
+    module, so that it is ready soon), and copied into the folder of every thread before its next
+    compile; a thread waits for a header another thread is building rather than build it again. CPU
+    only (the CUDA compiler's headers are left as they are); without Warp's per-thread folder
+    (another Warp version) nothing is shared and every thread builds its own, as before."""
+
+    def __init__(self, wp, device):
+        self.wp, self.device = wp, device
+        self.files: dict[str, str] = {}           # header file name -> a complete copy
+        self.state: dict = {}                     # key -> "building" | "ready"
+        self._lock = threading.Lock()
+        rt = getattr(getattr(wp, "_src", None), "context", None)
+        rt = getattr(rt, "runtime", None)
+        self._dir_of_thread = getattr(rt, "get_clang_pch_dir", None) if device.is_cpu else None
+
+    def key(self, m) -> tuple:
+        o = m.options
+        opt = o.get("optimization_level")
+        if opt is None:
+            opt = getattr(self.wp.config, "optimization_level", None)
+        if opt is None:
+            opt = 2 if self.device.is_cpu else 3
+        return (opt, o.get("mode") or getattr(self.wp.config, "mode", None), bool(o.get("fast_math", False)))
+
+    def ready(self, m) -> bool:
+        return self.state.get(self.key(m)) == "ready"
+
+    def building(self, m) -> bool:
+        return self.key(m) in self.state
+
+    def start(self, m) -> None:
+        self.state[self.key(m)] = "building"
+
+    def _folder(self) -> str | None:
+        try:
+            return self._dir_of_thread() if self._dir_of_thread is not None else None
+        except Exception:
+            return None
+
+    def fetch(self) -> None:
+        """Copy the headers this thread lacks into its folder (before it compiles)."""
+        folder = self._folder()
+        if folder is None:
+            return
+        with self._lock:
+            files = dict(self.files)
+        for name, src in files.items():
+            dst = os.path.join(folder, name)
+            if os.path.exists(dst):
+                continue
+            try:
+                tmp = dst + ".part"
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, dst)
+            except OSError:
+                pass
+
+    def publish(self, m) -> None:
+        """After this thread loaded ``m``: its headers (complete: the compile finished) go to the pool,
+        and ``m``'s level is ready for every thread."""
+        folder = self._folder()
+        if folder is not None:
+            try:
+                names = [f for f in os.listdir(folder) if f.endswith(".pch")]
+            except OSError:
+                names = []
+            with self._lock:
+                for f in names:
+                    self.files.setdefault(f, os.path.join(folder, f))
+        self.state[self.key(m)] = "ready"
 
 
 # -- ahead of time: polyphys warmup -------------------------------------------------------------------

@@ -433,23 +433,37 @@ class RayScene:
                 P["t_uppers"] = wp.zeros(ne * sm_.n, dtype=wp.vec3, device=dev)
             P["gd"], P["pd"], P["sd"] = gd, pd, sd
             self.parts.append(P)
-        # build the acceleration structures from the current state (their topology stays; refit later)
-        for P in self.parts:
-            part = P["part"]
-            self._geoms(P, part)
-            if B:
-                groups = wp.array(np.repeat(np.arange(part.n_envs), B).astype(np.int32), dtype=wp.int32, device=dev)
-                P["bvh"] = wp.Bvh(P["lowers"], P["uppers"], groups=groups)
-                P["gd"].bvh = P["bvh"].id
-            self._surfaces(P, part)
-            if sm_.n:
-                groups = wp.array(np.repeat(np.arange(part.n_envs), sm_.n).astype(np.int32), dtype=wp.int32, device=dev)
-                P["t_bvh"] = wp.Bvh(P["t_lowers"], P["t_uppers"], groups=groups)
-                P["sd"].bvh = P["t_bvh"].id
-            if NP:
-                P["pd"].grid = P["grid"].id
-                self._particles(P, part)
         self.field_values: dict = {}
+        self.structures_built = False
+
+    def build_structures(self) -> None:
+        """Build the acceleration structures (geom and triangle BVHs, particle hash grids) from the
+        current state; later ``prepare`` calls refit them (their topology stays). Once, outside the
+        captured step: the scene's in-step ray sensors call it when they are built; otherwise the
+        first on-demand use (``prepare``, ``bounds``) does — a scene whose only cameras render on
+        demand launches no ray-casting kernel (compiles none) until a picture is taken."""
+        if self.structures_built:
+            return
+        import warp as wp
+
+        dev, B, NP, T = self.device, self.n_bvh, self.n_particles, self.sm.n
+        with wp.ScopedDevice(dev):
+            for P in self.parts:
+                part = P["part"]
+                self._geoms(P, part)
+                if B:
+                    groups = wp.array(np.repeat(np.arange(part.n_envs), B).astype(np.int32), dtype=wp.int32, device=dev)
+                    P["bvh"] = wp.Bvh(P["lowers"], P["uppers"], groups=groups)
+                    P["gd"].bvh = P["bvh"].id
+                self._surfaces(P, part)
+                if T:
+                    groups = wp.array(np.repeat(np.arange(part.n_envs), T).astype(np.int32), dtype=wp.int32, device=dev)
+                    P["t_bvh"] = wp.Bvh(P["t_lowers"], P["t_uppers"], groups=groups)
+                    P["sd"].bvh = P["t_bvh"].id
+                if NP:
+                    P["pd"].grid = P["grid"].id
+                    self._particles(P, part)
+        self.structures_built = True
 
     # -- helpers -----------------------------------------------------------------------------------
     def _entity_link(self, entity) -> int:
@@ -528,6 +542,7 @@ class RayScene:
     def prepare(self, part) -> None:
         """Bring partition ``part``'s poses, bounds and acceleration structures to the current state
         (launches, BVH refits and a hash-grid build: graph-capturable)."""
+        self.build_structures()          # once (outside the step: in-step ray sensors built them)
         P = self.parts[part.index]
         self._geoms(P, part)
         if self.n_bvh:
@@ -571,6 +586,7 @@ class RayScene:
     def bounds(self, env: int) -> tuple[np.ndarray, np.ndarray] | None:
         """World bounding box (lo, hi) of env ``env``'s finite content (not infinite planes) after a
         ``prepare``; None when it holds nothing finite."""
+        self.build_structures()
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         P = next(P for P in self.parts if P["part"].start <= env < P["part"].stop)
         e = env - P["part"].start

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections import Counter
 from types import SimpleNamespace
 
 import attrs
@@ -58,12 +59,47 @@ SUPPORTED_PAIRS = frozenset({
     ("plane", "mesh"), ("sphere", "mesh"), ("capsule", "mesh"), ("cylinder", "mesh"),
     ("box", "mesh"), ("ellipsoid", "mesh"), ("mesh", "mesh")})
 NO_COLLISION_TYPES = ("hfield",)
-# pairs handled by kernels/collision_driver.narrowphase (the others by kernels/collision_gjk.narrowphase_convex)
+# pairs with an analytic routine (the family modules below; the others: kernels/collision_gjk.narrowphase_convex)
 ANALYTIC_PAIRS = frozenset({
     ("plane", "sphere"), ("plane", "capsule"), ("plane", "cylinder"), ("plane", "box"),
     ("plane", "ellipsoid"), ("plane", "mesh"), ("sphere", "sphere"), ("sphere", "capsule"),
     ("sphere", "cylinder"), ("sphere", "box"), ("capsule", "capsule"), ("capsule", "box"),
     ("box", "box")})
+
+# The narrowphase kernel modules of the analytic pairs (kernels/<name>.py), one per pair family: a
+# scene compiles and launches only those of the type pairs it can produce (docs/collision.md, "Kernel
+# modules"), in this order; the other pairs of SUPPORTED_PAIRS are in kernels/collision_gjk.py.
+NARROWPHASE_FAMILIES = {
+    "collision_plane": frozenset({("plane", "sphere"), ("plane", "capsule"), ("plane", "cylinder"),
+                                  ("plane", "box"), ("plane", "ellipsoid"), ("plane", "mesh")}),
+    "collision_sphere": frozenset({("sphere", "sphere"), ("sphere", "capsule"), ("sphere", "cylinder"),
+                                   ("sphere", "box")}),
+    "collision_capsule": frozenset({("capsule", "capsule")}),
+    "collision_box": frozenset({("capsule", "box"), ("box", "box")}),
+}
+# every collision kernel module (kernels/<name>.py)
+COLLISION_MODULES = ("collision_driver", "collision_sap", *NARROWPHASE_FAMILIES, "collision_gjk")
+
+
+def collision_modules(pair_types, broadphase: str) -> list[str]:
+    """The collision kernel modules (names in kernels/) a pipeline launches for these geom type pairs
+    (lower type first) and its resolved ``broadphase``: the driver; the sweep-and-prune module; the
+    family module of each analytic pair; the GJK + EPA module for the other supported pairs."""
+    types = set(pair_types) & SUPPORTED_PAIRS
+    names = ["collision_driver"] + (["collision_sap"] if broadphase == "sweep_and_prune" else [])
+    names += [name for name, fam in NARROWPHASE_FAMILIES.items() if types & fam]
+    if types - ANALYTIC_PAIRS:
+        names.append("collision_gjk")
+    return names
+
+
+def import_kernel_modules(names) -> list:
+    """The kernel modules (kernels/<name>.py) of these names, imported."""
+    import importlib
+
+    return [importlib.import_module(f"{__package__}.kernels.{name}") for name in names]
+
+
 # Most raw points one routine emits (box–box clipping and box–plane: 8).
 MAX_RAW_POINTS = 8
 
@@ -560,19 +596,18 @@ class CollisionPipeline:
         import warp as wp
         from polyphys.layout import Partition
 
-        from .kernels import collision_driver, collision_gjk
         from .types import declare_overloads
 
         if precision not in ("32", "64"):
             raise OptionError(f"precision = {precision!r}: allowed '32', '64'")
         # the scene's precision only (a second precision in the same process adds its overloads)
-        declare_overloads([collision_driver, collision_gjk], precision)
+        declare_overloads(import_kernel_modules(COLLISION_MODULES), precision)
         if not isinstance(n_envs, int) or n_envs < 1:
             raise OptionError(f"n_envs = {n_envs!r}: must be an integer >= 1")
         o = self.options
         G = self.n_geoms
         if neutral_poses is not None and not o.enable_neutral_collision:
-            self._exclude_neutral(neutral_poses, device)
+            self._exclude_neutral(neutral_poses, device, precision)
         S = wp.float64 if precision == "64" else wp.float32
         npf = np.float64 if precision == "64" else np.float32
         V = wp.types.vector(3, S)
@@ -595,8 +630,13 @@ class CollisionPipeline:
             dyn = np.zeros((0, 3), dtype=np.int64)
             n_allowed = n_collide * (n_collide - 1) // 2
         expl = self.explicit_internal
-        self._warn_unsupported(dyn[:, :2] if bp == "all_vs_all" else None)
-        self._needs_convex = bool(self.convex_pairs)
+        types = self.pair_types(dyn[:, :2] if bp == "all_vs_all" else None)
+        self._warn_unsupported(types)
+        # the kernel modules this pipeline launches (the neutral-overlap probe, built above, launched its own)
+        self.kernel_module_names = collision_modules(types, bp)
+        self._needs_convex = "collision_gjk" in self.kernel_module_names
+        self._narrowphase = [getattr(mod, "narrowphase_" + mod.__name__.rsplit("_", 1)[1]) for mod in
+                             import_kernel_modules([n for n in self.kernel_module_names if n in NARROWPHASE_FAMILIES])]
         # budgets sized from the scene (docs/collision.md)
         n_possible = n_allowed + len(self.explicit_internal)
         self.max_pairs = o.max_collision_pairs or max(1, min(n_possible, 8 * G + 64))
@@ -708,9 +748,9 @@ class CollisionPipeline:
         self.built = True
         return self
 
-    def _exclude_neutral(self, neutral_poses, device):
+    def _exclude_neutral(self, neutral_poses, device, precision):
         """Remove the pairs of one entity in contact at the neutral poses (docs/semantics.md §R4's
-        neutral-initial-overlap option): one all-vs-all pass in float64 on those poses."""
+        neutral-initial-overlap option): one all-vs-all pass on those poses, in the pipeline's precision."""
         pos, quat = (np.asarray(a, dtype=float) for a in neutral_poses)
         G = self.n_geoms
         if pos.shape != (G, 3) or quat.shape != (G, 4):
@@ -723,7 +763,7 @@ class CollisionPipeline:
                                      max_contacts=None, collision_overflow="warn")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            probe.build(1, device, "64")
+            probe.build(1, device, precision)
             set_poses_host(probe, pos[None], quat[None])
             from polyphys.layout import Partition
 
@@ -737,24 +777,30 @@ class CollisionPipeline:
         keys = set(self.explicit_keys.tolist()) | {a * G + b for a, b in pairs}
         self.explicit_keys = np.array(sorted(keys), dtype=np.int64)
 
-    def _warn_unsupported(self, pairs):
-        """Warn once about type pairs that can collide but have no routine yet (their contacts are
-        not generated)."""
+    def pair_types(self, pairs) -> set:
+        """The geom type pairs (lower type first) the pipeline can produce: those of ``pairs`` (the
+        all-vs-all pair list, (n, 2) geom indices) or, for ``None`` (sweep-and-prune), every pair of
+        the collidable types present; with the explicit pairs' in both cases."""
         types = set()
         if pairs is not None:
             for a, b in pairs:
                 ta, tb = sorted((self.geoms[a].type, self.geoms[b].type), key=lambda t: GeomType.from_name(t))
                 types.add((ta, tb))
         else:
-            present = sorted({g.type for g, c in zip(self.geoms, self.geom_collide) if c},
-                             key=lambda t: GeomType.from_name(t))
+            count = Counter(g.type for g, c in zip(self.geoms, self.geom_collide) if c)
+            present = sorted(count, key=lambda t: GeomType.from_name(t))
             for i, ta in enumerate(present):
                 for tb in present[i:]:
-                    if not (ta == tb == "plane"):
+                    if ta != tb or (count[ta] >= 2 and ta != "plane"):
                         types.add((ta, tb))
         for a, b, _ in self.explicit_internal:
             ta, tb = sorted((self.geoms[a].type, self.geoms[b].type), key=lambda t: GeomType.from_name(t))
             types.add((ta, tb))
+        return types
+
+    def _warn_unsupported(self, types):
+        """Warn once about type pairs that can collide but have no routine yet (their contacts are
+        not generated)."""
         missing = sorted(types - SUPPORTED_PAIRS)
         self.convex_pairs = sorted((types & SUPPORTED_PAIRS) - ANALYTIC_PAIRS)
         self.unsupported_pairs = missing
@@ -777,14 +823,15 @@ class CollisionPipeline:
         cur[envs, :nw] = a
         self.weld_active.assign(cur)
 
-    def _per_env(self, kernel, kernel_env, n, width):
-        """(kernel, dim) of a per-slot stage: on CPU one thread per env looping over its used
-        slots (the per-thread cost of the unused ones dominated: 126 pair slots for the
-        humanoid's 27 pairs, 208 contact slots for its 10 contacts), elsewhere one thread per slot.
-        The same order of the per-env atomic counters: bit-identical."""
+    def _slots(self, n, width):
+        """(launch dim, slot_stride) of a per-slot stage (kernels/collision_driver.py, "Launch
+        grids"): on CPU one thread per env looping over its used slots (the per-thread cost of the
+        unused ones dominated: 126 pair slots for the humanoid's 27 pairs, 208 contact slots for its
+        10 contacts), elsewhere one thread per slot. The same order of the per-env atomic counters:
+        bit-identical."""
         if self._cpu:
-            return kernel_env, n
-        return kernel, (n, width)
+            return (n, 1), 1
+        return (n, width), max(width, 1)
 
     def update_poses(self, part, link_xpos, link_xquat):
         """geom_xpos/geom_xquat of the partition from world link poses ((n_envs, n_links) arrays
@@ -795,8 +842,9 @@ class CollisionPipeline:
 
         v = self._parts[part.index]
         m = self.model
-        wp.launch(*self._per_env(K.geom_poses, K.geom_poses_env, v.n, self.n_geoms),
-                  inputs=[m.geom_link, m.geom_pos, m.geom_quat, link_xpos[part.start:part.stop],
+        dim, st = self._slots(v.n, self.n_geoms)
+        wp.launch(K.geom_poses, dim=dim,
+                  inputs=[m.geom_link, m.geom_pos, m.geom_quat, st, link_xpos[part.start:part.stop],
                           link_xquat[part.start:part.stop]],
                   outputs=[v.geom_xpos, v.geom_xquat], device=self.device)
 
@@ -813,8 +861,8 @@ class CollisionPipeline:
         G, n, dev = self.n_geoms, v.n, self.device
         xpos = v.geom_xpos if geom_xpos is None else geom_xpos[part.start:part.stop]
         xquat = v.geom_xquat if geom_xquat is None else geom_xquat[part.start:part.stop]
-        wp.launch(*self._per_env(K.aabb_update, K.aabb_update_env, n, G), inputs=[m.geom_type, m.geom_half, m.geom_margin,
-                                                     xpos, xquat],
+        dim, st = self._slots(n, G)
+        wp.launch(K.aabb_update, dim=dim, inputs=[m.geom_type, m.geom_half, m.geom_margin, st, xpos, xquat],
                   outputs=[v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count, v.cand_count,
                            v.contact_raw], device=dev)
         if G == 0:
@@ -823,33 +871,38 @@ class CollisionPipeline:
             return
         if self.broadphase == "all_vs_all":
             if m.pair_list.shape[0]:
-                wp.launch(*self._per_env(K.broadphase_list, K.broadphase_list_env, n, m.pair_list.shape[0]),
-                          inputs=[m.pair_list, m.geom_type, m.pair_margin, m.geom_weld,
-                                  m.weld_pairs, v.weld_active, v.aabb_lo, v.aabb_hi],
-                          outputs=[v.pairs_buf, v.pair_count], device=dev)
+                dim, st = self._slots(n, m.pair_list.shape[0])
+                wp.launch(K.broadphase_list, dim=dim,
+                          inputs=[m.pair_list, m.geom_type, m.pair_margin, m.geom_weld, m.weld_pairs, st,
+                                  v.weld_active, v.aabb_lo, v.aabb_hi],
+                          outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
         else:
+            from .kernels import collision_sap as S
+
             ax = self.options.sap_axis
-            wp.launch(K.sap_keys, dim=(n, G), inputs=[v.aabb_lo, ax], outputs=[v.keys, v.values],
+            wp.launch(S.sap_keys, dim=(n, G), inputs=[v.aabb_lo, ax], outputs=[v.keys, v.values],
                       device=dev)
             wp.utils.segmented_sort_pairs(v.keys, v.values, n * G, v.seg_start, v.seg_end)
-            wp.launch(K.sap_sweep, dim=(n, G),
+            wp.launch(S.sap_sweep, dim=(n, G),
                       inputs=[m.geom_type, m.geom_collide, m.geom_contype, m.geom_conaffinity,
                               m.geom_local_contype, m.geom_local_conaffinity, m.geom_entity,
                               m.geom_weld, m.geom_weld_parent, m.flags, self.weld_base,
                               m.exclude_keys, m.explicit_keys, ax, m.weld_pairs, v.weld_active,
                               v.keys, v.values, v.aabb_lo, v.aabb_hi],
-                      outputs=[v.pairs_buf, v.pair_count], device=dev)
+                      outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
             if m.explicit_list.shape[0]:
-                wp.launch(*self._per_env(K.broadphase_list, K.broadphase_list_env, n, m.explicit_list.shape[0]),
-                          inputs=[m.explicit_list, m.geom_type, m.pair_margin, m.geom_weld,
-                                  m.weld_pairs, v.weld_active, v.aabb_lo, v.aabb_hi],
-                          outputs=[v.pairs_buf, v.pair_count], device=dev)
-        wp.launch(*self._per_env(K.narrowphase, K.narrowphase_env, n, self.max_pairs),
-                  inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum,
-                          m.mesh_vert, xpos,
-                          v.geom_xmat, v.pairs_buf, v.pair_count],
-                  outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
-                  device=dev)
+                dim, st = self._slots(n, m.explicit_list.shape[0])
+                wp.launch(K.broadphase_list, dim=dim,
+                          inputs=[m.explicit_list, m.geom_type, m.pair_margin, m.geom_weld, m.weld_pairs, st,
+                                  v.weld_active, v.aabb_lo, v.aabb_hi],
+                          outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
+        # the narrowphase: one launch per pair family the scene has (each handles its own pairs)
+        dim, st = self._slots(n, self.max_pairs)
+        for kernel in self._narrowphase:
+            wp.launch(kernel, dim=dim,
+                      inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum, m.mesh_vert, st,
+                              xpos, v.geom_xmat, v.pairs_buf, v.pair_count],
+                      outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count], device=dev)
         if self._needs_convex:
             from .kernels import collision_gjk
 
@@ -860,9 +913,9 @@ class CollisionPipeline:
                               v.geom_xmat, v.pairs_buf, v.pair_count],
                       outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                       device=dev)
-        wp.launch(*self._per_env(K.prune, K.prune_env, n, self.max_pairs),
+        wp.launch(K.prune, dim=dim,
                   inputs=[m.geom_orig, m.geom_fmargin, m.geom_gap, m.pair_fmargin, m.pair_gap, self._msum,
-                          self._gap_out, self.options.max_contacts_per_pair, v.pairs_buf, v.pair_count,
+                          self._gap_out, self.options.max_contacts_per_pair, st, v.pairs_buf, v.pair_count,
                           v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
                   outputs=[v.contact_raw, v.contact_geom, v.contact_pos, v.contact_frame,
                            v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
@@ -885,8 +938,9 @@ class CollisionPipeline:
 
         v = self._parts[part.index]
         s = slice(part.start, part.stop)
-        wp.launch(*self._per_env(K.export_contacts, K.export_contacts_env, v.n, self.max_contacts),
-                  inputs=[self.model.geom_link, v.contact_active, v.contact_geom, v.contact_pos,
+        dim, st = self._slots(v.n, self.max_contacts)
+        wp.launch(K.export_contacts, dim=dim,
+                  inputs=[self.model.geom_link, st, v.contact_active, v.contact_geom, v.contact_pos,
                           v.contact_frame, v.contact_depth, v.contact_includemargin],
                   outputs=[n_con[s], con_pos[s], con_frame[s], con_dist[s], con_margin[s],
                            con_link[s]], device=self.device)
@@ -979,24 +1033,28 @@ def set_poses_host(pipe: CollisionPipeline, pos, quat):
 
 # ---------------------------------------------------------------- the rigid solver's pipeline
 
-def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarray, link_quat0: np.ndarray):
+def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarray, link_quat0: np.ndarray,
+                   plan=None):
     """The collision pipeline of a rigid scene, built for the layout, or None when collision is off
     or no geom pair can collide (rigid scenes without contacts pay nothing). entities: the solver's
     entities (description, morph, material); link_pos0 / link_quat0 (x, y, z, w): env 0's link
     poses at qpos0 (the neutral-overlap rule). An imported asset's contype/conaffinity are local
-    masks (docs/semantics.md §R4)."""
-    plan = _scene_plan(entities, options)
+    masks (docs/semantics.md §R4). ``plan``: the one ``scene_kernel_modules`` returned for these
+    entities and options, not used yet (the pipeline is then not made again: a non-convex mesh's
+    decomposition runs once)."""
+    if plan is None:
+        plan = _scene_plan(entities, options)
     if plan is None:
         return None
     pipe, local, need_neutral = plan
     if need_neutral:
-        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0)
+        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0, layout.precision)
     pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
     return pipe
 
 
 def _scene_plan(entities, options: RigidOptions):
-    """(unbuilt pipeline, local masks, whether the float64 neutral-overlap probe runs) of a rigid scene, or
+    """(unbuilt pipeline, local masks, whether the neutral-overlap probe runs) of a rigid scene, or
     None when no pipeline is needed (scene_pipeline)."""
     from polyphys import morphs as M
 
@@ -1020,21 +1078,33 @@ def _scene_plan(entities, options: RigidOptions):
     return pipe, local, need_neutral
 
 
-def neutral_probe_runs(entities, options: RigidOptions) -> bool:
-    """Whether building this scene's pipeline runs the neutral-overlap probe, an all-vs-all pass in
-    float64 whatever the scene's precision (_exclude_neutral_trees): its collision modules then also
-    need the float64 overloads (RigidSolver.kernel_modules)."""
+def scene_kernel_modules(entities, options: RigidOptions) -> tuple[list, tuple | None]:
+    """The collision kernel modules (names in kernels/) building and stepping this rigid scene launch,
+    and its plan for ``scene_pipeline``: none without a pipeline; else the driver, the sweep-and-prune
+    broadphase when ``broadphase`` resolves to it, the narrowphase family module of each analytic type
+    pair the pipeline can produce and the GJK + EPA module for the other pairs (``collision_modules``).
+    The type pairs: those of the build-filtered pair list before the neutral-overlap rule (the rule's
+    probe runs on that list), or every pair of the collidable types present under sweep-and-prune
+    (an estimate: a type pair whose geoms are never near still compiles its module, once)."""
     plan = _scene_plan(entities, options)
-    return plan is not None and plan[2]
+    if plan is None:
+        return [], None
+    pipe = plan[0]
+    bp = options.broadphase
+    if bp == "auto":
+        bp = "sweep_and_prune" if int(pipe.geom_collide.sum()) > SAP_THRESHOLD else "all_vs_all"
+    types = pipe.pair_types(pipe.allowed_pairs() if bp == "all_vs_all" else None)
+    return collision_modules(types, bp), plan
 
 
-def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0) -> None:
+def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0, precision: str) -> None:
     """docs/semantics.md §R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
     kinematic tree of one entity that touch at qpos0. Unlike the pipeline's own
     ``build(neutral_poses=...)`` (which takes every same-entity pair), a pair between two free
     trees, or between a free tree and the world-attached part (an MJCF floor and a free box
-    resting on it), is kept: their relative placement at qpos0 is arbitrary. One float64
-    all-vs-all pass of a probe pipeline on the neutral geom poses (build time only)."""
+    resting on it), is kept: their relative placement at qpos0 is arbitrary. One all-vs-all pass of
+    a probe pipeline on the neutral geom poses, in the scene's precision (build time only: the
+    probe launches the kernels the scene compiles anyway, docs/collision.md "Kernel modules")."""
     from polyphys.layout import Partition
 
     tree = []                       # per geom: (entity, nearest free-joint ancestor link or -1)
@@ -1051,7 +1121,7 @@ def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0)
     probe = CollisionPipeline.from_descriptions([e.description for e in entities], probe_opts, local_masks=local)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        probe.build(1, device, "64")
+        probe.build(1, device, precision)
         pos, quat = _neutral_geom_poses(probe, link_pos0, link_quat0)
         set_poses_host(probe, pos[None], quat[None])
         probe.run(Partition(0, 0, 1))

@@ -72,23 +72,9 @@ def _stage_modules() -> list:
     return [importlib.import_module(f"{__package__}.kernels.{name}") for name in STAGE_MODULES]
 
 
-STAGE_MODULES = ("kinematics", "bias", "inertia", "actuation", "factorization", "integration", "collision_driver",
-                 "collision_gjk", "constraint_rows", "convex_solve", "signorini_solve", "noslip", "contact_forces",
+STAGE_MODULES = ("kinematics", "bias", "inertia", "actuation", "factorization", "integration", *collision.COLLISION_MODULES,
+                 "constraint_rows", "convex_solve", "signorini_solve", "noslip", "contact_forces",
                  "readback", "contact_handoff")
-
-
-def _needs_gjk(geom_types) -> bool:
-    """Whether two of these collidable geom types (one each, or two of one) make a pair without an analytic
-    routine (collision.ANALYTIC_PAIRS): the GJK + EPA narrowphase, also for every heightfield (its prisms
-    are meshes)."""
-    from collections import Counter
-
-    from .collision import ANALYTIC_PAIRS, SUPPORTED_PAIRS
-
-    count = Counter("mesh" if t == "hfield" else t for t in geom_types)
-    gjk = SUPPORTED_PAIRS - ANALYTIC_PAIRS
-    types = sorted(count)
-    return any((a, b) in gjk or (b, a) in gjk for i, a in enumerate(types) for b in types[i:] if a != b or count[a] >= 2)
 
 
 class RigidSolver(RigidSensorViewMixin, Solver):
@@ -121,6 +107,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self._check_description(desc, ename)
         self._world_planes = warn_coincident_planes(getattr(self, "_world_planes", []), desc, *base, ename)
         self._pending.append((desc, *base))
+        self._collision_plan = (None, None)      # kernel_modules' plan (build reuses it) is stale
         entity = RigidEntity(self, len(self.entities), morph, material, surface, name, desc)
         self.entities.append(entity)
         return entity
@@ -160,19 +147,16 @@ class RigidSolver(RigidSensorViewMixin, Solver):
     # -- build ---------------------------------------------------------------------------------
     def kernel_modules(self, layout):
         """The stage kernel modules this scene will launch, compiled in parallel before ``build``
-        (docs/running.md, "First run"): the smooth stages and the integration always; collision when
-        a geom can collide, and the GJK + EPA / heightfield narrowphase when a pair of its geom types
-        has no analytic routine; the constraint rows, the solve of the resolved contact resolution,
-        noslip and the contact forces when the scene can have constraint rows; the readback when a
-        sensor reads this solver. An estimate from the descriptions (a module declared here but
-        never launched costs its compile once; one launched but not declared compiles at its first
-        launch). Each module holds the overloads of the scene's precision only (types.declare_overloads),
-        but for the collision modules of a float32 scene whose build runs the float64 neutral-overlap
-        probe (collision.neutral_probe_runs): they hold both, compiled once."""
+        (docs/running.md, "First run"): the smooth stages and the integration always; the collision
+        modules of its pipeline (collision.scene_kernel_modules: the driver, and the broadphase and
+        narrowphase modules its geom type pairs need) when a geom pair can collide; the constraint
+        rows, the solve of the resolved contact resolution, noslip and the contact forces when the
+        scene can have constraint rows; the readback when a sensor reads this solver. An estimate
+        from the descriptions (a module declared here but never launched costs its compile once; one
+        launched but not declared compiles at its first launch). Each module holds the overloads of
+        the scene's precision only (types.declare_overloads)."""
         from .kernels import actuation as k_actuation
         from .kernels import bias as k_bias
-        from .kernels import collision_driver as k_collision
-        from .kernels import collision_gjk as k_gjk
         from .kernels import constraint_rows as k_rows
         from .kernels import contact_forces as k_forces
         from .kernels import convex_solve as k_convex
@@ -188,24 +172,19 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         o, _ = resolve_model_options(self.options, [(e.name, e.description.options) for e in self.entities],
                                      precision=layout.precision, h=layout.h, gravity=layout.gravity)
         descs = [e.description for e in self.entities]
-        collide = (o.enable_collision and not o.disable_constraint
-                   and (sum(g.role != "visual" for d in descs for g in d.geoms) >= 2
-                        or any(d.contact_pairs for d in descs)))
+        names, plan = collision.scene_kernel_modules(self.entities, o)
+        self._collision_plan = (o, plan)         # build makes its pipeline from it (no second mesh decomposition)
+        collide = bool(names)
+        mods += collision.import_kernel_modules(names)
         rows = any(j.limited or j.frictionloss > 0 for d in descs for j in d.joints) or any(d.equalities for d in descs)
-        if collide:
-            cmods = [k_collision]
-            if _needs_gjk([g.type for d in descs for g in d.geoms if g.role != "visual"]):
-                cmods.append(k_gjk)
-            mods += cmods
-            if layout.precision == "32" and collision.neutral_probe_runs(self.entities, o):
-                declare_overloads(cmods, "64")      # the neutral-overlap probe runs in float64 at build
         if not o.disable_constraint and sum(d.n_dofs for d in descs) > 0 and (collide or rows):
             mods += [k_rows, k_signorini if o.effective_resolution() == "signorini" else k_convex]
             if o.noslip_iterations > 0:
                 mods.append(k_noslip)
             if collide:
                 mods.append(k_forces)
-        if any(getattr(s, "entity", None) is e for s in getattr(self.scene, "sensors", ()) for e in self.entities):
+        if any(getattr(s, "in_step", True) and getattr(s, "entity", None) is e
+               for s in getattr(self.scene, "sensors", ()) for e in self.entities):      # cameras on demand: no
             mods.append(k_readback)
         declare_overloads(mods, layout.precision)
         return mods
@@ -241,7 +220,10 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self._check_masses()
         d0 = {k: getattr(self.data, k).numpy()[0].astype(float)
               for k in ("link_pos", "link_quat", "link_xipos", "cdof_w", "cdof_v", "dof_ref")}
-        self.collision = collision.scene_pipeline(self.entities, self.options, layout, d0["link_pos"], d0["link_quat"])
+        plan_options, plan = getattr(self, "_collision_plan", (None, None))
+        self._collision_plan = (None, None)      # used once: building the pipeline changes it
+        self.collision = collision.scene_pipeline(self.entities, self.options, layout, d0["link_pos"], d0["link_quat"],
+                                                  plan=plan if plan_options == self.options else None)
         self.n_pairs = 0
         self.has_constraint = (not self.options.disable_constraint and self.n_dofs > 0
                                and (self.collision is not None or hm.has_constraint_rows))

@@ -54,6 +54,7 @@ class _RayGroup(SensorGroup):
                 c += width
             cols.append(off)
         self.rset = RaySet(self.rs, specs, cols)
+        self.rs.build_structures()          # now, not inside the captured step
         self.hub = sensors[0]._hub
 
     def evaluate(self, part, truth):
@@ -127,6 +128,14 @@ class RaySensor(Sensor):
         self.fields = [(o, WIDTH[o] * n, "real") for o in self.outputs]
         self.field_shapes = {o: tuple(shape) + ((WIDTH[o],) if WIDTH[o] > 1 else ()) for o in self.outputs}
         self._renderer = None
+
+    def kernel_modules(self, layout):
+        """The ray tracer's kernels (polyphys.kernels.raycast) when the sensor is cast inside the step;
+        none for one used on demand (``in_step = False``, e.g. an MJCF camera): its first picture
+        compiles them, and a scene that takes none never does."""
+        from polyphys.kernels import raycast
+
+        return [raycast] if self.in_step else []
 
     def group_key(self):
         return ("raycast",)

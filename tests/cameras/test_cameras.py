@@ -20,6 +20,7 @@ from polyphys.raycast import Camera, intrinsics, lookat_rot
 
 TOL = 1e-5
 FAR = 4.0      # the cameras' range: float32 round-off of a distance grows with it (and with grazing angles)
+RAYCAST = "polyphys.kernels.raycast"      # the ray tracer's kernel module
 
 ROBOT = """<mujoco>
   <worldbody>
@@ -248,7 +249,13 @@ def test_rangefinder_ignores_its_own_link_and_reads_minus_one_on_a_miss(tmp_path
     scene = polyphys.Scene(sim=SimOptions(dt=0.01, gravity=(0.0, 0.0, 0.0)))
     robot = scene.add_entity(morphs.MJCF(file=str(xml)), Rigid())
     scene.build()
+    # cast in the step: the ray tracer's module is declared (compiled with the others before build), once
+    from polyphys.startup import rebuilt_modules
+
+    loads = [r for r in scene.kernel_loads if r.name == RAYCAST]
+    assert [r.owner for r in loads] == ["rangefinder sensor"]
     scene.step()
+    assert rebuilt_modules(loads, scene.layout.device) == []
     down = robot.sensors["rf"].read().value[0]
     assert down == pytest.approx(0.7 / math.cos(math.radians(20)), abs=TOL)   # through its own sphere
     assert robot.sensors["rf_up"].read().value[0] == -1.0
@@ -512,10 +519,27 @@ def test_viewer_draws_camera_sensors_from_their_pose(tmp_path):
     np.testing.assert_allclose(frame[f"c{j}.pos"][0], lp + ref.quat_rot(lq) @ [0, 0, 0.3], atol=1e-6)
 
 
-def test_mjcf_cameras_import_as_on_demand_cameras(tmp_path):
+@pytest.fixture
+def launched_modules(monkeypatch):
+    """The Warp modules of every kernel launched from now on."""
+    import warp as wp
+
+    seen = set()
+    launch = wp.launch
+
+    def recording(kernel, *args, **kwargs):
+        seen.add(kernel.module.name)
+        return launch(kernel, *args, **kwargs)
+
+    monkeypatch.setattr(wp, "launch", recording)
+    return seen
+
+
+def test_mjcf_cameras_import_as_on_demand_cameras(tmp_path, launched_modules):
     """An MJCF <camera> becomes a camera sensor (not evaluated in the step; ``render()``) looking
     along −z of its MuJoCo frame; its fovy and resolution carry over; a depth rendered from it
-    equals a world camera's at the same pose."""
+    equals a world camera's at the same pose. Until it renders, the scene launches (and declares
+    for the first-run compile) no ray-casting kernel (docs/running.md, "First run")."""
     xml = tmp_path / "c.xml"
     xml.write_text("""<mujoco><worldbody><geom type="plane" size="0 0 1"/>
       <body name="b" pos="0.2 -0.1 1.2" euler="10 -5 30"><camera name="eye" fovy="50" resolution="40 30"
@@ -527,9 +551,12 @@ def test_mjcf_cameras_import_as_on_demand_cameras(tmp_path):
     assert eye.kind == "camera" and not eye.in_step and eye.resolution == (40, 30) and eye.fov_y == 50.0
     scene.build()
     scene.step()
+    assert RAYCAST not in launched_modules
+    assert RAYCAST not in {r.name for r in scene.kernel_loads}
     with pytest.raises(polyphys.errors.SceneStateError, match="in_step = False"):
         eye.read()
     img = eye.render(outputs=("depth",))["depth"]
+    assert RAYCAST in launched_modules
     pos, quat = eye.get_pose()
     R = ref.quat_rot(quat)
     # MuJoCo's camera looks along its −z; the body is level-ish so the floor fills the view below it

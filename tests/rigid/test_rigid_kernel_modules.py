@@ -41,8 +41,25 @@ ROUND = """<mujoco><worldbody>
 
 LIMITED = PENDULUM.replace('damping="0.2"', 'damping="0.2" limited="true" range="-10 20"')
 
+# a sphere torso with two capsule legs of two links each over a floor (the gymnasium ant's geom types): the
+# plane, sphere and capsule narrowphase families; no box code
+WALKER = """<mujoco><worldbody>
+  <geom name="floor" type="plane" size="5 5 0.1"/>
+  <body pos="0.1 -0.2 0.5" euler="3 -4 20"><freejoint/><geom type="sphere" size="0.12"/>
+    <body pos="0.1 0.1 0"><joint type="hinge" axis="0 1 0" limited="true" range="-40 40"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0.2 0" size="0.04"/>
+      <body pos="0.2 0.2 0"><joint type="hinge" axis="1 -1 0" limited="true" range="-30 70"/>
+        <geom type="capsule" fromto="0 0 0 0.15 0.15 -0.3" size="0.04"/></body></body>
+    <body pos="-0.1 0.1 0"><joint type="hinge" axis="0 1 0" limited="true" range="-40 40"/>
+      <geom type="capsule" fromto="0 0 0 -0.2 0.2 0" size="0.04"/>
+      <body pos="-0.2 0.2 0"><joint type="hinge" axis="1 1 0" limited="true" range="-30 70"/>
+        <geom type="capsule" fromto="0 0 0 -0.15 0.15 -0.3" size="0.04"/></body></body>
+  </body>
+</worldbody></mujoco>"""
+
 SMOOTH = {"kinematics", "bias", "inertia", "actuation", "factorization", "integration"}
 CONTACT = SMOOTH | {"collision_driver", "constraint_rows", "contact_forces"}
+BOX_SPHERE = {"collision_plane", "collision_sphere"}     # narrowphase families: plane–box/sphere, sphere–box
 
 
 @pytest.fixture
@@ -64,11 +81,13 @@ def launched(monkeypatch):
 @pytest.mark.parametrize("xml, options, sensor, precision, expected", [
     (PENDULUM, {}, False, "64", SMOOTH),
     (LIMITED, {"integrator": "Euler"}, False, "32", SMOOTH | {"constraint_rows", "convex_solve"}),
-    (BOXES, {}, False, "64", CONTACT | {"convex_solve"}),
-    (BOXES, {"friction_cone": "elliptic"}, False, "32", CONTACT | {"signorini_solve"}),
-    (BOXES, {"noslip_iterations": 5}, True, "64", CONTACT | {"convex_solve", "noslip", "readback"}),
-    (ROUND, {}, False, "64", CONTACT | {"collision_gjk", "convex_solve"}),
-], ids=["smooth-only", "limit", "contacts", "signorini", "noslip-sensor", "gjk"])
+    (BOXES, {}, False, "64", CONTACT | BOX_SPHERE | {"convex_solve"}),
+    (BOXES, {"friction_cone": "elliptic"}, False, "32", CONTACT | BOX_SPHERE | {"signorini_solve"}),
+    (BOXES, {"noslip_iterations": 5}, True, "64", CONTACT | BOX_SPHERE | {"convex_solve", "noslip", "readback"}),
+    (ROUND, {}, False, "64", CONTACT | {"collision_plane", "collision_gjk", "convex_solve"}),
+    (WALKER, {}, False, "32", CONTACT | {"collision_plane", "collision_sphere", "collision_capsule", "convex_solve"}),
+    (BOXES, {"broadphase": "sweep_and_prune"}, False, "64", CONTACT | BOX_SPHERE | {"collision_sap", "convex_solve"}),
+], ids=["smooth-only", "limit", "contacts", "signorini", "noslip-sensor", "gjk", "capsule-walker", "sap"])
 def test_declared_modules_are_the_launched_ones(tmp_path, launched, xml, options, sensor, precision, expected):
     path = tmp_path / "model.xml"
     path.write_text(xml)
@@ -182,9 +201,9 @@ print("PROBE " + json.dumps({"held": {k: sorted(v) for k, v in held.items()}, "l
 @pytest.mark.parametrize("precision", ["64", "32"])
 def test_modules_hold_the_scene_precision_only(tmp_path, precision):
     """In a fresh process, every rigid stage module (launched or not) holds only the overloads of the
-    scene's precision: a float64 scene compiles no float32 code and the reverse — but for the collision
-    modules of the float32 scene, which also hold float64 for the neutral-overlap probe (the two bodies
-    of one MJCF entity; docs/rigid.md, "Internals"), declared before the first compile: none rebuilt."""
+    scene's precision: a float64 scene compiles no float32 code and the reverse — also the collision
+    modules of the float32 scene, whose build runs the neutral-overlap probe (the two bodies of one MJCF
+    entity) in the scene's precision (docs/rigid.md, "Internals"); none rebuilt."""
     path = tmp_path / "round.xml"
     path.write_text(ROUND)
     env = dict(os.environ, POLYPHYS_VERBOSITY="quiet")
@@ -193,8 +212,8 @@ def test_modules_hold_the_scene_precision_only(tmp_path, precision):
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE "))
     res = json.loads(line[len("PROBE "):])
-    assert set(res["loaded"]) >= {"collision_driver", "collision_gjk", "noslip", "readback", "kinematics"}
+    assert set(res["loaded"]) >= {"collision_driver", "collision_plane", "collision_gjk", "noslip", "readback",
+                                  "kinematics"}
     assert res["held"], "no overloads found"
-    both = {"collision_driver", "collision_gjk"} if precision == "32" else set()
-    assert {m: p for m, p in res["held"].items() if p != (["32", "64"] if m in both else [precision])} == {}
+    assert {m: p for m, p in res["held"].items() if p != [precision]} == {}
     assert res["rebuilt"] == []

@@ -1,11 +1,22 @@
-"""Collision pipeline kernels: geom poses, AABBs, broadphase (all-vs-all, sweep-and-prune),
-narrowphase of the pairs with an analytic routine and per-pair contact pruning (the GJK + EPA and
-heightfield-prism pairs: collision_gjk.py). Generic over precision: the float32/float64 overloads at
+"""Collision pipeline kernels every scene with collision launches: geom poses, AABBs, the all-vs-all
+broadphase over the build-filtered pair list, per-pair contact pruning, the contact counts and the
+export to the constraint builder. The rest is in modules a scene compiles and launches only when it
+needs them (docs/collision.md, "Kernel modules"): the sweep-and-prune broadphase
+(collision_sap.py), the narrowphase of each pair family with an analytic routine
+(collision_plane.py, collision_sphere.py, collision_capsule.py, collision_box.py) and the GJK + EPA /
+heightfield-prism pairs (collision_gjk.py). Generic over precision: the float32/float64 overloads at
 the bottom are registered per precision (types.declare_overloads), as in polyphys.kernels.fk.
 
 Budgets: every stage counts with an atomic counter per env and writes only below its budget; the
 counter keeps counting past it, so after the step the host reads the count that would have been
-needed (CollisionPipeline.check). Launch grids are (n_envs of a partition, n).
+needed (CollisionPipeline.check).
+
+Launch grids: a per-slot stage (geoms, pairs, contacts) takes ``slot_stride`` and launches over
+(n_envs of a partition, width) with ``slot_stride = width`` — one slot per thread (GPU) — or over
+(n_envs, 1) with ``slot_stride = 1``: one thread per env looping over its slots in order (CPU, where
+the per-thread cost of the unused slots dominated: 126 pair slots for the humanoid's 27 pairs). Thread
+(env, j) handles slots j, j + slot_stride, ...: the same order of the per-env atomic counters on CPU
+(bit-identical to one thread per slot run in order), one kernel for both devices.
 """
 
 from typing import Any
@@ -13,23 +24,7 @@ from typing import Any
 import warp as wp
 
 from ..types import overloads
-from .collision_convex import plane_mesh
-from .collision_primitive import (
-    _any_perp,
-    _empty,
-    box_box,
-    capsule_box,
-    capsule_capsule,
-    plane_box,
-    plane_capsule,
-    plane_cylinder,
-    plane_ellipsoid,
-    plane_sphere,
-    sphere_box,
-    sphere_capsule,
-    sphere_cylinder,
-    sphere_sphere,
-)
+from .collision_primitive import _any_perp
 
 PLANE = wp.constant(0)
 SPHERE = wp.constant(1)
@@ -45,27 +40,13 @@ BIG = wp.constant(1.0e30)
 wp.set_module_options({"enable_backward": False})
 
 
-@wp.func
-def _geom_poses_at(env: int, g: int, geom_link: wp.array(dtype=wp.int32), geom_pos: wp.array(dtype=Any),
-                   geom_quat: wp.array(dtype=Any), link_xpos_in: wp.array2d(dtype=Any),
-                   link_xquat_in: wp.array2d(dtype=Any), geom_xpos_out: wp.array2d(dtype=Any),
-                   geom_xquat_out: wp.array2d(dtype=Any)):
-    lk = geom_link[g]
-    if lk < 0:
-        geom_xpos_out[env, g] = geom_pos[g]
-        geom_xquat_out[env, g] = geom_quat[g]
-    else:
-        q = link_xquat_in[env, lk]
-        geom_xpos_out[env, g] = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
-        geom_xquat_out[env, g] = wp.normalize(q * geom_quat[g])
-
-
 @wp.kernel
 def geom_poses(
     # Model:
     geom_link: wp.array(dtype=wp.int32),
     geom_pos: wp.array(dtype=Any),
     geom_quat: wp.array(dtype=Any),
+    slot_stride: int,
     # Data in:
     link_xpos_in: wp.array2d(dtype=Any),
     link_xquat_in: wp.array2d(dtype=Any),
@@ -74,61 +55,16 @@ def geom_poses(
     geom_xquat_out: wp.array2d(dtype=Any),
 ):
     """World pose of each geom from its link's pose (link -1: the world frame)."""
-    env, g = wp.tid()
-    _geom_poses_at(env, g, geom_link, geom_pos, geom_quat, link_xpos_in, link_xquat_in, geom_xpos_out,
-                   geom_xquat_out)
-
-
-@wp.kernel
-def geom_poses_env(
-    # Model:
-    geom_link: wp.array(dtype=wp.int32),
-    geom_pos: wp.array(dtype=Any),
-    geom_quat: wp.array(dtype=Any),
-    # Data in:
-    link_xpos_in: wp.array2d(dtype=Any),
-    link_xquat_in: wp.array2d(dtype=Any),
-    # Data out:
-    geom_xpos_out: wp.array2d(dtype=Any),
-    geom_xquat_out: wp.array2d(dtype=Any),
-):
-    """geom_poses with one thread per env looping over its g (CPU: the per-thread cost of the
-    unused slots dominates; the same order of the atomic counters, bit-identical)."""
-    env = wp.tid()
-    for g in range(geom_link.shape[0]):
-        _geom_poses_at(env, g, geom_link, geom_pos, geom_quat, link_xpos_in, link_xquat_in, geom_xpos_out,
-                       geom_xquat_out)
-
-
-
-@wp.func
-def _aabb_update_at(env: int, g: int, geom_type: wp.array(dtype=wp.int32), geom_half: wp.array(dtype=Any),
-                    geom_margin: wp.array(dtype=Any), geom_xpos_in: wp.array2d(dtype=Any),
-                    geom_xquat_in: wp.array2d(dtype=Any), geom_xmat_out: wp.array2d(dtype=Any),
-                    aabb_lo_out: wp.array2d(dtype=Any), aabb_hi_out: wp.array2d(dtype=Any),
-                    pair_count_out: wp.array(dtype=wp.int32), cand_count_out: wp.array(dtype=wp.int32),
-                    contact_raw_out: wp.array(dtype=wp.int32)):
-    if g == 0:
-        pair_count_out[env] = 0
-        cand_count_out[env] = 0
-        contact_raw_out[env] = 0
-    R = wp.quat_to_matrix(geom_xquat_in[env, g])
-    geom_xmat_out[env, g] = R
-    c = geom_xpos_in[env, g]
-    h = geom_half[g]
-    m = geom_margin[g]
-    one = m - m + type(m)(1.0)
-    if geom_type[g] == PLANE:
-        big = one * type(m)(BIG)
-        e = wp.vector(big, big, big)
-        aabb_lo_out[env, g] = -e
-        aabb_hi_out[env, g] = e
-    else:
-        e = wp.vector(m, m, m)
-        for i in range(3):
-            e[i] = e[i] + wp.abs(R[i, 0]) * h[0] + wp.abs(R[i, 1]) * h[1] + wp.abs(R[i, 2]) * h[2]
-        aabb_lo_out[env, g] = c - e
-        aabb_hi_out[env, g] = c + e
+    env, j = wp.tid()
+    for g in range(j, geom_link.shape[0], slot_stride):
+        lk = geom_link[g]
+        if lk < 0:
+            geom_xpos_out[env, g] = geom_pos[g]
+            geom_xquat_out[env, g] = geom_quat[g]
+        else:
+            q = link_xquat_in[env, lk]
+            geom_xpos_out[env, g] = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
+            geom_xquat_out[env, g] = wp.normalize(q * geom_quat[g])
 
 
 @wp.kernel
@@ -137,6 +73,7 @@ def aabb_update(
     geom_type: wp.array(dtype=wp.int32),
     geom_half: wp.array(dtype=Any),
     geom_margin: wp.array(dtype=Any),
+    slot_stride: int,
     # Data in:
     geom_xpos_in: wp.array2d(dtype=Any),
     geom_xquat_in: wp.array2d(dtype=Any),
@@ -148,37 +85,31 @@ def aabb_update(
     cand_count_out: wp.array(dtype=wp.int32),
     contact_raw_out: wp.array(dtype=wp.int32),
 ):
-    """Rotation matrix and world AABB (inflated by the geom margin) of each geom; thread 0 of an
-    env also clears that env's stage counters."""
-    env, g = wp.tid()
-    _aabb_update_at(env, g, geom_type, geom_half, geom_margin, geom_xpos_in, geom_xquat_in, geom_xmat_out,
-                    aabb_lo_out, aabb_hi_out, pair_count_out, cand_count_out, contact_raw_out)
-
-
-@wp.kernel
-def aabb_update_env(
-    # Model:
-    geom_type: wp.array(dtype=wp.int32),
-    geom_half: wp.array(dtype=Any),
-    geom_margin: wp.array(dtype=Any),
-    # Data in:
-    geom_xpos_in: wp.array2d(dtype=Any),
-    geom_xquat_in: wp.array2d(dtype=Any),
-    # Data out:
-    geom_xmat_out: wp.array2d(dtype=Any),
-    aabb_lo_out: wp.array2d(dtype=Any),
-    aabb_hi_out: wp.array2d(dtype=Any),
-    pair_count_out: wp.array(dtype=wp.int32),
-    cand_count_out: wp.array(dtype=wp.int32),
-    contact_raw_out: wp.array(dtype=wp.int32),
-):
-    """aabb_update with one thread per env looping over its g (CPU: the per-thread cost of the
-    unused slots dominates; the same order of the atomic counters, bit-identical)."""
-    env = wp.tid()
-    for g in range(geom_type.shape[0]):
-        _aabb_update_at(env, g, geom_type, geom_half, geom_margin, geom_xpos_in, geom_xquat_in, geom_xmat_out,
-                        aabb_lo_out, aabb_hi_out, pair_count_out, cand_count_out, contact_raw_out)
-
+    """Rotation matrix and world AABB (inflated by the geom margin) of each geom; the thread of an
+    env's geom 0 also clears that env's stage counters."""
+    env, j = wp.tid()
+    for g in range(j, geom_type.shape[0], slot_stride):
+        if g == 0:
+            pair_count_out[env] = 0
+            cand_count_out[env] = 0
+            contact_raw_out[env] = 0
+        R = wp.quat_to_matrix(geom_xquat_in[env, g])
+        geom_xmat_out[env, g] = R
+        c = geom_xpos_in[env, g]
+        h = geom_half[g]
+        m = geom_margin[g]
+        one = m - m + type(m)(1.0)
+        if geom_type[g] == PLANE:
+            big = one * type(m)(BIG)
+            e = wp.vector(big, big, big)
+            aabb_lo_out[env, g] = -e
+            aabb_hi_out[env, g] = e
+        else:
+            e = wp.vector(m, m, m)
+            for i in range(3):
+                e[i] = e[i] + wp.abs(R[i, 0]) * h[0] + wp.abs(R[i, 1]) * h[1] + wp.abs(R[i, 2]) * h[2]
+            aabb_lo_out[env, g] = c - e
+            aabb_hi_out[env, g] = c + e
 
 
 @wp.func
@@ -189,9 +120,12 @@ def _overlap(lo_a: Any, hi_a: Any, lo_b: Any, hi_b: Any):
 
 @wp.func
 def _emit_pair(env: int, ga: int, gb: int, pid: int, geom_type: wp.array(dtype=wp.int32),
-               pairs_out: wp.array2d(dtype=wp.vec3i), pair_count_out: wp.array(dtype=wp.int32)):
+               pairs_out: wp.array2d(dtype=wp.vec3i), pair_count_out: wp.array(dtype=wp.int32),
+               pair_cand_out: wp.array2d(dtype=wp.vec2i)):
     """Append (geom1, geom2, explicit pair id) with geom1 of the lower type (MuJoCo's order), the
-    lower index first among equal types (the same order from either broadphase)."""
+    lower index first among equal types (the same order from either broadphase), with an empty
+    candidate block: the narrowphase module of the pair's family overwrites it (a pair no routine
+    handles keeps it: no contacts)."""
     g1 = ga
     g2 = gb
     if geom_type[gb] < geom_type[ga] or (geom_type[gb] == geom_type[ga] and gb < ga):
@@ -200,6 +134,7 @@ def _emit_pair(env: int, ga: int, gb: int, pid: int, geom_type: wp.array(dtype=w
     slot = wp.atomic_add(pair_count_out, env, 1)
     if slot < pairs_out.shape[1]:
         pairs_out[env, slot] = wp.vec3i(g1, g2, pid)
+        pair_cand_out[env, slot] = wp.vec2i(0, 0)
 
 
 @wp.func
@@ -218,26 +153,6 @@ def _welded(env: int, ga: int, gb: int, geom_weld: wp.array(dtype=wp.int32),
     return out
 
 
-@wp.func
-def _broadphase_list_at(env: int, k: int, pair_list: wp.array(dtype=wp.vec3i),
-                        geom_type: wp.array(dtype=wp.int32), pair_margin: wp.array(dtype=Any),
-                        geom_weld: wp.array(dtype=wp.int32), weld_pairs: wp.array(dtype=wp.vec2i),
-                        weld_active_in: wp.array2d(dtype=wp.int32), aabb_lo_in: wp.array2d(dtype=Any),
-                        aabb_hi_in: wp.array2d(dtype=Any), pairs_out: wp.array2d(dtype=wp.vec3i),
-                        pair_count_out: wp.array(dtype=wp.int32)):
-    p = pair_list[k]
-    lo = aabb_lo_in[env, p[0]]
-    hi = aabb_hi_in[env, p[0]]
-    if p[2] >= 0:
-        m = pair_margin[p[2]]
-        e = wp.vector(m, m, m)
-        lo = lo - e
-        hi = hi + e
-    if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
-        if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
-            _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out)
-
-
 @wp.kernel
 def broadphase_list(
     # Model:
@@ -246,6 +161,7 @@ def broadphase_list(
     pair_margin: wp.array(dtype=Any),
     geom_weld: wp.array(dtype=wp.int32),
     weld_pairs: wp.array(dtype=wp.vec2i),
+    slot_stride: int,
     # Data in:
     weld_active_in: wp.array2d(dtype=wp.int32),
     aabb_lo_in: wp.array2d(dtype=Any),
@@ -253,255 +169,26 @@ def broadphase_list(
     # Data out:
     pairs_out: wp.array2d(dtype=wp.vec3i),
     pair_count_out: wp.array(dtype=wp.int32),
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
 ):
     """All-vs-all over the pairs that passed the filters at build (and the explicit pairs, whose
     own margin inflates the AABB test)."""
-    env, k = wp.tid()
-    _broadphase_list_at(env, k, pair_list, geom_type, pair_margin, geom_weld, weld_pairs, weld_active_in,
-                        aabb_lo_in, aabb_hi_in, pairs_out, pair_count_out)
+    env, j = wp.tid()
+    for k in range(j, pair_list.shape[0], slot_stride):
+        p = pair_list[k]
+        lo = aabb_lo_in[env, p[0]]
+        hi = aabb_hi_in[env, p[0]]
+        if p[2] >= 0:
+            m = pair_margin[p[2]]
+            e = wp.vector(m, m, m)
+            lo = lo - e
+            hi = hi + e
+        if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
+            if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
+                _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
 
 
-@wp.kernel
-def broadphase_list_env(
-    # Model:
-    pair_list: wp.array(dtype=wp.vec3i),
-    geom_type: wp.array(dtype=wp.int32),
-    pair_margin: wp.array(dtype=Any),
-    geom_weld: wp.array(dtype=wp.int32),
-    weld_pairs: wp.array(dtype=wp.vec2i),
-    # Data in:
-    weld_active_in: wp.array2d(dtype=wp.int32),
-    aabb_lo_in: wp.array2d(dtype=Any),
-    aabb_hi_in: wp.array2d(dtype=Any),
-    # Data out:
-    pairs_out: wp.array2d(dtype=wp.vec3i),
-    pair_count_out: wp.array(dtype=wp.int32),
-):
-    """broadphase_list with one thread per env looping over its k (CPU: the per-thread cost of the
-    unused slots dominates; the same order of the atomic counters, bit-identical)."""
-    env = wp.tid()
-    for k in range(pair_list.shape[0]):
-        _broadphase_list_at(env, k, pair_list, geom_type, pair_margin, geom_weld, weld_pairs, weld_active_in,
-                            aabb_lo_in, aabb_hi_in, pairs_out, pair_count_out)
-
-
-
-@wp.kernel
-def sap_keys(
-    # Data in:
-    aabb_lo_in: wp.array2d(dtype=Any),
-    axis: int,
-    # Data out:
-    keys_out: wp.array(dtype=wp.float32),
-    values_out: wp.array(dtype=wp.int32),
-):
-    """Sort keys of one partition: the AABB lower bound along ``axis`` rounded down to float32."""
-    env, g = wp.tid()
-    n = aabb_lo_in.shape[1]
-    lo = aabb_lo_in[env, g][axis]
-    k = wp.float32(lo)
-    if type(lo)(k) > lo:
-        k = wp.float32(k - wp.abs(k) * wp.float32(1.0e-6) - wp.float32(1.0e-30))
-    keys_out[env * n + g] = k
-    values_out[env * n + g] = g
-
-
-@wp.func
-def _has_key(keys: wp.array(dtype=wp.int64), key: wp.int64):
-    lo = int(0)
-    hi = keys.shape[0]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if keys[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    found = False
-    if lo < keys.shape[0]:
-        found = keys[lo] == key
-    return found
-
-
-@wp.func
-def _pair_allowed(ga: int, gb: int, n_geoms: int, weld_base: int,
-                  geom_contype: wp.array(dtype=wp.int32), geom_conaffinity: wp.array(dtype=wp.int32),
-                  geom_local_contype: wp.array(dtype=wp.int32),
-                  geom_local_conaffinity: wp.array(dtype=wp.int32),
-                  geom_entity: wp.array(dtype=wp.int32), geom_weld: wp.array(dtype=wp.int32),
-                  geom_weld_parent: wp.array(dtype=wp.int32), flags: int,
-                  exclude_keys: wp.array(dtype=wp.int64), explicit_keys: wp.array(dtype=wp.int64)):
-    """The device form of CollisionPipeline's filter rule (docs/semantics.md §R4); the numpy form in
-    collision.py is the reference and the tests check that both agree."""
-    masks = (flags & 4) != 0          # filtering on: masks, self/adjacent options, excludes
-    ok = (geom_contype[ga] & geom_conaffinity[gb]) != 0 or (geom_contype[gb] & geom_conaffinity[ga]) != 0
-    if not masks:
-        ok = True
-    ea = geom_entity[ga]
-    eb = geom_entity[gb]
-    if ok and masks and ea == eb:
-        ok = ((geom_local_contype[ga] & geom_local_conaffinity[gb]) != 0
-              or (geom_local_contype[gb] & geom_local_conaffinity[ga]) != 0)
-        if (flags & 1) == 0:          # self collision off
-            ok = False
-    wa = geom_weld[ga]
-    wb = geom_weld[gb]
-    if wa == wb:                      # same link, links welded together, or both fixed to the world
-        ok = False
-    if ok and masks and (flags & 2) == 0:       # adjacent (parent-child) links off
-        if (geom_weld_parent[ga] == wb and wb >= 0) or (geom_weld_parent[gb] == wa and wa >= 0):
-            ok = False
-    if ok and masks and exclude_keys.shape[0] > 0:
-        lo = wp.min(wa, wb) + 1
-        hi = wp.max(wa, wb) + 1
-        if _has_key(exclude_keys, wp.int64(lo) * wp.int64(weld_base) + wp.int64(hi)):
-            ok = False
-    if ok and explicit_keys.shape[0] > 0:
-        lo = wp.min(ga, gb)
-        hi = wp.max(ga, gb)
-        if _has_key(explicit_keys, wp.int64(lo) * wp.int64(n_geoms) + wp.int64(hi)):
-            ok = False               # handled by the explicit pair (its own parameters)
-    return ok
-
-
-@wp.kernel
-def sap_sweep(
-    # Model:
-    geom_type: wp.array(dtype=wp.int32),
-    geom_collide: wp.array(dtype=wp.int32),
-    geom_contype: wp.array(dtype=wp.int32),
-    geom_conaffinity: wp.array(dtype=wp.int32),
-    geom_local_contype: wp.array(dtype=wp.int32),
-    geom_local_conaffinity: wp.array(dtype=wp.int32),
-    geom_entity: wp.array(dtype=wp.int32),
-    geom_weld: wp.array(dtype=wp.int32),
-    geom_weld_parent: wp.array(dtype=wp.int32),
-    flags: int,
-    weld_base: int,
-    exclude_keys: wp.array(dtype=wp.int64),
-    explicit_keys: wp.array(dtype=wp.int64),
-    axis: int,
-    weld_pairs: wp.array(dtype=wp.vec2i),
-    # Data in:
-    weld_active_in: wp.array2d(dtype=wp.int32),
-    keys_in: wp.array(dtype=wp.float32),
-    values_in: wp.array(dtype=wp.int32),
-    aabb_lo_in: wp.array2d(dtype=Any),
-    aabb_hi_in: wp.array2d(dtype=Any),
-    # Data out:
-    pairs_out: wp.array2d(dtype=wp.vec3i),
-    pair_count_out: wp.array(dtype=wp.int32),
-):
-    """Sweep from the i-th geom in sorted order over the following ones while their lower bound
-    does not exceed its upper bound; every overlapping pair is found once (from the earlier one)."""
-    env, i = wp.tid()
-    n = aabb_lo_in.shape[1]
-    base = env * n
-    ga = values_in[base + i]
-    if geom_collide[ga] != 0:
-        hi_a = aabb_hi_in[env, ga]
-        lo_a = aabb_lo_in[env, ga]
-        lim = wp.float32(hi_a[axis])
-        if type(hi_a[axis])(lim) < hi_a[axis]:
-            lim = lim + wp.abs(lim) * wp.float32(1.0e-6) + wp.float32(1.0e-30)
-        for j in range(i + 1, n):
-            if keys_in[base + j] > lim:
-                break
-            gb = values_in[base + j]
-            if geom_collide[gb] != 0:
-                if _overlap(lo_a, hi_a, aabb_lo_in[env, gb], aabb_hi_in[env, gb]):
-                    if not (geom_type[ga] == PLANE and geom_type[gb] == PLANE):
-                        if _pair_allowed(ga, gb, n, weld_base, geom_contype, geom_conaffinity,
-                                         geom_local_contype, geom_local_conaffinity, geom_entity,
-                                         geom_weld, geom_weld_parent, flags, exclude_keys,
-                                         explicit_keys):
-                            if not _welded(env, ga, gb, geom_weld, weld_pairs, weld_active_in):
-                                _emit_pair(env, ga, gb, -1, geom_type, pairs_out,
-                                           pair_count_out)
-
-
-@wp.func
-def _collide_store(t1: int, t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, margin: Any,
-                   mv: Any, env: int, k: int, pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any,
-                   cand_normal_out: Any, cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32)):
-    """_collide and _store in one: each routine's points go to the buffers from its own branch, so that
-    no contact set flows out of a branch (Warp selects every variable reassigned in a branch after
-    it: 8×3 points and 8 distances per branch per pair); the same values stored, bit-identical."""
-    done = int(0)
-    if t1 == PLANE:
-        if t2 == SPHERE:
-            c0, n0, q0, d0 = plane_sphere(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c0, n0, q0, d0, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-        elif t2 == CAPSULE:
-            c1, n1, q1, d1 = plane_capsule(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c1, n1, q1, d1, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-        elif t2 == CYLINDER:
-            c2, n2, q2, d2 = plane_cylinder(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c2, n2, q2, d2, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-        elif t2 == BOX:
-            c3, n3, q3, d3 = plane_box(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c3, n3, q3, d3, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-        elif t2 == ELLIPSOID:
-            c4, n4, q4, d4 = plane_ellipsoid(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c4, n4, q4, d4, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-        elif t2 == MESH:
-            c5, n5, q5, d5 = plane_mesh(p1, R1, s1, p2, R2, s2, margin, mv)
-            _store(env, k, c5, n5, q5, d5, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-    elif t1 == SPHERE:
-        if t2 == SPHERE:
-            c6, n6, q6, d6 = sphere_sphere(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c6, n6, q6, d6, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-        elif t2 == CAPSULE:
-            c7, n7, q7, d7 = sphere_capsule(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c7, n7, q7, d7, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-        elif t2 == CYLINDER:
-            c8, n8, q8, d8 = sphere_cylinder(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c8, n8, q8, d8, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-        elif t2 == BOX:
-            c9, n9, q9, d9 = sphere_box(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c9, n9, q9, d9, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-    elif t1 == CAPSULE:
-        if t2 == CAPSULE:
-            c10, n10, q10, d10 = capsule_capsule(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c10, n10, q10, d10, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-        elif t2 == BOX:
-            c11, n11, q11, d11 = capsule_box(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c11, n11, q11, d11, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-    elif t1 == BOX:
-        if t2 == BOX:
-            c12, n12, q12, d12 = box_box(p1, R1, s1, p2, R2, s2, margin)
-            _store(env, k, c12, n12, q12, d12, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
-            done = 1
-    if done == 0:
-        pz, dz = _empty(p1)
-        _store(env, k, 0, p1 - p1, pz, dz, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-               cand_count_out)
-
-
+# -- narrowphase helpers (the pair-family modules and collision_gjk.py) ---------------------------------
 @wp.func
 def _is_convex(t1: int, t2: int):
     """Pairs without an analytic routine, handled by GJK + EPA (collision_gjk.narrowphase_convex)."""
@@ -538,90 +225,7 @@ def _pair_margin(p: wp.vec3i, geom_margin: Any, pair_margin: Any, margin_sum: in
     return margin
 
 
-@wp.func
-def _narrowphase_at(env: int, k: int, geom_type: wp.array(dtype=wp.int32), geom_size: wp.array(dtype=Any),
-                    geom_margin: wp.array(dtype=Any), pair_margin: wp.array(dtype=Any), margin_sum: int,
-                    mesh_vert: wp.array(dtype=Any), geom_xpos_in: wp.array2d(dtype=Any),
-                    geom_xmat_in: wp.array2d(dtype=Any), pairs_in: wp.array2d(dtype=wp.vec3i),
-                    pair_count_in: wp.array(dtype=wp.int32), pair_cand_out: wp.array2d(dtype=wp.vec2i),
-                    cand_pos_out: wp.array2d(dtype=Any), cand_normal_out: wp.array2d(dtype=Any),
-                    cand_dist_out: wp.array2d(dtype=Any), cand_count_out: wp.array(dtype=wp.int32)):
-    npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
-    if k < npairs:
-        p = pairs_in[env, k]
-        g1 = p[0]
-        g2 = p[1]
-        t1 = geom_type[g1]
-        t2 = geom_type[g2]
-        if not _is_convex(t1, t2):
-            margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
-            _collide_store(t1, t2, geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
-                           geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2], margin, mesh_vert,
-                           env, k, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
-
-
-@wp.kernel
-def narrowphase(
-    # Model:
-    geom_type: wp.array(dtype=wp.int32),
-    geom_size: wp.array(dtype=Any),
-    geom_margin: wp.array(dtype=Any),
-    pair_margin: wp.array(dtype=Any),
-    margin_sum: int,
-    mesh_vert: wp.array(dtype=Any),
-    # Data in:
-    geom_xpos_in: wp.array2d(dtype=Any),
-    geom_xmat_in: wp.array2d(dtype=Any),
-    pairs_in: wp.array2d(dtype=wp.vec3i),
-    pair_count_in: wp.array(dtype=wp.int32),
-    # Data out:
-    pair_cand_out: wp.array2d(dtype=wp.vec2i),
-    cand_pos_out: wp.array2d(dtype=Any),
-    cand_normal_out: wp.array2d(dtype=Any),
-    cand_dist_out: wp.array2d(dtype=Any),
-    cand_count_out: wp.array(dtype=wp.int32),
-):
-    """One thread per stored pair with an analytic routine: the pair's raw contact points
-    (normal geom1→geom2, MuJoCo's signed distance) go to a contiguous block of the env's candidate
-    buffer. GJK + EPA pairs are left to narrowphase_convex (a separate kernel, so that EPA's local
-    arrays do not weigh on every thread)."""
-    env, k = wp.tid()
-    _narrowphase_at(env, k, geom_type, geom_size, geom_margin, pair_margin, margin_sum, mesh_vert,
-                    geom_xpos_in, geom_xmat_in, pairs_in, pair_count_in, pair_cand_out, cand_pos_out,
-                    cand_normal_out, cand_dist_out, cand_count_out)
-
-
-@wp.kernel
-def narrowphase_env(
-    # Model:
-    geom_type: wp.array(dtype=wp.int32),
-    geom_size: wp.array(dtype=Any),
-    geom_margin: wp.array(dtype=Any),
-    pair_margin: wp.array(dtype=Any),
-    margin_sum: int,
-    mesh_vert: wp.array(dtype=Any),
-    # Data in:
-    geom_xpos_in: wp.array2d(dtype=Any),
-    geom_xmat_in: wp.array2d(dtype=Any),
-    pairs_in: wp.array2d(dtype=wp.vec3i),
-    pair_count_in: wp.array(dtype=wp.int32),
-    # Data out:
-    pair_cand_out: wp.array2d(dtype=wp.vec2i),
-    cand_pos_out: wp.array2d(dtype=Any),
-    cand_normal_out: wp.array2d(dtype=Any),
-    cand_dist_out: wp.array2d(dtype=Any),
-    cand_count_out: wp.array(dtype=wp.int32),
-):
-    """narrowphase with one thread per env looping over its k (CPU: the per-thread cost of the
-    unused slots dominates; the same order of the atomic counters, bit-identical)."""
-    env = wp.tid()
-    for k in range(wp.min(pair_count_in[env], pairs_in.shape[1])):
-        _narrowphase_at(env, k, geom_type, geom_size, geom_margin, pair_margin, margin_sum, mesh_vert,
-                        geom_xpos_in, geom_xmat_in, pairs_in, pair_count_in, pair_cand_out, cand_pos_out,
-                        cand_normal_out, cand_dist_out, cand_count_out)
-
-
-
+# -- pruning -----------------------------------------------------------------------------------------
 @wp.func
 def _pick(sel: int, i: int):
     return (sel & (1 << i)) != 0
@@ -805,6 +409,7 @@ def prune(
     margin_sum: int,
     gap_outside: int,
     max_per_pair: int,
+    slot_stride: int,
     # Data in:
     pairs_in: wp.array2d(dtype=wp.vec3i),
     pair_count_in: wp.array(dtype=wp.int32),
@@ -828,49 +433,12 @@ def prune(
     the polyphys frame: row 0 the normal from geom B (= geom 2) to geom A (= geom 1), rows 1-2 the
     tangents; depth = penetration (positive when overlapping). geom_margin / pair_margin here are
     the force margins (without the gap when ``gap_outside``: the narrowphase got margin + gap)."""
-    env, k = wp.tid()
-    _prune_at(env, k, geom_orig, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum, gap_outside,
-              max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in, cand_dist_in,
-              contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out, contact_depth_out,
-              contact_includemargin_out, contact_pair_out)
-
-
-@wp.kernel
-def prune_env(
-    # Model:
-    geom_orig: wp.array(dtype=wp.int32),
-    geom_margin: wp.array(dtype=Any),
-    geom_gap: wp.array(dtype=Any),
-    pair_margin: wp.array(dtype=Any),
-    pair_gap: wp.array(dtype=Any),
-    margin_sum: int,
-    gap_outside: int,
-    max_per_pair: int,
-    # Data in:
-    pairs_in: wp.array2d(dtype=wp.vec3i),
-    pair_count_in: wp.array(dtype=wp.int32),
-    pair_cand_in: wp.array2d(dtype=wp.vec2i),
-    cand_pos_in: wp.array2d(dtype=Any),
-    cand_normal_in: wp.array2d(dtype=Any),
-    cand_dist_in: wp.array2d(dtype=Any),
-    # Data out:
-    contact_raw_out: wp.array(dtype=wp.int32),
-    contact_geom_out: wp.array2d(dtype=wp.vec2i),
-    contact_pos_out: wp.array2d(dtype=Any),
-    contact_frame_out: wp.array2d(dtype=Any),
-    contact_depth_out: wp.array2d(dtype=Any),
-    contact_includemargin_out: wp.array2d(dtype=Any),
-    contact_pair_out: wp.array2d(dtype=wp.int32),
-):
-    """prune with one thread per env looping over its k (CPU: the per-thread cost of the
-    unused slots dominates; the same order of the atomic counters, bit-identical)."""
-    env = wp.tid()
-    for k in range(wp.min(pair_count_in[env], pairs_in.shape[1])):
+    env, j = wp.tid()
+    for k in range(j, wp.min(pair_count_in[env], pairs_in.shape[1]), slot_stride):
         _prune_at(env, k, geom_orig, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum, gap_outside,
                   max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in,
                   cand_dist_in, contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out,
                   contact_depth_out, contact_includemargin_out, contact_pair_out)
-
 
 
 @wp.kernel
@@ -940,6 +508,7 @@ def split_inactive(
 def export_contacts(
     # Model:
     geom_link: wp.array(dtype=wp.int32),
+    slot_stride: int,
     # Data in:
     contact_count_in: wp.array(dtype=wp.int32),
     contact_geom_in: wp.array2d(dtype=wp.vec2i),
@@ -957,44 +526,11 @@ def export_contacts(
 ):
     """Copy the contact set into a constraint builder's inputs: signed distance (MuJoCo's dist =
     -depth), the links of geoms A and B (-1: world)."""
-    env, c = wp.tid()
+    env, j = wp.tid()
     n = wp.min(contact_count_in[env], con_pos_out.shape[1])
-    if c == 0:
+    if j == 0:
         n_con_out[env] = n
-    if c < n:
-        g = contact_geom_in[env, c]
-        con_pos_out[env, c] = contact_pos_in[env, c]
-        con_frame_out[env, c] = contact_frame_in[env, c]
-        con_dist_out[env, c] = -contact_depth_in[env, c]
-        con_margin_out[env, c] = contact_includemargin_in[env, c]
-        con_link_out[env, c, 0] = geom_link[g[0]]
-        con_link_out[env, c, 1] = geom_link[g[1]]
-
-
-@wp.kernel
-def export_contacts_env(
-    # Model:
-    geom_link: wp.array(dtype=wp.int32),
-    # Data in:
-    contact_count_in: wp.array(dtype=wp.int32),
-    contact_geom_in: wp.array2d(dtype=wp.vec2i),
-    contact_pos_in: wp.array2d(dtype=Any),
-    contact_frame_in: wp.array2d(dtype=Any),
-    contact_depth_in: wp.array2d(dtype=Any),
-    contact_includemargin_in: wp.array2d(dtype=Any),
-    # Data out:
-    n_con_out: wp.array(dtype=wp.int32),
-    con_pos_out: wp.array2d(dtype=Any),
-    con_frame_out: wp.array2d(dtype=Any),
-    con_dist_out: wp.array2d(dtype=Any),
-    con_margin_out: wp.array2d(dtype=Any),
-    con_link_out: wp.array3d(dtype=wp.int32),
-):
-    """export_contacts with one thread per env looping over its contacts (CPU)."""
-    env = wp.tid()
-    n = wp.min(contact_count_in[env], con_pos_out.shape[1])
-    n_con_out[env] = n
-    for c in range(n):
+    for c in range(j, n, slot_stride):
         g = contact_geom_in[env, c]
         con_pos_out[env, c] = contact_pos_in[env, c]
         con_frame_out[env, c] = contact_frame_in[env, c]
@@ -1014,39 +550,13 @@ def _overloads(s):
     wp.overload(geom_poses, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q),
                              "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
                              "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q)})
-    wp.overload(geom_poses_env, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q),
-                             "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
-                             "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q)})
     wp.overload(aabb_update, {"geom_half": A(dtype=V), "geom_margin": A(dtype=s),
-                              "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
-                              "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
-                              "aabb_hi_out": A2(dtype=V)})
-    wp.overload(aabb_update_env, {"geom_half": A(dtype=V), "geom_margin": A(dtype=s),
                               "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
                               "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
                               "aabb_hi_out": A2(dtype=V)})
     wp.overload(broadphase_list, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
                                   "aabb_hi_in": A2(dtype=V)})
-    wp.overload(broadphase_list_env, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
-                                  "aabb_hi_in": A2(dtype=V)})
-    wp.overload(sap_keys, {"aabb_lo_in": A2(dtype=V)})
-    wp.overload(sap_sweep, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
-    wp.overload(narrowphase, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
-                              "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
-                                               "geom_xpos_in": A2(dtype=V),
-                              "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
-                              "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
-    wp.overload(narrowphase_env, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s),
-                              "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
-                                               "geom_xpos_in": A2(dtype=V),
-                              "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
-                              "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
     wp.overload(export_contacts, {
-        "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
-        "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
-        "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
-        "con_margin_out": A2(dtype=s)})
-    wp.overload(export_contacts_env, {
         "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
         "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),
         "con_pos_out": A2(dtype=V), "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
@@ -1055,12 +565,6 @@ def _overloads(s):
                                  "contact_depth_out": A2(dtype=s),
                                  "contact_includemargin_out": A2(dtype=s)})
     wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
-                        "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
-                        "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
-                        "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
-                        "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
-                        "contact_includemargin_out": A2(dtype=s)})
-    wp.overload(prune_env, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                         "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                         "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
                         "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),

@@ -1,0 +1,95 @@
+"""Narrowphase of the plane pairs: plane–sphere, –capsule, –cylinder, –box, –ellipsoid (analytic,
+collision_primitive.py) and –mesh (the hull's vertices, collision_convex.plane_mesh).
+
+One of the pair-family modules of the collision pipeline (docs/collision.md, "Kernel modules"): a
+scene compiles and launches the family modules of the geom type pairs it can produce
+(collision.narrowphase_families). Each family kernel writes the raw contact points of its own pairs
+(normal geom1→geom2, MuJoCo's signed distance) to a contiguous block of the env's candidate buffer
+and leaves the other pairs alone (the broadphase gave every stored pair an empty block). Launch grid
+and ``slot_stride`` as in collision_driver.py; generic over precision (types.declare_overloads).
+"""
+
+from typing import Any
+
+import warp as wp
+
+from ..types import overloads
+from .collision_convex import plane_mesh
+from .collision_driver import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, PLANE, SPHERE, _pair_margin, _store
+from .collision_primitive import plane_box, plane_capsule, plane_cylinder, plane_ellipsoid, plane_sphere
+
+wp.set_module_options({"enable_backward": False})
+
+
+@wp.func
+def _plane_store(t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, margin: Any, mv: Any, env: int,
+                 k: int, pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any, cand_normal_out: Any,
+                 cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32)):
+    """The routine of a plane against type ``t2`` and the store of its points, each from its own
+    branch (no contact set flows out of a branch: Warp would select every variable reassigned in a
+    branch after it, 8×3 points and 8 distances per branch per pair)."""
+    if t2 == SPHERE:
+        c0, n0, q0, d0 = plane_sphere(p1, R1, s1, p2, R2, s2, margin)
+        _store(env, k, c0, n0, q0, d0, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+    elif t2 == CAPSULE:
+        c1, n1, q1, d1 = plane_capsule(p1, R1, s1, p2, R2, s2, margin)
+        _store(env, k, c1, n1, q1, d1, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+    elif t2 == CYLINDER:
+        c2, n2, q2, d2 = plane_cylinder(p1, R1, s1, p2, R2, s2, margin)
+        _store(env, k, c2, n2, q2, d2, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+    elif t2 == BOX:
+        c3, n3, q3, d3 = plane_box(p1, R1, s1, p2, R2, s2, margin)
+        _store(env, k, c3, n3, q3, d3, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+    elif t2 == ELLIPSOID:
+        c4, n4, q4, d4 = plane_ellipsoid(p1, R1, s1, p2, R2, s2, margin)
+        _store(env, k, c4, n4, q4, d4, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+    elif t2 == MESH:
+        c5, n5, q5, d5 = plane_mesh(p1, R1, s1, p2, R2, s2, margin, mv)
+        _store(env, k, c5, n5, q5, d5, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+
+
+@wp.kernel
+def narrowphase_plane(
+    # Model:
+    geom_type: wp.array(dtype=wp.int32),
+    geom_size: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
+    mesh_vert: wp.array(dtype=Any),
+    slot_stride: int,
+    # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
+    pairs_in: wp.array2d(dtype=wp.vec3i),
+    pair_count_in: wp.array(dtype=wp.int32),
+    # Data out:
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
+    cand_pos_out: wp.array2d(dtype=Any),
+    cand_normal_out: wp.array2d(dtype=Any),
+    cand_dist_out: wp.array2d(dtype=Any),
+    cand_count_out: wp.array(dtype=wp.int32),
+):
+    """The stored pairs whose geom 1 is a plane."""
+    env, j = wp.tid()
+    for k in range(j, wp.min(pair_count_in[env], pairs_in.shape[1]), slot_stride):
+        p = pairs_in[env, k]
+        g1 = p[0]
+        g2 = p[1]
+        if geom_type[g1] == PLANE:
+            margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
+            _plane_store(geom_type[g2], geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
+                         geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2], margin, mesh_vert, env, k,
+                         pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+
+
+@overloads
+def _overloads(s):
+    V = wp.types.vector(3, s)
+    M = wp.types.matrix((3, 3), s)
+    A = wp.array
+    A2 = wp.array2d
+    wp.overload(narrowphase_plane, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s), "pair_margin": A(dtype=s),
+                                    "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V), "geom_xmat_in": A2(dtype=M),
+                                    "cand_pos_out": A2(dtype=V), "cand_normal_out": A2(dtype=V),
+                                    "cand_dist_out": A2(dtype=s)})
