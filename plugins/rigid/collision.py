@@ -600,14 +600,12 @@ class CollisionPipeline:
 
         if precision not in ("32", "64"):
             raise OptionError(f"precision = {precision!r}: allowed '32', '64'")
-        # the scene's precision only (a second precision in the same process adds its overloads)
-        declare_overloads(import_kernel_modules(COLLISION_MODULES), precision)
         if not isinstance(n_envs, int) or n_envs < 1:
             raise OptionError(f"n_envs = {n_envs!r}: must be an integer >= 1")
         o = self.options
         G = self.n_geoms
         if neutral_poses is not None and not o.enable_neutral_collision:
-            self._exclude_neutral(neutral_poses, device, precision)
+            self._exclude_neutral(neutral_poses, device)
         S = wp.float64 if precision == "64" else wp.float32
         npf = np.float64 if precision == "64" else np.float32
         V = wp.types.vector(3, S)
@@ -634,6 +632,8 @@ class CollisionPipeline:
         self._warn_unsupported(types)
         # the kernel modules this pipeline launches (the neutral-overlap probe, built above, launched its own)
         self.kernel_module_names = collision_modules(types, bp)
+        # their overloads of this precision only (a second precision in the same process adds its own)
+        declare_overloads(import_kernel_modules(self.kernel_module_names), precision)
         self._needs_convex = "collision_gjk" in self.kernel_module_names
         self._narrowphase = [getattr(mod, "narrowphase_" + mod.__name__.rsplit("_", 1)[1]) for mod in
                              import_kernel_modules([n for n in self.kernel_module_names if n in NARROWPHASE_FAMILIES])]
@@ -748,9 +748,9 @@ class CollisionPipeline:
         self.built = True
         return self
 
-    def _exclude_neutral(self, neutral_poses, device, precision):
+    def _exclude_neutral(self, neutral_poses, device):
         """Remove the pairs of one entity in contact at the neutral poses (docs/semantics.md §R4's
-        neutral-initial-overlap option): one all-vs-all pass on those poses, in the pipeline's precision."""
+        neutral-initial-overlap option): one all-vs-all pass in float64 on those poses."""
         pos, quat = (np.asarray(a, dtype=float) for a in neutral_poses)
         G = self.n_geoms
         if pos.shape != (G, 3) or quat.shape != (G, 4):
@@ -763,7 +763,7 @@ class CollisionPipeline:
                                      max_contacts=None, collision_overflow="warn")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            probe.build(1, device, precision)
+            probe.build(1, device, "64")
             set_poses_host(probe, pos[None], quat[None])
             from polyphys.layout import Partition
 
@@ -1048,7 +1048,7 @@ def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarra
         return None
     pipe, local, need_neutral = plan
     if need_neutral:
-        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0, layout.precision)
+        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0)
     pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
     return pipe
 
@@ -1078,33 +1078,40 @@ def _scene_plan(entities, options: RigidOptions):
     return pipe, local, need_neutral
 
 
-def scene_kernel_modules(entities, options: RigidOptions) -> tuple[list, tuple | None]:
+def scene_kernel_modules(entities, options: RigidOptions) -> tuple[list, list, tuple | None]:
     """The collision kernel modules (names in kernels/) building and stepping this rigid scene launch,
-    and its plan for ``scene_pipeline``: none without a pipeline; else the driver, the sweep-and-prune
-    broadphase when ``broadphase`` resolves to it, the narrowphase family module of each analytic type
-    pair the pipeline can produce and the GJK + EPA module for the other pairs (``collision_modules``).
-    The type pairs: those of the build-filtered pair list before the neutral-overlap rule (the rule's
-    probe runs on that list), or every pair of the collidable types present under sweep-and-prune
-    (an estimate: a type pair whose geoms are never near still compiles its module, once)."""
+    those of them the float64 neutral-overlap probe launches (empty when the build runs no probe),
+    and the scene's plan for ``scene_pipeline``. The scene's: none without a pipeline; else the
+    driver, the sweep-and-prune broadphase when ``broadphase`` resolves to it, the narrowphase
+    family module of each analytic type pair the pipeline can produce and the GJK + EPA module for
+    the other pairs (``collision_modules``). The type pairs: those of the build-filtered pair list
+    before the neutral-overlap rule (the probe runs on that list, all-vs-all), or every pair of the
+    collidable types present under sweep-and-prune (an estimate: a type pair whose geoms are never
+    near still compiles its module, once)."""
     plan = _scene_plan(entities, options)
     if plan is None:
-        return [], None
-    pipe = plan[0]
+        return [], [], None
+    pipe, _, need_neutral = plan
     bp = options.broadphase
     if bp == "auto":
         bp = "sweep_and_prune" if int(pipe.geom_collide.sum()) > SAP_THRESHOLD else "all_vs_all"
-    types = pipe.pair_types(pipe.allowed_pairs() if bp == "all_vs_all" else None)
-    return collision_modules(types, bp), plan
+    small = int(pipe.geom_collide.sum()) <= 4 * SAP_THRESHOLD      # _scene_plan's host filter
+    allowed = pipe.pair_types(pipe.allowed_pairs() if bp == "all_vs_all" or small else None)
+    names = collision_modules(allowed if bp == "all_vs_all" else pipe.pair_types(None), bp)
+    probe = collision_modules(allowed, "all_vs_all") if need_neutral else []
+    return names, probe, plan
 
 
-def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0, precision: str) -> None:
+def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0) -> None:
     """docs/semantics.md §R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
     kinematic tree of one entity that touch at qpos0. Unlike the pipeline's own
     ``build(neutral_poses=...)`` (which takes every same-entity pair), a pair between two free
     trees, or between a free tree and the world-attached part (an MJCF floor and a free box
-    resting on it), is kept: their relative placement at qpos0 is arbitrary. One all-vs-all pass of
-    a probe pipeline on the neutral geom poses, in the scene's precision (build time only: the
-    probe launches the kernels the scene compiles anyway, docs/collision.md "Kernel modules")."""
+    resting on it), is kept: their relative placement at qpos0 is arbitrary. One float64 all-vs-all
+    pass of a probe pipeline on the neutral geom poses (build time only), whatever the scene's
+    precision: geoms placed exactly touching at qpos0 (dm_control's walker: its feet on the floor)
+    are apart in float64 but may overlap by a rounding error in float32, which would remove the
+    pair (tests/rigid/test_rigid_kernel_modules.py)."""
     from polyphys.layout import Partition
 
     tree = []                       # per geom: (entity, nearest free-joint ancestor link or -1)
@@ -1121,7 +1128,7 @@ def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0,
     probe = CollisionPipeline.from_descriptions([e.description for e in entities], probe_opts, local_masks=local)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        probe.build(1, device, precision)
+        probe.build(1, device, "64")
         pos, quat = _neutral_geom_poses(probe, link_pos0, link_quat0)
         set_poses_host(probe, pos[None], quat[None])
         probe.run(Partition(0, 0, 1))
