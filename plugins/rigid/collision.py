@@ -605,7 +605,7 @@ class CollisionPipeline:
         o = self.options
         G = self.n_geoms
         if neutral_poses is not None and not o.enable_neutral_collision:
-            self._exclude_neutral(neutral_poses, device)
+            self._exclude_neutral(neutral_poses, device, precision)
         S = wp.float64 if precision == "64" else wp.float32
         npf = np.float64 if precision == "64" else np.float32
         V = wp.types.vector(3, S)
@@ -748,9 +748,9 @@ class CollisionPipeline:
         self.built = True
         return self
 
-    def _exclude_neutral(self, neutral_poses, device):
+    def _exclude_neutral(self, neutral_poses, device, precision):
         """Remove the pairs of one entity in contact at the neutral poses (docs/semantics.md §R4's
-        neutral-initial-overlap option): one all-vs-all pass in float64 on those poses."""
+        neutral-initial-overlap option): one all-vs-all pass on those poses, in the pipeline's precision."""
         pos, quat = (np.asarray(a, dtype=float) for a in neutral_poses)
         G = self.n_geoms
         if pos.shape != (G, 3) or quat.shape != (G, 4):
@@ -763,7 +763,7 @@ class CollisionPipeline:
                                      max_contacts=None, collision_overflow="warn")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            probe.build(1, device, "64")
+            probe.build(1, device, precision)
             set_poses_host(probe, pos[None], quat[None])
             from polyphys.layout import Partition
 
@@ -1048,7 +1048,7 @@ def scene_pipeline(entities, options: RigidOptions, layout, link_pos0: np.ndarra
         return None
     pipe, local, need_neutral = plan
     if need_neutral:
-        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0)
+        _exclude_neutral_trees(pipe, entities, local, layout.device, link_pos0, link_quat0, layout.precision)
     pipe.build(layout.n_envs, layout.device, layout.precision, layout.partitions)
     return pipe
 
@@ -1080,7 +1080,7 @@ def _scene_plan(entities, options: RigidOptions):
 
 def scene_kernel_modules(entities, options: RigidOptions) -> tuple[list, list, tuple | None]:
     """The collision kernel modules (names in kernels/) building and stepping this rigid scene launch,
-    those of them the float64 neutral-overlap probe launches (empty when the build runs no probe),
+    those the neutral-overlap probe launches at build, in the scene's precision (empty without a probe),
     and the scene's plan for ``scene_pipeline``. The scene's: none without a pipeline; else the
     driver, the sweep-and-prune broadphase when ``broadphase`` resolves to it, the narrowphase
     family module of each analytic type pair the pipeline can produce and the GJK + EPA module for
@@ -1102,16 +1102,15 @@ def scene_kernel_modules(entities, options: RigidOptions) -> tuple[list, list, t
     return names, probe, plan
 
 
-def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0) -> None:
+def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0, precision: str) -> None:
     """docs/semantics.md §R4's neutral-overlap option (enable_neutral_collision=False): remove the pairs of one
     kinematic tree of one entity that touch at qpos0. Unlike the pipeline's own
     ``build(neutral_poses=...)`` (which takes every same-entity pair), a pair between two free
     trees, or between a free tree and the world-attached part (an MJCF floor and a free box
-    resting on it), is kept: their relative placement at qpos0 is arbitrary. One float64 all-vs-all
-    pass of a probe pipeline on the neutral geom poses (build time only), whatever the scene's
-    precision: geoms placed exactly touching at qpos0 (dm_control's walker: its feet on the floor)
-    are apart in float64 but may overlap by a rounding error in float32, which would remove the
-    pair (tests/rigid/test_rigid_kernel_modules.py)."""
+    resting on it), is kept: their relative placement at qpos0 is arbitrary. One all-vs-all pass of
+    a probe pipeline on the neutral geom poses, in the scene's precision — the precision of those
+    poses (the scene's forward kinematics at qpos0): a float64 probe of float32 poses removed the same
+    pairs (build time only; the probe launches the kernels the scene compiles anyway)."""
     from polyphys.layout import Partition
 
     tree = []                       # per geom: (entity, nearest free-joint ancestor link or -1)
@@ -1128,7 +1127,7 @@ def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0)
     probe = CollisionPipeline.from_descriptions([e.description for e in entities], probe_opts, local_masks=local)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        probe.build(1, device, "64")
+        probe.build(1, device, precision)
         pos, quat = _neutral_geom_poses(probe, link_pos0, link_quat0)
         set_poses_host(probe, pos[None], quat[None])
         probe.run(Partition(0, 0, 1))

@@ -154,8 +154,8 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         scene can have constraint rows; the readback when a sensor reads this solver. An estimate
         from the descriptions (a module declared here but never launched costs its compile once; one
         launched but not declared compiles at its first launch). Each module holds the overloads of
-        the scene's precision only (types.declare_overloads) — but for the collision modules the
-        float64 neutral-overlap probe launches in a float32 scene: they hold both, compiled once."""
+        the scene's precision only (types.declare_overloads) (the neutral-overlap
+        probe at build runs in it too, on the collision modules listed)."""
         from .kernels import actuation as k_actuation
         from .kernels import bias as k_bias
         from .kernels import constraint_rows as k_rows
@@ -177,9 +177,6 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self._collision_plan = (o, plan)         # build makes its pipeline from it (no second mesh decomposition)
         collide = bool(names)
         mods += collision.import_kernel_modules(names + [n for n in probe if n not in names])
-        if layout.precision == "32" and probe:
-            # the neutral-overlap probe runs in float64 at build (collision._exclude_neutral_trees)
-            declare_overloads(collision.import_kernel_modules(probe), "64")
         rows = any(j.limited or j.frictionloss > 0 for d in descs for j in d.joints) or any(d.equalities for d in descs)
         if not o.disable_constraint and sum(d.n_dofs for d in descs) > 0 and (collide or rows):
             mods += [k_rows, k_signorini if o.effective_resolution() == "signorini" else k_convex]

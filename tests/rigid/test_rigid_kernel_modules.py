@@ -201,10 +201,9 @@ print("PROBE " + json.dumps({"held": {k: sorted(v) for k, v in held.items()}, "l
 @pytest.mark.parametrize("precision", ["64", "32"])
 def test_modules_hold_the_scene_precision_only(tmp_path, precision):
     """In a fresh process, every rigid stage module (launched or not) holds only the overloads of the
-    scene's precision: a float64 scene compiles no float32 code and the reverse — but for the collision
-    modules the float32 scene's neutral-overlap probe launches (the two bodies of one MJCF entity; the
-    probe runs in float64: docs/rigid.md, "Internals"), which also hold float64, declared before the
-    first compile: none rebuilt. The other collision modules hold the scene's precision only."""
+    scene's precision: a float64 scene compiles no float32 code and the reverse — also the collision
+    modules of the float32 scene, whose build runs the neutral-overlap probe (the two bodies of one MJCF
+    entity) in the scene's precision (docs/rigid.md, "Internals"); none rebuilt."""
     path = tmp_path / "round.xml"
     path.write_text(ROUND)
     env = dict(os.environ, POLYPHYS_VERBOSITY="quiet")
@@ -216,29 +215,6 @@ def test_modules_hold_the_scene_precision_only(tmp_path, precision):
     assert set(res["loaded"]) >= {"collision_driver", "collision_plane", "collision_gjk", "noslip", "readback",
                                   "kinematics"}
     assert res["held"], "no overloads found"
-    both = {"collision_driver", "collision_plane", "collision_gjk"} if precision == "32" else set()
-    assert {m: p for m, p in res["held"].items() if p != (["32", "64"] if m in both else [precision])} == {}
+    assert {m: p for m, p in res["held"].items() if p != [precision]} == {}
     assert res["rebuilt"] == []
 
-
-def test_neutral_overlap_probe_runs_in_float64_for_a_float32_scene():
-    """dm_control's walker stands with its feet exactly on the floor at qpos0 (one kinematic tree: no
-    free joint). The neutral-overlap probe (docs/semantics.md §R4) runs in float64, where the feet and
-    the floor are apart; in float32 they overlap by a rounding error, and a float32 probe removed both
-    foot–floor pairs (the walker fell through its floor). Both precisions keep every pair."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("dm_control")
-    if spec is None:
-        pytest.skip("dm_control is not installed")
-    xml = Path(spec.origin).parent / "suite" / "walker.xml"
-    excluded = {}
-    for precision in ("32", "64"):
-        scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.0025, precision=precision))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            scene.add_entity(morphs.MJCF(file=str(xml)), Rigid())
-            scene.build(n_envs=1)
-        excluded[precision] = scene.solver("rigid").collision.neutral_excluded.tolist()
-    assert excluded == {"32": [], "64": []}
