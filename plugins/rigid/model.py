@@ -560,9 +560,9 @@ def _make_island_data(d, a: _Alloc, n: int, nv: int, R: int, islands: bool) -> N
     d.iM = z((n, nv, nv))
     d.iefc_J = z((n, R, nv))
     d.iefc_span = z((n, R, 2), I32)
-    for k in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force"):
+    for k in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar"):
         setattr(d, k, z((n, R)))
-    for k in ("iacc_smooth", "iacc", "ifrc_constraint"):
+    for k in ("iacc_smooth", "iacc", "ifrc_constraint", "igrad", "ima"):
         setattr(d, k, z((n, nv)))
 
 

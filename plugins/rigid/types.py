@@ -299,6 +299,9 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         iefc_mu: (n, max_rows) float: their efc_mu
         iefc_aref: (n, max_rows) float: their aref
         iefc_force: (n, max_rows) float [N or N·m]: their forces
+        iefc_jar: (n, max_rows) float: their J·qacc − aref
+        igrad: (n, nv) float: the cost gradient on the island's dofs
+        ima: (n, nv) float: M·(qacc − qacc_smooth) on the island's dofs
         iacc_smooth: (n, nv) float: qacc_smooth of the island's dofs
         iacc: (n, nv) float: qacc of the island's dofs
         ifrc_constraint: (n, nv) float: Jᵀf of the island's dofs
@@ -595,6 +598,9 @@ def _data_struct(s):
         iefc_mu: S2
         iefc_aref: S2
         iefc_force: S2
+        iefc_jar: S2
+        igrad: S2
+        ima: S2
         iacc_smooth: S2
         iacc: S2
         ifrc_constraint: S2

@@ -270,9 +270,9 @@ class MjStage:
             setattr(d, name, z(E, R, dt=wp.int32))
         d.island_scratch = z(E, 3, nv + 1, dt=wp.int32)
         d.iM, d.iefc_J, d.iefc_span = z(E, nv, nv), z(E, R, nv), z(E, R, 2, dt=wp.int32)
-        for name in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force"):
+        for name in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar"):
             setattr(d, name, z(E, R))
-        d.iacc_smooth, d.iacc, d.ifrc_constraint = z(E, nv), z(E, nv), z(E, nv)
+        d.iacc_smooth, d.iacc, d.ifrc_constraint, d.igrad, d.ima = (z(E, nv) for _ in range(5))
         d.qpos = z(E, 1)
         d.qvel = z(E, nv)
         for name in ("cdof_w", "cdof_v", "dof_ref"):

@@ -34,6 +34,33 @@ def update_rows_native(env: int, nrow: int, efc_type: I2, efc_dim: I2, efc_D: A2
                        efc_mu: A2, jar: A2, efc_force: A2, efc_state: I2, out: A2): ...
 
 
+I1 = wp.array(dtype=wp.int32)
+I3 = wp.array3d(dtype=wp.int32)
+A3 = wp.array3d(dtype=Any)
+
+
+@wp.func_native(native.body(__file__, "island_label_native"))
+def island_label_native(env: int, nv: int, nrow: int, dof_parent: I1, lim_dof: I1, link_dof_last: I1, eq_type: I1,
+                        eq_obj: I2, con_link: I3, efc_J: A3, efc_span: I3, efc_type: I2, efc_id: I2, dof_island: I2,
+                        efc_island: I2, island_dofadr: I2, island_dofs: I2, dof_idof: I2, island_efcadr: I2,
+                        island_efcs: I2, scratch: I3, nisland: I1): ...
+
+
+@wp.func_native(native.body(__file__, "island_gather_native"))
+def island_gather_native(env: int, nv: int, k: int, d0: int, nd: int, r0: int, nr: int, zero_rows: int, island_dofs: I2,
+                         island_efcs: I2, dof_island: I2, dof_idof: I2, M: A3, qacc_smooth: A2, qacc: A2, J: A3, span: I3,
+                         efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2, efc_aref: A2, iM: A3,
+                         iacc_smooth: A2, iacc: A2, iJ: A3, ispan: I3, itype: I2, idim: I2, iD: A2, iR: A2, ifloss: A2,
+                         imu: A2, iaref: A2, jar: A2, efc_force: A2, efc_state: I2, qfrc_constraint: A2, grad: A2, ma: A2,
+                         ijar: A2, iforce: A2, istate: I2, ifrc: A2, igrad: A2, ima: A2): ...
+
+
+@wp.func_native(native.body(__file__, "island_scatter_native"))
+def island_scatter_native(env: int, d0: int, nd: int, r0: int, nr: int, island_dofs: I2, island_efcs: I2, qacc: A2,
+                          qfrc_constraint: A2, iacc: A2, ifrc: A2, efc_force: A2, efc_state: I2, iforce: A2,
+                          istate: I2): ...
+
+
 @wp.func
 def update_constraint(
     nv: int,
@@ -349,43 +376,44 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
     for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force
         efc_force[env, i] = zero
         efc_state[env, i] = EfcState.INACTIVE
-    if whole == 1:
-        scale = mass_scale(env, nv, M, tolerance)
-        # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
-        sc_mode = span_mode(nrow, nv, solver)
-        spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode)
-        mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
+    scale = mass_scale(env, nv, M, tolerance)
+    # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
+    sc_mode = span_mode(nrow, nv, solver)
+    spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode)
+    mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
 
-        # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule); no rows: qacc_smooth
-        # (the warm start is copied to scratch first: qacc_warm may be qacc itself, warm-started in place)
+    # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule: for the whole env, as
+    # MuJoCo does with islands too); no rows: qacc_smooth
+    # (the warm start is copied to scratch first: qacc_warm may be qacc itself, warm-started in place)
+    for j in range(nv):
+        search[env, j] = qacc_warm[env, j]
+        qacc[env, j] = search[env, j]
+        if nrow == 0:
+            qacc[env, j] = qacc_smooth[env, j]
+    c2 = zero
+    if warm_pick_lower == 1:
+        # smooth first, then the warm start: when the warm start wins (the usual case) its
+        # evaluation is the one in place and no third evaluation is needed
         for j in range(nv):
-            search[env, j] = qacc_warm[env, j]
+            qacc[env, j] = qacc_smooth[env, j]
+        c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
+                               qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
+                               qfrc_constraint, grad, ma, 2, solver_stat, LM, H, sc_mode)
+        for j in range(nv):
             qacc[env, j] = search[env, j]
             if nrow == 0:
                 qacc[env, j] = qacc_smooth[env, j]
-        c2 = zero
-        if warm_pick_lower == 1:
-            # smooth first, then the warm start: when the warm start wins (the usual case) its
-            # evaluation is the one in place and no third evaluation is needed
+    cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
+                             M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1,
+                             solver_stat, LM, H, sc_mode)
+    if warm_pick_lower == 1:
+        if not (cost < c2):
             for j in range(nv):
                 qacc[env, j] = qacc_smooth[env, j]
-            c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
-                                   qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                                   qfrc_constraint, grad, ma, 2, solver_stat, LM, H, sc_mode)
-            for j in range(nv):
-                qacc[env, j] = search[env, j]
-                if nrow == 0:
-                    qacc[env, j] = qacc_smooth[env, j]
-        cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                                 M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1,
-                                 solver_stat, LM, H, sc_mode)
-        if warm_pick_lower == 1:
-            if not (cost < c2):
-                for j in range(nv):
-                    qacc[env, j] = qacc_smooth[env, j]
-                cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
-                                         qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                                         qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
+            cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
+                                     qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
+                                     qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
+    if whole == 1:
         res = solve_iterate(env, nv, nrow, solver, iterations, tolerance, ls_iterations, ls_tolerance,
                             stop_needs_gradient, scale, sc_mode, cost, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
                             efc_aref, efc_R, efc_D, efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state,
@@ -398,32 +426,14 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
         if nisl == 1:
             d.island_niter[env, 0] = niter
     else:
-        # ---- several islands (MuJoCo's mj_fwdConstraint with islands): the warm start is picked for the
-        # whole env, the dofs in no island take qacc_smooth, then each island is gathered into the
-        # island arrays (its dofs and rows in ascending order) and solved as its own problem
-        for j in range(nv):
-            search[env, j] = qacc_warm[env, j]
-            qacc[env, j] = search[env, j]
-        if warm_pick_lower == 1:
-            sc_mode = span_mode(nrow, nv, solver)
-            spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode)
-            for j in range(nv):
-                qacc[env, j] = qacc_smooth[env, j]
-            c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
-                                   qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                                   qfrc_constraint, grad, ma, 2, solver_stat, LM, H, sc_mode)
-            for j in range(nv):
-                qacc[env, j] = search[env, j]
-            cw = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
-                                   qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                                   qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
-            if not (cw < c2):
-                for j in range(nv):
-                    qacc[env, j] = qacc_smooth[env, j]
+        # ---- several islands (MuJoCo's mj_fwdConstraint with islands): the dofs in no island take
+        # qacc_smooth (no row touches them: their Jᵀf is 0); each island is gathered into the island
+        # arrays (its dofs and rows in ascending order, with its part of the evaluation above) and, unless
+        # its own scaled gradient already meets the tolerance, solved as its own problem (own trace(M)
+        # scale, Hessian, line search and stop) and scattered back
         for j in range(nv):
             if d.dof_island[env, j] < 0:
                 qacc[env, j] = qacc_smooth[env, j]
-                qfrc_constraint[env, j] = zero
         iM = d.iM
         iJ = d.iefc_J
         ispan = d.iefc_span
@@ -436,248 +446,88 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
         imu = d.iefc_mu
         iaref = d.iefc_aref
         iforce = d.iefc_force
+        ijar = d.iefc_jar
         iacc_smooth = d.iacc_smooth
         iacc = d.iacc
         ifrc = d.ifrc_constraint
+        igrad = d.igrad
+        ima = d.ima
         dofs = d.island_dofs
         rows = d.island_efcs
         best = int(-1)
         best_imp = zero
         best_g = zero
-        total = zero
+        total = cost
         for k in range(nisl):
             d0 = d.island_dofadr[env, k]
             nd = d.island_dofadr[env, k + 1] - d0
             r0 = d.island_efcadr[env, k]
             nr = d.island_efcadr[env, k + 1] - r0
             isc = span_mode(nr, nd, solver)
-            # gather: M block, accelerations, rows (their J restricted to the island's dofs)
-            for a in range(nd):
-                da = dofs[env, d0 + a]
-                iacc_smooth[env, a] = qacc_smooth[env, da]
-                iacc[env, a] = qacc[env, da]
-                for b in range(nd):
-                    iM[env, a, b] = M[env, da, dofs[env, d0 + b]]
-            for q in range(nr):
-                r = rows[env, r0 + q]
-                itype[env, q] = efc_type[env, r]
-                idim[env, q] = efc_dim[env, r]
-                iD[env, q] = efc_D[env, r]
-                iR[env, q] = efc_R[env, r]
-                ifloss[env, q] = efc_floss[env, r]
-                imu[env, q] = efc_mu[env, r]
-                iaref[env, q] = efc_aref[env, r]
-                lo = wp.max(d.efc_span[env, r, 0], 0)
-                hi = wp.min(d.efc_span[env, r, 1], nv)
-                if isc == 0:
-                    for c in range(nd):
-                        iJ[env, q, c] = zero
-                clo = nd
-                chi = int(0)
-                for kk in range(lo, hi):
-                    if d.dof_island[env, kk] == k:
-                        c = d.dof_idof[env, kk]
-                        iJ[env, q, c] = efc_J[env, r, kk]
-                        clo = wp.min(clo, c)
-                        chi = wp.max(chi, c + 1)
-                if chi < clo:
-                    chi = clo
-                ispan[env, q, 0] = clo
-                ispan[env, q, 1] = chi
+            zero_rows = int(0)
+            if isc == 0:
+                zero_rows = 1
+            island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, dofs, rows, d.dof_island, d.dof_idof, M,
+                                 qacc_smooth, qacc, efc_J, d.efc_span, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu,
+                                 efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref,
+                                 jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad,
+                                 ima)
             iscale = mass_scale(env, nd, iM, tolerance)
-            spans_fill(env, nr, nd, ispan, iM, LM, H, isc)
-            cost = update_constraint(nd, env, iJ, itype, iD, iR, ifloss, imu, idim, nr, qfrc_smooth, iM, iacc_smooth,
-                                     iacc, iaref, jar, iforce, istate, ifrc, grad, ma, 1, solver_stat, LM, H, isc)
-            res = solve_iterate(env, nd, nr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
-                                stop_needs_gradient, iscale, isc, cost, iM, iacc_smooth, qfrc_smooth, iJ, itype, iaref,
-                                iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, jar, jv, grad, mgrad,
-                                mgrad_old, search, ma, mv, solver_stat)
-            # scatter
+            g0 = zero
             for a in range(nd):
-                da = dofs[env, d0 + a]
-                qacc[env, da] = iacc[env, a]
-                qfrc_constraint[env, da] = ifrc[env, a]
-            for q in range(nr):
-                r = rows[env, r0 + q]
-                efc_force[env, r] = iforce[env, q]
-                efc_state[env, r] = istate[env, q]
+                g0 = g0 + igrad[env, a] * igrad[env, a]
+            g0 = iscale * wp.sqrt(g0)
+            it = int(0)
+            if g0 < tolerance:
+                # converged at its start: the evaluation above already holds its forces and Jᵀf
+                d.island_niter[env, k] = 0
+                if best < 0:
+                    best = 0
+                    best_g = g0
+                continue
+            spans_fill(env, nr, nd, ispan, iM, LM, H, isc)
+            # the island's cost at its start: its rows' costs and its Gauss term
+            update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
+            c0 = solver_stat[env, 2]
+            for a in range(nd):
+                c0 = c0 + type(tolerance)(0.5) * (iacc[env, a] - iacc_smooth[env, a]) * ima[env, a]
+            res = solve_iterate(env, nd, nr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
+                                stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, qfrc_smooth, iJ, itype, iaref,
+                                iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, mgrad,
+                                mgrad_old, search, ima, mv, solver_stat)
+            island_scatter_native(env, d0, nd, r0, nr, dofs, rows, qacc, qfrc_constraint, iacc, ifrc, efc_force,
+                                  efc_state, iforce, istate)
             it = int(res[3])
             d.island_niter[env, k] = it
-            total = total + res[2]
+            total = total + res[2] - c0
             if it > best:
                 best = it
                 best_imp = res[0]
                 best_g = res[1]
         # the env's figures: the iterations and stopping statistics of its island that iterated most,
-        # the summed cost
+        # the total cost after the solve
         solver_niter[env] = best
         solver_stat[env, 0] = best_imp
         solver_stat[env, 1] = best_g
         solver_stat[env, 2] = total
 
 
-@wp.func
-def _find(uf: wp.array3d(dtype=wp.int32), env: int, t: int):
-    """Representative of tree t in the union-find forest uf[env, 0] (with path compression)."""
-    r = t
-    while uf[env, 0, r] != r:
-        r = uf[env, 0, r]
-    c = t
-    while uf[env, 0, c] != r:
-        nxt = uf[env, 0, c]
-        uf[env, 0, c] = r
-        c = nxt
-    return r
-
-
-@wp.func
-def _close_group(m: Any, d: Any, env: int, start: int, stop: int, gtree: int, tp: int, ob: int):
-    """Rows [start, stop) of one constraint: those scanned before its first nonzero column get the
-    group's tree; a constraint with no nonzero column takes its dof's tree (frictionloss, limit: as
-    MuJoCo, which reads these from the dof) or, if it has none, returns 1 (the env becomes one island)."""
-    t = gtree
-    if t < 0:
-        if tp == ConstraintType.FRICTION:
-            t = d.dof_island[env, ob]
-        elif tp == ConstraintType.LIMIT:
-            t = d.dof_island[env, m.lim_dof[ob]]
-    if t < 0:
-        return 1
-    for r in range(start, stop):
-        if d.efc_island[env, r] < 0:
-            d.efc_island[env, r] = t
-    return 0
-
-
 @wp.kernel
 def label_islands(m: Any, d: Any):
-    """Constraint islands of each env (MuJoCo's mj_island): the kinematic trees (a dof's tree: the root of
-    its dof chain) joined by the rows of one constraint (consecutive rows of one type and object: a
-    contact's rows, an equality's) through the dofs where a row's J is nonzero. Islands are numbered in
-    the order of their first tree; dofs and rows keep ascending order inside an island. Writes nisland,
-    dof_island (−1: in no island), efc_island, island_dofadr / island_dofs, dof_idof (index inside
-    the island), island_efcadr / island_efcs. A constraint whose rows have no nonzero entry makes the
-    env one island of all dofs and rows (solved as without islands)."""
+    """Constraint islands of each env (MuJoCo's mj_island; native body island_label_native): the kinematic
+    trees (a dof's tree: the root of its dof chain) joined by each constraint (consecutive rows of one
+    type and object) through what it acts on (a contact's two links, a connect/weld's two links, a joint
+    equality's two dofs, a limit's or frictionloss's dof; else the nonzero columns of its rows' J).
+    Islands are numbered in the order of their first tree; dofs and rows keep ascending order inside an
+    island. Writes nisland, dof_island (−1: in no island), efc_island, island_dofadr /
+    island_dofs, dof_idof (index inside the island), island_efcadr / island_efcs, and clears the
+    island_niter entries past the count."""
     env = wp.tid()
     nv = m.nv
-    nrow = d.nefc[env]
-    efc_J = d.efc_J
-    sc = d.island_scratch           # [0]: union-find parent, [1]: counts / cursor, [2]: island of a representative
-    root = d.dof_island             # first the tree (root dof) of each dof, then its island
-    zero = efc_J[env, 0, 0] * type(efc_J[env, 0, 0])(0.0)
-    for j in range(nv):
-        p = m.dof_parent[j]
-        r = j
-        if p >= 0:
-            r = root[env, p]
-        root[env, j] = r
-        sc[env, 0, j] = j
-        sc[env, 1, j] = 0
-        sc[env, 2, j] = -1
-    degenerate = int(0)
-    gtree = int(-1)
-    gstart = int(0)
-    ptype = int(-1)
-    pid = int(-1)
-    for r in range(nrow):
-        tp = d.efc_type[env, r]
-        ob = d.efc_id[env, r]
-        if tp != ptype or ob != pid:
-            if r > 0:
-                degenerate = degenerate + _close_group(m, d, env, gstart, r, gtree, ptype, pid)
-            gtree = -1
-            gstart = r
-        ptype = tp
-        pid = ob
-        lo = wp.max(d.efc_span[env, r, 0], 0)
-        hi = wp.min(d.efc_span[env, r, 1], nv)
-        last = int(-1)
-        for k in range(lo, hi):
-            if efc_J[env, r, k] != zero:
-                t = root[env, k]
-                if t != last:
-                    last = t
-                    a = _find(sc, env, t)
-                    if gtree < 0:
-                        gtree = a
-                    else:
-                        b = _find(sc, env, gtree)
-                        if a < b:
-                            sc[env, 0, b] = a
-                        elif b < a:
-                            sc[env, 0, a] = b
-        d.efc_island[env, r] = gtree
-    if nrow > 0:
-        degenerate = degenerate + _close_group(m, d, env, gstart, nrow, gtree, ptype, pid)
-    nisl = int(0)
-    if degenerate > 0:
-        nisl = 1
-        for j in range(nv):
-            root[env, j] = 0
-            d.dof_idof[env, j] = j
-            d.island_dofs[env, j] = j
-        for r in range(nrow):
-            d.efc_island[env, r] = 0
-            d.island_efcs[env, r] = r
-        d.island_dofadr[env, 0] = 0
-        d.island_dofadr[env, 1] = nv
-        d.island_efcadr[env, 0] = 0
-        d.island_efcadr[env, 1] = nrow
-    else:
-        # constrained trees: those some row touches (flagged at their representative)
-        for r in range(nrow):
-            a = _find(sc, env, d.efc_island[env, r])
-            sc[env, 1, a] = 1
-        # island numbers in the order of each island's first tree (MuJoCo's flood fill order)
-        for j in range(nv):
-            if root[env, j] == j:
-                a = _find(sc, env, j)
-                if sc[env, 1, a] == 1 and sc[env, 2, a] < 0:
-                    sc[env, 2, a] = nisl
-                    nisl = nisl + 1
-        for r in range(nrow):
-            d.efc_island[env, r] = sc[env, 2, _find(sc, env, d.efc_island[env, r])]
-        for j in range(nv):
-            root[env, j] = sc[env, 2, _find(sc, env, root[env, j])]
-        # CSR lists: counts, offsets, then each island's dofs and rows in ascending order
-        for k in range(nisl + 1):
-            sc[env, 1, k] = 0
-        for j in range(nv):
-            k = root[env, j]
-            if k >= 0:
-                sc[env, 1, k] = sc[env, 1, k] + 1
-        acc = int(0)
-        for k in range(nisl):
-            d.island_dofadr[env, k] = acc
-            acc = acc + sc[env, 1, k]
-            sc[env, 1, k] = 0
-        d.island_dofadr[env, nisl] = acc
-        for j in range(nv):
-            k = root[env, j]
-            d.dof_idof[env, j] = -1
-            if k >= 0:
-                c = sc[env, 1, k]
-                d.island_dofs[env, d.island_dofadr[env, k] + c] = j
-                d.dof_idof[env, j] = c
-                sc[env, 1, k] = c + 1
-        for k in range(nisl + 1):
-            sc[env, 1, k] = 0
-        for r in range(nrow):
-            k = d.efc_island[env, r]
-            sc[env, 1, k] = sc[env, 1, k] + 1
-        acc = int(0)
-        for k in range(nisl):
-            d.island_efcadr[env, k] = acc
-            acc = acc + sc[env, 1, k]
-            sc[env, 1, k] = 0
-        d.island_efcadr[env, nisl] = acc
-        for r in range(nrow):
-            k = d.efc_island[env, r]
-            c = sc[env, 1, k]
-            d.island_efcs[env, d.island_efcadr[env, k] + c] = r
-            sc[env, 1, k] = c + 1
-    d.nisland[env] = nisl
-    for k in range(nisl, nv):
+    island_label_native(env, nv, d.nefc[env], m.dof_parent, m.lim_dof, m.link_dof_last, m.eq_type, m.eq_obj, d.con_link,
+                        d.efc_J, d.efc_span, d.efc_type, d.efc_id, d.dof_island, d.efc_island, d.island_dofadr,
+                        d.island_dofs, d.dof_idof, d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland)
+    for k in range(d.nisland[env], nv):
         d.island_niter[env, k] = 0
 
 
