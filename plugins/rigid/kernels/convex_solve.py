@@ -463,6 +463,22 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
             nd = d.island_dofadr[env, k + 1] - d0
             r0 = d.island_efcadr[env, k]
             nr = d.island_efcadr[env, k + 1] - r0
+            # the island's scale 1/trace(M_island) and scaled gradient at its start, from the evaluation above
+            tr = zero
+            g0 = zero
+            for a in range(nd):
+                da = dofs[env, d0 + a]
+                tr = tr + M[env, da, da]
+                g0 = g0 + grad[env, da] * grad[env, da]
+            iscale = type(tolerance)(1.0) / wp.max(tr, type(tolerance)(1.0e-15))
+            g0 = iscale * wp.sqrt(g0)
+            if g0 < tolerance:
+                # converged at its start: the evaluation above already holds its forces and Jᵀf
+                d.island_niter[env, k] = 0
+                if best < 0:
+                    best = 0
+                    best_g = g0
+                continue
             isc = span_mode(nr, nd, solver)
             zero_rows = int(0)
             if isc == 0:
@@ -472,19 +488,6 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
                                  efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref,
                                  jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad,
                                  ima)
-            iscale = mass_scale(env, nd, iM, tolerance)
-            g0 = zero
-            for a in range(nd):
-                g0 = g0 + igrad[env, a] * igrad[env, a]
-            g0 = iscale * wp.sqrt(g0)
-            it = int(0)
-            if g0 < tolerance:
-                # converged at its start: the evaluation above already holds its forces and Jᵀf
-                d.island_niter[env, k] = 0
-                if best < 0:
-                    best = 0
-                    best_g = g0
-                continue
             spans_fill(env, nr, nd, ispan, iM, LM, H, isc)
             # the island's cost at its start: its rows' costs and its Gauss term
             update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
