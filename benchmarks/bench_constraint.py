@@ -322,7 +322,8 @@ def _pile_rows(quick, sizes=(1, 64), settle=2.0):
         with open(path, "w") as fh:
             fh.write(_pile_xml())
         m = _mj_model(path)
-        d = _settle("pile", m, 0.5 if quick else settle)
+        settle = 0.5 if quick else settle
+        d = _settle("pile", m, settle)
         dt = float(m.opt.timestep)
         mc, me, mi = _mj_stats(m, d)
         dd = mujoco.MjData(m)
