@@ -8,6 +8,9 @@ Scenes (one MJCF file each, loaded by both engines; polyphys in MuJoCo-compatibl
   (floor contacts and hinge limits active; the fixed tendons of the file are not modelled by
   polyphys and have no limit, so they make no rows in MuJoCo either).
 
+- ``pile``: 50 free boxes of generic sizes and masses (``_pile_xml``) dropped in a lattice and settled
+  2 s: a heap of touching boxes (~200 contacts, ~20 constraint islands), at 1 and 64 envs.
+
 Both engines: implicitfast, pyramidal cone, Newton, iterations 100, tolerance 1e-8, ls_iterations
 50, ls_tolerance 0.01, float64, the model's timestep, one substep. The settled state (qpos, qvel and
 MuJoCo's warm start) is computed once with mj_step and given to every copy of both engines.
@@ -17,7 +20,8 @@ and 2: the envs split into partitions stepped by worker threads) and of MuJoCo s
 number of copies in one process — ``mujoco.rollout`` with nthread 1 and 2 and a plain ``mj_step``
 loop over one MjData per copy — measured in the same run; each polyphys ratio is against MuJoCo's
 best figure (> 1: polyphys faster). A CPU-time row (``time.process_time`` per env-step, one thread,
-n_envs 1024; 64 in quick mode) is the figure that survives a shared machine. The full run also
+n_envs 1024; 64 in quick mode) is the figure that survives a shared machine; it is measured with
+constraint islands on (the default) and off, in the same process, as are the pile's rows. The full run also
 keeps the frozen-stage rows of the first version (rows + solve of the constraint stage alone on the
 articulated test scene of tests/rigid_constraint, 64 envs, vs MuJoCo's constraint functions).
 
