@@ -36,7 +36,7 @@ def _cube_on_floor(integrator="explicit", res=8, n_envs=0, L=0.13, E=1.0e5, nu=0
     """A soft cube (yawed 30°) resting on a fixed rigid plane, bottom face at the plane."""
     opts = SapOptions(point_stiffness=k, dissipation_time_constant=tau, fem_friction=0.0)
     scene = _scene(dt, substeps, opts=opts, integrator=integrator,
-                   fem_opts=FEMOptions(integrator=integrator, newton_iters=4, cg_iters=200, cg_tol=1e-6))
+                   fem_opts=FEMOptions(integrator=integrator, newton_iters=3, cg_iters=50, cg_tol=1e-6))
     scene.add_entity(morph=M.Plane(pos=FLOOR), material=Rigid())
     centre = (FLOOR[0] + 0.04, FLOOR[1] + 0.02, FLOOR[2] + L / 2)
     cube = scene.add_entity(morph=M.Box(size=(L, L, L), pos=centre, euler=(0.0, 0.0, 30.0)),
@@ -49,7 +49,7 @@ def _sap(scene):
     return next(c for c in scene.couplers if c.name == "sap")
 
 
-@pytest.mark.parametrize("integrator", ["explicit", "implicit"])
+@pytest.mark.parametrize("integrator", ["explicit", pytest.param("implicit", marks=pytest.mark.validate)])
 def test_soft_cube_settles_on_a_rigid_floor(integrator):
     """Σ normal contact force = weight within 1 %; the CoM sag = ρgL²/(3E) (the exact linear-elastic
     uniaxial solution σ_zz = −ρg(L − z) on a frictionless base: u_z = −ρg(Lz − z²/2)/E, averaged over
@@ -58,7 +58,11 @@ def test_soft_cube_settles_on_a_rigid_floor(integrator):
 
     The FEM's mass damping α acts on v* before the coupling (v* = (v + h·a)/(1 + hα)), so at rest
     the contact impulse per substep is m·g·h/(1 + hα): the force sum is compared with W/(1 + hα)
-    (hα = 0.005 here)."""
+    (hα = 0.005 here).
+
+    Implicit FEM: the contact solve linearises the backward-Euler step by M alone (docs/sap.md), so the
+    equilibrium carries an extra O(h²·f_contact/m_vertex) deformation at the bottom (~1.4 % of the sag
+    at h = 0.25 ms; measured +1.9 %); explicit: measured within 0.1 %. ~2 min (validate)."""
     L, E, rho, alpha, h = 0.13, 1.0e5, 1000.0, 20.0, 0.005 / 20
     scene, cube, centre = _cube_on_floor(integrator, alpha=alpha)
     for _ in range(120):         # 0.6 s: mass damping 20/s decays the axial mode (~120 rad/s) by e^-6
@@ -176,18 +180,25 @@ def test_batch_equals_single_runs_reset_and_checkpoint(tmp_path):
             b1.set_vertices_vel(b1.get_vertices_vel() * 0.5)
         np.testing.assert_array_equal(run(s1, b1, 25), both[e])
     # checkpoint continuation mid-contact
-    assert _sap(scene).get_fem_contacts()["count"].max() > 0
+    touching = np.nonzero(_sap(scene).get_fem_contacts()["count"] > 0)[0]
+    assert touching.size > 0
     path = scene.save_checkpoint(tmp_path / "sapfem.ckpt")
     want = run(scene, block, 10)
     other, oblock, _ = _impact_scene(n_envs=2)
     other.load_checkpoint(path)
     np.testing.assert_array_equal(run(other, oblock, 10), want)
-    # per-env reset
-    fb = _sap(other)._rigid["rigid"].fem
-    keep = oblock.get_vertices_pos()[0].copy()
-    other.reset(envs_idx=[1])
-    assert not fb.warm_u_ok.numpy()[1].any() and fb.warm_u_ok.numpy()[0].any()
-    np.testing.assert_array_equal(oblock.get_vertices_pos()[0], keep)
+    # per-env reset of an env in contact: its vertex warm start is cleared, the other env untouched
+    third, tblock, _ = _impact_scene(n_envs=2)
+    third.load_checkpoint(path)
+    fb = _sap(third)._rigid["rigid"].fem
+    e = int(touching[0])
+    assert fb.warm_u_ok.numpy()[e].any()
+    keep_ok = fb.warm_u_ok.numpy()[1 - e].copy()
+    keep = tblock.get_vertices_pos()[1 - e].copy()
+    third.reset(envs_idx=[e])
+    assert not fb.warm_u_ok.numpy()[e].any()
+    np.testing.assert_array_equal(fb.warm_u_ok.numpy()[1 - e], keep_ok)
+    np.testing.assert_array_equal(tblock.get_vertices_pos()[1 - e], keep)
 
 
 def test_bad_fem_options():
