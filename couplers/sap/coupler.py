@@ -26,8 +26,8 @@ import numpy as np
 import warp as wp
 from polyphys.arrays import env_slice
 from polyphys.errors import BudgetExceededError, CapabilityError, OptionError, PolyphysWarning, SimulationError
-from polyphys.interfaces import Coupler
 from polyphys.geometry import SDF_SUPPORTED
+from polyphys.interfaces import Coupler
 from polyphys.views import DeformableDynamicsView, RigidDynamicsView, SurfaceMeshView
 
 from .kernels import fem as KF
