@@ -108,6 +108,15 @@ def test_rigid_box_rests_on_fem_slab():
     assert abs(fz - weight) < 0.01 * weight, (fz, weight)
     assert np.abs(box.get_vel()).max() < 1e-3
     assert np.abs(slab.get_vertices_vel()).max() < 1e-3
+    # the contact Jacobian rows R·P against the rigid entity's own point Jacobian at the contact
+    # point; the box moves < 1e-3 m/s, so its pose changes < 1e-6 m within the substep between the two
+    fb = _sap(scene)._rigid["rigid"].fem
+    jac = fb.jac.numpy()[0]
+    on_box = np.nonzero(c["link"][:n] == box.link_start)[0]
+    assert on_box.size == n
+    for k in on_box:
+        want = c["frame"][k] @ box.get_jacobian(0, point=c["pos"][k])[:3]
+        np.testing.assert_allclose(jac[3 * k:3 * k + 3], want, atol=1e-6)
 
 
 def _impact_scene(n_envs=0):
@@ -207,3 +216,15 @@ def test_bad_fem_options():
     with pytest.raises(Exception, match="fem_max_contacts"):
         SapOptions(fem_max_contacts=0)
     assert math.isinf(SapOptions().fem_point_stiffness)
+
+
+def test_fem_with_sap_and_legacy_is_one_claim_too_many():
+    """The FEM solver exposes ParticleView too: listing Legacy next to SAP would couple the rigid–FEM
+    pair twice, which the scene refuses (docs/sap.md, "Selection")."""
+    from polyphys.errors import BuildError
+
+    scene = polyphys.Scene(sim=SimOptions(dt=0.005, substeps=10), coupler=[SapOptions(), "legacy"], fem=FEMOptions())
+    scene.add_entity(morph=M.Plane(pos=FLOOR), material=Rigid())
+    scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0.0, 0.0, 0.2)), material=Elastic(), resolution=2)
+    with pytest.raises(BuildError, match="claimed"):
+        scene.build()
