@@ -228,3 +228,30 @@ def test_fem_with_sap_and_legacy_is_one_claim_too_many():
     scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0.0, 0.0, 0.2)), material=Elastic(), resolution=2)
     with pytest.raises(BuildError, match="claimed"):
         scene.build()
+
+
+def test_float32_scene_with_rigid_and_fem_contacts_in_one_problem():
+    """float32: a soft cube (6 cells) on the floor next to a rigid box resting on it, two envs (rigid
+    rows and FEM vertices in the same per-env problem): the cube's Σ normal force = W/(1 + hα)
+    within 1 % in both envs, equal envs, and the box's ground force = its weight within 1 %."""
+    L, h, alpha = 0.13, 0.005 / 20, 20.0
+    opts = SapOptions(point_stiffness=2.0e4, dissipation_time_constant=0.01, fem_friction=0.0)
+    scene = polyphys.Scene(sim=SimOptions(dt=0.005, substeps=20, precision="32"), coupler=opts, fem=FEMOptions())
+    scene.add_entity(morph=M.Plane(pos=FLOOR), material=Rigid())
+    bs, rho_b = (0.1, 0.08, 0.05), 500.0
+    box = scene.add_entity(morph=M.Box(size=bs, pos=(0.5, 0.0, FLOOR[2] + bs[2] / 2), euler=(0.0, 0.0, 20.0)),
+                           material=Rigid(rho=rho_b))
+    scene.add_entity(morph=M.Box(size=(L, L, L), pos=(0.15, -0.05, FLOOR[2] + L / 2), euler=(0.0, 0.0, 30.0)),
+                     material=Elastic(E=1.0e5, nu=0.3, rho=1000.0, model="linear", damping_mass=alpha), resolution=6)
+    scene.build(n_envs=2)
+    for _ in range(120):
+        scene.step()
+    c = _sap(scene).get_fem_contacts()
+    w = 1000.0 * L ** 3 * G / (1 + h * alpha)
+    f = [np.nansum(c["force"][e, :c["count"][e], 2]) for e in range(2)]
+    assert f[0] == f[1]
+    assert abs(f[0] - w) < 0.01 * w, (f, w)
+    ground = box.get_contacts()
+    fz = np.abs(ground["force_a"][0][:, 2]).sum()
+    wb = rho_b * np.prod(bs) * G
+    assert abs(fz - wb) < 0.01 * wb, (fz, wb)
