@@ -715,6 +715,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
 
     # -- RigidDynamicsView (a coupler's own contact solve: SAP, docs/sap.md) -------------------------
     _contact_owner = None       # the coupler that solves this solver's contacts (cede_contacts)
+    _dyn = None                 # per partition: the RigidDynamics handed to it
 
     def cede_contacts(self, owner: str) -> None:
         """Hand the contacts to coupler ``owner``: from now on every substep computes free dynamics
@@ -723,8 +724,9 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         contact_handoff.cede(self, owner)
 
     def rigid_dynamics(self, part):
-        """The RigidDynamics arrays of ``part`` (valid between pre- and post-coupling)."""
-        return self._dyn[part.index]
+        """The RigidDynamics arrays of ``part`` (valid between pre- and post-coupling); None for a solver
+        without dofs (its geoms are static: ``cede_contacts`` handed nothing over)."""
+        return None if self._dyn is None else self._dyn[part.index]
 
     def handoff_kernel_modules(self, layout):
         """The module the hand-off stages launch beyond ``kernel_modules(layout)``: the contact Jacobian
