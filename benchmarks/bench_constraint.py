@@ -8,6 +8,9 @@ Scenes (one MJCF file each, loaded by both engines; polyphys in MuJoCo-compatibl
   (floor contacts and hinge limits active; the fixed tendons of the file are not modelled by
   polyphys and have no limit, so they make no rows in MuJoCo either).
 
+- ``pile``: 50 free boxes of generic sizes and masses (``_pile_xml``) dropped in a lattice and settled
+  2 s: a heap of touching boxes (~200 contacts, ~20 constraint islands), at 1 and 64 envs.
+
 Both engines: implicitfast, pyramidal cone, Newton, iterations 100, tolerance 1e-8, ls_iterations
 50, ls_tolerance 0.01, float64, the model's timestep, one substep. The settled state (qpos, qvel and
 MuJoCo's warm start) is computed once with mj_step and given to every copy of both engines.
@@ -17,7 +20,8 @@ and 2: the envs split into partitions stepped by worker threads) and of MuJoCo s
 number of copies in one process — ``mujoco.rollout`` with nthread 1 and 2 and a plain ``mj_step``
 loop over one MjData per copy — measured in the same run; each polyphys ratio is against MuJoCo's
 best figure (> 1: polyphys faster). A CPU-time row (``time.process_time`` per env-step, one thread,
-n_envs 1024; 64 in quick mode) is the figure that survives a shared machine. The full run also
+n_envs 1024; 64 in quick mode) is the figure that survives a shared machine; it is measured with
+constraint islands on (the default) and off, in the same process, as are the pile's rows. The full run also
 keeps the frozen-stage rows of the first version (rows + solve of the constraint stage alone on the
 articulated test scene of tests/rigid_constraint, 64 envs, vs MuJoCo's constraint functions).
 
@@ -64,6 +68,27 @@ def _boxes_xml() -> str:
         x, y = (i % 4) * 0.5 - 0.75, (i // 4) * 0.5 - 0.25
         bodies.append(f'    <body name="box{i}" pos="{x} {y} {0.30 + 0.05 * i:.2f}" euler="{7 * i} {5 * i} {11 * i}">'
                       f'<freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/></body>')
+    return _BOXES.format(bodies="\n".join(bodies))
+
+
+PILE_N = 50
+
+
+def _pile_xml(n: int = PILE_N) -> str:
+    """The contact-rich scene: ``n`` free boxes (half-extents 35-55 mm, masses 0.2-0.6 kg, fixed seed)
+    dropped in a 5 × 5 × 2 lattice of 0.13 m pitch with rotations up to 15°: after the settle time they
+    lie on the plane and on each other."""
+    rng = np.random.default_rng(7)
+    bodies = []
+    for i in range(n):
+        gx, gy, gz = i % 5, (i // 5) % 5, i // 25
+        x, y = 0.13 * gx - 0.26 + rng.uniform(-0.02, 0.02), 0.13 * gy - 0.26 + rng.uniform(-0.02, 0.02)
+        z = 0.08 + 0.16 * gz + 0.01 * (i % 3)
+        hx, hy, hz = rng.uniform(0.035, 0.055, 3)
+        e = rng.uniform(-15, 15, 3)
+        bodies.append(f'    <body name="b{i}" pos="{x:.4f} {y:.4f} {z:.4f}" euler="{e[0]:.1f} {e[1]:.1f} {e[2]:.1f}">'
+                      f'<freejoint/><geom type="box" size="{hx:.4f} {hy:.4f} {hz:.4f}" '
+                      f'mass="{rng.uniform(0.2, 0.6):.3f}"/></body>')
     return _BOXES.format(bodies="\n".join(bodies))
 
 
@@ -119,7 +144,7 @@ def _scenes(tmpdir):
     return out
 
 
-def _pp_scene(path, dt, n, threads, solver="Newton", capture=True):
+def _pp_scene(path, dt, n, threads, solver="Newton", capture=True, **extra):
     import warnings
 
     import polyphys
@@ -129,7 +154,7 @@ def _pp_scene(path, dt, n, threads, solver="Newton", capture=True):
 
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, precision="64", graph_capture=capture, cpu_threads=threads),
                            rigid=RigidOptions.mujoco(integrator="implicitfast", constraint_solver=solver,
-                                                     friction_cone="pyramidal", **SOLVE))
+                                                     friction_cone="pyramidal", **SOLVE, **extra))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")         # the humanoid's RK4/PGS options, cameras, tendons
         ent = scene.add_entity(morphs.MJCF(file=path), Rigid())
@@ -259,23 +284,78 @@ def _stepping_rows(quick):
                     del scene, ent
             # CPU time per env-step, one thread (robust against the other processes on the machine)
             n = 64 if quick else 1024
-            scene, ent = _pp_scene(path, dt, n, 1)
-            _pp_set(scene, ent, d, n)
-            for _ in range(3):
-                scene.step()
             k = 4 if quick else 10
-            best = float("inf")
-            for _ in range(repeats):
-                t0 = time.process_time()
-                for _ in range(k):
-                    scene.step()
-                best = min(best, (time.process_time() - t0) / (k * n))
             mj = _mujoco_cpu(m, d, n, k, repeats)
-            rows.append(row(f"{label}, n_envs={n}", "CPU time per env-step, 1 thread", "us", best * 1e6, mj * 1e6,
-                            "mujoco.rollout nthread=1 (CPU time)",
-                            notes="process_time: insensitive to other processes; ratio > 1: polyphys faster"))
-            del scene, ent
-            wp.synchronize()
+            for islands in (True, False):
+                scene, ent = _pp_scene(path, dt, n, 1, constraint_islands=islands)
+                _pp_set(scene, ent, d, n)
+                best = _cpu_per_env_step(scene, n, k, repeats)
+                ni = float(np.mean(scene.solver("rigid").get_islands()["count"])) if islands else 0.0
+                rows.append(row(f"{label}, n_envs={n}", f"CPU time per env-step, 1 thread, islands {'on' if islands else 'off'}",
+                                "us", best * 1e6, mj * 1e6, "mujoco.rollout nthread=1 (CPU time)",
+                                notes=f"process_time: insensitive to other processes; {ni:.1f} islands per env; "
+                                      "ratio > 1: polyphys faster"))
+                del scene, ent
+                wp.synchronize()
+    return rows
+
+
+def _cpu_per_env_step(scene, n, k, repeats):
+    for _ in range(3):
+        scene.step()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.process_time()
+        for _ in range(k):
+            scene.step()
+        best = min(best, (time.process_time() - t0) / (k * n))
+    return best
+
+
+def _pile_rows(quick, sizes=(1, 64), settle=2.0):
+    """The pile of PILE_N boxes (``_pile_xml``, one file for both engines), settled ``settle`` s by MuJoCo:
+    CPU time per env-step (one thread, capture on) at 1 and 64 envs against mujoco.rollout nthread=1,
+    polyphys with constraint islands (the default) and without."""
+    import mujoco
+    import warp as wp
+
+    rows = []
+    repeats = 2 if quick else 3
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "pile.xml")
+        with open(path, "w") as fh:
+            fh.write(_pile_xml())
+        m = _mj_model(path)
+        settle = 0.5 if quick else settle
+        d = _settle("pile", m, settle)
+        dt = float(m.opt.timestep)
+        mc, me, mi = _mj_stats(m, d)
+        dd = mujoco.MjData(m)
+        mujoco.mj_setState(m, dd, _mj_initial(m, d, 1)[0][0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        mujoco.mj_forward(m, dd)
+        nisl = int(dd.nisland)
+        vmax = float(np.abs(d.qvel).max())
+        # contact budget: the settled pile's contacts with room for the next steps (rows: 4 per contact)
+        max_con = int(2 * max(mc, 1)) + 32
+        for n in sizes:
+            k = max(2, int((2 if quick else 8) * 64 / max(n, 8)))
+            mj = _mujoco_cpu(m, d, n, k, repeats)
+            for islands in (True, False):
+                scene, ent = _pp_scene(path, dt, n, 1, max_contacts=max_con, constraint_islands=islands)
+                _pp_set(scene, ent, d, n)
+                best = _cpu_per_env_step(scene, n, k, repeats)
+                pc, pe, pi = _pp_stats(scene, steps=2)
+                isl = scene.solver("rigid").get_islands()
+                ni = float(np.mean(isl["count"])) if islands else 0.0
+                rows.append(row(f"pile of {PILE_N} boxes, n_envs={n}",
+                                f"CPU time per env-step, 1 thread, islands {'on' if islands else 'off'}", "us",
+                                best * 1e6, mj * 1e6, "mujoco.rollout nthread=1 (CPU time)",
+                                notes=f"polyphys per step: {pc:.1f} contacts, {pe:.0f} rows, {pi:.2f} Newton iterations"
+                                      f" (most of an island), {ni:.1f} islands; MuJoCo: {mc:.1f} contacts, {me:.0f} rows,"
+                                      f" {mi:.2f} iterations summed over {nisl} islands; settled {settle} s "
+                                      f"(max |qvel| {vmax:.1e}); ratio > 1: polyphys faster"))
+                del scene, ent
+                wp.synchronize()
     return rows
 
 
@@ -465,6 +545,7 @@ def run(quick: bool = False) -> list[dict]:
 
     wp.config.quiet = True
     rows = _stepping_rows(quick)
+    rows += _pile_rows(quick)
     if not quick:
         rows += _frozen_rows()
     return rows

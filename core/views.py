@@ -215,6 +215,17 @@ class RigidDynamics:
     geom_friction_ratio: Any
     qfrc_contact: Any
     contact_force: Any
+    # the Jacobian of a point fixed to a link (a coupler's contacts of its own, e.g. rigid–FEM in SAP):
+    # for link l and world point p, column d of the 3 × nv Jacobian (world velocity of the point) is
+    # cdof_v[d] + cdof_w[d] × (p − dof_ref[d]) for every d on l's chain — d = link_dof_last[l], then
+    # d = dof_parent[d] until −1 (a link without dofs: −1 at once, the Jacobian is 0) — and 0 elsewhere.
+    # dof_parent (nv,), link_dof_last (n_links,) int32, same in every env; cdof_w, cdof_v, dof_ref (n,
+    # nv) vec3 at the substep start's kinematics (world). Link indices are those of ``rigid_geoms().link``.
+    dof_parent: Any = None
+    link_dof_last: Any = None
+    cdof_w: Any = None
+    cdof_v: Any = None
+    dof_ref: Any = None
 
 
 @runtime_checkable
@@ -223,10 +234,12 @@ class RigidDynamicsView(RigidView, Protocol):
     ``cede_contacts(owner)`` at the coupler's build makes every later substep compute free dynamics
     and contact Jacobians in pre-coupling (no contact forces of its own) and integrate with
     ``qfrc_contact`` in post-coupling; it raises CapabilityError for what it cannot hand over.
-    ``rigid_dynamics(part)`` gives the arrays (:class:`RigidDynamics`). ``handoff_kernel_modules(layout)``
-    names the Warp modules the hand-off stages launch beyond the solver's own ``kernel_modules(layout)``
-    (with their overloads of the layout's precision declared); the coupler returns them from its
-    ``kernel_modules`` so they compile with the rest before build (docs/running.md, "First run")."""
+    ``rigid_dynamics(part)`` gives the arrays (:class:`RigidDynamics`); it is None for a solver with
+    no dofs (nothing of it moves: its geoms are static obstacles, there is nothing to hand over and
+    ``cede_contacts`` changes nothing). ``handoff_kernel_modules(layout)`` names the Warp modules the
+    hand-off stages launch beyond the solver's own ``kernel_modules(layout)`` (with their overloads
+    of the layout's precision declared); the coupler returns them from its ``kernel_modules`` so
+    they compile with the rest before build (docs/running.md, "First run")."""
 
     def cede_contacts(self, owner: str) -> None: ...
 
@@ -377,7 +390,44 @@ class RigidSensorView(Protocol):
         may skip that work when no sensor asked)."""
 
 
+@attrs.frozen
+class DeformableDynamics:
+    """What a coupler that solves contact itself (SAP, docs/sap.md) reads of a deformable solver in
+    one partition, valid between its pre- and post-coupling stages of a substep. Batch-first Warp
+    arrays in the solver's precision over the solver's nodes (FEM: mesh vertices).
+
+    pos0 (n, N) vec3: positions at the substep start; vel (n, N) vec3: the velocities after
+    pre-coupling (the free velocity v*: every force but the coupler's), which the coupler may change
+    in ``couple``; post-coupling then integrates x = pos0 + h·vel. mass (n, N): lumped node mass
+    (kg); fixed (n, N) int32: 1 for a node the solver holds in place (its velocity stays 0).
+    surface (S,) int32: the nodes on the boundary (contact candidates), same in every env. body (N,)
+    int32: the entity each node belongs to. ``velocity_update`` names how v* was obtained: "explicit"
+    (v* = v + h·M⁻¹f(x): the lumped mass is the exact linearisation of the velocity update in the
+    coupler's impulses) or "implicit" (backward Euler: the exact linearisation would be M + h²K (+
+    damping); a coupler using M alone treats the contact impulse explicitly with respect to the
+    elastic forces, docs/sap.md)."""
+
+    pos0: Any
+    vel: Any
+    mass: Any
+    fixed: Any
+    surface: Any
+    body: Any
+    velocity_update: str = "explicit"
+
+
+@runtime_checkable
+class DeformableDynamicsView(Protocol):
+    def deformable_dynamics(self, part) -> DeformableDynamics:
+        """The :class:`DeformableDynamics` arrays of ``part``."""
+
+
+# a coupler whose spec names "ContactDynamicsView" pairs with a solver exposing either protocol (the
+# SAP coupler: a rigid solver with itself and with deformable solvers); isinstance takes the tuple
+ContactDynamicsView = (RigidDynamicsView, DeformableDynamicsView)
+
 VIEW_PROTOCOLS = {"ParticleView": ParticleView, "RigidView": RigidView, "SurfaceMeshView": SurfaceMeshView,
                   "ParticleStateView": ParticleStateView, "RigidSensorView": RigidSensorView,
                   "RenderView": RenderView,
-                  "RigidDynamicsView": RigidDynamicsView}
+                  "RigidDynamicsView": RigidDynamicsView, "DeformableDynamicsView": DeformableDynamicsView,
+                  "ContactDynamicsView": ContactDynamicsView}

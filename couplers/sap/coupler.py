@@ -8,6 +8,12 @@ the per-contact parameters (kernels/sap.py ``contact_params``) and the per-env S
 stop independently and nothing syncs with the host), which writes the generalized contact force
 that post-coupling integrates with and the row forces the rigid solver's contact readback reports.
 After a step, envs that hit ``max_iterations`` in any substep are reported (``on_iteration_cap``).
+
+Rigid–FEM contact (docs/sap.md): a deformable solver exposing ``DeformableDynamicsView`` paired with
+a rigid solver adds, per substep, its boundary vertices' point contacts with the rigid geoms
+(kernels/fem.py: count, scan, fill, point Jacobians) to the same per-env problem, whose vertex
+unknowns the solve eliminates by Schur complement; the solved vertex velocities go back into the
+deformable solver's velocity array before its post-coupling integrates the positions.
 """
 
 from __future__ import annotations
@@ -19,14 +25,17 @@ from types import SimpleNamespace
 import numpy as np
 import warp as wp
 from polyphys.arrays import env_slice
-from polyphys.errors import CapabilityError, OptionError, PolyphysWarning, SimulationError
+from polyphys.errors import BudgetExceededError, CapabilityError, OptionError, PolyphysWarning, SimulationError
+from polyphys.geometry import SDF_SUPPORTED
 from polyphys.interfaces import Coupler
-from polyphys.views import RigidDynamicsView, SurfaceMeshView
+from polyphys.views import DeformableDynamicsView, RigidDynamicsView, SurfaceMeshView
 
+from .kernels import fem as KF
 from .kernels import sap as K
 from .options import SapOptions
 
 STATE = ("warm_v", "warm_ok")
+FEM_STATE = ("warm_u", "warm_u_ok")
 F = wp.float64
 
 
@@ -39,6 +48,9 @@ class SapCoupler(Coupler):
         precision: compiled with the rest before build (docs/running.md, "First run")."""
         K.declare_overloads(layout.precision)
         mods = [K]
+        if any(b.view(DeformableDynamicsView) is not None for _, b in self.pairs):
+            KF.declare_overloads(layout.precision)      # the rigid–FEM contact kernels
+            mods.append(KF)
         for a, b in self.pairs:
             for s in {a.name: a, b.name: b}.values():
                 rigid = s.view(RigidDynamicsView)
@@ -49,29 +61,48 @@ class SapCoupler(Coupler):
     def build(self, layout):
         self.layout = layout
         K.declare_overloads(layout.precision)     # also when kernel_modules was not called: compiles nothing
+        KF.declare_overloads(layout.precision)
         self._rigid = {}
+        deformable = [s for s in self.scene.solvers if s.view(DeformableDynamicsView) is not None]
         for s in self.scene.solvers:
-            if s.view(SurfaceMeshView) is not None:
+            if s.view(SurfaceMeshView) is not None and s.view(DeformableDynamicsView) is None:
                 raise CapabilityError("sap", "deformable contact (SurfaceMeshView)",
-                                      f"solver {s.name!r} exposes a surface mesh (FEM, cloth): the SAP coupler does "
-                                      f"not solve rigid–FEM, FEM–FEM or FEM self-contact yet, so its bodies would "
-                                      f"pass through the rigid ones; docs/sap.md lists what is supported")
+                                      f"solver {s.name!r} exposes a surface mesh (cloth) but not DeformableDynamicsView: "
+                                      f"the SAP coupler solves rigid–FEM contact through that view only, so its "
+                                      f"bodies would pass through the rigid ones; docs/sap.md lists what is supported")
+        if len(deformable) > 1:
+            raise CapabilityError("sap", "FEM–FEM contact",
+                                  f"solvers {[s.name for s in deformable]}: the SAP coupler solves rigid–FEM point "
+                                  f"contact only; contact between deformable bodies is not implemented (docs/sap.md)")
+        fem_pairs = []
         for a, b in self.pairs:
+            if b.view(DeformableDynamicsView) is not None and b.view(RigidDynamicsView) is None:
+                fem_pairs.append((a, b))
+                continue
             if a is not b:
                 raise CapabilityError("sap", "contact between two solvers",
                                       f"{a.name!r} and {b.name!r}: the SAP coupler solves the contacts of one "
-                                      f"rigid solver with itself (rigid–rigid); pairing solvers (rigid–FEM, "
-                                      f"two rigid solvers) is not implemented (docs/sap.md)")
+                                      f"rigid solver with itself and with a deformable (FEM) solver; two rigid "
+                                      f"solvers are not paired (docs/sap.md)")
+        for a, _ in self.pairs:
             if a.name not in self._rigid:
                 self._rigid[a.name] = self._build_rigid(a.view(RigidDynamicsView), layout)
         if not self._rigid:
             raise OptionError("SAP coupler: no rigid solver exposing RigidDynamicsView in the scene")
+        if len({b.name for _, b in fem_pairs}) != len(fem_pairs):
+            raise CapabilityError("sap", "one deformable solver against two rigid solvers",
+                                  f"pairs {[(a.name, b.name) for a, b in fem_pairs]}: the SAP coupler solves a "
+                                  f"deformable solver's contacts with one rigid solver (docs/sap.md)")
+        for a, b in fem_pairs:
+            self._build_fem(self._rigid[a.name], b.view(DeformableDynamicsView), layout)
 
     def _build_rigid(self, rigid, layout):
         o = self.options
         rigid.cede_contacts(self.name)
         p0 = layout.partitions[0]
         dyn = rigid.rigid_dynamics(p0)
+        if dyn is None:
+            dyn = self._no_dofs(layout.n_envs, layout)
         nv = dyn.qvel.shape[1]
         K_ = dyn.dist.shape[1]
         n_geoms = dyn.geom_friction.shape[1]
@@ -80,7 +111,7 @@ class SapCoupler(Coupler):
         geom_tau = np.full(n_geoms, float(o.dissipation_time_constant))
         for what, table, arr in (("geom_point_stiffness", o.geom_point_stiffness, geom_k),
                                  ("geom_dissipation_time_constant", o.geom_dissipation_time_constant, geom_tau)):
-            for g, x in table.items():
+            for g, x in (table.items() if rigid.rigid_dynamics(p0) is not None else ()):   # no dofs: no rigid pairs
                 if g >= n_geoms:
                     raise OptionError(f"SapOptions.{what}: geom {g} does not exist in rigid solver "
                                       f"{rigid.name!r} (it has {n_geoms} geoms, 0..{n_geoms - 1})")
@@ -104,16 +135,128 @@ class SapCoupler(Coupler):
             cost=z((n, o.max_iterations + 1)), residual=z(n), residual_history=z((n, o.max_iterations + 1)),
             iterations_step=z(n, wp.int32), cap_hits_step=z(n, wp.int32))
         b.parts = {}
+        b.fem = None
+        b.dof = rigid.rigid_dynamics(p0) is not None
         for part in layout.partitions:
             s, t = part.start, part.stop
             b.parts[part.index] = SimpleNamespace(
-                dyn=rigid.rigid_dynamics(part),
+                dyn=rigid.rigid_dynamics(part) if b.dof else self._no_dofs(part.n_envs, layout),
                 **{k: env_slice(getattr(b, k), s, t) for k in (
                     "k", "tau", "mu", "warm_v", "warm_ok", "lo_A", "hi_A", "lo_H", "LA", "H", "Z", "cols", "ncols",
                     "v", "vs", "dv", "grad",
                     "tmp", "vc", "dvc", "gam", "rn", "rt", "vhat", "gamma", "iterations", "converged", "cost",
                     "residual", "residual_history", "iterations_step", "cap_hits_step")})
         return b
+
+    @staticmethod
+    def _no_dofs(n, layout):
+        """Empty RigidDynamics-like arrays of a rigid solver without dofs (only static geoms)."""
+        s = wp.float64 if layout.precision == "64" else wp.float32
+        dev = layout.device
+        return SimpleNamespace(
+            qvel=wp.zeros((n, 0), dtype=s, device=dev), qacc_free=wp.zeros((n, 0), dtype=s, device=dev),
+            mass=wp.zeros((n, 0, 0), dtype=s, device=dev), n_contacts=wp.zeros(n, dtype=wp.int32, device=dev),
+            dist=wp.zeros((n, 0), dtype=s, device=dev), jac=wp.zeros((n, 0, 0), dtype=s, device=dev),
+            geom_friction=wp.zeros((n, 0, 3), dtype=s, device=dev),
+            qfrc_contact=wp.zeros((n, 0), dtype=s, device=dev), contact_force=wp.zeros((n, 0), dtype=s, device=dev),
+            pos=None, frame=None, geom=None, link=None, condim=None, friction=None, geom_friction_ratio=None,
+            dof_parent=None, link_dof_last=None, cdof_w=None, cdof_v=None, dof_ref=None)
+
+    def _build_fem(self, b, fem, layout):
+        """Buffers of the rigid–FEM contacts of rigid solver ``b`` with deformable solver ``fem``."""
+        o = self.options
+        geoms = b.rigid.rigid_geoms()
+        types = geoms.type.numpy()
+        for g, t in enumerate(types):
+            if int(t) not in SDF_SUPPORTED:
+                raise CapabilityError("sap", "rigid–FEM contact with this geom type",
+                                      f"rigid solver {b.rigid.name!r}, geom {g} (RigidGeoms row, type code {int(t)}): "
+                                      f"the SAP coupler's rigid–FEM contact queries analytic SDFs (plane, sphere, "
+                                      f"capsule, cylinder, box, ellipsoid); mesh and heightfield geoms are not "
+                                      f"supported yet (docs/sap.md)")
+        p0 = layout.partitions[0]
+        dd = fem.deformable_dynamics(p0)
+        if int(dd.body.numpy().max(initial=0)) > 0:
+            raise CapabilityError("sap", "FEM–FEM contact",
+                                  f"deformable solver {fem.name!r} holds several bodies: the SAP coupler solves "
+                                  f"rigid–FEM point contact only, so they would pass through each other (no FEM–FEM "
+                                  f"or self-contact, docs/sap.md); put one FEM body in a scene with SAP")
+        n, dev, nv = layout.n_envs, layout.device, b.nv
+        n_surf = dd.surface.shape[0]
+        n_nodes = dd.vel.shape[1]
+        cap = o.fem_max_contacts or max(1, n_surf)
+        f64 = wp.float64
+
+        def z(shape, dtype=f64):
+            return wp.zeros(shape, dtype=dtype, device=dev)
+
+        fb = SimpleNamespace(
+            solver=fem, geoms=geoms, cap=cap, n_surf=n_surf, geom_mu=geoms.coup_friction,
+            count=z((n, n_surf), wp.int32), off_c=z((n, n_surf), wp.int32), off_v=z((n, n_surf), wp.int32),
+            n_contacts=z(n, wp.int32), n_verts=z(n, wp.int32), overflow=z(n, wp.int32), overflow_step=z(n, wp.int32),
+            vslot=z((n, cap), wp.int32), geom=z((n, cap), wp.int32), link=z((n, cap), wp.int32), dist=z((n, cap)),
+            pos=z((n, cap), wp.vec3d), frame=z((n, cap), wp.mat33d), k=z((n, cap)), tau=z((n, cap)), mu=z((n, cap)),
+            vindex=z((n, cap), wp.int32), vfirst=z((n, cap), wp.int32), vcount=z((n, cap), wp.int32),
+            vmass=z((n, cap)), vminv=z((n, cap)), vus=z((n, cap), wp.vec3d),
+            jac=z((n, 3 * cap, nv)), warm_u=z((n, n_nodes), wp.vec3d), warm_u_ok=z((n, n_nodes), wp.int32),
+            cols=z((n, cap, nv), wp.int32), ncols=z((n, cap), wp.int32), rn=z((n, cap)), rt=z((n, cap)),
+            vhat=z((n, cap)), vc=z((n, cap), wp.vec3d), dvc=z((n, cap), wp.vec3d), G=z((n, cap), wp.mat33d),
+            vg=z((n, cap), wp.vec3d), vdu=z((n, cap), wp.vec3d), vHinv=z((n, cap), wp.mat33d),
+            gamma=z((n, cap), wp.vec3d), vu=z((n, cap), wp.vec3d))
+        keys = [k for k, a in vars(fb).items() if isinstance(a, wp.array) and k != "geom_mu"]
+        fb.parts = {}
+        for part in layout.partitions:
+            fb.parts[part.index] = SimpleNamespace(
+                dd=fem.deformable_dynamics(part), links=b.rigid.rigid_links(part),
+                **{k: env_slice(getattr(fb, k), part.start, part.stop) for k in keys})
+        b.fem = fb
+        return fb
+
+    def _empty_fem(self, n):
+        """Zero-size rigid–FEM inputs of the solve (a rigid solver without a deformable partner)."""
+        key = ("empty_fem", n)
+        got = getattr(self, "_empty", {}).get(key)
+        if got is not None:
+            return got
+        dev = self.layout.device
+        i1 = wp.zeros(n, dtype=wp.int32, device=dev)
+        i2, f2 = wp.zeros((n, 0), dtype=wp.int32, device=dev), wp.zeros((n, 0), dtype=wp.float64, device=dev)
+        v2, m2 = wp.zeros((n, 0), dtype=wp.vec3d, device=dev), wp.zeros((n, 0), dtype=wp.mat33d, device=dev)
+        f3, i3 = wp.zeros((n, 0, 0), dtype=wp.float64, device=dev), wp.zeros((n, 0, 0), dtype=wp.int32, device=dev)
+        got = SimpleNamespace(n_contacts=i1, n_verts=i1, vslot=i2, dist=f2, frame=m2, jac=f3, k=f2, tau=f2, mu=f2,
+                              vindex=i2, vfirst=i2, vcount=i2, vmass=f2, vminv=f2, vus=v2, warm_u=v2, warm_u_ok=i2,
+                              cols=i3, ncols=i2, rn=f2, rt=f2, vhat=f2, vc=v2, dvc=v2, G=m2, vg=v2, vdu=v2, vHinv=m2,
+                              gamma=v2, vu=v2)
+        if not hasattr(self, "_empty"):
+            self._empty = {}
+        self._empty[key] = got
+        return got
+
+    def _fem_detect(self, f, b, part):
+        """Contacts of the substep: count, scan, fill, point Jacobians (launches only)."""
+        o, fb, dev = self.options, b.fem, self.layout.device
+        q = fb.parts[part.index]
+        dd, lk, g = q.dd, q.links, fb.geoms
+        n = part.n_envs
+        if f == 0:
+            q.overflow_step.zero_()
+        wp.launch(KF.count_contacts, dim=(n, fb.n_surf),
+                  inputs=[F(o.fem_contact_margin), dd.surface, g.link, g.type, g.size, g.pos, g.quat,
+                          lk.pos, lk.quat, dd.pos0], outputs=[q.count, q.warm_u_ok], device=dev)
+        wp.launch(KF.scan_contacts, dim=n, inputs=[fb.cap, q.count],
+                  outputs=[q.off_c, q.off_v, q.n_contacts, q.n_verts, q.overflow, q.overflow_step], device=dev)
+        wp.launch(KF.fill_contacts, dim=(n, fb.n_surf),
+                  inputs=[F(o.fem_contact_margin), F(o.fem_point_stiffness), F(o.fem_dissipation_time_constant),
+                          F(o.fem_friction), F(o.point_stiffness), F(o.dissipation_time_constant), dd.surface,
+                          g.link, g.type, g.size, g.pos, g.quat, fb.geom_mu, lk.pos, lk.quat, dd.pos0, dd.vel,
+                          dd.mass, dd.fixed, q.count, q.off_c, q.off_v],
+                  outputs=[q.vslot, q.geom, q.link, q.dist, q.pos, q.frame, q.k, q.tau, q.mu, q.vindex, q.vfirst,
+                           q.vcount, q.vmass, q.vminv, q.vus], device=dev)
+        if b.nv:
+            d = b.parts[part.index].dyn
+            wp.launch(KF.point_jacobian, dim=(n, fb.cap),
+                      inputs=[d.dof_parent, d.link_dof_last, d.cdof_w, d.cdof_v, d.dof_ref, q.n_contacts, q.link, q.pos,
+                              q.frame], outputs=[q.jac], device=dev)
 
     # -- the substep ------------------------------------------------------------------------------
     def couple(self, f, part):
@@ -123,10 +266,16 @@ class SapCoupler(Coupler):
             p = b.parts[part.index]
             d = p.dyn
             dev = self.layout.device
-            wp.launch(K.contact_params, dim=(part.n_envs, b.K),
-                      inputs=[0 if o.friction_combination == "drake" else 1, b.geom_k, b.geom_tau,
-                              d.n_contacts, d.geom, d.condim, d.friction, d.geom_friction, d.geom_friction_ratio],
-                      outputs=[p.k, p.tau, p.mu], device=dev)
+            if b.K:
+                wp.launch(K.contact_params, dim=(part.n_envs, b.K),
+                          inputs=[0 if o.friction_combination == "drake" else 1, b.geom_k, b.geom_tau,
+                                  d.n_contacts, d.geom, d.condim, d.friction, d.geom_friction, d.geom_friction_ratio],
+                          outputs=[p.k, p.tau, p.mu], device=dev)
+            if b.fem is not None:
+                self._fem_detect(f, b, part)
+                q = b.fem.parts[part.index]
+            else:
+                q = self._empty_fem(part.n_envs)
             wp.launch(K.sap_solve, dim=part.n_envs,
                       inputs=[F(h), F(o.near_rigid_threshold), F(o.sigma), F(o.atol), F(o.rtol), o.max_iterations,
                               0 if o.line_search == "exact" else 1, F(o.ls_alpha_max), o.ls_max_iterations,
@@ -134,15 +283,31 @@ class SapCoupler(Coupler):
                               d.qvel, d.qacc_free, d.mass, d.n_contacts, d.dist, d.jac, p.k, p.tau, p.mu,
                               p.warm_v, p.warm_ok, p.lo_A, p.hi_A, p.lo_H, p.LA, p.H, p.Z, p.cols, p.ncols,
                               p.v, p.vs, p.dv, p.grad, p.tmp,
-                              p.vc, p.dvc, p.gam, p.rn, p.rt, p.vhat],
+                              p.vc, p.dvc, p.gam, p.rn, p.rt, p.vhat,
+                              q.n_contacts, q.n_verts, q.vslot, q.dist, q.frame, q.jac, q.k, q.tau, q.mu, q.vindex,
+                              q.vfirst, q.vcount, q.vmass, q.vminv, q.vus, q.warm_u, q.warm_u_ok, q.cols, q.ncols,
+                              q.rn, q.rt, q.vhat, q.vc, q.dvc, q.G, q.vg, q.vdu, q.vHinv, q.gamma, q.vu],
                       outputs=[p.gamma, d.qfrc_contact, d.contact_force, p.iterations, p.converged, p.cost,
                                p.residual, p.residual_history], device=dev)
             wp.launch(K.step_stats, dim=part.n_envs, inputs=[int(f == 0), p.iterations, p.converged],
                       outputs=[p.iterations_step, p.cap_hits_step], device=dev)
+            if b.fem is not None:
+                wp.launch(KF.apply_velocities, dim=(part.n_envs, b.fem.cap), inputs=[q.n_verts, q.vindex, q.vu],
+                          outputs=[q.dd.vel], device=dev)
 
     def check_after_step(self) -> None:
         """Envs whose SAP solve hit max_iterations in a substep of the last step (host sync after
         the step): a PolyphysWarning or SimulationError naming them, per ``on_iteration_cap``."""
+        for name, b in self._rigid.items():
+            if b.fem is None:
+                continue
+            over = b.fem.overflow_step.numpy()
+            bad = np.nonzero(over)[0]
+            if bad.size:
+                raise BudgetExceededError(
+                    f"SAP coupler ({name}): rigid–FEM contacts exceed SapOptions.fem_max_contacts={b.fem.cap} in "
+                    f"env(s) {bad.tolist()} (by {over[bad].tolist()} in the worst substep); those contacts were "
+                    f"not solved: raise fem_max_contacts")
         if self.options.on_iteration_cap == "ignore":
             return
         for name, b in self._rigid.items():
@@ -162,6 +327,9 @@ class SapCoupler(Coupler):
         for name, b in self._rigid.items():
             for k in STATE:
                 out[f"{name}/{k}"] = getattr(b, k)
+            if b.fem is not None:
+                for k in FEM_STATE:
+                    out[f"{name}/{b.fem.solver.name}/{k}"] = getattr(b.fem, k)
         return out
 
     # -- readback ---------------------------------------------------------------------------------
@@ -210,3 +378,38 @@ class SapCoupler(Coupler):
         for k in ("R_n", "R_t", "v_hat", "stiffness", "tau_d", "mu"):
             out[k] = np.where(valid, out[k], math.nan)
         return out if scene.batched else {k: v[0] for k, v in out.items()}
+
+    def get_fem_contacts(self, rigid: str | None = None, envs_idx=None) -> dict:
+        """The last substep's rigid–FEM contacts (docs/sap.md, "Readback"), per env over the contact slots
+        (valid below ``count``; NaN / −1 past it): ``vertex`` (the deformable solver's global vertex
+        index), ``geom`` (RigidGeoms row of the rigid solver's ``rigid_geoms()``), ``link`` (its global
+        link), ``dist`` (φ at the substep start, m), ``pos`` (contact point, world), ``frame`` (rows:
+        normal from the geom to the vertex, tangent 1, tangent 2), ``impulse`` (γ in that frame, N·s, on
+        the vertex; the geom's link receives the opposite at ``pos``), ``force`` (γ/h in world, on
+        the vertex, N), ``stiffness``, ``tau_d``, ``mu``; ``overflow`` per env: contacts the last
+        substep found beyond the capacity; ``solved_at``: the last substep's start (s) — the rigid
+        solver's ``get_contacts`` convention. Batch axis first (none unbatched)."""
+        b = self._pick(rigid)
+        if b.fem is None:
+            raise OptionError(f"get_fem_contacts(): rigid solver {b.rigid.name!r} has no deformable partner")
+        fb, scene = b.fem, self.scene
+        envs = scene._envs_idx(envs_idx)
+        count = fb.n_contacts.numpy()[envs].astype(int)
+        valid = np.arange(fb.cap)[None, :] < count[:, None]
+        gam = fb.gamma.numpy()[envs].astype(float)
+        frame = fb.frame.numpy()[envs].astype(float)
+        gam = np.where(valid[..., None], gam, math.nan)
+        out = {"count": count, "vertex": np.where(valid, fb.vindex.numpy()[envs][np.arange(len(envs))[:, None],
+                                                                                    fb.vslot.numpy()[envs]], -1),
+               "geom": np.where(valid, fb.geom.numpy()[envs], -1), "link": np.where(valid, fb.link.numpy()[envs], -1),
+               "dist": np.where(valid, fb.dist.numpy()[envs], math.nan),
+               "pos": np.where(valid[..., None], fb.pos.numpy()[envs], math.nan),
+               "frame": np.where(valid[..., None, None], frame, math.nan), "impulse": gam,
+               "force": np.einsum("ekij,eki->ekj", frame, gam) / self.layout.h,
+               "stiffness": np.where(valid, fb.k.numpy()[envs], math.nan),
+               "tau_d": np.where(valid, fb.tau.numpy()[envs], math.nan),
+               "mu": np.where(valid, fb.mu.numpy()[envs], math.nan),
+               "overflow": fb.overflow.numpy()[envs].astype(int)}
+        steps = scene._step_count[envs]
+        out["solved_at"] = np.where(steps > 0, steps * scene.sim_options.dt - self.layout.h, math.nan)
+        return out if scene.batched else {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in out.items()}

@@ -58,6 +58,16 @@ class SapOptions(Options):
     "ignore" — still counted). line_search: "exact" (the 1-D convex cost minimised by safeguarded
     Newton on its derivative, to ls_tolerance relative to the initial slope) or "backtracking"
     (Armijo with ls_armijo_c, ls_rho); ls_alpha_max (Drake 1.5) and ls_max_iterations bound both.
+
+    Rigid–FEM point contact (docs/sap.md, "Rigid–FEM contact"): a boundary vertex of a deformable
+    solver against a rigid geom. The pair's stiffness is the series combination of the geom's
+    ``point_stiffness`` (the per-geom tables index the rigid solver's collision geoms and do not
+    apply here) and fem_point_stiffness (N/m per vertex, default inf: the geom's alone); τ_d the sum
+    of ``dissipation_time_constant`` and fem_dissipation_time_constant (s); μ Drake's 2μ_Aμ_B/(μ_A +
+    μ_B) of the geom's Rigid material ``coup_friction`` and fem_friction. fem_contact_margin (m): a
+    vertex closer than this to a geom is a contact (0: overlapping only). fem_max_contacts: contact
+    slots per env (None: one per boundary vertex); a step that finds more raises
+    BudgetExceededError naming the env (the extra contacts of that substep were not solved).
     """
 
     point_stiffness: float = attrs.field(default=1.0e6, validator=_stiffness)
@@ -77,3 +87,8 @@ class SapOptions(Options):
     ls_tolerance: float = attrs.field(default=1.0e-8, validator=_tolerance)
     ls_armijo_c: float = attrs.field(default=1.0e-4, validator=in_range(0.0, 1.0, lo_open=True, hi_open=True))
     ls_rho: float = attrs.field(default=0.8, validator=in_range(0.0, 1.0, lo_open=True, hi_open=True))
+    fem_point_stiffness: float = attrs.field(default=math.inf, validator=_stiffness)
+    fem_dissipation_time_constant: float = attrs.field(default=0.0, validator=non_negative)
+    fem_friction: float = attrs.field(default=0.5, validator=non_negative)
+    fem_contact_margin: float = attrs.field(default=0.0, validator=non_negative)
+    fem_max_contacts: int | None = attrs.field(default=None, validator=attrs.validators.optional(positive_int))

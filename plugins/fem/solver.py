@@ -15,7 +15,7 @@ from polyphys import morphs as M
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.interfaces import Solver
 from polyphys.rotations import quat_to_mat
-from polyphys.views import ParticleCarriers, SurfaceMesh
+from polyphys.views import DeformableDynamics, ParticleCarriers, SurfaceMesh
 
 from . import mesh as fem_mesh
 from .entity import FEMEntity
@@ -403,6 +403,24 @@ class FEMSolver(Solver):
         (pre-coupling) and the position update (post-coupling)."""
         p = self._parts[part.index]
         return ParticleCarriers(pos=p.pos, vel=p.vel, mass=p.mass, active=p.carrier_active, kind="particles")
+
+    def deformable_dynamics(self, part):
+        """DeformableDynamicsView (the SAP coupler's rigid–FEM contact, docs/sap.md): positions at the
+        substep start (explicit: ``pos``, implicit: ``pos_n``; post-coupling integrates x = that + h·v),
+        the free velocities the coupler may change, lumped masses, fixed flags, the boundary vertices
+        and each vertex's entity."""
+        import warp as wp
+
+        p = self._parts[part.index]
+        if getattr(self, "_surface_ids", None) is None:
+            dev = self.layout.device
+            body = np.concatenate([np.full(e.n_vertices, i, np.int32) for i, e in enumerate(self.entities)])
+            self._surface_ids = (wp.array(np.unique(self.triangles.numpy()).astype(np.int32), dtype=wp.int32, device=dev),
+                                 wp.array(body, dtype=wp.int32, device=dev))
+        implicit = self.options.integrator == "implicit"
+        return DeformableDynamics(pos0=p.pos_n if implicit else p.pos, vel=p.vel, mass=p.mass, fixed=p.fixed,
+                                  surface=self._surface_ids[0], body=self._surface_ids[1],
+                                  velocity_update=self.options.integrator)
 
     def surface_mesh(self, part):
         """SurfaceMeshView: the boundary triangles (outward oriented) over the shared vertex array."""

@@ -31,6 +31,9 @@ def cede(solver, owner: str) -> None:
     """Check that ``owner`` can take the contacts of ``solver`` and switch the solver to the hand-off
     stages; CapabilityError naming what is unsupported otherwise."""
     hm = solver.hm
+    if solver.n_dofs == 0:
+        solver._dyn = None           # nothing moves: its geoms are static obstacles, no contacts to hand over
+        return
     why = None
     if solver.collision is None:
         why = "collision detection is off (RigidOptions / Morph(collision=False)): there are no contacts to hand over"
@@ -68,7 +71,8 @@ def cede(solver, owner: str) -> None:
             frame=d.con_frame, geom=d.con_geom, link=d.con_link, condim=d.con_dim, friction=d.con_friction, jac=d.efc_J,
             geom_friction=solver.views[part.index].m.geom_friction,
             geom_friction_ratio=solver.views[part.index].m.geom_friction_ratio, qfrc_contact=d.qfrc_constraint,
-            contact_force=d.efc_force)
+            contact_force=d.efc_force, dof_parent=solver.model.dof_parent, link_dof_last=solver.model.link_dof_last,
+            cdof_w=d.cdof_w, cdof_v=d.cdof_v, dof_ref=d.dof_ref)
 
 
 def pre_coupling(solver, part) -> None:

@@ -1,5 +1,7 @@
-"""Convex solve stage (docs/semantics.md §R8; MuJoCo's mj_solNewton / mj_solCG): minimizes the regularized convex
-primal cost over the rows with Newton or CG, warm-started. Kernel: kernels/convex_solve.py."""
+"""Convex solve stage (docs/semantics.md §R8; MuJoCo's mj_island + mj_solNewton / mj_solCG): minimizes the
+regularized convex primal cost over the rows with Newton or CG, warm-started; with ``m.opt.islands`` the
+rows and dofs are first labelled by constraint island and each island is solved as its own problem (its
+own Hessian, line search and stopping test). Kernels: kernels/convex_solve.py."""
 
 from __future__ import annotations
 
@@ -9,8 +11,16 @@ from .kernels import convex_solve as K
 from .model import View
 
 
+def label_islands(v: View) -> None:
+    """Constraint islands of the rows built this substep into d.nisland, d.dof_island, d.efc_island and
+    the island lists (kernels/convex_solve.py ``label_islands``)."""
+    wp.launch(K.label_islands, dim=v.n, inputs=[v.m, v.d], device=v.device)
+
+
 def solve(v: View, qacc_warm) -> None:
     """Solution into d.qacc_warmstart (the next warm start), forces into d.efc_force, Jᵀf into
     d.qfrc_constraint. qacc_warm: (n, nv) start (d.qacc_warmstart itself, or d.qacc_smooth for a
-    cold start)."""
+    cold start). Labels the islands first when m.opt.islands is 1."""
+    if int(v.m.opt.islands):
+        label_islands(v)
     wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm], device=v.device)

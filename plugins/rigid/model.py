@@ -330,6 +330,7 @@ def _option(o: RigidOptions, precision: str, h: float, gravity):
     opt.noslip_iterations = int(o.noslip_iterations)
     opt.noslip_tolerance = float(o.noslip_tolerance)
     opt.noslip_scale = 0.0
+    opt.islands = int(o.effective_islands())
     return opt
 
 
@@ -482,7 +483,7 @@ def make_data(hm: HostModel, layout):
 
 
 def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, max_con: int, cone_elliptic: bool,
-                          signorini: bool, noslip: bool, con_geom=None, con_pair=None) -> None:
+                          signorini: bool, noslip: bool, con_geom=None, con_pair=None, islands: bool = False) -> None:
     """The contact, row and solver arrays (one element each along unused axes: signorini and noslip
     scratch only when used). con_geom / con_pair: the collision pipeline's arrays (aliased)."""
     wp = a.wp
@@ -530,6 +531,7 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.solver_niter = z(n, I32)
     d.solver_stat = z((n, 3))
     d.solver_nhalf = z(n, I32)
+    _make_island_data(d, a, n, nv, R, islands)
     d.noslip_niter = z(n, I32)
     d.noslip_stat = z(n)
     d.con_wrench = z((n, C, 6))
@@ -538,6 +540,30 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.con_valid = z((n, C), I32)
     for k in ("link_contact_force", "link_contact_torque", "link_impulse_force", "link_impulse_torque"):
         setattr(d, k, z((n, nl), V))
+
+
+def _make_island_data(d, a: _Alloc, n: int, nv: int, R: int, islands: bool) -> None:
+    """The island labels and the gathered island problem of the convex solve (types.py, "constraint
+    islands"); one element along each axis when islands are off (the solve never reads them then)."""
+    I32 = a.wp.int32
+    z = a.zeros
+    if not islands:
+        nv = R = 1
+    d.nisland = z(n, I32)
+    for k in ("island_niter", "dof_island", "island_dofs", "dof_idof"):
+        setattr(d, k, z((n, nv), I32))
+    for k in ("island_dofadr", "island_efcadr"):
+        setattr(d, k, z((n, nv + 1), I32))
+    for k in ("efc_island", "island_efcs", "iefc_type", "iefc_dim", "iefc_state"):
+        setattr(d, k, z((n, R), I32))
+    d.island_scratch = z((n, 3, nv + 1), I32)
+    d.iM = z((n, nv, nv))
+    d.iefc_J = z((n, R, nv))
+    d.iefc_span = z((n, R, 2), I32)
+    for k in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar"):
+        setattr(d, k, z((n, R)))
+    for k in ("iacc_smooth", "iacc", "ifrc_constraint", "igrad", "ima"):
+        setattr(d, k, z((n, nv)))
 
 
 # ---------------------------------------------------------------- constants at qpos0 (mj_setConst)
@@ -688,7 +714,7 @@ def set_const(m, d, hm: HostModel, layout, entities, pipe, mass_matrix0: np.ndar
         con_pair = pipe.contact_pair
     _make_constraint_data(d, hm, a, n, max_rows=max_rows, max_con=max_con, cone_elliptic=o.friction_cone == "elliptic",
                           signorini=o.effective_resolution() == "signorini", noslip=o.noslip_iterations > 0,
-                          con_geom=con_geom, con_pair=con_pair)
+                          con_geom=con_geom, con_pair=con_pair, islands=o.effective_islands())
 
 
 # ---------------------------------------------------------------- views

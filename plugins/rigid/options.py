@@ -75,6 +75,10 @@ class RigidOptions(Options):
     OptionError), noslip_iterations (0: off; > 0: that many PGS sweeps on the friction rows after
     the main solve, pyramidal cone only) and noslip_tolerance (1e-6, MuJoCo's): docs/semantics.md §R2/§R8,
     docs/constraint.md;
+    constraint_islands: True (default) solves the convex problem island by island — trees joined by
+    constraint rows, each with its own Hessian, line search and stopping test (MuJoCo's islands;
+    docs/semantics.md §R8); in effect with the convex resolution and no noslip; readable with
+    ``RigidSolver.get_islands``;
     dt: optional substep length the scene must match (None: the scene's dt/substeps).
     """
 
@@ -95,6 +99,7 @@ class RigidOptions(Options):
         default=None, validator=attrs.validators.optional(one_of("convex", "signorini")))
     noslip_iterations: int = attrs.field(default=0, validator=[attrs.validators.instance_of(int), non_negative])
     noslip_tolerance: float = attrs.field(default=1e-6, validator=positive)
+    constraint_islands: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     dt: float | None = attrs.field(default=None, validator=_opt_positive)
     broadphase: str = attrs.field(default="auto",
                                   validator=one_of("auto", "sweep_and_prune", "all_vs_all"))
@@ -162,6 +167,11 @@ class RigidOptions(Options):
         if self.mujoco_compatible:
             return 1e-8 if precision == "64" else 1e-5
         return 1e-9 if precision == "64" else 1e-6
+
+    def effective_islands(self) -> bool:
+        """Whether the convex solve runs island by island (docs/semantics.md §R8): constraint_islands, the
+        convex resolution and no noslip (MuJoCo's condition: its noslip sweeps the whole env)."""
+        return bool(self.constraint_islands and self.effective_resolution() == "convex" and self.noslip_iterations == 0)
 
     @classmethod
     def mujoco(cls, **kwargs) -> RigidOptions:

@@ -654,6 +654,32 @@ class RigidSolver(RigidSensorViewMixin, Solver):
                        qfrc_constraint=d.qfrc_constraint.numpy()[envs][:, :self.n_dofs].astype(float))
         return out if self.scene.batched else {k: v[0] for k, v in out.items()}
 
+    def get_islands(self, envs_idx=None) -> dict:
+        """The constraint islands of the last convex solve (docs/semantics.md §R8; MuJoCo's nisland,
+        dof_island, solver_niter per island), batch axis first (none unbatched):
+
+        - ``enabled`` (bool): the solve runs island by island (``RigidOptions.constraint_islands``, the
+          convex resolution and no noslip); when False the counts are 0 and ``dof_island`` is −1;
+        - ``count`` (n,) int: islands of the last solve (0: no constraint rows);
+        - ``niter`` (n, n_dofs) int: Newton/CG iterations each island took (entries ≥ count are 0);
+        - ``dof_island`` (n, n_dofs) int: the island of each dof, −1 for a dof in none (it takes the
+          unconstrained acceleration).
+        Islands are numbered in the order of their lowest dof."""
+        envs = self.scene._envs_idx(envs_idx)
+        n, nd = len(envs), self.n_dofs
+        on = bool(self.has_constraint and self.hm.options.effective_islands())
+        if not on:
+            out = dict(count=np.zeros(n, np.int32), niter=np.zeros((n, nd), np.int32),
+                       dof_island=np.full((n, nd), -1, np.int32))
+        else:
+            d = self.data
+            cnt = d.nisland.numpy()[envs].astype(np.int32)
+            out = dict(count=cnt, niter=d.island_niter.numpy()[envs][:, :nd].astype(np.int32),
+                       dof_island=np.where(cnt[:, None] > 0, d.dof_island.numpy()[envs][:, :nd], -1).astype(np.int32))
+        res = out if self.scene.batched else {k: v[0] for k, v in out.items()}
+        res["enabled"] = on
+        return res
+
     # -- RigidView (couplers) --------------------------------------------------------------------
     accepts_reaction = True
 
@@ -672,6 +698,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
 
     # -- RigidDynamicsView (a coupler's own contact solve: SAP, docs/sap.md) -------------------------
     _contact_owner = None       # the coupler that solves this solver's contacts (cede_contacts)
+    _dyn = None                 # per partition: the RigidDynamics handed to it
 
     def cede_contacts(self, owner: str) -> None:
         """Hand the contacts to coupler ``owner``: from now on every substep computes free dynamics
@@ -680,8 +707,9 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         contact_handoff.cede(self, owner)
 
     def rigid_dynamics(self, part):
-        """The RigidDynamics arrays of ``part`` (valid between pre- and post-coupling)."""
-        return self._dyn[part.index]
+        """The RigidDynamics arrays of ``part`` (valid between pre- and post-coupling); None for a solver
+        without dofs (its geoms are static: ``cede_contacts`` handed nothing over)."""
+        return None if self._dyn is None else self._dyn[part.index]
 
     def handoff_kernel_modules(self, layout):
         """The module the hand-off stages launch beyond ``kernel_modules(layout)``: the contact Jacobian

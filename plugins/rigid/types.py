@@ -60,6 +60,7 @@ _OPTION_DOC = """Solver settings the kernels read (``m.opt``), resolved from Rig
         noslip_iterations: int: noslip sweeps after the main solve (0: off)
         noslip_tolerance: float: noslip stop on the scaled sweep improvement
         noslip_scale: float [1/(kg·m²)]: noslip improvement scale (0: 1/trace M per env)
+        islands: int: 1 = the convex solve runs island by island (label_islands; docs/semantics.md §R8)
 """
 
 _MODEL_DOC = """The device model: constants of the tree, actuators, constraints and contact parameters.
@@ -275,6 +276,35 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         solver_niter: (n,) int: iterations of the last solve
         solver_stat: (n, 3) float: (scaled improvement, scaled gradient, cost) of the last iteration
         solver_nhalf: (n,) int: signorini: halved load changes of the last solve
+        -- constraint islands (convex solve with m.opt.islands = 1; else one element along each axis):
+        nisland: (n,) int: islands of the last solve (0: no rows)
+        island_niter: (n, nv) int: iterations of each island in the last solve (first nisland entries)
+        dof_island: (n, nv) int: island of each dof (−1: in no island, takes qacc_smooth)
+        efc_island: (n, max_rows) int: island of each row
+        island_dofadr: (n, nv + 1) int: island k's dofs are island_dofs[adr[k]:adr[k+1]]
+        island_dofs: (n, nv) int: the dofs of each island, ascending
+        dof_idof: (n, nv) int: index of the dof inside its island (−1: none)
+        island_efcadr: (n, nv + 1) int: island k's rows are island_efcs[adr[k]:adr[k+1]]
+        island_efcs: (n, max_rows) int: the rows of each island, ascending
+        island_scratch: (n, 3, nv + 1) int: labelling scratch (union-find, counts, island of a tree)
+        iM: (n, nv, nv) float: M of the island being solved (its first nd × nd block)
+        iefc_J: (n, max_rows, nv) float: its rows' J over its dofs
+        iefc_span: (n, max_rows, 2) int: their column spans
+        iefc_type: (n, max_rows) int: their ConstraintType
+        iefc_dim: (n, max_rows) int: their cone dimension
+        iefc_state: (n, max_rows) int: their EfcState
+        iefc_D: (n, max_rows) float: their D
+        iefc_R: (n, max_rows) float: their R
+        iefc_frictionloss: (n, max_rows) float [N or N·m]: their friction loss
+        iefc_mu: (n, max_rows) float: their efc_mu
+        iefc_aref: (n, max_rows) float: their aref
+        iefc_force: (n, max_rows) float [N or N·m]: their forces
+        iefc_jar: (n, max_rows) float: their J·qacc − aref
+        igrad: (n, nv) float: the cost gradient on the island's dofs
+        ima: (n, nv) float: M·(qacc − qacc_smooth) on the island's dofs
+        iacc_smooth: (n, nv) float: qacc_smooth of the island's dofs
+        iacc: (n, nv) float: qacc of the island's dofs
+        ifrc_constraint: (n, nv) float: Jᵀf of the island's dofs
         noslip_niter: (n,) int: noslip sweeps of the last solve
         noslip_stat: (n,) float: scaled improvement of the last noslip sweep
         -- contact forces (stage contact_forces.py):
@@ -331,6 +361,7 @@ def _option_struct(s):
         noslip_iterations: int
         noslip_tolerance: s
         noslip_scale: s
+        islands: int
 
     Option.__doc__ = _OPTION_DOC
     return Option
@@ -545,6 +576,34 @@ def _data_struct(s):
         solver_niter: I1
         solver_stat: S2
         solver_nhalf: I1
+        nisland: I1
+        island_niter: I2
+        dof_island: I2
+        efc_island: I2
+        island_dofadr: I2
+        island_dofs: I2
+        dof_idof: I2
+        island_efcadr: I2
+        island_efcs: I2
+        island_scratch: I3
+        iM: S3
+        iefc_J: S3
+        iefc_span: I3
+        iefc_type: I2
+        iefc_dim: I2
+        iefc_state: I2
+        iefc_D: S2
+        iefc_R: S2
+        iefc_frictionloss: S2
+        iefc_mu: S2
+        iefc_aref: S2
+        iefc_force: S2
+        iefc_jar: S2
+        igrad: S2
+        ima: S2
+        iacc_smooth: S2
+        iacc: S2
+        ifrc_constraint: S2
         noslip_niter: I1
         noslip_stat: S1
         con_wrench: S3

@@ -159,6 +159,7 @@ class StageOptions:
     noslip_iterations: int = 0
     noslip_tolerance: float = 1e-6
     noslip_scale: float = 0.0
+    islands: bool = False
 
     def apply(self, opt, s):
         from polyphys.plugins.rigid.codes import ConeType, SolverType
@@ -175,6 +176,7 @@ class StageOptions:
         opt.noslip_iterations = int(self.noslip_iterations)
         opt.noslip_tolerance = s(self.noslip_tolerance)
         opt.noslip_scale = s(self.noslip_scale)
+        opt.islands = int(self.islands)
 
 
 # old stage attribute names -> Data fields
@@ -260,6 +262,17 @@ class MjStage:
             setattr(d, name, z(E, nv))
         d.solver_niter, d.solver_nhalf, d.noslip_niter = z(E, dt=wp.int32), z(E, dt=wp.int32), z(E, dt=wp.int32)
         d.solver_stat, d.noslip_stat = z(E, 3), z(E)
+        d.nisland = z(E, dt=wp.int32)
+        for name in ("island_niter", "dof_island", "island_dofs", "dof_idof"):
+            setattr(d, name, z(E, nv, dt=wp.int32))
+        d.island_dofadr, d.island_efcadr = z(E, nv + 1, dt=wp.int32), z(E, nv + 1, dt=wp.int32)
+        for name in ("efc_island", "island_efcs", "iefc_type", "iefc_dim", "iefc_state"):
+            setattr(d, name, z(E, R, dt=wp.int32))
+        d.island_scratch = z(E, 3, nv + 1, dt=wp.int32)
+        d.iM, d.iefc_J, d.iefc_span = z(E, nv, nv), z(E, R, nv), z(E, R, 2, dt=wp.int32)
+        for name in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar"):
+            setattr(d, name, z(E, R))
+        d.iacc_smooth, d.iacc, d.ifrc_constraint, d.igrad, d.ima = (z(E, nv) for _ in range(5))
         d.qpos = z(E, 1)
         d.qvel = z(E, nv)
         for name in ("cdof_w", "cdof_v", "dof_ref"):
@@ -482,6 +495,7 @@ def solve_with_mj_inputs(m, d, precision="64", **opt):
     st.n_efc.assign(np.array([nefc], np.int32))
     st.efc_J.assign(J[None])
     st.efc_type.assign(tp[None])
+    st.efc_id.assign(np.asarray(d.efc_id, np.int32)[None])
     st.efc_aref.assign(d.efc_aref[None])
     st.efc_R.assign(d.efc_R[None])
     st.efc_D.assign(d.efc_D[None])

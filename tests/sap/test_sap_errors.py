@@ -83,15 +83,14 @@ def test_collision_off_is_refused():
         scene.build()
 
 
-def test_fem_in_a_sap_scene_is_refused():
-    """Rigid–FEM contact is not implemented: a scene with an FEM body and the SAP coupler raises
-    (rather than letting the FEM body pass through the rigid ones)."""
-    pytest.importorskip("polyphys.plugins.fem")
-    from polyphys.plugins.fem.materials import Elastic
+def test_cloth_in_a_sap_scene_is_refused():
+    """A surface-mesh solver without DeformableDynamicsView (PBD cloth) and the SAP coupler: the
+    coupler would not see its bodies, so it raises rather than letting them pass through rigid ones."""
+    pbd = pytest.importorskip("polyphys.plugins.pbd")
+    from polyphys.plugins.pbd.materials import Cloth
 
     scene = _scene()
     scene.add_entity(morph=M.Plane(), material=Rigid())
-    scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0, 0, 0.3)), material=Elastic(E=2e4, nu=0.3, rho=1000.0),
-                     resolution=2)
-    with pytest.raises(CapabilityError, match="does not solve rigid–FEM"):
+    scene.add_entity(pbd.grid_cloth(size=(0.2, 0.2), res=(5, 5)), Cloth())
+    with pytest.raises(CapabilityError, match="DeformableDynamicsView"):
         scene.build()

@@ -252,6 +252,53 @@ def cost_along(alpha: wp.float64, a0: wp.float64, aa: wp.float64, base: wp.float
     return out
 
 
+# ---------------------------------------------------------------- rigid–FEM contacts (kernels/fem.py)
+# A contact c between the deformable vertex of slot s (velocity u_s, lumped mass m_s) and a rigid
+# geom has the contact velocity v_c = R_c·u_s − (R_c·P_c)·v (R_c: frame rows; P_c: the rigid link's
+# point Jacobian; fjac holds R_c·P_c), so J_c = [−R_c·P_c on the rigid dofs, R_c on u_s].
+
+
+@wp.func
+def fem_velocity(fjac: wp.array3d(dtype=wp.float64), fcols: wp.array3d(dtype=wp.int32),
+                 fncols: wp.array2d(dtype=wp.int32), fframe: wp.array2d(dtype=wp.mat33d),
+                 fvslot: wp.array2d(dtype=wp.int32), e: int, c: int, x: wp.array2d(dtype=wp.float64),
+                 u: wp.array2d(dtype=wp.vec3d)):
+    """v_c of contact c for rigid velocities x and vertex velocities u."""
+    out = fframe[e, c] * u[e, fvslot[e, c]]
+    for a in range(fncols[e, c]):
+        j = fcols[e, c, a]
+        out = out - wp.vec3d(fjac[e, 3 * c, j], fjac[e, 3 * c + 1, j], fjac[e, 3 * c + 2, j]) * x[e, j]
+    return out
+
+
+@wp.func
+def fem_slope(alpha: wp.float64, nf: int, e: int, fvc: wp.array2d(dtype=wp.vec3d), fdvc: wp.array2d(dtype=wp.vec3d),
+              fvhat: wp.array2d(dtype=wp.float64), frn: wp.array2d(dtype=wp.float64),
+              frt: wp.array2d(dtype=wp.float64), fmu: wp.array2d(dtype=wp.float64)):
+    """The FEM contacts' part of (dℓ/dα, d²ℓ/dα²)."""
+    d1 = wp.float64(0.0)
+    d2 = wp.float64(0.0)
+    for c in range(nf):
+        u = fvc[e, c] + fdvc[e, c] * alpha
+        g = project(u, fvhat[e, c], frn[e, c], frt[e, c], fmu[e, c])
+        G = project_hessian(u, fvhat[e, c], frn[e, c], frt[e, c], fmu[e, c])
+        d1 = d1 - wp.dot(g, fdvc[e, c])
+        d2 = d2 + wp.dot(fdvc[e, c], G * fdvc[e, c])
+    return wp.vec2d(d1, d2)
+
+
+@wp.func
+def fem_cost(alpha: wp.float64, nf: int, e: int, fvc: wp.array2d(dtype=wp.vec3d), fdvc: wp.array2d(dtype=wp.vec3d),
+             fvhat: wp.array2d(dtype=wp.float64), frn: wp.array2d(dtype=wp.float64),
+             frt: wp.array2d(dtype=wp.float64), fmu: wp.array2d(dtype=wp.float64)):
+    out = wp.float64(0.0)
+    for c in range(nf):
+        u = fvc[e, c] + fdvc[e, c] * alpha
+        g = project(u, fvhat[e, c], frn[e, c], frt[e, c], fmu[e, c])
+        out = out + contact_cost(g, frn[e, c], frt[e, c])
+    return out
+
+
 @wp.kernel
 def sap_solve(
     # model in
@@ -300,7 +347,41 @@ def sap_solve(
     rn: wp.array2d(dtype=wp.float64),
     rt: wp.array2d(dtype=wp.float64),
     vhat: wp.array2d(dtype=wp.float64),
+    # rigid–FEM contacts (kernels/fem.py), in: per contact slot < fnc
+    fnc_in: wp.array(dtype=wp.int32),
+    fnv_in: wp.array(dtype=wp.int32),
+    fvslot_in: wp.array2d(dtype=wp.int32),
+    fdist_in: wp.array2d(dtype=wp.float64),
+    fframe_in: wp.array2d(dtype=wp.mat33d),
+    fjac_in: wp.array3d(dtype=wp.float64),
+    fk_in: wp.array2d(dtype=wp.float64),
+    ftau_in: wp.array2d(dtype=wp.float64),
+    fmu_in: wp.array2d(dtype=wp.float64),
+    # per vertex slot < fnv: vertex index, first contact and count, mass, inverse mass (0: fixed), v*
+    fvindex_in: wp.array2d(dtype=wp.int32),
+    fvfirst_in: wp.array2d(dtype=wp.int32),
+    fvcount_in: wp.array2d(dtype=wp.int32),
+    fvmass_in: wp.array2d(dtype=wp.float64),
+    fvminv_in: wp.array2d(dtype=wp.float64),
+    fvus_in: wp.array2d(dtype=wp.vec3d),
+    # FEM warm start per vertex (in/out)
+    fwarm: wp.array2d(dtype=wp.vec3d),
+    fwarm_ok: wp.array2d(dtype=wp.int32),
+    # FEM scratch
+    fcols: wp.array3d(dtype=wp.int32),
+    fncols: wp.array2d(dtype=wp.int32),
+    frn: wp.array2d(dtype=wp.float64),
+    frt: wp.array2d(dtype=wp.float64),
+    fvhat: wp.array2d(dtype=wp.float64),
+    fvc: wp.array2d(dtype=wp.vec3d),
+    fdvc: wp.array2d(dtype=wp.vec3d),
+    fG: wp.array2d(dtype=wp.mat33d),
+    fvg: wp.array2d(dtype=wp.vec3d),
+    fvdu: wp.array2d(dtype=wp.vec3d),
+    fvHinv: wp.array2d(dtype=wp.mat33d),
     # data out
+    fgamma_out: wp.array2d(dtype=wp.vec3d),
+    fvu_out: wp.array2d(dtype=wp.vec3d),
     gamma_out: wp.array2d(dtype=wp.vec3d),
     qfrc_out: wp.array2d(dtype=Any),
     force_out: wp.array2d(dtype=Any),
@@ -386,6 +467,68 @@ def sap_solve(
         rn[e, c] = wp.max(beta * beta / TWO_PI_SQ * w, rn_c)
         rt[e, c] = sigma * w
         vhat[e, c] = -wp.float64(dist_in[e, c]) / (h + tau)
+    # rigid–FEM contacts: nonzero rigid columns, Delassus estimate W = R(m⁻¹I + P A⁻¹ Pᵀ)Rᵀ, regularisation
+    nf = fnc_in[e]
+    nfv = fnv_in[e]
+    for c in range(nf):
+        cnt = int(0)
+        for j in range(nv):
+            if fjac_in[e, 3 * c, j] != zero or fjac_in[e, 3 * c + 1, j] != zero or fjac_in[e, 3 * c + 2, j] != zero:
+                fcols[e, c, cnt] = j
+                cnt = cnt + 1
+        fncols[e, c] = cnt
+        minv = fvminv_in[e, fvslot_in[e, c]]
+        wr = wp.mat33d(minv, zero, zero, zero, minv, zero, zero, zero, minv)
+        if cnt > 0:
+            first = fcols[e, c, 0]
+            last_all = first
+            for r in range(3):
+                last = int(-1)
+                for i in range(first, nv):
+                    t = fjac_in[e, 3 * c + r, i]
+                    if t != zero or lo_A[e, i] <= last:
+                        for k in range(wp.max(lo_A[e, i], first), i):
+                            t = t - LA[e, i, k] * Z[e, r, k]
+                        t = t / LA[e, i, i]
+                    Z[e, r, i] = t
+                    if t != zero:
+                        last = i
+                last_all = wp.max(last_all, last)
+            for r in range(3):
+                for q in range(3):
+                    for j in range(first, last_all + 1):
+                        wr[r, q] = wr[r, q] + Z[e, r, j] * Z[e, q, j]
+        wsq = zero
+        for r in range(3):
+            for q in range(3):
+                wsq = wsq + wr[r, q] * wr[r, q]
+        w = wp.sqrt(wsq) / wp.float64(3.0)
+        if w == zero:
+            # a fixed vertex against a geom that cannot move: nothing to solve
+            frn[e, c] = one
+            frt[e, c] = one
+            fvhat[e, c] = zero
+            continue
+        tau = ftau_in[e, c]
+        frn[e, c] = wp.max(beta * beta / TWO_PI_SQ * w, one / (h * fk_in[e, c] * (h + tau)))
+        frt[e, c] = sigma * w
+        fvhat[e, c] = -fdist_in[e, c] / (h + tau)
+    for sv in range(nfv):
+        # a vertex couples the rigid columns of all its contacts (Schur complement): widen the envelope
+        c0 = fvfirst_in[e, sv]
+        f0 = nv
+        for c in range(c0, c0 + fvcount_in[e, sv]):
+            if fncols[e, c] > 0:
+                f0 = wp.min(f0, fcols[e, c, 0])
+        for c in range(c0, c0 + fvcount_in[e, sv]):
+            for a in range(fncols[e, c]):
+                i = fcols[e, c, a]
+                lo_H[e, i] = wp.min(lo_H[e, i], f0)
+        u0 = fvus_in[e, sv]
+        iv = fvindex_in[e, sv]
+        if fwarm_ok[e, iv] != 0 and fvminv_in[e, sv] > zero:
+            u0 = fwarm[e, iv]
+        fvu_out[e, sv] = u0
     for i in range(nv):
         if warm_ok[e] != 0:
             v[e, i] = warm_v[e, i]
@@ -404,6 +547,10 @@ def sap_solve(
         base = zero
         for i in range(nv):
             base = base + half * tmp[e, i] * dv[e, i]
+        for sv in range(nfv):
+            d3 = fvu_out[e, sv] - fvus_in[e, sv]
+            base = base + half * fvmass_in[e, sv] * wp.dot(d3, d3)
+            fvg[e, sv] = d3 * fvmass_in[e, sv]
         cost = base
         for c in range(nc):
             u3 = contact_velocity(jac_in, cols, ncols, e, c, v)
@@ -414,6 +561,18 @@ def sap_solve(
             for a in range(ncols[e, c]):
                 j = cols[e, c, a]
                 grad[e, j] = grad[e, j] - wp.dot(jrow3(jac_in, e, c, j), g)
+        for c in range(nf):
+            u3 = fem_velocity(fjac_in, fcols, fncols, fframe_in, fvslot_in, e, c, v, fvu_out)
+            fvc[e, c] = u3
+            g = project(u3, fvhat[e, c], frn[e, c], frt[e, c], fmu_in[e, c])
+            fgamma_out[e, c] = g
+            cost = cost + contact_cost(g, frn[e, c], frt[e, c])
+            for a in range(fncols[e, c]):
+                j = fcols[e, c, a]
+                grad[e, j] = grad[e, j] + wp.dot(wp.vec3d(fjac_in[e, 3 * c, j], fjac_in[e, 3 * c + 1, j],
+                                                          fjac_in[e, 3 * c + 2, j]), g)
+            sv = fvslot_in[e, c]
+            fvg[e, sv] = fvg[e, sv] - wp.transpose(fframe_in[e, c]) * g
         cost_out[e, it] = cost
         # the stopping rule, mass-weighted: D = diag(A)^(-1/2)
         ng = zero
@@ -426,6 +585,15 @@ def sap_solve(
             ng = ng + dii * grad[e, i] * grad[e, i]
             nm = nm + dii * p * p
             nj = nj + dii * ji * ji
+        for sv in range(nfv):
+            mi = fvminv_in[e, sv]
+            if mi > zero:
+                gs = fvg[e, sv]
+                us = fvu_out[e, sv]
+                js = (us - fvus_in[e, sv]) * fvmass_in[e, sv] - gs
+                ng = ng + mi * wp.dot(gs, gs)
+                nm = nm + fvmass_in[e, sv] * wp.dot(us, us)
+                nj = nj + mi * wp.dot(js, js)
         ng = wp.sqrt(ng)
         res = ng
         residual_history_out[e, it] = ng
@@ -449,11 +617,78 @@ def sap_solve(
                 for bb in range(a + 1):
                     j = cols[e, c, bb]
                     H[e, i, j] = H[e, i, j] + wp.dot(b3, jrow3(jac_in, e, c, j))
+        for c in range(nf):
+            G = project_hessian(fvc[e, c], fvhat[e, c], frn[e, c], frt[e, c], fmu_in[e, c])
+            fG[e, c] = G
+            for a in range(fncols[e, c]):
+                i = fcols[e, c, a]
+                b3 = G * wp.vec3d(fjac_in[e, 3 * c, i], fjac_in[e, 3 * c + 1, i], fjac_in[e, 3 * c + 2, i])
+                for bb in range(a + 1):
+                    j = fcols[e, c, bb]
+                    H[e, i, j] = H[e, i, j] + wp.dot(b3, wp.vec3d(fjac_in[e, 3 * c, j], fjac_in[e, 3 * c + 1, j],
+                                                                   fjac_in[e, 3 * c + 2, j]))
+        # eliminate the vertex blocks m·I + Σ RᵀGR (Schur complement onto the rigid dofs):
+        # H ← H − Σ_s B_sᵀ (m_s I + W_s)⁻¹ B_s,  B_s = Σ_c R_cᵀ G_c (R_c P_c)
+        for sv in range(nfv):
+            c0 = fvfirst_in[e, sv]
+            c1 = c0 + fvcount_in[e, sv]
+            Wsum = wp.mat33d(zero, zero, zero, zero, zero, zero, zero, zero, zero)
+            f0 = nv
+            for c in range(c0, c1):
+                R = fframe_in[e, c]
+                Wsum = Wsum + wp.transpose(R) * fG[e, c] * R
+                if fncols[e, c] > 0:
+                    f0 = wp.min(f0, fcols[e, c, 0])
+            mi = fvminv_in[e, sv]
+            Hinv = wp.inverse(wp.identity(n=3, dtype=wp.float64) + Wsum * mi) * mi
+            fvHinv[e, sv] = Hinv
+            if mi == zero or f0 == nv:
+                continue
+            for r in range(3):
+                for j in range(f0, nv):
+                    Z[e, r, j] = zero
+            for c in range(c0, c1):
+                RG = wp.transpose(fframe_in[e, c]) * fG[e, c]
+                for a in range(fncols[e, c]):
+                    j = fcols[e, c, a]
+                    b3 = RG * wp.vec3d(fjac_in[e, 3 * c, j], fjac_in[e, 3 * c + 1, j], fjac_in[e, 3 * c + 2, j])
+                    for r in range(3):
+                        Z[e, r, j] = Z[e, r, j] + b3[r]
+            for i in range(f0, nv):
+                bi = wp.vec3d(Z[e, 0, i], Z[e, 1, i], Z[e, 2, i])
+                if bi[0] == zero and bi[1] == zero and bi[2] == zero:
+                    continue
+                hb = Hinv * bi
+                for j in range(f0, i + 1):
+                    bj = wp.vec3d(Z[e, 0, j], Z[e, 1, j], Z[e, 2, j])
+                    if bj[0] != zero or bj[1] != zero or bj[2] != zero:
+                        H[e, i, j] = H[e, i, j] - wp.dot(hb, bj)
         cholesky_env(H, lo_H, e, nv)
         for i in range(nv):
             dv[e, i] = -grad[e, i]
+        for sv in range(nfv):
+            # right-hand side −∇ℓ_r − Σ_s B_sᵀ (m_s I + W_s)⁻¹ ∇ℓ_s
+            y = fvHinv[e, sv] * fvg[e, sv]
+            c0 = fvfirst_in[e, sv]
+            for c in range(c0, c0 + fvcount_in[e, sv]):
+                t3 = fG[e, c] * (fframe_in[e, c] * y)
+                for a in range(fncols[e, c]):
+                    j = fcols[e, c, a]
+                    dv[e, j] = dv[e, j] - wp.dot(wp.vec3d(fjac_in[e, 3 * c, j], fjac_in[e, 3 * c + 1, j],
+                                                          fjac_in[e, 3 * c + 2, j]), t3)
         forward_env(H, lo_H, e, nv, 0, dv)
         back_env(H, lo_H, e, nv, dv)
+        for sv in range(nfv):
+            # the vertex directions: du_s = (m_s I + W_s)⁻¹ (−∇ℓ_s + B_s·dv)
+            r3 = -fvg[e, sv]
+            c0 = fvfirst_in[e, sv]
+            for c in range(c0, c0 + fvcount_in[e, sv]):
+                jd = wp.vec3d(zero, zero, zero)
+                for a in range(fncols[e, c]):
+                    j = fcols[e, c, a]
+                    jd = jd + wp.vec3d(fjac_in[e, 3 * c, j], fjac_in[e, 3 * c + 1, j], fjac_in[e, 3 * c + 2, j]) * dv[e, j]
+                r3 = r3 + wp.transpose(fframe_in[e, c]) * (fG[e, c] * jd)
+            fvdu[e, sv] = fvHinv[e, sv] * r3
         # line search along dv
         a0 = zero
         aa = zero
@@ -463,20 +698,30 @@ def sap_solve(
             a0 = a0 + tmp[e, i] * dv[e, i]
             aa = aa + dv[e, i] * adv
             d0 = d0 + grad[e, i] * dv[e, i]
+        for sv in range(nfv):
+            du3 = fvdu[e, sv]
+            m3 = fvmass_in[e, sv]
+            a0 = a0 + m3 * wp.dot(fvu_out[e, sv] - fvus_in[e, sv], du3)
+            aa = aa + m3 * wp.dot(du3, du3)
+            d0 = d0 + wp.dot(fvg[e, sv], du3)
         for c in range(nc):
             dvc[e, c] = contact_velocity(jac_in, cols, ncols, e, c, dv)
+        for c in range(nf):
+            fdvc[e, c] = fem_velocity(fjac_in, fcols, fncols, fframe_in, fvslot_in, e, c, dv, fvdu)
         iters = it + 1
         if d0 >= zero:
             break                              # no descent left at round-off: not converged
         alpha = ls_alpha_max
         if ls_mode == LS_EXACT:
-            s_hi = slope(ls_alpha_max, a0, aa, nc, e, vc, dvc, vhat, rn, rt, mu_in)
+            s_hi = slope(ls_alpha_max, a0, aa, nc, e, vc, dvc, vhat, rn, rt, mu_in) + fem_slope(
+                ls_alpha_max, nf, e, fvc, fdvc, fvhat, frn, frt, fmu_in)
             if s_hi[0] > zero:
                 lo = zero
                 hi = ls_alpha_max
                 alpha = wp.min(one, ls_alpha_max)
                 for _ls in range(ls_max_iterations):
-                    sl = slope(alpha, a0, aa, nc, e, vc, dvc, vhat, rn, rt, mu_in)
+                    sl = slope(alpha, a0, aa, nc, e, vc, dvc, vhat, rn, rt, mu_in) + fem_slope(
+                        alpha, nf, e, fvc, fdvc, fvhat, frn, frt, fmu_in)
                     if wp.abs(sl[0]) <= ls_tolerance * wp.abs(d0):
                         break
                     if sl[0] > zero:
@@ -489,12 +734,16 @@ def sap_solve(
                     alpha = nxt
         else:
             for _ls in range(ls_max_iterations):
-                if cost_along(alpha, a0, aa, base, nc, e, vc, dvc, vhat, rn, rt, mu_in) <= cost + ls_c * alpha * d0:
+                c_a = cost_along(alpha, a0, aa, base, nc, e, vc, dvc, vhat, rn, rt, mu_in) + fem_cost(
+                    alpha, nf, e, fvc, fdvc, fvhat, frn, frt, fmu_in)
+                if c_a <= cost + ls_c * alpha * d0:
                     break
                 alpha = alpha * ls_rho
         for i in range(nv):
             v[e, i] = v[e, i] + alpha * dv[e, i]
             dv[e, i] = v[e, i] - vs[e, i]
+        for sv in range(nfv):
+            fvu_out[e, sv] = fvu_out[e, sv] + fvdu[e, sv] * alpha
     iterations_out[e] = iters
     converged_out[e] = conv
     residual_out[e] = res
@@ -504,6 +753,12 @@ def sap_solve(
         qfrc_out[e, i] = type(qfrc_out[e, i])(inv_h * (tmp[e, i] - grad[e, i]))
         warm_v[e, i] = v[e, i]
     warm_ok[e] = 1
+    for sv in range(nfv):
+        # the vertex velocity the impulses give, u = u* + m⁻¹Σ_c R_cᵀγ_c = u − m⁻¹∇ℓ_s (the iterate up to the
+        # stopping tolerance): the vertex receives exactly the opposite of what the rigid side does
+        fvu_out[e, sv] = fvu_out[e, sv] - fvg[e, sv] * fvminv_in[e, sv]
+        fwarm[e, fvindex_in[e, sv]] = fvu_out[e, sv]
+        fwarm_ok[e, fvindex_in[e, sv]] = 1
     for c in range(K):
         g = wp.vec3d(zero, zero, zero)
         if c < nc:

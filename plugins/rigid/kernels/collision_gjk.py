@@ -4,7 +4,7 @@ pair with a heightfield prism, the internal-edge correction and face manifold (c
 A module of its own, launched and compiled only when a scene has such pairs (CollisionPipeline.run,
 RigidSolver.kernel_modules): the GJK, EPA and prism code is most of the collision compile time, and a
 scene of spheres, capsules and boxes on a plane never needs it. Same outputs as
-collision_driver.narrowphase; generic over precision (types.declare_overloads).
+the pair-family narrowphase kernels (collision_plane.py, ...); generic over precision (types.declare_overloads).
 """
 
 from typing import Any

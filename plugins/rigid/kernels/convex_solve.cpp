@@ -114,3 +114,268 @@
         }
     }
     o[2] = cost;
+
+// island_label_native: constraint islands of env e (MuJoCo's mj_island; docs/constraint.md, "Islands").
+// A dof's tree is the root of its dof chain; the rows of one constraint (consecutive rows of one type
+// and id) join the trees of what it acts on, as MuJoCo reads them (union-find, the lower tree index
+// represents the set): a frictionloss row its dof's tree, a limit its joint's, a contact the trees of
+// its two links, a connect/weld those of its two links, a joint equality those of its two dofs (the
+// world, or a link welded to it, is no tree); a constraint with none of these takes the trees of the
+// nonzero columns of its rows' J spans, and one with no tree at all makes the env one island of every
+// dof and row (`degenerate`, solved as without islands). Islands are numbered in the order
+// of their lowest tree; each island's dofs and rows are listed in ascending order (CSR lists).
+// scratch rows: [0] union-find parent, [1] constrained flag, then counts / cursors, [2] island of a
+// representative. dof_island holds the dof's tree until the labels are written.
+
+// @func island_label_native
+    typedef decltype(+*efc_J.data) T;
+    const size_t e = (size_t)env;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    int* root = PP_R(dof_island, int);
+    int* uf = PP_R(scratch, int);
+    int* cnt = (int*)((char*)uf + scratch.strides[1]);
+    int* risl = (int*)((char*)uf + 2 * scratch.strides[1]);
+    int* ei = PP_R(efc_island, int);
+    int* dadr = PP_R(island_dofadr, int);
+    int* dl = PP_R(island_dofs, int);
+    int* di = PP_R(dof_idof, int);
+    int* radr = PP_R(island_efcadr, int);
+    int* rl = PP_R(island_efcs, int);
+    const int* tp_ = PP_R(efc_type, const int);
+    const int* id_ = PP_R(efc_id, const int);
+#undef PP_R
+    const char* j0 = (const char*)efc_J.data + e * efc_J.strides[0];
+    const size_t rs = efc_J.strides[1];
+    const char* s0 = (const char*)efc_span.data + e * efc_span.strides[0];
+    const size_t ss = efc_span.strides[1];
+    for (int j = 0; j < nv; ++j) {
+        const int p = *(const int*)((const char*)dof_parent.data + (size_t)j * dof_parent.strides[0]);
+        root[j] = p >= 0 ? root[p] : j;
+        uf[j] = j;
+        cnt[j] = 0;
+        risl[j] = -1;
+    }
+    auto find = [&](int t) {
+        int r = t;
+        while (uf[r] != r) r = uf[r];
+        while (uf[t] != r) { const int nx = uf[t]; uf[t] = r; t = nx; }
+        return r;
+    };
+    // the trees of a link (-1: world or welded to it) and of a dof
+#define PP_I1(a, i) (*(const int*)((const char*)a.data + (size_t)(i) * a.strides[0]))
+    auto link_tree = [&](int l) {
+        if (l < 0) return -1;
+        const int dl_ = PP_I1(link_dof_last, l);
+        return dl_ >= 0 ? root[dl_] : -1;
+    };
+    auto unite = [&](int t, int& g) {
+        if (t < 0) return;
+        const int a = find(t);
+        if (g < 0) { g = a; return; }
+        const int b = find(g);
+        if (a < b) uf[b] = a;
+        else if (b < a) uf[a] = b;
+    };
+    const char* cl0 = (const char*)con_link.data + e * con_link.strides[0];
+    int degenerate = 0, gtree = -1, ptype = -1, pid = -1;
+    for (int r = 0; r < nrow; ++r) {
+        const int tp = tp_[r], ob = id_[r];
+        if (tp != ptype || ob != pid) {
+            // a new constraint: its trees from what it acts on (MuJoCo's special cases), else from the
+            // nonzero columns of its rows' J spans
+            ptype = tp;
+            pid = ob;
+            gtree = -1;
+            int ta = -2, tb = -2;
+            if (tp == EFC_FRICTION) {
+                ta = root[ob];
+            } else if (tp == EFC_LIMIT) {
+                ta = root[PP_I1(lim_dof, ob)];
+            } else if (tp >= EFC_CONTACT_FRICTIONLESS) {
+                const int* cl = (const int*)(cl0 + (size_t)ob * con_link.strides[1]);
+                ta = link_tree(cl[0]);
+                tb = link_tree(cl[1]);
+            } else if (tp == EFC_EQUALITY) {
+                const int et = PP_I1(eq_type, ob);
+                const int* eo = (const int*)((const char*)eq_obj.data + (size_t)ob * eq_obj.strides[0]);
+                if (et == EQ_CONNECT || et == EQ_WELD) {
+                    ta = link_tree(eo[0]);
+                    tb = link_tree(eo[1]);
+                } else if (et == EQ_JOINT) {
+                    ta = eo[2] >= 0 ? root[eo[2]] : -1;
+                    tb = eo[3] >= 0 ? root[eo[3]] : -1;
+                }
+            }
+            unite(ta, gtree);
+            unite(tb, gtree);
+            if (gtree < 0) {
+                // scan the rows of this constraint
+                for (int rr = r; rr < nrow && tp_[rr] == tp && id_[rr] == ob; ++rr) {
+                    const int* sp = (const int*)(s0 + (size_t)rr * ss);
+                    const int lo = sp[0] < 0 ? 0 : sp[0];
+                    const int hi = sp[1] > nv ? nv : sp[1];
+                    const T* jr = (const T*)(j0 + (size_t)rr * rs);
+                    for (int k = lo; k < hi; ++k)
+                        if (jr[k] != T(0)) unite(root[k], gtree);
+                }
+            }
+            if (gtree < 0) degenerate = 1;
+        }
+        ei[r] = gtree;
+    }
+#undef PP_I1
+    int nisl = 0;
+    if (degenerate) {
+        nisl = 1;
+        for (int j = 0; j < nv; ++j) { root[j] = 0; di[j] = j; dl[j] = j; }
+        for (int r = 0; r < nrow; ++r) { ei[r] = 0; rl[r] = r; }
+        dadr[0] = 0; dadr[1] = nv; radr[0] = 0; radr[1] = nrow;
+    } else {
+        for (int r = 0; r < nrow; ++r) cnt[find(ei[r])] = 1;
+        for (int j = 0; j < nv; ++j) {
+            if (root[j] == j) {
+                const int a = find(j);
+                if (cnt[a] == 1 && risl[a] < 0) risl[a] = nisl++;
+            }
+        }
+        for (int r = 0; r < nrow; ++r) ei[r] = risl[find(ei[r])];
+        for (int j = 0; j < nv; ++j) root[j] = risl[find(root[j])];
+        for (int k = 0; k <= nisl; ++k) cnt[k] = 0;
+        for (int j = 0; j < nv; ++j) if (root[j] >= 0) cnt[root[j]]++;
+        int acc = 0;
+        for (int k = 0; k < nisl; ++k) { dadr[k] = acc; acc += cnt[k]; cnt[k] = 0; }
+        dadr[nisl] = acc;
+        for (int j = 0; j < nv; ++j) {
+            const int k = root[j];
+            di[j] = -1;
+            if (k >= 0) { const int c = cnt[k]++; dl[dadr[k] + c] = j; di[j] = c; }
+        }
+        for (int k = 0; k <= nisl; ++k) cnt[k] = 0;
+        for (int r = 0; r < nrow; ++r) cnt[ei[r]]++;
+        acc = 0;
+        for (int k = 0; k < nisl; ++k) { radr[k] = acc; acc += cnt[k]; cnt[k] = 0; }
+        radr[nisl] = acc;
+        for (int r = 0; r < nrow; ++r) { const int k = ei[r]; rl[radr[k] + cnt[k]++] = r; }
+    }
+    *(int*)((char*)nisland.data + e * nisland.strides[0]) = nisl;
+
+// island_gather_native: island k of env e into the island arrays: its M block, qacc_smooth and qacc, and
+// its rows (type, dim, D, R, frictionloss, mu, aref; J over the island's dofs with the compact span),
+// and the state of the env's evaluation at the start point (jar, forces, states, Jᵀf, gradient, M·(a − a₀):
+// exact for the island, which no row outside it touches and whose M block has no coupling outside).
+// With zero_rows the compact J rows are cleared first (the products scan whole rows: no span cache).
+
+// @func island_gather_native
+    typedef decltype(+*M.data) T;
+    const size_t e = (size_t)env;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    const int* dofs = PP_R(island_dofs, const int) + d0;
+    const int* rows = PP_R(island_efcs, const int) + r0;
+    const int* disl = PP_R(dof_island, const int);
+    const int* didof = PP_R(dof_idof, const int);
+    const T* qs = PP_R(qacc_smooth, const T);
+    const T* qa = PP_R(qacc, const T);
+    T* iqs = PP_R(iacc_smooth, T);
+    T* iqa = PP_R(iacc, T);
+    const int* tp = PP_R(efc_type, const int);
+    const int* dm = PP_R(efc_dim, const int);
+    const T* D_ = PP_R(efc_D, const T);
+    const T* R_ = PP_R(efc_R, const T);
+    const T* fl = PP_R(efc_floss, const T);
+    const T* mu = PP_R(efc_mu, const T);
+    const T* ar = PP_R(efc_aref, const T);
+    const T* jar_ = PP_R(jar, const T);
+    const T* f_ = PP_R(efc_force, const T);
+    const int* st_ = PP_R(efc_state, const int);
+    const T* qc_ = PP_R(qfrc_constraint, const T);
+    const T* g_ = PP_R(grad, const T);
+    const T* ma_ = PP_R(ma, const T);
+    T* ijar_ = PP_R(ijar, T);
+    T* if_ = PP_R(iforce, T);
+    int* ist_ = PP_R(istate, int);
+    T* iqc_ = PP_R(ifrc, T);
+    T* ig_ = PP_R(igrad, T);
+    T* ima_ = PP_R(ima, T);
+    int* itp = PP_R(itype, int);
+    int* idm = PP_R(idim, int);
+    T* iD_ = PP_R(iD, T);
+    T* iR_ = PP_R(iR, T);
+    T* ifl = PP_R(ifloss, T);
+    T* imu_ = PP_R(imu, T);
+    T* iar = PP_R(iaref, T);
+#undef PP_R
+    const char* m0 = (const char*)M.data + e * M.strides[0];
+    char* im0 = (char*)iM.data + e * iM.strides[0];
+    for (int a = 0; a < nd; ++a) {
+        const int da = dofs[a];
+        iqs[a] = qs[da];
+        iqa[a] = qa[da];
+        iqc_[a] = qc_[da];
+        ig_[a] = g_[da];
+        ima_[a] = ma_[da];
+        const T* mr = (const T*)(m0 + (size_t)da * M.strides[1]);
+        T* ir = (T*)(im0 + (size_t)a * iM.strides[1]);
+        for (int b = 0; b < nd; ++b) ir[b] = mr[dofs[b]];
+    }
+    const char* j0 = (const char*)J.data + e * J.strides[0];
+    char* ij0 = (char*)iJ.data + e * iJ.strides[0];
+    const char* s0 = (const char*)span.data + e * span.strides[0];
+    char* is0 = (char*)ispan.data + e * ispan.strides[0];
+    for (int q = 0; q < nr; ++q) {
+        const int r = rows[q];
+        itp[q] = tp[r];
+        idm[q] = dm[r];
+        iD_[q] = D_[r];
+        iR_[q] = R_[r];
+        ifl[q] = fl[r];
+        imu_[q] = mu[r];
+        iar[q] = ar[r];
+        ijar_[q] = jar_[r];
+        if_[q] = f_[r];
+        ist_[q] = st_[r];
+        const int* sp = (const int*)(s0 + (size_t)r * span.strides[1]);
+        const int lo = sp[0] < 0 ? 0 : sp[0];
+        const int hi = sp[1] > nv ? nv : sp[1];
+        const T* jr = (const T*)(j0 + (size_t)r * J.strides[1]);
+        T* ir = (T*)(ij0 + (size_t)q * iJ.strides[1]);
+        if (zero_rows != 0) for (int c = 0; c < nd; ++c) ir[c] = T(0);
+        int clo = nd, chi = 0;
+        for (int kk = lo; kk < hi; ++kk) {
+            if (disl[kk] == k) {
+                const int c = didof[kk];
+                ir[c] = jr[kk];
+                clo = c < clo ? c : clo;
+                chi = c + 1 > chi ? c + 1 : chi;
+            }
+        }
+        if (chi < clo) chi = clo;
+        int* isp = (int*)(is0 + (size_t)q * ispan.strides[1]);
+        isp[0] = clo;
+        isp[1] = chi;
+    }
+
+// island_scatter_native: island k's solution back: qacc and Jᵀf of its dofs, forces and states of its rows.
+
+// @func island_scatter_native
+    typedef decltype(+*qacc.data) T;
+    const size_t e = (size_t)env;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    const int* dofs = PP_R(island_dofs, const int) + d0;
+    const int* rows = PP_R(island_efcs, const int) + r0;
+    T* qa = PP_R(qacc, T);
+    T* qc = PP_R(qfrc_constraint, T);
+    const T* iqa = PP_R(iacc, const T);
+    const T* iqc = PP_R(ifrc, const T);
+    T* f = PP_R(efc_force, T);
+    int* st = PP_R(efc_state, int);
+    const T* iff = PP_R(iforce, const T);
+    const int* ist = PP_R(istate, const int);
+#undef PP_R
+    for (int a = 0; a < nd; ++a) {
+        qa[dofs[a]] = iqa[a];
+        qc[dofs[a]] = iqc[a];
+    }
+    for (int q = 0; q < nr; ++q) {
+        f[rows[q]] = iff[q];
+        st[rows[q]] = ist[q];
+    }

@@ -34,6 +34,33 @@ def update_rows_native(env: int, nrow: int, efc_type: I2, efc_dim: I2, efc_D: A2
                        efc_mu: A2, jar: A2, efc_force: A2, efc_state: I2, out: A2): ...
 
 
+I1 = wp.array(dtype=wp.int32)
+I3 = wp.array3d(dtype=wp.int32)
+A3 = wp.array3d(dtype=Any)
+
+
+@wp.func_native(native.body(__file__, "island_label_native"))
+def island_label_native(env: int, nv: int, nrow: int, dof_parent: I1, lim_dof: I1, link_dof_last: I1, eq_type: I1,
+                        eq_obj: I2, con_link: I3, efc_J: A3, efc_span: I3, efc_type: I2, efc_id: I2, dof_island: I2,
+                        efc_island: I2, island_dofadr: I2, island_dofs: I2, dof_idof: I2, island_efcadr: I2,
+                        island_efcs: I2, scratch: I3, nisland: I1): ...
+
+
+@wp.func_native(native.body(__file__, "island_gather_native"))
+def island_gather_native(env: int, nv: int, k: int, d0: int, nd: int, r0: int, nr: int, zero_rows: int, island_dofs: I2,
+                         island_efcs: I2, dof_island: I2, dof_idof: I2, M: A3, qacc_smooth: A2, qacc: A2, J: A3, span: I3,
+                         efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2, efc_aref: A2, iM: A3,
+                         iacc_smooth: A2, iacc: A2, iJ: A3, ispan: I3, itype: I2, idim: I2, iD: A2, iR: A2, ifloss: A2,
+                         imu: A2, iaref: A2, jar: A2, efc_force: A2, efc_state: I2, qfrc_constraint: A2, grad: A2, ma: A2,
+                         ijar: A2, iforce: A2, istate: I2, ifrc: A2, igrad: A2, ima: A2): ...
+
+
+@wp.func_native(native.body(__file__, "island_scatter_native"))
+def island_scatter_native(env: int, d0: int, nd: int, r0: int, nr: int, island_dofs: I2, island_efcs: I2, qacc: A2,
+                          qfrc_constraint: A2, iacc: A2, ifrc: A2, efc_force: A2, efc_state: I2, iforce: A2,
+                          istate: I2): ...
+
+
 @wp.func
 def update_constraint(
     nv: int,
@@ -85,95 +112,74 @@ def update_constraint(
     return cost
 
 
-@wp.kernel
-def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
-    env = wp.tid()
-    # the arrays under their short names (Model: m, Data: d)
-    nv = m.nv
-    solver = m.opt.solver
-    iterations = m.opt.iterations
-    tolerance = m.opt.tolerance
-    ls_iterations = m.opt.ls_iterations
-    ls_tolerance = m.opt.ls_tolerance
-    warm_pick_lower = m.opt.warm_pick_lower
-    stop_needs_gradient = m.opt.stop_needs_gradient
-    M = d.qM
-    qacc_smooth = d.qacc_smooth
-    n_efc = d.nefc
-    efc_J = d.efc_J
-    efc_type = d.efc_type
-    efc_aref = d.efc_aref
-    efc_R = d.efc_R
-    efc_D = d.efc_D
-    efc_floss = d.efc_frictionloss
-    efc_mu = d.efc_mu
-    efc_dim = d.efc_dim
-    H = d.solver_H
-    LM = d.solver_LM
-    jar = d.solver_jar
-    jv = d.solver_jv
-    grad = d.solver_grad
-    mgrad = d.solver_mgrad
-    mgrad_old = d.solver_mgrad_old
-    search = d.solver_search
-    ma = d.solver_ma
-    mv = d.solver_mv
-    qfrc_smooth = d.solver_ma0
-    qacc = d.qacc_warmstart
-    efc_force = d.efc_force
-    efc_state = d.efc_state
-    qfrc_constraint = d.qfrc_constraint
-    solver_niter = d.solver_niter
-    solver_stat = d.solver_stat
-    nrow = n_efc[env]
-    zero = tolerance * type(tolerance)(0.0)
-    one = zero + type(tolerance)(1.0)
-    trace = zero
-    for j in range(nv):
-        trace = trace + M[env, j, j]
-    # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
+@wp.func
+def span_mode(nrow: int, nv: int, solver: int):
+    """Where the row spans are cached (see kernels/linalg.cpp): 1 in LM (Newton), 2 in H (CG), 0 nowhere
+    (the scratch matrix is too small: 2(nrow + nv) > nv², each product scans its rows)."""
     sc_mode = int(0)
     if 2 * (nrow + nv) <= nv * nv:
         sc_mode = 1
         if solver == SolverType.CG:
             sc_mode = 2
-    spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode)
-    mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
-    scale = one / wp.max(trace, type(tolerance)(1.0e-15))
-    for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force
-        efc_force[env, i] = zero
-        efc_state[env, i] = EfcState.INACTIVE
+    return sc_mode
 
-    # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule); no rows: qacc_smooth
-    # (the warm start is copied to scratch first: qacc_warm may be qacc itself, warm-started in place)
+
+@wp.func
+def mass_scale(env: int, nv: int, M: wp.array3d(dtype=Any), tolerance: Any):
+    """1 / trace(M) of the problem's first nv dofs (the stopping rule's scale, docs/semantics.md §R8)."""
+    trace = tolerance * type(tolerance)(0.0)
     for j in range(nv):
-        search[env, j] = qacc_warm[env, j]
-        qacc[env, j] = search[env, j]
-        if nrow == 0:
-            qacc[env, j] = qacc_smooth[env, j]
-    if warm_pick_lower == 1:
-        # smooth first, then the warm start: when the warm start wins (the usual case) its
-        # evaluation is the one in place and no third evaluation is needed
-        for j in range(nv):
-            qacc[env, j] = qacc_smooth[env, j]
-        c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                               M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 2,
-                               solver_stat, LM, H, sc_mode)
-        for j in range(nv):
-            qacc[env, j] = search[env, j]
-            if nrow == 0:
-                qacc[env, j] = qacc_smooth[env, j]
-    cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth, M,
-                             qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1, solver_stat,
-                             LM, H, sc_mode)
-    if warm_pick_lower == 1:
-        if not (cost < c2):
-            for j in range(nv):
-                qacc[env, j] = qacc_smooth[env, j]
-            cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
-                                     qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                                     qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
+        trace = trace + M[env, j, j]
+    return type(tolerance)(1.0) / wp.max(trace, type(tolerance)(1.0e-15))
 
+
+@wp.func
+def solve_iterate(
+    env: int,
+    nv: int,
+    nrow: int,
+    solver: int,
+    iterations: int,
+    tolerance: Any,
+    ls_iterations: int,
+    ls_tolerance: Any,
+    stop_needs_gradient: int,
+    scale: Any,
+    sc_mode: int,
+    cost_in: Any,
+    M: wp.array3d(dtype=Any),
+    qacc_smooth: wp.array2d(dtype=Any),
+    qfrc_smooth: wp.array2d(dtype=Any),
+    efc_J: wp.array3d(dtype=Any),
+    efc_type: wp.array2d(dtype=wp.int32),
+    efc_aref: wp.array2d(dtype=Any),
+    efc_R: wp.array2d(dtype=Any),
+    efc_D: wp.array2d(dtype=Any),
+    efc_floss: wp.array2d(dtype=Any),
+    efc_mu: wp.array2d(dtype=Any),
+    efc_dim: wp.array2d(dtype=wp.int32),
+    qacc: wp.array2d(dtype=Any),
+    efc_force: wp.array2d(dtype=Any),
+    efc_state: wp.array2d(dtype=wp.int32),
+    qfrc_constraint: wp.array2d(dtype=Any),
+    H: wp.array3d(dtype=Any),
+    LM: wp.array3d(dtype=Any),
+    jar: wp.array2d(dtype=Any),
+    jv: wp.array2d(dtype=Any),
+    grad: wp.array2d(dtype=Any),
+    mgrad: wp.array2d(dtype=Any),
+    mgrad_old: wp.array2d(dtype=Any),
+    search: wp.array2d(dtype=Any),
+    ma: wp.array2d(dtype=Any),
+    mv: wp.array2d(dtype=Any),
+    solver_stat: wp.array2d(dtype=Any),
+):
+    """Newton or CG iterations of one problem (an env, or one island gathered into the island arrays) from
+    the state update_constraint left (qacc, jar, forces, gradient, ma; cost cost_in), with its own line
+    search and stopping test. Returns (scaled improvement, scaled gradient, cost, iterations)."""
+    zero = tolerance * type(tolerance)(0.0)
+    one = zero + type(tolerance)(1.0)
+    cost = cost_in
     # M factor for CG preconditioning
     if solver == SolverType.CG:
         for j in range(nv):
@@ -313,10 +319,220 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
                 done = 1
         elif improvement < tolerance or gnorm < tolerance or alpha == zero:
             done = 1
-    solver_niter[env] = niter
-    solver_stat[env, 0] = improvement
-    solver_stat[env, 1] = gnorm
-    solver_stat[env, 2] = cost
+    return wp.vector(improvement, gnorm, cost, type(tolerance)(niter))
 
 
+@wp.kernel
+def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
+    env = wp.tid()
+    # the arrays under their short names (Model: m, Data: d)
+    nv = m.nv
+    solver = m.opt.solver
+    iterations = m.opt.iterations
+    tolerance = m.opt.tolerance
+    ls_iterations = m.opt.ls_iterations
+    ls_tolerance = m.opt.ls_tolerance
+    warm_pick_lower = m.opt.warm_pick_lower
+    stop_needs_gradient = m.opt.stop_needs_gradient
+    M = d.qM
+    qacc_smooth = d.qacc_smooth
+    n_efc = d.nefc
+    efc_J = d.efc_J
+    efc_type = d.efc_type
+    efc_aref = d.efc_aref
+    efc_R = d.efc_R
+    efc_D = d.efc_D
+    efc_floss = d.efc_frictionloss
+    efc_mu = d.efc_mu
+    efc_dim = d.efc_dim
+    H = d.solver_H
+    LM = d.solver_LM
+    jar = d.solver_jar
+    jv = d.solver_jv
+    grad = d.solver_grad
+    mgrad = d.solver_mgrad
+    mgrad_old = d.solver_mgrad_old
+    search = d.solver_search
+    ma = d.solver_ma
+    mv = d.solver_mv
+    qfrc_smooth = d.solver_ma0
+    qacc = d.qacc_warmstart
+    efc_force = d.efc_force
+    efc_state = d.efc_state
+    qfrc_constraint = d.qfrc_constraint
+    solver_niter = d.solver_niter
+    solver_stat = d.solver_stat
+    nrow = n_efc[env]
+    zero = tolerance * type(tolerance)(0.0)
+    # islands (docs/semantics.md §R8, labelled by label_islands): the env is solved as one problem when
+    # islands are off, when it has no rows, or when its one island holds every dof (the same code and
+    # numbers as without islands); else island by island
+    nisl = int(0)
+    whole = int(1)
+    if m.opt.islands == 1:
+        nisl = d.nisland[env]
+        if nisl > 1 or (nisl == 1 and d.island_dofadr[env, 1] < nv):
+            whole = 0
+    for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force
+        efc_force[env, i] = zero
+        efc_state[env, i] = EfcState.INACTIVE
+    scale = mass_scale(env, nv, M, tolerance)
+    # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
+    sc_mode = span_mode(nrow, nv, solver)
+    spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode)
+    mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
+
+    # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule: for the whole env, as
+    # MuJoCo does with islands too); no rows: qacc_smooth
+    # (the warm start is copied to scratch first: qacc_warm may be qacc itself, warm-started in place)
+    for j in range(nv):
+        search[env, j] = qacc_warm[env, j]
+        qacc[env, j] = search[env, j]
+        if nrow == 0:
+            qacc[env, j] = qacc_smooth[env, j]
+    c2 = zero
+    if warm_pick_lower == 1:
+        # smooth first, then the warm start: when the warm start wins (the usual case) its
+        # evaluation is the one in place and no third evaluation is needed
+        for j in range(nv):
+            qacc[env, j] = qacc_smooth[env, j]
+        c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
+                               qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
+                               qfrc_constraint, grad, ma, 2, solver_stat, LM, H, sc_mode)
+        for j in range(nv):
+            qacc[env, j] = search[env, j]
+            if nrow == 0:
+                qacc[env, j] = qacc_smooth[env, j]
+    cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
+                             M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1,
+                             solver_stat, LM, H, sc_mode)
+    if warm_pick_lower == 1:
+        if not (cost < c2):
+            for j in range(nv):
+                qacc[env, j] = qacc_smooth[env, j]
+            cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
+                                     qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
+                                     qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
+    if whole == 1:
+        res = solve_iterate(env, nv, nrow, solver, iterations, tolerance, ls_iterations, ls_tolerance,
+                            stop_needs_gradient, scale, sc_mode, cost, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
+                            efc_aref, efc_R, efc_D, efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state,
+                            qfrc_constraint, H, LM, jar, jv, grad, mgrad, mgrad_old, search, ma, mv, solver_stat)
+        niter = int(res[3])
+        solver_niter[env] = niter
+        solver_stat[env, 0] = res[0]
+        solver_stat[env, 1] = res[1]
+        solver_stat[env, 2] = res[2]
+        if nisl == 1:
+            d.island_niter[env, 0] = niter
+    else:
+        # ---- several islands (MuJoCo's mj_fwdConstraint with islands): the dofs in no island take
+        # qacc_smooth (no row touches them: their Jᵀf is 0); each island is gathered into the island
+        # arrays (its dofs and rows in ascending order, with its part of the evaluation above) and, unless
+        # its own scaled gradient already meets the tolerance, solved as its own problem (own trace(M)
+        # scale, Hessian, line search and stop) and scattered back
+        for j in range(nv):
+            if d.dof_island[env, j] < 0:
+                qacc[env, j] = qacc_smooth[env, j]
+        iM = d.iM
+        iJ = d.iefc_J
+        ispan = d.iefc_span
+        itype = d.iefc_type
+        idim = d.iefc_dim
+        istate = d.iefc_state
+        iD = d.iefc_D
+        iR = d.iefc_R
+        ifloss = d.iefc_frictionloss
+        imu = d.iefc_mu
+        iaref = d.iefc_aref
+        iforce = d.iefc_force
+        ijar = d.iefc_jar
+        iacc_smooth = d.iacc_smooth
+        iacc = d.iacc
+        ifrc = d.ifrc_constraint
+        igrad = d.igrad
+        ima = d.ima
+        dofs = d.island_dofs
+        rows = d.island_efcs
+        best = int(-1)
+        best_imp = zero
+        best_g = zero
+        total = cost
+        for k in range(nisl):
+            d0 = d.island_dofadr[env, k]
+            nd = d.island_dofadr[env, k + 1] - d0
+            r0 = d.island_efcadr[env, k]
+            nr = d.island_efcadr[env, k + 1] - r0
+            # the island's scale 1/trace(M_island) and scaled gradient at its start, from the evaluation above
+            tr = zero
+            g0 = zero
+            for a in range(nd):
+                da = dofs[env, d0 + a]
+                tr = tr + M[env, da, da]
+                g0 = g0 + grad[env, da] * grad[env, da]
+            iscale = type(tolerance)(1.0) / wp.max(tr, type(tolerance)(1.0e-15))
+            g0 = iscale * wp.sqrt(g0)
+            if g0 < tolerance:
+                # converged at its start: the evaluation above already holds its forces and Jᵀf
+                d.island_niter[env, k] = 0
+                if best < 0:
+                    best = 0
+                    best_g = g0
+                continue
+            isc = span_mode(nr, nd, solver)
+            zero_rows = int(0)
+            if isc == 0:
+                zero_rows = 1
+            island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, dofs, rows, d.dof_island, d.dof_idof, M,
+                                 qacc_smooth, qacc, efc_J, d.efc_span, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu,
+                                 efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref,
+                                 jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad,
+                                 ima)
+            spans_fill(env, nr, nd, ispan, iM, LM, H, isc)
+            # the island's cost at its start: its rows' costs and its Gauss term
+            update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
+            c0 = solver_stat[env, 2]
+            for a in range(nd):
+                c0 = c0 + type(tolerance)(0.5) * (iacc[env, a] - iacc_smooth[env, a]) * ima[env, a]
+            res = solve_iterate(env, nd, nr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
+                                stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, qfrc_smooth, iJ, itype, iaref,
+                                iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, mgrad,
+                                mgrad_old, search, ima, mv, solver_stat)
+            island_scatter_native(env, d0, nd, r0, nr, dofs, rows, qacc, qfrc_constraint, iacc, ifrc, efc_force,
+                                  efc_state, iforce, istate)
+            it = int(res[3])
+            d.island_niter[env, k] = it
+            total = total + res[2] - c0
+            if it > best:
+                best = it
+                best_imp = res[0]
+                best_g = res[1]
+        # the env's figures: the iterations and stopping statistics of its island that iterated most,
+        # the total cost after the solve
+        solver_niter[env] = best
+        solver_stat[env, 0] = best_imp
+        solver_stat[env, 1] = best_g
+        solver_stat[env, 2] = total
+
+
+@wp.kernel
+def label_islands(m: Any, d: Any):
+    """Constraint islands of each env (MuJoCo's mj_island; native body island_label_native): the kinematic
+    trees (a dof's tree: the root of its dof chain) joined by each constraint (consecutive rows of one
+    type and object) through what it acts on (a contact's two links, a connect/weld's two links, a joint
+    equality's two dofs, a limit's or frictionloss's dof; else the nonzero columns of its rows' J).
+    Islands are numbered in the order of their first tree; dofs and rows keep ascending order inside an
+    island. Writes nisland, dof_island (−1: in no island), efc_island, island_dofadr /
+    island_dofs, dof_idof (index inside the island), island_efcadr / island_efcs, and clears the
+    island_niter entries past the count."""
+    env = wp.tid()
+    nv = m.nv
+    island_label_native(env, nv, d.nefc[env], m.dof_parent, m.lim_dof, m.link_dof_last, m.eq_type, m.eq_obj, d.con_link,
+                        d.efc_J, d.efc_span, d.efc_type, d.efc_id, d.dof_island, d.efc_island, d.island_dofadr,
+                        d.island_dofs, d.dof_idof, d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland)
+    for k in range(d.nisland[env], nv):
+        d.island_niter[env, k] = 0
+
+
+overload(label_islands)
 overload(solve_convex, qacc_warm=lambda s: wp.array2d(dtype=s))

@@ -1,0 +1,199 @@
+"""Constraint islands of the convex solve (docs/semantics.md §R8; MuJoCo's mj_island): trees joined by
+constraint rows form independent problems, each with its own Hessian, line search and stopping test.
+
+- two boxes far apart (different sizes and masses, one dropped tilted onto an edge) are two islands
+  once both touch the plane, and each converges in exactly the iterations it takes alone: the pair
+  scene's per-island iteration counts equal the one-box scenes' solver_niter step by step, and each
+  box's trajectory equals its one-box trajectory bit for bit (same contacts, rows and arithmetic);
+- a scene of one island (a stack of boxes, all dofs in it) is bit-identical with islands on and off;
+- MuJoCo-compatible mode: the island count and the dofs' island labels equal MuJoCo's nisland and
+  dof_island, and the solution its qacc, on the articulated scene of mjscenes.py and on dm_control's
+  finger (two trees: the finger and the spinner with its frictionloss) at states of one and two islands.
+"""
+
+import warnings
+
+import numpy as np
+import polyphys
+import pytest
+from polyphys import morphs
+from polyphys.errors import PolyphysWarning
+from polyphys.plugins.rigid import RigidOptions
+from polyphys.plugins.rigid.materials import Rigid
+
+# box A lands flat on a face, box B tilted onto an edge; 2.5 m apart
+BOX_A = dict(size=(0.3, 0.2, 0.25), pos=(0.7, -0.4, 0.45), euler=(0.0, 0.0, 23.0), rho=600.0)
+BOX_B = dict(size=(0.15, 0.35, 0.1), pos=(-1.2, 0.9, 0.5), euler=(35.0, 0.0, 10.0), rho=1500.0)
+
+
+def _boxes(boxes, islands=True, n_envs=0, **opts):
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision="64"),
+                           rigid=RigidOptions(constraint_islands=islands, **opts))
+    scene.add_entity(morphs.Plane(), Rigid())
+    ents = [scene.add_entity(morphs.Box(size=b["size"], pos=b["pos"], euler=b["euler"]), Rigid(rho=b["rho"]))
+            for b in boxes]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=n_envs)
+    return scene, ents
+
+
+@pytest.mark.parametrize("solver", ["Newton", "CG"])
+def test_two_far_boxes_converge_as_each_alone(solver):
+    pair, (ea, eb) = _boxes([BOX_A, BOX_B], constraint_solver=solver)
+    one_a, (sa,) = _boxes([BOX_A], constraint_solver=solver)
+    one_b, (sb,) = _boxes([BOX_B], constraint_solver=solver)
+    rp, ra, rb = pair.solver("rigid"), one_a.solver("rigid"), one_b.solver("rigid")
+    two, differ = 0, 0
+    for _ in range(160):
+        for s in (pair, one_a, one_b):
+            s.step()
+        isl = rp.get_islands()
+        assert isl["enabled"]
+        ta, tb = int(ra.data.nefc.numpy()[0]) > 0, int(rb.data.nefc.numpy()[0]) > 0
+        assert isl["count"] == int(ta) + int(tb)
+        # islands are numbered by their lowest dof: A's dofs (0-5) come first
+        expect = [int(r.data.solver_niter.numpy()[0]) for r, t in ((ra, ta), (rb, tb)) if t]
+        np.testing.assert_array_equal(isl["niter"][:isl["count"]], expect)
+        lab = isl["dof_island"]
+        assert np.all(lab[:6] == (0 if ta else -1)) and np.all(lab[6:] == ((1 if ta else 0) if tb else -1))
+        np.testing.assert_array_equal(ea.get_qpos(), sa.get_qpos())
+        np.testing.assert_array_equal(eb.get_qpos(), sb.get_qpos())
+        np.testing.assert_array_equal(ea.get_dofs_velocity(), sa.get_dofs_velocity())
+        np.testing.assert_array_equal(eb.get_dofs_velocity(), sb.get_dofs_velocity())
+        if isl["count"] == 2:
+            two += 1
+            differ += int(expect[0] != expect[1])
+    assert two > 60                 # both boxes rest on the plane for most of the run
+    # B lands on an edge and rocks onto a face: its problem needs other iteration counts than A's
+    assert differ > 0
+    # without islands the pair is one problem: one iteration count for both boxes
+    whole, (wa, wb) = _boxes([BOX_A, BOX_B], islands=False, constraint_solver=solver)
+    for _ in range(100):
+        whole.step()
+    assert not whole.solver("rigid").get_islands()["enabled"]
+    assert whole.solver("rigid").get_islands()["count"] == 0
+
+
+def _stack(islands, n_envs=2):
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision="64"),
+                           rigid=RigidOptions(constraint_islands=islands))
+    scene.add_entity(morphs.Plane(), Rigid())
+    for i in range(3):
+        scene.add_entity(morphs.Box(size=(0.2 - 0.02 * i, 0.18, 0.15), pos=(0.31 + 0.01 * i, -0.2, 0.076 + 0.152 * i),
+                                    euler=(0, 0, 9 * i)), Rigid(rho=700 + 200 * i))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=n_envs)
+    return scene
+
+
+def test_one_island_is_bit_identical_to_no_islands():
+    on, off = _stack(True), _stack(False)
+    ron, roff = on.solver("rigid"), off.solver("rigid")
+    one = 0
+    for _ in range(120):
+        on.step()
+        off.step()
+        for k in ("qpos", "qvel", "efc_force", "qfrc_constraint", "solver_niter", "nefc"):
+            np.testing.assert_array_equal(getattr(ron.data, k).numpy(), getattr(roff.data, k).numpy(), err_msg=k)
+        isl = ron.get_islands()
+        one += int(np.all(isl["count"] == 1) and np.all(isl["dof_island"] == 0))
+    assert one > 100                # the stack stands: one island of all 18 dofs
+
+
+# ------------------------------------------------------------------ MuJoCo's islands
+
+def _mj_scene(path, dt, gravity, cone, **opts):
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, gravity=gravity, precision="64", graph_capture=False),
+                           rigid=RigidOptions.mujoco(integrator="Euler", friction_cone=cone, **opts))
+    ent = scene.add_entity(morphs.MJCF(file=str(path)), Rigid(), name="mj")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=0)
+    return scene, ent
+
+
+def _check_against_mujoco(scene, ent, d):
+    """One polyphys step solves at the state of d (the solve precedes the integration); MuJoCo's
+    mj_forward solves the same problem island by island."""
+    rs = scene.solver("rigid")
+    ent.set_qpos(d.qpos.copy())
+    ent.set_dofs_velocity(d.qvel.copy())
+    scene.step()
+    isl = rs.get_islands()
+    assert isl["enabled"]
+    assert isl["count"] == d.nisland
+    np.testing.assert_array_equal(isl["dof_island"], d.dof_island)
+    # each island converged: the unique minimizer to the solve tolerance
+    qacc = rs.data.qacc_warmstart.numpy()[0]
+    np.testing.assert_allclose(qacc, d.qacc, rtol=0, atol=1e-6 * (1 + np.abs(d.qacc).max()))
+    return isl
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_islands_match_mujoco_articulated(cone, tmp_path):
+    mujoco = pytest.importorskip("mujoco")
+    import mjscenes as S
+
+    m, d = S.make(cone=cone, impratio=1.0, condim=3)
+    path = tmp_path / "articulated.xml"
+    path.write_text(S.ARTICULATED.format(cone=cone, impratio=1.0, condim=3, condim_ball=6, solref="0.02 1").strip())
+    m.opt.tolerance = 1e-12
+    m.opt.iterations = 1000
+    mujoco.mj_forward(m, d)
+    assert d.nisland >= 2
+    scene, ent = _mj_scene(path, float(m.opt.timestep), (0, 0, -9.81), cone, tolerance=1e-12, iterations=1000,
+                           ls_iterations=100, ls_tolerance=1e-6)
+    isl = _check_against_mujoco(scene, ent, d)
+    assert np.all(isl["niter"][:isl["count"]] > 0)
+
+
+def _finger():
+    import os
+
+    spec = __import__("importlib.util").util.find_spec("dm_control")
+    if spec is None or not spec.origin:
+        pytest.skip("dm_control not installed")
+    path = os.path.join(os.path.dirname(spec.origin), "suite", "finger.xml")
+    if not os.path.exists(path):
+        pytest.skip("dm_control's finger.xml not found")
+    return path
+
+
+@pytest.mark.parametrize("touching", [False, True])
+def test_islands_match_mujoco_finger(touching):
+    """dm_control's finger: the finger (two limited hinges) and the spinner (a hinge with frictionloss,
+    always one row) are two trees. Finger at its joint limit away from the spinner: two islands;
+    fingertip pressed into the spinner: one."""
+    mujoco = pytest.importorskip("mujoco")
+    path = _finger()
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.tolerance = 1e-12
+    m.opt.iterations = 1000
+    m.opt.ls_iterations = 100
+    m.opt.ls_tolerance = 1e-6
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(5)
+    if touching:
+        # search for a pose of the two finger joints that presses the fingertip into the spinner
+        best = None
+        for _ in range(4000):
+            q = np.array([rng.uniform(-1.9, 1.9), rng.uniform(-1.9, 1.9), rng.uniform(-np.pi, np.pi)])
+            d.qpos[:] = q
+            mujoco.mj_forward(m, d)
+            if d.nisland == 1 and any(
+                    {m.geom_bodyid[d.contact[c].geom1], m.geom_bodyid[d.contact[c].geom2]} ==
+                    {m.body("distal").id, m.body("spinner").id} for c in range(d.ncon)):
+                best = q
+                break
+        assert best is not None
+        d.qpos[:] = best
+    else:
+        d.qpos[:] = [np.deg2rad(112), np.deg2rad(-60), 0.7]       # proximal past its 110° limit
+    d.qvel[:] = rng.normal(scale=0.5, size=m.nv)
+    mujoco.mj_forward(m, d)
+    assert d.nisland == (1 if touching else 2)
+    scene, ent = _mj_scene(path, float(m.opt.timestep), (0, 0, 0), "elliptic", tolerance=1e-12, iterations=1000,
+                           ls_iterations=100, ls_tolerance=1e-6)
+    _check_against_mujoco(scene, ent, d)
