@@ -270,15 +270,28 @@ class FEMSolver(Solver):
 
         self.parallel(part, stage)
 
-    def substep_pre_coupling(self, f, part):
+    def substep(self, f, part):
+        """Fast path (no coupler). Explicit: the element stage, then one vertex stage that updates
+        the velocity and the position (explicit_vertex_step: the two halves' operations, fused)."""
         import warp as wp
 
-        K = self.K
-        p, m, h, dev = self._parts[part.index], self.model, self.layout.h, self.layout.device
-        g = self._types[1](*self.layout.gravity)
         if self.options.integrator == "implicit":
-            self._implicit_solve(part, p, g, h)
+            super().substep(f, part)
             return
+        K = self.K
+        p, m, h = self._parts[part.index], self.model, self.layout.h
+        g = self._types[1](*self.layout.gravity)
+        self._explicit_forces(part, p)
+        self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
+            K.explicit_vertex_step, dim=(p.n, b - a),
+            inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, m.plane_point, m.plane_normal,
+                    float(self.options.friction), a, p.corner, p.force],
+            outputs=[p.pos, p.vel, p.force], device=self.layout.device)))
+
+    def _explicit_forces(self, part, p):
+        import warp as wp
+
+        K, m, dev = self.K, self.model, self.layout.device
         if self.nh_only:
             self._stage(part, (self.n_elements, lambda a, b: wp.launch(
                 K.explicit_forces_nh, dim=(p.n, b - a), inputs=[m.tets, m.gram, m.nh_coef, m.corner_slot, a, p.pos,
@@ -290,6 +303,17 @@ class FEMSolver(Solver):
                                                              m.mu_lin, m.lam_lin, m.beta, m.corner_slot, a, p.pos, p.vel,
                                                              p.active],
                 outputs=[p.corner], device=dev)))
+
+    def substep_pre_coupling(self, f, part):
+        import warp as wp
+
+        K = self.K
+        p, m, h, dev = self._parts[part.index], self.model, self.layout.h, self.layout.device
+        g = self._types[1](*self.layout.gravity)
+        if self.options.integrator == "implicit":
+            self._implicit_solve(part, p, g, h)
+            return
+        self._explicit_forces(part, p)
         self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
             K.explicit_velocity, dim=(p.n, b - a), inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, a, p.corner,
                                                            p.force],

@@ -411,6 +411,24 @@ def coulomb(vt: vec3, dvn: S, friction: S):
     return vt * scale
 
 
+@wp.func
+def position_step(h: S, plane_point: wp.array(dtype=vec3), plane_normal: wp.array(dtype=vec3), friction: S, x_base: vec3,
+                  v: vec3):
+    """(x, v) after x = x_base + h v and the static planes (integrate_positions)."""
+    x = x_base + h * v
+    for k in range(plane_point.shape[0]):
+        n = plane_normal[k]
+        d = wp.dot(x - plane_point[k], n)
+        if d < S(0.0):
+            x = x - d * n
+            vn = wp.dot(v, n)
+            if vn < S(0.0):
+                vt = v - vn * n
+                v = coulomb(vt, -vn, friction)
+                x = x - h * (vt - v)          # the step moves with the velocity friction left
+    return x, v
+
+
 @wp.kernel
 def integrate_positions(
     # Model:
@@ -437,18 +455,43 @@ def integrate_positions(
     i = i_first + q
     if fixed[env, i] != 0:
         return
-    v = vel_out[env, i]
-    x = base_in[env, i] + h * v
-    for k in range(plane_point.shape[0]):
-        n = plane_normal[k]
-        d = wp.dot(x - plane_point[k], n)
-        if d < S(0.0):
-            x = x - d * n
-            vn = wp.dot(v, n)
-            if vn < S(0.0):
-                vt = v - vn * n
-                v = coulomb(vt, -vn, friction)
-                x = x - h * (vt - v)          # the step moves with the velocity friction left
+    x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
+    pos_out[env, i] = x
+    vel_out[env, i] = v
+
+
+@wp.kernel
+def explicit_vertex_step(
+    # Model:
+    inv_mass: wp.array(dtype=S),
+    alpha: wp.array(dtype=S),
+    gravity: vec3,
+    h: S,
+    fixed: wp.array2d(dtype=wp.int32),
+    v_start: wp.array(dtype=wp.int32),
+    plane_point: wp.array(dtype=vec3),
+    plane_normal: wp.array(dtype=vec3),
+    friction: S,
+    i_first: int,
+    # Data in:
+    corner_in: wp.array2d(dtype=vec3),
+    force_in: wp.array2d(dtype=vec3),
+    # Data out:
+    pos_out: wp.array2d(dtype=vec3),
+    vel_out: wp.array2d(dtype=vec3),
+    force_out: wp.array2d(dtype=vec3),
+):
+    """explicit_velocity then integrate_positions in one pass (the same operations, the same bits):
+    the substep of a scene without couplers (nothing acts between the two halves)."""
+    env, q = wp.tid()
+    i = i_first + q
+    f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
+    force_out[env, i] = vec3(S(0.0))
+    if fixed[env, i] != 0:
+        vel_out[env, i] = vec3(S(0.0))
+        return
+    v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+    x, v = position_step(h, plane_point, plane_normal, friction, pos_out[env, i], v / (S(1.0) + h * alpha[i]))
     pos_out[env, i] = x
     vel_out[env, i] = v
 
