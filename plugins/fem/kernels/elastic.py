@@ -176,10 +176,14 @@ def nh_hessian_cache(mu: S, lam: S, F: mat33):
     g = vec3(sig[1] * sig[2], sig[0] * sig[2], sig[0] * sig[1])
     H = mat33(S(0.0), sig[2], sig[1], sig[2], S(0.0), sig[0], sig[1], sig[0], S(0.0))
     A = k1 * wp.identity(n=3, dtype=S) + (S(2.0) * mu * q * q) * wp.outer(sig, sig) + lam * wp.outer(g, g) + k2 * H
-    Q = mat33()
-    d = vec3()
-    wp.eig3(A, Q, d)
-    Ap = Q * wp.diag(vec3(wp.max(d[0], S(0.0)), wp.max(d[1], S(0.0)), wp.max(d[2], S(0.0)))) * wp.transpose(Q)
+    # A⁺ = A when A is positive definite (Sylvester: its leading principal minors are positive; the
+    # usual case, e.g. near rest), which skips the 3×3 eigensolve (as costly as the SVD)
+    Ap = A
+    if A[0, 0] <= S(0.0) or A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0] <= S(0.0) or wp.determinant(A) <= S(0.0):
+        Q = mat33()
+        d = vec3()
+        wp.eig3(A, Q, d)
+        Ap = Q * wp.diag(vec3(wp.max(d[0], S(0.0)), wp.max(d[1], S(0.0)), wp.max(d[2], S(0.0)))) * wp.transpose(Q)
     TF = mat33(S(0.0))
     for k in range(3):
         TF[0, k] = wp.max(k1 + k2 * sig[k], S(0.0))
