@@ -194,7 +194,12 @@ def nh_hessian_cache(mu: S, lam: S, F: mat33):
 @wp.func
 def nh_projected_diff(U: mat33, V: mat33, Ap: mat33, TF: mat33, dF: mat33):
     """dP = (projected ∂P/∂F) : dF from the cache of nh_hessian_cache."""
-    D = wp.transpose(U) * dF * V
+    return U * nh_projected_frame(Ap, TF, wp.transpose(U) * dF * V) * wp.transpose(V)
+
+
+@wp.func
+def nh_projected_frame(Ap: mat33, TF: mat33, D: mat33):
+    """The projected Hessian applied in the singular frame: Uᵀ dP V from D = Uᵀ dF V."""
     r = Ap * vec3(D[0, 0], D[1, 1], D[2, 2])
     out = wp.diag(r)
     c = S(0.7071067811865476)
@@ -205,7 +210,7 @@ def nh_projected_diff(U: mat33, V: mat33, Ap: mat33, TF: mat33, dF: mat33):
         l = TF[1, k] * (D[i, j] + D[j, i]) * c
         out[i, j] = (t + l) * c
         out[j, i] = (l - t) * c
-    return U * out * wp.transpose(V)
+    return out
 
 
 @wp.func

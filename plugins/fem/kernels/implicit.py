@@ -45,7 +45,7 @@ if __name__.endswith("_f64"):
         energy_density_rot,
         model_rotation,
         nh_hessian_cache,
-        nh_projected_diff,
+        nh_projected_frame,
         store_corners,
         stress_diff_rot,
         stress_rot,
@@ -64,7 +64,7 @@ else:
         energy_density_rot,
         model_rotation,
         nh_hessian_cache,
-        nh_projected_diff,
+        nh_projected_frame,
         store_corners,
         stress_diff_rot,
         stress_rot,
@@ -248,7 +248,7 @@ def gradient_elements(
     of E0 (block sums). What this
     Newton iteration's Hessian products need is kept per element (one SVD per element): the rotation
     R (linear: I, corotated: polar), or for the Neo-Hookean F (project = 0) or its projected
-    eigensystem U, V, A⁺, twist/flip (project = 1)."""
+    eigensystem U, Dm⁻¹V (so that the products need no dF), A⁺, twist/flip (project = 1)."""
     env, q = wp.tid()
     e = e_first + q
     if active_in[env, e] == 0:
@@ -265,7 +265,7 @@ def gradient_elements(
         if project != 0:
             U, V, Ap, TF = nh_hessian_cache(mu[e], lam[e], F)
             hess_u_out[env, e] = U
-            hess_v_out[env, e] = V
+            hess_v_out[env, e] = Dinv * V         # hessian_product: dF V = Ds(p) (Dm⁻¹ V)
             hess_a_out[env, e] = Ap
             hess_tf_out[env, e] = TF
         else:
@@ -471,15 +471,27 @@ def hessian_product(
         return
     t = tets[e]
     Dinv = dm_inv[e]
-    dF = ds_matrix(p_in, env, t) * Dinv
+    Ds = ds_matrix(p_in, env, t)
     m = model[e]
+    H = mat33()
     if m == MODEL_NEOHOOKEAN and project != 0:
-        dP = nh_projected_diff(hess_u_in[env, e], hess_v_in[env, e], hess_a_in[env, e], hess_tf_in[env, e], dF)
+        # V dP Dm⁻ᵀ = V U [Ĥ(Uᵀ dF V)] Vᵀ Dm⁻ᵀ with dF V = Ds W, Vᵀ Dm⁻ᵀ = Wᵀ, W = Dm⁻¹ V (cached):
+        # dF itself is not needed
+        U = hess_u_in[env, e]
+        W = hess_v_in[env, e]
+        H = rest_vol[e] * (U * nh_projected_frame(hess_a_in[env, e], hess_tf_in[env, e], wp.transpose(U) * Ds * W)
+                           * wp.transpose(W))
+        if beta[e] > S(0.0):
+            dF = Ds * Dinv
+            H = H + rest_vol[e] * (beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)) \
+                * wp.transpose(Dinv)
     else:
+        dF = Ds * Dinv
         dP = stress_diff_rot(m, mu[e], lam[e], hess_u_in[env, e], hess_v_in[env, e], dF)
-    if beta[e] > S(0.0):
-        dP = dP + beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
-    store_corners(corner_out, env, corner_slot[e], rest_vol[e] * dP * wp.transpose(Dinv), S(1.0))
+        if beta[e] > S(0.0):
+            dP = dP + beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
+        H = rest_vol[e] * dP * wp.transpose(Dinv)
+    store_corners(corner_out, env, corner_slot[e], H, S(1.0))
 
 
 @wp.kernel
