@@ -20,6 +20,16 @@ References:
   One env; its n_envs=8 time is 8x the one-env time (no batch dimension).
 The comparison rows run polyphys on one thread (as Newton's CPU launches); thread scaling rows (n_envs
 1, cpu_threads 1 -> 2, wall clock and critical path, ``benchmarks.scaling_rows``) follow each size.
+The Newton rows also give the CPU-time ratio (process CPU time per step, best of the blocks): on a
+shared machine the steadier figure.
+
+Implicit at equal accuracy (10k tets, n_envs 1; issue 25): one 10 ms step from two start states (at
+rest; swinging after 5 converged steps) by each solver, scored by the same NumPy function
+(``be_gradient``): the residual |grad E| of the backward-Euler incremental potential (each engine's own
+energy) and the error |x - x*| / |x_hat - x*| against the converged step (polyphys 8 x 200). Rows: the
+cheapest polyphys caps of PP_CANDIDATES at least as accurate as VBD at 10 iterations (both starts, both
+measures), timed against VBD 10; in full mode also the fewest VBD iterations of VBD_CANDIDATES as
+accurate as polyphys at the benchmarked caps (2 x 20 x 3), timed against those.
 """
 
 from __future__ import annotations
@@ -159,8 +169,9 @@ def _newton_base(body, integrator):
     return b, color, len(X)
 
 
-def _newton_stepper(base, integrator, n_envs):
-    """A callable replaying a captured graph of 2 substeps (even: state buffers end where they started)."""
+def _newton_stepper(base, integrator, n_envs, iters=None):
+    """A callable replaying a captured graph of 2 substeps (even: state buffers end where they started);
+    ``iters``: VBD iterations (default VBD_ITERS)."""
     import newton
     import warp as wp
 
@@ -175,7 +186,7 @@ def _newton_stepper(base, integrator, n_envs):
     if integrator == "explicit":
         solver, h = newton.solvers.SolverSemiImplicit(model, enable_tri_contact=False), H
     else:
-        solver, h = newton.solvers.SolverVBD(model, iterations=VBD_ITERS), 1e-2
+        solver, h = newton.solvers.SolverVBD(model, iterations=iters or VBD_ITERS), 1e-2
     st, ctrl = [model.state(), model.state()], model.control()
 
     def simulate():
@@ -196,6 +207,193 @@ def _newton_stepper(base, integrator, n_envs):
         return st[0].particle_q.numpy()
 
     return replay, positions
+
+
+def _time_both(step, min_time=0.3, min_steps=2, warmup=2, repeats=3) -> tuple[float, float]:
+    """(wall, process CPU) seconds per call of ``step()``, each the best of ``repeats`` blocks (as
+    ``benchmarks.time_steps``). On a shared machine the CPU time (this process's threads; both
+    engines here run on one thread) is the steadier figure: it does not count the time the
+    scheduler gave to other processes."""
+    import time
+
+    for _ in range(warmup):
+        step()
+    t0 = time.perf_counter()
+    step()
+    n = max(min_steps, int(min_time / max(time.perf_counter() - t0, 1e-7)))
+    wall = cpu = float("inf")
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            step()
+        wall = min(wall, (time.perf_counter() - t0) / n)
+        cpu = min(cpu, (time.process_time() - c0) / n)
+    return wall, cpu
+
+
+# -- implicit accuracy (issue 25: "at equal accuracy, state the residual") ----------------------------
+H_IMPLICIT = 1e-2
+# (newton, cg, line search), cheapest first (a Newton iteration costs about 8 CG iterations here)
+PP_CANDIDATES = ((1, 10, 3), (1, 12, 3), (1, 15, 3), (1, 20, 3), (2, 10, 3), (2, 12, 3), (2, 15, 3), (2, 20, 3))
+PP_CONVERGED = (8, 200, 6)
+VBD_CANDIDATES = (10, 20, 50, 100, 200, 400)
+
+
+def be_gradient(body, x_n, v_n, x, h, law):
+    """∇E of the backward-Euler incremental potential E(x) = Σ m/(2h²)|x - x_n - h v_n|² - m g·(x - x_n)
+    + Σₑ Vₑ Ψ(Fₑ(x)) at the free vertices (float64 NumPy, independent of both engines): the
+    momentum-balance residual M (x - x_n - h v_n)/h² - M g - f_el(x), in N. ``law``: "polyphys"
+    (our NeoHookean: stable Neo-Hookean with the log term, μ = 4/3 μ_L, λ = λ_L + 5/6 μ_L) or "vbd"
+    (Newton VBD's tet energy μ_L/2 (I_C - 3) + λ'/2 (J - α)², λ' = λ_L + μ_L, α = 1 + μ_L/λ')."""
+    X, T = body.rest_vertices, body.elements
+    m = body.vertex_mass
+    free = ~body.get_fixed_vertices().reshape(-1, len(X))[0]
+    mu_l, lam_l = E / (2 * (1 + NU)), E * NU / ((1 + NU) * (1 - 2 * NU))
+    Xe, xe = X[T], x[T]
+    Dinv = np.linalg.inv(np.transpose(Xe[:, 1:] - Xe[:, :1], (0, 2, 1)))
+    V = 1.0 / (6.0 * np.linalg.det(Dinv))
+    F = np.transpose(xe[:, 1:] - xe[:, :1], (0, 2, 1)) @ Dinv
+    J = np.linalg.det(F)
+    cof = J[:, None, None] * np.transpose(np.linalg.inv(F), (0, 2, 1))
+    if law == "polyphys":
+        mu, lam = 4.0 / 3.0 * mu_l, lam_l + 5.0 / 6.0 * mu_l
+        ic = (F ** 2).sum(axis=(1, 2))
+        P = mu * (1 - 1 / (ic + 1))[:, None, None] * F + (lam * (J - 1 - 0.75 * mu / lam))[:, None, None] * cof
+    else:
+        lp = lam_l + mu_l
+        P = mu_l * F + (lp * (J - 1 - mu_l / lp))[:, None, None] * cof
+    Hn = V[:, None, None] * P @ np.transpose(Dinv, (0, 2, 1))
+    g = m[:, None] * ((x - x_n - h * v_n) / h ** 2 - np.array([0.0, 0.0, -9.81]))
+    for c in range(3):
+        np.add.at(g, T[:, c + 1], Hn[:, :, c])
+    np.add.at(g, T[:, 0], -Hn.sum(axis=2))
+    return g[free]
+
+
+def _accuracy(res, vbd_iters):
+    """One implicit step of h = 10 ms from two start states — at rest (the first step under
+    gravity) and swinging (after 5 converged steps; max |v| ≈ 0.2 m/s) — by polyphys at each of
+    PP_CANDIDATES and Newton VBD at each of ``vbd_iters``. Per start and solver: the residual
+    |∇E|₂ (be_gradient, each engine's own energy, N) and the error |x - x*|₂ / |x̂ - x*|₂, x̂ = x_n +
+    h v_n the predictor and x* polyphys converged (PP_CONVERGED; its residual under both energies is
+    the float32 floor, so it is the solution of either: the two laws linearise alike and the strains
+    are ~1e-3): 0 = exact, 1 = no better than the predictor."""
+    import newton
+
+    h = H_IMPLICIT
+    sc, body = _scene(res, "implicit", 1, model="neo_hookean", caps=PP_CONVERGED)
+    get = lambda: (body.get_vertices_pos().reshape(-1, 3).astype(float),          # noqa: E731
+                   body.get_vertices_vel().reshape(-1, 3).astype(float))
+    starts = [get()]
+    for _ in range(5):
+        sc.step()
+    starts.append(get())
+
+    def pp_run(caps):
+        sc, body = _scene(res, "implicit", 1, model="neo_hookean", caps=caps)
+        out = []
+        for xn, vn in starts:
+            body.set_vertices_pos(xn)
+            body.set_vertices_vel(vn)
+            sc.step()
+            out.append(body.get_vertices_pos().reshape(-1, 3).astype(float))
+        return body, out
+
+    body, xstar = pp_run(PP_CONVERGED)
+    floor = [max(np.linalg.norm(be_gradient(body, xn, vn, xs, h, law)) for law in ("polyphys", "vbd"))
+             for (xn, vn), xs in zip(starts, xstar, strict=True)]
+
+    def metrics(xs, law):
+        return [(float(np.linalg.norm(be_gradient(body, xn, vn, x, h, law))),
+                 float(np.linalg.norm(x - x0) / np.linalg.norm(xn + h * vn - x0)))
+                for (xn, vn), x, x0 in zip(starts, xs, xstar, strict=True)]
+
+    out = {"floor": floor, "pp": {}, "vbd": {}}
+    for caps in PP_CANDIDATES:
+        out["pp"][caps] = metrics(pp_run(caps)[1], "polyphys")
+    b, color, _ = _newton_base(body, "implicit")
+    for iters in vbd_iters:
+        w = newton.ModelBuilder()
+        w.replicate(b, 1)
+        w.set_coloring([np.nonzero(color == c)[0] for c in range(8)])
+        model = w.finalize(device="cpu")
+        model.particle_grid = None
+        solver = newton.solvers.SolverVBD(model, iterations=iters)
+        st0, st1, ctrl = model.state(), model.state(), model.control()
+        xs = []
+        for xn, vn in starts:
+            st0.particle_q.assign(xn.astype(np.float32))
+            st0.particle_qd.assign(vn.astype(np.float32))
+            st0.clear_forces()
+            solver.step(st0, st1, ctrl, None, h)
+            xs.append(st1.particle_q.numpy().astype(float))
+        out["vbd"][iters] = metrics(xs, "vbd")
+    return out
+
+
+def _fmt_acc(m) -> str:
+    return " / ".join(f"{r:.2g} N, err {e:.2f}" for r, e in m)
+
+
+def _accuracy_rows(res, quick, tkw) -> list[dict]:
+    """Implicit Neo-Hookean at equal accuracy: (1) the cheapest polyphys caps at least as accurate
+    (error and residual) as VBD at VBD_ITERS, at both starts, against VBD at VBD_ITERS; (2) the
+    fewest VBD iterations (of VBD_CANDIDATES) at least as accurate as polyphys at the benchmarked
+    caps (2 x 20 x 3), against polyphys at those caps. Wall and CPU rates measured here."""
+    vbd_iters = (VBD_ITERS,) if quick else VBD_CANDIDATES
+    acc = _accuracy(res, vbd_iters)
+    rows = []
+    ne = 6 * int(np.prod(res))
+    ref = acc["vbd"][VBD_ITERS]
+
+    def as_good(m, than):
+        return all(e <= e0 and r <= r0 for (r, e), (r0, e0) in zip(m, than, strict=True))
+
+    base = None
+
+    def rate_pp(caps):
+        sc, _ = _scene(res, "implicit", 1, model="neo_hookean", caps=caps)
+        return _time_both(sc.step, **tkw)
+
+    def rate_vbd(iters):
+        nonlocal base
+        if base is None:
+            sc, body = _scene(res, "implicit", 1, model="neo_hookean")
+            base = _newton_base(body, "implicit")
+        replay, _ = _newton_stepper(base, "implicit", 1, iters)
+        w, c = _time_both(replay, **tkw)
+        return w / 2, c / 2
+
+    floor = ", ".join(f"{f:.2g}" for f in acc["floor"])
+    caps = next((c for c in PP_CANDIDATES if as_good(acc["pp"][c], ref)), None)
+    vbd_w, vbd_c = rate_vbd(VBD_ITERS)
+    if caps is not None:
+        w, c = rate_pp(caps)
+        rows.append(row(f"implicit, neo-Hookean, {ne} tets, n_envs=1, equal accuracy (polyphys "
+                        f"{caps[0]}x{caps[1]}x{caps[2]} vs VBD {VBD_ITERS} it.)", "element-substeps/s", "elem*steps/s",
+                        ne / w, ne / vbd_w, f"newton SolverVBD {VBD_ITERS} iterations (CPU, captured)",
+                        ratio=vbd_w / w,
+                        notes=f"wall; CPU-time ratio {vbd_c / c:.2f}x (polyphys {ne / c:.3g}, VBD {ne / vbd_c:.3g}). "
+                              f"Residual |grad E| and error |x-x*|/|x_hat-x*| after one 10 ms step, at rest / swinging: "
+                              f"polyphys {_fmt_acc(acc['pp'][caps])}; VBD {_fmt_acc(ref)}; float32 floor {floor} N. "
+                              f"Cheapest of {list(PP_CANDIDATES)} as accurate as VBD at both starts"))
+    pp_ref = acc["pp"][(2, 20, 3)]
+    match = next((i for i in vbd_iters if as_good(acc["vbd"][i], pp_ref)), None)
+    if not quick:
+        w, c = rate_pp((2, 20, 3))
+        it = match if match is not None else vbd_iters[-1]
+        vw, vc = (vbd_w, vbd_c) if it == VBD_ITERS else rate_vbd(it)
+        rows.append(row(f"implicit, neo-Hookean, {ne} tets, n_envs=1, equal accuracy (polyphys 2x20x3 vs VBD "
+                        f"{it} it.)", "element-substeps/s", "elem*steps/s", ne / w, ne / vw,
+                        f"newton SolverVBD {it} iterations (CPU, captured)", ratio=vw / w,
+                        notes=f"wall; CPU-time ratio {vc / c:.2f}x. polyphys {_fmt_acc(pp_ref)}; VBD {it} it. "
+                              f"{_fmt_acc(acc['vbd'][it])}"
+                              + ("" if match is not None else
+                                 f"; NO VBD iteration count of {list(vbd_iters)} reached polyphys's accuracy: "
+                                 f"VBD at {it} is still less accurate, so this ratio understates polyphys")
+                              + "; VBD by iterations: " + "; ".join(f"{i}: {_fmt_acc(acc['vbd'][i])}"
+                                                                     for i in vbd_iters)))
+    return rows
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -234,17 +432,21 @@ def run(quick: bool = False) -> list[dict]:
                 del sc
                 # polyphys stable Neo-Hookean vs Newton on the same mesh
                 sc, body = _scene(res, integrator, n, model="neo_hookean")
-                t = time_steps(sc.step, warmup=2, **tkw)
+                t, t_cpu = _time_both(sc.step, warmup=2, **tkw)
                 rate, nt_rate, note = ne * n / t, None, why
                 if not why:
                     if base is None:
                         base = _newton_base(body, integrator)
                     replay, positions = _newton_stepper(base, integrator, n)
-                    nt_rate = ne * n * 2 / time_steps(replay, warmup=1, **tkw)   # 2 substeps per replay
-                    note = ("Newton: same energy (Smith 2018 with log term), no damping"
-                            if integrator == "explicit" else
-                            f"Newton: {VBD_ITERS} VBD iterations (its default), stable NH without the log "
-                            "term (same linearisation); polyphys: 2 Newton x 20 PCG, projected Hessian")
+                    nt, nt_cpu = _time_both(replay, warmup=1, **tkw)
+                    nt_rate = ne * n * 2 / nt                         # 2 substeps per replay
+                    note = (f"CPU-time ratio {nt_cpu / 2 / t_cpu:.2f}x (polyphys {ne * n / t_cpu:.3g}, Newton "
+                            f"{ne * n * 2 / nt_cpu:.3g}); "
+                            + ("Newton: same energy (Smith 2018 with log term), no damping"
+                               if integrator == "explicit" else
+                               f"Newton: {VBD_ITERS} VBD iterations (its default), stable NH without the log "
+                               "term (same linearisation); polyphys: 2 Newton x 20 PCG, projected Hessian "
+                               "(more accurate than VBD here: see the equal-accuracy rows)"))
                     if not np.isfinite(positions()).all():
                         note += "; NEWTON STATE NOT FINITE"
                     del replay, positions
@@ -253,9 +455,11 @@ def run(quick: bool = False) -> list[dict]:
                                 "newton SolverSemiImplicit (CPU, captured)" if integrator == "explicit"
                                 else "newton SolverVBD (CPU, captured)",
                                 ratio=(rate / nt_rate) if nt_rate else None,
-                                notes="graph capture on both, 1 thread; ratio > 1: polyphys faster"
+                                notes="graph capture on both, 1 thread; wall-clock ratio > 1: polyphys faster"
                                       + (f"; {note}" if note else "")))
                 del sc
+            if integrator == "implicit" and size == "10k" and not why:
+                rows += _accuracy_rows(res, quick, tkw)
         # one mesh on 1 and 2 threads (vertex and element stages split over the workers, docs/fem.md)
         for integrator in ("explicit", "implicit"):
             ne = 6 * int(np.prod(res))

@@ -165,12 +165,24 @@ class FEMSolver(Solver):
         self.model.plane_point = W(np.array([p for p, _ in planes], dtype=f32).reshape(-1, 3), vec3)
         self.model.plane_normal = W(np.array([q for _, q in planes], dtype=f32).reshape(-1, 3), vec3)
         self.triangles = W(np.concatenate(tris).astype(np.int32).reshape(-1, 3), wp.int32)
-        # each vertex's (element, corner) slots 4 e + c in ascending element order: the order in which
-        # a vertex gathers its elements' nodal vectors (kernels.elastic.nodal_gather)
+        # the gather order of the element corners (e, c): vertex by vertex, each vertex's elements
+        # ascending. Element stages write corner (e, c)'s nodal vector at corner_slot[e][c]; vertex i
+        # sums positions v_start[i]..v_start[i+1] (kernels.elastic.corner_sum)
         corner_of = tets.reshape(-1)
-        self.model.v_slot = W(np.argsort(corner_of, kind="stable").astype(np.int32), wp.int32)
+        order = np.argsort(corner_of, kind="stable")
+        slot = np.empty_like(order)
+        slot[order] = np.arange(len(order))
+        self.model.corner_slot = W(slot.reshape(-1, 4).astype(np.int32), wp.vec4i)
         self.model.v_start = W(np.concatenate([[0], np.cumsum(np.bincount(corner_of, minlength=nv))]).astype(np.int32),
                                wp.int32)
+        # every element undamped Neo-Hookean: the explicit forces take explicit_forces_nh, with Dm⁻¹Dm⁻ᵀ
+        # and (Vμ, λ/(36V), λα/6) per element (α = 1 + 3μ/(4λ), kernels.elastic.nh_alpha)
+        self.nh_only = bool(opts.integrator == "explicit" and (P["model"] == 2).all() and (P["beta"] == 0).all())
+        if self.nh_only:
+            self.model.gram = W(np.einsum("eij,ekj->eik", dm_inv, dm_inv).astype(f32), mat33)
+            mu_e, lam_e = P["mu"], P["lam"]
+            coef = np.stack([vol * mu_e, lam_e / (36.0 * vol), lam_e * (1.0 + 0.75 * mu_e / lam_e) / 6.0], axis=1)
+            self.model.nh_coef = W(coef.astype(f32), vec3)
         self.has_beta = bool((P["beta"] > 0).any())
         # Jacobi preconditioner diagonal: M/h² + αM/h + (1 + β/h) diag(K_rest)
         self.kscale = 1.0 + float(P["beta"].max()) / layout.h
@@ -186,8 +198,8 @@ class FEMSolver(Solver):
         # work arrays
         self.force = wp.zeros((n, nv), dtype=vec3, device=dev)
         self.pos_n = wp.zeros((n, nv), dtype=vec3, device=dev)
-        # per element V P Dm⁻ᵀ (gradient / force) or V dP Dm⁻ᵀ (Hessian product), gathered by vertices
-        self.elem_h = wp.zeros((n, ne), dtype=mat33, device=dev)
+        # the elements' nodal vectors (force, gradient or Hessian product) in the gather order
+        self.corner = wp.zeros((n, 4 * ne), dtype=vec3, device=dev)
         if opts.integrator == "implicit":
             self.sl = ScalarLayout(opts.newton_iters, opts.cg_iters, opts.line_search_iters)
             # contacts of the current substep: plane normal, normal force λ of the Newton iterate and
@@ -210,7 +222,7 @@ class FEMSolver(Solver):
             s = part.slice
             p = SimpleNamespace(n=part.n_envs, pos=self.pos[s], vel=self.vel[s], active=self.active[s],
                                 fixed=self.fixed[s], force=self.force[s], pos_n=self.pos_n[s],
-                                mass=self.mass_env[s], carrier_active=self.carrier_active[s], elem_h=self.elem_h[s])
+                                mass=self.mass_env[s], carrier_active=self.carrier_active[s], corner=self.corner[s])
             if opts.integrator == "implicit":
                 for k, a in self.work.items():
                     setattr(p, k, a[s])
@@ -258,6 +270,40 @@ class FEMSolver(Solver):
 
         self.parallel(part, stage)
 
+    def substep(self, f, part):
+        """Fast path (no coupler). Explicit: the element stage, then one vertex stage that updates
+        the velocity and the position (explicit_vertex_step: the two halves' operations, fused)."""
+        import warp as wp
+
+        if self.options.integrator == "implicit":
+            super().substep(f, part)
+            return
+        K = self.K
+        p, m, h = self._parts[part.index], self.model, self.layout.h
+        g = self._types[1](*self.layout.gravity)
+        self._explicit_forces(part, p)
+        self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
+            K.explicit_vertex_step, dim=(p.n, b - a),
+            inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, m.plane_point, m.plane_normal,
+                    float(self.options.friction), a, p.corner, p.force],
+            outputs=[p.pos, p.vel, p.force], device=self.layout.device)))
+
+    def _explicit_forces(self, part, p):
+        import warp as wp
+
+        K, m, dev = self.K, self.model, self.layout.device
+        if self.nh_only:
+            self._stage(part, (self.n_elements, lambda a, b: wp.launch(
+                K.explicit_forces_nh, dim=(p.n, b - a), inputs=[m.tets, m.gram, m.nh_coef, m.corner_slot, a, p.pos,
+                                                                p.active],
+                outputs=[p.corner], device=dev)))
+        else:
+            self._stage(part, (self.n_elements, lambda a, b: wp.launch(
+                K.explicit_forces, dim=(p.n, b - a), inputs=[m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam,
+                                                             m.mu_lin, m.lam_lin, m.beta, m.corner_slot, a, p.pos, p.vel,
+                                                             p.active],
+                outputs=[p.corner], device=dev)))
+
     def substep_pre_coupling(self, f, part):
         import warp as wp
 
@@ -267,13 +313,10 @@ class FEMSolver(Solver):
         if self.options.integrator == "implicit":
             self._implicit_solve(part, p, g, h)
             return
-        self._stage(part, (self.n_elements, lambda a, b: wp.launch(
-            K.explicit_forces, dim=(p.n, b - a), inputs=[m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin,
-                                                         m.lam_lin, m.beta, a, p.pos, p.vel, p.active],
-            outputs=[p.elem_h], device=dev)))
+        self._explicit_forces(part, p)
         self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
-            K.explicit_velocity, dim=(p.n, b - a), inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, m.v_slot, a,
-                                                           p.active, p.elem_h, p.force],
+            K.explicit_velocity, dim=(p.n, b - a), inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, a, p.corner,
+                                                           p.force],
             outputs=[p.vel, p.force], device=dev)))
 
     def substep_post_coupling(self, f, part):
@@ -320,13 +363,13 @@ class FEMSolver(Solver):
                         (nv, lambda a, b: L(I.gradient_vertices, b - a, [m.mass, m.alpha, g, h, a, p.step_hat, p.disp],
                                             [p.grad, p.red_v])),
                         (ne, lambda a, b: L(I.gradient_elements, b - a,
-                                            [*mat, h, proj, a, p.pos, p.pos_n, p.rot_n, p.active],
-                                            [p.elem_h, p.red_e, *p.hess])))
+                                            [*mat, h, proj, m.corner_slot, a, p.pos, p.pos_n, p.rot_n, p.active],
+                                            [p.corner, p.red_e, *p.hess])))
             finish(e0, p.red_v)
             finish(e0, p.red_e)
 
             def grad_and_contacts(a, b, k=k):
-                L(I.gather_gradient, b - a, [m.v_start, m.v_slot, a, p.active, p.elem_h], [p.grad])
+                L(I.gather_gradient, b - a, [m.v_start, a, p.corner], [p.grad])
                 L(I.contact_friction, b - a, [mu_f, stick, int(k == 0), a, p.step_hat, p.disp],
                   [p.grad, p.contact_n, p.contact_lam, p.fric_h, p.red_v])
 
@@ -338,11 +381,11 @@ class FEMSolver(Solver):
             finish(rz_k, p.red_v)
             for j in range(sl.J):
                 self._stage(part, (ne, lambda a, b, k=k, j=j, rz_k=rz_k: L(
-                    I.hessian_product, b - a, [*mat, h, k, j, rz_k, rz0, ct2, nt2, proj, a, *p.hess, p.rot_n, p.active,
-                                               p.p, p.scal], [p.elem_h])))
+                    I.hessian_product, b - a, [*mat, h, k, j, rz_k, rz0, ct2, nt2, proj, m.corner_slot, a, *p.hess,
+                                               p.rot_n, p.active, p.p, p.scal], [p.corner])))
                 self._stage(part, (nv, lambda a, b, k=k, j=j, rz_k=rz_k: L(
-                    I.cg_curvature, b - a, [m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, ct2, nt2, m.v_start, m.v_slot,
-                                            a, p.p, p.contact_n, p.fric_h, p.active, p.elem_h, p.scal],
+                    I.cg_curvature, b - a, [m.mass, m.alpha, h, p.fixed, k, j, rz_k, rz0, ct2, nt2, m.v_start, a, p.p,
+                                            p.contact_n, p.fric_h, p.corner, p.scal],
                     [p.ap, p.red_v])))
                 finish(pap_k + j, p.red_v)
                 self._stage(part, (nv, lambda a, b, k=k, j=j, rz_k=rz_k, pap_k=pap_k: L(

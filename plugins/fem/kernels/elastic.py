@@ -176,10 +176,14 @@ def nh_hessian_cache(mu: S, lam: S, F: mat33):
     g = vec3(sig[1] * sig[2], sig[0] * sig[2], sig[0] * sig[1])
     H = mat33(S(0.0), sig[2], sig[1], sig[2], S(0.0), sig[0], sig[1], sig[0], S(0.0))
     A = k1 * wp.identity(n=3, dtype=S) + (S(2.0) * mu * q * q) * wp.outer(sig, sig) + lam * wp.outer(g, g) + k2 * H
-    Q = mat33()
-    d = vec3()
-    wp.eig3(A, Q, d)
-    Ap = Q * wp.diag(vec3(wp.max(d[0], S(0.0)), wp.max(d[1], S(0.0)), wp.max(d[2], S(0.0)))) * wp.transpose(Q)
+    # A⁺ = A when A is positive definite (Sylvester: its leading principal minors are positive; the
+    # usual case, e.g. near rest), which skips the 3×3 eigensolve (as costly as the SVD)
+    Ap = A
+    if A[0, 0] <= S(0.0) or A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0] <= S(0.0) or wp.determinant(A) <= S(0.0):
+        Q = mat33()
+        d = vec3()
+        wp.eig3(A, Q, d)
+        Ap = Q * wp.diag(vec3(wp.max(d[0], S(0.0)), wp.max(d[1], S(0.0)), wp.max(d[2], S(0.0)))) * wp.transpose(Q)
     TF = mat33(S(0.0))
     for k in range(3):
         TF[0, k] = wp.max(k1 + k2 * sig[k], S(0.0))
@@ -190,7 +194,12 @@ def nh_hessian_cache(mu: S, lam: S, F: mat33):
 @wp.func
 def nh_projected_diff(U: mat33, V: mat33, Ap: mat33, TF: mat33, dF: mat33):
     """dP = (projected ∂P/∂F) : dF from the cache of nh_hessian_cache."""
-    D = wp.transpose(U) * dF * V
+    return U * nh_projected_frame(Ap, TF, wp.transpose(U) * dF * V) * wp.transpose(V)
+
+
+@wp.func
+def nh_projected_frame(Ap: mat33, TF: mat33, D: mat33):
+    """The projected Hessian applied in the singular frame: Uᵀ dP V from D = Uᵀ dF V."""
     r = Ap * vec3(D[0, 0], D[1, 1], D[2, 2])
     out = wp.diag(r)
     c = S(0.7071067811865476)
@@ -201,7 +210,7 @@ def nh_projected_diff(U: mat33, V: mat33, Ap: mat33, TF: mat33, dF: mat33):
         l = TF[1, k] * (D[i, j] + D[j, i]) * c
         out[i, j] = (t + l) * c
         out[j, i] = (l - t) * c
-    return U * out * wp.transpose(V)
+    return out
 
 
 @wp.func
@@ -238,26 +247,38 @@ RED_BLOCK = wp.constant(256)
 
 
 @wp.func
-def nodal_gather(env: int, i: int, sign: S, v_start: wp.array(dtype=wp.int32), v_slot: wp.array(dtype=wp.int32),
-                 active_in: wp.array2d(dtype=wp.int32), elem_h_in: wp.array2d(dtype=mat33), acc: vec3):
-    """acc + sign·Σ (vertex i's nodal vector of each active element with i), in ascending element
-    order: of element e with per-element matrix H, column c of H for its vertex c + 1, minus the sum
-    of the columns for its vertex 0. The element stage stores H and each vertex gathers (no scatter:
-    no race between workers, and the order of the sum is that of the elements)."""
+def store_corners(corner_out: wp.array2d(dtype=vec3), env: int, o: wp.vec4i, H: mat33, sign: S):
+    """Write an element's four nodal vectors from its per-element matrix H (V P Dm⁻ᵀ or V dP Dm⁻ᵀ):
+    sign·(column c) for its vertex c + 1, -sign·(sum of the columns) for its vertex 0, at the
+    element's corner positions o in the gather order (``corner_sum``)."""
+    c1 = vec3(H[0, 0], H[1, 0], H[2, 0])
+    c2 = vec3(H[0, 1], H[1, 1], H[2, 1])
+    c3 = vec3(H[0, 2], H[1, 2], H[2, 2])
+    corner_out[env, o[0]] = -sign * (c1 + c2 + c3)
+    corner_out[env, o[1]] = sign * c1
+    corner_out[env, o[2]] = sign * c2
+    corner_out[env, o[3]] = sign * c3
+
+
+@wp.func
+def zero_corners(corner_out: wp.array2d(dtype=vec3), env: int, o: wp.vec4i):
+    """An inactive element's nodal vectors: zero (it exerts no force)."""
+    z = vec3(S(0.0))
+    corner_out[env, o[0]] = z
+    corner_out[env, o[1]] = z
+    corner_out[env, o[2]] = z
+    corner_out[env, o[3]] = z
+
+
+@wp.func
+def corner_sum(env: int, i: int, v_start: wp.array(dtype=wp.int32), corner_in: wp.array2d(dtype=vec3), acc: vec3):
+    """acc + Σ vertex i's nodal vectors, in ascending element order. The element stages write each
+    element's four nodal vectors (store_corners) at its corners' positions in the gather order
+    (vertex by vertex, each vertex's elements ascending; built at build time), so a vertex reads one
+    contiguous range: no scatter (no race between workers, and the order of the sum is that of the
+    elements), no branch and no index per corner."""
     for q in range(v_start[i], v_start[i + 1]):
-        slot = v_slot[q]
-        e = slot / 4
-        if active_in[env, e] == 0:
-            continue
-        c = slot - 4 * e
-        H = elem_h_in[env, e]
-        if c == 0:
-            c1 = vec3(H[0, 0], H[1, 0], H[2, 0])
-            c2 = vec3(H[0, 1], H[1, 1], H[2, 1])
-            c3 = vec3(H[0, 2], H[1, 2], H[2, 2])
-            acc = acc + (-sign) * (c1 + c2 + c3)
-        else:
-            acc = acc + sign * vec3(H[0, c - 1], H[1, c - 1], H[2, c - 1])
+        acc = acc + corner_in[env, q]
     return acc
 
 
@@ -273,24 +294,29 @@ def explicit_forces(
     mu_lin: wp.array(dtype=S),
     lam_lin: wp.array(dtype=S),
     beta: wp.array(dtype=S),
+    corner_slot: wp.array(dtype=wp.vec4i),
     e_first: int,
     # Data in:
     pos_in: wp.array2d(dtype=vec3),
     vel_in: wp.array2d(dtype=vec3),
     active_in: wp.array2d(dtype=wp.int32),
     # Data out:
-    elem_h_out: wp.array2d(dtype=mat33),
+    corner_out: wp.array2d(dtype=vec3),
 ):
-    """Elastic + stiffness-damping stress of every active element, as V P Dm⁻ᵀ (its nodal forces
-    are minus its columns, gathered by explicit_velocity)."""
+    """Elastic + stiffness-damping nodal forces of every element, -V P Dm⁻ᵀ (columns: vertices
+    1..3, vertex 0 minus their sum), written at its corners (gathered by explicit_velocity); zero
+    for an inactive element. Any model; a mesh of undamped Neo-Hookean elements only takes
+    explicit_forces_nh."""
     env, q = wp.tid()
     e = e_first + q
+    o = corner_slot[e]
     if active_in[env, e] == 0:
+        zero_corners(corner_out, env, o)
         return
     t = tets[e]
+    m = model[e]
     Dinv = dm_inv[e]
     F = ds_matrix(pos_in, env, t) * Dinv
-    m = model[e]
     R = model_rotation(m, F)
     P = stress_rot(m, mu[e], lam[e], F, R)
     if beta[e] > S(0.0):
@@ -298,7 +324,59 @@ def explicit_forces(
         if m == MODEL_NEOHOOKEAN:
             R = polar_rotation(F)
         P = P + beta[e] * corotated_diff(R, mu_lin[e], lam_lin[e], dFv)
-    elem_h_out[env, e] = rest_vol[e] * P * wp.transpose(Dinv)
+    store_corners(corner_out, env, o, rest_vol[e] * P * wp.transpose(Dinv), -S(1.0))
+
+
+@wp.kernel
+def explicit_forces_nh(
+    # Model:
+    tets: wp.array(dtype=wp.vec4i),
+    gram: wp.array(dtype=mat33),
+    nh_coef: wp.array(dtype=vec3),
+    corner_slot: wp.array(dtype=wp.vec4i),
+    e_first: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=vec3),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    corner_out: wp.array2d(dtype=vec3),
+):
+    """explicit_forces for a mesh whose elements are all stable Neo-Hookean without stiffness
+    damping, in fewer operations and loads, without forming F: with Ds = [d1 d2 d3] (dₖ = xₖ - x0)
+    and G = Dm⁻¹Dm⁻ᵀ (gram), F Dm⁻ᵀ = Ds G and I_C = tr(Ds G Dsᵀ) = Σ dₖ·yₖ (yₖ the columns of
+    Ds G); cof(F) Dm⁻ᵀ = det(Dm⁻¹) cof(Ds) with V det(Dm⁻¹) = 1/6, cof(Ds) = [d2×d3, d3×d1, d1×d2]
+    and J = det(Ds)/(6V). So V P Dm⁻ᵀ = a Ds G + b cof(Ds) with a = Vμ (1 - 1/(I_C + 1)) and
+    b = λ(J - α)/6 = k₁ det(Ds) - k₂; nh_coef = (Vμ, λ/(36V), λα/6) per element (built in float64).
+    Equal to explicit_forces in exact arithmetic (the tests compare the two)."""
+    env, q = wp.tid()
+    e = e_first + q
+    o = corner_slot[e]
+    if active_in[env, e] == 0:
+        zero_corners(corner_out, env, o)
+        return
+    t = tets[e]
+    x0 = pos_in[env, t[0]]
+    d1 = pos_in[env, t[1]] - x0
+    d2 = pos_in[env, t[2]] - x0
+    d3 = pos_in[env, t[3]] - x0
+    G = gram[e]
+    k = nh_coef[e]
+    c1 = wp.cross(d2, d3)
+    c2 = wp.cross(d3, d1)
+    c3 = wp.cross(d1, d2)
+    y1 = G[0, 0] * d1 + G[1, 0] * d2 + G[2, 0] * d3
+    y2 = G[0, 1] * d1 + G[1, 1] * d2 + G[2, 1] * d3
+    y3 = G[0, 2] * d1 + G[1, 2] * d2 + G[2, 2] * d3
+    ic = wp.dot(d1, y1) + wp.dot(d2, y2) + wp.dot(d3, y3)
+    a = k[0] * (S(1.0) - S(1.0) / (ic + S(1.0)))
+    b = k[1] * wp.dot(d1, c1) - k[2]
+    f1 = a * y1 + b * c1
+    f2 = a * y2 + b * c2
+    f3 = a * y3 + b * c3
+    corner_out[env, o[0]] = f1 + f2 + f3
+    corner_out[env, o[1]] = -f1
+    corner_out[env, o[2]] = -f2
+    corner_out[env, o[3]] = -f3
 
 
 @wp.kernel
@@ -310,21 +388,19 @@ def explicit_velocity(
     h: S,
     fixed: wp.array2d(dtype=wp.int32),
     v_start: wp.array(dtype=wp.int32),
-    v_slot: wp.array(dtype=wp.int32),
     i_first: int,
     # Data in:
-    active_in: wp.array2d(dtype=wp.int32),
-    elem_h_in: wp.array2d(dtype=mat33),
+    corner_in: wp.array2d(dtype=vec3),
     force_in: wp.array2d(dtype=vec3),
     # Data out:
     vel_out: wp.array2d(dtype=vec3),
     force_out: wp.array2d(dtype=vec3),
 ):
     """v += h (f/m + g - α v) (mass damping implicit in v), f = the force buffer plus the elements'
-    nodal forces (gathered); the force buffer is cleared."""
+    nodal forces (gathered: corner_sum); the force buffer is cleared."""
     env, q = wp.tid()
     i = i_first + q
-    f = nodal_gather(env, i, -S(1.0), v_start, v_slot, active_in, elem_h_in, force_in[env, i])
+    f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
     force_out[env, i] = vec3(S(0.0))
     if fixed[env, i] != 0:
         vel_out[env, i] = vec3(S(0.0))
@@ -342,6 +418,24 @@ def coulomb(vt: vec3, dvn: S, friction: S):
     if lt > S(0.0):
         scale = wp.max(S(0.0), S(1.0) - friction * dvn / lt)
     return vt * scale
+
+
+@wp.func
+def position_step(h: S, plane_point: wp.array(dtype=vec3), plane_normal: wp.array(dtype=vec3), friction: S, x_base: vec3,
+                  v: vec3):
+    """(x, v) after x = x_base + h v and the static planes (integrate_positions)."""
+    x = x_base + h * v
+    for k in range(plane_point.shape[0]):
+        n = plane_normal[k]
+        d = wp.dot(x - plane_point[k], n)
+        if d < S(0.0):
+            x = x - d * n
+            vn = wp.dot(v, n)
+            if vn < S(0.0):
+                vt = v - vn * n
+                v = coulomb(vt, -vn, friction)
+                x = x - h * (vt - v)          # the step moves with the velocity friction left
+    return x, v
 
 
 @wp.kernel
@@ -370,18 +464,43 @@ def integrate_positions(
     i = i_first + q
     if fixed[env, i] != 0:
         return
-    v = vel_out[env, i]
-    x = base_in[env, i] + h * v
-    for k in range(plane_point.shape[0]):
-        n = plane_normal[k]
-        d = wp.dot(x - plane_point[k], n)
-        if d < S(0.0):
-            x = x - d * n
-            vn = wp.dot(v, n)
-            if vn < S(0.0):
-                vt = v - vn * n
-                v = coulomb(vt, -vn, friction)
-                x = x - h * (vt - v)          # the step moves with the velocity friction left
+    x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
+    pos_out[env, i] = x
+    vel_out[env, i] = v
+
+
+@wp.kernel
+def explicit_vertex_step(
+    # Model:
+    inv_mass: wp.array(dtype=S),
+    alpha: wp.array(dtype=S),
+    gravity: vec3,
+    h: S,
+    fixed: wp.array2d(dtype=wp.int32),
+    v_start: wp.array(dtype=wp.int32),
+    plane_point: wp.array(dtype=vec3),
+    plane_normal: wp.array(dtype=vec3),
+    friction: S,
+    i_first: int,
+    # Data in:
+    corner_in: wp.array2d(dtype=vec3),
+    force_in: wp.array2d(dtype=vec3),
+    # Data out:
+    pos_out: wp.array2d(dtype=vec3),
+    vel_out: wp.array2d(dtype=vec3),
+    force_out: wp.array2d(dtype=vec3),
+):
+    """explicit_velocity then integrate_positions in one pass (the same operations, the same bits):
+    the substep of a scene without couplers (nothing acts between the two halves)."""
+    env, q = wp.tid()
+    i = i_first + q
+    f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
+    force_out[env, i] = vec3(S(0.0))
+    if fixed[env, i] != 0:
+        vel_out[env, i] = vec3(S(0.0))
+        return
+    v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+    x, v = position_step(h, plane_point, plane_normal, friction, pos_out[env, i], v / (S(1.0) + h * alpha[i]))
     pos_out[env, i] = x
     vel_out[env, i] = v
 

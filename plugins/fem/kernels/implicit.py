@@ -16,8 +16,9 @@ Per-env scalars live in one float64 buffer ``scal`` (n_envs, W) at the offsets o
 in solver.py: E0[k], Et[k, t], rz[k, j], pAp[k, j], step[k]. A stage sums into per-block partial
 sums ``red`` (blocks of RED_BLOCK vertices or elements, each summed in index order by one worker)
 and ``finish_sum`` adds the blocks in order: the same bits for any number of workers. Elements do
-not scatter: an element stage stores V P Dm⁻ᵀ per element and each vertex gathers its elements'
-columns in ascending element order (``nodal_gather``), so vertex and element ranges split over a
+not scatter: an element stage writes the nodal columns of V P Dm⁻ᵀ at its corners' positions in
+the gather order and each vertex sums its contiguous range, in ascending element order
+(``corner_sum``), so vertex and element ranges split over a
 partition's workers with no race (docs/fem.md, "Threads").
 """
 
@@ -35,6 +36,7 @@ if __name__.endswith("_f64"):
     from .elastic_f64 import (
         MODEL_NEOHOOKEAN,
         RED_BLOCK,
+        corner_sum,
         corotated_diff,
         damping_rotation,
         ds_matrix,
@@ -43,15 +45,17 @@ if __name__.endswith("_f64"):
         energy_density_rot,
         model_rotation,
         nh_hessian_cache,
-        nh_projected_diff,
-        nodal_gather,
+        nh_projected_frame,
+        store_corners,
         stress_diff_rot,
         stress_rot,
+        zero_corners,
     )
 else:
     from .elastic import (
         MODEL_NEOHOOKEAN,
         RED_BLOCK,
+        corner_sum,
         corotated_diff,
         damping_rotation,
         ds_matrix,
@@ -60,10 +64,11 @@ else:
         energy_density_rot,
         model_rotation,
         nh_hessian_cache,
-        nh_projected_diff,
-        nodal_gather,
+        nh_projected_frame,
+        store_corners,
         stress_diff_rot,
         stress_rot,
+        zero_corners,
     )
 
 
@@ -223,6 +228,7 @@ def gradient_elements(
     beta: wp.array(dtype=S),
     h: S,
     project: int,
+    corner_slot: wp.array(dtype=wp.vec4i),
     e_first: int,
     # Data in:
     pos_in: wp.array2d(dtype=vec3),
@@ -230,21 +236,23 @@ def gradient_elements(
     rot_n_in: wp.array2d(dtype=mat33),
     active_in: wp.array2d(dtype=wp.int32),
     # Data out:
-    elem_h_out: wp.array2d(dtype=mat33),
+    corner_out: wp.array2d(dtype=vec3),
     red_out: wp.array2d(dtype=wp.float64),
     hess_u_out: wp.array2d(dtype=mat33),
     hess_v_out: wp.array2d(dtype=mat33),
     hess_a_out: wp.array2d(dtype=mat33),
     hess_tf_out: wp.array2d(dtype=mat33),
 ):
-    """Elastic and stiffness-damping part of the gradient (V P Dm⁻ᵀ per element, gathered by the
-    vertices: gather_gradient) and of E0 (block sums). What this
+    """Elastic and stiffness-damping part of the gradient (the nodal columns of V P Dm⁻ᵀ at the
+    element's corners, gathered by the vertices: gather_gradient; zero for an inactive element) and
+    of E0 (block sums). What this
     Newton iteration's Hessian products need is kept per element (one SVD per element): the rotation
     R (linear: I, corotated: polar), or for the Neo-Hookean F (project = 0) or its projected
-    eigensystem U, V, A⁺, twist/flip (project = 1)."""
+    eigensystem U, Dm⁻¹V (so that the products need no dF), A⁺, twist/flip (project = 1)."""
     env, q = wp.tid()
     e = e_first + q
     if active_in[env, e] == 0:
+        zero_corners(corner_out, env, corner_slot[e])
         return
     t = tets[e]
     Dinv = dm_inv[e]
@@ -257,7 +265,7 @@ def gradient_elements(
         if project != 0:
             U, V, Ap, TF = nh_hessian_cache(mu[e], lam[e], F)
             hess_u_out[env, e] = U
-            hess_v_out[env, e] = V
+            hess_v_out[env, e] = Dinv * V         # hessian_product: dF V = Ds(p) (Dm⁻¹ V)
             hess_a_out[env, e] = Ap
             hess_tf_out[env, e] = TF
         else:
@@ -269,7 +277,7 @@ def gradient_elements(
         D = corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
         P = P + beta[e] / h * D
         psi = psi + S(0.5) * beta[e] / h * wp.ddot(dF, D)
-    elem_h_out[env, e] = rest_vol[e] * P * wp.transpose(Dinv)
+    store_corners(corner_out, env, corner_slot[e], rest_vol[e] * P * wp.transpose(Dinv), S(1.0))
     wp.atomic_add(red_out, env, e / RED_BLOCK, wp.float64(rest_vol[e] * psi))
 
 
@@ -277,18 +285,16 @@ def gradient_elements(
 def gather_gradient(
     # Model:
     v_start: wp.array(dtype=wp.int32),
-    v_slot: wp.array(dtype=wp.int32),
     i_first: int,
     # Data in:
-    active_in: wp.array2d(dtype=wp.int32),
-    elem_h_in: wp.array2d(dtype=mat33),
+    corner_in: wp.array2d(dtype=vec3),
     # Data out:
     grad_out: wp.array2d(dtype=vec3),
 ):
     """∇E at each vertex += its elements' nodal gradients (gradient_elements), in element order."""
     env, q = wp.tid()
     i = i_first + q
-    grad_out[env, i] = nodal_gather(env, i, S(1.0), v_start, v_slot, active_in, elem_h_in, grad_out[env, i])
+    grad_out[env, i] = corner_sum(env, i, v_start, corner_in, grad_out[env, i])
 
 
 @wp.func
@@ -439,6 +445,7 @@ def hessian_product(
     cg_tol2: S,
     newton_tol2: S,
     project: int,
+    corner_slot: wp.array(dtype=wp.vec4i),
     e_first: int,
     # Data in:
     hess_u_in: wp.array2d(dtype=mat33),
@@ -450,27 +457,41 @@ def hessian_product(
     p_in: wp.array2d(dtype=vec3),
     scal_in: wp.array2d(dtype=wp.float64),
     # Data out:
-    elem_h_out: wp.array2d(dtype=mat33),
+    corner_out: wp.array2d(dtype=vec3),
 ):
-    """(K(x) + β/h K_rot) p of each active element as V dP Dm⁻ᵀ (element data from the gradient
-    pass), gathered into Ap by cg_curvature."""
+    """(K(x) + β/h K_rot) p of each active element: the nodal columns of V dP Dm⁻ᵀ (element data
+    from the gradient pass) at its corners, gathered into Ap by cg_curvature (zero for an inactive
+    element)."""
     env, q = wp.tid()
     e = e_first + q
-    if active_in[env, e] == 0:
-        return
     if not cg_active(scal_in, env, rz_k, rz0, j, cg_tol2, newton_tol2, k):
+        return
+    if active_in[env, e] == 0:
+        zero_corners(corner_out, env, corner_slot[e])
         return
     t = tets[e]
     Dinv = dm_inv[e]
-    dF = ds_matrix(p_in, env, t) * Dinv
+    Ds = ds_matrix(p_in, env, t)
     m = model[e]
+    H = mat33()
     if m == MODEL_NEOHOOKEAN and project != 0:
-        dP = nh_projected_diff(hess_u_in[env, e], hess_v_in[env, e], hess_a_in[env, e], hess_tf_in[env, e], dF)
+        # V dP Dm⁻ᵀ = V U [Ĥ(Uᵀ dF V)] Vᵀ Dm⁻ᵀ with dF V = Ds W, Vᵀ Dm⁻ᵀ = Wᵀ, W = Dm⁻¹ V (cached):
+        # dF itself is not needed
+        U = hess_u_in[env, e]
+        W = hess_v_in[env, e]
+        H = rest_vol[e] * (U * nh_projected_frame(hess_a_in[env, e], hess_tf_in[env, e], wp.transpose(U) * Ds * W)
+                           * wp.transpose(W))
+        if beta[e] > S(0.0):
+            dF = Ds * Dinv
+            H = H + rest_vol[e] * (beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)) \
+                * wp.transpose(Dinv)
     else:
+        dF = Ds * Dinv
         dP = stress_diff_rot(m, mu[e], lam[e], hess_u_in[env, e], hess_v_in[env, e], dF)
-    if beta[e] > S(0.0):
-        dP = dP + beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
-    elem_h_out[env, e] = rest_vol[e] * dP * wp.transpose(Dinv)
+        if beta[e] > S(0.0):
+            dP = dP + beta[e] / h * corotated_diff(rot_n_in[env, e], mu_lin[e], lam_lin[e], dF)
+        H = rest_vol[e] * dP * wp.transpose(Dinv)
+    store_corners(corner_out, env, corner_slot[e], H, S(1.0))
 
 
 @wp.kernel
@@ -487,14 +508,12 @@ def cg_curvature(
     cg_tol2: S,
     newton_tol2: S,
     v_start: wp.array(dtype=wp.int32),
-    v_slot: wp.array(dtype=wp.int32),
     i_first: int,
     # Data in:
     p_in: wp.array2d(dtype=vec3),
     contact_n_in: wp.array2d(dtype=vec3),
     fric_h_in: wp.array2d(dtype=mat33),
-    active_in: wp.array2d(dtype=wp.int32),
-    elem_h_in: wp.array2d(dtype=mat33),
+    corner_in: wp.array2d(dtype=vec3),
     scal_in: wp.array2d(dtype=wp.float64),
     # Data out:
     ap_out: wp.array2d(dtype=vec3),
@@ -508,7 +527,7 @@ def cg_curvature(
         return
     p = p_in[env, i]
     m = mass[i]
-    ap = nodal_gather(env, i, S(1.0), v_start, v_slot, active_in, elem_h_in, ap_out[env, i])
+    ap = corner_sum(env, i, v_start, corner_in, ap_out[env, i])
     ap = ap + (m / (h * h) + alpha[i] * m / h) * p + fric_h_in[env, i] * p
     ap = filter_contact(ap, contact_n_in[env, i])
     if fixed[env, i] != 0:
