@@ -770,9 +770,8 @@ class CollisionPipeline:
             probe.run(Partition(0, 0, 1))
         c = probe.contacts([0])[0]
         same = self.geom_entity[c["geom_a"]] == self.geom_entity[c["geom_b"]]
-        expl = c["pair"] < 0
-        pairs = {(min(a, b), max(a, b)) for a, b in zip(c["geom_a"][same & expl],
-                                                        c["geom_b"][same & expl])}
+        keep = same & (c["pair"] < 0) & (c["depth"] > neutral_overlap_tolerance(pos, precision))
+        pairs = {(min(a, b), max(a, b)) for a, b in zip(c["geom_a"][keep], c["geom_b"][keep])}
         self.neutral_excluded = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
         keys = set(self.explicit_keys.tolist()) | {a * G + b for a, b in pairs}
         self.explicit_keys = np.array(sorted(keys), dtype=np.int64)
@@ -1132,12 +1131,24 @@ def _exclude_neutral_trees(pipe, entities, local, device, link_pos0, link_quat0,
         set_poses_host(probe, pos[None], quat[None])
         probe.run(Partition(0, 0, 1))
     c = probe.contacts([0])[0]
-    pairs = {(min(a, b), max(a, b)) for a, b, k in zip(c["geom_a"], c["geom_b"], c["pair"])
-             if k < 0 and tree[a] == tree[b]}
+    tol = neutral_overlap_tolerance(pos, precision)
+    pairs = {(min(a, b), max(a, b)) for a, b, k, d in zip(c["geom_a"], c["geom_b"], c["pair"], c["depth"])
+             if k < 0 and tree[a] == tree[b] and d > tol}
     G = pipe.n_geoms
     pipe.neutral_excluded = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
     keys = set(pipe.explicit_keys.tolist()) | {a * G + b for a, b in pairs}
     pipe.explicit_keys = np.array(sorted(keys), dtype=np.int64)
+
+
+def neutral_overlap_tolerance(geom_pos, precision: str) -> float:
+    """Depth (m) a pair must exceed at qpos0 to count as overlapping for the neutral-overlap rule: 64
+    roundings of the scene's precision at the scene's coordinate scale. Geoms that merely touch at
+    qpos0 (an MJCF walker's feet on its floor) then keep their contact in float32 as in float64,
+    where the rounding of the poses alone made them overlap by ~1e-7 m; a pair only within the
+    contact margin never counts."""
+    eps = float(np.finfo(np.float64 if str(precision) == "64" else np.float32).eps)
+    scale = max(1.0, float(np.max(np.abs(geom_pos))) if np.size(geom_pos) else 1.0)
+    return 64.0 * eps * scale
 
 
 def _neutral_geom_poses(pipe, link_pos0, link_quat0):

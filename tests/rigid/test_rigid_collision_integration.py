@@ -239,3 +239,24 @@ def test_mjcf_floor_box_matches_mujoco_and_neutral_rule(tmp_path):
     c2 = s2.get_raw_contacts()
     pairs = {tuple(sorted(p)) for p in zip(c2["geom_a"][c2["valid"]], c2["geom_b"][c2["valid"]])}
     assert pairs == {(0, 1), (2, 4)}
+
+
+def test_neutral_rule_same_pairs_in_both_precisions():
+    """dm_control's walker stands on its floor at qpos0 (feet touching, not overlapping; the walker
+    hangs from the world by slide/hinge joints, so floor and feet are one tree). The neutral-overlap
+    rule must keep the foot–floor pairs in float32 as in float64: the float32 rounding of the poses
+    (~1e-7 m) made them overlap and removed them before the rule took a precision-scaled depth
+    tolerance (plugins/rigid/collision.py, neutral_overlap_tolerance)."""
+    dm_control = pytest.importorskip("dm_control")
+    import os
+
+    xml = os.path.join(os.path.dirname(dm_control.__file__), "suite", "walker.xml")
+    got = {}
+    for prec in ("32", "64"):
+        scene = polyphys.Scene(sim=polyphys.SimOptions(precision=prec))
+        scene.add_entity(morphs.MJCF(file=xml), Rigid())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolyphysWarning)
+            scene.build(n_envs=0)
+        got[prec] = scene.solver("rigid").collision.neutral_excluded.tolist()
+    assert got["32"] == got["64"] == []
