@@ -6,11 +6,12 @@ Bender & Koschier (2015, 2017) divergence-free SPH; Akinci et al. (2012) boundar
 Substep (h = dt/substeps):
 
 WCSPH   grid → density + Tait pressure → wall pressure →
-        dv = h·(g + pressure + viscosity + cohesion) + XSPH →
-        v += dv | coupling | x += h·v, clamp into the domain.
+        dv = h·(g + pressure + viscosity + cohesion) + XSPH, v += dv | coupling | x += h·v, clamp into the domain.
 DFSPH   grid → density + α → divergence solve (v) →
-        dv = h·(g + hydrostatic wall offset + viscosity + cohesion) + XSPH →
-        v += dv → constant-density solve (v) | coupling | x += h·v, clamp into the domain.
+        dv = h·(g + hydrostatic wall offset + viscosity + cohesion) + XSPH, v += dv →
+        constant-density solve (v) → v back to particle order | coupling | x += h·v, clamp into the domain.
+The neighbour stages run in cell order on sorted copies of what they read of a neighbour
+(kernels/fluid.py, docs/sph.md "Cell order"); the state stays in particle order.
 
 The state is pos, vel, active (DFSPH also the warm-start totals of κ of both solves); densities,
 pressures and the grid are recomputed from it every substep, so a checkpoint continues bit-exactly
