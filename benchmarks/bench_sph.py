@@ -3,8 +3,10 @@
 Case: a water block of n ≈ 20k (or 100k) particles (dx = 1 cm) collapsing in a closed tank, cubic
 spline with support 2dx, Tait EOS B = 50 kPa, γ = 7, μ = 1 Pa·s, dt = 1 ms (one substep; WCSPH's
 CFL limit 0.4·dx/(c₀ + v) = 1.85e-4 s is met by 6 substeps for WCSPH).
-Metric: particle-substeps per second, graph capture on (polyphys), after warm-up. Thread scaling rows
-(n_envs 1, cpu_threads 1 -> 2: wall clock and critical path, ``benchmarks.scaling_rows``) follow.
+Metric: particle-substeps per second, graph capture on (polyphys), after warm-up. Per-core rows follow
+(polyphys cpu_threads 1 against each Taichi reference on one CPU thread, with polyphys' per-kernel
+times per substep from ``stage_times`` in the notes), then thread scaling rows (n_envs 1,
+cpu_threads 1 -> 2: wall clock and critical path, ``benchmarks.scaling_rows``).
 
 References: ``taichi`` (PyPI, CPU backend, all cores), measured once per size at n_envs 1. It is
 the fastest alternative that installs here (Genesis, whose SPH is Taichi-based, is not installable
@@ -69,15 +71,17 @@ def _pp_scene(n_target: int, n_envs: int, solver: str, threads=None):
     return scene, w.n_particles * n_envs * sub
 
 
-def _taichi_tank(n_target: int, h: float):
-    """What both Taichi references share: ``ti.init``, the block and tank of ``_pp``, the lattice
+def _taichi_tank(n_target: int, h: float, threads: int | None = None):
+    """What both Taichi references share: ``ti.init`` (``threads``: its CPU thread count; None: all
+    cores), the block and tank of ``_pp``, the lattice
     mass (as polyphys), position and velocity fields, a capped cell list rebuilt by ``build``, the
     cubic spline ``w_cubic`` / ``grad_w``, and ``integrate`` (x += h·v, clamped into the tank with
     the velocity into a wall zeroed)."""
     import taichi as ti
     from polyphys.plugins.sph import sampling
 
-    ti.init(arch=ti.cpu, offline_cache=True, log_level=ti.ERROR)
+    kw = {} if threads is None else {"cpu_max_num_threads": int(threads)}
+    ti.init(arch=ti.cpu, offline_cache=True, log_level=ti.ERROR, **kw)
     nx, ny, nz = _block(n_target)
     a = nx * DX
     n = nx * ny * nz
@@ -155,9 +159,9 @@ def _taichi_tank(n_target: int, h: float):
                            in_grid=in_grid, build=build, integrate=integrate)
 
 
-def _taichi(n_target: int):
+def _taichi(n_target: int, threads: int | None = None):
     h = 1e-3 / 6
-    tank = _taichi_tank(n_target, h)
+    tank = _taichi_tank(n_target, h, threads)
     ti, n, H, cap, mass, x, v = tank.ti, tank.n, tank.H, tank.cap, tank.mass, tank.x, tank.v
     cnt, cell, w_cubic, grad_w = tank.cnt, tank.cell, tank.w_cubic, tank.grad_w
     cell_of, in_grid, build, integrate = tank.cell_of, tank.in_grid, tank.build, tank.integrate
@@ -211,7 +215,7 @@ def _taichi(n_target: int):
 
 
 
-def _taichi_dfsph(n_target: int):
+def _taichi_dfsph(n_target: int, threads: int | None = None):
     """Taichi DFSPH of polyphys' algorithm (plugins/sph/solver.py ``_solve``,
     ``substep_pre_coupling``): per substep the cell list, ρᵢ and αᵢ = ρᵢ/(|Σⱼ mⱼ∇Wᵢⱼ|² + Σⱼ|mⱼ∇Wᵢⱼ|²);
     a divergence solve; gravity + viscosity; a density solve; x += h·v with the wall clamp. Each
@@ -223,7 +227,7 @@ def _taichi_dfsph(n_target: int):
     clamp, as in ``_taichi``. ``step.fields`` = (x, v, rho) and ``step.iters`` = the last substep's
     (divergence, density) iteration counts are there for checks."""
     h = 1e-3
-    tank = _taichi_tank(n_target, h)
+    tank = _taichi_tank(n_target, h, threads)
     ti, n, H, cap, mass, x, v = tank.ti, tank.n, tank.H, tank.cap, tank.mass, tank.x, tank.v
     cnt, cell, w_cubic, grad_w = tank.cnt, tank.cell, tank.w_cubic, tank.grad_w
     cell_of, in_grid, build, integrate = tank.cell_of, tank.in_grid, tank.build, tank.integrate
@@ -378,6 +382,44 @@ def _rate(step, budget_s: float, min_steps: int = 2) -> float:
     return best
 
 
+def stage_times(scene, steps: int = 2) -> dict:
+    """Milliseconds per substep of each kernel of ``scene``'s step, uncaptured: a CPU launch runs
+    synchronously on the calling thread, so the thread CPU time around each ``wp.launch`` is the
+    kernel's (CPU time, not wall time: it does not count what other processes take of the core).
+    ``steps`` steps with ``warp.launch`` wrapped by the timer; {kernel name: (ms per substep,
+    launches per substep)}, slowest first. The scene's state advances; later steps replay its graph."""
+    import warp as wp
+
+    sim = scene.simulator
+    acc, cnt = {}, {}
+    orig = wp.launch
+
+    def timed(kernel, *args, **kw):
+        t0 = time.thread_time()
+        out = orig(kernel, *args, **kw)
+        acc[kernel.key] = acc.get(kernel.key, 0.0) + time.thread_time() - t0
+        cnt[kernel.key] = cnt.get(kernel.key, 0) + 1
+        return out
+
+    capture = sim.graph_capture
+    sim.graph_capture = False
+    wp.launch = timed
+    try:
+        for _ in range(steps):
+            scene.step()
+    finally:
+        wp.launch = orig
+        sim.graph_capture = capture
+    k = steps * scene.layout.substeps
+    return {name: (1e3 * t / k, cnt[name] / k) for name, t in sorted(acc.items(), key=lambda kv: -kv[1])}
+
+
+def _stage_note(st: dict, top: int = 6) -> str:
+    total = sum(t for t, _ in st.values())
+    parts = [f"{name} {t:.2f}" + (f" ({n:.1f}x)" if n > 1.05 else "") for name, (t, n) in list(st.items())[:top]]
+    return f"CPU time per substep, 1 thread, uncaptured: {total:.2f} ms = " + ", ".join(parts) + " ms (launches per substep)"
+
+
 def _reference(make, n: int, budget: float):
     """(particle-substeps/s, the step function) of a Taichi reference, or (None, the reason)."""
     try:
@@ -419,6 +461,20 @@ def run(quick: bool = False) -> list[dict]:
                              "reference_name": r_name if r is not None else "",
                              "ratio": (val / r) if r else None,
                              "notes": f"{r_note}; {threads_note(step.__self__)}"})
+        # one core each: polyphys cpu_threads=1 against Taichi on one CPU thread (the per-core speed of
+        # issue 25), with polyphys' per-kernel times (``stage_times``) in the notes
+        for solver, make in (("wcsph", _taichi), ("dfsph", _taichi_dfsph)):
+            one, pps = _pp_scene(n, 1, solver, 1)
+            val = _rate(one.step, budget) * pps
+            ref, ref_step = _reference(lambda n, make=make: make(n, 1), n, budget)
+            st = stage_times(one)
+            rows.append({"case": f"dam break {n // 1000}k particles, n_envs=1, {solver}, one thread each",
+                         "metric": "particle-substeps/s (graph capture on), per core", "unit": "particle-substeps/s",
+                         "polyphys": val, "reference": ref,
+                         "reference_name": f"taichi {solver.upper()} (1 thread)" if ref else "",
+                         "ratio": (val / ref) if ref else None,
+                         "notes": f"polyphys cpu_threads=1, taichi cpu_max_num_threads=1; {_stage_note(st)}"})
+            one.simulator.close()
         # one big scene on 1 and 2 threads (every stage split over the workers, docs/sph.md)
         for solver in ("wcsph", "dfsph"):
             one, pps = _pp_scene(n, 1, solver, 1)

@@ -38,6 +38,9 @@ TETHERS = 4          # long-range attachments per cloth vertex (to its nearest i
 # least items per worker's share of a cheap particle stage (a parallel stage costs a barrier, tens of
 # microseconds); stages with more work per item use a quarter of it
 GRAIN = 4096
+# least room per particle in the neighbour lists (``PBDSolver._neighbour_capacity``): a settled
+# pile of equal spheres has at most ~25 neighbours within one cell (3 radii), an impact up to ~80
+MIN_NEIGHBOUR_CAPACITY = 64
 
 
 def _lattice_kernel_sum(d: float, h: float) -> float:
@@ -378,11 +381,19 @@ class PBDSolver(Solver):
 
     @staticmethod
     def _neighbour_capacity(pos: np.ndarray, cell: float) -> int:
-        """Twice the most neighbours within one cell any particle has at build (at least 16)."""
+        """Room per particle in the neighbour lists: twice the most neighbours within one cell any
+        particle has at build, and at least ``MIN_NEIGHBOUR_CAPACITY``. A particle with more at run
+        time scans the grid instead, with the same result (kernels/neighbors.py), but that scan
+        gathers every candidate's position at random in each iteration: at the impact of the
+        granular benchmark block (a jittered lattice with 7 neighbours on average, 11 at most) the
+        under-iterated contacts let particles overlap to 38 neighbours on average and 84 at most,
+        and with room for 22 two thirds of the particles scanned, which tripled the contact stage's
+        time (docs/pbd.md)."""
         from scipy.spatial import cKDTree
 
         counts = cKDTree(pos).query_ball_point(pos, cell, return_length=True) - 1
-        return int(max(16, 2 * int(counts.max()) if len(counts) else 16))
+        most = int(counts.max()) if len(counts) else 0
+        return int(max(MIN_NEIGHBOUR_CAPACITY, 2 * most))
 
     @staticmethod
     def _needs_contacts(recs) -> bool:

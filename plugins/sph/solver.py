@@ -6,11 +6,12 @@ Bender & Koschier (2015, 2017) divergence-free SPH; Akinci et al. (2012) boundar
 Substep (h = dt/substeps):
 
 WCSPH   grid → density + Tait pressure → wall pressure →
-        dv = h·(g + pressure + viscosity + cohesion) + XSPH →
-        v += dv | coupling | x += h·v, clamp into the domain.
+        dv = h·(g + pressure + viscosity + cohesion) + XSPH, v += dv | coupling | x += h·v, clamp into the domain.
 DFSPH   grid → density + α → divergence solve (v) →
-        dv = h·(g + hydrostatic wall offset + viscosity + cohesion) + XSPH →
-        v += dv → constant-density solve (v) | coupling | x += h·v, clamp into the domain.
+        dv = h·(g + hydrostatic wall offset + viscosity + cohesion) + XSPH, v += dv →
+        constant-density solve (v) → v back to particle order | coupling | x += h·v, clamp into the domain.
+The neighbour stages run in cell order on sorted copies of what they read of a neighbour
+(kernels/fluid.py, docs/sph.md "Cell order"); the state stays in particle order.
 
 The state is pos, vel, active (DFSPH also the warm-start totals of κ of both solves); densities,
 pressures and the grid are recomputed from it every substep, so a checkpoint continues bit-exactly
@@ -220,11 +221,22 @@ class SPHSolver(Solver):
         self.rho = z((n_envs, N))
         self.pressure = z((n_envs, N))
         self.alpha = z((n_envs, N))
-        # the substep's neighbour lists, written by ``density`` (kernels/fluid.py): count per particle
-        # (−1: more than fit; the readers then scan the cells) and the list, liquid j as j, boundary
-        # particle b as −b − 1
+        # what the neighbour stages read of a neighbour, in sorted order (kernels/fluid.py): velocity
+        # (DFSPH: before and after the non-pressure accelerations), mass, density, pressure, p/ρ², α, κ/ρ
+        self.vel_s = z((n_envs, N), wp.vec3)
+        self.vel_t = z((n_envs, N) if o.pressure_solver == "dfsph" else (n_envs, 1), wp.vec3)
+        self.mass_s = z((n_envs, N))
+        self.rho_s = z((n_envs, N))
+        self.press_s = z((n_envs, N))
+        self.pr2_s = z((n_envs, N))
+        self.alpha_s = z((n_envs, N))
+        self.kr_s = z((n_envs, N))
+        # the substep's neighbour lists, written by ``density`` (kernels/fluid.py) per sorted place:
+        # count (−1: more than fit; the readers then scan the cells), the list (liquid neighbour as its
+        # sorted place, boundary particle b as −b − 1) and each pair's kernel gradient factor
         self.nbrs = z((n_envs, N), wp.int32)
         self.nbr_list = z((n_envs, max(N * m.nbr_cap, 1)), wp.int32)
+        self.nbr_grad = z((n_envs, max(N * m.nbr_cap, 1)))
         self.dv = z((n_envs, N), wp.vec3)
         self.kappa = z((n_envs, N))
         self.pdiv = z((n_envs, N))
@@ -241,8 +253,8 @@ class SPHSolver(Solver):
         # wall pressures of the WCSPH Adami extrapolation (DFSPH forms its wall pressure pairwise)
         self.bp = z((n_envs, max(self.n_boundary, 1) if (wc and m.b_extrap) else 1))
         names = ("pos", "vel", "active", "kappa_rho", "kappa_div", "mass", "cell", "sorted", "start", "pos_sorted", "rho",
-                 "pressure",
-                 "alpha", "nbrs", "nbr_list", "dv", "kappa", "pdiv", "zeros", "err", "err_sum", "err_cnt", "done",
+                 "pressure", "alpha", "vel_s", "vel_t", "mass_s", "rho_s", "press_s", "pr2_s", "alpha_s", "kr_s", "nbrs",
+                 "nbr_list", "nbr_grad", "dv", "kappa", "pdiv", "zeros", "err", "err_sum", "err_cnt", "done",
                  "solve_err", "cfl_flag", "bp")
         self._parts = {p.index: SimpleNamespace(n=p.n_envs, loop=self.loops[p.index],
                                                 **{k: getattr(self, k)[p.slice] for k in names})
@@ -342,8 +354,9 @@ class SPHSolver(Solver):
 
         wc = 1 if self.options.pressure_solver == "wcsph" else 0
         self._rows(part, self.N, lambda a, b: self._launch(
-            F.density, (p.n, b - a), [self.model, wc, a, p.mass, p.pos, p.active, p.start, p.sorted, p.pos_sorted, p.rho,
-                                      p.pressure, p.alpha, p.nbrs, p.nbr_list]))
+            F.density, (p.n, b - a), [self.model, wc, a, p.mass, p.vel, p.active, p.start, p.sorted, p.pos_sorted, p.rho,
+                                      p.pressure, p.alpha, p.rho_s, p.press_s, p.pr2_s, p.alpha_s, p.vel_s, p.mass_s,
+                                      p.nbrs, p.nbr_list, p.nbr_grad]))
 
     def _boundary_pressure(self, part, p):
         """WCSPH: extrapolated boundary pressures p_b (Adami et al. 2012) per env. (DFSPH forms its
@@ -352,32 +365,69 @@ class SPHSolver(Solver):
 
         if self.model.b_extrap and self.n_boundary:
             self._rows(part, self.n_boundary, lambda a, b: self._launch(
-                F.boundary_pressure, (p.n, b - a), [self.model, a, p.pos, p.active, p.start, p.sorted, p.pos_sorted,
-                                                    p.rho, p.pressure, p.bp]))
+                F.boundary_pressure, (p.n, b - a), [self.model, a, p.start, p.pos_sorted, p.rho_s, p.press_s, p.bp]))
 
-    def _solve(self, part, p, divergence: bool):
-        """One DFSPH solve. Warm start (Bender & Koschier 2017, in SPlisHSPlasH's form): half of
-        the κ total the solve reached in the last substep is applied first and carried, and the
-        solve adds its increments to it — at rest the total settles to the whole pressure, half
-        carried and half rebuilt by the Jacobi steps. (Restarting the total at 0 made it alternate
-        between the whole pressure and nothing, so every other substep rebuilt all of it from the
-        solve's residual; carrying it whole is an undamped integral of the density error and
-        rings — docs/sph.md.) The solve stops per env at the tolerance (at least 2 density
-        iterations) or the iteration cap. Each Jacobi step is two parallel stages (κ; the velocity
-        update with the chunk sums of the error) and the convergence test."""
+    # the neighbour stages, each over sorted places (kernels/fluid.py); velocities in sorted order
+    def _accelerate(self, part, p, vel_out, out_sorted: int):
+        """dv (particle order) and v + dv into ``vel_out``: at sorted places (out_sorted) or particles."""
         from .kernels import fluid as F
+
+        wc = int(self.options.pressure_solver == "wcsph")
+        self._rows(part, self.N, lambda a, b: self._launch(
+            F.accelerate, (p.n, b - a), [self.model, wc, out_sorted, a, p.active, p.start, p.sorted, p.pos_sorted,
+                                         p.mass_s, p.vel_s, p.rho_s, p.pr2_s, p.nbrs, p.nbr_list, p.nbr_grad, p.bp,
+                                         p.kappa_rho, p.dv, vel_out]))
+
+    def _kappa_step(self, p, a, b, vel_s, base, total, out):
+        """Launch of a Jacobi step's κ for sorted places [a, b) (``solve_kappa``)."""
+        from .kernels import fluid as F
+
+        self._launch(F.solve_kappa, (p.n, b - a), [self.model, a, p.done, p.active, p.start, p.sorted, p.pos_sorted,
+                                                   p.mass_s, vel_s, p.nbrs, p.nbr_list, p.nbr_grad, p.rho_s, p.alpha_s,
+                                                   base, p.kappa, p.kr_s, p.err, total, out])
+
+    def _velocity_update(self, p, a, b, vel_s):
+        """Launch of the velocity update with κ/ρ in ``kr_s`` for sorted places [a, b)."""
+        from .kernels import fluid as F
+
+        self._launch(F.solve_update, (p.n, b - a), [self.model, a, p.done, p.active, p.start, p.sorted, p.pos_sorted,
+                                                    p.mass_s, p.nbrs, p.nbr_list, p.nbr_grad, p.kr_s, vel_s])
+
+    def _kappa_over_rho(self, part, p, kappa, scale: float, factor: float):
+        """kr_s = scale·κ/ρ in sorted order, then κ ← factor·κ."""
+        from .kernels import fluid as F
+
+        self._rows(part, self.N, lambda a, b: self._launch(
+            F.kappa_over_rho, (p.n, b - a), [scale, factor, a, p.sorted, p.rho_s, p.kr_s, kappa]))
+
+    def _scatter_vel(self, part, p, vel_s):
+        from .kernels import fluid as F
+
+        self._rows(part, self.N, lambda a, b: self._launch(F.scatter_vel, (p.n, b - a), [a, p.sorted, vel_s, p.vel]))
+
+    def _solve(self, part, p, divergence: bool, vel_s):
+        """One DFSPH solve on the sorted velocities ``vel_s``. Warm start (Bender & Koschier 2017, in
+        SPlisHSPlasH's form): half of the κ total the solve reached in the last substep is applied
+        first and carried, and the solve adds its increments to it — at rest the total settles to
+        the whole pressure, half carried and half rebuilt by the Jacobi steps. (Restarting the
+        total at 0 made it alternate between the whole pressure and nothing, so every other
+        substep rebuilt all of it from the solve's residual; carrying it whole is an undamped
+        integral of the density error and rings — docs/sph.md.) The solve stops per env at the
+        tolerance (at least 2 density iterations) or the iteration cap. Each Jacobi step is two
+        parallel stages (κ; the velocity update with the chunk sums of the error) and the
+        convergence test."""
         from .kernels import grid as G
 
-        o, m, ne, N = self.options, self.model, p.n, self.N
+        o, ne, N = self.options, p.n, self.N
         L = self._launch
         total = p.kappa_div if divergence else p.kappa_rho
         L(G.zero_flags, ne, [p.done])
         if o.warm_start:
-            self._rows(part, N, lambda a, b: L(F.solve_update, (ne, b - a), [
-                m, a, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.nbrs, p.nbr_list, p.rho, total,
-                WARM_START_WEIGHT, p.vel]))
-            self._rows(part, N, lambda a, b: L(F.scale_rows, (ne, b - a), [WARM_START_WEIGHT, a, total]))
+            self._kappa_over_rho(part, p, total, WARM_START_WEIGHT, WARM_START_WEIGHT)
+            self._rows(part, N, lambda a, b: self._velocity_update(p, a, b, vel_s))
         else:
+            from .kernels import fluid as F
+
             self._rows(part, N, lambda a, b: L(F.zero_rows, (ne, b - a), [a, total]))
         base, out = (p.zeros, p.pdiv) if divergence else (p.pdiv, p.pressure)
         iters = o.max_divergence_iters if divergence else o.max_density_iters
@@ -388,8 +438,7 @@ class SPHSolver(Solver):
             # in the accumulator and in the reported pressure has acted on the velocities
             a, b = part.chunk(w, N)
             if b > a:
-                L(F.solve_update, (ne, b - a), [m, a, p.mass, p.done, p.pos, p.active, p.start, p.sorted, p.nbrs,
-                                                p.nbr_list, p.rho, p.kappa, 1.0, p.vel])
+                self._velocity_update(p, a, b, vel_s)
             a, b = part.chunk(w, self.n_chunks)
             if b > a:
                 L(G.reduce_chunks, (ne, b - a), [N, a, p.err, p.active, p.done, p.err_sum, p.err_cnt])
@@ -398,9 +447,7 @@ class SPHSolver(Solver):
         go, it = p.loop[0:1], p.loop[1:2]
 
         def iteration():
-            self._rows(part, N, lambda a, b: L(F.solve_kappa, (ne, b - a), [
-                m, int(divergence), a, p.mass, p.done, p.pos, p.vel, p.active, p.start, p.sorted, p.nbrs, p.nbr_list,
-                p.rho, p.alpha, base, p.kappa, p.err, total, out]))
+            self._rows(part, N, lambda a, b: self._kappa_step(p, a, b, vel_s, base, total, out))
             self.parallel(part, update)
             L(G.check_converged, ne, [self.n_chunks, tol, min_iters, p.err_sum, p.err_cnt, it, p.done, p.solve_err])
             L(G.loop_next, 1, [iters, p.done, it, go])
@@ -416,36 +463,32 @@ class SPHSolver(Solver):
             for _ in range(iters):
                 iteration()
 
-    def _integrate(self, part, p, apply_dv: int, move: int):
+    def _integrate(self, part, p):
         from .kernels import fluid as F
 
         self._rows(part, self.N, lambda a, b: self._launch(
-            F.integrate, (p.n, b - a), [self.model, apply_dv, move, 0.5 * self.options.support, a, p.dv, p.active,
-                                        p.pos, p.vel, p.cfl_flag]))
+            F.integrate, (p.n, b - a), [self.model, 0.5 * self.options.support, a, p.active, p.pos, p.vel, p.cfl_flag]))
 
     def substep_pre_coupling(self, f, part):
         """Stages (each split over the partition's workers, docs/sph.md "Threads"): the grid, the
-        densities, the wall pressure or the divergence solve, the accelerations, v += dv (after
-        every acceleration: they read the neighbours' velocities), the density solve."""
-        from .kernels import fluid as F
-
+        densities (which also gather the velocities into cell order), the wall pressure or the
+        divergence solve, the accelerations with v += dv (every stage reads the neighbours'
+        velocities from the sorted copy, so the result can be written at once), the density solve
+        and the velocities back into particle order."""
         p = self._parts[part.index]
-        wc = self.options.pressure_solver == "wcsph"
         self._grid(part, p)
         self._density(part, p)
-        if wc:
+        if self.options.pressure_solver == "wcsph":
             self._boundary_pressure(part, p)
+            self._accelerate(part, p, p.vel, 0)
         else:
-            self._solve(part, p, divergence=True)
-        self._rows(part, self.N, lambda a, b: self._launch(
-            F.accelerate, (p.n, b - a), [self.model, int(wc), a, p.mass, p.pos, p.vel, p.active, p.start, p.sorted,
-                                         p.nbrs, p.nbr_list, p.rho, p.pressure, p.bp, p.kappa_rho, p.dv]))
-        self._integrate(part, p, 1, 0)
-        if not wc:
-            self._solve(part, p, divergence=False)
+            self._solve(part, p, True, p.vel_s)
+            self._accelerate(part, p, p.vel_t, 1)
+            self._solve(part, p, False, p.vel_t)
+            self._scatter_vel(part, p, p.vel_t)
 
     def substep_post_coupling(self, f, part):
-        self._integrate(part, self._parts[part.index], 0, 1)
+        self._integrate(part, self._parts[part.index])
 
     def forward(self):
         """Recompute the grid and densities (WCSPH: pressures too) at the current positions."""

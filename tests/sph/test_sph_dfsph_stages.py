@@ -114,23 +114,23 @@ def test_dfsph_factor_matches_paper(make_scene, mode):
 
 @pytest.mark.parametrize("mode", ["single", "extrapolated"])
 def test_dfsph_jacobi_step_and_velocity_update_match_paper(make_scene, mode):
-    from polyphys.plugins.sph.kernels import fluid as F
     from polyphys.plugins.sph.kernels import grid as G
 
     scene, water, s = _state(make_scene, mode, 4)
-    scene.forward()
-    n, N, m = scene.n_envs, s.N, s.model
-    L = s._launch
-    L(G.zero_flags, n, [s.done])
+    scene.forward()                 # grid, ρ, α; the velocities gathered into sorted order
+    n, N = scene.n_envs, s.N
+    s._launch(G.zero_flags, n, [s.done])
     s.zeros.zero_()
     s.kappa_rho.zero_()
     _nan(s.kappa, s.err, s.pressure)
     v0 = s.vel.numpy().astype(float)
-    L(F.solve_kappa, (n, N), [m, 0, 0, s.mass, s.done, s.pos, s.vel, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
-                              s.alpha, s.zeros, s.kappa, s.err, s.kappa_rho, s.pressure])
+    parts = [(part, s._parts[part.index]) for part in scene.layout.partitions]
+    for _, p in parts:
+        s._kappa_step(p, 0, N, p.vel_s, p.zeros, p.kappa_rho, p.pressure)
     kappa, err = s.kappa.numpy().astype(float), s.err.numpy()
-    L(F.solve_update, (n, N), [m, 0, s.mass, s.done, s.pos, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho, s.kappa, 1.0,
-                               s.vel])
+    for part, p in parts:
+        s._velocity_update(p, 0, N, p.vel_s)
+        s._scatter_vel(part, p, p.vel_s)
     v1 = s.vel.numpy()
     for env in range(2):
         ref = Ref(s, env)
@@ -155,7 +155,6 @@ def test_dfsph_factor_is_the_inverse_of_the_own_pressure_response(make_scene, mo
     """A κ on particle i alone, κᵢ = e·αᵢ/h², changes i's predicted density by exactly −e: α and the
     velocity update are the same linear operator (boundary terms included), so a converged solve
     is not biased at walls. Checked for a particle at the floor (env 0) and one in the bulk (env 1)."""
-    from polyphys.plugins.sph.kernels import fluid as F
     from polyphys.plugins.sph.kernels import grid as G
 
     scene, water, s = _state(make_scene, mode, 5)
@@ -172,8 +171,11 @@ def test_dfsph_factor_is_the_inverse_of_the_own_pressure_response(make_scene, mo
     kappa[0, floor] = e * alpha[0, floor] / s.layout.h ** 2
     kappa[1, bulk] = e * alpha[1, bulk] / s.layout.h ** 2
     s.kappa.assign(kappa)
-    s._launch(F.solve_update, (n, N), [s.model, 0, s.mass, s.done, s.pos, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
-                                       s.kappa, 1.0, s.vel])
+    for part in scene.layout.partitions:
+        p = s._parts[part.index]
+        s._kappa_over_rho(part, p, p.kappa, 1.0, 1.0)       # κ/ρ in sorted order, κ kept
+        s._velocity_update(p, 0, N, p.vel_s)
+        s._scatter_vel(part, p, p.vel_s)
     v1 = s.vel.numpy().astype(float)
     for env, i in ((0, floor), (1, bulk)):
         ref = Ref(s, env)
@@ -205,7 +207,6 @@ def test_dfsph_non_pressure_forces_match_brute_force(make_scene):
     hydrostatic offset from particle i Δp_bᵢ = max(ρᵢ g·(x_b − xᵢ), −ρᵢκᵢ) (extrapolated mode; κᵢ the
     density solve's carried total), the XSPH smoothing (DFSPH default ε = 0.1) and no own pressure
     term (DFSPH has none before its solves)."""
-    from polyphys.plugins.sph.kernels import fluid as F
 
     scene, water, s = _state(make_scene, "extrapolated", 6)
     s.model.mu.fill_(1.0)                               # a viscosity large enough to be seen
@@ -219,8 +220,9 @@ def test_dfsph_non_pressure_forces_match_brute_force(make_scene):
     kappa[:, ::4] = 0.0
     s.kappa_rho.assign(kappa.astype(np.float32))
     _nan(s.dv)
-    s._launch(F.accelerate, (n, N), [s.model, 0, 0, s.mass, s.pos, s.vel, s.active, s.start, s.sorted, s.nbrs, s.nbr_list, s.rho,
-                                     s.pressure, s.bp, s.kappa_rho, s.dv])
+    for part in scene.layout.partitions:
+        p = s._parts[part.index]
+        s._accelerate(part, p, p.vel_t, 1)
     for env in range(2):
         ref = Ref(s, env)
         v = s.vel.numpy()[env].astype(float)
@@ -263,7 +265,6 @@ def test_dfsph_hydrostatic_pressure_holds_the_liquid_at_walls(make_scene):
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.sph import Liquid, SPHOptions
-    from polyphys.plugins.sph.kernels import fluid as F
     from polyphys.plugins.sph.kernels import grid as G
 
     dx, W, Hc = 0.02, 0.12, 0.16
@@ -280,13 +281,13 @@ def test_dfsph_hydrostatic_pressure_holds_the_liquid_at_walls(make_scene):
         kappa = (9.81 * (Hc - x[:, 2]))[None].astype(np.float32)
         s.kappa.assign(kappa)
         s.kappa_rho.assign(kappa)
-        _nan(s.dv)
-        s._launch(F.accelerate, (n, N), [s.model, 0, 0, s.mass, s.pos, s.vel, s.active, s.start, s.sorted, s.nbrs,
-                                         s.nbr_list, s.rho, s.pressure, s.bp, s.kappa_rho, s.dv])
-        s._launch(F.integrate, (n, N), [s.model, 1, 0, 1.0, 0, s.dv, s.active, s.pos, s.vel, s.cfl_flag])
+        part = scene.layout.partitions[0]
+        p = s._parts[0]
+        s._accelerate(part, p, p.vel_t, 1)                  # v + dv, in sorted order
         s._launch(G.zero_flags, n, [s.done])
-        s._launch(F.solve_update, (n, N), [s.model, 0, s.mass, s.done, s.pos, s.active, s.start, s.sorted, s.nbrs, s.nbr_list,
-                                           s.rho, s.kappa, 1.0, s.vel])
+        s._kappa_over_rho(part, p, p.kappa, 1.0, 1.0)
+        s._velocity_update(p, 0, N, p.vel_t)
+        s._scatter_vel(part, p, p.vel_t)
         az = water.get_particles_vel()[:, 2] / h / 9.81
         d_wall = np.minimum(np.minimum(x[:, 0], x[:, 1]), np.minimum(W - x[:, 0], W - x[:, 1]))
         deep = (x[:, 2] > 1.5 * dx) & (x[:, 2] < Hc - 2 * dx - 1e-6)

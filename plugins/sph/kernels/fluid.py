@@ -1,10 +1,19 @@
 """SPH stages: smoothing kernels, density (+ DFSPH factor α), accelerations, DFSPH solves, integration.
 
+The neighbour stages run in cell order: thread k of a launch is the particle at place k of the
+substep's sorted list (``sorted[env, k]`` = particle i, see grid.py), and every per-neighbour read
+goes to arrays in that order (positions, velocities, masses, densities, pressures: ``*_s``), so a
+particle's neighbours — and the next thread's — lie in a few contiguous runs of memory instead of
+all over the state arrays. The state (pos, vel, κ totals) and the reported fields (ρ, p, α) stay in
+particle order; a stage reads and writes them once per particle, through i.
 Neighbours are visited row by row in a fixed order (z, y offsets −1..1; a row is the up to three
 cells x−1..x+1, consecutive in the sorted list): a row's liquid particles in cell order and, inside
 a cell, in ascending particle index (see grid.py), then the row's boundary particles — so every sum
 has one fixed order on every device and for any number of workers. Launch grids are (n_envs, n)
-over a range of particles from ``i0`` (a worker's share).
+over a range of sorted places (boundary particles) from ``k0`` (a worker's share).
+``density`` also writes each particle's neighbour list of the substep with the kernel gradient
+factor of every pair (∇ᵢWᵢⱼ = dᵢⱼ·f, ``grad_factor``): the later stages read the list instead of
+scanning cells and evaluating the kernel again (a DFSPH Jacobi step does both twice per pair).
 Boundary particles (Akinci et al. 2012) are static and shared by every env: a boundary particle b
 of volume V_b acts on liquid particle i as a mass ψ_b = ρ₀ᵢ·V_b at rest; its pressure is the
 liquid's, extrapolated to it (Adami et al. 2012, ``boundary_pressure``), mirrored or the single
@@ -69,11 +78,11 @@ def kernel_w(r: float, H: float, kind: int) -> float:
 
 
 @wp.func
-def kernel_grad(d: wp.vec3, r: float, H: float, kind: int) -> wp.vec3:
-    """∇ᵢW(xᵢ − xⱼ) with d = xᵢ − xⱼ, r = |d|."""
+def grad_factor(r: float, H: float, kind: int) -> float:
+    """f with ∇ᵢW(xᵢ − xⱼ) = d·f, d = xᵢ − xⱼ, r = |d| (dW/dr / r; 0 beyond the support and at r = 0)."""
     q = r / H
     if q >= 1.0 or r < 1.0e-9 * H:
-        return wp.vec3(0.0)
+        return 0.0
     dw = float(0.0)
     if kind == KERNEL_WENDLAND:
         s = 21.0 / (2.0 * PI * H * H * H)
@@ -86,7 +95,7 @@ def kernel_grad(d: wp.vec3, r: float, H: float, kind: int) -> wp.vec3:
         else:
             a = 1.0 - q
             dw = s / H * (-6.0 * a * a)
-    return d * (dw / r)
+    return dw / r
 
 
 @wp.func
@@ -116,44 +125,55 @@ def row_cells(ci: wp.vec3i, dy: int, dz: int, dims: wp.vec3i) -> wp.vec2i:
 @wp.kernel
 def density(
     # Model:
-    m: Model, wcsph: int, i0: int,
+    m: Model, wcsph: int, k0: int,
     mass_in: wp.array2d(dtype=float),
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
+    vel_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
     start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
     spos_in: wp.array2d(dtype=wp.vec3),
     # Data out:
     rho_out: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
-    alpha_out: wp.array2d(dtype=float), nbrs_out: wp.array2d(dtype=wp.int32),
-    list_out: wp.array2d(dtype=wp.int32),
+    alpha_out: wp.array2d(dtype=float),
+    rho_s_out: wp.array2d(dtype=float), press_s_out: wp.array2d(dtype=float), pr2_s_out: wp.array2d(dtype=float),
+    alpha_s_out: wp.array2d(dtype=float), vel_s_out: wp.array2d(dtype=wp.vec3), mass_s_out: wp.array2d(dtype=float),
+    nbrs_out: wp.array2d(dtype=wp.int32), list_out: wp.array2d(dtype=wp.int32), grad_out: wp.array2d(dtype=float),
 ):
-    """ρᵢ = Σⱼ mⱼWᵢⱼ + Σ_b ψ_b Wᵢ_b; WCSPH: Tait pressure; DFSPH: αᵢ = ρᵢ/(|g_f + c·g_b|² + Σ|mⱼ∇W|²)
+    """ρᵢ = Σⱼ mⱼWᵢⱼ + Σ_b ψ_b Wᵢ_b; WCSPH: Tait pressure; DFSPH: αᵢ = ρᵢ/(|g_f + c·g_b|² + Σ|mⱼ∇Wᵢⱼ|²)
     with g_f = Σⱼ mⱼ∇Wᵢⱼ, g_b = Σ_b ψ_b∇Wᵢ_b and c = b_press (the wall counted as the velocity
-    update and the density rate of the solves count it).
+    update and the density rate of the solves count it). Thread k: the particle at sorted place k.
 
-    Also the neighbour list of the substep (positions do not change until the post-coupling
-    integration): every liquid j ≠ i (as j) and boundary particle b (as −b − 1) within the support,
-    in the visiting order of the cell loops, so ``accelerate`` and the solves sum in the same order
-    as a scan of the 27 cells would, bit for bit, at a fraction of the cost. nbrs_out counts them;
-    more than Model.nbr_cap: −1, and the readers scan the cells for that particle."""
+    Writes ρ, p, α in particle order and, in sorted order, what the later stages read of a
+    neighbour: ρ, p, p/ρ² (WCSPH), α, the velocity and the mass. Also the neighbour list of the
+    substep (positions do not change until the post-coupling integration): every liquid neighbour
+    (as its sorted place) and boundary particle b (as −b − 1) within the support, in the visiting
+    order of the cell loops, with its gradient factor f (∇ᵢW = d·f), so the later stages sum in the
+    same order as a scan of the 27 cells would, bit for bit, at a fraction of the cost. nbrs_out
+    counts them; more than Model.nbr_cap: −1, and the readers scan the cells for that particle."""
     env, q = wp.tid()
-    i = i0 + q
+    kk = k0 + q
+    i = sorted_in[env, kk]
     rho0 = m.rest_rho[i]
+    vel_s_out[env, kk] = vel_in[env, i]
+    mass_s_out[env, kk] = mass_in[env, i]
     if active_in[env, i] == 0:
         rho_out[env, i] = rho0
         pressure_out[env, i] = 0.0
         alpha_out[env, i] = 0.0
-        nbrs_out[env, i] = 0
+        rho_s_out[env, kk] = rho0
+        press_s_out[env, kk] = 0.0
+        pr2_s_out[env, kk] = 0.0
+        alpha_s_out[env, kk] = 0.0
+        nbrs_out[env, kk] = 0
         return
-    xi = pos_in[env, i]
+    xi = spos_in[env, kk]
     ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
     rho = float(0.0)
     gsum = wp.vec3(0.0)
     gb = wp.vec3(0.0)
     gsq = float(0.0)
-    nn = int(0)
     nl = int(0)
     cap = m.nbr_cap
+    base = kk * cap
     H2 = m.H * m.H
     for dz in range(-1, 2):
         for dy in range(-1, 2):
@@ -162,18 +182,18 @@ def density(
                 d = xi - spos_in[env, k]            # positions in cell order: a streaming read
                 r2 = wp.dot(d, d)
                 if r2 < H2:
-                    j = sorted_in[env, k]
                     r = wp.sqrt(r2)
-                    mj = mass_in[env, j]
+                    mj = mass_in[env, sorted_in[env, k]]
                     rho += mj * kernel_w(r, m.H, m.kernel)
+                    f = grad_factor(r, m.H, m.kernel)
                     if wcsph == 0:                  # α (DFSPH only) needs the gradients
-                        g = mj * kernel_grad(d, r, m.H, m.kernel)
+                        g = mj * (d * f)
                         gsum += g
                         gsq += wp.dot(g, g)
-                    nn += 1
-                    if j != i:
+                    if k != kk:
                         if nl < cap:
-                            list_out[env, i * cap + nl] = j
+                            list_out[env, base + nl] = k
+                            grad_out[env, base + nl] = f
                         nl += 1
             for k in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
                 d = xi - m.b_pos[k]
@@ -182,27 +202,36 @@ def density(
                     r = wp.sqrt(r2)
                     psi = rho0 * m.b_vol[k]
                     rho += psi * kernel_w(r, m.H, m.kernel)
+                    f = grad_factor(r, m.H, m.kernel)
                     if wcsph == 0:
-                        gb += psi * kernel_grad(d, r, m.H, m.kernel)
-                    nn += 1
+                        gb += psi * (d * f)
                     if nl < cap:
-                        list_out[env, i * cap + nl] = -k - 1
+                        list_out[env, base + nl] = -k - 1
+                        grad_out[env, base + nl] = f
                     nl += 1
     rho_out[env, i] = rho
+    rho_s_out[env, kk] = rho
     if nl > cap:
         nl = -1
-    nbrs_out[env, i] = nl
+    nbrs_out[env, kk] = nl
     if wcsph != 0:
         # Tait equation of state, clamped at 0: a free surface must not pull (tensile instability)
-        pressure_out[env, i] = wp.max(m.stiffness[i] * (wp.pow(rho / rho0, m.exponent[i]) - 1.0), 0.0)
+        p = wp.max(m.stiffness[i] * (wp.pow(rho / rho0, m.exponent[i]) - 1.0), 0.0)
+        pressure_out[env, i] = p
+        press_s_out[env, kk] = p
+        pr2_s_out[env, kk] = p / (rho * rho)
         alpha_out[env, i] = 0.0
+        alpha_s_out[env, kk] = 0.0
     else:
         pressure_out[env, i] = 0.0
+        press_s_out[env, kk] = 0.0
+        pr2_s_out[env, kk] = 0.0
         den = wp.dot(gsum + m.b_press * gb, gsum + m.b_press * gb) + gsq
         a = float(0.0)
         if den > 1.0e-6:
             a = rho / den
         alpha_out[env, i] = a
+        alpha_s_out[env, kk] = a
 
 
 @wp.kernel
@@ -210,17 +239,17 @@ def boundary_pressure(
     # Model:
     m: Model, b0: int,
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
-    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
-    spos_in: wp.array2d(dtype=wp.vec3),
-    rho_in: wp.array2d(dtype=float), pressure_in: wp.array2d(dtype=float),
+    start_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    rho_s_in: wp.array2d(dtype=float), press_s_in: wp.array2d(dtype=float),
     # Data out:
     bp_out: wp.array2d(dtype=float),
 ):
     """WCSPH: pressure of boundary particle b extrapolated from the liquid (Adami et al. 2012,
     static wall): p_b = (Σ_f p_f W_bf + g·Σ_f ρ_f (x_b − x_f) W_bf) / Σ_f W_bf, clamped at 0 (a wall
     pushes, never pulls); 0 without liquid neighbours. (DFSPH has no pressure field before its
-    solves: its wall pressure is formed pairwise in ``accelerate`` and the solves.)"""
+    solves: its wall pressure is formed pairwise in ``accelerate`` and the solves.) The liquid's
+    positions, densities and pressures are read in sorted order (inactive particles are never in
+    a cell that is scanned)."""
     env, q = wp.tid()
     b = b0 + q
     xb = m.b_pos[b]
@@ -235,11 +264,10 @@ def boundary_pressure(
                 d = xb - spos_in[env, k]
                 r2 = wp.dot(d, d)
                 if r2 < H2:
-                    f = sorted_in[env, k]
                     w = kernel_w(wp.sqrt(r2), m.H, m.kernel)
                     sw += w
-                    sp += w * rho_in[env, f] * wp.dot(m.gravity, d)
-                    sp += w * pressure_in[env, f]
+                    sp += w * rho_s_in[env, k] * wp.dot(m.gravity, d)
+                    sp += w * press_s_in[env, k]
     p = float(0.0)
     if sw > 0.0:
         p = wp.max(sp / sw, 0.0)
@@ -247,23 +275,20 @@ def boundary_pressure(
 
 
 @wp.func
-def accel_liquid(m: Model, env: int, i: int, j: int, with_pressure: int, xi: wp.vec3, vi: wp.vec3, rhoi: float,
+def accel_liquid(m: Model, env: int, k: int, d: wp.vec3, f: float, with_pressure: int, vi: wp.vec3, rhoi: float,
                  rho0: float, pi: float, nu10: float, gam: float, eps: float, a: wp.vec3, xs: wp.vec3,
-                 mass_in: wp.array2d(dtype=float), pos_in: wp.array2d(dtype=wp.vec3),
-                 vel_in: wp.array2d(dtype=wp.vec3), rho_in: wp.array2d(dtype=float),
-                 pressure_in: wp.array2d(dtype=float)):
-    """Liquid neighbour j's pressure, viscosity and cohesion terms added to a, its XSPH term to xs."""
-    if j == i:
-        return a, xs
-    d = xi - pos_in[env, j]
+                 mass_s: wp.array2d(dtype=float), vel_s: wp.array2d(dtype=wp.vec3), rho_s: wp.array2d(dtype=float),
+                 pr2_s: wp.array2d(dtype=float)):
+    """The liquid neighbour at sorted place k (d = xᵢ − xₖ, ∇ᵢW = d·f): its pressure, viscosity and
+    cohesion terms added to a, its XSPH term to xs."""
     r = wp.length(d)
     if r < m.H:
-        mj = mass_in[env, j]
-        rhoj = rho_in[env, j]
-        g = kernel_grad(d, r, m.H, m.kernel)
-        vij = vi - vel_in[env, j]
+        mj = mass_s[env, k]
+        rhoj = rho_s[env, k]
+        g = d * f
+        vij = vi - vel_s[env, k]
         if with_pressure != 0:
-            a -= mj * (pi + pressure_in[env, j] / (rhoj * rhoj)) * g
+            a -= mj * (pi + pr2_s[env, k]) * g
         a += nu10 * (mj / rhoj) * wp.dot(vij, d) / (r * r + eps) * g
         if gam > 0.0:
             kij = 2.0 * rho0 / (rhoi + rhoj)
@@ -274,10 +299,9 @@ def accel_liquid(m: Model, env: int, i: int, j: int, with_pressure: int, xi: wp.
 
 
 @wp.func
-def accel_wall(m: Model, env: int, k: int, with_pressure: int, xi: wp.vec3, rhoi: float, rho0: float, pi: float,
-               kest: float, a: wp.vec3, bp_in: wp.array2d(dtype=float)):
-    """Boundary particle k's pressure term added to a (see ``accelerate``)."""
-    d = xi - m.b_pos[k]
+def accel_wall(m: Model, env: int, b: int, d: wp.vec3, f: float, with_pressure: int, xi: wp.vec3, rhoi: float,
+               rho0: float, pi: float, kest: float, a: wp.vec3, bp_in: wp.array2d(dtype=float)):
+    """Boundary particle b's pressure term added to a (d = xᵢ − x_b, ∇ᵢW = d·f; see ``accelerate``)."""
     r = wp.length(d)
     if r < m.H:
         pb = float(0.0)
@@ -285,46 +309,51 @@ def accel_wall(m: Model, env: int, k: int, with_pressure: int, xi: wp.vec3, rhoi
             pb = m.b_press * pi
         if m.b_extrap != 0:
             if with_pressure != 0:
-                pb += bp_in[env, k] / (rhoi * rhoi)
+                pb += bp_in[env, b] / (rhoi * rhoi)
             else:
-                pb += wp.max(wp.dot(m.gravity, m.b_pos[k] - xi), -kest) / rhoi
-        a -= rho0 * m.b_vol[k] * pb * kernel_grad(d, r, m.H, m.kernel)
+                pb += wp.max(wp.dot(m.gravity, m.b_pos[b] - xi), -kest) / rhoi
+        a -= rho0 * m.b_vol[b] * pb * (d * f)
     return a
 
 
 @wp.kernel
 def accelerate(
     # Model:
-    m: Model, with_pressure: int, i0: int,
-    mass_in: wp.array2d(dtype=float),
+    m: Model, with_pressure: int, out_sorted: int, k0: int,
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3),
-    active_in: wp.array2d(dtype=wp.int32),
-    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
-    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32),
-    rho_in: wp.array2d(dtype=float), pressure_in: wp.array2d(dtype=float),
+    active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    mass_s_in: wp.array2d(dtype=float), vel_s_in: wp.array2d(dtype=wp.vec3), rho_s_in: wp.array2d(dtype=float),
+    pr2_s_in: wp.array2d(dtype=float),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32), grad_in: wp.array2d(dtype=float),
     bp_in: wp.array2d(dtype=float), kappa_in: wp.array2d(dtype=float),
     # Data out:
-    dv_out: wp.array2d(dtype=wp.vec3),
+    dv_out: wp.array2d(dtype=wp.vec3), vel_out: wp.array2d(dtype=wp.vec3),
 ):
-    """Velocity change of one substep: h·(gravity + viscosity + cohesion [+ pressure]) + XSPH.
+    """Velocity change of one substep: dv = h·(gravity + viscosity + cohesion [+ pressure]) + XSPH,
+    in particle order, and v + dv in ``vel_out`` — at sorted place k (out_sorted, DFSPH: the density
+    solve goes on from it) or at particle i (WCSPH). The neighbours' velocities are read from the
+    sorted copy, so writing v + dv at once is safe.
     Boundary pressure force −Σ_b ψ_b (b_press·pᵢ + p_b)/ρᵢ² ∇Wᵢ_b (b_extrap):
     WCSPH: pᵢ the Tait pressure and p_b from ``boundary_pressure`` (Adami et al. 2012);
     DFSPH (with_pressure = 0): the solves apply the mirrored κ (b_press = 2) and this stage the
     wall's hydrostatic offset from particle i, p_b − pᵢ = max(ρᵢ g·(x_b − xᵢ), −ρᵢκᵢ) — the liquid's
     pressure carried linearly from i to the boundary particle's own depth, bounded so that the
     wall pressure pᵢ + (p_b − pᵢ) never turns negative for the pressure pᵢ = ρᵢκᵢ the density solve
-    carries into this substep (``kappa_in``; a wall pushes, never pulls)."""
+    carries into this substep (``kappa_in``, particle order; a wall pushes, never pulls)."""
     env, qq = wp.tid()
-    i = i0 + qq
+    kk = k0 + qq
+    i = sorted_in[env, kk]
+    vi = vel_s_in[env, kk]
     if active_in[env, i] == 0:
         dv_out[env, i] = wp.vec3(0.0)
+        if out_sorted != 0:
+            vel_out[env, kk] = vi
         return
-    xi = pos_in[env, i]
-    vi = vel_in[env, i]
-    rhoi = rho_in[env, i]
+    xi = spos_in[env, kk]
+    rhoi = rho_s_in[env, kk]
     rho0 = m.rest_rho[i]
-    pi = pressure_in[env, i] / (rhoi * rhoi)
+    pi = pr2_s_in[env, kk]
     kest = kappa_in[env, i]
     nu10 = 10.0 * m.mu[i] / rhoi          # 2(d+2)·ν with d = 3
     gam = m.gamma[i]
@@ -332,87 +361,56 @@ def accelerate(
     a = m.gravity
     xs = wp.vec3(0.0)
     walls = with_pressure != 0 or m.b_extrap != 0
-    nl = nbrs_in[env, i]
+    nl = nbrs_in[env, kk]
     if nl >= 0:
+        base = kk * m.nbr_cap
         for t in range(nl):
-            q = list_in[env, i * m.nbr_cap + t]
+            q = list_in[env, base + t]
+            f = grad_in[env, base + t]
             if q >= 0:
-                a, xs = accel_liquid(m, env, i, q, with_pressure, xi, vi, rhoi, rho0, pi, nu10, gam, eps, a, xs,
-                                     mass_in, pos_in, vel_in, rho_in, pressure_in)
+                a, xs = accel_liquid(m, env, q, xi - spos_in[env, q], f, with_pressure, vi, rhoi, rho0, pi, nu10, gam,
+                                     eps, a, xs, mass_s_in, vel_s_in, rho_s_in, pr2_s_in)
             elif walls:
-                a = accel_wall(m, env, -q - 1, with_pressure, xi, rhoi, rho0, pi, kest, a, bp_in)
+                wb = -q - 1
+                a = accel_wall(m, env, wb, xi - m.b_pos[wb], f, with_pressure, xi, rhoi, rho0, pi, kest, a, bp_in)
     else:
         ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
         for dz in range(-1, 2):
             for dy in range(-1, 2):
                 row = row_cells(ci, dy, dz, m.dims)
                 for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
-                    a, xs = accel_liquid(m, env, i, sorted_in[env, k], with_pressure, xi, vi, rhoi, rho0, pi, nu10,
-                                         gam, eps, a, xs, mass_in, pos_in, vel_in, rho_in, pressure_in)
+                    if k != kk:
+                        d = xi - spos_in[env, k]
+                        a, xs = accel_liquid(m, env, k, d, grad_factor(wp.length(d), m.H, m.kernel), with_pressure, vi,
+                                             rhoi, rho0, pi, nu10, gam, eps, a, xs, mass_s_in, vel_s_in, rho_s_in,
+                                             pr2_s_in)
                 if walls:
-                    for k in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
-                        a = accel_wall(m, env, k, with_pressure, xi, rhoi, rho0, pi, kest, a, bp_in)
-    dv_out[env, i] = m.h * a + m.xsph * xs
-
-
-@wp.func
-def rate_liquid(m: Model, env: int, i: int, j: int, xi: wp.vec3, vi: wp.vec3, mass_in: wp.array2d(dtype=float),
-                pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3)):
-    """Liquid neighbour j's term of the density rate Σⱼ mⱼ(vᵢ − vⱼ)·∇Wᵢⱼ (0 beyond the support)."""
-    d = xi - pos_in[env, j]
-    r = wp.length(d)
-    if r < m.H and j != i:
-        return mass_in[env, j] * wp.dot(vi - vel_in[env, j], kernel_grad(d, r, m.H, m.kernel))
-    return 0.0
-
-
-@wp.func
-def rate_wall(m: Model, k: int, xi: wp.vec3, vi: wp.vec3, rho0: float):
-    """Boundary particle k's term c·ψ_b vᵢ·∇Wᵢ_b of the density rate."""
-    d = xi - m.b_pos[k]
-    r = wp.length(d)
-    if r < m.H:
-        return m.b_press * rho0 * m.b_vol[k] * wp.dot(vi, kernel_grad(d, r, m.H, m.kernel))
-    return 0.0
-
-
-@wp.func
-def push_liquid(m: Model, env: int, i: int, j: int, xi: wp.vec3, ki: float, scale: float,
-                mass_in: wp.array2d(dtype=float), pos_in: wp.array2d(dtype=wp.vec3), rho_in: wp.array2d(dtype=float),
-                kappa_in: wp.array2d(dtype=float)):
-    """mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ of the DFSPH velocity update."""
-    d = xi - pos_in[env, j]
-    r = wp.length(d)
-    if r < m.H and j != i:
-        kk = ki + scale * kappa_in[env, j] / rho_in[env, j]
-        return mass_in[env, j] * kk * kernel_grad(d, r, m.H, m.kernel)
-    return wp.vec3(0.0)
-
-
-@wp.func
-def push_wall(m: Model, k: int, xi: wp.vec3, ki: float, rho0: float):
-    """c·ψ_b κᵢ/ρᵢ ∇Wᵢ_b of the DFSPH velocity update."""
-    d = xi - m.b_pos[k]
-    r = wp.length(d)
-    if r < m.H:
-        return m.b_press * rho0 * m.b_vol[k] * ki * kernel_grad(d, r, m.H, m.kernel)
-    return wp.vec3(0.0)
+                    for b in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
+                        d = xi - m.b_pos[b]
+                        a = accel_wall(m, env, b, d, grad_factor(wp.length(d), m.H, m.kernel), with_pressure, xi, rhoi,
+                                       rho0, pi, kest, a, bp_in)
+    dv = m.h * a + m.xsph * xs
+    dv_out[env, i] = dv
+    if out_sorted != 0:
+        vel_out[env, kk] = vi + dv
+    else:
+        vel_out[env, i] = vi + dv
 
 
 @wp.kernel
 def solve_kappa(
     # Model:
-    m: Model, divergence: int, i0: int,
-    mass_in: wp.array2d(dtype=float), done_in: wp.array(dtype=wp.int32),
+    m: Model, k0: int,
+    done_in: wp.array(dtype=wp.int32),
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3), vel_in: wp.array2d(dtype=wp.vec3),
-    active_in: wp.array2d(dtype=wp.int32),
-    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
-    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32),
-    rho_in: wp.array2d(dtype=float), alpha_in: wp.array2d(dtype=float),
+    active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    mass_s_in: wp.array2d(dtype=float), vel_s_in: wp.array2d(dtype=wp.vec3),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32), grad_in: wp.array2d(dtype=float),
+    rho_s_in: wp.array2d(dtype=float), alpha_s_in: wp.array2d(dtype=float),
     base_in: wp.array2d(dtype=float),
     # Data out:
-    kappa_out: wp.array2d(dtype=float), err_out: wp.array2d(dtype=float),
+    kappa_out: wp.array2d(dtype=float), kr_s_out: wp.array2d(dtype=float), err_out: wp.array2d(dtype=float),
     total_inout: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
 ):
     """DFSPH Jacobi step (Bender & Koschier 2015, 2017): the density predicted from the current
@@ -424,98 +422,150 @@ def solve_kappa(
     divergence solve (e/h is then the clamped density change rate). total += κ (it starts as the
     carried half of the last substep's total, see SPHSolver._solve). Both solves apply
     pressure-like impulses: pressure_out = base + total·ρ, with base the divergence solve's share
-    in the density solve."""
+    in the density solve. Thread k: the particle at sorted place k (velocities in sorted order);
+    κ, the error, the total and the pressure in particle order, κ/ρ (what ``solve_update`` reads
+    of a neighbour) in sorted order."""
     env, q = wp.tid()
-    i = i0 + q
+    kk = k0 + q
     if done_in[env] != 0:
         return
+    i = sorted_in[env, kk]
     if active_in[env, i] == 0:
         kappa_out[env, i] = 0.0
+        kr_s_out[env, kk] = 0.0
         err_out[env, i] = 0.0
         return
-    xi = pos_in[env, i]
-    vi = vel_in[env, i]
+    xi = spos_in[env, kk]
+    vi = vel_s_in[env, kk]
     rho0 = m.rest_rho[i]
     drho = float(0.0)
-    nl = nbrs_in[env, i]
+    nl = nbrs_in[env, kk]
     if nl >= 0:
+        base = kk * m.nbr_cap
         for t in range(nl):
-            q = list_in[env, i * m.nbr_cap + t]
-            if q >= 0:
-                drho += rate_liquid(m, env, i, q, xi, vi, mass_in, pos_in, vel_in)
+            nb = list_in[env, base + t]
+            f = grad_in[env, base + t]
+            if nb >= 0:
+                drho += mass_s_in[env, nb] * wp.dot(vi - vel_s_in[env, nb], (xi - spos_in[env, nb]) * f)
             else:
-                drho += rate_wall(m, -q - 1, xi, vi, rho0)
+                wb = -nb - 1
+                drho += m.b_press * rho0 * m.b_vol[wb] * wp.dot(vi, (xi - m.b_pos[wb]) * f)
     else:
         ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
         for dz in range(-1, 2):
             for dy in range(-1, 2):
                 row = row_cells(ci, dy, dz, m.dims)
                 for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
-                    drho += rate_liquid(m, env, i, sorted_in[env, k], xi, vi, mass_in, pos_in, vel_in)
-                for k in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
-                    drho += rate_wall(m, k, xi, vi, rho0)
+                    d = xi - spos_in[env, k]
+                    r = wp.length(d)
+                    if r < m.H and k != kk:
+                        drho += mass_s_in[env, k] * wp.dot(vi - vel_s_in[env, k], d * grad_factor(r, m.H, m.kernel))
+                for b in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
+                    d = xi - m.b_pos[b]
+                    r = wp.length(d)
+                    if r < m.H:
+                        drho += m.b_press * rho0 * m.b_vol[b] * wp.dot(vi, d * grad_factor(r, m.H, m.kernel))
     h = m.h
-    e = wp.max(rho_in[env, i] + h * drho - rho0, 0.0)
-    kap = m.omega * e * alpha_in[env, i] / (h * h)
+    rho = rho_s_in[env, kk]
+    e = wp.max(rho + h * drho - rho0, 0.0)
+    kap = m.omega * e * alpha_s_in[env, kk] / (h * h)
     tot = total_inout[env, i] + kap
     total_inout[env, i] = tot
-    pressure_out[env, i] = base_in[env, i] + tot * rho_in[env, i]
+    pressure_out[env, i] = base_in[env, i] + tot * rho
     kappa_out[env, i] = kap
+    kr_s_out[env, kk] = kap / rho
     err_out[env, i] = e / rho0
+
+
+@wp.kernel
+def kappa_over_rho(
+    # Model:
+    scale: float, factor: float, k0: int,
+    # Data in:
+    sorted_in: wp.array2d(dtype=wp.int32), rho_s_in: wp.array2d(dtype=float),
+    # Data out:
+    kr_s_out: wp.array2d(dtype=float), kappa_inout: wp.array2d(dtype=float),
+):
+    """kr[k] = scale·κᵢ/ρᵢ in sorted order (what ``solve_update`` applies), then κᵢ ← factor·κᵢ
+    (the DFSPH warm start: apply half of the last total, carry that half)."""
+    env, q = wp.tid()
+    kk = k0 + q
+    i = sorted_in[env, kk]
+    kap = kappa_inout[env, i]
+    kr_s_out[env, kk] = scale * kap / rho_s_in[env, kk]
+    kappa_inout[env, i] = factor * kap
 
 
 @wp.kernel
 def solve_update(
     # Model:
-    m: Model, i0: int,
-    mass_in: wp.array2d(dtype=float), done_in: wp.array(dtype=wp.int32),
+    m: Model, k0: int,
+    done_in: wp.array(dtype=wp.int32),
     # Data in:
-    pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
-    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
-    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32),
-    rho_in: wp.array2d(dtype=float), kappa_in: wp.array2d(dtype=float), scale: float,
+    active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    mass_s_in: wp.array2d(dtype=float),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32), grad_in: wp.array2d(dtype=float),
+    kr_s_in: wp.array2d(dtype=float),
     # Data out:
-    vel_inout: wp.array2d(dtype=wp.vec3),
+    vel_s_inout: wp.array2d(dtype=wp.vec3),
 ):
-    """DFSPH: vᵢ −= h·(Σⱼ mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ + Σ_b ψ_b·2κᵢ/ρᵢ·∇Wᵢ_b) ."""
+    """DFSPH: vᵢ −= h·(Σⱼ mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ + c·Σ_b ψ_b κᵢ/ρᵢ·∇Wᵢ_b), with κ/ρ from ``kr_s_in``
+    and the velocities in sorted order (thread k: the particle at sorted place k)."""
     env, q = wp.tid()
-    i = i0 + q
-    if done_in[env] != 0 or active_in[env, i] == 0:
+    kk = k0 + q
+    if done_in[env] != 0:
         return
-    xi = pos_in[env, i]
-    ki = scale * kappa_in[env, i] / rho_in[env, i]
+    i = sorted_in[env, kk]
+    if active_in[env, i] == 0:
+        return
+    xi = spos_in[env, kk]
+    ki = kr_s_in[env, kk]
     rho0 = m.rest_rho[i]
     dv = wp.vec3(0.0)
-    nl = nbrs_in[env, i]
+    nl = nbrs_in[env, kk]
     if nl >= 0:
+        base = kk * m.nbr_cap
         for t in range(nl):
-            q = list_in[env, i * m.nbr_cap + t]
-            if q >= 0:
-                dv -= push_liquid(m, env, i, q, xi, ki, scale, mass_in, pos_in, rho_in, kappa_in)
+            nb = list_in[env, base + t]
+            f = grad_in[env, base + t]
+            if nb >= 0:
+                dv -= mass_s_in[env, nb] * (ki + kr_s_in[env, nb]) * ((xi - spos_in[env, nb]) * f)
             else:
-                dv -= push_wall(m, -q - 1, xi, ki, rho0)
+                wb = -nb - 1
+                dv -= m.b_press * rho0 * m.b_vol[wb] * ki * ((xi - m.b_pos[wb]) * f)
     else:
         ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
         for dz in range(-1, 2):
             for dy in range(-1, 2):
                 row = row_cells(ci, dy, dz, m.dims)
                 for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
-                    dv -= push_liquid(m, env, i, sorted_in[env, k], xi, ki, scale, mass_in, pos_in, rho_in, kappa_in)
-                for k in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
-                    dv -= push_wall(m, k, xi, ki, rho0)
-    vel_inout[env, i] = vel_inout[env, i] + m.h * dv
+                    d = xi - spos_in[env, k]
+                    r = wp.length(d)
+                    if r < m.H and k != kk:
+                        dv -= mass_s_in[env, k] * (ki + kr_s_in[env, k]) * (d * grad_factor(r, m.H, m.kernel))
+                for b in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
+                    d = xi - m.b_pos[b]
+                    r = wp.length(d)
+                    if r < m.H:
+                        dv -= m.b_press * rho0 * m.b_vol[b] * ki * (d * grad_factor(r, m.H, m.kernel))
+    vel_s_inout[env, kk] = vel_s_inout[env, kk] + m.h * dv
 
 
 @wp.kernel
-def scale_rows(
+def scatter_vel(
     # Model:
-    factor: float, i0: int,
+    k0: int,
+    # Data in:
+    sorted_in: wp.array2d(dtype=wp.int32),
+    vel_s_in: wp.array2d(dtype=wp.vec3),
     # Data out:
-    values_inout: wp.array2d(dtype=float),
+    vel_out: wp.array2d(dtype=wp.vec3),
 ):
+    """vᵢ = the velocity at sorted place k (the end of DFSPH's solves, which work in sorted order)."""
     env, q = wp.tid()
-    i = i0 + q
-    values_inout[env, i] = factor * values_inout[env, i]
+    kk = k0 + q
+    vel_out[env, sorted_in[env, kk]] = vel_s_in[env, kk]
 
 
 @wp.kernel
@@ -533,42 +583,39 @@ def zero_rows(
 @wp.kernel
 def integrate(
     # Model:
-    m: Model, apply_dv: int, move: int, cfl_dist: float, i0: int,
+    m: Model, cfl_dist: float, i0: int,
     # Data in:
-    dv_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
+    active_in: wp.array2d(dtype=wp.int32),
     # Data out:
     pos_inout: wp.array2d(dtype=wp.vec3), vel_inout: wp.array2d(dtype=wp.vec3),
     cfl_out: wp.array(dtype=wp.int32),
 ):
-    """v += dv (apply_dv); x += h·v and the safety clamps into the domain and above static planes
-    (move). A particle that travels more than ``cfl_dist`` in one substep flags its env."""
+    """x += h·v and the safety clamps into the domain and above static planes (particle order). A
+    particle that travels more than ``cfl_dist`` in one substep flags its env."""
     env, q = wp.tid()
     i = i0 + q
     if active_in[env, i] == 0:
         return
     v = vel_inout[env, i]
-    if apply_dv != 0:
-        v = v + dv_in[env, i]
-    if move != 0:
-        x = pos_inout[env, i] + m.h * v
-        if wp.length(v) * m.h > cfl_dist:
-            cfl_out[env] = 1
-        for p in range(m.n_planes):
-            n = m.plane_n[p]
-            s = wp.dot(x - m.plane_p[p], n)
-            if s < 0.0:
-                x = x - s * n
-                vn = wp.dot(v, n)
-                if vn < 0.0:
-                    v = v - vn * n
-        for ax in range(3):
-            if x[ax] < m.lower[ax]:
-                x[ax] = m.lower[ax]
-                if v[ax] < 0.0:
-                    v[ax] = 0.0
-            if x[ax] > m.upper[ax]:
-                x[ax] = m.upper[ax]
-                if v[ax] > 0.0:
-                    v[ax] = 0.0
-        pos_inout[env, i] = x
+    x = pos_inout[env, i] + m.h * v
+    if wp.length(v) * m.h > cfl_dist:
+        cfl_out[env] = 1
+    for p in range(m.n_planes):
+        n = m.plane_n[p]
+        s = wp.dot(x - m.plane_p[p], n)
+        if s < 0.0:
+            x = x - s * n
+            vn = wp.dot(v, n)
+            if vn < 0.0:
+                v = v - vn * n
+    for ax in range(3):
+        if x[ax] < m.lower[ax]:
+            x[ax] = m.lower[ax]
+            if v[ax] < 0.0:
+                v[ax] = 0.0
+        if x[ax] > m.upper[ax]:
+            x[ax] = m.upper[ax]
+            if v[ax] > 0.0:
+                v[ax] = 0.0
+    pos_inout[env, i] = x
     vel_inout[env, i] = v
