@@ -377,23 +377,30 @@ class Scene:
                     raise OptionError(f"Scene(coupler={item!r}): not the options of any registered "
                                       f"coupler; couplers: {[r.name for r in specs]}")
                 chosen.append((match[0], item))
+        def pairs_of(rec):
+            va, vb = (VIEW_PROTOCOLS[v] for v in rec.spec.couples)
+            return [(a, b) for a in solvers for b in solvers
+                    if (a is not b or rec.spec.self_pairs) and a.view(va) is not None and b.view(vb) is not None]
+
+        # Who couples a pair two couplers could both couple: among default couplers the lower
+        # priority value; among requested ones the coupler listed first (coupler=[SapOptions(), "legacy"]:
+        # SAP takes rigid–rigid and rigid–FEM, Legacy the remaining rigid–particle pairs). The couplers
+        # then run in priority order whatever the list order.
+        claim_order = chosen if req is not None else sorted(chosen, key=lambda x: (x[0].spec.priority, x[0].name))
+        for i, (rec, _) in enumerate(claim_order):
+            if req is not None and any(r is rec for r, _ in claim_order[:i]):
+                raise BuildError(f"Scene(coupler=...): coupler {rec.name!r} is listed twice; list each coupler once")
+            for a, b in pairs_of(rec):
+                claimed.setdefault((a.name, b.name), rec.name)
         couplers = []
         for rec, opts in sorted(chosen, key=lambda x: (x[0].spec.priority, x[0].name)):
-            va, vb = (VIEW_PROTOCOLS[v] for v in rec.spec.couples)
-            pairs = [(a, b) for a in solvers for b in solvers
-                     if (a is not b or rec.spec.self_pairs) and a.view(va) is not None and b.view(vb) is not None]
-            own = []
-            for a, b in pairs:
-                key = (a.name, b.name)
-                if key in claimed:
-                    if req is None:
-                        continue      # a default coupler of lower priority yields
-                    raise BuildError(f"solver pair {key} is claimed by couplers {claimed[key]!r} and "
-                                     f"{rec.name!r}; select one")
-                claimed[key] = rec.name
-                own.append((a, b))
+            own = [(a, b) for a, b in pairs_of(rec) if claimed[(a.name, b.name)] == rec.name]
             if not own:
                 if req is not None:
+                    taken = {f"{a.name}–{b.name}": claimed[(a.name, b.name)] for a, b in pairs_of(rec)}
+                    if taken:
+                        raise BuildError(f"coupler {rec.name!r}: every solver pair it couples is taken by a coupler "
+                                         f"listed before it ({taken}); drop it or list it first")
                     raise BuildError(f"coupler {rec.name!r} found no solver pair exposing "
                                      f"{rec.spec.couples}; solvers: {[s.name for s in solvers]}")
                 continue

@@ -218,16 +218,32 @@ def test_bad_fem_options():
     assert math.isinf(SapOptions().fem_point_stiffness)
 
 
-def test_fem_with_sap_and_legacy_is_one_claim_too_many():
-    """The FEM solver exposes ParticleView too: listing Legacy next to SAP would couple the rigid–FEM
-    pair twice, which the scene refuses (docs/sap.md, "Selection")."""
+def test_sap_and_legacy_split_the_pairs_in_list_order():
+    """The FEM solver exposes ParticleView too, so SAP and Legacy could both couple rigid–FEM: the
+    coupler listed first takes it (docs/sap.md, "Selection"). [SAP, legacy]: SAP couples rigid–rigid
+    and rigid–FEM, Legacy rigid–MPM only; [legacy, SAP]: Legacy couples rigid–FEM and rigid–MPM, SAP
+    rigid–rigid; a coupler listed twice is refused."""
     from polyphys.errors import BuildError
+    from polyphys.plugins.mpm.options import MPMOptions
 
-    scene = polyphys.Scene(sim=SimOptions(dt=0.005, substeps=10), coupler=[SapOptions(), "legacy"], fem=FEMOptions())
-    scene.add_entity(morph=M.Plane(pos=FLOOR), material=Rigid())
-    scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0.0, 0.0, 0.2)), material=Elastic(), resolution=2)
-    with pytest.raises(BuildError, match="claimed"):
+    def build(coupler):
+        scene = polyphys.Scene(sim=SimOptions(dt=0.005, substeps=10), coupler=coupler, fem=FEMOptions(),
+                               mpm=MPMOptions(lower_bound=(-1, -1, -0.5), upper_bound=(1, 1, 1.5), grid_density=16))
+        scene.add_entity(morph=M.Plane(pos=FLOOR), material=Rigid())
+        scene.add_entity(morph=M.Box(size=(0.1, 0.1, 0.1), pos=(0.3, 0.1, 0.2), euler=(0, 0, 25)), material=Elastic(),
+                         resolution=2)
+        scene.add_entity(morph=M.Box(size=(0.1, 0.12, 0.1), pos=(-0.3, 0.0, 0.3)), material=polyphys.materials.MPM.Elastic())
         scene.build()
+        return {c.name: sorted((a.name, b.name) for a, b in c.pairs) for c in scene.couplers}
+
+    got = build([SapOptions(), "legacy"])
+    assert got["sap"] == [("rigid", "fem"), ("rigid", "rigid")]
+    assert ("rigid", "mpm") in got["legacy"] and ("rigid", "fem") not in got["legacy"]
+    got = build(["legacy", SapOptions()])
+    assert got["sap"] == [("rigid", "rigid")]
+    assert {("rigid", "fem"), ("rigid", "mpm")} <= set(got["legacy"])
+    with pytest.raises(BuildError, match="listed twice"):
+        build([SapOptions(), "legacy", "sap"])
 
 
 def test_float32_scene_with_rigid_and_fem_contacts_in_one_problem():
