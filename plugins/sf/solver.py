@@ -298,6 +298,16 @@ class SFSolver(Solver):
         self._lo32 = wp.vec3(*self.options.lower_bound)
         return out
 
+    def kernel_modules(self, layout):
+        """The four kernel modules, with the overloads of the scene's precision only (every generic
+        kernel declared: each module compiles once, before build, whatever options the scene uses)."""
+        from .kernels import advection, boundary, forces, projection
+
+        mods = [advection, boundary, forces, projection]
+        for m in mods:
+            m.declare_overloads(layout.precision)
+        return mods
+
     # -- stepping --------------------------------------------------------------------------------
     def substep_pre_coupling(self, f, part):
         p = self._parts[part.index]

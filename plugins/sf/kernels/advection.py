@@ -12,6 +12,8 @@ import warp as wp
 
 from .sample import sample, stencil_max, stencil_min, storage_point, velocity_at
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated (Capabilities: differentiable=False)
+
 
 @wp.func
 def backtrace(u: wp.array4d(dtype=Any), v: wp.array4d(dtype=Any), w: wp.array4d(dtype=Any), env: int,
@@ -196,3 +198,35 @@ def scale_cells(
 ):
     env, i, j, k = wp.tid()
     field[env, i, j, k] = field[env, i, j, k] * scale_in[env]
+
+
+_declared: set = set()
+
+
+def _types(precision: str):
+    """Scalar, vec3 and quat of a precision ("32" or "64"), as SFSolver.build makes them."""
+    if precision == "64":
+        return wp.float64, wp.vec3d, wp.quatd
+    return wp.float32, wp.vec3, wp.quat
+
+
+def declare_overloads(precision: str) -> None:
+    """The overloads of the scene precision's types of every kernel of this module (SFSolver.kernel_modules):
+    a scene compiles the module once, before build, and only its own precision."""
+    if precision in _declared:
+        return
+    s, V, _ = _types(precision)
+    a1, a2, a4, v4 = wp.array(dtype=s), wp.array2d(dtype=s), wp.array4d(dtype=s), wp.array4d(dtype=V)
+    wp.overload(trace, {"lo": V, "dx": s, "inv_dx": s, "off": V, "h": s, "u_in": a4, "v_in": a4, "w_in": a4,
+                        "x_out": v4})
+    wp.overload(sample_at, {"lo": V, "inv_dx": s, "off": V, "x_in": v4, "field_in": a4, "field_out": a4})
+    wp.overload(advect_sl, {"lo": V, "dx": s, "inv_dx": s, "off": V, "h": s, "u_in": a4, "v_in": a4, "w_in": a4,
+                            "field_in": a4, "field_out": a4})
+    wp.overload(maccormack_correct, {"lo": V, "inv_dx": s, "off": V, "xb_in": v4, "xf_in": v4, "field_in": a4,
+                                     "fwd_in": a4, "field_out": a4})
+    wp.overload(density_totals, {"flux_scale": s, "density_in": a4, "u_in": a4, "v_in": a4, "w_in": a4,
+                                 "total_out": a2, "flux_out": a2})
+    wp.overload(density_target, {"total_in": a2, "flux_in": a2, "target_out": a1})
+    wp.overload(density_scale, {"total_in": a2, "target_in": a1, "scale_out": a1})
+    wp.overload(scale_cells, {"scale_in": a1, "field": a4})
+    _declared.add(precision)

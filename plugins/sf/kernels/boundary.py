@@ -14,6 +14,8 @@ import warp as wp
 from polyphys.description import GeomType
 from polyphys.kernels.sdf import sdf_grid_query, sdf_hfield, sdf_primitive
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated (Capabilities: differentiable=False)
+
 
 @wp.func
 def _v3f(a: Any):
@@ -139,3 +141,26 @@ def face_bc(
         fixed_out[env, i, j, k] = 1
     else:
         fixed_out[env, i, j, k] = 0
+
+
+_declared: set = set()
+
+
+def _types(precision: str):
+    """Scalar, vec3 and quat of a precision ("32" or "64"), as SFSolver.build makes them."""
+    if precision == "64":
+        return wp.float64, wp.vec3d, wp.quatd
+    return wp.float32, wp.vec3, wp.quat
+
+
+def declare_overloads(precision: str) -> None:
+    """The overloads of the scene precision's types of this module's generic kernels (SFSolver.kernel_modules):
+    the link state of a RigidView solver is in the scene's precision."""
+    if precision in _declared:
+        return
+    s, V, Q = _types(precision)
+    v2 = wp.array2d(dtype=V)
+    wp.overload(mark_solids, {"link_pos_in": v2, "link_quat_in": wp.array2d(dtype=Q), "link_com_in": v2,
+                              "link_vel_in": v2, "link_ang_in": v2})
+    wp.overload(face_bc, {"vel_out": wp.array4d(dtype=s)})
+    _declared.add(precision)

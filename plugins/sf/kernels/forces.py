@@ -14,6 +14,8 @@ import warp as wp
 
 from .sample import storage_point
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated (Capabilities: differentiable=False)
+
 EMIT_SPHERE = wp.constant(0)
 EMIT_BOX = wp.constant(1)
 
@@ -247,3 +249,33 @@ def viscosity_jacobi(
          + _nb(x_in, env, i, j, k, i, j - 1, k) + _nb(x_in, env, i, j, k, i, j + 1, k)
          + _nb(x_in, env, i, j, k, i, j, k - 1) + _nb(x_in, env, i, j, k, i, j, k + 1))
     x_out[env, i, j, k] = (rhs_in[env, i, j, k] + a * s) / (type(a)(1.0) + type(a)(6.0) * a)
+
+
+_declared: set = set()
+
+
+def _types(precision: str):
+    """Scalar, vec3 and quat of a precision ("32" or "64"), as SFSolver.build makes them."""
+    if precision == "64":
+        return wp.float64, wp.vec3d, wp.quatd
+    return wp.float32, wp.vec3, wp.quat
+
+
+def declare_overloads(precision: str) -> None:
+    """The overloads of the scene precision's types of every kernel of this module (SFSolver.kernel_modules)."""
+    if precision in _declared:
+        return
+    s, V, Q = _types(precision)
+    a2, a4, v1, v2, v4 = (wp.array2d(dtype=s), wp.array4d(dtype=s), wp.array(dtype=V), wp.array2d(dtype=V),
+                          wp.array4d(dtype=V))
+    wp.overload(emit_cells, {"lo": V, "dx": s, "h": s, "density_keep": s, "temperature_keep": s, "ambient": s,
+                             "em_size": v1, "em_rot": wp.array(dtype=Q), "em_pos_in": v2, "em_rate_in": a2,
+                             "em_heat_in": a2, "density": a4, "temperature": a4})
+    wp.overload(emit_faces, {"lo": V, "dx": s, "off": V, "em_size": v1, "em_rot": wp.array(dtype=Q), "em_pos_in": v2,
+                             "em_vel_in": v2, "vel_out": a4})
+    wp.overload(vorticity, {"inv_dx": s, "u_in": a4, "v_in": a4, "w_in": a4, "omega_out": v4})
+    wp.overload(cell_forces, {"up": V, "inv_dx": s, "dx": s, "alpha": s, "beta": s, "ambient": s, "epsilon": s,
+                              "density_in": a4, "temperature_in": a4, "omega_in": v4, "force_out": v4})
+    wp.overload(add_face_force, {"h": s, "force_in": v4, "vel": a4})
+    wp.overload(viscosity_jacobi, {"a": s, "rhs_in": a4, "x_in": a4, "x_out": a4})
+    _declared.add(precision)

@@ -22,6 +22,8 @@ from typing import Any
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})   # nothing here is differentiated (Capabilities: differentiable=False)
+
 
 @wp.func
 def lap_parts(x: wp.array4d(dtype=Any), ct: wp.array4d(dtype=wp.int32), env: int, i: int, j: int, k: int,
@@ -661,3 +663,45 @@ def cg_finish(
     if state_in[env] != 1:
         cap_hit[env] = cap_hit[env] + 1
         rmax[env] = rbest_in[env]
+
+
+_declared: set = set()
+
+
+def _types(precision: str):
+    """Scalar, vec3 and quat of a precision ("32" or "64"), as SFSolver.build makes them."""
+    if precision == "64":
+        return wp.float64, wp.vec3d, wp.quatd
+    return wp.float32, wp.vec3, wp.quat
+
+
+def declare_overloads(precision: str) -> None:
+    """The overloads of the scene precision's types of every generic kernel of this module
+    (SFSolver.kernel_modules). The CG scalars alpha, beta and the mean are float64 in both precisions."""
+    if precision in _declared:
+        return
+    s, _, _ = _types(precision)
+    a1, a2, a4 = wp.array(dtype=s), wp.array2d(dtype=s), wp.array4d(dtype=s)
+    d1, d2 = wp.array(dtype=wp.float64), wp.array2d(dtype=wp.float64)
+    wp.overload(divergence, {"inv_dx": s, "scale": s, "u_in": a4, "v_in": a4, "w_in": a4, "out": a4})
+    wp.overload(subtract_gradient, {"inv_dx": s, "p_in": a4, "vel": a4})
+    wp.overload(residual, {"inv_dx2": s, "b_in": a4, "x_in": a4, "r_out": a4})
+    wp.overload(apply_a, {"inv_dx2": s, "x_in": a4, "q_out": a4})
+    wp.overload(rbgs, {"inv_dx2": s, "b_in": a4, "x": a4})
+    wp.overload(jacobi_precond, {"inv_dx2": s, "r_in": a4, "z_out": a4})
+    wp.overload(restrict, {"r_in": a4, "b_out": a4})
+    wp.overload(prolong_add, {"xc_in": a4, "x": a4})
+    wp.overload(zero_cells, {"x_out": a4})
+    wp.overload(partial_dot, {"a_in": a4, "b_in": a4})
+    wp.overload(partial_absmax, {"a_in": a4, "out": a2})
+    wp.overload(partial_sum_count, {"a_in": a4})
+    wp.overload(finish_mean, {"sum_in": d2, "count_in": d2, "mean_out": d1})
+    wp.overload(subtract_mean, {"mean_in": d1, "b": a4})
+    wp.overload(cg_start, {"tol": s, "rmax_part_in": a2, "rmax_out": a1, "rbest_out": a1})
+    wp.overload(cg_update, {"alpha_in": d1, "d_in": a4, "p": a4})
+    wp.overload(cg_check, {"tol": s, "stall": s, "rmax_part_in": a2, "rmax": a1, "rbest": a1})
+    wp.overload(keep_best, {"p_in": a4, "best_out": a4})
+    wp.overload(restore_best, {"best_in": a4, "p_out": a4})
+    wp.overload(cg_direction, {"beta_in": d1, "z_in": a4, "d": a4})
+    wp.overload(cg_finish, {"rbest_in": a1, "rmax": a1})
+    _declared.add(precision)
