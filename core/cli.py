@@ -173,6 +173,9 @@ def cmd_warmup(args) -> int:
           f"the cache, {len(by['lazy'])} compiled at their first launch; {r['seconds']:.1f} s in all")
     import warp as wp
 
+    from .startup import init_warp
+
+    init_warp()        # per-precision warmups ran in child processes: this one may not have started Warp yet
     print(f"kernel cache: {wp.config.kernel_cache_dir}")
     return 0
 

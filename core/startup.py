@@ -468,7 +468,8 @@ class _HeaderPool:
 
 
 # -- ahead of time: polyphys warmup -------------------------------------------------------------------
-def warmup(scene_files: list | None = None, everything: bool = False, device: str | None = None) -> dict:
+def warmup(scene_files: list | None = None, everything: bool = False, device: str | None = None,
+           precision: str | None = None) -> dict:
     """Fill the kernel cache ahead of time (``polyphys warmup``): what a Docker image or a cluster
     node runs once, so that later runs find every module compiled.
 
@@ -477,7 +478,12 @@ def warmup(scene_files: list | None = None, everything: bool = False, device: st
     registered solver in each precision it declares (built and stepped), then every kernel module
     the installed plugins have imported with concrete overloads (couplers, sensors, features the
     contract scenes do not reach). With neither, the bundled default scene. Returns a summary:
-    ``{"scenes": [(label, seconds)], "modules": [ModuleLoad], "seconds": total}``."""
+    ``{"scenes": [(label, seconds)], "modules": [ModuleLoad], "seconds": total}``.
+
+    A module holds the overloads of every precision launched in its process, and its cache entry is
+    keyed by them: a float32 + float64 module is a cache entry no single-precision run asks for. So
+    when the work spans two precisions each precision is warmed in a process of its own
+    (``precision``: only the scenes and contract scenes of that precision, in this process)."""
     from . import run as runmod
     from .registry import registry
 
@@ -498,6 +504,21 @@ def warmup(scene_files: list | None = None, everything: bool = False, device: st
     default = runmod.default_scene_path()
     if everything and default not in files:
         files.append(default)
+    file_precision = {}
+    for path in files:
+        try:
+            file_precision[path] = str(runmod.parse_file(path).sim.precision)
+        except PolyphysError:
+            file_precision[path] = None          # the error is raised where the file is built
+    if precision is None:
+        wanted = {p for p in file_precision.values() if p is not None}
+        if everything:
+            wanted |= {str(p) for rec in registry().all("solver") if rec.spec.contract is not None
+                       for p in rec.spec.capabilities.precisions}
+        if len(wanted) > 1:
+            return _warmup_per_precision(scene_files, everything, device, sorted(wanted), t0)
+    else:       # a file that does not parse raises (or, the default scene under --all, is skipped) in each child
+        files = [f for f in files if file_precision[f] in (precision, None)]
     for path in files:
         t = time.perf_counter()
         try:
@@ -518,14 +539,16 @@ def warmup(scene_files: list | None = None, everything: bool = False, device: st
         for rec in registry().all("solver"):
             if rec.spec.contract is None:
                 continue
-            for precision in sorted(rec.spec.capabilities.precisions):
+            for p in sorted(rec.spec.capabilities.precisions):
+                if precision is not None and str(p) != precision:
+                    continue
                 t = time.perf_counter()
-                sim = {"precision": precision}
+                sim = {"precision": p}
                 if device is not None:
                     sim["device"] = device
                 scene = build_scene(rec, 0, **sim)
                 scene.step()
-                record(f"contract scene of {rec.name} (float{precision})", scene, t)
+                record(f"contract scene of {rec.name} (float{p})", scene, t)
         groups = []
         for kind in ("solver", "coupler", "sensor"):
             for rec in registry().all(kind):
@@ -534,6 +557,52 @@ def warmup(scene_files: list | None = None, everything: bool = False, device: st
         for r in load_kernel_modules(groups, device or "cpu"):
             loads.setdefault(r.name, r)
     return {"scenes": done, "modules": list(loads.values()), "seconds": time.perf_counter() - t0}
+
+
+_CHILD_MARK = "polyphys-warmup-summary:"
+
+
+def _warmup_per_precision(scene_files, everything, device, precisions, t0) -> dict:
+    """warmup() once per precision, each in a fresh interpreter (same kernel cache, same verbosity;
+    its notices go to this process's stderr); the summaries joined."""
+    import json
+    import subprocess
+
+    from .errors import PolyphysError
+
+    done, loads = [], {}
+    for p in precisions:
+        payload = json.dumps({"scene_files": [str(f) for f in scene_files or []], "everything": bool(everything),
+                              "device": device, "precision": p, "verbosity": get_verbosity()})
+        code = "import sys; from polyphys.startup import _warmup_child; _warmup_child(sys.argv[1])"
+        r = subprocess.run([sys.executable, "-c", code, payload], stdout=subprocess.PIPE, text=True)
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith(_CHILD_MARK)]
+        if not lines:
+            raise PolyphysError(f"warmup of the float{p} work: the child process exited with {r.returncode} "
+                                f"without a summary (its messages are above)")
+        out = json.loads(lines[-1][len(_CHILD_MARK):])
+        if "error" in out:
+            raise PolyphysError(f"warmup of the float{p} work: {out['error']}")
+        done += [tuple(x) for x in out["scenes"]]
+        for m in out["modules"]:
+            loads.setdefault((m["name"], p), ModuleLoad(**m))
+    return {"scenes": done, "modules": list(loads.values()), "seconds": time.perf_counter() - t0}
+
+
+def _warmup_child(payload: str) -> None:
+    """The child of _warmup_per_precision: one precision's warmup, its summary as one JSON line."""
+    import json
+
+    from .errors import PolyphysError
+
+    a = json.loads(payload)
+    set_verbosity(a["verbosity"])
+    try:
+        r = warmup(a["scene_files"] or None, everything=a["everything"], device=a["device"], precision=a["precision"])
+        out = {"scenes": r["scenes"], "modules": [attrs.asdict(m) for m in r["modules"]]}
+    except PolyphysError as exc:
+        out = {"error": f"{type(exc).__name__}: {exc}"}
+    print(_CHILD_MARK + json.dumps(out), flush=True)
 
 
 def rebuilt_modules(loads: list, device=None) -> list[str]:

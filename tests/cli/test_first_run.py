@@ -127,6 +127,15 @@ def test_warmup_all_covers_each_solvers_precisions(tmp_path):
     assert "contract scene of kinematic (float32)" in out and "contract scene of kinematic (float64)" in out
     assert "scene default: skipped" in out
     assert set(err.splitlines()) == {NOTICE}, err       # one per scene that compiles (float32, then float64)
+    # each precision warmed in its own process: a later run of either precision compiles nothing (one
+    # process holding both precisions' overloads in a module would cache a module no single-precision
+    # run asks for)
+    for precision in ("64", "32"):
+        path = tmp_path / f"tiny{precision}.toml"
+        path.write_text(f'[sim]\nprecision = "{precision}"\n' + SCENE)
+        out, err = _run(["-m", "polyphys", "run", str(path), "--no-plot", "--out", str(tmp_path / f"o{precision}")],
+                        tmp_path / "cache", tmp_path, env_extra={"POLYPHYS_DISABLE_PLUGINS": ",".join(disabled)})
+        assert err == "", (precision, err)
 
 
 def polyphys_registry():
