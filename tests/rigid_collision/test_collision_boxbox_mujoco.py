@@ -106,5 +106,83 @@ def test_default_mode_keeps_the_pruned_manifold():
     # float32 runs the same collider: the same 8 points to float32 rounding of 1 m coordinates
     _, (m32,) = run_pairs("box", s1, "box", s2, [pose], "32", 0.0, options=RigidOptions.mujoco())
     assert len(m32["depth"]) == 8
-    for _, nrm, pos, _, _ in theirs:
+    for _, _nrm, pos, _, _ in theirs:
         assert np.abs(m32["pos"] - pos).max(axis=1).min() <= 1e-5
+
+
+PILE = """<mujoco>
+  <option timestep="0.005" integrator="implicitfast" cone="pyramidal" solver="Newton"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="10 10 0.1"/>
+{bodies}
+  </worldbody>
+</mujoco>
+"""
+
+
+def _pile_xml(n=50):
+    """n free boxes of generic sizes (35-55 mm half-extents) and masses dropped in a 5 x 5 x 2 lattice
+    with rotations up to 15 degrees (benchmarks/bench_constraint.py's pile)."""
+    rng = np.random.default_rng(7)
+    bodies = []
+    for i in range(n):
+        gx, gy, gz = i % 5, (i // 5) % 5, i // 25
+        x, y = 0.13 * gx - 0.26 + rng.uniform(-0.02, 0.02), 0.13 * gy - 0.26 + rng.uniform(-0.02, 0.02)
+        z = 0.08 + 0.16 * gz + 0.01 * (i % 3)
+        hx, hy, hz = rng.uniform(0.035, 0.055, 3)
+        e = rng.uniform(-15, 15, 3)
+        bodies.append(f'<body name="b{i}" pos="{x:.4f} {y:.4f} {z:.4f}" euler="{e[0]:.1f} {e[1]:.1f} {e[2]:.1f}">'
+                      f'<freejoint/><geom type="box" size="{hx:.4f} {hy:.4f} {hz:.4f}" '
+                      f'mass="{rng.uniform(0.2, 0.6):.3f}"/></body>')
+    return PILE.format(bodies="\n".join(bodies))
+
+
+def test_settled_pile_has_mujocos_contacts(tmp_path):
+    """50 boxes settled 2 s by MuJoCo into a heap: at that state (2 envs) the MuJoCo-compatible
+    contact set equals mj_forward's — the count per env, and every contact (geoms, position, normal,
+    distance) matched as sets to 1e-9. The contact budget sized below the count raises
+    BudgetExceededError (never a silently shortened set)."""
+    import warnings
+
+    import polyphys
+    from polyphys import morphs
+    from polyphys.errors import BudgetExceededError, PolyphysWarning
+    from polyphys.plugins.rigid.materials import Rigid
+
+    path = tmp_path / "pile.xml"
+    path.write_text(_pile_xml())
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    for _ in range(400):
+        mujoco.mj_step(m, d)
+    mujoco.mj_forward(m, d)
+    n_bb = sum(1 for c in d.contact[:d.ncon] if c.geom1 > 0)
+
+    def scene_at(max_contacts=None, envs=2):
+        scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision="64"),
+                               rigid=RigidOptions.mujoco(integrator="implicitfast", max_contacts=max_contacts))
+        ent = scene.add_entity(morphs.MJCF(file=str(path)), Rigid())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolyphysWarning)
+            scene.build(n_envs=envs)
+        ent.set_qpos(np.tile(d.qpos, (envs, 1)))
+        ent.set_dofs_velocity(np.tile(d.qvel, (envs, 1)))
+        scene.forward()
+        return scene
+
+    raw = scene_at().solver("rigid").get_raw_contacts()
+    print(f"[measured] settled pile: MuJoCo {d.ncon} contacts ({n_bb} box-box), polyphys {raw['count'].tolist()}")
+    assert n_bb > 50                                   # a heap: most contacts are between boxes
+    np.testing.assert_array_equal(raw["count"], d.ncon)
+    for e in range(2):
+        k = int(raw["count"][e])
+        ours = {"pos": raw["position"][e, :k], "normal": raw["normal"][e, :k], "depth": raw["penetration"][e, :k]}
+        g = np.stack([raw["geom_a"][e, :k], raw["geom_b"][e, :k]], axis=1)
+        for pair in {tuple(x) for x in g}:
+            sel = np.all(g == pair, axis=1)
+            theirs = [(float(c.dist), np.array(c.frame[:3]), np.array(c.pos), 0, 1) for c in d.contact[:d.ncon]
+                      if (int(c.geom1), int(c.geom2)) == pair]
+            _match({key: v[sel] for key, v in ours.items()}, theirs)
+    short = scene_at(max_contacts=d.ncon - 1, envs=1)
+    with pytest.raises(BudgetExceededError, match=f"max_contacts exceeded in env 0: {d.ncon} needed, budget {d.ncon - 1}"):
+        short.step()                                   # the budget is checked after the step
