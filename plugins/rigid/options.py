@@ -53,7 +53,8 @@ class RigidOptions(Options):
     disable_constraint: bypass every constraint (also turns collision detection off);
     broadphase: "auto", "sweep_and_prune" or "all_vs_all" (docs/collision.md);
     max_collision_pairs / max_candidate_contacts / max_contacts: the per-env collision budgets
-    (docs/semantics.md §R3; None sizes them from the scene); max_contacts_per_pair: points kept per pair (1-8);
+    (docs/semantics.md §R3; None sizes them from the scene); max_contacts_per_pair: points kept per pair (1-8;
+    MuJoCo-compatible mode: box-box pairs keep MuJoCo's whole set, docs/collision.md);
     collision_overflow: "raise" (BudgetExceededError after the step) or "warn" (drop the excess);
     enable_self_collision / enable_adjacent_collision / enable_neutral_collision: docs/semantics.md §R4 filters
     (pairs inside one entity; parent-child links; pairs of one entity touching at qpos0);
