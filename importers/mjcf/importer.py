@@ -566,6 +566,9 @@ class MJCFImporter:
             opts["enable_collision"] = False
         if o.get("flag_constraint", "enable") == "disable":
             opts["disable_constraint"] = True
+        # MuJoCo 4.0: islands on unless <flag island="disable"/> (mjDSBL_ISLAND); always recorded, so
+        # MuJoCo-compatible mode follows the file when RigidOptions.constraint_islands is None
+        opts["constraint_islands"] = o.get("flag_island", "enable") != "disable"
         self.desc.options = opts
 
     # -- <asset> ----------------------------------------------------------------------------------

@@ -635,8 +635,14 @@ class CollisionPipeline:
         # their overloads of this precision only (a second precision in the same process adds its own)
         declare_overloads(import_kernel_modules(self.kernel_module_names), precision)
         self._needs_convex = "collision_gjk" in self.kernel_module_names
-        self._narrowphase = [getattr(mod, "narrowphase_" + mod.__name__.rsplit("_", 1)[1]) for mod in
-                             import_kernel_modules([n for n in self.kernel_module_names if n in NARROWPHASE_FAMILIES])]
+        # MuJoCo-compatible mode: box-box is MuJoCo 4.0's collider (narrowphase_box_mujoco), its points
+        # kept whole by prune (docs/collision.md, "Box-box in MuJoCo-compatible mode")
+        self._boxbox_mujoco = 1 if o.mujoco_compatible else 0
+        fams = [mod.__name__.rsplit("_", 1)[1] for mod in
+                import_kernel_modules([n for n in self.kernel_module_names if n in NARROWPHASE_FAMILIES])]
+        self._narrowphase = [getattr(mod, "narrowphase_" + fam + ("_mujoco" if fam == "box" and o.mujoco_compatible else ""))
+                             for mod, fam in zip(import_kernel_modules([n for n in self.kernel_module_names
+                                                                        if n in NARROWPHASE_FAMILIES]), fams)]
         # budgets sized from the scene (docs/collision.md)
         n_possible = n_allowed + len(self.explicit_internal)
         self.max_pairs = o.max_collision_pairs or max(1, min(n_possible, 8 * G + 64))
@@ -913,7 +919,8 @@ class CollisionPipeline:
                       outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                       device=dev)
         wp.launch(K.prune, dim=dim,
-                  inputs=[m.geom_orig, m.geom_fmargin, m.geom_gap, m.pair_fmargin, m.pair_gap, self._msum,
+                  inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
+                          m.pair_gap, self._msum,
                           self._gap_out, self.options.max_contacts_per_pair, st, v.pairs_buf, v.pair_count,
                           v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
                   outputs=[v.contact_raw, v.contact_geom, v.contact_pos, v.contact_frame,

@@ -53,7 +53,8 @@ class RigidOptions(Options):
     disable_constraint: bypass every constraint (also turns collision detection off);
     broadphase: "auto", "sweep_and_prune" or "all_vs_all" (docs/collision.md);
     max_collision_pairs / max_candidate_contacts / max_contacts: the per-env collision budgets
-    (docs/semantics.md §R3; None sizes them from the scene); max_contacts_per_pair: points kept per pair (1-8);
+    (docs/semantics.md §R3; None sizes them from the scene); max_contacts_per_pair: points kept per pair (1-8;
+    MuJoCo-compatible mode: box-box pairs keep MuJoCo's whole set, docs/collision.md);
     collision_overflow: "raise" (BudgetExceededError after the step) or "warn" (drop the excess);
     enable_self_collision / enable_adjacent_collision / enable_neutral_collision: docs/semantics.md §R4 filters
     (pairs inside one entity; parent-child links; pairs of one entity touching at qpos0);
@@ -75,10 +76,12 @@ class RigidOptions(Options):
     OptionError), noslip_iterations (0: off; > 0: that many PGS sweeps on the friction rows after
     the main solve, pyramidal cone only) and noslip_tolerance (1e-6, MuJoCo's): docs/semantics.md §R2/§R8,
     docs/constraint.md;
-    constraint_islands: True (default) solves the convex problem island by island — trees joined by
+    constraint_islands: True solves the convex problem island by island — trees joined by
     constraint rows, each with its own Hessian, line search and stopping test (MuJoCo's islands;
     docs/semantics.md §R8); in effect with the convex resolution and no noslip; readable with
-    ``RigidSolver.get_islands``;
+    ``RigidSolver.get_islands``; None (default): on, except in MuJoCo-compatible mode where the
+    models' MJCF ``<flag island>`` decides (MuJoCo 4.0's default: enabled); an explicit value wins
+    over the file;
     dt: optional substep length the scene must match (None: the scene's dt/substeps).
     """
 
@@ -99,7 +102,8 @@ class RigidOptions(Options):
         default=None, validator=attrs.validators.optional(one_of("convex", "signorini")))
     noslip_iterations: int = attrs.field(default=0, validator=[attrs.validators.instance_of(int), non_negative])
     noslip_tolerance: float = attrs.field(default=1e-6, validator=positive)
-    constraint_islands: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    constraint_islands: bool | None = attrs.field(default=None,
+                                                  validator=attrs.validators.optional(attrs.validators.instance_of(bool)))
     dt: float | None = attrs.field(default=None, validator=_opt_positive)
     broadphase: str = attrs.field(default="auto",
                                   validator=one_of("auto", "sweep_and_prune", "all_vs_all"))
@@ -169,9 +173,11 @@ class RigidOptions(Options):
         return 1e-9 if precision == "64" else 1e-6
 
     def effective_islands(self) -> bool:
-        """Whether the convex solve runs island by island (docs/semantics.md §R8): constraint_islands, the
-        convex resolution and no noslip (MuJoCo's condition: its noslip sweeps the whole env)."""
-        return bool(self.constraint_islands and self.effective_resolution() == "convex" and self.noslip_iterations == 0)
+        """Whether the convex solve runs island by island (docs/semantics.md §R8): constraint_islands (None:
+        on; resolve_model_options takes the MJCF flag in MuJoCo-compatible mode), the convex resolution
+        and no noslip (MuJoCo's condition: its noslip sweeps the whole env)."""
+        on = True if self.constraint_islands is None else self.constraint_islands
+        return bool(on and self.effective_resolution() == "convex" and self.noslip_iterations == 0)
 
     @classmethod
     def mujoco(cls, **kwargs) -> RigidOptions:
@@ -182,7 +188,7 @@ class RigidOptions(Options):
 
 # MJCF <option> (importer key in EntityDescription.options) → the RigidOptions field it maps to.
 # Taken from the model when the user left the field at None (docs/semantics.md §R2a):
-_MODEL_TAKEN = ("iterations", "tolerance", "ls_iterations", "impratio")
+_MODEL_TAKEN = ("iterations", "tolerance", "ls_iterations", "impratio", "constraint_islands")
 # Fields with a non-None default (an explicit value cannot be told from the default): the user's
 # value is kept; a model value that differs gives a warning naming the field to set.
 _MODEL_CHECKED = {"integrator": "integrator", "friction_cone": "cone", "constraint_solver": "solver",
@@ -190,7 +196,7 @@ _MODEL_CHECKED = {"integrator": "integrator", "friction_cone": "cone", "constrai
                   "noslip_tolerance": "noslip_tolerance", "enable_collision": "flag contact",
                   "disable_constraint": "flag constraint"}
 _MJCF_ATTR = {"iterations": "iterations", "tolerance": "tolerance", "ls_iterations": "ls_iterations",
-              "impratio": "impratio", **_MODEL_CHECKED}
+              "impratio": "impratio", "constraint_islands": "flag island", **_MODEL_CHECKED}
 _MODEL_INTEGRATOR = {"euler": Integrator.Euler, "Euler": Integrator.Euler,
                      "implicitfast": Integrator.implicitfast}
 F32_TOLERANCE_FLOOR = 1e-5    # MuJoCo's double-precision default 1e-8 ↔ the float32 compat default
@@ -216,8 +222,9 @@ def resolve_model_options(options: RigidOptions, model_options, *, precision: st
     Default (Genesis) mode: the models' options are ignored; ``options`` is returned as is.
     MuJoCo-compatible mode:
 
-    - iterations, tolerance, ls_iterations, impratio left at None are taken from the model
-      (the importer fills MuJoCo's defaults 100, 1e-8, 50, 1 when the file omits them). An
+    - iterations, tolerance, ls_iterations, impratio, constraint_islands left at None are taken from
+      the model (the importer fills MuJoCo's defaults 100, 1e-8, 50, 1 and ``<flag island="enable">``
+      — MuJoCo 4.0 leaves mjDSBL_ISLAND clear — when the file omits them). An
       explicit RigidOptions value wins. In float32 a tolerance taken from the model is floored at
       1e-5 (F32_TOLERANCE_FLOOR: MuJoCo's double default 1e-8 maps to the float32 compat default;
       a tighter file value is floored with a message). Entities whose models disagree on such a
@@ -253,7 +260,10 @@ def resolve_model_options(options: RigidOptions, model_options, *, precision: st
                              f"reaches; using {F32_TOLERANCE_FLOOR} (set RigidOptions.tolerance to "
                              f"override, or use precision '64')")
             value = F32_TOLERANCE_FLOOR
-        taken[field] = int(value) if field in ("iterations", "ls_iterations") else float(value)
+        if field == "constraint_islands":
+            taken[field] = bool(value)
+        else:
+            taken[field] = int(value) if field in ("iterations", "ls_iterations") else float(value)
     diffs = []
     for field, attr in _MODEL_CHECKED.items():
         mine = getattr(options, field)

@@ -197,3 +197,52 @@ def test_islands_match_mujoco_finger(touching):
     scene, ent = _mj_scene(path, float(m.opt.timestep), (0, 0, 0), "elliptic", tolerance=1e-12, iterations=1000,
                            ls_iterations=100, ls_tolerance=1e-6)
     _check_against_mujoco(scene, ent, d)
+
+
+ISLAND_FLAG = """<mujoco>
+  <option timestep="0.005">{flag}</option>
+  <worldbody>
+    <geom type="plane" size="3 3 .1"/>
+    <body pos="0.7 -0.4 0.189" euler="0 0 23"><freejoint/><geom type="box" size="0.3 0.2 0.19" density="600"/></body>
+    <body pos="-1.2 0.9 0.089" euler="0 0 10"><freejoint/><geom type="box" size="0.15 0.35 0.09" density="1500"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("flag", ["", '<flag island="disable"/>', '<flag island="enable"/>'])
+def test_mjcf_island_flag(tmp_path, flag):
+    """MJCF <option><flag island=...>: MuJoCo-compatible mode with constraint_islands None follows
+    the file (MuJoCo 4.0's default, no flag, is enabled: mjDSBL_ISLAND clear, as MuJoCo reports for
+    the same file); an explicit RigidOptions.constraint_islands wins over the file; the default
+    mode ignores the file (islands on). Two boxes resting far apart: two islands when on."""
+    import mujoco
+
+    path = tmp_path / "boxes.xml"
+    path.write_text(ISLAND_FLAG.format(flag=flag))
+    file_on = "disable" not in flag
+    mjm = mujoco.MjModel.from_xml_path(str(path))
+    assert bool(mjm.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_ISLAND) == (not file_on)
+    mjd = mujoco.MjData(mjm)
+    mujoco.mj_forward(mjm, mjd)
+    assert mjd.nisland == (2 if file_on else 0)
+
+    def run(rigid):
+        scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision="64"), rigid=rigid)
+        scene.add_entity(morphs.MJCF(file=str(path)), Rigid(), name="mj")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolyphysWarning)
+            scene.build(n_envs=0)
+        for _ in range(3):
+            scene.step()
+        return scene.solver("rigid")
+
+    for rigid, expect in ((RigidOptions.mujoco(), file_on),
+                          (RigidOptions.mujoco(constraint_islands=True), True),
+                          (RigidOptions.mujoco(constraint_islands=False), False),
+                          (RigidOptions(), True)):
+        s = run(rigid)
+        isl = s.get_islands()
+        assert isl["enabled"] == expect, rigid
+        assert isl["count"] == (2 if expect else 0)
+        if rigid.mujoco_compatible and rigid.constraint_islands is None:
+            assert s.options.constraint_islands is file_on       # resolved from the file

@@ -232,7 +232,8 @@ def _pick(sel: int, i: int):
 
 
 @wp.func
-def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_margin: wp.array(dtype=Any),
+def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: wp.array(dtype=wp.int32),
+              keep_boxbox: int, geom_margin: wp.array(dtype=Any),
               geom_gap: wp.array(dtype=Any), pair_margin: wp.array(dtype=Any), pair_gap: wp.array(dtype=Any),
               margin_sum: int, gap_outside: int, max_per_pair: int, pairs_in: wp.array2d(dtype=wp.vec3i),
               pair_count_in: wp.array(dtype=wp.int32), pair_cand_in: wp.array2d(dtype=wp.vec2i),
@@ -290,7 +291,11 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_margin
                             skip = skip | (1 << i)
                             nu -= 1
             sel = int(0)
-            if nu <= max_per_pair:
+            if keep_boxbox != 0 and geom_type[g1] == BOX and geom_type[g2] == BOX:
+                # MuJoCo-compatible mode: MuJoCo's box-box set as it is (its own near-duplicate rule)
+                skip = 0
+                sel = (1 << cnt) - 1
+            elif nu <= max_per_pair:
                 sel = ((1 << cnt) - 1) - skip          # skip is a subset of the bits
             else:
                 # 1) deepest; among points as deep within tol (a flat face-face contact: the
@@ -402,6 +407,8 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_margin
 def prune(
     # Model:
     geom_orig: wp.array(dtype=wp.int32),
+    geom_type: wp.array(dtype=wp.int32),
+    keep_boxbox: int,
     geom_margin: wp.array(dtype=Any),
     geom_gap: wp.array(dtype=Any),
     pair_margin: wp.array(dtype=Any),
@@ -432,10 +439,13 @@ def prune(
     adding the largest area to their triangle, then farthest-point), and write the contacts with
     the polyphys frame: row 0 the normal from geom B (= geom 2) to geom A (= geom 1), rows 1-2 the
     tangents; depth = penetration (positive when overlapping). geom_margin / pair_margin here are
-    the force margins (without the gap when ``gap_outside``: the narrowphase got margin + gap)."""
+    the force margins (without the gap when ``gap_outside``: the narrowphase got margin + gap).
+    ``keep_boxbox`` (MuJoCo-compatible mode): box–box pairs keep every point of MuJoCo's collider,
+    neither deduplicated nor cut to ``max_per_pair``."""
     env, j = wp.tid()
     for k in range(j, wp.min(pair_count_in[env], pairs_in.shape[1]), slot_stride):
-        _prune_at(env, k, geom_orig, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum, gap_outside,
+        _prune_at(env, k, geom_orig, geom_type, keep_boxbox, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum,
+                  gap_outside,
                   max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in,
                   cand_dist_in, contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out,
                   contact_depth_out, contact_includemargin_out, contact_pair_out)
