@@ -192,12 +192,23 @@ class RigidDynamics:
     (world, midway between the surfaces), frame (n, K) mat33 (rows: normal from B to A, tangent 1,
     tangent 2), geom (n, K, 2) and link (n, K, 2) (global indices of A and B; link −1: world),
     condim (n, K) int (1: frictionless, 3: sliding friction), friction (n, K, 5) the solver's own
-    mixed friction (sliding first); jac (n, ≥3K, nv): rows 3k, 3k+1, 3k+2 map qvel to the velocity
-    of A's contact point relative to
-    B's along the frame's rows. geom_friction (n, n_geoms, 3): per-env geom friction (sliding
+    mixed friction (sliding first); jac (n, R, nv) (R: the row budget): rows n_rows + 3k, +1, +2 map
+    qvel to the velocity of A's contact point relative to B's along the frame's rows, rows below
+    n_rows are the solver's other constraint rows (below). geom_friction (n, n_geoms, 3): per-env geom friction (sliding
     first) and geom_friction_ratio (n, n_geoms): its per-env scale (a geom's sliding μ is their
     product). qfrc_contact (n, nv): written by the coupler in ``couple``: the generalized contact
-    force (impulse / h) the post-coupling integration adds to every other force."""
+    force (impulse / h) the post-coupling integration adds to every other force; contact_force (n,
+    R): the row forces (impulse / h) of every row, written by the coupler (the solver's own
+    constraint-force readback reads them).
+
+    The solver's non-contact constraint rows, built in pre-coupling (docs/sap.md, "Which rows SAP
+    takes over"): n_rows (n,) int, rows 0 .. n_rows−1 of ``jac``, each with row_type (n, R) int
+    (ROW_EQUALITY, ROW_FRICTION, ROW_LIMIT below), row_id (n, R) int (the global equality index, the
+    dof, or the joint-limit index), row_pos (n, R) (m or rad: for a limit the distance to it, ≥ 0
+    inside the range; for an equality the violation g(q), with J·qvel = ġ; 0 for frictionloss) and
+    row_frictionloss (n, R) (the dof's frictionloss, N or N·m, on ROW_FRICTION rows). A limit row
+    exists while the joint is within its margin of the limit; an inactive equality has no rows.
+    None for a solver that hands over no such rows."""
 
     qvel: Any
     qacc_free: Any
@@ -226,6 +237,18 @@ class RigidDynamics:
     cdof_w: Any = None
     cdof_v: Any = None
     dof_ref: Any = None
+    n_rows: Any = None
+    row_type: Any = None
+    row_id: Any = None
+    row_pos: Any = None
+    row_frictionloss: Any = None
+
+
+# RigidDynamics.row_type codes: bilateral equality rows (connect 3, weld 6, joint 1 per equality), DOF
+# frictionloss (one per dof), joint limits (one per active side)
+ROW_EQUALITY = 0
+ROW_FRICTION = 1
+ROW_LIMIT = 2
 
 
 @runtime_checkable
