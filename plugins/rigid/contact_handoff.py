@@ -19,8 +19,9 @@ convex problem, joint limits, DOF frictionloss and connect/weld/joint equalities
 positions, types and owners go out through ``RigidDynamics.n_rows``/``row_*``; their forces come back
 in efc_force, so ``get_constraint_forces`` reports them). The solver's impedance, solref/solimp and
 aref of those rows are built but not used by the coupler (it has its own parameters, SapOptions).
+Without collision detection (no contact geoms) only those rows are handed over (ncon stays 0).
 Refused with a CapabilityError: torsional/rolling friction (condim 4, 6), explicit contact pairs, a
-scene without collision, and a row budget that cannot hold both the non-contact rows and three rows
+model with neither collision nor such rows, and a row budget that cannot hold both the non-contact rows and three rows
 per contact slot.
 """
 
@@ -48,6 +49,11 @@ def extra_rows_bound(hm) -> int:
             + sum(EQ_ROWS[EqType(int(k))] for k in hm.eq_type))
 
 
+def _contact_rows(solver) -> int:
+    """Rows the contact slots need: three per slot, none without collision detection."""
+    return 3 * solver.model.max_con if solver.collision is not None else 0
+
+
 def cede(solver, owner: str) -> None:
     """Check that ``owner`` can take the contacts of ``solver`` and switch the solver to the hand-off
     stages; CapabilityError naming what is unsupported otherwise."""
@@ -56,7 +62,7 @@ def cede(solver, owner: str) -> None:
         solver._dyn = None           # nothing moves: its geoms are static obstacles, no contacts to hand over
         return
     why = None
-    if solver.collision is None:
+    if solver.collision is None and not hm.has_constraint_rows:
         why = "collision detection is off (RigidOptions / Morph(collision=False)): there are no contacts to hand over"
     elif not solver.has_constraint:
         why = "the rigid solver builds no contact data (disable_constraint=True or no dofs)"
@@ -68,9 +74,9 @@ def cede(solver, owner: str) -> None:
             g = int(np.nonzero(condim > 3)[0][0])
             why = (f"geom {g} has condim {int(condim[g])}; torsional/rolling friction (condim 4, 6) is not "
                    f"handed over (allowed: 1, 3)")
-        elif solver.model.max_rows < 3 * solver.model.max_con + extra_rows_bound(hm):
+        elif solver.model.max_rows < _contact_rows(solver) + extra_rows_bound(hm):
             why = (f"the row budget max_rows={solver.model.max_rows} is below 3·max_contacts="
-                   f"{3 * solver.model.max_con} plus the {extra_rows_bound(hm)} limit/frictionloss/equality rows")
+                   f"{_contact_rows(solver)} plus the {extra_rows_bound(hm)} limit/frictionloss/equality rows")
     if why is not None:
         raise CapabilityError(owner, "rigid contact hand-off", f"rigid solver {solver.name!r}: {why}")
     solver._contact_owner = owner
@@ -116,10 +122,11 @@ def pre_coupling(solver, part) -> None:
         d.ncon.zero_()
         constraint_rows.make_rows(v)
         wp.copy(row0, d.nefc)
-    solver._collide(part)
-    dw = solver.data            # export slices the whole-batch arrays by the partition itself
-    solver.collision.export(part, dw.ncon, dw.con_pos, dw.con_frame, dw.con_dist, dw.con_margin, dw.con_link)
-    constraint_rows.contact_params(v)          # per-contact condim and mixed friction
+    if solver.collision is not None:
+        solver._collide(part)
+        dw = solver.data            # export slices the whole-batch arrays by the partition itself
+        solver.collision.export(part, dw.ncon, dw.con_pos, dw.con_frame, dw.con_dist, dw.con_margin, dw.con_link)
+        constraint_rows.contact_params(v)          # per-contact condim and mixed friction
     m = v.m
     wp.launch(K.contact_jacobian, dim=(v.n, d.con_dist.shape[1]),
               inputs=[m.dof_parent, m.link_dof_last, d.cdof_w, d.cdof_v, d.dof_ref, d.ncon, d.con_pos, d.con_frame,

@@ -1,0 +1,172 @@
+"""SAP coupler with the rigid solver's own constraint rows in the same convex problem (docs/sap.md,
+"Which rows SAP takes over"): joint limits (Drake's SapLimitConstraint), DOF frictionloss (a
+regularised box constraint) and connect/weld/joint equalities (SapHolonomicConstraint).
+
+Near-rigid regime (k = inf): a row's R = β²/(4π²)·w (β = constraint_near_rigid_threshold = 0.1, w =
+J A⁻¹ Jᵀ = 1/I for a lone hinge of inertia I about its axis) and v̂ = −g/(h + τ), τ = h. At rest v_c = 0,
+so γ = v̂/R and a limit held by a torque T (γ = h·T) is passed by exactly
+|g| = (h + τ)·R·h·T = 2h²·β²/(4π²)·T/I (rad) — the penetration bound of the tests below."""
+
+import math
+
+import numpy as np
+import polyphys
+import pytest
+from polyphys import morphs as M
+from polyphys.couplers.sap.options import SapOptions
+from polyphys.options import SimOptions
+from polyphys.plugins.rigid.codes import ConstraintType
+from polyphys.plugins.rigid.materials import Rigid
+from sapscenes import sap
+
+G = 9.81
+BETA = 0.1
+TWO_PI_SQ = 4.0 * math.pi ** 2
+
+# pendulum: a hinge off the origin with a tilted axis, the body rotated; explicit mass properties so
+# that MuJoCo, Drake and polyphys share them; the joint's upper limit lies before the bottom of the
+# swing, so gravity holds the pendulum against it
+P_POS = np.array([0.3, -0.2, 0.7])
+P_QUAT = np.array([0.9, 0.2, -0.1, 0.3]) / np.linalg.norm([0.9, 0.2, -0.1, 0.3])    # w x y z
+P_AXIS = np.array([0.2, 1.0, 0.1]) / np.linalg.norm([0.2, 1.0, 0.1])
+P_COM = np.array([0.25, 0.03, -0.04])
+P_MASS = 0.8
+P_I = np.array([0.004, 0.02, 0.018])
+P_RANGE = (-0.7, 0.45)
+P_MARGIN = 0.1
+
+
+def _pendulum_xml(margin):
+    return f"""<mujoco><compiler angle="radian"/><option gravity="0 0 -{G}"/><worldbody>
+  <geom type="plane" size="3 3 .1" pos="0 0 -3"/>
+  <body pos="{' '.join(map(str, P_POS))}" quat="{' '.join(map(str, P_QUAT))}">
+    <joint name="j" type="hinge" axis="{' '.join(map(str, P_AXIS))}" range="{P_RANGE[0]} {P_RANGE[1]}" limited="true"
+      margin="{margin}"/>
+    <inertial pos="{' '.join(map(str, P_COM))}" mass="{P_MASS}" diaginertia="{' '.join(map(str, P_I))}"/>
+    <geom type="sphere" size=".03" pos="{' '.join(map(str, P_COM))}" contype="0" conaffinity="0" mass="0"/>
+  </body></worldbody></mujoco>"""
+
+
+def _axis_inertia():
+    """Inertia about the hinge axis (body frame): the central inertia plus m·(|r|² − (a·r)²)."""
+    a, r = P_AXIS, P_COM
+    return float(a @ np.diag(P_I) @ a + P_MASS * (r @ r - (a @ r) ** 2))
+
+
+def _polyphys_pendulum(tmp_path, h, steps, opts=None, margin=P_MARGIN):
+    xml = tmp_path / "pendulum.xml"
+    xml.write_text(_pendulum_xml(margin))
+    scene = polyphys.Scene(sim=SimOptions(dt=h, substeps=1, precision="64"), coupler=opts or SapOptions())
+    arm = scene.add_entity(M.MJCF(file=str(xml)), Rigid())
+    scene.build()
+    solver = next(s for s in scene.solvers if s.name == "rigid")
+    q = []
+    for _ in range(steps):
+        scene.step()
+        q.append(float(arm.get_dofs_position()[0]))
+    return scene, arm, solver, np.array(q)
+
+
+def _mujoco_gravity_torque(q):
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_string(_pendulum_xml(0.0))
+    d = mujoco.MjData(m)
+    d.qpos[0] = q
+    mujoco.mj_forward(m, d)
+    return float(d.qfrc_bias[0])          # at v = 0: the generalized gravity force, sign-flipped (M·a = −bias)
+
+
+def test_pendulum_rests_on_its_limit(tmp_path):
+    """Settled against the upper limit: the limit's row force equals the gravity torque (MuJoCo's
+    qfrc_bias at the settled angle) within 1e-3, and the angle is past the limit by the near-rigid
+    penetration 2h²β²/(4π²)·T/I to 1 % (an exact steady state of the discrete problem)."""
+    h = 0.002
+    scene, arm, solver, q = _polyphys_pendulum(tmp_path, h, 600)
+    q_end = q[-1]
+    T = _mujoco_gravity_torque(q_end)               # the torque the limit must hold (about the dof)
+    cf = solver.get_constraint_forces()
+    rows = np.nonzero(cf["valid"] & (cf["type"] == ConstraintType.LIMIT))[0]
+    assert len(rows) == 1
+    f = cf["force"][rows[0]]
+    # the upper side's row: J = −1, so qfrc = −f balances the gravity generalized force −bias
+    assert abs(cf["qfrc_constraint"][0] - T) <= 1e-3 * abs(T), (cf["qfrc_constraint"], T)
+    assert f > 0 and abs(f + T) <= 1e-3 * abs(T)              # a limit pushes: f ≥ 0, qfrc = −f = T
+    I = _axis_inertia()
+    pen = 2.0 * h * h * BETA ** 2 / TWO_PI_SQ * abs(T) / I
+    assert abs((q_end - P_RANGE[1]) - pen) <= 0.01 * pen, (q_end - P_RANGE[1], pen)
+    # at rest up to the stopping rule: ‖D∇ℓ‖ ≤ rtol·‖D·Jᵀγ‖ and H ≥ A bound the velocity by rtol·h·|T|/I
+    assert abs(arm.get_dofs_velocity()[0]) <= 1e-6 * h * abs(T) / I
+
+
+def test_pendulum_angle_against_mujoco(tmp_path):
+    """MuJoCo's own limit is soft (solref 0.02 s, solimp 0.9–0.95): at rest its row force
+    f = aref/R with aref = −K·imp·pos and R = (1 − imp)/imp·invweight, so MuJoCo settles past the
+    limit by pen = T·(1 − imp(pen))·invweight/(K·imp(pen)²), K = 1/(dmax²·tc²): the expected difference between its
+    settled angle and SAP's (whose penetration is ~1e-7 rad). Agreement within 2 % of that
+    difference (MuJoCo's invweight is its dof_invweight0; its implicit step adds no torque at rest)."""
+    mujoco = pytest.importorskip("mujoco")
+    h = 0.002
+    _, _, _, q = _polyphys_pendulum(tmp_path, h, 600, margin=0.0)
+    m = mujoco.MjModel.from_xml_string(_pendulum_xml(0.0))
+    m.opt.timestep = h
+    d = mujoco.MjData(m)
+    for _ in range(3000):
+        mujoco.mj_step(m, d)
+    assert abs(d.qvel[0]) < 1e-6
+    T = _mujoco_gravity_torque(d.qpos[0])
+    dmin, dmax, width, mid, power = m.jnt_solimp[0]
+    tc = m.jnt_solref[0, 0]
+    K = 1.0 / (dmax ** 2 * tc ** 2)
+
+    def imp(pos):                                    # MuJoCo's impedance curve of solimp
+        x = min(1.0, pos / width)
+        y = x ** power / mid ** (power - 1) if x <= mid else 1 - (1 - x) ** power / (1 - mid) ** (power - 1)
+        return dmin + y * (dmax - dmin)
+
+    lo, hi = 0.0, 0.1                                # bisection on pen = T·(1 − imp)·invweight/(K·imp²)
+    for _ in range(100):
+        pen = 0.5 * (lo + hi)
+        i = imp(pen)
+        lo, hi = (pen, hi) if abs(T) * (1 - i) * m.dof_invweight0[0] / (K * i * i) > pen else (lo, pen)
+    want = pen
+    assert (d.qpos[0] - P_RANGE[1]) > 1000 * (q[-1] - P_RANGE[1]) > 0
+    assert abs((d.qpos[0] - q[-1]) - want) <= 0.02 * want, (d.qpos[0] - q[-1], want)
+
+
+def _drake_pendulum(h, steps):
+    from pydrake.all import (AddMultibodyPlant, DiagramBuilder, MultibodyPlantConfig, Quaternion, RevoluteJoint,
+                             RigidTransform, RotationalInertia, Simulator, SpatialInertia)
+
+    b = DiagramBuilder()
+    plant, _ = AddMultibodyPlant(MultibodyPlantConfig(time_step=h, discrete_contact_approximation="sap"), b)
+    body = plant.AddRigidBody("pendulum", SpatialInertia.MakeFromCentralInertia(
+        P_MASS, P_COM, RotationalInertia(*P_I)))
+    X_WJ = RigidTransform(Quaternion(P_QUAT), P_POS)
+    frame = plant.AddFrame(__import__("pydrake.all", fromlist=["FixedOffsetFrame"]).FixedOffsetFrame(
+        "hinge", plant.world_frame(), X_WJ))
+    plant.AddJoint(RevoluteJoint("j", frame, body.body_frame(), P_AXIS, P_RANGE[0], P_RANGE[1], 0.0))
+    plant.Finalize()
+    diagram = b.Build()
+    sim = Simulator(diagram)
+    ctx = plant.GetMyMutableContextFromRoot(sim.get_mutable_context())
+    out = []
+    for i in range(steps):
+        sim.AdvanceTo((i + 1) * h)
+        out.append(float(plant.GetPositions(ctx)[0]))
+    return np.array(out)
+
+
+def test_pendulum_limit_matches_drake(tmp_path):
+    """Drake's discrete SAP (MultibodyPlant, time step h, its joint limits: SapLimitConstraint with
+    β = 0.1, τ = h, k = 1e12, added within a window 2h·max(|v|, |v*|) of the limit) on the same
+    pendulum. The joint's limit margin (0.1 rad) makes polyphys hand the limit row over before the
+    limit as Drake's window does; where both hold the row, the problems are the same, so the swing,
+    the impact and the rest agree: angles within 1e-6 rad over the whole run (the solvers' rtol 1e-6
+    on velocities ~3 rad/s moves the angle by ~h·3e-6 per step), the settled angle within 1e-9 rad
+    (Drake's 1/(h·k·(h+τ)) = 1.25e-7 is negligible beside β²w/(4π²) = 1.7e-2 s/kg·m²)."""
+    pytest.importorskip("pydrake.all")
+    h = 0.002
+    d = _drake_pendulum(h, 600)
+    _, _, _, q = _polyphys_pendulum(tmp_path, h, 600)
+    np.testing.assert_allclose(q, d, atol=1e-6)
+    assert abs(q[-1] - d[-1]) < 1e-9
