@@ -17,7 +17,6 @@ from polyphys.couplers.sap.options import SapOptions
 from polyphys.options import SimOptions
 from polyphys.plugins.rigid.codes import ConstraintType
 from polyphys.plugins.rigid.materials import Rigid
-from sapscenes import sap
 
 G = 9.81
 BETA = 0.1
@@ -134,16 +133,25 @@ def test_pendulum_angle_against_mujoco(tmp_path):
 
 
 def _drake_pendulum(h, steps):
-    from pydrake.all import (AddMultibodyPlant, DiagramBuilder, MultibodyPlantConfig, Quaternion, RevoluteJoint,
-                             RigidTransform, RotationalInertia, Simulator, SpatialInertia)
+    from pydrake.all import (
+        AddMultibodyPlant,
+        DiagramBuilder,
+        FixedOffsetFrame,
+        MultibodyPlantConfig,
+        Quaternion,
+        RevoluteJoint,
+        RigidTransform,
+        RotationalInertia,
+        Simulator,
+        SpatialInertia,
+    )
 
     b = DiagramBuilder()
     plant, _ = AddMultibodyPlant(MultibodyPlantConfig(time_step=h, discrete_contact_approximation="sap"), b)
     body = plant.AddRigidBody("pendulum", SpatialInertia.MakeFromCentralInertia(
         P_MASS, P_COM, RotationalInertia(*P_I)))
     X_WJ = RigidTransform(Quaternion(P_QUAT), P_POS)
-    frame = plant.AddFrame(__import__("pydrake.all", fromlist=["FixedOffsetFrame"]).FixedOffsetFrame(
-        "hinge", plant.world_frame(), X_WJ))
+    frame = plant.AddFrame(FixedOffsetFrame("hinge", plant.world_frame(), X_WJ))
     plant.AddJoint(RevoluteJoint("j", frame, body.body_frame(), P_AXIS, P_RANGE[0], P_RANGE[1], 0.0))
     plant.Finalize()
     diagram = b.Build()
