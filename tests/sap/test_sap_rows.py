@@ -17,6 +17,7 @@ from polyphys.couplers.sap.options import SapOptions
 from polyphys.options import SimOptions
 from polyphys.plugins.rigid.codes import ConstraintType
 from polyphys.plugins.rigid.materials import Rigid
+from sapscenes import sap
 
 G = 9.81
 BETA = 0.1
@@ -178,3 +179,146 @@ def test_pendulum_limit_matches_drake(tmp_path):
     _, _, _, q = _polyphys_pendulum(tmp_path, h, 600)
     np.testing.assert_allclose(q, d, atol=1e-6)
     assert abs(q[-1] - d[-1]) < 1e-9
+
+
+# ---------------------------------------------------------------- DOF frictionloss
+
+F_LOSS = 0.3
+
+
+def _rotor(tmp_path, torque, h=0.002, steps=500, sigma=1e-3):
+    """A rotor on a tilted hinge (gravity off, the centre of mass on the axis: no other torque) with
+    frictionloss F_LOSS, driven by a constant dof torque."""
+    xml = tmp_path / "rotor.xml"
+    xml.write_text(f"""<mujoco><compiler angle="radian"/><option gravity="0 0 0"/><worldbody>
+      <body pos="-0.3 0.4 0.6" quat="{' '.join(map(str, P_QUAT))}">
+        <joint name="j" type="hinge" axis="{' '.join(map(str, P_AXIS))}" frictionloss="{F_LOSS}"/>
+        <inertial pos="0 0 0" mass="{P_MASS}" diaginertia="{' '.join(map(str, P_I))}"/>
+        <geom type="sphere" size=".03" contype="0" conaffinity="0" mass="0"/>
+      </body></worldbody></mujoco>""")
+    scene = polyphys.Scene(sim=SimOptions(dt=h, substeps=1, precision="64"),
+                           coupler=SapOptions(frictionloss_sigma=sigma))
+    rotor = scene.add_entity(M.MJCF(file=str(xml)), Rigid())
+    scene.build()
+    rotor.control_dofs_force(np.array([torque]))
+    q, v = [], []
+    for _ in range(steps):
+        scene.step()
+        q.append(float(rotor.get_dofs_position()[0]))
+        v.append(float(rotor.get_dofs_velocity()[0]))
+    I = float(P_AXIS @ np.diag(P_I) @ P_AXIS)
+    return scene, np.array(q), np.array(v), I
+
+
+def test_frictionloss_holds_below_its_value(tmp_path):
+    """|τ| < F: the box constraint |γ| ≤ h·F holds the rotor up to its regularisation R = σ·w (w =
+    1/I): v_{n+1} = (v_n + h·τ/I)/(1 + 1/(I·R)) creeps towards v_∞ = h·τ·R = σ·h·τ/I (< σ·h·F/I),
+    from below. Checked: 0 < v ≤ v_∞ (+ the stopping rule's rtol·h·τ/I), the angle ≤ v_∞·t, and the
+    row force −τ (it balances the torque)."""
+    h, tau, sigma = 0.002, 0.7 * F_LOSS, 1e-3
+    scene, q, v, I = _rotor(tmp_path, tau, h=h, sigma=sigma)
+    v_inf = sigma * h * tau / I
+    slack = 1e-6 * h * tau / I
+    assert np.all(v > 0) and np.all(v <= v_inf + slack), (v.max(), v_inf)
+    assert abs(v[-1] - v_inf) <= 1e-3 * v_inf + slack          # the recursion contracts by σ/(1 + σ) a step
+    assert 0 < q[-1] <= v_inf * h * len(q) * (1 + 1e-9)
+    solver = next(s for s in scene.solvers if s.name == "rigid")
+    cf = solver.get_constraint_forces()
+    rows = np.nonzero(cf["valid"] & (cf["type"] == ConstraintType.FRICTION))[0]
+    assert len(rows) == 1 and abs(cf["force"][rows[0]] + tau) <= 1e-3 * tau
+
+
+def test_frictionloss_slides_above_its_value(tmp_path):
+    """τ > F: the box side −h·F is active once the rotor moves, so it accelerates at (τ − F)/I
+    (within 1 %; exact but for the first substep, where v starts from rest inside the box)."""
+    h, tau = 0.002, 2.5 * F_LOSS
+    _, q, v, I = _rotor(tmp_path, tau, h=h, steps=300)
+    a = (v[-1] - v[100]) / (h * (len(v) - 1 - 100))
+    want = (tau - F_LOSS) / I
+    assert abs(a - want) <= 0.01 * want, (a, want)
+
+
+# ---------------------------------------------------------------- equalities
+
+ARM = """<mujoco><compiler angle="radian"/><option gravity="0 0 -{g}"/><worldbody>
+  <body name="l0" pos="0.2 -0.1 1.0" quat="0.95 0.1 0.2 -0.15"><joint name="j0" type="hinge" axis="0.1 1 0.2"/>
+    <inertial pos="0.15 0 0" mass="1.2" diaginertia="0.002 0.012 0.011"/>
+    <geom type="sphere" size=".02" contype="0" conaffinity="0" mass="0"/>
+    <body name="l1" pos="0.3 0 0.02" quat="0.98 0 0.2 0"><joint name="j1" type="hinge" axis="0 0.9 0.3"/>
+      <inertial pos="0.12 0.01 0" mass="0.7" diaginertia="0.001 0.006 0.006"/>
+      <geom type="sphere" size=".02" contype="0" conaffinity="0" mass="0"/>
+    </body></body>
+  <body name="box" pos="{bx}"><freejoint/><inertial pos="0 0 0" mass="0.5" diaginertia="0.002 0.003 0.004"/>
+    <geom type="sphere" size=".02" contype="0" conaffinity="0" mass="0"/></body>
+  </worldbody><equality>{eq}</equality></mujoco>"""
+ANCHOR = np.array([0.24, 0.0, 0.0])           # on l1 (its frame)
+LEVER = 0.3 + 0.02 + 0.24                      # ≥ the anchor's distance from j0's axis
+
+
+def _arm_anchor_world():
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_string(ARM.format(g=G, eq="", bx="0 0 0"))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    return d.xpos[2] + d.xmat[2].reshape(3, 3) @ ANCHOR
+
+
+def _run_arm(tmp_path, eq, bx, h, steps, coupler=True):
+    """Run the arm; per step: the model's energy (MuJoCo's mj_energyPos/Vel of the same model at
+    polyphys' state), the connect violation |p_l1(anchor) − p_box|, |q̇0| + |q̇1| and, under SAP,
+    max R·|γ| over the equality rows."""
+    mujoco = pytest.importorskip("mujoco")
+    xml_text = ARM.format(g=G, eq=eq, bx=bx)
+    xml = tmp_path / "arm.xml"
+    xml.write_text(xml_text)
+    kw = {"coupler": SapOptions()} if coupler else {}
+    scene = polyphys.Scene(sim=SimOptions(dt=h, substeps=1, precision="64"), **kw)
+    arm = scene.add_entity(M.MJCF(file=str(xml)), Rigid())
+    scene.build()
+    m = mujoco.MjModel.from_xml_string(xml_text)
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    d = mujoco.MjData(m)
+    out = {"E": [], "g": [], "w": [], "Rg": [], "q": []}
+    b = sap(scene)._rigid["rigid"] if coupler else None
+    for _ in range(steps):
+        scene.step()
+        d.qpos[:] = arm.get_qpos()
+        d.qvel[:] = arm.get_dofs_velocity()
+        mujoco.mj_forward(m, d)
+        mujoco.mj_energyPos(m, d)
+        mujoco.mj_energyVel(m, d)
+        out["E"].append(d.energy.sum())
+        out["g"].append(np.linalg.norm(d.xpos[2] + d.xmat[2].reshape(3, 3) @ ANCHOR - d.xpos[3]))
+        out["w"].append(abs(d.qvel[0]) + abs(d.qvel[1]))
+        out["q"].append(d.qpos[:2].copy())
+        if b is not None:
+            n = int(b.rigid.rigid_dynamics(scene.layout.partitions[0]).n_rows.numpy()[0])
+            out["Rg"].append(np.abs(b.rR.numpy()[0, :n] * b.rgam.numpy()[0, :n]).max())
+    return {k: np.array(x) for k, x in out.items()}
+
+
+def test_connect_holds_a_body_on_a_swinging_arm(tmp_path):
+    """A free body hung on a two-hinge arm's tip by a connect equality, swinging under gravity for
+    2 s. Per row (near-rigid, τ = h): g_{n+1} = g_n/2 − h·R·γ + ½h²·g̈_curv (the linearisation's
+    error: the anchor's centripetal acceleration ≤ (|q̇0| + |q̇1|)²·lever), so
+    |g| ≤ 2h·max R|γ| + h²·max(|q̇0| + |q̇1|)²·lever. The energy drift (semi-implicit Euler of the
+    swing, O(h)) is at most twice the rigid solver's own constraint solve's on the same model."""
+    h = 0.002
+    bx = " ".join(map(str, _arm_anchor_world()))
+    eq = '<connect body1="l1" body2="box" anchor="0.24 0 0"/>'
+    r = _run_arm(tmp_path, eq, bx, h, 1000)
+    bound = 2 * h * r["Rg"].max() + h * h * r["w"].max() ** 2 * LEVER
+    assert r["g"].max() <= bound, (r["g"].max(), bound)
+    assert r["w"].max() > 5.0                                  # it does swing
+    own = _run_arm(tmp_path, eq, bx, h, 1000, coupler=False)
+    assert np.abs(r["E"] - r["E"][0]).max() <= 2 * np.abs(own["E"] - own["E"][0]).max()
+
+
+def test_joint_coupler_keeps_the_ratio(tmp_path):
+    """A joint equality q1 = 0.5·q0 (linear: no curvature term): |q1 − 0.5·q0| ≤ 2h·max R|γ| over 2 s
+    of swinging."""
+    h = 0.002
+    r = _run_arm(tmp_path, '<joint joint1="j1" joint2="j0" polycoef="0 0.5 0 0 0"/>', "1 1 1", h, 1000)
+    err = np.abs(r["q"][:, 1] - 0.5 * r["q"][:, 0])
+    assert err.max() <= 2 * h * r["Rg"].max() * (1 + 1e-6), (err.max(), 2 * h * r["Rg"].max())
+    assert np.ptp(r["q"][:, 0]) > 1.0
