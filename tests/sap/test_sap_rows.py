@@ -322,3 +322,103 @@ def test_joint_coupler_keeps_the_ratio(tmp_path):
     err = np.abs(r["q"][:, 1] - 0.5 * r["q"][:, 0])
     assert err.max() <= 2 * h * r["Rg"].max() * (1 + 1e-6), (err.max(), 2 * h * r["Rg"].max())
     assert np.ptp(r["q"][:, 0]) > 1.0
+
+
+# ---------------------------------------------------------------- limits and contacts together (gymnasium reacher)
+
+TORQUES = np.array([[4.0, 3.0, 0.5, -0.2], [3.0, -3.0, -0.2, 0.4]])    # joint0, joint1, target_x, target_y
+REACH_H = 0.0025                                                        # dt 0.005, 2 substeps
+TARGET_MASS = 1000.0 * 4.0 / 3.0 * math.pi * 0.009 ** 3                 # the target sphere (inertiafromgeom)
+
+
+def _reacher(n_envs, rows, opts=None, steps=0, substeps=2):
+    """The gymnasium reacher (joint1 and the target's slides are limited, the arm's joints have
+    armature and damping) with a box on a plane in the arm's sweep; constant dof torques drive the
+    arm into the box and the target's slides against their limits."""
+    path = _gym_asset("reacher.xml")
+    scene = polyphys.Scene(sim=SimOptions(dt=REACH_H * substeps, substeps=substeps, precision="64"),
+                           coupler=opts or SapOptions(point_stiffness=1e5))
+    with pytest.warns(Warning, match="RK4"):
+        arm = scene.add_entity(M.MJCF(file=path), Rigid())
+    scene.add_entity(morph=M.Plane(pos=(0.02, -0.01, -0.05)), material=Rigid(friction=0.6))
+    box = scene.add_entity(morph=M.Box(size=(0.05, 0.07, 0.08), pos=(0.13, 0.1, -0.01), euler=(0, 0, 30)),
+                           material=Rigid(rho=300.0, friction=0.6))
+    scene.build(n_envs=n_envs)
+    arm.control_dofs_force(TORQUES[rows] if n_envs else TORQUES[rows[0]])
+    traj = [_reacher_state(arm, box) for _ in range(steps) if scene.step() or True]
+    return scene, arm, box, np.array(traj)
+
+
+def _reacher_state(arm, box):
+    return np.concatenate([np.atleast_2d(arm.get_dofs_position()), np.atleast_2d(arm.get_dofs_velocity()),
+                           np.atleast_2d(box.get_pos()), np.atleast_2d(box.get_quat())], axis=1)
+
+
+def _gym_asset(name):
+    gymnasium = pytest.importorskip("gymnasium")
+    import os
+
+    path = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", name)
+    if not os.path.exists(path):
+        pytest.skip("gymnasium MuJoCo assets not installed")
+    return path
+
+
+def test_reacher_limits_and_contacts_batch_equals_single_runs():
+    """n_envs = 2 equals two single runs bit for bit; the arm pushes the box (env 0) while the target's
+    slides rest on their limits: penetration 2h²β²/(4π²)·F/m (w = 1/m) to 1 %, limit rows reported."""
+    scene, arm, box, batch = _reacher(2, [0, 1], steps=160)
+    for e in range(2):
+        _, _, _, single = _reacher(0, [e], steps=160)
+        np.testing.assert_array_equal(batch[:, e], single[:, 0])
+    assert np.linalg.norm(batch[-1, 0, 8:10] - [0.13, 0.1]) > 0.05          # the arm moved the box
+    solver = next(s for s in scene.solvers if s.name == "rigid")
+    cf = solver.get_constraint_forces()
+    for e in range(2):
+        lim = cf["valid"][e] & (cf["type"][e] == ConstraintType.LIMIT)
+        con = cf["valid"][e] & (cf["type"][e] >= ConstraintType.CONTACT_FRICTIONLESS)
+        assert lim.sum() == 2 and con.sum() > 0 and np.all(cf["force"][e][lim] > 0)
+        for d in (2, 3):                   # target_x, target_y: q − ref against ±0.27 − ref
+            F = abs(TORQUES[e, d])
+            lim_q = (0.27 if TORQUES[e, d] > 0 else -0.27) - (0.1 if d == 2 else -0.1)
+            pen = 2 * REACH_H ** 2 * BETA ** 2 / TWO_PI_SQ * F / TARGET_MASS
+            got = (batch[-1, e, d] - lim_q) * np.sign(TORQUES[e, d])
+            assert abs(got - pen) <= 0.01 * pen, (e, d, got, pen)
+
+
+def test_reacher_checkpoint_and_reset(tmp_path):
+    """Checkpoint continuation is bit-exact (the warm start is state); resetting env 1 leaves env 0's
+    trajectory unchanged and restarts env 1 as a fresh env."""
+    scene, arm, box, _ = _reacher(2, [0, 1], steps=60)
+    path = scene.save_checkpoint(tmp_path / "reacher.ckpt")
+    want = [_reacher_state(arm, box) for _ in range(40) if scene.step() or True]
+    other, oarm, obox, _ = _reacher(2, [0, 1])
+    other.load_checkpoint(path)
+    got = [_reacher_state(oarm, obox) for _ in range(40) if other.step() or True]
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    ref, rarm, rbox, _ = _reacher(2, [0, 1], steps=60)
+    ref.reset(envs_idx=[1])
+    rarm.control_dofs_force(TORQUES[[1]], envs_idx=[1])        # reset clears the env's controls
+    after = [_reacher_state(rarm, rbox) for _ in range(40) if ref.step() or True]
+    np.testing.assert_array_equal(np.array(after)[:, 0], np.array(want)[:, 0])
+    fresh, farm, fbox, _ = _reacher(2, [0, 1])
+    farm.control_dofs_force(TORQUES[[0, 1]])
+    start = [_reacher_state(farm, fbox) for _ in range(40) if fresh.step() or True]
+    np.testing.assert_array_equal(np.array(after)[:, 1], np.array(start)[:, 1])
+
+
+def test_cost_monotone_with_limit_rows_active():
+    """The solve of a substep with limit rows and contacts active (the reacher pushing the box):
+    ℓ(v_k) never increases over the Newton iterations (exact line search on a convex cost; the
+    tolerance is float64 round-off of ℓ's sum), and the solve converges to rtol 1e-10."""
+    scene, arm, box, _ = _reacher(0, [0], opts=SapOptions(point_stiffness=1e5, rtol=1e-10), steps=228, substeps=1)
+    sap(scene)._rigid["rigid"].warm_ok.zero_()                  # a cold solve (from v*), the arm on the box
+    scene.step()
+    st = sap(scene).get_solver_stats()
+    solver = next(s for s in scene.solvers if s.name == "rigid")
+    cf = solver.get_constraint_forces()
+    assert (cf["valid"] & (cf["type"] == ConstraintType.LIMIT)).sum() == 2
+    assert (cf["valid"] & (cf["type"] >= ConstraintType.CONTACT_FRICTIONLESS)).sum() >= 3
+    cost = st["cost"][st["cost"] >= 0]
+    assert st["converged"] and st["iterations"] >= 3, st
+    assert np.all(np.diff(cost) <= 1e-12 * abs(cost[0]) + 1e-15)
