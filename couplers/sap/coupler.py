@@ -393,7 +393,10 @@ class SapCoupler(Coupler):
         """The last substep's contact impulses γ (N·s) per contact slot, (n, K, 3) in the contact
         frame (normal, tangent 1, tangent 2; on geom A; the rigid solver's contact slots, valid
         below ``count``), with the regularisation it used: ``R_n``, ``R_t`` (s/kg) and ``v_hat``
-        (m/s), and the pair ``stiffness`` (N/m), ``tau_d`` (s), ``mu``. Batch axis first."""
+        (m/s), and the pair ``stiffness`` (N/m), ``tau_d`` (s), ``mu``. With limit, frictionloss or
+        equality rows handed over: ``row_count`` and per row (the rigid solver's rows 0 ..
+        row_count − 1, NaN beyond) ``row_gamma`` (N·s or N·m·s), ``row_R`` and ``row_v_hat``. Batch axis
+        first."""
         b = self._pick(rigid)
         scene = self.scene
         envs = scene._envs_idx(envs_idx)
@@ -404,6 +407,13 @@ class SapCoupler(Coupler):
         valid = np.arange(b.K)[None, :] < out["count"][:, None]
         for k in ("R_n", "R_t", "v_hat", "stiffness", "tau_d", "mu"):
             out[k] = np.where(valid, out[k], math.nan)
+        if b.NR:
+            # the limit/frictionloss/equality rows (docs/sap.md, "Which rows SAP takes over"), rows < row_count
+            rc = np.concatenate([b.parts[p.index].rows.n_rows.numpy() for p in self.layout.partitions])[envs]
+            rv = np.arange(b.NR)[None, :] < rc[:, None]
+            out["row_count"] = rc.astype(int)
+            for k, a in (("row_gamma", b.rgam), ("row_R", b.rR), ("row_v_hat", b.rvhat)):
+                out[k] = np.where(rv, a.numpy()[envs], math.nan)
         return out if scene.batched else {k: v[0] for k, v in out.items()}
 
     def get_fem_contacts(self, rigid: str | None = None, envs_idx=None) -> dict:
