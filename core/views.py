@@ -208,7 +208,8 @@ class RigidDynamics:
     inside the range; for an equality the violation g(q), with J·qvel = ġ; 0 for frictionloss) and
     row_frictionloss (n, R) (the dof's frictionloss, N or N·m, on ROW_FRICTION rows). A limit row
     exists while the joint is within its margin of the limit; an inactive equality has no rows.
-    None for a solver that hands over no such rows."""
+    n_rows may be None (no rows: the contacts start at row 0); the row_* arrays are None when the
+    model has no such rows (n_rows then stays 0)."""
 
     qvel: Any
     qacc_free: Any
