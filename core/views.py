@@ -109,6 +109,10 @@ class RigidGeoms:
     meshes: tuple = attrs.field(default=(), eq=False)
     # per geom: (heights (nrow, ncol), (rx, ry, z_bottom)) host arrays in the geom frame, or None
     hfields: tuple = attrs.field(default=(), eq=False)
+    # per geom: its index among all geoms of the solver's entity descriptions in order (visual ones
+    # included) — the rigid solver's global collision geom index (get_contacts' geom_a/geom_b), which
+    # a coupler's per-geom tables use; () when the solver does not say (host ints, not compared)
+    geom_index: tuple = attrs.field(default=(), eq=False)
 
 
 def pack_rigid_geoms(entities, precision: str = "32", device=None) -> RigidGeoms:
@@ -122,15 +126,18 @@ def pack_rigid_geoms(entities, precision: str = "32", device=None) -> RigidGeoms
     from .geometry import GEOM_CODES, SDF_SUPPORTED
     from .sdf_grid import hfield_heights
 
-    rows, meshes, hfields = [], [], []
+    rows, meshes, hfields, index = [], [], [], []
+    gi = -1
     for e in entities:
         mat = e.material
         for g in e.description.geoms:
+            gi += 1
             code = GEOM_CODES[g.type]
             is_mesh = g.type == "mesh" and g.mesh is not None
             hf = hfield_heights(g.hfield, f"geom {g.name!r}") if g.type == "hfield" else None
             if g.role == "visual" or (code not in SDF_SUPPORTED and not is_mesh and hf is None):
                 continue
+            index.append(gi)
             meshes.append((np.asarray(g.mesh.vertices, float), np.asarray(g.mesh.faces)) if is_mesh else None)
             hfields.append(hf)
             size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
@@ -151,7 +158,7 @@ def pack_rigid_geoms(entities, precision: str = "32", device=None) -> RigidGeoms
         coup_friction=wp.array(np.asarray(col[5], npf), dtype=s, device=device),
         coup_restitution=wp.array(np.asarray(col[6], npf), dtype=s, device=device),
         coup_softness=wp.array(np.asarray(col[7], npf), dtype=s, device=device),
-        meshes=tuple(meshes), hfields=tuple(hfields))
+        meshes=tuple(meshes), hfields=tuple(hfields), geom_index=tuple(index))
 
 
 @attrs.frozen

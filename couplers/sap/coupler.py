@@ -210,8 +210,18 @@ class SapCoupler(Coupler):
         def z(shape, dtype=f64):
             return wp.zeros(shape, dtype=dtype, device=dev)
 
+        # the geom side of each rigid–FEM pair: point_stiffness / dissipation_time_constant, or the
+        # per-geom tables' value for the geom's collision index (RigidGeoms.geom_index)
+        gk = np.full(len(types), float(o.point_stiffness))
+        gt = np.full(len(types), float(o.dissipation_time_constant))
+        index = tuple(geoms.geom_index)
+        if len(index) == len(types):
+            for row, g in enumerate(index):
+                gk[row] = float(o.geom_point_stiffness.get(g, gk[row]))
+                gt[row] = float(o.geom_dissipation_time_constant.get(g, gt[row]))
         fb = SimpleNamespace(
             solver=fem, geoms=geoms, cap=cap, n_surf=n_surf, geom_mu=geoms.coup_friction,
+            geom_k=wp.array(gk, dtype=f64, device=dev), geom_tau=wp.array(gt, dtype=f64, device=dev),
             count=z((n, n_surf), wp.int32), off_c=z((n, n_surf), wp.int32), off_v=z((n, n_surf), wp.int32),
             n_contacts=z(n, wp.int32), n_verts=z(n, wp.int32), overflow=z(n, wp.int32), overflow_step=z(n, wp.int32),
             vslot=z((n, cap), wp.int32), geom=z((n, cap), wp.int32), link=z((n, cap), wp.int32), dist=z((n, cap)),
@@ -223,7 +233,7 @@ class SapCoupler(Coupler):
             vhat=z((n, cap)), vc=z((n, cap), wp.vec3d), dvc=z((n, cap), wp.vec3d), G=z((n, cap), wp.mat33d),
             vg=z((n, cap), wp.vec3d), vdu=z((n, cap), wp.vec3d), vHinv=z((n, cap), wp.mat33d),
             gamma=z((n, cap), wp.vec3d), vu=z((n, cap), wp.vec3d))
-        keys = [k for k, a in vars(fb).items() if isinstance(a, wp.array) and k != "geom_mu"]
+        keys = [k for k, a in vars(fb).items() if isinstance(a, wp.array) and k not in ("geom_mu", "geom_k", "geom_tau")]
         fb.parts = {}
         for part in layout.partitions:
             fb.parts[part.index] = SimpleNamespace(
@@ -267,7 +277,7 @@ class SapCoupler(Coupler):
                   outputs=[q.off_c, q.off_v, q.n_contacts, q.n_verts, q.overflow, q.overflow_step], device=dev)
         wp.launch(KF.fill_contacts, dim=(n, fb.n_surf),
                   inputs=[F(o.fem_contact_margin), F(o.fem_point_stiffness), F(o.fem_dissipation_time_constant),
-                          F(o.fem_friction), F(o.point_stiffness), F(o.dissipation_time_constant), dd.surface,
+                          F(o.fem_friction), fb.geom_k, fb.geom_tau, dd.surface,
                           g.link, g.type, g.size, g.pos, g.quat, fb.geom_mu, lk.pos, lk.quat, dd.pos0, dd.vel,
                           dd.mass, dd.fixed, q.count, q.off_c, q.off_v],
                   outputs=[q.vslot, q.geom, q.link, q.dist, q.pos, q.frame, q.k, q.tau, q.mu, q.vindex, q.vfirst,

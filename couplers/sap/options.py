@@ -70,9 +70,10 @@ class SapOptions(Options):
 
     Rigid–FEM point contact (docs/sap.md, "Rigid–FEM contact"): a boundary vertex of a deformable
     solver against a rigid geom. The pair's stiffness is the series combination of the geom's
-    ``point_stiffness`` (the per-geom tables index the rigid solver's collision geoms and do not
-    apply here) and fem_point_stiffness (N/m per vertex, default inf: the geom's alone); τ_d the sum
-    of ``dissipation_time_constant`` and fem_dissipation_time_constant (s); μ Drake's 2μ_Aμ_B/(μ_A +
+    stiffness (``geom_point_stiffness`` of its collision geom index, else ``point_stiffness``) and
+    fem_point_stiffness (N/m per vertex, default inf: the geom's alone); τ_d the sum of the geom's
+    (``geom_dissipation_time_constant``, else ``dissipation_time_constant``) and
+    fem_dissipation_time_constant (s); μ Drake's 2μ_Aμ_B/(μ_A +
     μ_B) of the geom's Rigid material ``coup_friction`` and fem_friction. fem_contact_margin (m): a
     vertex closer than this to a geom is a contact (0: overlapping only). fem_max_contacts: contact
     slots per env (None: one per boundary vertex); a step that finds more raises
