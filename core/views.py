@@ -109,6 +109,10 @@ class RigidGeoms:
     meshes: tuple = attrs.field(default=(), eq=False)
     # per geom: (heights (nrow, ncol), (rx, ry, z_bottom)) host arrays in the geom frame, or None
     hfields: tuple = attrs.field(default=(), eq=False)
+    # per geom: its index among all geoms of the solver's entity descriptions in order (visual ones
+    # included) — the rigid solver's global collision geom index (get_contacts' geom_a/geom_b), which
+    # a coupler's per-geom tables use; () when the solver does not say (host ints, not compared)
+    geom_index: tuple = attrs.field(default=(), eq=False)
 
 
 def pack_rigid_geoms(entities, precision: str = "32", device=None) -> RigidGeoms:
@@ -122,15 +126,18 @@ def pack_rigid_geoms(entities, precision: str = "32", device=None) -> RigidGeoms
     from .geometry import GEOM_CODES, SDF_SUPPORTED
     from .sdf_grid import hfield_heights
 
-    rows, meshes, hfields = [], [], []
+    rows, meshes, hfields, index = [], [], [], []
+    gi = -1
     for e in entities:
         mat = e.material
         for g in e.description.geoms:
+            gi += 1
             code = GEOM_CODES[g.type]
             is_mesh = g.type == "mesh" and g.mesh is not None
             hf = hfield_heights(g.hfield, f"geom {g.name!r}") if g.type == "hfield" else None
             if g.role == "visual" or (code not in SDF_SUPPORTED and not is_mesh and hf is None):
                 continue
+            index.append(gi)
             meshes.append((np.asarray(g.mesh.vertices, float), np.asarray(g.mesh.faces)) if is_mesh else None)
             hfields.append(hf)
             size = tuple(float(x) for x in (tuple(g.size) + (0.0, 0.0, 0.0))[:3])
@@ -151,7 +158,7 @@ def pack_rigid_geoms(entities, precision: str = "32", device=None) -> RigidGeoms
         coup_friction=wp.array(np.asarray(col[5], npf), dtype=s, device=device),
         coup_restitution=wp.array(np.asarray(col[6], npf), dtype=s, device=device),
         coup_softness=wp.array(np.asarray(col[7], npf), dtype=s, device=device),
-        meshes=tuple(meshes), hfields=tuple(hfields))
+        meshes=tuple(meshes), hfields=tuple(hfields), geom_index=tuple(index))
 
 
 @attrs.frozen
@@ -192,12 +199,24 @@ class RigidDynamics:
     (world, midway between the surfaces), frame (n, K) mat33 (rows: normal from B to A, tangent 1,
     tangent 2), geom (n, K, 2) and link (n, K, 2) (global indices of A and B; link −1: world),
     condim (n, K) int (1: frictionless, 3: sliding friction), friction (n, K, 5) the solver's own
-    mixed friction (sliding first); jac (n, ≥3K, nv): rows 3k, 3k+1, 3k+2 map qvel to the velocity
-    of A's contact point relative to
-    B's along the frame's rows. geom_friction (n, n_geoms, 3): per-env geom friction (sliding
+    mixed friction (sliding first); jac (n, R, nv) (R: the row budget): rows n_rows + 3k, +1, +2 map
+    qvel to the velocity of A's contact point relative to B's along the frame's rows, rows below
+    n_rows are the solver's other constraint rows (below). geom_friction (n, n_geoms, 3): per-env geom friction (sliding
     first) and geom_friction_ratio (n, n_geoms): its per-env scale (a geom's sliding μ is their
     product). qfrc_contact (n, nv): written by the coupler in ``couple``: the generalized contact
-    force (impulse / h) the post-coupling integration adds to every other force."""
+    force (impulse / h) the post-coupling integration adds to every other force; contact_force (n,
+    R): the row forces (impulse / h) of every row, written by the coupler (the solver's own
+    constraint-force readback reads them).
+
+    The solver's non-contact constraint rows, built in pre-coupling (docs/sap.md, "Which rows SAP
+    takes over"): n_rows (n,) int, rows 0 .. n_rows−1 of ``jac``, each with row_type (n, R) int
+    (ROW_EQUALITY, ROW_FRICTION, ROW_LIMIT below), row_id (n, R) int (the global equality index, the
+    dof, or the joint-limit index), row_pos (n, R) (m or rad: for a limit the distance to it, ≥ 0
+    inside the range; for an equality the violation g(q), with J·qvel = ġ; 0 for frictionloss) and
+    row_frictionloss (n, R) (the dof's frictionloss, N or N·m, on ROW_FRICTION rows). A limit row
+    exists while the joint is within its margin of the limit; an inactive equality has no rows.
+    n_rows may be None (no rows: the contacts start at row 0); the row_* arrays are None when the
+    model has no such rows (n_rows then stays 0)."""
 
     qvel: Any
     qacc_free: Any
@@ -226,6 +245,18 @@ class RigidDynamics:
     cdof_w: Any = None
     cdof_v: Any = None
     dof_ref: Any = None
+    n_rows: Any = None
+    row_type: Any = None
+    row_id: Any = None
+    row_pos: Any = None
+    row_frictionloss: Any = None
+
+
+# RigidDynamics.row_type codes: bilateral equality rows (connect 3, weld 6, joint 1 per equality), DOF
+# frictionloss (one per dof), joint limits (one per active side)
+ROW_EQUALITY = 0
+ROW_FRICTION = 1
+ROW_LIMIT = 2
 
 
 @runtime_checkable

@@ -105,6 +105,8 @@ class SapCoupler(Coupler):
             dyn = self._no_dofs(layout.n_envs, layout)
         nv = dyn.qvel.shape[1]
         K_ = dyn.dist.shape[1]
+        # the rigid solver's limit/frictionloss/equality rows (docs/sap.md, "Which rows SAP takes over")
+        NR = dyn.jac.shape[1] if getattr(dyn, "row_type", None) is not None else 0
         n_geoms = dyn.geom_friction.shape[1]
         n, dev = layout.n_envs, layout.device
         geom_k = np.full(n_geoms, float(o.point_stiffness))
@@ -131,20 +133,38 @@ class SapCoupler(Coupler):
             ncols=z((n, K_), wp.int32), v=z((n, nv)), vs=z((n, nv)), dv=z((n, nv)), grad=z((n, nv)),
             tmp=z((n, nv)), vc=z((n, K_), wp.vec3d), dvc=z((n, K_), wp.vec3d), gam=z((n, K_), wp.vec3d),
             rn=z((n, K_)), rt=z((n, K_)), vhat=z((n, K_)),
+            rfirst=z((n, NR), wp.int32), rlast=z((n, NR), wp.int32), rR=z((n, NR)), rvhat=z((n, NR)), rlo=z((n, NR)),
+            rhi=z((n, NR)), rvc=z((n, NR)), rdvc=z((n, NR)), rgam=z((n, NR)),
             gamma=z((n, K_), wp.vec3d), iterations=z(n, wp.int32), converged=z(n, wp.int32),
             cost=z((n, o.max_iterations + 1)), residual=z(n), residual_history=z((n, o.max_iterations + 1)),
             iterations_step=z(n, wp.int32), cap_hits_step=z(n, wp.int32))
         b.parts = {}
         b.fem = None
+        b.NR = NR
         b.dof = rigid.rigid_dynamics(p0) is not None
+        s_ = wp.float64 if layout.precision == "64" else wp.float32
         for part in layout.partitions:
             s, t = part.start, part.stop
-            b.parts[part.index] = SimpleNamespace(
+            d_ = rigid.rigid_dynamics(part) if b.dof else None
+            if NR:
+                rows = SimpleNamespace(n_rows=d_.n_rows, row_type=d_.row_type, row_pos=d_.row_pos,
+                                       row_frictionloss=d_.row_frictionloss)
+            else:
+                # no rows handed over: row0 stays 0 and the row inputs are empty
+                m_ = part.n_envs
+                rows = SimpleNamespace(
+                    n_rows=(d_.n_rows if d_ is not None and d_.n_rows is not None
+                            else wp.zeros(m_, dtype=wp.int32, device=dev)),
+                    row_type=wp.zeros((m_, 0), dtype=wp.int32, device=dev),
+                    row_pos=wp.zeros((m_, 0), dtype=s_, device=dev),
+                    row_frictionloss=wp.zeros((m_, 0), dtype=s_, device=dev))
+            b.parts[part.index] = SimpleNamespace(rows=rows,
                 dyn=rigid.rigid_dynamics(part) if b.dof else self._no_dofs(part.n_envs, layout),
                 **{k: env_slice(getattr(b, k), s, t) for k in (
                     "k", "tau", "mu", "warm_v", "warm_ok", "lo_A", "hi_A", "lo_H", "LA", "H", "Z", "cols", "ncols",
                     "v", "vs", "dv", "grad",
-                    "tmp", "vc", "dvc", "gam", "rn", "rt", "vhat", "gamma", "iterations", "converged", "cost",
+                    "tmp", "vc", "dvc", "gam", "rn", "rt", "vhat", "rfirst", "rlast", "rR", "rvhat", "rlo", "rhi", "rvc",
+                    "rdvc", "rgam", "gamma", "iterations", "converged", "cost",
                     "residual", "residual_history", "iterations_step", "cap_hits_step")})
         return b
 
@@ -190,8 +210,18 @@ class SapCoupler(Coupler):
         def z(shape, dtype=f64):
             return wp.zeros(shape, dtype=dtype, device=dev)
 
+        # the geom side of each rigid–FEM pair: point_stiffness / dissipation_time_constant, or the
+        # per-geom tables' value for the geom's collision index (RigidGeoms.geom_index)
+        gk = np.full(len(types), float(o.point_stiffness))
+        gt = np.full(len(types), float(o.dissipation_time_constant))
+        index = tuple(geoms.geom_index)
+        if len(index) == len(types):
+            for row, g in enumerate(index):
+                gk[row] = float(o.geom_point_stiffness.get(g, gk[row]))
+                gt[row] = float(o.geom_dissipation_time_constant.get(g, gt[row]))
         fb = SimpleNamespace(
             solver=fem, geoms=geoms, cap=cap, n_surf=n_surf, geom_mu=geoms.coup_friction,
+            geom_k=wp.array(gk, dtype=f64, device=dev), geom_tau=wp.array(gt, dtype=f64, device=dev),
             count=z((n, n_surf), wp.int32), off_c=z((n, n_surf), wp.int32), off_v=z((n, n_surf), wp.int32),
             n_contacts=z(n, wp.int32), n_verts=z(n, wp.int32), overflow=z(n, wp.int32), overflow_step=z(n, wp.int32),
             vslot=z((n, cap), wp.int32), geom=z((n, cap), wp.int32), link=z((n, cap), wp.int32), dist=z((n, cap)),
@@ -203,7 +233,7 @@ class SapCoupler(Coupler):
             vhat=z((n, cap)), vc=z((n, cap), wp.vec3d), dvc=z((n, cap), wp.vec3d), G=z((n, cap), wp.mat33d),
             vg=z((n, cap), wp.vec3d), vdu=z((n, cap), wp.vec3d), vHinv=z((n, cap), wp.mat33d),
             gamma=z((n, cap), wp.vec3d), vu=z((n, cap), wp.vec3d))
-        keys = [k for k, a in vars(fb).items() if isinstance(a, wp.array) and k != "geom_mu"]
+        keys = [k for k, a in vars(fb).items() if isinstance(a, wp.array) and k not in ("geom_mu", "geom_k", "geom_tau")]
         fb.parts = {}
         for part in layout.partitions:
             fb.parts[part.index] = SimpleNamespace(
@@ -247,7 +277,7 @@ class SapCoupler(Coupler):
                   outputs=[q.off_c, q.off_v, q.n_contacts, q.n_verts, q.overflow, q.overflow_step], device=dev)
         wp.launch(KF.fill_contacts, dim=(n, fb.n_surf),
                   inputs=[F(o.fem_contact_margin), F(o.fem_point_stiffness), F(o.fem_dissipation_time_constant),
-                          F(o.fem_friction), F(o.point_stiffness), F(o.dissipation_time_constant), dd.surface,
+                          F(o.fem_friction), fb.geom_k, fb.geom_tau, dd.surface,
                           g.link, g.type, g.size, g.pos, g.quat, fb.geom_mu, lk.pos, lk.quat, dd.pos0, dd.vel,
                           dd.mass, dd.fixed, q.count, q.off_c, q.off_v],
                   outputs=[q.vslot, q.geom, q.link, q.dist, q.pos, q.frame, q.k, q.tau, q.mu, q.vindex, q.vfirst,
@@ -276,14 +306,21 @@ class SapCoupler(Coupler):
                 q = b.fem.parts[part.index]
             else:
                 q = self._empty_fem(part.n_envs)
+            rw = p.rows
+            tau_lim = h if o.limit_dissipation_time_constant is None else o.limit_dissipation_time_constant
+            tau_eq = h if o.equality_dissipation_time_constant is None else o.equality_dissipation_time_constant
             wp.launch(K.sap_solve, dim=part.n_envs,
                       inputs=[F(h), F(o.near_rigid_threshold), F(o.sigma), F(o.atol), F(o.rtol), o.max_iterations,
                               0 if o.line_search == "exact" else 1, F(o.ls_alpha_max), o.ls_max_iterations,
-                              F(o.ls_tolerance), F(o.ls_armijo_c), F(o.ls_rho),
+                              F(o.ls_tolerance), F(o.ls_armijo_c), F(o.ls_rho), F(o.limit_stiffness), F(tau_lim),
+                              F(o.equality_stiffness), F(tau_eq), F(o.constraint_near_rigid_threshold),
+                              F(o.frictionloss_sigma),
                               d.qvel, d.qacc_free, d.mass, d.n_contacts, d.dist, d.jac, p.k, p.tau, p.mu,
+                              rw.n_rows, rw.row_type, rw.row_pos, rw.row_frictionloss,
                               p.warm_v, p.warm_ok, p.lo_A, p.hi_A, p.lo_H, p.LA, p.H, p.Z, p.cols, p.ncols,
                               p.v, p.vs, p.dv, p.grad, p.tmp,
                               p.vc, p.dvc, p.gam, p.rn, p.rt, p.vhat,
+                              p.rfirst, p.rlast, p.rR, p.rvhat, p.rlo, p.rhi, p.rvc, p.rdvc, p.rgam,
                               q.n_contacts, q.n_verts, q.vslot, q.dist, q.frame, q.jac, q.k, q.tau, q.mu, q.vindex,
                               q.vfirst, q.vcount, q.vmass, q.vminv, q.vus, q.warm_u, q.warm_u_ok, q.cols, q.ncols,
                               q.rn, q.rt, q.vhat, q.vc, q.dvc, q.G, q.vg, q.vdu, q.vHinv, q.gamma, q.vu],
@@ -366,7 +403,10 @@ class SapCoupler(Coupler):
         """The last substep's contact impulses γ (N·s) per contact slot, (n, K, 3) in the contact
         frame (normal, tangent 1, tangent 2; on geom A; the rigid solver's contact slots, valid
         below ``count``), with the regularisation it used: ``R_n``, ``R_t`` (s/kg) and ``v_hat``
-        (m/s), and the pair ``stiffness`` (N/m), ``tau_d`` (s), ``mu``. Batch axis first."""
+        (m/s), and the pair ``stiffness`` (N/m), ``tau_d`` (s), ``mu``. With limit, frictionloss or
+        equality rows handed over: ``row_count`` and per row (the rigid solver's rows 0 ..
+        row_count − 1, NaN beyond) ``row_gamma`` (N·s or N·m·s), ``row_R`` and ``row_v_hat``. Batch axis
+        first."""
         b = self._pick(rigid)
         scene = self.scene
         envs = scene._envs_idx(envs_idx)
@@ -377,6 +417,13 @@ class SapCoupler(Coupler):
         valid = np.arange(b.K)[None, :] < out["count"][:, None]
         for k in ("R_n", "R_t", "v_hat", "stiffness", "tau_d", "mu"):
             out[k] = np.where(valid, out[k], math.nan)
+        if b.NR:
+            # the limit/frictionloss/equality rows (docs/sap.md, "Which rows SAP takes over"), rows < row_count
+            rc = np.concatenate([b.parts[p.index].rows.n_rows.numpy() for p in self.layout.partitions])[envs]
+            rv = np.arange(b.NR)[None, :] < rc[:, None]
+            out["row_count"] = rc.astype(int)
+            for k, a in (("row_gamma", b.rgam), ("row_R", b.rR), ("row_v_hat", b.rvhat)):
+                out[k] = np.where(rv, a.numpy()[envs], math.nan)
         return out if scene.batched else {k: v[0] for k, v in out.items()}
 
     def get_fem_contacts(self, rigid: str | None = None, envs_idx=None) -> dict:

@@ -29,6 +29,15 @@ def _per_geom(check):
     return validate
 
 
+def _time_constant_or_step(instance, attribute, value):
+    """None (the substep h, Drake's choice for limits and holonomic constraints) or a finite number > 0 (s)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise OptionError(f"{type(instance).__name__}.{attribute.name} = {value!r}: must be None (the substep h) "
+                          f"or a finite number > 0 (s)")
+
+
 def _tolerance(instance, attribute, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise OptionError(f"{type(instance).__name__}.{attribute.name} = {value!r}: a tolerance must be a "
@@ -61,13 +70,25 @@ class SapOptions(Options):
 
     Rigid–FEM point contact (docs/sap.md, "Rigid–FEM contact"): a boundary vertex of a deformable
     solver against a rigid geom. The pair's stiffness is the series combination of the geom's
-    ``point_stiffness`` (the per-geom tables index the rigid solver's collision geoms and do not
-    apply here) and fem_point_stiffness (N/m per vertex, default inf: the geom's alone); τ_d the sum
-    of ``dissipation_time_constant`` and fem_dissipation_time_constant (s); μ Drake's 2μ_Aμ_B/(μ_A +
+    stiffness (``geom_point_stiffness`` of its collision geom index, else ``point_stiffness``) and
+    fem_point_stiffness (N/m per vertex, default inf: the geom's alone); τ_d the sum of the geom's
+    (``geom_dissipation_time_constant``, else ``dissipation_time_constant``) and
+    fem_dissipation_time_constant (s); μ Drake's 2μ_Aμ_B/(μ_A +
     μ_B) of the geom's Rigid material ``coup_friction`` and fem_friction. fem_contact_margin (m): a
     vertex closer than this to a geom is a contact (0: overlapping only). fem_max_contacts: contact
     slots per env (None: one per boundary vertex); a step that finds more raises
     BudgetExceededError naming the env (the extra contacts of that substep were not solved).
+
+    The rigid solver's own constraint rows in the same problem (docs/sap.md, "Which rows SAP takes
+    over"): limit_stiffness (N/m or N·m/rad, default inf: near-rigid) and
+    limit_dissipation_time_constant (s, None: the substep h, as Drake) of joint limits, a
+    unilateral compliant constraint (Drake's SapLimitConstraint); equality_stiffness and
+    equality_dissipation_time_constant the same for connect, weld and joint equalities, bilateral
+    holonomic constraints (SapHolonomicConstraint); constraint_near_rigid_threshold (β of these
+    rows, default 0.1, Drake's value for limits and couplers): R = max(β²/(4π²)·w, 1/(h·k·(h +
+    τ))). frictionloss_sigma (dimensionless, default 1e-3): the regularisation R = σ·w of DOF
+    frictionloss, a box constraint |γ| ≤ h·frictionloss; a joint held by friction creeps at most
+    σ·w·h·frictionloss (rad/s or m/s; w = 1/I for a lone joint of inertia I).
     """
 
     point_stiffness: float = attrs.field(default=1.0e6, validator=_stiffness)
@@ -92,3 +113,9 @@ class SapOptions(Options):
     fem_friction: float = attrs.field(default=0.5, validator=non_negative)
     fem_contact_margin: float = attrs.field(default=0.0, validator=non_negative)
     fem_max_contacts: int | None = attrs.field(default=None, validator=attrs.validators.optional(positive_int))
+    limit_stiffness: float = attrs.field(default=math.inf, validator=_stiffness)
+    limit_dissipation_time_constant: float | None = attrs.field(default=None, validator=_time_constant_or_step)
+    equality_stiffness: float = attrs.field(default=math.inf, validator=_stiffness)
+    equality_dissipation_time_constant: float | None = attrs.field(default=None, validator=_time_constant_or_step)
+    constraint_near_rigid_threshold: float = attrs.field(default=0.1, validator=positive)
+    frictionloss_sigma: float = attrs.field(default=1.0e-3, validator=positive)

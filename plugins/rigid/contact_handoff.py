@@ -3,28 +3,55 @@ solver's side of a coupler that solves the contact problem itself (the SAP coupl
 ``RigidDynamicsView``. After ``cede_contacts`` a substep runs
 
     pre-coupling:  kinematics → bias → inertia → actuation → factorization (M + h·D)⁻¹ (free
-                   acceleration qacc_smooth, so v* = qvel + h·qacc_smooth) → dense M + h·D → collision
-                   → contact parameters → contact Jacobian rows (kernels/contact_handoff.py)
-    [the coupler writes qfrc_constraint = Jᵀ·γ/h and the row forces efc_force = γ/h]
+                   acceleration qacc_smooth, so v* = qvel + h·qacc_smooth) → dense M + h·D →
+                   [non-contact rows: the constraint rows stage (make_rows) with no contacts, so rows
+                   0 .. b−1 are the equality, DOF frictionloss and joint-limit rows, b copied to
+                   ``row0``] → collision → contact parameters → contact Jacobian rows b + 3k
+                   (kernels/contact_handoff.py)
+    [the coupler writes qfrc_constraint = Jᵀ·γ/h and the row forces efc_force = γ/h of every row]
     post-coupling: [bias again when another coupler (Legacy) also acts on the solver: its reaction
                    wrench of this substep] → total force → (M + h·D) solve → contact forces (per-contact and per-link
                    wrenches from the coupler's row forces, as after the solver's own solve) →
                    [readback] → integration
 
-The solver's own constraint solve does not run: contacts are the coupler's, and a model with joint
-limits, DOF frictionloss or equalities (rows the two solves would have to share) is refused with a
-CapabilityError, as are torsional/rolling friction (condim 4, 6) and explicit contact pairs.
+The solver's own constraint solve does not run. SAP takes over every row: contacts and, in the same
+convex problem, joint limits, DOF frictionloss and connect/weld/joint equalities (their Jacobians,
+positions, types and owners go out through ``RigidDynamics.n_rows``/``row_*``; their forces come back
+in efc_force, so ``get_constraint_forces`` reports them). The solver's impedance, solref/solimp and
+aref of those rows are built but not used by the coupler (it has its own parameters, SapOptions).
+Without collision detection (no contact geoms) only those rows are handed over (ncon stays 0).
+Refused with a CapabilityError: torsional/rolling friction (condim 4, 6), explicit contact pairs, a
+model with neither collision nor such rows, and a row budget that cannot hold both the non-contact rows and three rows
+per contact slot.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import warp as wp
+from polyphys.arrays import env_slice
 from polyphys.errors import CapabilityError
-from polyphys.views import RigidDynamics
+from polyphys.views import ROW_EQUALITY, ROW_FRICTION, ROW_LIMIT, RigidDynamics
 
 from . import actuation, bias, constraint_rows, contact_forces, factorization, inertia, integration, kinematics, readback
+from .codes import ConstraintType, EqType
 from .kernels import contact_handoff as K
+from .model import EQ_ROWS
+
+# the row codes core's RigidDynamics names are the rigid solver's own ConstraintType values
+assert (ROW_EQUALITY, ROW_FRICTION, ROW_LIMIT) == (ConstraintType.EQUALITY, ConstraintType.FRICTION, ConstraintType.LIMIT)
+
+
+def extra_rows_bound(hm) -> int:
+    """The most non-contact rows a substep can build: one per dof with frictionloss, two per limited
+    joint (both sides within the margin), and each equality's rows (connect 3, weld 6, joint 1)."""
+    return (int((hm.dof_frictionloss > 0).sum()) + 2 * len(hm.lim_dof)
+            + sum(EQ_ROWS[EqType(int(k))] for k in hm.eq_type))
+
+
+def _contact_rows(solver) -> int:
+    """Rows the contact slots need: three per slot, none without collision detection."""
+    return 3 * solver.model.max_con if solver.collision is not None else 0
 
 
 def cede(solver, owner: str) -> None:
@@ -35,13 +62,10 @@ def cede(solver, owner: str) -> None:
         solver._dyn = None           # nothing moves: its geoms are static obstacles, no contacts to hand over
         return
     why = None
-    if solver.collision is None:
+    if solver.collision is None and not hm.has_constraint_rows:
         why = "collision detection is off (RigidOptions / Morph(collision=False)): there are no contacts to hand over"
     elif not solver.has_constraint:
         why = "the rigid solver builds no contact data (disable_constraint=True or no dofs)"
-    elif hm.has_constraint_rows:
-        why = ("the model has joint limits, DOF frictionloss or equality constraints; their rows and the "
-               "contacts would have to be solved as one problem, which this hand-off does not do yet")
     elif solver.n_pairs:
         why = "the model lists explicit contact pairs (<contact><pair>); only dynamic geom pairs are handed over"
     else:
@@ -50,9 +74,9 @@ def cede(solver, owner: str) -> None:
             g = int(np.nonzero(condim > 3)[0][0])
             why = (f"geom {g} has condim {int(condim[g])}; torsional/rolling friction (condim 4, 6) is not "
                    f"handed over (allowed: 1, 3)")
-        elif solver.model.max_rows < 3 * solver.model.max_con:
+        elif solver.model.max_rows < _contact_rows(solver) + extra_rows_bound(hm):
             why = (f"the row budget max_rows={solver.model.max_rows} is below 3·max_contacts="
-                   f"{3 * solver.model.max_con}")
+                   f"{_contact_rows(solver)} plus the {extra_rows_bound(hm)} limit/frictionloss/equality rows")
     if why is not None:
         raise CapabilityError(owner, "rigid contact hand-off", f"rigid solver {solver.name!r}: {why}")
     solver._contact_owner = owner
@@ -64,15 +88,22 @@ def cede(solver, owner: str) -> None:
     solver._query_at = None
     solver._forward_at = solver._steps_done()
     solver._dyn = {}
+    # b: the non-contact rows of the substep (rows 0 .. b−1; the contacts follow), per env
+    solver._handoff_rows = bool(hm.has_constraint_rows)
+    solver._row0 = wp.zeros(solver.layout.n_envs, dtype=wp.int32, device=solver.layout.device)
     for part in solver.layout.partitions:
         d = solver.views[part.index].d
+        rows = solver._handoff_rows
         solver._dyn[part.index] = RigidDynamics(
             qvel=d.qvel, qacc_free=d.qacc_smooth, mass=d.qM, n_contacts=d.ncon, dist=d.con_dist, pos=d.con_pos,
             frame=d.con_frame, geom=d.con_geom, link=d.con_link, condim=d.con_dim, friction=d.con_friction, jac=d.efc_J,
             geom_friction=solver.views[part.index].m.geom_friction,
             geom_friction_ratio=solver.views[part.index].m.geom_friction_ratio, qfrc_contact=d.qfrc_constraint,
             contact_force=d.efc_force, dof_parent=solver.model.dof_parent, link_dof_last=solver.model.link_dof_last,
-            cdof_w=d.cdof_w, cdof_v=d.cdof_v, dof_ref=d.dof_ref)
+            cdof_w=d.cdof_w, cdof_v=d.cdof_v, dof_ref=d.dof_ref,
+            n_rows=env_slice(solver._row0, part.start, part.stop), row_type=d.efc_type if rows else None,
+            row_id=d.efc_id if rows else None, row_pos=d.efc_pos if rows else None,
+            row_frictionloss=d.efc_frictionloss if rows else None)
 
 
 def pre_coupling(solver, part) -> None:
@@ -85,15 +116,23 @@ def pre_coupling(solver, part) -> None:
     actuation.actuation(v)
     factorization.factor_solve(v, h, d.qfrc_smooth, d.qacc_smooth)
     factorization.mass_dense(v, h)
-    solver._collide(part)
-    dw = solver.data            # export slices the whole-batch arrays by the partition itself
-    solver.collision.export(part, dw.ncon, dw.con_pos, dw.con_frame, dw.con_dist, dw.con_margin, dw.con_link)
-    constraint_rows.contact_params(v)          # per-contact condim and mixed friction
+    row0 = solver._dyn[part.index].n_rows
+    if solver._handoff_rows:
+        # the solver's own rows builder with no contacts: equality, frictionloss, limit rows first
+        d.ncon.zero_()
+        constraint_rows.make_rows(v)
+        wp.copy(row0, d.nefc)
+    if solver.collision is not None:
+        solver._collide(part)
+        dw = solver.data            # export slices the whole-batch arrays by the partition itself
+        solver.collision.export(part, dw.ncon, dw.con_pos, dw.con_frame, dw.con_dist, dw.con_margin, dw.con_link)
+        constraint_rows.contact_params(v)          # per-contact condim and mixed friction
     m = v.m
     wp.launch(K.contact_jacobian, dim=(v.n, d.con_dist.shape[1]),
               inputs=[m.dof_parent, m.link_dof_last, d.cdof_w, d.cdof_v, d.dof_ref, d.ncon, d.con_pos, d.con_frame,
-                      d.con_link],
-              outputs=[d.efc_J, d.efc_span, d.efc_type, d.efc_id, d.con_efc_adr, d.nefc], device=v.device)
+                      d.con_link, row0],
+              outputs=[d.efc_J, d.efc_span, d.efc_type, d.efc_id, d.con_efc_adr, d.nefc, d.efc_overflow],
+              device=v.device)
 
 
 def post_coupling(solver, f: int, part) -> None:

@@ -27,6 +27,14 @@ from polyphys.plugins.rigid.materials import Rigid
     ("max_iterations", 0, ""),
     ("friction_combination", "max", "allowed values"),
     ("line_search", "newton", "allowed values"),
+    ("limit_stiffness", 0.0, "must be a number > 0"),
+    ("limit_stiffness", math.nan, "must be a number > 0"),
+    ("equality_stiffness", -5.0, "must be a number > 0"),
+    ("limit_dissipation_time_constant", 0.0, "None (the substep h) or a finite number > 0"),
+    ("equality_dissipation_time_constant", -0.01, "None (the substep h) or a finite number > 0"),
+    ("equality_dissipation_time_constant", math.inf, "None (the substep h) or a finite number > 0"),
+    ("constraint_near_rigid_threshold", 0.0, "> 0"),
+    ("frictionloss_sigma", -1e-3, "> 0"),
 ])
 def test_bad_options(field, value, words):
     with pytest.raises(OptionError, match=field) as e:
@@ -54,16 +62,19 @@ def test_sap_without_a_rigid_dynamics_solver():
         scene.build()
 
 
-def test_joint_limits_are_refused(tmp_path):
-    """Limit/equality rows would have to be solved together with SAP's contacts: CapabilityError."""
+def test_joint_limits_are_handed_over(tmp_path):
+    """Limit, frictionloss and equality rows join SAP's problem (docs/sap.md, "Which rows SAP takes
+    over"): the model builds and the hand-off exposes its rows' arrays."""
     xml = tmp_path / "hinge.xml"
     xml.write_text("""<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
-      <body pos="0.1 0.2 0.5"><joint type="hinge" axis="0 1 0" range="-30 30" limited="true"/>
+      <body pos="0.1 0.2 0.5"><joint type="hinge" axis="0 1 0" range="-30 30" limited="true" frictionloss="0.1"/>
       <geom type="box" size=".1 .05 .02" pos="0.1 0 0"/></body></worldbody></mujoco>""")
     scene = _scene()
     scene.add_entity(morph=M.MJCF(file=str(xml)), material=Rigid())
-    with pytest.raises(CapabilityError, match="joint limits, DOF frictionloss or equality"):
-        scene.build()
+    scene.build()
+    rigid = next(s for s in scene.solvers if s.name == "rigid")
+    dyn = rigid.rigid_dynamics(scene.layout.partitions[0])
+    assert dyn.row_type is not None and dyn.n_rows is not None and dyn.row_frictionloss is not None
 
 
 def test_condim_above_3_is_refused(tmp_path):

@@ -169,3 +169,62 @@ def test_contact_jacobian_rows_of_an_articulated_chain(tmp_path):
     for k in range(n):
         want = frame[k] @ (point_jac(links[k, 0], pos[k]) - point_jac(links[k, 1], pos[k]))
         np.testing.assert_allclose(J[3 * k:3 * k + 3], want, atol=1e-12)
+
+
+def test_handoff_rows_equal_the_solvers_own_rows(tmp_path):
+    """The hand-off stage's limit, frictionloss and equality rows (rows 0 .. row0 − 1, built before the
+    contacts) are the rigid solver's own rows at the same state (its ``forward()`` query, where they sit
+    around the contact rows): Jacobian, position, type, owner and frictionloss; the contacts follow at
+    row0 + 3k. Outputs NaN-filled first (every row's span set to all columns, so the rows builder's
+    clearing covers the whole row, as after any contact substep)."""
+    from polyphys.plugins.rigid.codes import ConstraintType
+
+    xml = tmp_path / "arm_rows.xml"
+    xml.write_text("""<mujoco><compiler angle="radian"/><worldbody><geom type="plane" size="2 2 .1" pos="0.1 -0.2 0.02"/>
+      <body pos="0.2 0.1 0.09" euler="0.17 -0.14 0.52"><freejoint/><geom type="box" size=".12 .06 .05"/>
+        <body name="a" pos="0.15 0 0" euler="0 0.44 0">
+          <joint name="h1" type="hinge" axis="0 1 0" range="-0.05 0.3" margin="0.1"/>
+          <geom type="capsule" fromto="0 0 0 .2 0 0" size=".03"/>
+          <body name="b" pos="0.2 0 0" euler="0 0.35 0">
+            <joint name="h2" type="hinge" axis="0 0.6 0.8" frictionloss="0.2" range="-1 1"/>
+            <geom type="sphere" size=".05" pos=".05 0 0"/>
+          </body></body></body></worldbody>
+      <equality><joint joint1="h2" joint2="h1" polycoef="0.01 0.3 0 0 0"/>
+        <connect body1="b" body2="world" anchor="0.05 0.01 0"/></equality></mujoco>""")
+    scenes = []
+    for coupler in (SapOptions(), None):
+        kw = {"coupler": coupler} if coupler else {}
+        scene = polyphys.Scene(sim=SimOptions(dt=0.01, substeps=2, precision="64"), **kw)
+        scene.add_entity(M.MJCF(file=str(xml)), Rigid())
+        scene.build()
+        scenes.append(next(s for s in scene.solvers if s.name == "rigid"))
+    sap_solver, own = scenes
+    d = sap_solver.data
+    nan = float("nan")
+    d.efc_J.fill_(nan)
+    d.efc_pos.fill_(nan)
+    d.efc_frictionloss.fill_(nan)
+    d.efc_type.fill_(-7)
+    d.efc_id.fill_(-7)
+    span = d.efc_span.numpy()
+    span[..., 0], span[..., 1] = 0, sap_solver.n_dofs
+    d.efc_span.assign(span)
+    sap_solver.substep_pre_coupling(0, sap_solver.layout.partitions[0])
+    b = int(sap_solver.rigid_dynamics(sap_solver.layout.partitions[0]).n_rows.numpy()[0])
+    own.forward()
+    od = own.data
+    n_own = int(od.nefc.numpy()[0])
+    tp = od.efc_type.numpy()[0, :n_own]
+    keep = np.nonzero(tp < ConstraintType.CONTACT_FRICTIONLESS)[0]
+    assert b == len(keep) and set(tp[keep].tolist()) == {ConstraintType.EQUALITY, ConstraintType.FRICTION,
+                                                         ConstraintType.LIMIT}
+    np.testing.assert_array_equal(d.efc_type.numpy()[0, :b], tp[keep])
+    np.testing.assert_array_equal(d.efc_id.numpy()[0, :b], od.efc_id.numpy()[0, keep])
+    np.testing.assert_allclose(d.efc_J.numpy()[0, :b], od.efc_J.numpy()[0, keep], rtol=0, atol=1e-14)
+    np.testing.assert_allclose(d.efc_pos.numpy()[0, :b], od.efc_pos.numpy()[0, keep], rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(d.efc_frictionloss.numpy()[0, :b], od.efc_frictionloss.numpy()[0, keep])
+    nc = int(d.ncon.numpy()[0])
+    assert nc > 0 and int(d.nefc.numpy()[0]) == b + 3 * nc
+    assert np.all(d.efc_type.numpy()[0, b:b + 3 * nc] == ConstraintType.CONTACT_ELLIPTIC)
+    np.testing.assert_array_equal(d.con_efc_adr.numpy()[0, :nc], b + 3 * np.arange(nc))
+    assert np.isfinite(d.efc_J.numpy()[0, :b + 3 * nc]).all()

@@ -140,8 +140,8 @@ def fill_contacts(
     k_fem: wp.float64,
     tau_fem: wp.float64,
     mu_fem: wp.float64,
-    k_geom: wp.float64,
-    tau_geom: wp.float64,
+    geom_k_in: wp.array(dtype=wp.float64),
+    geom_tau_in: wp.array(dtype=wp.float64),
     surface_in: wp.array(dtype=wp.int32),
     geom_link_in: wp.array(dtype=wp.int32),
     geom_type_in: wp.array(dtype=wp.int32),
@@ -195,12 +195,6 @@ def fill_contacts(
         minv = wp.float64(0.0)
     v_minv_out[e, s] = minv
     v_us_out[e, s] = v3d(vel_in[e, i])
-    # the pair: stiffness in series (inf: the other side's), τ_d summed, μ = 2μ_Aμ_B/(μ_A + μ_B)
-    k = k_geom * k_fem / (k_geom + k_fem)
-    if wp.isinf(k_geom):
-        k = k_fem
-    if wp.isinf(k_fem):
-        k = k_geom
     for g in range(geom_type_in.shape[0]):
         if c >= cap:
             break
@@ -213,8 +207,15 @@ def fill_contacts(
             c_dist_out[e, c] = phi
             c_pos_out[e, c] = x - n * (wp.float64(0.5) * phi)
             c_frame_out[e, c] = tangent_frame(n)
+            # the pair: stiffness in series (inf: the other side's), τ_d summed, μ = 2μ_Aμ_B/(μ_A + μ_B)
+            k_geom = geom_k_in[g]
+            k = k_geom * k_fem / (k_geom + k_fem)
+            if wp.isinf(k_geom):
+                k = k_fem
+            if wp.isinf(k_fem):
+                k = k_geom
             c_k_out[e, c] = k
-            c_tau_out[e, c] = tau_geom + tau_fem
+            c_tau_out[e, c] = geom_tau_in[g] + tau_fem
             mg = wp.float64(geom_mu_in[g])
             mu = wp.float64(0.0)
             if mg + mu_fem > wp.float64(0.0):

@@ -22,6 +22,16 @@ coefficient μ (Drake's 2μ_Aμ_B/(μ_A+μ_B), or the rigid solver's mixed value
 
 The Jacobian rows are read sparsely: the nonzero columns of each contact's three rows are listed
 once per solve (a contact touches the dofs of its two bodies' chains only).
+
+The rigid solver's other constraint rows (rows 0 .. b−1 of the Jacobian, b = ``row0``; contact c
+then occupies rows b + 3c .. b + 3c + 2) join the same problem as scalar constraints r, each with
+v_c = J_r·v, a regularisation R_r, a bias v̂_r and an impulse set [lo_r, hi_r]; their impulse is the
+projection γ_r = clamp(y_r, lo_r, hi_r), y_r = −(v_c − v̂_r)/R_r, and their cost
+ℓ_r = R_r·γ_r·(y_r − γ_r/2) (= ½R_rγ_r² where γ_r = y_r or 0; linear in v_c on a saturated box side):
+  joint limit (Drake's SapLimitConstraint): [0, ∞), v̂ = −g/(h + τ), g ≥ 0 inside the range;
+  equality (SapHolonomicConstraint, connect/weld/joint rows): (−∞, ∞), v̂ = −g/(h + τ);
+  R = max(β_c²/(4π²)·w_r, 1/(h·k·(h + τ))), w_r = J_r A⁻¹ J_rᵀ (exact, from the Cholesky factor);
+  DOF frictionloss F: [−h·F, h·F], v̂ = 0, R = σ_f·w_r (regularised Coulomb friction of the dof).
 """
 
 from typing import Any
@@ -34,6 +44,8 @@ F64 = wp.float64
 TWO_PI_SQ = wp.constant(wp.float64(39.47841760435743))     # (2π)²
 LS_EXACT = wp.constant(0)
 LS_BACKTRACKING = wp.constant(1)
+ROW_FRICTION = wp.constant(1)       # RigidDynamics.row_type codes (core/views.py): 0 equality, 1 frictionloss, 2 limit
+ROW_LIMIT = wp.constant(2)
 
 
 @wp.kernel
@@ -208,18 +220,81 @@ def mat_vec(A: wp.array3d(dtype=Any), lo: wp.array2d(dtype=wp.int32), hi: wp.arr
 
 
 @wp.func
-def jrow3(jac: wp.array3d(dtype=Any), e: int, c: int, j: int):
-    return wp.vec3d(wp.float64(jac[e, 3 * c, j]), wp.float64(jac[e, 3 * c + 1, j]), wp.float64(jac[e, 3 * c + 2, j]))
+def jrow3(jac: wp.array3d(dtype=Any), e: int, b0: int, c: int, j: int):
+    """Column j of contact c's three rows (rows b0 + 3c, +1, +2)."""
+    r = b0 + 3 * c
+    return wp.vec3d(wp.float64(jac[e, r, j]), wp.float64(jac[e, r + 1, j]), wp.float64(jac[e, r + 2, j]))
 
 
 @wp.func
 def contact_velocity(jac: wp.array3d(dtype=Any), cols: wp.array3d(dtype=wp.int32), ncols: wp.array2d(dtype=wp.int32),
-                     e: int, c: int, x: wp.array2d(dtype=wp.float64)):
+                     e: int, b0: int, c: int, x: wp.array2d(dtype=wp.float64)):
     """J_c·x over the contact's nonzero columns."""
     out = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
     for a in range(ncols[e, c]):
         j = cols[e, c, a]
-        out = out + jrow3(jac, e, c, j) * x[e, j]
+        out = out + jrow3(jac, e, b0, c, j) * x[e, j]
+    return out
+
+
+# ---------------------------------------------------------------- scalar constraint rows (limits, equalities,
+# frictionloss): γ = clamp(y, lo, hi), y = −(v_c − v̂)/R
+
+
+@wp.func
+def row_project(vc: wp.float64, vhat: wp.float64, R: wp.float64, lo: wp.float64, hi: wp.float64):
+    return wp.min(hi, wp.max(lo, -(vc - vhat) / R))
+
+
+@wp.func
+def row_hessian(vc: wp.float64, vhat: wp.float64, R: wp.float64, lo: wp.float64, hi: wp.float64):
+    """G = −∂γ/∂v_c: 1/R inside the impulse set, 0 on its boundary."""
+    y = -(vc - vhat) / R
+    if y > lo and y < hi:
+        return wp.float64(1.0) / R
+    return wp.float64(0.0)
+
+
+@wp.func
+def row_cost(vc: wp.float64, vhat: wp.float64, R: wp.float64, lo: wp.float64, hi: wp.float64):
+    """ℓ_r = max over γ in [lo, hi] of (γ·R·y − ½Rγ²) = R·γ·(y − γ/2) at γ = clamp(y, lo, hi)."""
+    y = -(vc - vhat) / R
+    g = wp.min(hi, wp.max(lo, y))
+    return R * g * (y - wp.float64(0.5) * g)
+
+
+@wp.func
+def row_velocity(jac: wp.array3d(dtype=Any), e: int, r: int, first: int, last: int, x: wp.array2d(dtype=wp.float64)):
+    """J_r·x over the row's columns [first, last]."""
+    t = wp.float64(0.0)
+    for j in range(first, last + 1):
+        t = t + wp.float64(jac[e, r, j]) * x[e, j]
+    return t
+
+
+@wp.func
+def rows_slope(alpha: wp.float64, nr: int, e: int, rvc: wp.array2d(dtype=wp.float64),
+               rdvc: wp.array2d(dtype=wp.float64), rvhat: wp.array2d(dtype=wp.float64),
+               rR: wp.array2d(dtype=wp.float64), rlo: wp.array2d(dtype=wp.float64),
+               rhi: wp.array2d(dtype=wp.float64)):
+    """The scalar rows' part of (dℓ/dα, d²ℓ/dα²)."""
+    d1 = wp.float64(0.0)
+    d2 = wp.float64(0.0)
+    for r in range(nr):
+        u = rvc[e, r] + alpha * rdvc[e, r]
+        g = row_project(u, rvhat[e, r], rR[e, r], rlo[e, r], rhi[e, r])
+        d1 = d1 - g * rdvc[e, r]
+        d2 = d2 + row_hessian(u, rvhat[e, r], rR[e, r], rlo[e, r], rhi[e, r]) * rdvc[e, r] * rdvc[e, r]
+    return wp.vec2d(d1, d2)
+
+
+@wp.func
+def rows_cost(alpha: wp.float64, nr: int, e: int, rvc: wp.array2d(dtype=wp.float64),
+              rdvc: wp.array2d(dtype=wp.float64), rvhat: wp.array2d(dtype=wp.float64),
+              rR: wp.array2d(dtype=wp.float64), rlo: wp.array2d(dtype=wp.float64), rhi: wp.array2d(dtype=wp.float64)):
+    out = wp.float64(0.0)
+    for r in range(nr):
+        out = out + row_cost(rvc[e, r] + alpha * rdvc[e, r], rvhat[e, r], rR[e, r], rlo[e, r], rhi[e, r])
     return out
 
 
@@ -314,6 +389,12 @@ def sap_solve(
     ls_tolerance: wp.float64,
     ls_c: wp.float64,
     ls_rho: wp.float64,
+    k_lim: wp.float64,
+    tau_lim: wp.float64,
+    k_eq: wp.float64,
+    tau_eq: wp.float64,
+    beta_c: wp.float64,
+    sigma_f: wp.float64,
     # data in
     qvel_in: wp.array2d(dtype=Any),
     qacc_free_in: wp.array2d(dtype=Any),
@@ -324,6 +405,11 @@ def sap_solve(
     k_in: wp.array2d(dtype=wp.float64),
     tau_in: wp.array2d(dtype=wp.float64),
     mu_in: wp.array2d(dtype=wp.float64),
+    # the non-contact rows 0 .. row0 − 1 of jac_in (limits, frictionloss, equalities)
+    row0_in: wp.array(dtype=wp.int32),
+    rtype_in: wp.array2d(dtype=wp.int32),
+    rpos_in: wp.array2d(dtype=Any),
+    rfloss_in: wp.array2d(dtype=Any),
     # data in/out: the warm start (the last solution, valid where warm_ok = 1)
     warm_v: wp.array2d(dtype=wp.float64),
     warm_ok: wp.array(dtype=wp.int32),
@@ -347,6 +433,15 @@ def sap_solve(
     rn: wp.array2d(dtype=wp.float64),
     rt: wp.array2d(dtype=wp.float64),
     vhat: wp.array2d(dtype=wp.float64),
+    rfirst: wp.array2d(dtype=wp.int32),
+    rlast: wp.array2d(dtype=wp.int32),
+    rR: wp.array2d(dtype=wp.float64),
+    rvhat: wp.array2d(dtype=wp.float64),
+    rlo: wp.array2d(dtype=wp.float64),
+    rhi: wp.array2d(dtype=wp.float64),
+    rvc: wp.array2d(dtype=wp.float64),
+    rdvc: wp.array2d(dtype=wp.float64),
+    rgam: wp.array2d(dtype=wp.float64),
     # rigid–FEM contacts (kernels/fem.py), in: per contact slot < fnc
     fnc_in: wp.array(dtype=wp.int32),
     fnv_in: wp.array(dtype=wp.int32),
@@ -397,7 +492,9 @@ def sap_solve(
     one = wp.float64(1.0)
     nv = vs.shape[1]
     K = dist_in.shape[1]
-    nc = wp.min(ncon_in[e], K)
+    b0 = wp.min(row0_in[e], rR.shape[1])                # scalar rows, then the contacts from row b0
+    nr = b0
+    nc = wp.min(wp.min(ncon_in[e], K), (jac_in.shape[1] - b0) // 3)
     for it in range(cost_out.shape[1]):
         cost_out[e, it] = -one          # unused slots: −1 (a cost and a norm are >= 0)
         residual_history_out[e, it] = -one
@@ -425,7 +522,7 @@ def sap_solve(
     for c in range(nc):
         cnt = int(0)
         for j in range(nv):
-            jj3 = jrow3(jac_in, e, c, j)
+            jj3 = jrow3(jac_in, e, b0, c, j)
             if jj3[0] != zero or jj3[1] != zero or jj3[2] != zero:
                 cols[e, c, cnt] = j
                 cnt = cnt + 1
@@ -446,7 +543,7 @@ def sap_solve(
             # nonzero so far, and with no Jacobian entry of its own, stays zero (another tree)
             last = int(-1)
             for i in range(first, nv):
-                t = wp.float64(jac_in[e, 3 * c + r, i])
+                t = wp.float64(jac_in[e, b0 + 3 * c + r, i])
                 if t != zero or lo_A[e, i] <= last:
                     for k in range(wp.max(lo_A[e, i], first), i):
                         t = t - LA[e, i, k] * Z[e, r, k]
@@ -467,6 +564,59 @@ def sap_solve(
         rn[e, c] = wp.max(beta * beta / TWO_PI_SQ * w, rn_c)
         rt[e, c] = sigma * w
         vhat[e, c] = -wp.float64(dist_in[e, c]) / (h + tau)
+    # scalar rows: nonzero column range, exact Delassus w = ‖L⁻¹J_rᵀ‖², regularisation, bias, impulse set
+    big = wp.float64(1.0e300)
+    for r in range(nr):
+        first = int(-1)
+        lastc = int(-1)
+        for j in range(nv):
+            if wp.float64(jac_in[e, r, j]) != zero:
+                if first < 0:
+                    first = j
+                lastc = j
+        rfirst[e, r] = wp.max(first, 0)
+        rlast[e, r] = lastc                          # an empty row: [0, −1], no columns, γ = 0
+        rR[e, r] = one
+        rvhat[e, r] = zero
+        rlo[e, r] = zero
+        rhi[e, r] = zero
+        if first < 0:
+            continue
+        for i in range(first, lastc + 1):
+            if wp.float64(jac_in[e, r, i]) != zero:
+                lo_H[e, i] = wp.min(lo_H[e, i], first)
+        last = int(-1)
+        w = zero
+        for i in range(first, nv):
+            t = wp.float64(jac_in[e, r, i])
+            if i > lastc:
+                t = zero
+            if t != zero or lo_A[e, i] <= last:
+                for k in range(wp.max(lo_A[e, i], first), i):
+                    t = t - LA[e, i, k] * Z[e, 0, k]
+                t = t / LA[e, i, i]
+            Z[e, 0, i] = t
+            if t != zero:
+                last = i
+            w = w + t * t
+        tp = rtype_in[e, r]
+        g0 = wp.float64(rpos_in[e, r])
+        if tp == ROW_FRICTION:
+            hf = h * wp.float64(rfloss_in[e, r])
+            rR[e, r] = sigma_f * w
+            rlo[e, r] = -hf
+            rhi[e, r] = hf
+        else:
+            kk = k_eq
+            tt = tau_eq
+            rlo[e, r] = -big
+            if tp == ROW_LIMIT:
+                kk = k_lim
+                tt = tau_lim
+                rlo[e, r] = zero
+            rhi[e, r] = big
+            rR[e, r] = wp.max(beta_c * beta_c / TWO_PI_SQ * w, one / (h * kk * (h + tt)))
+            rvhat[e, r] = -g0 / (h + tt)
     # rigid–FEM contacts: nonzero rigid columns, Delassus estimate W = R(m⁻¹I + P A⁻¹ Pᵀ)Rᵀ, regularisation
     nf = fnc_in[e]
     nfv = fnv_in[e]
@@ -553,14 +703,24 @@ def sap_solve(
             fvg[e, sv] = d3 * fvmass_in[e, sv]
         cost = base
         for c in range(nc):
-            u3 = contact_velocity(jac_in, cols, ncols, e, c, v)
+            u3 = contact_velocity(jac_in, cols, ncols, e, b0, c, v)
             vc[e, c] = u3
             g = project(u3, vhat[e, c], rn[e, c], rt[e, c], mu_in[e, c])
             gam[e, c] = g
             cost = cost + contact_cost(g, rn[e, c], rt[e, c])
             for a in range(ncols[e, c]):
                 j = cols[e, c, a]
-                grad[e, j] = grad[e, j] - wp.dot(jrow3(jac_in, e, c, j), g)
+                grad[e, j] = grad[e, j] - wp.dot(jrow3(jac_in, e, b0, c, j), g)
+        for r in range(nr):
+            fr0 = rfirst[e, r]
+            fr1 = rlast[e, r]
+            u1 = row_velocity(jac_in, e, r, fr0, fr1, v)
+            rvc[e, r] = u1
+            g1 = row_project(u1, rvhat[e, r], rR[e, r], rlo[e, r], rhi[e, r])
+            rgam[e, r] = g1
+            cost = cost + row_cost(u1, rvhat[e, r], rR[e, r], rlo[e, r], rhi[e, r])
+            for j in range(fr0, fr1 + 1):
+                grad[e, j] = grad[e, j] - wp.float64(jac_in[e, r, j]) * g1
         for c in range(nf):
             u3 = fem_velocity(fjac_in, fcols, fncols, fframe_in, fvslot_in, e, c, v, fvu_out)
             fvc[e, c] = u3
@@ -613,10 +773,21 @@ def sap_solve(
             G = project_hessian(vc[e, c], vhat[e, c], rn[e, c], rt[e, c], mu_in[e, c])
             for a in range(ncols[e, c]):
                 i = cols[e, c, a]
-                b3 = G * jrow3(jac_in, e, c, i)
+                b3 = G * jrow3(jac_in, e, b0, c, i)
                 for bb in range(a + 1):
                     j = cols[e, c, bb]
-                    H[e, i, j] = H[e, i, j] + wp.dot(b3, jrow3(jac_in, e, c, j))
+                    H[e, i, j] = H[e, i, j] + wp.dot(b3, jrow3(jac_in, e, b0, c, j))
+        for r in range(nr):
+            gr = row_hessian(rvc[e, r], rvhat[e, r], rR[e, r], rlo[e, r], rhi[e, r])
+            if gr == zero:
+                continue
+            fr0 = rfirst[e, r]
+            for i in range(fr0, rlast[e, r] + 1):
+                ji = wp.float64(jac_in[e, r, i])
+                if ji == zero:
+                    continue
+                for j in range(fr0, i + 1):
+                    H[e, i, j] = H[e, i, j] + gr * ji * wp.float64(jac_in[e, r, j])
         for c in range(nf):
             G = project_hessian(fvc[e, c], fvhat[e, c], frn[e, c], frt[e, c], fmu_in[e, c])
             fG[e, c] = G
@@ -705,7 +876,9 @@ def sap_solve(
             aa = aa + m3 * wp.dot(du3, du3)
             d0 = d0 + wp.dot(fvg[e, sv], du3)
         for c in range(nc):
-            dvc[e, c] = contact_velocity(jac_in, cols, ncols, e, c, dv)
+            dvc[e, c] = contact_velocity(jac_in, cols, ncols, e, b0, c, dv)
+        for r in range(nr):
+            rdvc[e, r] = row_velocity(jac_in, e, r, rfirst[e, r], rlast[e, r], dv)
         for c in range(nf):
             fdvc[e, c] = fem_velocity(fjac_in, fcols, fncols, fframe_in, fvslot_in, e, c, dv, fvdu)
         iters = it + 1
@@ -714,14 +887,16 @@ def sap_solve(
         alpha = ls_alpha_max
         if ls_mode == LS_EXACT:
             s_hi = slope(ls_alpha_max, a0, aa, nc, e, vc, dvc, vhat, rn, rt, mu_in) + fem_slope(
-                ls_alpha_max, nf, e, fvc, fdvc, fvhat, frn, frt, fmu_in)
+                ls_alpha_max, nf, e, fvc, fdvc, fvhat, frn, frt, fmu_in) + rows_slope(
+                ls_alpha_max, nr, e, rvc, rdvc, rvhat, rR, rlo, rhi)
             if s_hi[0] > zero:
                 lo = zero
                 hi = ls_alpha_max
                 alpha = wp.min(one, ls_alpha_max)
                 for _ls in range(ls_max_iterations):
                     sl = slope(alpha, a0, aa, nc, e, vc, dvc, vhat, rn, rt, mu_in) + fem_slope(
-                        alpha, nf, e, fvc, fdvc, fvhat, frn, frt, fmu_in)
+                        alpha, nf, e, fvc, fdvc, fvhat, frn, frt, fmu_in) + rows_slope(
+                        alpha, nr, e, rvc, rdvc, rvhat, rR, rlo, rhi)
                     if wp.abs(sl[0]) <= ls_tolerance * wp.abs(d0):
                         break
                     if sl[0] > zero:
@@ -735,7 +910,8 @@ def sap_solve(
         else:
             for _ls in range(ls_max_iterations):
                 c_a = cost_along(alpha, a0, aa, base, nc, e, vc, dvc, vhat, rn, rt, mu_in) + fem_cost(
-                    alpha, nf, e, fvc, fdvc, fvhat, frn, frt, fmu_in)
+                    alpha, nf, e, fvc, fdvc, fvhat, frn, frt, fmu_in) + rows_cost(
+                    alpha, nr, e, rvc, rdvc, rvhat, rR, rlo, rhi)
                 if c_a <= cost + ls_c * alpha * d0:
                     break
                 alpha = alpha * ls_rho
@@ -764,8 +940,15 @@ def sap_solve(
         if c < nc:
             g = gam[e, c]
         gamma_out[e, c] = g
-        for r in range(3):
-            force_out[e, 3 * c + r] = type(force_out[e, 3 * c + r])(inv_h * g[r])
+    # row forces γ/h: the scalar rows, then the contacts' three rows each, 0 beyond
+    for r in range(force_out.shape[1]):
+        fo = zero
+        if r < nr:
+            fo = inv_h * rgam[e, r]
+        elif r < b0 + 3 * nc:
+            q = r - b0
+            fo = inv_h * gam[e, q // 3][q % 3]
+        force_out[e, r] = type(force_out[e, r])(fo)
 
 
 @wp.kernel
@@ -804,5 +987,5 @@ def declare_overloads(precision: str) -> None:
     a2, a3 = wp.array2d(dtype=s), wp.array3d(dtype=s)
     wp.overload(contact_params, {"con_friction_in": a3, "geom_friction_in": a3, "geom_friction_ratio_in": a2})
     wp.overload(sap_solve, {"qvel_in": a2, "qacc_free_in": a2, "mass_in": a3, "dist_in": a2, "jac_in": a3,
-                            "qfrc_out": a2, "force_out": a2})
+                            "rpos_in": a2, "rfloss_in": a2, "qfrc_out": a2, "force_out": a2})
     _declared.add(precision)
