@@ -100,6 +100,42 @@ def grad_factor(r: float, H: float, kind: int) -> float:
 
 
 @wp.func
+def kernel_scale(H: float, kind: int) -> float:
+    """The normalisation s of kernel_w and grad_factor (computed by the same operations)."""
+    if kind == KERNEL_WENDLAND:
+        return 21.0 / (2.0 * PI * H * H * H)
+    return 8.0 / (PI * H * H * H)
+
+
+@wp.func
+def w_and_grad(r: float, H: float, kind: int, s: float, s_h: float) -> wp.vec2:
+    """(kernel_w(r), grad_factor(r)) given s = kernel_scale(H) and s_h = s / H: the same operations
+    and bits as the two functions, with one q = r/H and the normalisation computed once per particle
+    by the caller instead of twice per neighbour."""
+    q = r / H
+    if q >= 1.0:
+        return wp.vec2(0.0, 0.0)
+    w = float(0.0)
+    dw = float(0.0)
+    if kind == KERNEL_WENDLAND:
+        a = 1.0 - q
+        w = s * a * a * a * a * (1.0 + 4.0 * q)
+        dw = s_h * (-20.0 * q * a * a * a)
+    else:
+        if q <= 0.5:
+            w = s * (6.0 * q * q * q - 6.0 * q * q + 1.0)
+            dw = s_h * (18.0 * q * q - 12.0 * q)
+        else:
+            a = 1.0 - q
+            w = s * 2.0 * a * a * a
+            dw = s_h * (-6.0 * a * a)
+    f = float(0.0)
+    if r >= 1.0e-9 * H:
+        f = dw / r
+    return wp.vec2(w, f)
+
+
+@wp.func
 def cohesion(r: float, H: float) -> float:
     """Akinci et al. (2013) cohesion spline C(r)."""
     if r >= H or r <= 0.0:
@@ -220,6 +256,8 @@ def density(
     cap = m.nbr_cap
     base = kk * cap
     H2 = m.H * m.H
+    ks = kernel_scale(m.H, m.kernel)
+    ks_h = ks / m.H
     for dz in range(-1, 2):
         for dy in range(-1, 2):
             row = row_near(xi, ci, dy, dz, m)
@@ -229,8 +267,9 @@ def density(
                 if r2 < H2:
                     r = wp.sqrt(r2)
                     mj = mass_in[env, sorted_in[env, k]]
-                    rho += mj * kernel_w(r, m.H, m.kernel)
-                    f = grad_factor(r, m.H, m.kernel)
+                    wf = w_and_grad(r, m.H, m.kernel, ks, ks_h)
+                    rho += mj * wf[0]
+                    f = wf[1]
                     if wcsph == 0:                  # α (DFSPH only) needs the gradients
                         g = mj * (d * f)
                         gsum += g
@@ -246,8 +285,9 @@ def density(
                 if r2 < H2:
                     r = wp.sqrt(r2)
                     psi = rho0 * m.b_vol[k]
-                    rho += psi * kernel_w(r, m.H, m.kernel)
-                    f = grad_factor(r, m.H, m.kernel)
+                    wf = w_and_grad(r, m.H, m.kernel, ks, ks_h)
+                    rho += psi * wf[0]
+                    f = wf[1]
                     if wcsph == 0:
                         gb += psi * (d * f)
                     if nl < cap:
