@@ -410,6 +410,8 @@ def explicit_velocity(
     fixed: wp.array2d(dtype=wp.int32),
     v_start: wp.array(dtype=wp.int32),
     i_first: int,
+    i_count: int,
+    chunk: int,
     # Data in:
     corner_in: wp.array2d(dtype=vec3),
     force_in: wp.array2d(dtype=vec3),
@@ -418,16 +420,18 @@ def explicit_velocity(
     force_out: wp.array2d(dtype=vec3),
 ):
     """v += h (f/m + g - α v) (mass damping implicit in v), f = the force buffer plus the elements'
-    nodal forces (gathered: corner_sum); the force buffer is cleared."""
-    env, q = wp.tid()
-    i = i_first + q
-    f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
-    force_out[env, i] = vec3(S(0.0))
-    if fixed[env, i] != 0:
-        vel_out[env, i] = vec3(S(0.0))
-        return
-    v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
-    vel_out[env, i] = v / (S(1.0) + h * alpha[i])
+    nodal forces (gathered: corner_sum); the force buffer is cleared. Thread (env, c): vertices
+    i_first + [c·chunk, (c+1)·chunk) ∩ [0, i_count) (a run per thread on CPU, as explicit_forces_nh)."""
+    env, c = wp.tid()
+    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+        i = i_first + q
+        f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
+        force_out[env, i] = vec3(S(0.0))
+        if fixed[env, i] != 0:
+            vel_out[env, i] = vec3(S(0.0))
+        else:
+            v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+            vel_out[env, i] = v / (S(1.0) + h * alpha[i])
 
 
 @wp.func
@@ -468,6 +472,8 @@ def integrate_positions(
     plane_normal: wp.array(dtype=vec3),
     friction: S,
     i_first: int,
+    i_count: int,
+    chunk: int,
     # Data in:
     base_in: wp.array2d(dtype=vec3),
     # Data out:
@@ -480,14 +486,15 @@ def integrate_positions(
     friction let a block that should stick on an incline creep at ~h g sinθ per substep's worth:
     1.5 cm/s at 20°, μ = 0.6, h = 1.25 ms). (The
     implicit solve's contacts already sit on their plane and got their friction inside the solve;
-    this catches the vertices it did not predict.)"""
-    env, q = wp.tid()
-    i = i_first + q
-    if fixed[env, i] != 0:
-        return
-    x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
-    pos_out[env, i] = x
-    vel_out[env, i] = v
+    this catches the vertices it did not predict.) Thread (env, c): a run of vertices, as
+    explicit_velocity."""
+    env, c = wp.tid()
+    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+        i = i_first + q
+        if fixed[env, i] == 0:
+            x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
+            pos_out[env, i] = x
+            vel_out[env, i] = v
 
 
 @wp.kernel
