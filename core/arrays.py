@@ -64,14 +64,45 @@ def finite_check_views(arrs: list) -> list:
     return out
 
 
-def flag_nonfinite(views: list, flags) -> None:
-    """flags[env] = 1 where any value of an env row of a view is NaN/inf (one launch per view)."""
-    wp = _wp()
-    from .kernels.envs import flag_nonfinite_f32, flag_nonfinite_f64
+NONFINITE_CHUNK = 64     # 64-byte vectors per thread of the finite check on CPU (4 KiB; flag_nonfinite)
 
+
+def _nonfinite_parts(v) -> list:
+    """(kernel, view) launches that check a 2D float view (rows may be strided, columns contiguous):
+    its columns as 64-byte vectors, the few columns left over as scalars (core/kernels/envs.py)."""
+    wp = _wp()
+    from .kernels import envs as K
+
+    cached = getattr(v, "_polyphys_nonfinite", None)
+    if cached is not None:
+        return cached
+    if v.dtype == wp.float64:
+        vec_kernel, vec_type, scalar_kernel = K.flag_nonfinite_vec8d, K.vec8d, K.flag_nonfinite_f64
+    else:
+        vec_kernel, vec_type, scalar_kernel = K.flag_nonfinite_vec16f, K.vec16f, K.flag_nonfinite_f32
+    width = vec_type._length_
+    n_envs, n = v.shape
+    n_vec = n // width if v.strides[1] == wp.types.type_size_in_bytes(v.dtype) else 0
+    out = []
+    if n_vec:
+        packed = wp.array(ptr=v.ptr, dtype=vec_type, shape=(n_envs, n_vec), strides=(v.strides[0], 64),
+                          device=v.device)
+        packed._polyphys_owner = v
+        out.append((vec_kernel, packed))
+    if n_vec * width < n:
+        out.append((scalar_kernel, v[:, n_vec * width:] if n_vec else v))
+    v._polyphys_nonfinite = out
+    return out
+
+
+def flag_nonfinite(views: list, flags) -> None:
+    """flags[env] = 1 where any value of an env row of a view is NaN/inf (one or two launches per
+    view). On CPU each thread checks a run of NONFINITE_CHUNK vectors; on CUDA one vector."""
     for v in views:
-        kernel = flag_nonfinite_f64 if v.dtype == wp.float64 else flag_nonfinite_f32
-        wp.launch(kernel, dim=v.shape, inputs=[v], outputs=[flags], device=v.device)
+        chunk = NONFINITE_CHUNK if v.device.is_cpu else 1
+        for kernel, arr in _nonfinite_parts(v):
+            _wp().launch(kernel, dim=(arr.shape[0], (arr.shape[1] + chunk - 1) // chunk), inputs=[chunk, arr],
+                         outputs=[flags], device=v.device)
 
 
 def as_index_list(what: str, idx) -> np.ndarray:

@@ -297,6 +297,13 @@ class Simulator:
         self.nan_policy = nan_policy
         self.fast_path = len(solvers) == 1 and not couplers
         self.nan_flags = wp.zeros(layout.n_envs, dtype=wp.int32, device=layout.device)
+        # on CPU a NumPy view of the flags, made once (the check after every step reads it: no copy,
+        # no view creation per step); elsewhere None (a copy per step)
+        self._nan_host = self.nan_flags.numpy() if self.nan_flags.device.is_cpu else None
+        # the checks after a step: only solvers and couplers that define one (the base is a no-op)
+        from .interfaces import Solver
+        self._checks = [s.check_after_step for s in solvers if type(s).check_after_step is not Solver.check_after_step]
+        self._checks += [c.check_after_step for c in couplers if hasattr(c, "check_after_step")]
         self._graphs: list | None = None      # per partition: a Graph, or a program of segments
         self._warm = False
         self._pool = cf.ThreadPoolExecutor(len(self.parts)) if len(self.parts) > 1 else None
@@ -373,15 +380,22 @@ class Simulator:
         """One step of every partition, then the device-side checks. Locking (polyphys.concurrency):
         the replay of captured graphs holds the process-wide Warp lock shared, so scenes in other
         threads replay at the same time; the first step (module loading), the capture, uncaptured
-        steps and the checks after the step hold it exclusively."""
+        steps and the checks after the step hold it exclusively (a replayed step with no check to run
+        and no env flagged reads the flags under the shared hold and takes no exclusive one)."""
 
+        quiet = False
         if self.graph_capture and self._warm and self._graphs is not None:
             with WARP_LOCK.shared():
                 self._run_parts(lambda i, part: self._replay(i))
+                # nothing to check (no solver or coupler check, no env flagged non-finite: a read of
+                # CPU memory, no Warp call): the exclusive hold for the checks is skipped
+                quiet = not self._checks and self._nan_host is not None and not self._nan_host.any()
         else:
             with WARP_LOCK.exclusive():
                 self._step_exclusive()
         self.n_steps += 1
+        if quiet:
+            return
         with WARP_LOCK.exclusive():
             self._after_step()
 
@@ -411,15 +425,12 @@ class Simulator:
             self._warm = True     # modules are loaded: later steps may be captured
 
     def _after_step(self) -> None:
-        for s in self.solvers:
-            s.check_after_step()
-        for c in self.couplers:
-            if hasattr(c, "check_after_step"):
-                c.check_after_step()
-        flags = self.nan_flags.numpy()
-        bad = np.nonzero(flags)[0]
-        if bad.size == 0:
+        for check in self._checks:
+            check()
+        flags = self._nan_host if self._nan_host is not None else self.nan_flags.numpy()
+        if not flags.any():
             return
+        bad = np.nonzero(flags)[0]
         self.nan_flags.zero_()
         envs = bad.tolist()
         if self.nan_policy == "raise":

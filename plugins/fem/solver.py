@@ -57,6 +57,13 @@ class FEMSolver(Solver):
     # it so that a small mesh splits every stage
     grain = 1024
 
+    @property
+    def _run(self) -> int:
+        """Elements or vertices per thread of the explicit kernels (explicit_forces_nh and the vertex
+        stages): a run of 16 on CPU (a Warp CPU thread's bookkeeping is ~1/5 of an element's work),
+        one on CUDA (docs/fem.md)."""
+        return 16 if str(self.layout.device).startswith("cpu") else 1
+
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
         self._pending: list = []
@@ -282,10 +289,11 @@ class FEMSolver(Solver):
         p, m, h = self._parts[part.index], self.model, self.layout.h
         g = self._types[1](*self.layout.gravity)
         self._explicit_forces(part, p)
+        ch = self._run
         self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
-            K.explicit_vertex_step, dim=(p.n, b - a),
+            K.explicit_vertex_step, dim=(p.n, -(-(b - a) // ch)),
             inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, m.plane_point, m.plane_normal,
-                    float(self.options.friction), a, p.corner, p.force],
+                    float(self.options.friction), a, b - a, ch, p.corner, p.force],
             outputs=[p.pos, p.vel, p.force], device=self.layout.device)))
 
     def _explicit_forces(self, part, p):
@@ -293,9 +301,10 @@ class FEMSolver(Solver):
 
         K, m, dev = self.K, self.model, self.layout.device
         if self.nh_only:
+            ch = self._run
             self._stage(part, (self.n_elements, lambda a, b: wp.launch(
-                K.explicit_forces_nh, dim=(p.n, b - a), inputs=[m.tets, m.gram, m.nh_coef, m.corner_slot, a, p.pos,
-                                                                p.active],
+                K.explicit_forces_nh, dim=(p.n, -(-(b - a) // ch)),
+                inputs=[m.tets, m.gram, m.nh_coef, m.corner_slot, a, b - a, ch, p.pos, p.active],
                 outputs=[p.corner], device=dev)))
         else:
             self._stage(part, (self.n_elements, lambda a, b: wp.launch(
@@ -314,9 +323,10 @@ class FEMSolver(Solver):
             self._implicit_solve(part, p, g, h)
             return
         self._explicit_forces(part, p)
+        ch = self._run
         self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
-            K.explicit_velocity, dim=(p.n, b - a), inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, a, p.corner,
-                                                           p.force],
+            K.explicit_velocity, dim=(p.n, -(-(b - a) // ch)),
+            inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, a, b - a, ch, p.corner, p.force],
             outputs=[p.vel, p.force], device=dev)))
 
     def substep_post_coupling(self, f, part):
@@ -325,9 +335,11 @@ class FEMSolver(Solver):
         K = self.K
         p, m = self._parts[part.index], self.model
         base = p.pos_n if self.options.integrator == "implicit" else p.pos
+        ch = self._run
         self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
-            K.integrate_positions, dim=(p.n, b - a), inputs=[self.layout.h, p.fixed, m.plane_point, m.plane_normal,
-                                                             float(self.options.friction), a, base],
+            K.integrate_positions, dim=(p.n, -(-(b - a) // ch)),
+            inputs=[self.layout.h, p.fixed, m.plane_point, m.plane_normal, float(self.options.friction), a, b - a, ch,
+                    base],
             outputs=[p.pos, p.vel], device=self.layout.device)))
 
     def _implicit_solve(self, part, p, g, h):

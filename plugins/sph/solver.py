@@ -191,6 +191,10 @@ class SPHSolver(Solver):
         m.plane_n = wp.array(np.array([n for _, n in pl], f32), dtype=wp.vec3, device=dev)
         m.n_planes = len(self._planes)
         m.nbr_cap = self._neighbour_capacity(pos0, bpts.reshape(-1, 3), H)
+        # rounding margin of the cell-distance test of the neighbour scans (kernels/fluid.py,
+        # row_near): float32 cell faces, gaps and r² are off by a few ulp of the coordinates
+        m.cell_slack = 1e-3 * H + 16 * float(np.finfo(f32).eps) * float(
+            np.abs(np.concatenate([o.lower_bound, o.upper_bound])).max() + H)
         self.model = m
         self.rest_rho_host = mats[:, 0]
 

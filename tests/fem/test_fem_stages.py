@@ -39,8 +39,8 @@ def _reference_forces(body, pos, active):
     return f, scale
 
 
-@pytest.mark.parametrize("kernel", ["explicit_forces", "explicit_forces_nh"])
-def test_explicit_forces_stage_matches_numpy(kernel):
+@pytest.mark.parametrize("kernel,run", [("explicit_forces", 1), ("explicit_forces_nh", 1), ("explicit_forces_nh", 7)])
+def test_explicit_forces_stage_matches_numpy(kernel, run):
     sc = polyphys.Scene(sim=polyphys.SimOptions(dt=1e-4, substeps=1), fem=FEMOptions(integrator="explicit"))
     body = sc.add_entity(morphs.Box(size=(0.3, 0.12, 0.08), pos=(0.4, -0.2, 0.7), euler=(20.0, -35.0, 50.0)),
                          NeoHookean(E=E, nu=NU, rho=900.0), resolution=(5, 3, 2))
@@ -57,11 +57,12 @@ def test_explicit_forces_stage_matches_numpy(kernel):
     m, ne = s.model, s.n_elements
     s.corner.fill_(float("nan"))
     if kernel == "explicit_forces_nh":
-        inputs = [m.tets, m.gram, m.nh_coef, m.corner_slot, 0, s.pos, s.active]
+        # a run of `run` elements per thread (7: the last thread's run is short)
+        inputs = [m.tets, m.gram, m.nh_coef, m.corner_slot, 0, ne, run, s.pos, s.active]
     else:
         inputs = [m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta, m.corner_slot, 0,
                   s.pos, s.vel, s.active]
-    wp.launch(getattr(s.K, kernel), dim=(2, ne), inputs=inputs, outputs=[s.corner], device="cpu")
+    wp.launch(getattr(s.K, kernel), dim=(2, -(-ne // run)), inputs=inputs, outputs=[s.corner], device="cpu")
     corner = s.corner.numpy().astype(float)
     assert np.isfinite(corner).all()                 # every corner written (zeros for inactive elements)
     start = m.v_start.numpy()

@@ -127,3 +127,43 @@ def test_extrapolated_boundary_pressure_matches_brute_force(make_scene):
         assert (ref > 0).sum() > 50                  # many wall particles carry a pressure
         # float32 sums of ~10 terms: 1e-4 relative to the largest wall pressure
         np.testing.assert_allclose(bp[env, : s.n_boundary], ref, rtol=1e-4, atol=1e-4 * ref.max())
+
+
+@pytest.mark.parametrize("solver", ["wcsph", "dfsph"])
+def test_scans_skip_only_cells_beyond_the_support(make_scene, solver):
+    """The density and wall-pressure scans leave out the cells of a row that lie H or more from the
+    particle (kernels/fluid.py, row_near): the neighbour lists, densities and wall pressures are
+    bitwise those of the full 27-cell scan (cell_slack = inf: nothing left out), here with many
+    particles on or within a few ulp of cell faces and some on the domain's upper bound; a margin that cuts
+    into the support (negative slack) changes them, so the comparison can fail."""
+    scene, water = make_scene(n_envs=2, solver=solver)
+    s = scene.solver("sph")
+    H = s.options.support
+    rng = np.random.default_rng(4)
+    pos = water.get_particles_pos() + rng.uniform(-0.02, 0.02, size=(2, water.n_particles, 3))
+    faces = np.round(pos / H) * H                    # the nearest cell face (lower bound 0)
+    snap = rng.random(pos.shape) < 0.4
+    pos = np.where(snap, faces * (1 + rng.integers(-3, 4, size=pos.shape) * 6e-8), pos)
+    hi = np.nextafter(np.asarray(s.options.upper_bound, np.float32), np.float32(0))   # float32, inside
+    pos = np.clip(pos.astype(np.float32), np.float32(0), hi)
+    pos[:, :5, 0] = hi[0]                            # on the upper bound: in (or clamped into) the last cell
+    water.set_particles_pos(pos)
+    slack = s.model.cell_slack
+
+    def scan(cell_slack):
+        s.model.cell_slack = cell_slack
+        for a in (s.rho, s.nbr_grad, s.bp):
+            a.fill_(float("nan"))
+        s.nbr_list.fill_(-7)
+        scene.forward()
+        if solver == "wcsph":                        # (DFSPH has no extrapolated wall pressure)
+            for part in scene.layout.partitions:
+                s._boundary_pressure(part, s._parts[part.index])
+        return [a.numpy().copy() for a in (s.rho, s.nbrs, s.nbr_list, s.nbr_grad, s.bp)]
+
+    full, trimmed, cut = scan(1e30), scan(slack), scan(-0.3 * H)
+    s.model.cell_slack = slack
+    assert full[1].min() >= 0 and full[1].mean() > 10  # lists not overflowed, neighbourhoods not empty
+    for a, b in zip(full, trimmed):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(full, cut))

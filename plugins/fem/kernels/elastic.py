@@ -327,29 +327,25 @@ def explicit_forces(
     store_corners(corner_out, env, o, rest_vol[e] * P * wp.transpose(Dinv), -S(1.0))
 
 
-@wp.kernel
-def explicit_forces_nh(
-    # Model:
+@wp.func
+def nh_element_forces(
     tets: wp.array(dtype=wp.vec4i),
     gram: wp.array(dtype=mat33),
     nh_coef: wp.array(dtype=vec3),
     corner_slot: wp.array(dtype=wp.vec4i),
-    e_first: int,
-    # Data in:
+    env: int,
+    e: int,
     pos_in: wp.array2d(dtype=vec3),
     active_in: wp.array2d(dtype=wp.int32),
-    # Data out:
     corner_out: wp.array2d(dtype=vec3),
 ):
-    """explicit_forces for a mesh whose elements are all stable Neo-Hookean without stiffness
-    damping, in fewer operations and loads, without forming F: with Ds = [d1 d2 d3] (dₖ = xₖ - x0)
+    """Element e of explicit_forces_nh: explicit_forces for a mesh whose elements are all stable
+    Neo-Hookean without stiffness damping, in fewer operations and loads, without forming F: with Ds = [d1 d2 d3] (dₖ = xₖ - x0)
     and G = Dm⁻¹Dm⁻ᵀ (gram), F Dm⁻ᵀ = Ds G and I_C = tr(Ds G Dsᵀ) = Σ dₖ·yₖ (yₖ the columns of
     Ds G); cof(F) Dm⁻ᵀ = det(Dm⁻¹) cof(Ds) with V det(Dm⁻¹) = 1/6, cof(Ds) = [d2×d3, d3×d1, d1×d2]
     and J = det(Ds)/(6V). So V P Dm⁻ᵀ = a Ds G + b cof(Ds) with a = Vμ (1 - 1/(I_C + 1)) and
     b = λ(J - α)/6 = k₁ det(Ds) - k₂; nh_coef = (Vμ, λ/(36V), λα/6) per element (built in float64).
     Equal to explicit_forces in exact arithmetic (the tests compare the two)."""
-    env, q = wp.tid()
-    e = e_first + q
     o = corner_slot[e]
     if active_in[env, e] == 0:
         zero_corners(corner_out, env, o)
@@ -380,6 +376,31 @@ def explicit_forces_nh(
 
 
 @wp.kernel
+def explicit_forces_nh(
+    # Model:
+    tets: wp.array(dtype=wp.vec4i),
+    gram: wp.array(dtype=mat33),
+    nh_coef: wp.array(dtype=vec3),
+    corner_slot: wp.array(dtype=wp.vec4i),
+    e_first: int,
+    e_count: int,
+    chunk: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=vec3),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    corner_out: wp.array2d(dtype=vec3),
+):
+    """nh_element_forces for elements e_first + [c·chunk, (c+1)·chunk) ∩ [0, e_count) of thread
+    (env, c): on CPU a thread per element costs about a fifth of the element's work in launch
+    bookkeeping, so the solver gives each thread a run of elements there (one on CUDA). The same
+    operations per element whatever the chunk."""
+    env, c = wp.tid()
+    for q in range(c * chunk, wp.min((c + 1) * chunk, e_count)):
+        nh_element_forces(tets, gram, nh_coef, corner_slot, env, e_first + q, pos_in, active_in, corner_out)
+
+
+@wp.kernel
 def explicit_velocity(
     # Model:
     inv_mass: wp.array(dtype=S),
@@ -389,6 +410,8 @@ def explicit_velocity(
     fixed: wp.array2d(dtype=wp.int32),
     v_start: wp.array(dtype=wp.int32),
     i_first: int,
+    i_count: int,
+    chunk: int,
     # Data in:
     corner_in: wp.array2d(dtype=vec3),
     force_in: wp.array2d(dtype=vec3),
@@ -397,16 +420,18 @@ def explicit_velocity(
     force_out: wp.array2d(dtype=vec3),
 ):
     """v += h (f/m + g - α v) (mass damping implicit in v), f = the force buffer plus the elements'
-    nodal forces (gathered: corner_sum); the force buffer is cleared."""
-    env, q = wp.tid()
-    i = i_first + q
-    f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
-    force_out[env, i] = vec3(S(0.0))
-    if fixed[env, i] != 0:
-        vel_out[env, i] = vec3(S(0.0))
-        return
-    v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
-    vel_out[env, i] = v / (S(1.0) + h * alpha[i])
+    nodal forces (gathered: corner_sum); the force buffer is cleared. Thread (env, c): vertices
+    i_first + [c·chunk, (c+1)·chunk) ∩ [0, i_count) (a run per thread on CPU, as explicit_forces_nh)."""
+    env, c = wp.tid()
+    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+        i = i_first + q
+        f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
+        force_out[env, i] = vec3(S(0.0))
+        if fixed[env, i] != 0:
+            vel_out[env, i] = vec3(S(0.0))
+        else:
+            v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+            vel_out[env, i] = v / (S(1.0) + h * alpha[i])
 
 
 @wp.func
@@ -447,6 +472,8 @@ def integrate_positions(
     plane_normal: wp.array(dtype=vec3),
     friction: S,
     i_first: int,
+    i_count: int,
+    chunk: int,
     # Data in:
     base_in: wp.array2d(dtype=vec3),
     # Data out:
@@ -459,14 +486,15 @@ def integrate_positions(
     friction let a block that should stick on an incline creep at ~h g sinθ per substep's worth:
     1.5 cm/s at 20°, μ = 0.6, h = 1.25 ms). (The
     implicit solve's contacts already sit on their plane and got their friction inside the solve;
-    this catches the vertices it did not predict.)"""
-    env, q = wp.tid()
-    i = i_first + q
-    if fixed[env, i] != 0:
-        return
-    x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
-    pos_out[env, i] = x
-    vel_out[env, i] = v
+    this catches the vertices it did not predict.) Thread (env, c): a run of vertices, as
+    explicit_velocity."""
+    env, c = wp.tid()
+    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+        i = i_first + q
+        if fixed[env, i] == 0:
+            x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
+            pos_out[env, i] = x
+            vel_out[env, i] = v
 
 
 @wp.kernel
@@ -482,6 +510,8 @@ def explicit_vertex_step(
     plane_normal: wp.array(dtype=vec3),
     friction: S,
     i_first: int,
+    i_count: int,
+    chunk: int,
     # Data in:
     corner_in: wp.array2d(dtype=vec3),
     force_in: wp.array2d(dtype=vec3),
@@ -491,18 +521,21 @@ def explicit_vertex_step(
     force_out: wp.array2d(dtype=vec3),
 ):
     """explicit_velocity then integrate_positions in one pass (the same operations, the same bits):
-    the substep of a scene without couplers (nothing acts between the two halves)."""
-    env, q = wp.tid()
-    i = i_first + q
-    f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
-    force_out[env, i] = vec3(S(0.0))
-    if fixed[env, i] != 0:
-        vel_out[env, i] = vec3(S(0.0))
-        return
-    v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
-    x, v = position_step(h, plane_point, plane_normal, friction, pos_out[env, i], v / (S(1.0) + h * alpha[i]))
-    pos_out[env, i] = x
-    vel_out[env, i] = v
+    the substep of a scene without couplers (nothing acts between the two halves). Thread (env, c)
+    steps vertices i_first + [c·chunk, (c+1)·chunk) ∩ [0, i_count) (a run per thread on CPU, as
+    explicit_forces_nh)."""
+    env, c = wp.tid()
+    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+        i = i_first + q
+        f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
+        force_out[env, i] = vec3(S(0.0))
+        if fixed[env, i] != 0:
+            vel_out[env, i] = vec3(S(0.0))
+        else:
+            v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+            x, v = position_step(h, plane_point, plane_normal, friction, pos_out[env, i], v / (S(1.0) + h * alpha[i]))
+            pos_out[env, i] = x
+            vel_out[env, i] = v
 
 
 @wp.kernel
