@@ -329,6 +329,17 @@ def _arm_anchor_world():
     return d.xpos[2] + d.xmat[2].reshape(3, 3) @ ANCHOR
 
 
+def _initial_rel(m):
+    """q_l1⁻¹ ⊗ q_box at qpos0 (the pose a weld without relpose holds)."""
+    mujoco = pytest.importorskip("mujoco")
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    rel, inv = np.empty(4), np.empty(4)
+    mujoco.mju_negQuat(inv, d.xquat[2])
+    mujoco.mju_mulQuat(rel, inv, d.xquat[3])
+    return rel
+
+
 def _run_arm(tmp_path, eq, bx, h, steps, coupler=True):
     """Run the arm; per step: the model's energy (MuJoCo's mj_energyPos/Vel of the same model at
     polyphys' state), the connect violation |p_l1(anchor) − p_box|, |q̇0| + |q̇1| and, under SAP,
@@ -344,8 +355,9 @@ def _run_arm(tmp_path, eq, bx, h, steps, coupler=True):
     m = mujoco.MjModel.from_xml_string(xml_text)
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
     d = mujoco.MjData(m)
-    out = {"E": [], "g": [], "w": [], "Rg": [], "q": []}
+    out = {"E": [], "g": [], "w": [], "Rg": [], "q": [], "gr": [], "Rgr": [], "ww": []}
     b = sap(scene)._rigid["rigid"] if coupler else None
+    rel0 = None
     for _ in range(steps):
         scene.step()
         d.qpos[:] = arm.get_qpos()
@@ -357,9 +369,25 @@ def _run_arm(tmp_path, eq, bx, h, steps, coupler=True):
         out["g"].append(np.linalg.norm(d.xpos[2] + d.xmat[2].reshape(3, 3) @ ANCHOR - d.xpos[3]))
         out["w"].append(abs(d.qvel[0]) + abs(d.qvel[1]))
         out["q"].append(d.qpos[:2].copy())
+        # |d(ω_l1)/dt| along a step at constant joint rates: |q̇0·q̇1·(a0 × a1)| (a1 turns about a0)
+        out["ww"].append(abs(d.qvel[0] * d.qvel[1]) * np.linalg.norm(np.cross(d.xaxis[0], d.xaxis[1])))
+        # the weld's rotational violation sin(θ/2) = |vec(q_rel0⁻¹ ⊗ q_rel)|, q_rel = q_l1⁻¹ ⊗ q_box (the
+        # norm of the weld rows' error quaternion, docs/constraint.md; torquescale 1)
+        rel = np.empty(4)
+        inv = np.empty(4)
+        mujoco.mju_negQuat(inv, d.xquat[2])
+        mujoco.mju_mulQuat(rel, inv, d.xquat[3])
+        if rel0 is None:
+            rel0 = _initial_rel(m)
+        err = np.empty(4)
+        mujoco.mju_negQuat(inv, rel0)
+        mujoco.mju_mulQuat(err, inv, rel)
+        out["gr"].append(np.linalg.norm(err[1:]))
         if b is not None:
             n = int(b.rigid.rigid_dynamics(scene.layout.partitions[0]).n_rows.numpy()[0])
-            out["Rg"].append(np.abs(b.rR.numpy()[0, :n] * b.rgam.numpy()[0, :n]).max())
+            Rg = np.abs(b.rR.numpy()[0, :n] * b.rgam.numpy()[0, :n])
+            out["Rg"].append(Rg[:3].max())                     # translational rows (0 .. 2)
+            out["Rgr"].append(np.linalg.norm(Rg[3:6]) if n >= 6 else 0.0)    # a weld's rotational rows (3 .. 5)
     return {k: np.array(x) for k, x in out.items()}
 
 
@@ -372,12 +400,24 @@ def test_equality_holds_a_body_on_a_swinging_arm(tmp_path, eq):
     g_{n+1} = g_n/2 − h·R·γ + ½h²·g̈_curv (the linearisation's error: the anchor's centripetal
     acceleration ≤ (|q̇0| + |q̇1|)²·lever), so
     |g| ≤ 2h·max R|γ| + h²·max(|q̇0| + |q̇1|)²·lever. The energy drift (semi-implicit Euler of the
-    swing, O(h)) is at most twice the rigid solver's own constraint solve's on the same model."""
+    swing, O(h)) is at most twice the rigid solver's own constraint solve's on the same model.
+
+    The weld's rotational rows: g_r = vec(e) (e the error quaternion, |g_r| = sin(θ/2), θ the
+    relative rotation; torquescale 1), ġ_r = J·v = ½·vec(ω_rel ⊗ e) in the box's frame, ω_rel = ω_l1
+    − ω_box. Over a step at constant joint rates the box turns at a constant ω, l1's ω changes at
+    q̇0·q̇1·(a0 × a1) (its second axis a1 turns about a0), so the linearisation's error per step is
+    ½h²·|g̈_r| ≤ ¼h²·|q̇0·q̇1|·|a0 × a1| plus terms in ω_rel·ω (|ω_rel| ≈ 2|v_c| ≤ |g_r|/h near-rigid) that
+    weaken the ½ contraction by at most h·max(|q̇0| + |q̇1|):
+    |g_r| ≤ (h·max‖R·γ_r‖ + ¼h²·max|q̇0·q̇1|·|a0 × a1|)/(½ − h·max(|q̇0| + |q̇1|))."""
     h = 0.002
     bx = " ".join(map(str, _arm_anchor_world()))
     r = _run_arm(tmp_path, eq, bx, h, 1000)
     bound = 2 * h * r["Rg"].max() + h * h * r["w"].max() ** 2 * LEVER
     assert r["g"].max() <= bound, (r["g"].max(), bound)
+    if "weld" in eq:
+        bound_r = (h * r["Rgr"].max() + 0.25 * h * h * r["ww"].max()) / (0.5 - h * r["w"].max())
+        assert r["gr"].max() <= bound_r, (r["gr"].max(), bound_r)
+        assert r["gr"].max() > 0.1 * bound_r             # the curvature term dominates: the bound is not vacuous
     assert r["w"].max() > 5.0                                  # it does swing
     own = _run_arm(tmp_path, eq, bx, h, 1000, coupler=False)
     assert np.abs(r["E"] - r["E"][0]).max() <= 2 * np.abs(own["E"] - own["E"][0]).max()
