@@ -5,8 +5,9 @@ solver's side of a coupler that solves the contact problem itself (the SAP coupl
     pre-coupling:  kinematics → bias → inertia → actuation → factorization (M + h·D)⁻¹ (free
                    acceleration qacc_smooth, so v* = qvel + h·qacc_smooth) → dense M + h·D →
                    [non-contact rows: the constraint rows stage (make_rows) with no contacts, so rows
-                   0 .. b−1 are the equality, DOF frictionloss and joint-limit rows, b copied to
-                   ``row0``] → collision → contact parameters → contact Jacobian rows b + 3k
+                   0 .. b−1 are the equality, DOF frictionloss and joint-limit rows — hinge/slide
+                   limits also within Drake's window 2h·max(|v|, |v*|) — b copied to ``row0``]
+                   → collision → contact parameters → contact Jacobian rows b + 3k
                    (kernels/contact_handoff.py)
     [the coupler writes qfrc_constraint = Jᵀ·γ/h and the row forces efc_force = γ/h of every row]
     post-coupling: [bias again when another coupler (Legacy) also acts on the solver: its reaction
@@ -120,7 +121,8 @@ def pre_coupling(solver, part) -> None:
     if solver._handoff_rows:
         # the solver's own rows builder with no contacts: equality, frictionloss, limit rows first
         d.ncon.zero_()
-        constraint_rows.make_rows(v)
+        # limit rows within Drake's window 2h·max(|v|, |v*|) as well as the joint margin (docs/sap.md)
+        constraint_rows.make_rows(v, h)
         wp.copy(row0, d.nefc)
     if solver.collision is not None:
         solver._collide(part)

@@ -168,17 +168,83 @@ def _drake_pendulum(h, steps):
 def test_pendulum_limit_matches_drake(tmp_path):
     """Drake's discrete SAP (MultibodyPlant, time step h, its joint limits: SapLimitConstraint with
     β = 0.1, τ = h, k = 1e12, added within a window 2h·max(|v|, |v*|) of the limit) on the same
-    pendulum. The joint's limit margin (0.1 rad) makes polyphys hand the limit row over before the
-    limit as Drake's window does; where both hold the row, the problems are the same, so the swing,
-    the impact and the rest agree: angles within 1e-6 rad over the whole run (the solvers' rtol 1e-6
-    on velocities ~3 rad/s moves the angle by ~h·3e-6 per step), the settled angle within 1e-9 rad
-    (Drake's 1/(h·k·(h+τ)) = 1.25e-7 is negligible beside β²w/(4π²) = 1.7e-2 s/kg·m²)."""
+    pendulum, with a joint margin (0.1 rad) wider than that window: polyphys then builds the limit row
+    earlier than Drake, but a row whose limit is at least 2h·|v| away is inactive (v̂ = −g/(2h) ≤ v: γ =
+    0), so the problems have the same solution and the swing, the impact and the rest agree: angles
+    within 1e-6 rad over the whole run (the solvers' rtol 1e-6 on velocities ~3 rad/s moves the angle
+    by ~h·3e-6 per step), the settled angle within 1e-9 rad (Drake's 1/(h·k·(h+τ)) = 1.25e-7 is
+    negligible beside β²w/(4π²) = 1.7e-2 s/kg·m²). Margin 0: the next test."""
     pytest.importorskip("pydrake.all")
     h = 0.002
     d = _drake_pendulum(h, 600)
     _, _, _, q = _polyphys_pendulum(tmp_path, h, 600)
     np.testing.assert_allclose(q, d, atol=1e-6)
     assert abs(q[-1] - d[-1]) < 1e-9
+
+
+def test_pendulum_swings_into_its_limit_like_drake(tmp_path):
+    """Margin 0 (MJCF's default): the limit row exists only through Drake's window (docs/sap.md,
+    "Which rows SAP takes over"), and acts speculatively (v̂ = −g/(2h) with g > 0), so like Drake the
+    pendulum is stopped AT the limit (the gap halves each step) instead of passing it by up to h·|v|
+    for a step (margin-only activation: 2e-3 rad here, and a 6e-3 rad difference after). The problems
+    are the same each step; both solvers stop when ‖D∇ℓ‖ ≤ rtol·max(‖D·A·v‖, ‖D·Jᵀγ‖) (rtol 1e-6, also
+    Drake's default), H ≥ A, so a step's velocity is off by at most rtol·max(|v|, |γ|/I) ≤ rtol·v_max
+    (the impact impulse γ ≤ I·v_max) and the angles drift apart by ≤ 2·rtol·v_max·h per step:
+    2·rtol·v_max·N·h over the run, doubled for the gravity torque's sensitivity to the angle over the
+    swing (cosh(ω·t_impact) ≈ 1.5). At rest the gap contracts by ½ a step (near-rigid, τ = h), so the
+    settled angles differ by ≤ 2h·rtol·|γ|/I = 2h²·rtol·|T|/I. Approaching the limit critically damped,
+    the angle never passes it by more than the rest penetration 2h²β²/(4π²)·|T|/I (1 % as above)."""
+    pytest.importorskip("pydrake.all")
+    h, n = 0.002, 600
+    rtol = SapOptions().rtol
+    d = _drake_pendulum(h, n)
+    _, _, _, q = _polyphys_pendulum(tmp_path, h, n, margin=0.0)
+    v_max = np.abs(np.diff(np.concatenate([[0.0], d]))).max() / h
+    assert v_max > 4.0                                          # it swings into the limit fast
+    np.testing.assert_allclose(q, d, rtol=0, atol=2 * (2 * rtol * v_max * n * h))
+    T = _mujoco_gravity_torque(q[-1])
+    I = _axis_inertia()
+    assert abs(q[-1] - d[-1]) <= 2 * h * h * rtol * abs(T) / I, (q[-1] - d[-1])
+    pen = 2.0 * h * h * BETA ** 2 / TWO_PI_SQ * abs(T) / I
+    assert q.max() - P_RANGE[1] <= 1.01 * pen, (q.max() - P_RANGE[1], pen)
+
+
+def test_ball_limit_keeps_the_margin_activation(tmp_path):
+    """A ball joint's limit (its rotation angle against max(range), MuJoCo's; Drake has none) keeps
+    the margin-only activation under SAP: no speculative window. Spinning at a constant ω about a
+    fixed axis (gravity off, isotropic inertia), the angle is ω·t exactly until the first step that
+    starts past the limit; the step that crosses it has no limit row, however close to the limit it
+    starts (within 2h·ω), and ends past the limit by ω·t − max(range)."""
+    h, w, lim = 0.002, 3.0, 0.5
+    axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
+    xml = tmp_path / "ball.xml"
+    xml.write_text(f"""<mujoco><compiler angle="radian"/><option gravity="0 0 0"/><worldbody>
+      <body pos="0.4 -0.3 0.5" quat="{' '.join(map(str, P_QUAT))}">
+        <joint name="b" type="ball" range="0 {lim}" limited="true"/>
+        <inertial pos="0 0 0" mass="0.6" diaginertia="0.01 0.01 0.01"/>
+        <geom type="sphere" size=".03" contype="0" conaffinity="0" mass="0"/>
+      </body></worldbody></mujoco>""")
+    scene = polyphys.Scene(sim=SimOptions(dt=h, substeps=1, precision="64"), coupler=SapOptions())
+    ball = scene.add_entity(M.MJCF(file=str(xml)), Rigid())
+    scene.build()
+    solver = next(s for s in scene.solvers if s.name == "rigid")
+    ball.set_dofs_velocity(w * axis)
+    crossed = None
+    for i in range(1, 120):
+        scene.step()
+        qw, *qv = ball.get_qpos()
+        ang = 2.0 * math.atan2(np.linalg.norm(qv), qw)
+        cf = solver.get_constraint_forces()
+        n_lim = int((cf["valid"] & (cf["type"] == ConstraintType.LIMIT)).sum())
+        if ang <= lim:
+            assert n_lim == 0 and abs(ang - w * i * h) <= 1e-12, (i, ang, n_lim)
+            continue
+        crossed = i
+        break
+    assert crossed is not None
+    start = w * (crossed - 1) * h
+    assert 0 < lim - start < 2 * h * w                          # inside Drake's window at the step's start
+    assert n_lim == 0 and abs(ang - w * crossed * h) <= 1e-12, (ang, n_lim)
 
 
 # ---------------------------------------------------------------- DOF frictionloss
@@ -263,6 +329,17 @@ def _arm_anchor_world():
     return d.xpos[2] + d.xmat[2].reshape(3, 3) @ ANCHOR
 
 
+def _initial_rel(m):
+    """q_l1⁻¹ ⊗ q_box at qpos0 (the pose a weld without relpose holds)."""
+    mujoco = pytest.importorskip("mujoco")
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    rel, inv = np.empty(4), np.empty(4)
+    mujoco.mju_negQuat(inv, d.xquat[2])
+    mujoco.mju_mulQuat(rel, inv, d.xquat[3])
+    return rel
+
+
 def _run_arm(tmp_path, eq, bx, h, steps, coupler=True):
     """Run the arm; per step: the model's energy (MuJoCo's mj_energyPos/Vel of the same model at
     polyphys' state), the connect violation |p_l1(anchor) − p_box|, |q̇0| + |q̇1| and, under SAP,
@@ -278,8 +355,9 @@ def _run_arm(tmp_path, eq, bx, h, steps, coupler=True):
     m = mujoco.MjModel.from_xml_string(xml_text)
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
     d = mujoco.MjData(m)
-    out = {"E": [], "g": [], "w": [], "Rg": [], "q": []}
+    out = {"E": [], "g": [], "w": [], "Rg": [], "q": [], "gr": [], "Rgr": [], "ww": []}
     b = sap(scene)._rigid["rigid"] if coupler else None
+    rel0 = None
     for _ in range(steps):
         scene.step()
         d.qpos[:] = arm.get_qpos()
@@ -291,9 +369,25 @@ def _run_arm(tmp_path, eq, bx, h, steps, coupler=True):
         out["g"].append(np.linalg.norm(d.xpos[2] + d.xmat[2].reshape(3, 3) @ ANCHOR - d.xpos[3]))
         out["w"].append(abs(d.qvel[0]) + abs(d.qvel[1]))
         out["q"].append(d.qpos[:2].copy())
+        # |d(ω_l1)/dt| along a step at constant joint rates: |q̇0·q̇1·(a0 × a1)| (a1 turns about a0)
+        out["ww"].append(abs(d.qvel[0] * d.qvel[1]) * np.linalg.norm(np.cross(d.xaxis[0], d.xaxis[1])))
+        # the weld's rotational violation sin(θ/2) = |vec(q_rel0⁻¹ ⊗ q_rel)|, q_rel = q_l1⁻¹ ⊗ q_box (the
+        # norm of the weld rows' error quaternion, docs/constraint.md; torquescale 1)
+        rel = np.empty(4)
+        inv = np.empty(4)
+        mujoco.mju_negQuat(inv, d.xquat[2])
+        mujoco.mju_mulQuat(rel, inv, d.xquat[3])
+        if rel0 is None:
+            rel0 = _initial_rel(m)
+        err = np.empty(4)
+        mujoco.mju_negQuat(inv, rel0)
+        mujoco.mju_mulQuat(err, inv, rel)
+        out["gr"].append(np.linalg.norm(err[1:]))
         if b is not None:
             n = int(b.rigid.rigid_dynamics(scene.layout.partitions[0]).n_rows.numpy()[0])
-            out["Rg"].append(np.abs(b.rR.numpy()[0, :n] * b.rgam.numpy()[0, :n]).max())
+            Rg = np.abs(b.rR.numpy()[0, :n] * b.rgam.numpy()[0, :n])
+            out["Rg"].append(Rg[:3].max())                     # translational rows (0 .. 2)
+            out["Rgr"].append(np.linalg.norm(Rg[3:6]) if n >= 6 else 0.0)    # a weld's rotational rows (3 .. 5)
     return {k: np.array(x) for k, x in out.items()}
 
 
@@ -306,12 +400,24 @@ def test_equality_holds_a_body_on_a_swinging_arm(tmp_path, eq):
     g_{n+1} = g_n/2 − h·R·γ + ½h²·g̈_curv (the linearisation's error: the anchor's centripetal
     acceleration ≤ (|q̇0| + |q̇1|)²·lever), so
     |g| ≤ 2h·max R|γ| + h²·max(|q̇0| + |q̇1|)²·lever. The energy drift (semi-implicit Euler of the
-    swing, O(h)) is at most twice the rigid solver's own constraint solve's on the same model."""
+    swing, O(h)) is at most twice the rigid solver's own constraint solve's on the same model.
+
+    The weld's rotational rows: g_r = vec(e) (e the error quaternion, |g_r| = sin(θ/2), θ the
+    relative rotation; torquescale 1), ġ_r = J·v = ½·vec(ω_rel ⊗ e) in the box's frame, ω_rel = ω_l1
+    − ω_box. Over a step at constant joint rates the box turns at a constant ω, l1's ω changes at
+    q̇0·q̇1·(a0 × a1) (its second axis a1 turns about a0), so the linearisation's error per step is
+    ½h²·|g̈_r| ≤ ¼h²·|q̇0·q̇1|·|a0 × a1| plus terms in ω_rel·ω (|ω_rel| ≈ 2|v_c| ≤ |g_r|/h near-rigid) that
+    weaken the ½ contraction by at most h·max(|q̇0| + |q̇1|):
+    |g_r| ≤ (h·max‖R·γ_r‖ + ¼h²·max|q̇0·q̇1|·|a0 × a1|)/(½ − h·max(|q̇0| + |q̇1|))."""
     h = 0.002
     bx = " ".join(map(str, _arm_anchor_world()))
     r = _run_arm(tmp_path, eq, bx, h, 1000)
     bound = 2 * h * r["Rg"].max() + h * h * r["w"].max() ** 2 * LEVER
     assert r["g"].max() <= bound, (r["g"].max(), bound)
+    if "weld" in eq:
+        bound_r = (h * r["Rgr"].max() + 0.25 * h * h * r["ww"].max()) / (0.5 - h * r["w"].max())
+        assert r["gr"].max() <= bound_r, (r["gr"].max(), bound_r)
+        assert r["gr"].max() > 0.1 * bound_r             # the curvature term dominates: the bound is not vacuous
     assert r["w"].max() > 5.0                                  # it does swing
     own = _run_arm(tmp_path, eq, bx, h, 1000, coupler=False)
     assert np.abs(r["E"] - r["E"][0]).max() <= 2 * np.abs(own["E"] - own["E"][0]).max()

@@ -15,7 +15,11 @@ frictionloss → contact → joint limit; dense ``efc_J`` along the kinematic tr
 kernels/constraint_rows.cpp), per row the position, margin, velocity J·qvel, impedance, reference
 acceleration aref = −B·vel − K·I·(pos − margin), regularization R and D = 1/R. Reads ``m``: limits,
 equalities, frictionloss, invweights, opt (cone, impratio, tc_floor); ``d``: qpos, qvel, cdof_w/v,
-dof_ref, link_pos/quat, eq_active, eq_acc_bias, the contacts. Writes ``d``: nefc, efc_overflow,
+dof_ref, link_pos/quat, eq_active, eq_acc_bias, the contacts (and qacc_smooth when ``lim_window_h`` > 0).
+A hinge/slide limit side gets a row while its distance is below the joint's margin; with
+``lim_window_h`` = h > 0 (the contact hand-off to SAP, docs/sap.md) also while it is at most Drake's
+window 2h·max(|v|, |v*|), v* = v + h·qacc_smooth (the rigid solver's own path passes 0: margin only).
+Writes ``d``: nefc, efc_overflow,
 efc_J, efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp,
 efc_frictionloss, efc_mu, con_efc_adr. For an elliptic contact the normal row holds ``efc_dim`` (the
 cone dimension) and ``efc_mu`` (the regularized cone slope μ·sqrt(R_t/R_n)); its friction rows hold
@@ -30,6 +34,10 @@ from ..types import ConeType, ConstraintType, EqType, overload
 from . import native
 
 wp.set_module_options({"enable_backward": False})
+
+# Drake's kLimitWindowFactor (MultibodyPlant's SAP driver, AddLimitConstraints): a hinge/slide limit row
+# is built while the limit lies within LIMIT_WINDOW·h·max(|v|, |v*|) of the joint (docs/sap.md)
+LIMIT_WINDOW = wp.constant(2.0)
 
 I1 = wp.array(dtype=wp.int32)
 A2 = wp.array2d(dtype=Any)
@@ -392,7 +400,7 @@ def connect_bias(m: Any, d: Any):
 
 
 @wp.kernel
-def make_rows(m: Any, d: Any):
+def make_rows(m: Any, d: Any, lim_window_h: Any):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -418,6 +426,7 @@ def make_rows(m: Any, d: Any):
     eq_sol = m.eq_sol
     qpos = d.qpos
     qvel = d.qvel
+    qacc_smooth = d.qacc_smooth
     cdof_w = d.cdof_w
     cdof_v = d.cdof_v
     dof_ref = d.dof_ref
@@ -808,12 +817,22 @@ def make_rows(m: Any, d: Any):
                 row = row + 1
             continue
         q = qpos[env, lim_qadr[li]]
+        # Drake's activation window (lim_window_h = h > 0, the SAP hand-off only): the side whose limit
+        # lies within LIMIT_WINDOW·h·max(|v|, |v*|) of q, v* = v + h·qacc_smooth the free velocity
+        win = zero
+        if lim_window_h > zero:
+            v0 = qvel[env, lim_dof[li]]
+            vs = v0 + lim_window_h * qacc_smooth[env, lim_dof[li]]
+            win = type(zero)(LIMIT_WINDOW) * lim_window_h * wp.max(wp.abs(v0), wp.abs(vs))
         for s in range(2):
             side = -one
             if s == 1:
                 side = one
             dist = side * (lim_range[li, s] - q)
-            if dist < lim_margin[li]:
+            active = dist < lim_margin[li]
+            if lim_window_h > zero and dist <= win:
+                active = True
+            if active:
                 if row + 1 > max_rows:
                     over = 1
                     continue
@@ -841,4 +860,4 @@ def make_rows(m: Any, d: Any):
 
 overload(contact_params)
 overload(connect_bias)
-overload(make_rows)
+overload(make_rows, lim_window_h=lambda s: s)
