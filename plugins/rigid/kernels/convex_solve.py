@@ -20,7 +20,17 @@ import warp as wp
 
 from ..types import ConstraintType, EfcState, SolverType, overload
 from . import native
-from .linalg import cholesky_factor, cholesky_solve, hess_add_pair, hess_copy, jac_mul, jac_tmul_grad, mat_mul, spans_fill
+from .linalg import (
+    cholesky_factor,
+    cholesky_solve,
+    hess_add_pair,
+    hess_add_rows,
+    hess_copy,
+    jac_mul,
+    jac_tmul_grad,
+    mat_mul,
+    spans_fill,
+)
 from .line_search import exact_line_search
 
 wp.set_module_options({"enable_backward": False})
@@ -209,7 +219,14 @@ def solve_iterate(
             hess_copy(env, nv, M, H)
             i = int(0)
             while i < nrow:
-                if efc_type[env, i] == ConstraintType.CONTACT_ELLIPTIC and efc_state[env, i] == EfcState.CONE:
+                # the quadratic rows up to the next elliptic contact in the cone's middle zone, in one call
+                i1 = i
+                while i1 < nrow and not (efc_type[env, i1] == ConstraintType.CONTACT_ELLIPTIC
+                                         and efc_state[env, i1] == EfcState.CONE):
+                    i1 = i1 + 1
+                hess_add_rows(env, nv, i, i1, efc_state, efc_D, efc_J, H, LM, H, sc_mode)
+                i = i1
+                if i < nrow:
                     dim = efc_dim[env, i]
                     mu = efc_mu[env, i]
                     dm = efc_D[env, i] / (mu * mu * (one + mu * mu))
@@ -246,10 +263,6 @@ def solve_iterate(
                             hab = dm * hab
                             hess_add_pair(env, nv, i + a, i + bb, hab, efc_J, H, LM, H, sc_mode)
                     i = i + dim
-                else:
-                    if efc_state[env, i] == EfcState.QUADRATIC:
-                        hess_add_pair(env, nv, i, i, efc_D[env, i], efc_J, H, LM, H, sc_mode)
-                    i = i + 1
             cholesky_factor(nv, env, H)
             cholesky_solve(nv, env, H, grad, search)
             for j in range(nv):
