@@ -71,6 +71,26 @@ def island_scatter_native(env: int, d0: int, nd: int, r0: int, nr: int, island_d
                           istate: I2): ...
 
 
+@wp.func_native(native.body(__file__, "vec_negate_native"))
+def vec_negate(env: int, nv: int, x: A2): ...
+
+
+@wp.func_native(native.body(__file__, "line_dots_native"))
+def line_dots(env: int, nv: int, search: A2, mv: A2, ma: A2, out: A2): ...
+
+
+@wp.func_native(native.body(__file__, "step_update_native"))
+def step_update(env: int, nv: int, nrow: int, alpha: Any, search: A2, mv: A2, jv: A2, qacc: A2, ma: A2, jar: A2): ...
+
+
+@wp.func_native(native.body(__file__, "gauss_cost_native"))
+def gauss_cost(env: int, nv: int, qacc: A2, qacc_smooth: A2, ma: A2, out: A2): ...
+
+
+@wp.func_native(native.body(__file__, "sumsq_native"))
+def sumsq(env: int, nv: int, x: A2, out: A2, k: int): ...
+
+
 @wp.func
 def update_constraint(
     nv: int,
@@ -104,8 +124,6 @@ def update_constraint(
     gradient g = M·(qacc − qacc_smooth) − Jᵀf; returns the total cost. full = 0: jar and ma were
     updated incrementally by the caller (jar += α·J·p, ma += α·M·p, as MuJoCo does); full = 2: the
     cost at qacc = qacc_smooth only (no Jᵀf, no gradient)."""
-    zero = qacc[env, 0] * type(qacc[env, 0])(0.0)
-    half = type(zero)(0.5)
     if full >= 1:
         jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar, sc_a, sc_b, sc_mode)
     update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, efc_force, efc_state,
@@ -116,10 +134,9 @@ def update_constraint(
         return cost
     jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad, sc_a, sc_b,
                   sc_mode)
-    # Gauss part ½(a − a₀)ᵀM(a − a₀)
-    for j in range(nv):
-        cost = cost + half * (qacc[env, j] - qacc_smooth[env, j]) * ma[env, j]
-    return cost
+    # Gauss part ½(a − a₀)ᵀM(a − a₀), added to the rows' sum in scratch[env, 2]
+    gauss_cost(env, nv, qacc, qacc_smooth, ma, scratch)
+    return scratch[env, 2]
 
 
 @wp.func
@@ -206,9 +223,8 @@ def solve_iterate(
     done = int(0)
     if nrow == 0:
         done = 1
-    for j in range(nv):
-        gnorm = gnorm + grad[env, j] * grad[env, j]
-    gnorm = wp.sqrt(gnorm)
+    sumsq(env, nv, grad, solver_stat, 0)
+    gnorm = wp.sqrt(solver_stat[env, 0])
     if scale * gnorm < tolerance:
         done = 1
     for _it in range(iterations):
@@ -265,26 +281,17 @@ def solve_iterate(
                     i = i + dim
             cholesky_factor(nv, env, H)
             cholesky_solve(nv, env, H, grad, search)
-            for j in range(nv):
-                search[env, j] = -search[env, j]
+            vec_negate(env, nv, search)
         # ---- exact line search along search: derivative root of the convex 1-D cost
         mat_mul(env, nv, M, search, mv, LM, H, sc_mode)
-        pmp = zero
-        pg0 = zero
-        snorm = zero
-        for j in range(nv):
-            pmp = pmp + search[env, j] * mv[env, j]
-            pg0 = pg0 + search[env, j] * ma[env, j]
-            snorm = snorm + search[env, j] * search[env, j]
+        line_dots(env, nv, search, mv, ma, solver_stat)
+        pmp = solver_stat[env, 0]
+        pg0 = solver_stat[env, 1]
         jac_mul(env, nrow, nv, efc_J, search, jv, 0, jv, LM, H, sc_mode)
         alpha = exact_line_search(env, nrow, 0, ls_iterations, ls_tolerance, pg0, pmp, efc_type, efc_dim, efc_D, efc_R,
                                   efc_floss, efc_mu, efc_D, jar, jv, solver_stat)
         # ---- update
-        for j in range(nv):
-            qacc[env, j] = qacc[env, j] + alpha * search[env, j]
-            ma[env, j] = ma[env, j] + alpha * mv[env, j]
-        for r in range(nrow):
-            jar[env, r] = jar[env, r] + alpha * jv[env, r]
+        step_update(env, nv, nrow, alpha, search, mv, jv, qacc, ma, jar)
         if solver == SolverType.CG:
             for j in range(nv):
                 mgrad_old[env, j] = mgrad[env, j]
@@ -295,10 +302,8 @@ def solve_iterate(
                                  solver_stat, LM, H, sc_mode)
         niter = niter + 1
         improvement = scale * (old - cost)
-        gnorm = zero
-        for j in range(nv):
-            gnorm = gnorm + grad[env, j] * grad[env, j]
-        gnorm = scale * wp.sqrt(gnorm)
+        sumsq(env, nv, grad, solver_stat, 0)
+        gnorm = scale * wp.sqrt(solver_stat[env, 0])
         if solver == SolverType.CG:
             cholesky_solve(nv, env, LM, grad, mgrad)
             # Hager–Zhang β (M⁻¹-preconditioned) with the CG_DESCENT lower bound
