@@ -509,9 +509,8 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
             spans_fill(env, nr, nd, ispan, iM, LM, H, isc)
             # the island's cost at its start: its rows' costs and its Gauss term
             update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
+            gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)
             c0 = solver_stat[env, 2]
-            for a in range(nd):
-                c0 = c0 + type(tolerance)(0.5) * (iacc[env, a] - iacc_smooth[env, a]) * ima[env, a]
             res = solve_iterate(env, nd, nr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
                                 stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, qfrc_smooth, iJ, itype, iaref,
                                 iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, mgrad,
