@@ -457,3 +457,16 @@
         s = s + p;
     }
     ((T*)((char*)out.data + e * out.strides[0]))[k] = s;
+
+// pad_rows_native: the rows past the env's count (nrow .. the row budget) read as inactive with zero force.
+
+// @func pad_rows_native
+    typedef decltype(+*efc_force.data) T;
+    const size_t e = (size_t)env;
+    T* f = (T*)((char*)efc_force.data + e * efc_force.strides[0]);
+    int* st = (int*)((char*)efc_state.data + e * efc_state.strides[0]);
+    const int n = (int)efc_force.shape[1];
+    for (int i = nrow; i < n; ++i) {
+        f[i] = T(0);
+        st[i] = STATE_INACTIVE;
+    }

@@ -71,6 +71,10 @@ def island_scatter_native(env: int, d0: int, nd: int, r0: int, nr: int, island_d
                           istate: I2): ...
 
 
+@wp.func_native(native.body(__file__, "pad_rows_native"))
+def pad_rows(env: int, nrow: int, efc_force: A2, efc_state: I2): ...
+
+
 @wp.func_native(native.body(__file__, "vec_negate_native"))
 def vec_negate(env: int, nv: int, x: A2): ...
 
@@ -391,9 +395,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
         nisl = d.nisland[env]
         if nisl > 1 or (nisl == 1 and d.island_dofadr[env, 1] < nv):
             whole = 0
-    for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force
-        efc_force[env, i] = zero
-        efc_state[env, i] = EfcState.INACTIVE
+    pad_rows(env, nrow, efc_force, efc_state)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
     sc_mode = span_mode(nrow, nv, solver)
