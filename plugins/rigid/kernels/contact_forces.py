@@ -13,9 +13,29 @@ from typing import Any
 
 import warp as wp
 
-from ..types import ConstraintType, overload
+from ..types import overload
+from . import native
 
 wp.set_module_options({"enable_backward": False})
+
+
+I2 = wp.array2d(dtype=wp.int32)
+I3 = wp.array3d(dtype=wp.int32)
+A2 = wp.array2d(dtype=Any)
+A3 = wp.array3d(dtype=Any)
+
+
+@wp.func_native(native.body(__file__, "contact_wrench_native"))
+def contact_wrench_native(env: int, C: int, nc: int, con_valid: I2, con_wrench: A3, con_efc_adr: I2, con_frame: A2,
+                          con_dim: I2, con_friction: A3, efc_type: I2, efc_force: A2, con_force_world: A2,
+                          con_torque_world: A2): ...
+
+
+@wp.func_native(native.body(__file__, "link_contact_wrench_native"))
+def link_contact_wrench_native(env: int, nl: int, nc: int, h: Any, accumulate: int, link_xipos: A2, con_valid: I2,
+                               con_force_world: A2, con_torque_world: A2, con_pos: A2, con_link: I3,
+                               link_contact_force: A2, link_contact_torque: A2, link_impulse_force: A2,
+                               link_impulse_torque: A2): ...
 
 
 @wp.kernel
@@ -24,77 +44,23 @@ def contact_wrench(m: Any, d: Any):
     (pyramidal edges recombined as MuJoCo's mj_contactForce: F_n = Σ edges, F_k = μ_k (f⁺ − f⁻)),
     and in the world frame (F_w = Cᵀ F, T_w = Cᵀ T, about the contact point); side B gets the
     negation. Slots beyond d.ncon, and contacts without rows, are zero with valid 0 (a slot beyond
-    d.ncon whose valid flag is already 0 was cleared by an earlier call and is skipped)."""
+    d.ncon whose valid flag is already 0 was cleared by an earlier call and is skipped). Native body:
+    kernels/contact_forces.cpp."""
     env = wp.tid()
-    C = d.con_dim.shape[1]
-    nc = d.ncon[env]
-    for c in range(C):
-        if c >= nc and d.con_valid[env, c] == 0:
-            continue
-        zero = d.con_friction[env, c, 0] * type(d.con_friction[env, c, 0])(0.0)
-        for j in range(6):
-            d.con_wrench[env, c, j] = zero
-        d.con_valid[env, c] = 0
-        adr = int(-1)
-        if c < d.ncon[env]:
-            adr = d.con_efc_adr[env, c]
-        fr = d.con_frame[env, c]
-        if adr >= 0:
-            d.con_valid[env, c] = 1
-            dim = d.con_dim[env, c]
-            tp = d.efc_type[env, adr]
-            if tp == ConstraintType.CONTACT_PYRAMIDAL:
-                for j in range(2 * (dim - 1)):
-                    d.con_wrench[env, c, 0] = d.con_wrench[env, c, 0] + d.efc_force[env, adr + j]
-                for k in range(1, dim):
-                    d.con_wrench[env, c, k] = d.con_friction[env, c, k - 1] * (
-                        d.efc_force[env, adr + 2 * (k - 1)] - d.efc_force[env, adr + 2 * (k - 1) + 1])
-            else:
-                for j in range(dim):
-                    d.con_wrench[env, c, j] = d.efc_force[env, adr + j]
-        f = wp.vector(zero, zero, zero)
-        t = wp.vector(zero, zero, zero)
-        for k in range(3):
-            ax = wp.vector(fr[k, 0], fr[k, 1], fr[k, 2])
-            f = f + d.con_wrench[env, c, k] * ax
-            t = t + d.con_wrench[env, c, 3 + k] * ax
-        d.con_force_world[env, c] = f
-        d.con_torque_world[env, c] = t
+    contact_wrench_native(env, d.con_dim.shape[1], d.ncon[env], d.con_valid, d.con_wrench, d.con_efc_adr, d.con_frame,
+                          d.con_dim, d.con_friction, d.efc_type, d.efc_force, d.con_force_world, d.con_torque_world)
 
 
 @wp.kernel
 def link_contact_wrench(m: Any, d: Any, accumulate: int):
     """Net contact wrench per link (world frame, torque about the link CoM): A gets (F, T + (p − c)×F),
     B the negation moved to its own CoM. accumulate = 1 adds h·wrench to the impulse buffers, 2
-    restarts them with it (first substep of a step) — docs/semantics.md §F4: Σ h_k f_k over the substeps of a step."""
+    restarts them with it (first substep of a step) — docs/semantics.md §F4: Σ h_k f_k over the substeps
+    of a step. Native body: kernels/contact_forces.cpp."""
     env = wp.tid()
-    h = m.opt.timestep
-    nl = d.link_xipos.shape[1]
-    for l in range(nl):
-        d.link_contact_force[env, l] = d.link_xipos[env, l] * h * type(h)(0.0)
-        d.link_contact_torque[env, l] = d.link_xipos[env, l] * h * type(h)(0.0)
-    for c in range(d.ncon[env]):
-        if d.con_valid[env, c] == 0:
-            continue
-        f = d.con_force_world[env, c]
-        t = d.con_torque_world[env, c]
-        p = d.con_pos[env, c]
-        la = d.con_link[env, c, 0]
-        lb = d.con_link[env, c, 1]
-        if la >= 0:
-            d.link_contact_force[env, la] = d.link_contact_force[env, la] + f
-            d.link_contact_torque[env, la] = d.link_contact_torque[env, la] + t + wp.cross(p - d.link_xipos[env, la], f)
-        if lb >= 0:
-            d.link_contact_force[env, lb] = d.link_contact_force[env, lb] - f
-            d.link_contact_torque[env, lb] = d.link_contact_torque[env, lb] - t - wp.cross(p - d.link_xipos[env, lb], f)
-    if accumulate == 1:
-        for l in range(nl):
-            d.link_impulse_force[env, l] = d.link_impulse_force[env, l] + h * d.link_contact_force[env, l]
-            d.link_impulse_torque[env, l] = d.link_impulse_torque[env, l] + h * d.link_contact_torque[env, l]
-    elif accumulate == 2:   # first substep of a step: restart the sums
-        for l in range(nl):
-            d.link_impulse_force[env, l] = h * d.link_contact_force[env, l]
-            d.link_impulse_torque[env, l] = h * d.link_contact_torque[env, l]
+    link_contact_wrench_native(env, d.link_xipos.shape[1], d.ncon[env], m.opt.timestep, accumulate, d.link_xipos,
+                               d.con_valid, d.con_force_world, d.con_torque_world, d.con_pos, d.con_link,
+                               d.link_contact_force, d.link_contact_torque, d.link_impulse_force, d.link_impulse_torque)
 
 
 overload(contact_wrench)

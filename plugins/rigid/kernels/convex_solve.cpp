@@ -379,3 +379,94 @@
         f[rows[q]] = iff[q];
         st[rows[q]] = ist[q];
     }
+
+// The vector loops of a Newton/CG iteration (solve_iterate, update_constraint): the same operations in the
+// same order as the Warp loops they replace, over raw row pointers (kernels/native.py: Warp's indexing
+// costs more than these products). Scalar results go to out[env, k] for the caller to read at once.
+// vec_negate_native: x = −x. line_dots_native: out[0] = pᵀ(Mp), out[1] = pᵀ(M(a − a₀)) (ascending sums).
+// step_update_native: qacc += α·p, ma += α·Mp, jar += α·Jp. gauss_cost_native: out[2] += Σ ½(a − a₀)·ma.
+// sumsq_native: out[k] = Σ x².
+
+// @func vec_negate_native
+    typedef decltype(+*x.data) T;
+    T* v = (T*)((char*)x.data + (size_t)env * x.strides[0]);
+    for (int j = 0; j < nv; ++j) v[j] = -v[j];
+
+// @func line_dots_native
+    typedef decltype(+*search.data) T;
+    const size_t e = (size_t)env;
+    const T* s = (const T*)((const char*)search.data + e * search.strides[0]);
+    const T* mv_ = (const T*)((const char*)mv.data + e * mv.strides[0]);
+    const T* ma_ = (const T*)((const char*)ma.data + e * ma.strides[0]);
+    T pmp = T(0);
+    T pg0 = T(0);
+    for (int j = 0; j < nv; ++j) {
+        const T a = s[j] * mv_[j];
+        pmp = pmp + a;
+        const T b = s[j] * ma_[j];
+        pg0 = pg0 + b;
+    }
+    T* o = (T*)((char*)out.data + e * out.strides[0]);
+    o[0] = pmp;
+    o[1] = pg0;
+
+// @func step_update_native
+    typedef decltype(+*search.data) T;
+    const size_t e = (size_t)env;
+    const T* s = (const T*)((const char*)search.data + e * search.strides[0]);
+    const T* mv_ = (const T*)((const char*)mv.data + e * mv.strides[0]);
+    const T* jv_ = (const T*)((const char*)jv.data + e * jv.strides[0]);
+    T* qa = (T*)((char*)qacc.data + e * qacc.strides[0]);
+    T* ma_ = (T*)((char*)ma.data + e * ma.strides[0]);
+    T* jar_ = (T*)((char*)jar.data + e * jar.strides[0]);
+    for (int j = 0; j < nv; ++j) {
+        const T a = alpha * s[j];
+        qa[j] = qa[j] + a;
+        const T b = alpha * mv_[j];
+        ma_[j] = ma_[j] + b;
+    }
+    for (int r = 0; r < nrow; ++r) {
+        const T a = alpha * jv_[r];
+        jar_[r] = jar_[r] + a;
+    }
+
+// @func gauss_cost_native
+    typedef decltype(+*qacc.data) T;
+    const size_t e = (size_t)env;
+    const T* qa = (const T*)((const char*)qacc.data + e * qacc.strides[0]);
+    const T* qs = (const T*)((const char*)qacc_smooth.data + e * qacc_smooth.strides[0]);
+    const T* ma_ = (const T*)((const char*)ma.data + e * ma.strides[0]);
+    T* o = (T*)((char*)out.data + e * out.strides[0]);
+    T cost = o[2];
+    const T half = T(0.5);
+    for (int j = 0; j < nv; ++j) {
+        const T d = qa[j] - qs[j];
+        const T h = half * d;
+        const T c = h * ma_[j];
+        cost = cost + c;
+    }
+    o[2] = cost;
+
+// @func sumsq_native
+    typedef decltype(+*x.data) T;
+    const size_t e = (size_t)env;
+    const T* v = (const T*)((const char*)x.data + e * x.strides[0]);
+    T s = T(0);
+    for (int j = 0; j < nv; ++j) {
+        const T p = v[j] * v[j];
+        s = s + p;
+    }
+    ((T*)((char*)out.data + e * out.strides[0]))[k] = s;
+
+// pad_rows_native: the rows past the env's count (nrow .. the row budget) read as inactive with zero force.
+
+// @func pad_rows_native
+    typedef decltype(+*efc_force.data) T;
+    const size_t e = (size_t)env;
+    T* f = (T*)((char*)efc_force.data + e * efc_force.strides[0]);
+    int* st = (int*)((char*)efc_state.data + e * efc_state.strides[0]);
+    const int n = (int)efc_force.shape[1];
+    for (int i = nrow; i < n; ++i) {
+        f[i] = T(0);
+        st[i] = STATE_INACTIVE;
+    }

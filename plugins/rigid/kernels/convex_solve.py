@@ -20,7 +20,17 @@ import warp as wp
 
 from ..types import ConstraintType, EfcState, SolverType, overload
 from . import native
-from .linalg import cholesky_factor, cholesky_solve, hess_add_pair, hess_copy, jac_mul, jac_tmul_grad, mat_mul, spans_fill
+from .linalg import (
+    cholesky_factor,
+    cholesky_solve,
+    hess_add_pair,
+    hess_add_rows,
+    hess_copy,
+    jac_mul,
+    jac_tmul_grad,
+    mat_mul,
+    spans_fill,
+)
 from .line_search import exact_line_search
 
 wp.set_module_options({"enable_backward": False})
@@ -61,6 +71,30 @@ def island_scatter_native(env: int, d0: int, nd: int, r0: int, nr: int, island_d
                           istate: I2): ...
 
 
+@wp.func_native(native.body(__file__, "pad_rows_native"))
+def pad_rows(env: int, nrow: int, efc_force: A2, efc_state: I2): ...
+
+
+@wp.func_native(native.body(__file__, "vec_negate_native"))
+def vec_negate(env: int, nv: int, x: A2): ...
+
+
+@wp.func_native(native.body(__file__, "line_dots_native"))
+def line_dots(env: int, nv: int, search: A2, mv: A2, ma: A2, out: A2): ...
+
+
+@wp.func_native(native.body(__file__, "step_update_native"))
+def step_update(env: int, nv: int, nrow: int, alpha: Any, search: A2, mv: A2, jv: A2, qacc: A2, ma: A2, jar: A2): ...
+
+
+@wp.func_native(native.body(__file__, "gauss_cost_native"))
+def gauss_cost(env: int, nv: int, qacc: A2, qacc_smooth: A2, ma: A2, out: A2): ...
+
+
+@wp.func_native(native.body(__file__, "sumsq_native"))
+def sumsq(env: int, nv: int, x: A2, out: A2, k: int): ...
+
+
 @wp.func
 def update_constraint(
     nv: int,
@@ -94,8 +128,6 @@ def update_constraint(
     gradient g = M·(qacc − qacc_smooth) − Jᵀf; returns the total cost. full = 0: jar and ma were
     updated incrementally by the caller (jar += α·J·p, ma += α·M·p, as MuJoCo does); full = 2: the
     cost at qacc = qacc_smooth only (no Jᵀf, no gradient)."""
-    zero = qacc[env, 0] * type(qacc[env, 0])(0.0)
-    half = type(zero)(0.5)
     if full >= 1:
         jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar, sc_a, sc_b, sc_mode)
     update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, efc_force, efc_state,
@@ -106,10 +138,9 @@ def update_constraint(
         return cost
     jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad, sc_a, sc_b,
                   sc_mode)
-    # Gauss part ½(a − a₀)ᵀM(a − a₀)
-    for j in range(nv):
-        cost = cost + half * (qacc[env, j] - qacc_smooth[env, j]) * ma[env, j]
-    return cost
+    # Gauss part ½(a − a₀)ᵀM(a − a₀), added to the rows' sum in scratch[env, 2]
+    gauss_cost(env, nv, qacc, qacc_smooth, ma, scratch)
+    return scratch[env, 2]
 
 
 @wp.func
@@ -196,9 +227,8 @@ def solve_iterate(
     done = int(0)
     if nrow == 0:
         done = 1
-    for j in range(nv):
-        gnorm = gnorm + grad[env, j] * grad[env, j]
-    gnorm = wp.sqrt(gnorm)
+    sumsq(env, nv, grad, solver_stat, 0)
+    gnorm = wp.sqrt(solver_stat[env, 0])
     if scale * gnorm < tolerance:
         done = 1
     for _it in range(iterations):
@@ -209,7 +239,14 @@ def solve_iterate(
             hess_copy(env, nv, M, H)
             i = int(0)
             while i < nrow:
-                if efc_type[env, i] == ConstraintType.CONTACT_ELLIPTIC and efc_state[env, i] == EfcState.CONE:
+                # the quadratic rows up to the next elliptic contact in the cone's middle zone, in one call
+                i1 = i
+                while i1 < nrow and not (efc_type[env, i1] == ConstraintType.CONTACT_ELLIPTIC
+                                         and efc_state[env, i1] == EfcState.CONE):
+                    i1 = i1 + 1
+                hess_add_rows(env, nv, i, i1, efc_state, efc_D, efc_J, H, LM, H, sc_mode)
+                i = i1
+                if i < nrow:
                     dim = efc_dim[env, i]
                     mu = efc_mu[env, i]
                     dm = efc_D[env, i] / (mu * mu * (one + mu * mu))
@@ -246,32 +283,19 @@ def solve_iterate(
                             hab = dm * hab
                             hess_add_pair(env, nv, i + a, i + bb, hab, efc_J, H, LM, H, sc_mode)
                     i = i + dim
-                else:
-                    if efc_state[env, i] == EfcState.QUADRATIC:
-                        hess_add_pair(env, nv, i, i, efc_D[env, i], efc_J, H, LM, H, sc_mode)
-                    i = i + 1
             cholesky_factor(nv, env, H)
             cholesky_solve(nv, env, H, grad, search)
-            for j in range(nv):
-                search[env, j] = -search[env, j]
+            vec_negate(env, nv, search)
         # ---- exact line search along search: derivative root of the convex 1-D cost
         mat_mul(env, nv, M, search, mv, LM, H, sc_mode)
-        pmp = zero
-        pg0 = zero
-        snorm = zero
-        for j in range(nv):
-            pmp = pmp + search[env, j] * mv[env, j]
-            pg0 = pg0 + search[env, j] * ma[env, j]
-            snorm = snorm + search[env, j] * search[env, j]
+        line_dots(env, nv, search, mv, ma, solver_stat)
+        pmp = solver_stat[env, 0]
+        pg0 = solver_stat[env, 1]
         jac_mul(env, nrow, nv, efc_J, search, jv, 0, jv, LM, H, sc_mode)
         alpha = exact_line_search(env, nrow, 0, ls_iterations, ls_tolerance, pg0, pmp, efc_type, efc_dim, efc_D, efc_R,
                                   efc_floss, efc_mu, efc_D, jar, jv, solver_stat)
         # ---- update
-        for j in range(nv):
-            qacc[env, j] = qacc[env, j] + alpha * search[env, j]
-            ma[env, j] = ma[env, j] + alpha * mv[env, j]
-        for r in range(nrow):
-            jar[env, r] = jar[env, r] + alpha * jv[env, r]
+        step_update(env, nv, nrow, alpha, search, mv, jv, qacc, ma, jar)
         if solver == SolverType.CG:
             for j in range(nv):
                 mgrad_old[env, j] = mgrad[env, j]
@@ -282,10 +306,8 @@ def solve_iterate(
                                  solver_stat, LM, H, sc_mode)
         niter = niter + 1
         improvement = scale * (old - cost)
-        gnorm = zero
-        for j in range(nv):
-            gnorm = gnorm + grad[env, j] * grad[env, j]
-        gnorm = scale * wp.sqrt(gnorm)
+        sumsq(env, nv, grad, solver_stat, 0)
+        gnorm = scale * wp.sqrt(solver_stat[env, 0])
         if solver == SolverType.CG:
             cholesky_solve(nv, env, LM, grad, mgrad)
             # Hager–Zhang β (M⁻¹-preconditioned) with the CG_DESCENT lower bound
@@ -373,9 +395,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
         nisl = d.nisland[env]
         if nisl > 1 or (nisl == 1 and d.island_dofadr[env, 1] < nv):
             whole = 0
-    for i in range(nrow, efc_force.shape[1]):   # padding rows read as inactive, zero force
-        efc_force[env, i] = zero
-        efc_state[env, i] = EfcState.INACTIVE
+    pad_rows(env, nrow, efc_force, efc_state)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
     sc_mode = span_mode(nrow, nv, solver)
@@ -491,9 +511,8 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
             spans_fill(env, nr, nd, ispan, iM, LM, H, isc)
             # the island's cost at its start: its rows' costs and its Gauss term
             update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
+            gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)
             c0 = solver_stat[env, 2]
-            for a in range(nd):
-                c0 = c0 + type(tolerance)(0.5) * (iacc[env, a] - iacc_smooth[env, a]) * ima[env, a]
             res = solve_iterate(env, nd, nr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
                                 stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, qfrc_smooth, iJ, itype, iaref,
                                 iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, mgrad,

@@ -19,6 +19,8 @@
 //   scratch matrix (sc_mode).
 // hess_copy_native: H = M (lower triangle).
 // hess_add_pair_native: H += w·J_raᵀ J_rb (lower triangle; zero entries of J_ra skipped).
+// hess_add_rows_native: H += D_i·J_iᵀ J_i for the rows i0 <= i < i1 in the quadratic state: the same sums
+//   in the same order as hess_add_pair row by row, in one call (a call per row cost more than its products).
 // chol_factor_native: in-place dense Cholesky (lower triangle); the row envelope is kept in row 0's
 //   upper triangle for the solve.
 // chol_solve_native: x = (L Lᵀ)⁻¹ b.
@@ -235,6 +237,70 @@
         }
     }
 
+// @func hess_add_rows_native
+    typedef decltype(+*J.data) T;
+    const size_t e = (size_t)env;
+#ifndef PP_SPAN
+// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
+#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
+    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
+    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
+#endif
+
+    const T* spc = sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
+                 : sc_mode == 2 ? (const T*)((const char*)sc_b.data + e * sc_b.strides[0]) : (const T*)0;
+    const size_t rs = J.strides[1];
+    const size_t hs = H.strides[1];
+    const char* j0 = (const char*)J.data + e * J.strides[0];
+    char* h0 = (char*)H.data + e * H.strides[0];
+    const int* st_ = (const int*)((const char*)efc_state.data + e * efc_state.strides[0]);
+    const T* D_ = (const T*)((const char*)efc_D.data + e * efc_D.strides[0]);
+    // consecutive quadratic rows with one span (a contact's pyramid rows: the same two bodies) are added
+    // together, entry by entry: each H entry still receives its rows' products one at a time in
+    // ascending row order (the same additions as row by row), with one load and store per entry
+    int i = i0;
+    while (i < i1) {
+        if (st_[i] != STATE_QUADRATIC) { ++i; continue; }
+        int lo, hi;
+        const T* jr0 = (const T*)(j0 + (size_t)i * rs);
+        if (spc) { lo = (int)spc[2 * nv + 2 * i]; hi = (int)spc[2 * nv + 2 * i + 1]; }
+        else PP_SPAN(jr0, nv, lo, hi);
+        const T* jrs[8];
+        T ws[8];
+        int nb = 0;
+        int i2 = i;
+        while (i2 < i1 && nb < 8) {
+            if (st_[i2] != STATE_QUADRATIC) { ++i2; continue; }
+            const T* jr = (const T*)(j0 + (size_t)i2 * rs);
+            int lo2, hi2;
+            if (spc) { lo2 = (int)spc[2 * nv + 2 * i2]; hi2 = (int)spc[2 * nv + 2 * i2 + 1]; }
+            else PP_SPAN(jr, nv, lo2, hi2);
+            if (lo2 != lo || hi2 != hi) break;
+            jrs[nb] = jr;
+            ws[nb] = D_[i2];
+            ++nb;
+            ++i2;
+        }
+        i = i2;
+        for (int j = lo; j < hi; ++j) {
+            T ja[8];
+            int any = 0;
+            for (int b = 0; b < nb; ++b) { ja[b] = jrs[b][j] * ws[b]; any |= (ja[b] != T(0)); }
+            if (!any) continue;
+            T* hr = (T*)(h0 + (size_t)j * hs);
+            for (int k = lo; k <= j; ++k) {          // lower triangle only (j < hi)
+                T h = hr[k];
+                for (int b = 0; b < nb; ++b) {
+                    if (ja[b] != T(0)) {
+                        const T p = ja[b] * jrs[b][k];
+                        h = h + p;
+                    }
+                }
+                hr[k] = h;
+            }
+        }
+    }
+
 // @func chol_factor_native
     typedef decltype(+*L.data) T;
     const size_t e = (size_t)env;
@@ -262,6 +328,23 @@
             first_buf[i] = f0;
         }
     }
+    // column j's last row that can be nonzero: the largest i with min(first[i..nv)) <= j (rows past it
+    // are all left of their envelope at column j and were skipped one by one before)
+    int cend_buf[256];
+    if (env_ok) {
+        int k = nv - 1;
+        int m = nv;
+        for (int jj = 0; jj < nv; ++jj) {
+            const int j = nv - 1 - jj;
+            while (k > j) {
+                const int mk = first_buf[k] < m ? first_buf[k] : m;
+                if (mk <= j) break;
+                m = mk;
+                --k;
+            }
+            cend_buf[j] = k;
+        }
+    }
     for (int j = 0; j < nv; ++j) {
         T* lj = PP_L(j);
         const int fj = env_ok ? first_buf[j] : 0;
@@ -272,7 +355,8 @@
         }
         s = wp::sqrt(wp::max(s, T(1.0e-30)));
         lj[j] = s;
-        for (int i = j + 1; i < nv; ++i) {
+        const int iend = env_ok ? cend_buf[j] : nv - 1;
+        for (int i = j + 1; i <= iend; ++i) {
             const int fi = env_ok ? first_buf[i] : 0;
             if (fi > j) continue;            // L[i, j] = 0: left of row i's envelope
             T* li = PP_L(i);

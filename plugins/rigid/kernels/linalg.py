@@ -14,6 +14,7 @@ wp.set_module_options({"enable_backward": False})
 A2 = wp.array2d(dtype=Any)
 A3 = wp.array3d(dtype=Any)
 I3 = wp.array3d(dtype=wp.int32)
+I2 = wp.array2d(dtype=wp.int32)
 
 
 @wp.func_native(native.body(__file__, "jac_mul_native"))
@@ -40,6 +41,11 @@ def hess_copy(env: int, nv: int, M: A3, H: A3): ...
 
 @wp.func_native(native.body(__file__, "hess_add_pair_native"))
 def hess_add_pair(env: int, nv: int, ra: int, rb: int, w: Any, J: A3, H: A3, sc_a: A3, sc_b: A3, sc_mode: int): ...
+
+
+@wp.func_native(native.body(__file__, "hess_add_rows_native"))
+def hess_add_rows(env: int, nv: int, i0: int, i1: int, efc_state: I2, efc_D: A2, J: A3, H: A3, sc_a: A3, sc_b: A3,
+                  sc_mode: int): ...
 
 
 @wp.func_native(native.body(__file__, "chol_factor_native"))
