@@ -25,6 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 import warp as wp
 from polyphys.arrays import env_slice
+from polyphys.description import GeomType
 from polyphys.errors import BudgetExceededError, CapabilityError, OptionError, PolyphysWarning, SimulationError
 from polyphys.geometry import SDF_SUPPORTED
 from polyphys.interfaces import Coupler
@@ -95,6 +96,7 @@ class SapCoupler(Coupler):
                                   f"deformable solver's contacts with one rigid solver (docs/sap.md)")
         for a, b in fem_pairs:
             self._build_fem(self._rigid[a.name], b.view(DeformableDynamicsView), layout)
+            _warn_geoms_between_vertices(a.name, self._rigid[a.name].rigid.rigid_geoms(), b, layout)
 
     def _build_rigid(self, rigid, layout):
         o = self.options
@@ -460,3 +462,43 @@ class SapCoupler(Coupler):
         steps = scene._step_count[envs]
         out["solved_at"] = np.where(steps > 0, steps * scene.sim_options.dt - self.layout.h, math.nan)
         return out if scene.batched else {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in out.items()}
+
+
+def _warn_geoms_between_vertices(rigid_name, geoms, fem_solver, layout) -> None:
+    """Rigid–FEM contact tests FEM surface vertices against rigid geoms (docs/sap.md, "Rigid–FEM
+    contact"), so a rigid geom narrower than the gaps between the vertices can pass through the FEM
+    surface between them without any contact. Warn at build, naming the geom, when its middle
+    extent (the smaller side of its thinnest cross-section: 2r for a sphere, capsule or cylinder) is
+    below the longest edge of the FEM surface at its build pose."""
+    mesh = fem_solver.view(SurfaceMeshView)
+    if mesh is None:
+        return
+    surf = mesh.surface_mesh(layout.partitions[0])
+    tris = np.asarray(surf.triangles.numpy()).reshape(-1, 3)
+    if tris.size == 0:
+        return
+    x = np.asarray(surf.pos.numpy()[0], dtype=np.float64)
+    edge = max(float(np.linalg.norm(x[tris[:, i]] - x[tris[:, (i + 1) % 3]], axis=1).max()) for i in range(3))
+    types = geoms.type.numpy()
+    sizes = np.asarray(geoms.size.numpy(), dtype=np.float64)
+    names = {int(GeomType.SPHERE): "sphere", int(GeomType.CAPSULE): "capsule", int(GeomType.CYLINDER): "cylinder",
+             int(GeomType.BOX): "box", int(GeomType.ELLIPSOID): "ellipsoid"}
+    for g, (t, sz) in enumerate(zip(types, sizes)):
+        t = int(t)
+        if t not in names:
+            continue                       # planes (unbounded); mesh/heightfield are refused above
+        if t == GeomType.SPHERE:
+            full = [2 * sz[0]] * 3
+        elif t in (GeomType.CAPSULE, GeomType.CYLINDER):
+            full = [2 * sz[0], 2 * sz[0], 2 * (sz[1] + (sz[0] if t == GeomType.CAPSULE else 0.0))]
+        else:
+            full = list(2 * sz)
+        middle = sorted(full)[1]
+        if middle < edge:
+            warnings.warn(
+                f"SAP rigid–FEM contact: rigid solver {rigid_name!r}, geom {g} ({names[t]}, middle extent "
+                f"{middle:.4g} m) is narrower than the longest edge of the FEM surface ({edge:.4g} m): contact "
+                f"is tested at the FEM surface vertices only, so this geom can pass through the FEM body between "
+                f"vertices; refine the FEM mesh (resolution) so its surface edges are shorter than the geom "
+                f"(docs/sap.md, \"Rigid–FEM contact\")", PolyphysWarning, stacklevel=4)
+

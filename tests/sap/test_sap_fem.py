@@ -299,3 +299,30 @@ def test_per_geom_tables_apply_to_rigid_fem_pairs():
     fz = np.nansum(c["force"][:n, 2])
     spring = np.sum(c["stiffness"][:n] * -c["dist"][:n])
     assert fz > 0 and abs(spring - fz) < 0.01 * fz, (spring, fz)
+
+
+@pytest.mark.parametrize("box_size,warns", [((0.035, 0.05, 0.03), True), ((0.3, 0.24, 0.2), False)])
+def test_geom_narrower_than_the_fem_surface_edges_warns(box_size, warns):
+    """Contact is tested at FEM surface vertices only (docs/sap.md): a rigid geom narrower than the
+    surface's longest edge can pass between the vertices, so the build warns naming it; a geom whose
+    middle extent exceeds every surface edge builds silently."""
+    import warnings
+
+    from polyphys.errors import PolyphysWarning
+
+    opts = SapOptions(point_stiffness=2.0e4, dissipation_time_constant=0.01)
+    scene = _scene(0.005, 10, opts=opts)
+    scene.add_entity(morph=M.Plane(pos=(FLOOR[0], FLOOR[1], FLOOR[2] - 0.05)), material=Rigid())
+    sx, sy, sz = 0.36, 0.28, 0.06           # resolution 3: surface edges up to ~0.18 m (cell diagonals)
+    scene.add_entity(morph=M.Box(size=(sx, sy, sz), pos=(FLOOR[0], FLOOR[1], FLOOR[2] + sz / 2), euler=(0.0, 0.0, 20.0)),
+                     material=Elastic(E=1.0e5, nu=0.3, rho=1000.0), resolution=3,
+                     fixed={"upper": (np.inf, np.inf, FLOOR[2] + 1e-6)})
+    scene.add_entity(morph=M.Box(size=box_size, pos=(FLOOR[0] + 0.03, FLOOR[1] - 0.02, FLOOR[2] + 0.3),
+                                 euler=(10.0, 0.0, 35.0)), material=Rigid(rho=500.0))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        scene.build()
+    hits = [w for w in rec if issubclass(w.category, PolyphysWarning) and "narrower" in str(w.message)]
+    assert len(hits) == (1 if warns else 0), [str(w.message) for w in rec]
+    if warns:
+        assert "geom 1 (box" in str(hits[0].message)
