@@ -50,11 +50,6 @@ def point_jac_native(dof_parent: I1, link_dof_last: I1, cdof_w: A2, cdof_v: A2, 
                      p: Any, axis: Any, rot: int, scale: Any, efc_J: A3, efc_span: I3, row: int): ...
 
 
-@wp.func_native(native.body(__file__, "pyramid_rows_native"))
-def pyramid_rows_native(dof_parent: I1, link_dof_last: I1, cdof_w: A2, cdof_v: A2, dof_ref: A2, env: int, la: int, lb: int,
-                        p: Any, fr: Any, con_friction: A3, c: int, dim: int, efc_J: A3, efc_span: I3, row: int): ...
-
-
 @wp.func_native(native.body(__file__, "row_clear_native"))
 def row_clear_native(efc_J: A3, efc_span: I3, env: int, row: int, nv: int): ...
 
@@ -741,16 +736,31 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                         efc_vel[env, row + j] = zero
                         efc_aref[env, row + j] = zero
         else:
-            # pyramidal: each edge pair k: (n + μ_k t_k, n − μ_k t_k) with n = n_a − n_b, t = t_a − t_b, all
-            # 2(dim − 1) rows in one native call (four dof-chain walks per contact)
+            # pyramidal: rows are built in place from the contact-frame rows; the frame rows are
+            # formed one at a time in the last pyramid row pair and combined.
             f0 = con_friction[env, c, 0]
             mu2 = f0 * f0 / wp.max(type(zero)(1.0e-15), impratio)
-            pyramid_rows_native(dof_parent, link_dof_last, cdof_w, cdof_v, dof_ref, env, la, lb, p, fr, con_friction, c, dim,
-                                efc_J, efc_span, row)
+            # normal row into row (temporary), then each pair k: (n + μ_k t_k, n − μ_k t_k)
+            nax = wp.vector(fr[0, 0], fr[0, 1], fr[0, 2])
             for k2 in range(1, dim):
                 r0 = row + 2 * (k2 - 1)
+                ax = wp.vector(fr[(k2) % 3, 0], fr[(k2) % 3, 1], fr[(k2) % 3, 2])
+                rr = 0
+                if k2 >= 3:
+                    rr = 1
                 fk = con_friction[env, c, k2 - 1]
                 for s in range(2):
+                    sg = one
+                    if s == 1:
+                        sg = -one
+                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                                  env, la, p, nax, 0, one, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                                  env, lb, p, nax, 0, -one, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                                  env, la, p, ax, rr, sg * fk, efc_J, r0 + s)
+                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
+                                  env, lb, p, ax, rr, -sg * fk, efc_J, r0 + s)
                     dg = tran
                     if k2 >= 3:
                         dg = rot
