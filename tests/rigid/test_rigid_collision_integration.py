@@ -260,3 +260,57 @@ def test_neutral_rule_same_pairs_in_both_precisions():
             scene.build(n_envs=0)
         got[prec] = scene.solver("rigid").collision.neutral_excluded.tolist()
     assert got["32"] == got["64"] == []
+
+
+def test_mass_off_tree_pattern_stays_zero(tmp_path):
+    """factorization.mass_dense writes only M's tree pattern (each dof with its ancestors, both triangles;
+    docs/rigid.md): every entry off it (two free boxes, the branching ZOO tree: siblings a/d, the box and
+    ZOO blocks) must be exactly zero after build, a step with contacts, reset and checkpoint load — no other
+    stage writes d.qM."""
+    pytest.importorskip("mujoco")
+    from rigid_mjref import ZOO, desc_from_mjmodel, no_constraint_model
+
+    def build():
+        scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, gravity=(0, 0, -9.81), precision="64"),
+                               rigid=RigidOptions())
+        scene.add_entity(morphs.Box(size=(0.2, 0.3, 0.16), pos=(0.3, -0.2, 0.07), euler=(4, -3, 25)), Rigid())
+        scene.add_entity(morphs.Box(size=(0.12, 0.1, 0.2), pos=(-0.4, 0.5, 0.09), euler=(0, 0, -40)), Rigid())
+        zoo = desc_from_mjmodel(no_constraint_model(ZOO))
+        scene.add_entity(morphs.Description(description=zoo), Rigid())
+        scene.add_entity(morphs.Plane(), Rigid())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolyphysWarning)
+            scene.build(n_envs=2)
+        return scene
+
+    scene = build()
+    s = scene.solver("rigid")
+    nv = s.n_dofs
+    on = np.zeros((nv, nv), bool)
+    on[s.hm.m_rows, s.hm.m_cols] = True
+    on |= on.T
+    assert (~on).sum() > nv                      # there are off-pattern entries (the test can fail)
+
+    def off_zero(when):
+        M = s.data.qM.numpy()
+        assert np.all(M[:, ~on] == 0), when
+        return M
+
+    off_zero("build")
+    for _ in range(3):
+        scene.step()
+    M = off_zero("step")
+    assert np.all(np.isfinite(M[:, on])) and np.any(M[:, on] != 0)
+    assert int(s.data.nefc.numpy().max()) > 0     # the constraint solve ran (contacts)
+    path = scene.save_checkpoint(tmp_path / "m.npz")
+    scene.reset()
+    off_zero("reset")
+    scene.step()
+    off_zero("step after reset")
+    scene.load_checkpoint(path)
+    off_zero("checkpoint load")
+    other = build()
+    other.load_checkpoint(path)
+    other.step()
+    M = other.solver("rigid").data.qM.numpy()
+    assert np.all(M[:, ~on] == 0)

@@ -156,7 +156,11 @@ def test_warm_start_and_iteration_cap():
 
 
 def test_mass_from_tree_sparse():
-    """Dense M from tree-sparse rows (row i: i and its dof ancestors) plus a diagonal term."""
+    """Dense M from tree-sparse rows (row i: i and its dof ancestors) plus a diagonal term. mass_dense
+    writes only that tree pattern (both triangles): the pattern entries are NaN-filled first and must
+    equal MuJoCo's; the entries off it are left as allocated (zero) and must still be exactly zero
+    (that they stay zero through build, steps, reset and checkpoints: tests/rigid/
+    test_rigid_collision_integration.py::test_mass_off_tree_pattern_stays_zero)."""
     import mujoco
     import warp as wp
     m, d = S.make()
@@ -176,7 +180,14 @@ def test_mass_from_tree_sparse():
         vals += [mM[i, c] for c in chain]
     i32 = lambda x: wp.array(np.asarray(x, np.int32), dtype=wp.int32)  # noqa: E731
     add = np.linspace(0.1, 1.0, nv)[None]
-    st.M.fill_(np.nan)
+    on = np.zeros((nv, nv), bool)
+    for i in range(nv):
+        on[i, cols[madr[i]:madr[i] + depth[i] + 1]] = True
+    on |= on.T
+    assert (~on).any()                                   # the model has entries off the pattern
+    M0 = np.zeros((1, nv, nv))
+    M0[:, on] = np.nan
+    st.M.assign(M0)
     st.mass_from_tree(i32(madr), i32(depth), i32(cols), wp.array(np.asarray(vals)[None], dtype=wp.float64),
                       wp.array(add, dtype=wp.float64))
     np.testing.assert_array_equal(st.M.numpy()[0], mM + np.diag(add[0]))

@@ -3,7 +3,8 @@ acceleration (MuJoCo's mj_factorI + mj_solveLD), and the dense matrix the constr
 One thread per env; native loops in kernels/factorization.cpp (why: kernels/native.py).
 
 ``factor_solve`` reads ``m``: the dof tree; ``d``: mass, dof_dv and the force ``qfrc_in``; writes
-``d.qld`` and ``qacc_out``. ``mass_dense`` reads ``d``: mass, dof_dv; writes ``d.qM`` = M + hd·D.
+``d.qld`` and ``qacc_out``. ``mass_dense`` reads ``d``: mass, dof_dv; writes ``d.qM`` = M + hd·D
+(only the tree pattern: the entries off it stay zero from allocation).
 ``hd`` is 0 (M itself), or the substep h (M + h·D: the integrator's implicit damping, docs/semantics.md §R2).
 """
 
