@@ -240,3 +240,31 @@ def test_mesh_or_heightfield_geom_without_data_is_refused(drop, tmp_path, monkey
     what = "mesh geom without triangles" if drop == "meshes" else "heightfield without heights"
     with pytest.raises(CapabilityError, match=f"{what}.*geom 0"):
         scene.build()
+
+
+@pytest.mark.parametrize("extents,warns", [((0.035, 0.05, 0.03), True), ((0.3, 0.24, 0.2), False)])
+def test_mesh_narrower_than_the_fem_surface_edges_warns(extents, warns):
+    """The build's narrow-geom warning (docs/sap.md, "Rigid–FEM contact") takes a mesh geom's bounding
+    box in its frame: a box mesh whose middle extent (0.035 m) is below the longest surface edge of a
+    resolution-3 slab (~0.18 m) is named; a 0.3 × 0.24 × 0.2 m one is not."""
+    import warnings
+
+    from polyphys.errors import PolyphysWarning
+
+    scene = _scene(0.005, 10, SapOptions(point_stiffness=2.0e4, dissipation_time_constant=0.01))
+    scene.add_entity(morph=M.Plane(pos=(BASE[0], BASE[1], BASE[2] - 0.05)), material=Rigid())
+    sx, sy, sz = 0.36, 0.28, 0.06
+    scene.add_entity(morph=M.Box(size=(sx, sy, sz), pos=(BASE[0], BASE[1], BASE[2] + sz / 2), euler=(0.0, 0.0, 20.0)),
+                     material=Elastic(E=1.0e5, nu=0.3, rho=1000.0), resolution=3,
+                     fixed={"upper": (np.inf, np.inf, BASE[2] + 1e-6)})
+    tm = trimesh.creation.box(extents=extents)
+    scene.add_entity(morph=M.Mesh(vertices=np.asarray(tm.vertices), faces=np.asarray(tm.faces),
+                                  pos=(BASE[0] + 0.03, BASE[1] - 0.02, BASE[2] + 0.3), euler=(10.0, 0.0, 35.0)),
+                     material=Rigid(rho=500.0))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        scene.build()
+    hits = [w for w in rec if issubclass(w.category, PolyphysWarning) and "narrower" in str(w.message)]
+    assert len(hits) == (1 if warns else 0), [str(w.message) for w in rec]
+    if warns:
+        assert "geom 1 (mesh, middle extent 0.035" in str(hits[0].message)
