@@ -29,7 +29,8 @@ from polyphys.description import GeomType
 from polyphys.errors import BudgetExceededError, CapabilityError, OptionError, PolyphysWarning, SimulationError
 from polyphys.geometry import SDF_SUPPORTED
 from polyphys.interfaces import Coupler
-from polyphys.views import DeformableDynamicsView, RigidDynamicsView, SurfaceMeshView
+from polyphys.sdf_grid import build_sdf_grids, empty_sdf_grids, pack_height_fields
+from polyphys.views import DeformableDynamicsView, HeightFields, RigidDynamicsView, SdfGrids, SurfaceMeshView
 
 from .kernels import fem as KF
 from .kernels import sap as K
@@ -189,13 +190,7 @@ class SapCoupler(Coupler):
         o = self.options
         geoms = b.rigid.rigid_geoms()
         types = geoms.type.numpy()
-        for g, t in enumerate(types):
-            if int(t) not in SDF_SUPPORTED:
-                raise CapabilityError("sap", "rigid–FEM contact with this geom type",
-                                      f"rigid solver {b.rigid.name!r}, geom {g} (RigidGeoms row, type code {int(t)}): "
-                                      f"the SAP coupler's rigid–FEM contact queries analytic SDFs (plane, sphere, "
-                                      f"capsule, cylinder, box, ellipsoid); mesh and heightfield geoms are not "
-                                      f"supported yet (docs/sap.md)")
+        grids, hfields = self._geom_sdfs(b.rigid.name, geoms, layout.device)
         p0 = layout.partitions[0]
         dd = fem.deformable_dynamics(p0)
         if int(dd.body.numpy().max(initial=0)) > 0:
@@ -222,7 +217,7 @@ class SapCoupler(Coupler):
                 gk[row] = float(o.geom_point_stiffness.get(g, gk[row]))
                 gt[row] = float(o.geom_dissipation_time_constant.get(g, gt[row]))
         fb = SimpleNamespace(
-            solver=fem, geoms=geoms, cap=cap, n_surf=n_surf, geom_mu=geoms.coup_friction,
+            solver=fem, geoms=geoms, grids=grids, hfields=hfields, cap=cap, n_surf=n_surf, geom_mu=geoms.coup_friction,
             geom_k=wp.array(gk, dtype=f64, device=dev), geom_tau=wp.array(gt, dtype=f64, device=dev),
             count=z((n, n_surf), wp.int32), off_c=z((n, n_surf), wp.int32), off_v=z((n, n_surf), wp.int32),
             n_contacts=z(n, wp.int32), n_verts=z(n, wp.int32), overflow=z(n, wp.int32), overflow_step=z(n, wp.int32),
@@ -243,6 +238,62 @@ class SapCoupler(Coupler):
                 **{k: env_slice(getattr(fb, k), part.start, part.stop) for k in keys})
         b.fem = fb
         return fb
+
+    def _geom_sdfs(self, rigid_name, geoms, device):
+        """The SDFs of the rigid geoms without an analytic one (docs/sap.md, "Rigid–FEM contact"): per
+        mesh geom a grid SDF in its frame built now from the triangles ``RigidGeoms.meshes`` lists
+        (polyphys.sdf_grid; ``sdf_grid_res`` / ``sdf_grid_spacing``, reaching ``fem_contact_margin``
+        and at least two cells beyond the mesh bounds, so every vertex closer than the margin lies
+        inside it), or the solver's ready ``RigidGeoms.sdf_grids``; the heightfield geoms packed with
+        a closest-point reach of ``fem_contact_margin`` (at least one cell). A mesh geom without
+        triangles or a heightfield without heights cannot be queried: CapabilityError naming it."""
+        o = self.options
+        types = geoms.type.numpy()
+        n_geoms = len(types)
+        meshes = list(geoms.meshes) + [None] * (n_geoms - len(geoms.meshes))
+        hf = list(geoms.hfields) + [None] * (n_geoms - len(geoms.hfields))
+        for g, t in enumerate(types):
+            t = int(t)
+            if t in SDF_SUPPORTED:
+                continue
+            if t == GeomType.MESH:
+                if geoms.sdf_grids is None and meshes[g] is None:
+                    raise CapabilityError("sap", "rigid–FEM contact with a mesh geom without triangles",
+                                          f"rigid solver {rigid_name!r}, geom {g} (RigidGeoms row): a mesh geom "
+                                          f"whose solver lists neither its triangles (RigidGeoms.meshes) nor a "
+                                          f"grid SDF (RigidGeoms.sdf_grids); FEM vertices would pass through it "
+                                          f"(docs/sap.md)")
+            elif t == GeomType.HFIELD:
+                if hf[g] is None:
+                    raise CapabilityError("sap", "rigid–FEM contact with a heightfield without heights",
+                                          f"rigid solver {rigid_name!r}, geom {g} (RigidGeoms row): a heightfield "
+                                          f"geom without elevation data (RigidGeoms.hfields); FEM vertices would "
+                                          f"pass through it (docs/sap.md)")
+            else:
+                raise CapabilityError("sap", "rigid–FEM contact with this geom type",
+                                      f"rigid solver {rigid_name!r}, geom {g} (RigidGeoms row, type code {t}): "
+                                      f"no signed distance for it (docs/sap.md)")
+        if geoms.sdf_grids is not None:
+            grids = geoms.sdf_grids
+            if grids.geom.shape[0] != n_geoms:
+                raise OptionError(f"rigid solver {rigid_name!r}: rigid_geoms().sdf_grids.geom has "
+                                  f"{grids.geom.shape[0]} entries; expected one per geom ({n_geoms})")
+            gi = grids.geom.numpy()
+            missing = [g for g in range(n_geoms) if int(types[g]) == GeomType.MESH and int(gi[g]) < 0]
+            if missing:
+                raise CapabilityError("sap", "rigid–FEM contact with a mesh geom without a grid",
+                                      f"rigid solver {rigid_name!r}, geom(s) {missing}: the solver's "
+                                      f"RigidGeoms.sdf_grids has no grid for them (geom = -1) (docs/sap.md)")
+        else:
+            want = [m if int(types[g]) == GeomType.MESH else None for g, m in enumerate(meshes)]
+            if any(m is not None for m in want):
+                grids = build_sdf_grids(want, spacing=o.sdf_grid_spacing, res=o.sdf_grid_res,
+                                        band=float(o.fem_contact_margin), device=device)
+            else:
+                grids = empty_sdf_grids(n_geoms, device)
+        hfields = pack_height_fields([x if int(types[g]) == GeomType.HFIELD else None for g, x in enumerate(hf)],
+                                     reach=float(o.fem_contact_margin), device=device)
+        return grids, hfields
 
     def _empty_fem(self, n):
         """Zero-size rigid–FEM inputs of the solve (a rigid solver without a deformable partner)."""
@@ -270,17 +321,20 @@ class SapCoupler(Coupler):
         q = fb.parts[part.index]
         dd, lk, g = q.dd, q.links, fb.geoms
         n = part.n_envs
+        gr, hf = fb.grids, fb.hfields
+        sdfs = (gr.geom, gr.values, gr.origin, gr.spacing, gr.dims, gr.offset,
+                hf.geom, hf.heights, hf.shape, hf.extent, hf.offset, hf.reach)
         if f == 0:
             q.overflow_step.zero_()
         wp.launch(KF.count_contacts, dim=(n, fb.n_surf),
-                  inputs=[F(o.fem_contact_margin), dd.surface, g.link, g.type, g.size, g.pos, g.quat,
+                  inputs=[F(o.fem_contact_margin), dd.surface, g.link, g.type, g.size, g.pos, g.quat, *sdfs,
                           lk.pos, lk.quat, dd.pos0], outputs=[q.count, q.warm_u_ok], device=dev)
         wp.launch(KF.scan_contacts, dim=n, inputs=[fb.cap, q.count],
                   outputs=[q.off_c, q.off_v, q.n_contacts, q.n_verts, q.overflow, q.overflow_step], device=dev)
         wp.launch(KF.fill_contacts, dim=(n, fb.n_surf),
                   inputs=[F(o.fem_contact_margin), F(o.fem_point_stiffness), F(o.fem_dissipation_time_constant),
                           F(o.fem_friction), fb.geom_k, fb.geom_tau, dd.surface,
-                          g.link, g.type, g.size, g.pos, g.quat, fb.geom_mu, lk.pos, lk.quat, dd.pos0, dd.vel,
+                          g.link, g.type, g.size, g.pos, g.quat, fb.geom_mu, *sdfs, lk.pos, lk.quat, dd.pos0, dd.vel,
                           dd.mass, dd.fixed, q.count, q.off_c, q.off_v],
                   outputs=[q.vslot, q.geom, q.link, q.dist, q.pos, q.frame, q.k, q.tau, q.mu, q.vindex, q.vfirst,
                            q.vcount, q.vmass, q.vminv, q.vus], device=dev)
@@ -463,13 +517,32 @@ class SapCoupler(Coupler):
         out["solved_at"] = np.where(steps > 0, steps * scene.sim_options.dt - self.layout.h, math.nan)
         return out if scene.batched else {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in out.items()}
 
+    def sdf_grids(self, rigid: str | None = None) -> SdfGrids:
+        """The packed grid SDFs of the mesh geoms of a rigid solver coupled with an FEM solver (geom
+        frames, one per mesh geom, ``geom`` = -1 for the others; ``polyphys.sdf_grid.query_sdf_grids``
+        evaluates them on the host). Interpolated distances are within (√3/2)·spacing of the exact
+        ones (``polyphys.sdf_grid.interpolation_bound``)."""
+        return self._fem_of(rigid, "sdf_grids").grids
+
+    def height_fields(self, rigid: str | None = None) -> HeightFields:
+        """The packed heightfield geoms of a rigid solver coupled with an FEM solver (geom frames;
+        ``polyphys.sdf_grid.query_height_fields`` evaluates them on the host)."""
+        return self._fem_of(rigid, "height_fields").hfields
+
+    def _fem_of(self, rigid, what):
+        b = self._pick(rigid)
+        if b.fem is None:
+            raise OptionError(f"{what}(): rigid solver {b.rigid.name!r} has no deformable partner")
+        return b.fem
+
 
 def _warn_geoms_between_vertices(rigid_name, geoms, fem_solver, layout) -> None:
     """Rigid–FEM contact tests FEM surface vertices against rigid geoms (docs/sap.md, "Rigid–FEM
     contact"), so a rigid geom narrower than the gaps between the vertices can pass through the FEM
     surface between them without any contact. Warn at build, naming the geom, when its middle
-    extent (the smaller side of its thinnest cross-section: 2r for a sphere, capsule or cylinder) is
-    below the longest edge of the FEM surface at its build pose."""
+    extent (the smaller side of its thinnest cross-section: 2r for a sphere, capsule or cylinder; a
+    mesh: of its bounding box in the geom frame) is below the longest edge of the FEM surface at its
+    build pose."""
     mesh = fem_solver.view(SurfaceMeshView)
     if mesh is None:
         return
@@ -482,12 +555,16 @@ def _warn_geoms_between_vertices(rigid_name, geoms, fem_solver, layout) -> None:
     types = geoms.type.numpy()
     sizes = np.asarray(geoms.size.numpy(), dtype=np.float64)
     names = {int(GeomType.SPHERE): "sphere", int(GeomType.CAPSULE): "capsule", int(GeomType.CYLINDER): "cylinder",
-             int(GeomType.BOX): "box", int(GeomType.ELLIPSOID): "ellipsoid"}
+             int(GeomType.BOX): "box", int(GeomType.ELLIPSOID): "ellipsoid", int(GeomType.MESH): "mesh"}
+    meshes = list(geoms.meshes) + [None] * (len(types) - len(geoms.meshes))
     for g, (t, sz) in enumerate(zip(types, sizes)):
         t = int(t)
-        if t not in names:
-            continue                       # planes (unbounded); mesh/heightfield are refused above
-        if t == GeomType.SPHERE:
+        if t not in names or (t == GeomType.MESH and meshes[g] is None):
+            continue                       # planes, heightfields (terrain-wide), meshes given as grids only
+        if t == GeomType.MESH:
+            v = np.asarray(meshes[g][0], dtype=np.float64).reshape(-1, 3)
+            full = list(v.max(0) - v.min(0))          # its bounding box in the geom frame
+        elif t == GeomType.SPHERE:
             full = [2 * sz[0]] * 3
         elif t in (GeomType.CAPSULE, GeomType.CYLINDER):
             full = [2 * sz[0], 2 * sz[0], 2 * (sz[1] + (sz[0] if t == GeomType.CAPSULE else 0.0))]

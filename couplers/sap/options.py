@@ -78,6 +78,12 @@ class SapOptions(Options):
     vertex closer than this to a geom is a contact (0: overlapping only). fem_max_contacts: contact
     slots per env (None: one per boundary vertex); a step that finds more raises
     BudgetExceededError naming the env (the extra contacts of that substep were not solved).
+    Rigid mesh geoms get a grid SDF in the geom frame built at build time (polyphys.sdf_grid), as the
+    Legacy coupler's: sdf_grid_res (cells along the longest side of the mesh's bounding box, default
+    64: spacing h = side / res) or sdf_grid_spacing (m, overrides sdf_grid_res). The interpolated φ
+    and normal are exact where the SDF is linear over a grid cell (near a face, away from edges and
+    the medial axis) and φ is within (√3/2)·h of the exact distance everywhere else; choose h well
+    below the expected penetration's scale where contact happens at mesh edges or curved parts.
 
     The rigid solver's own constraint rows in the same problem (docs/sap.md, "Which rows SAP takes
     over"): limit_stiffness (N/m or N·m/rad, default inf: near-rigid) and
@@ -113,6 +119,8 @@ class SapOptions(Options):
     fem_friction: float = attrs.field(default=0.5, validator=non_negative)
     fem_contact_margin: float = attrs.field(default=0.0, validator=non_negative)
     fem_max_contacts: int | None = attrs.field(default=None, validator=attrs.validators.optional(positive_int))
+    sdf_grid_res: int = attrs.field(default=64, validator=positive_int)
+    sdf_grid_spacing: float | None = attrs.field(default=None, validator=attrs.validators.optional(positive))
     limit_stiffness: float = attrs.field(default=math.inf, validator=_stiffness)
     limit_dissipation_time_constant: float | None = attrs.field(default=None, validator=_time_constant_or_step)
     equality_stiffness: float = attrs.field(default=math.inf, validator=_stiffness)

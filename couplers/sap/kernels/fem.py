@@ -1,8 +1,10 @@
 """Rigid–FEM point contact of the SAP coupler (docs/sap.md, "Rigid–FEM contact").
 
 Candidates: every boundary vertex of a deformable solver (``DeformableDynamics.surface``) against
-every rigid geom the rigid solver lists (``RigidGeoms``: analytic SDFs of polyphys.kernels.sdf in the
-geom frame, evaluated at the vertex's substep-start position). A pair with signed distance φ below
+every rigid geom the rigid solver lists (``RigidGeoms``, in the geom frame, at the vertex's
+substep-start position: the analytic SDFs of polyphys.kernels.sdf for primitives, the packed grid SDF
+the coupler builds for a mesh geom, ``sdf_grid_query``, and the closest point on the surface
+triangles near the vertex for a heightfield geom, ``sdf_hfield``; ``geom_query_any``). A pair with signed distance φ below
 the margin is a contact: normal n = the geom's outward SDF normal (from the rigid geom B to the
 vertex A), contact point p = x − φ·n/2 (midway between the vertex and the geom surface, as the
 rigid pipeline's), frame rows (n, t1, t2).
@@ -22,7 +24,8 @@ velocities into the deformable solver's velocity array.
 from typing import Any
 
 import warp as wp
-from polyphys.kernels.sdf import sdf_normal, sdf_primitive
+from polyphys.description import GeomType
+from polyphys.kernels.sdf import sdf_grid_query, sdf_hfield, sdf_normal, sdf_primitive
 
 wp.set_module_options({"enable_backward": False})
 
@@ -58,6 +61,53 @@ def geom_query(x: wp.vec3d, pos: wp.vec3d, q: wp.quatd, gtype: int, size: Any):
 
 
 @wp.func
+def geom_query_any(
+    g: int,
+    x: wp.vec3d,
+    pos: wp.vec3d,
+    q: wp.quatd,
+    gtype: int,
+    size: Any,
+    geom_grid: wp.array(dtype=wp.int32),
+    grid_values: wp.array(dtype=wp.float32),
+    grid_origin: wp.array(dtype=wp.vec3),
+    grid_spacing: wp.array(dtype=wp.float32),
+    grid_dims: wp.array(dtype=wp.vec3i),
+    grid_offset: wp.array(dtype=wp.int32),
+    geom_hfield: wp.array(dtype=wp.int32),
+    hfield_heights: wp.array(dtype=wp.float32),
+    hfield_shape: wp.array(dtype=wp.vec2i),
+    hfield_extent: wp.array(dtype=wp.vec4),
+    hfield_offset: wp.array(dtype=wp.int32),
+    hfield_reach: wp.array(dtype=wp.float32),
+):
+    """(φ, outward world normal) of the point x against geom g at (pos, q): a primitive's analytic SDF
+    (``geom_query``, unchanged), a mesh geom's grid SDF (trilinear, within (√3/2)·spacing of the exact
+    distance), a heightfield's closest surface point (exact within its reach); φ = 1e10 (no contact)
+    for a mesh or heightfield without data, which the coupler refuses at build."""
+    phi = wp.float64(1.0e10)
+    n = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(1.0))
+    if gtype == GeomType.MESH or gtype == GeomType.HFIELD:
+        pl = wp.quat_rotate_inv(q, x - pos)
+        p32 = wp.vec3(float(pl[0]), float(pl[1]), float(pl[2]))
+        r = wp.vec4(1.0e10, 0.0, 0.0, 1.0)
+        if gtype == GeomType.MESH:
+            gi = geom_grid[g]
+            if gi >= 0:
+                r = sdf_grid_query(grid_values, grid_origin[gi], grid_spacing[gi], grid_dims[gi], grid_offset[gi], p32)
+        else:
+            hi = geom_hfield[g]
+            if hi >= 0:
+                r = sdf_hfield(hfield_heights, hfield_offset[hi], hfield_shape[hi], hfield_extent[hi],
+                               hfield_reach[hi], p32)
+        phi = wp.float64(r[0])
+        n = wp.normalize(wp.quat_rotate(q, wp.vec3d(wp.float64(r[1]), wp.float64(r[2]), wp.float64(r[3]))))
+    else:
+        phi, n = geom_query(x, pos, q, gtype, size)
+    return phi, n
+
+
+@wp.func
 def tangent_frame(n: wp.vec3d):
     """Rows n, t1, t2 (right-handed, orthonormal; t1 ⟂ the world axis least aligned with n)."""
     a = wp.vec3d(wp.float64(1.0), wp.float64(0.0), wp.float64(0.0))
@@ -78,6 +128,18 @@ def count_contacts(
     geom_size_in: wp.array(dtype=Any),
     geom_pos_in: wp.array(dtype=Any),
     geom_quat_in: wp.array(dtype=Any),
+    geom_grid_in: wp.array(dtype=wp.int32),
+    grid_values_in: wp.array(dtype=wp.float32),
+    grid_origin_in: wp.array(dtype=wp.vec3),
+    grid_spacing_in: wp.array(dtype=wp.float32),
+    grid_dims_in: wp.array(dtype=wp.vec3i),
+    grid_offset_in: wp.array(dtype=wp.int32),
+    geom_hfield_in: wp.array(dtype=wp.int32),
+    hfield_heights_in: wp.array(dtype=wp.float32),
+    hfield_shape_in: wp.array(dtype=wp.vec2i),
+    hfield_extent_in: wp.array(dtype=wp.vec4),
+    hfield_offset_in: wp.array(dtype=wp.int32),
+    hfield_reach_in: wp.array(dtype=wp.float32),
     # data in
     link_pos_in: wp.array2d(dtype=Any),
     link_quat_in: wp.array2d(dtype=Any),
@@ -92,7 +154,10 @@ def count_contacts(
     cnt = int(0)
     for g in range(geom_type_in.shape[0]):
         gp, gq = geom_frame(g, e, geom_link_in, geom_pos_in, geom_quat_in, link_pos_in, link_quat_in)
-        phi, n = geom_query(x, gp, gq, geom_type_in[g], geom_size_in[g])
+        phi, n = geom_query_any(g, x, gp, gq, geom_type_in[g], geom_size_in[g], geom_grid_in, grid_values_in,
+                                grid_origin_in, grid_spacing_in, grid_dims_in, grid_offset_in, geom_hfield_in,
+                                hfield_heights_in, hfield_shape_in, hfield_extent_in, hfield_offset_in,
+                                hfield_reach_in)
         if phi < margin:
             cnt = cnt + 1
     count_out[e, q] = cnt
@@ -149,6 +214,18 @@ def fill_contacts(
     geom_pos_in: wp.array(dtype=Any),
     geom_quat_in: wp.array(dtype=Any),
     geom_mu_in: wp.array(dtype=Any),
+    geom_grid_in: wp.array(dtype=wp.int32),
+    grid_values_in: wp.array(dtype=wp.float32),
+    grid_origin_in: wp.array(dtype=wp.vec3),
+    grid_spacing_in: wp.array(dtype=wp.float32),
+    grid_dims_in: wp.array(dtype=wp.vec3i),
+    grid_offset_in: wp.array(dtype=wp.int32),
+    geom_hfield_in: wp.array(dtype=wp.int32),
+    hfield_heights_in: wp.array(dtype=wp.float32),
+    hfield_shape_in: wp.array(dtype=wp.vec2i),
+    hfield_extent_in: wp.array(dtype=wp.vec4),
+    hfield_offset_in: wp.array(dtype=wp.int32),
+    hfield_reach_in: wp.array(dtype=wp.float32),
     # data in
     link_pos_in: wp.array2d(dtype=Any),
     link_quat_in: wp.array2d(dtype=Any),
@@ -199,7 +276,10 @@ def fill_contacts(
         if c >= cap:
             break
         gp, gq = geom_frame(g, e, geom_link_in, geom_pos_in, geom_quat_in, link_pos_in, link_quat_in)
-        phi, n = geom_query(x, gp, gq, geom_type_in[g], geom_size_in[g])
+        phi, n = geom_query_any(g, x, gp, gq, geom_type_in[g], geom_size_in[g], geom_grid_in, grid_values_in,
+                                grid_origin_in, grid_spacing_in, grid_dims_in, grid_offset_in, geom_hfield_in,
+                                hfield_heights_in, hfield_shape_in, hfield_extent_in, hfield_offset_in,
+                                hfield_reach_in)
         if phi < margin:
             c_vslot_out[e, c] = s
             c_geom_out[e, c] = g
