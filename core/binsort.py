@@ -52,11 +52,15 @@ class BinSort:
         key, _, order, start, _, _ = self._views[part.index]
         return key, order, start
 
-    def sort(self, solver, part, keys=None, payload=None) -> None:
+    def sort(self, solver, part, keys=None, payload=None, after=None) -> None:
         """Sort the partition's items by key. ``keys(w, a, b)``, when given, launches worker w's
         key computation for items [a, b) first (in the same stage as its counting). ``payload``
         (src, dst): vec3 rows (the partition's views) also copied in sorted order, dst[k] =
-        src[order[k]] (positions read in cell order by a neighbour scan)."""
+        src[order[k]] (positions read in cell order by a neighbour scan). ``after``: the tag of the
+        solver's stage that may directly precede the counting stage worker by worker
+        (``Solver.parallel``): the caller vouches that worker w's keys need only what worker w
+        wrote in that stage (over the same shares ``part.chunk(w, n_items)``); the counting writes
+        only its own keys, ranks and row of counts."""
         import warp as wp
 
         from .kernels import binsort as K
@@ -92,7 +96,7 @@ class BinSort:
                 wp.launch(K.scatter_items_vec3, dim=(ne, b - a), inputs=[w, a, key, rank, counts, payload[0]],
                           outputs=[order, payload[1]])
 
-        solver.parallel(part, count)
+        solver.parallel(part, count, after=after)
         solver.parallel(part, sums)
         wp.launch(K.scan_blocks, dim=ne, inputs=[nb], outputs=[blocks])
         solver.parallel(part, offsets)

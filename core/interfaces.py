@@ -222,16 +222,25 @@ class Solver(abc.ABC):
         """This solver as the given view protocol, or None if it does not expose it."""
         return self if isinstance(self, protocol) else None
 
-    def parallel(self, part: Partition, stage) -> None:
+    def parallel(self, part: Partition, stage, tag=None, after=None) -> None:
         """One parallel stage over the workers of ``part``: ``stage(w)`` issues worker ``w``'s
         launches (usually over its share ``part.chunk(w, n)`` of the elements); every worker's
         launches are done when this returns (a barrier). Inside a step the workers run at once (and
         each worker's share is captured into a graph of its own); elsewhere one after another.
         Workers of one stage must not write the same memory, and the results must not depend on
-        ``part.workers`` (docs/architecture.md, "Threads within a partition")."""
+        ``part.workers`` (docs/architecture.md, "Threads within a partition").
+
+        ``tag`` (any hashable) names this stage. ``after=tag`` declares that this stage may follow
+        the stage so tagged worker by worker, with no barrier between them: worker ``w``'s share
+        reads, of what that stage writes, only what worker ``w`` wrote, and writes nothing that
+        another worker's share of that stage reads or writes. When the stage so tagged is the last
+        thing captured before this one (no launch, loop or other stage in between), both are one
+        segment of the captured program: each worker replays its two shares in turn, one barrier
+        after them. Otherwise (or uncaptured) the stages run with a barrier between them — the
+        same results either way."""
         from .simulator import run_stage
 
-        run_stage(part, stage)
+        run_stage(part, stage, tag, after)
 
     def while_loop(self, part: Partition, cond, body) -> None:
         """``body()`` while ``cond[0] != 0`` — a device-side loop inside the captured step (an

@@ -15,7 +15,10 @@ launches, usually over ``part.chunk(w, n)`` of the elements) on all its workers 
 barrier after each stage. Captured, such a partition's step is a program of segments: the launches
 between parallel stages as one graph replayed by the partition's thread, and each parallel stage as
 one graph per worker, replayed by the workers together (``_replay``). Python runs once per stage,
-never per launch. Solvers keep results independent of the worker count (docs/architecture.md).
+never per launch. A stage declared to follow another worker by worker (``parallel(..., after=tag)``
+right after a stage tagged ``tag``, nothing launched in between) joins that stage's segment: each
+worker replays both graphs in turn and one barrier ends them. Solvers keep results independent of
+the worker count (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ from .layout import Layout, Partition
 _active = threading.local()       # the stage runner of the partition this thread is stepping
 
 
-def run_stage(part: Partition, stage) -> None:
+def run_stage(part: Partition, stage, tag=None, after=None) -> None:
     """Run ``stage(w)`` for every worker ``w`` of ``part``, then return (a barrier): at once on the
     partition's workers inside a step of the simulator, worker after worker elsewhere (the first
-    step, ``forward()``, getters) — the same launches either way."""
+    step, ``forward()``, getters) — the same launches either way. ``tag`` names the stage; ``after``
+    (a tag) says that this stage may run right after the stage so tagged worker by worker, without a
+    barrier between them (see ``Solver.parallel``): captured, it then joins that stage's segment."""
     runner = getattr(_active, "runner", None)
     if part.workers == 1:
         stage(0)
@@ -46,7 +51,7 @@ def run_stage(part: Partition, stage) -> None:
         for w in range(part.workers):
             stage(w)
     else:
-        runner.run(stage)
+        runner.run(stage, tag, after)
 
 
 def run_loop(part: Partition, cond, body) -> None:
@@ -80,6 +85,14 @@ class _Loop:
 
     def __init__(self, cond, body: list):
         self.cond, self.body = cond, body
+
+
+class _Stage:
+    """A parallel segment of a partition's program: per worker the graphs it replays in turn (one
+    per stage joined into the segment; empty shares left out), and the tag of its last stage."""
+
+    def __init__(self, graphs: list, tag):
+        self.graphs, self.tag = graphs, tag
 
 
 @contextmanager
@@ -177,7 +190,7 @@ class _StageRunner:
         with wp.ScopedDevice(self.device):
             stage(w)
 
-    def run(self, stage) -> None:
+    def run(self, stage, tag=None, after=None) -> None:
         if self.mode == "threads":
             self.helpers.run([lambda w=w: self._worker(stage, w) for w in range(1, self.part.workers)],
                              lambda: stage(0))
@@ -194,8 +207,16 @@ class _StageRunner:
             finally:
                 graph = wp.capture_end(device=self.device)
                 self._capturing = False
-            graphs.append(graph if _nonempty(graph) else None)
-        self.segments.append(tuple(graphs))
+            graphs.append([graph] if _nonempty(graph) else [])
+        last = self.segments[-1] if self.segments else None
+        if after is not None and isinstance(last, _Stage) and last.tag == after:
+            # nothing launched since the stage tagged ``after`` (a serial graph or a loop would be the
+            # last segment): each worker replays this stage's share right after that one's
+            for mine, new in zip(last.graphs, graphs):
+                mine.extend(new)
+            last.tag = tag
+        else:
+            self.segments.append(_Stage(graphs, tag))
         self._begin_serial()
 
     def loop(self, cond, body) -> None:
@@ -246,8 +267,8 @@ def _prepare(program: list) -> list:
     (own launch, [helpers' launches])."""
     out = []
     for seg in program:
-        if isinstance(seg, tuple):
-            out.append((_launcher(seg[0]), [_launcher(x) for x in seg[1:]]))
+        if isinstance(seg, _Stage):
+            out.append((_launcher(seg.graphs[0]), [_launcher(x) for x in seg.graphs[1:]]))
         elif isinstance(seg, _Loop):
             out.append(_Loop(seg.cond, _prepare(seg.body)))
         else:
@@ -268,13 +289,21 @@ def _run_program(program: list, helpers) -> None:
             wp.capture_launch(seg)
 
 
-def _launcher(graph):
-    """A call that replays ``graph`` (None for an empty one)."""
-    if graph is None:
+def _launcher(graphs: list):
+    """A call that replays ``graphs`` in turn (None for none)."""
+    if not graphs:
         return None
     import warp as wp
 
-    return lambda: wp.capture_launch(graph)
+    if len(graphs) == 1:
+        graph = graphs[0]
+        return lambda: wp.capture_launch(graph)
+
+    def replay():
+        for g in graphs:
+            wp.capture_launch(g)
+
+    return replay
 
 
 def _close_helpers(helpers: list) -> None:

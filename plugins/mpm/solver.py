@@ -25,6 +25,9 @@ from .materials import MPMMaterial
 from .options import MPMOptions
 from .sampling import sample
 
+# tag of the G2P stage: the next substep's clear-and-stress stage may follow it worker by worker
+# (Solver.parallel, docs/mpm.md "Threads")
+G2P = "mpm.g2p"
 
 class MPMSolver(Solver):
     options_type = MPMOptions
@@ -248,7 +251,10 @@ class MPMSolver(Solver):
                                   n_nodes, k.h, a, w, p.pos, p.C, p.active],
                           outputs=[p.F, p.Jp, p.affine, p.slab, p.slab_counts])
 
-        self.parallel(part, clear_and_stress)
+        # after G2P (tagged G2P) worker by worker: the stress stage reads the positions and C of the
+        # same particles, which G2P wrote on this worker; G2P reads neither the grid masses and
+        # momenta nor the slab counts and stress outputs this stage writes (docs/mpm.md "Threads")
+        self.parallel(part, clear_and_stress, after=G2P)
         for colour in self._colours:
             def scatter(w, colour=colour):
                 if colour == self._colours[0]:
@@ -288,7 +294,7 @@ class MPMSolver(Solver):
                                   p.grid_v, p.active],
                           outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax])
 
-        self.parallel(part, g2p)
+        self.parallel(part, g2p, tag=G2P)
 
     def particle_carriers(self, part) -> ParticleCarriers:
         """Grid nodes between the grid update and G2P: pos (the node's material centroid

@@ -41,6 +41,10 @@ GRAIN = 4096
 # least room per particle in the neighbour lists (``PBDSolver._neighbour_capacity``): a settled
 # pile of equal spheres has at most ~25 neighbours within one cell (3 radii), an impact up to ~80
 MIN_NEIGHBOUR_CAPACITY = 64
+# tag of the row-local stages (prediction, boundaries, velocity update: each worker reads and writes
+# only its own particles' rows): a run of them is one segment of the captured program, one barrier
+# (Solver.parallel, docs/pbd.md "Threads")
+ROWS = "pbd.rows"
 
 
 def _lattice_kernel_sum(d: float, h: float) -> float:
@@ -414,10 +418,13 @@ class PBDSolver(Solver):
         return [integrate, constraints] + ([binsort, neighbors] if self._needs_contacts(self._recs) else [])
 
     # -- stepping --------------------------------------------------------------------------------
-    def _rows(self, part, n, fn, per_item=1):
+    def _rows(self, part, n, fn, per_item=1, local=False, tag=None):
         """One parallel stage: ``fn(a, b)`` launches over worker w's share [a, b) of n items (shares
         of at least ``self.grain // per_item`` items: a small stage runs on fewer workers; a stage
-        with ``per_item`` times the work per item splits sooner)."""
+        with ``per_item`` times the work per item splits sooner). ``local``: the stage reads and
+        writes only its own items' rows (of the particle arrays over the shares of N, or of the
+        multipliers), so it may follow a run of such stages (tagged ROWS) worker by worker with no
+        barrier (Solver.parallel's ``after``); ``tag`` alone: tagged, not following."""
         grain = max(1, self.grain // per_item)
 
         def stage(w):
@@ -425,7 +432,7 @@ class PBDSolver(Solver):
             if b > a:
                 fn(a, b)
 
-        self.parallel(part, stage)
+        self.parallel(part, stage, tag=ROWS if local else tag, after=ROWS if local else None)
 
     def substep_pre_coupling(self, f, part):
         import warp as wp
@@ -435,7 +442,7 @@ class PBDSolver(Solver):
         p, m, lay = self._parts[part.index], self.model, self.layout
         self._rows(part, self.n_particles, lambda a, b: wp.launch(
             predict_velocity, dim=(p.n, b - a), inputs=[m.inv_mass0, wp.vec3(*lay.gravity), float(lay.h), a, p.free],
-            outputs=[p.vel], device=lay.device))
+            outputs=[p.vel], device=lay.device), local=True)
 
     def build_grid(self, part) -> None:
         """The substep's neighbour grid and lists at the current positions (kernels/neighbors.py):
@@ -448,9 +455,13 @@ class PBDSolver(Solver):
         p, g, dev = self._parts[part.index], self._grid, self.layout.device
         N = self.n_particles
         key, _, _ = self.binsort.views(part)
+        # the keys of worker w's particles read only their positions: after row-local stages (ROWS)
+        # over the same shares, no barrier is needed before them
+        same = part.chunks(N, self.grain) == part.chunks(N)
         self.binsort.sort(self, part, lambda w, a, b: wp.launch(
             NB.cell_keys, dim=(p.n, b - a), inputs=[g.dense, g.mask, g.lower, g.inv_cell, g.dims, a, p.pos],
-            outputs=[p.cell_ijk, key], device=dev) if b > a else None, payload=(p.pos, p.pos_sorted))
+            outputs=[p.cell_ijk, key], device=dev) if b > a else None, payload=(p.pos, p.pos_sorted),
+            after=ROWS if same else None)
         self._rows(part, N, lambda a, b: wp.launch(
             NB.build_neighbors, dim=(p.n, b - a),
             inputs=[g.cell * g.cell, self.nbr_cap, g.dense, g.dims, g.mask, g.lower, g.inv_cell, a, p.pos, p.cell_ijk,
@@ -470,9 +481,10 @@ class PBDSolver(Solver):
         inv_h2 = 1.0 / (h * h)
         L = lambda kernel, n, inputs, outputs: wp.launch(kernel, dim=(p.n, n), inputs=inputs,  # noqa: E731
                                                          outputs=outputs, device=dev)
-        self._rows(part, N, lambda a, b: L(I.predict_position, b - a, [h, a, p.vel], [p.pos, p.pos_prev, p.pos_pred]))
+        self._rows(part, N, lambda a, b: L(I.predict_position, b - a, [h, a, p.vel], [p.pos, p.pos_prev, p.pos_pred]),
+                   local=True)
         if self.n_lam:
-            self._rows(part, self.n_lam, lambda a, b: L(I.zero_lambda, b - a, [a], [p.lam]))
+            self._rows(part, self.n_lam, lambda a, b: L(I.zero_lambda, b - a, [a], [p.lam]), local=True)
         grid = [p.cell_ijk, p.cell_start, p.sorted_idx]
         nbrs = [p.nbr_count, p.nbr_list]
         if self.has_contacts:
@@ -512,20 +524,23 @@ class PBDSolver(Solver):
                                                 m.mass, m.inv_mass0, m.rest_density, self.fluid_h, g.cell * g.cell,
                                                 o.relaxation, g.dense, g.dims, g.mask, self.nbr_cap, a, p.free, p.pos,
                                                 p.pos_prev, p.lam_fluid, *grid, *nbrs], [p.delta]), 4)
+            # row-local, but it may not follow the stage before it worker by worker (the contact
+            # gather reads every particle's position): tagged, not after
             self._rows(part, N, lambda a, b: L(
                 I.apply_and_bound, b - a, [m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
-                                           m.sphere_r, o.boundary_friction, a, p.free, p.pos_prev, p.delta], [p.pos]))
+                                           m.sphere_r, o.boundary_friction, a, p.free, p.pos_prev, p.delta], [p.pos]),
+                       tag=ROWS)
         damp = max(0.0, 1.0 - o.damping * h)
         if self.has_liquid:
             self._rows(part, N, lambda a, b: L(I.update_velocity, b - a, [1.0 / h, damp, a, p.pos, p.pos_pred, p.vel],
-                                               [p.vel_tmp]))
+                                               [p.vel_tmp]), local=True)
             self._rows(part, N, lambda a, b: L(
                 NB.xsph_viscosity, b - a, [m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.dense, g.dims,
                                            g.mask, self.nbr_cap, a, p.pos, p.vel_tmp, *grid, *nbrs], [p.vel]),
                 4)
         else:
             self._rows(part, N, lambda a, b: L(I.update_velocity, b - a, [1.0 / h, damp, a, p.pos, p.pos_pred, p.vel],
-                                               [p.vel]))
+                                               [p.vel]), local=True)
 
     def state_arrays(self):
         return {"pos": self.pos, "vel": self.vel, "free": self.free}

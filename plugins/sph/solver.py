@@ -42,6 +42,9 @@ from .options import SPHOptions
 # weight of the DFSPH warm start: the share of the last substep's κ total applied first and carried
 # (SPlisHSPlasH's 0.5; see SPHSolver._solve)
 WARM_START_WEIGHT = 0.5
+# tag of a parallel stage that writes only worker w's particles ``part.chunk(w, N)`` (the integration):
+# the next substep's cell keys may follow it worker by worker (Solver.parallel, docs/sph.md "Neighbour search")
+ROWS = "sph.rows"
 
 
 class SPHSolver(Solver):
@@ -335,23 +338,25 @@ class SPHSolver(Solver):
 
         wp.launch(kernel, dim=dim, inputs=inputs, device=self.layout.device)
 
-    def _rows(self, part, n, fn):
+    def _rows(self, part, n, fn, tag=None):
         """One parallel stage: ``fn(a, b)`` launches over worker w's share [a, b) of n items."""
         def stage(w):
             a, b = part.chunk(w, n)
             if b > a:
                 fn(a, b)
 
-        self.parallel(part, stage)
+        self.parallel(part, stage, tag=tag)
 
     def _grid(self, part, p):
         """The neighbour grid: cell keys and the core's counting sort (polyphys.binsort)."""
         from .kernels import grid as G
 
         m = self.model
+        # the cell keys of worker w's particles read only their positions, which the integration
+        # (tagged ROWS, the same shares of the N particles) wrote on worker w: no barrier between
         self.binsort.sort(self, part, lambda w, a, b: self._launch(
             G.cell_keys, (p.n, b - a), [m.lower, m.inv_cell, m.dims, self.n_cells, a, p.pos, p.active, p.cell])
-            if b > a else None, payload=(p.pos, p.pos_sorted))
+            if b > a else None, payload=(p.pos, p.pos_sorted), after=ROWS)
 
     def _density(self, part, p):
         from .kernels import fluid as F
@@ -471,7 +476,8 @@ class SPHSolver(Solver):
         from .kernels import fluid as F
 
         self._rows(part, self.N, lambda a, b: self._launch(
-            F.integrate, (p.n, b - a), [self.model, 0.5 * self.options.support, a, p.active, p.pos, p.vel, p.cfl_flag]))
+            F.integrate, (p.n, b - a), [self.model, 0.5 * self.options.support, a, p.active, p.pos, p.vel, p.cfl_flag]),
+            tag=ROWS)
 
     def substep_pre_coupling(self, f, part):
         """Stages (each split over the partition's workers, docs/sph.md "Threads"): the grid, the

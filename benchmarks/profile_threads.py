@@ -1,0 +1,174 @@
+"""Where a partition's 2-worker step loses against half its 1-worker step (issue 25).
+
+``python -m benchmarks.profile_threads CASE [CASE ...]`` with CASE one of ``wcsph20k wcsph100k dfsph100k
+mpm100k pbd100k fem100k``: builds the scene at ``cpu_threads`` 1 and 2 (n_envs 1), warms both up, then
+replays the 2-worker scene's program of segments (core/simulator.py) the way the simulator does, timing
+each segment: its wall time, each worker's busy time (wall and thread CPU) and the helper's wake-up
+latency (from the release of its semaphore to the start of its task). Prints per kind of segment (serial
+graph, parallel stage) the count per step and the time, and the step's budget: the 1-thread step, the
+2-thread step, the sum of the slowest workers' busy times (the step on two free cores with free
+barriers), the serial graphs, the barrier overhead (segment wall less its slowest worker) and the
+imbalance (slowest worker less the mean).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import numpy as np
+
+
+def _make(case: str, threads: int):
+    if case.startswith(("wcsph", "dfsph")):
+        from .bench_sph import _pp_scene
+
+        n = 20000 if case.endswith("20k") else 100000
+        return _pp_scene(n, 1, case[:5], threads)[0]
+    if case == "mpm100k":
+        from .bench_mpm import _polyphys
+
+        return _polyphys(46, 1, 4, threads)[0]
+    if case == "pbd100k":
+        from .bench_pbd import _pp_granular_scene
+
+        return _pp_granular_scene(47, 1, threads)
+    if case == "fem100k":
+        from .bench_fem import SIZES, _scene
+
+        return _scene(SIZES["100k"], "explicit", 1, "neo_hookean", threads=threads)[0]
+    raise SystemExit(f"unknown case {case!r}")
+
+
+def _walk(program, helpers, rec):
+    """``_run_program`` with timing: rec gets (kind, wall, [(busy wall, busy cpu, wake latency)])."""
+    import warp as wp
+    from polyphys.simulator import _flag, _Loop
+
+    for seg in program:
+        if isinstance(seg, _Loop):
+            while _flag(seg.cond):
+                _walk(seg.body, helpers, rec)
+            continue
+        if isinstance(seg, tuple):
+            own, others = seg[0], seg[1]
+            res = {}
+
+            def wrap(i, fn, t_rel, res=res):
+                def task():
+                    t0, c0 = time.perf_counter(), time.thread_time()
+                    fn()
+                    res[i] = (time.perf_counter() - t0, time.thread_time() - c0, t0 - t_rel[0])
+                return task
+
+            t_rel = [0.0]
+            tasks = [None if fn is None else wrap(i + 1, fn, t_rel) for i, fn in enumerate(others)]
+            t0 = time.perf_counter()
+            t_rel[0] = t0
+            helpers.run(tasks, None if own is None else wrap(0, own, t_rel))
+            wall = time.perf_counter() - t0
+            rec.append(("parallel", wall, [res[k] for k in sorted(res)]))
+        else:
+            t0, c0 = time.perf_counter(), time.thread_time()
+            wp.capture_launch(seg)
+            w = time.perf_counter() - t0
+            rec.append(("serial", w, [(w, time.thread_time() - c0, 0.0)]))
+
+
+def profile(case: str, steps: int = 6) -> None:
+    import os
+
+    sc1, sc2 = _make(case, 1), _make(case, 2)
+    for sc in (sc1, sc2):
+        for _ in range(3):
+            sc.step()
+    t1 = t2 = float("inf")
+    for _ in range(3):
+        for sc, k in ((sc1, 1), (sc2, 2)):
+            t0 = time.perf_counter()
+            for _ in range(3):
+                sc.step()
+            dt = (time.perf_counter() - t0) / 3
+            if k == 1:
+                t1 = min(t1, dt)
+            else:
+                t2 = min(t2, dt)
+    c1 = float("inf")
+    for _ in range(3):
+        c0 = time.thread_time()
+        sc1.step()
+        c1 = min(c1, time.thread_time() - c0)
+    sim = sc2.simulator
+    prog, helpers = sim._graphs[0], sim._helpers[0]
+    best = None
+    for _ in range(steps):
+        rec = []
+        t0 = time.perf_counter()
+        _walk(prog, helpers, rec)
+        wall = time.perf_counter() - t0
+        if best is None or wall < best[0]:
+            best = (wall, rec)
+    sim._after_step()
+    wall, rec = best
+    par = [r for r in rec if r[0] == "parallel"]
+    ser = [r for r in rec if r[0] == "serial"]
+    crit = sum(max(b[0] for b in r[2]) for r in par) + sum(r[1] for r in ser)
+    barrier = sum(r[1] - max(b[0] for b in r[2]) for r in par)
+    imbalance = sum(max(b[0] for b in r[2]) - np.mean([b[0] for b in r[2]]) for r in par if len(r[2]) > 1)
+    wake = [b[2] for r in par for b in r[2][1:]]
+    one_sided = sum(1 for r in par if len(r[2]) < 2)
+    short = [r[1] for r in par if r[1] < 200e-6]
+    print(f"== {case}: load {os.getloadavg()[0]:.2f}")
+    print(f"  step wall: 1 thread {t1 * 1e3:.2f} ms, 2 threads {t2 * 1e3:.2f} ms ({t1 / t2:.2f}x); "
+          f"profiled replay {wall * 1e3:.2f} ms")
+    print(f"  segments per step: {len(par)} parallel ({one_sided} with one worker busy), {len(ser)} serial")
+    print(f"  serial graphs {sum(r[1] for r in ser) * 1e3:.2f} ms; parallel stages {sum(r[1] for r in par) * 1e3:.2f} ms "
+          f"of which barrier overhead {barrier * 1e3:.2f} ms ({barrier / max(len(par), 1) * 1e6:.0f} us each), "
+          f"imbalance {imbalance * 1e3:.2f} ms")
+    print(f"  helper wake-up latency: median {np.median(wake) * 1e6:.0f} us, max {max(wake) * 1e6:.0f} us; "
+          f"stages under 200 us: {len(short)} ({sum(short) * 1e3:.2f} ms)")
+    ccrit = sum(max(b[1] for b in r[2]) for r in rec)
+    cimb = sum(max(b[1] for b in r[2]) - np.mean([b[1] for b in r[2]]) for r in par if len(r[2]) > 1)
+    print(f"  by thread CPU time: 1-thread step {c1 * 1e3:.2f} ms; 2 workers: critical path {ccrit * 1e3:.2f} ms "
+          f"({c1 / ccrit:.2f}x), imbalance {cimb * 1e3:.2f} ms, serial {sum(r[2][0][1] for r in ser) * 1e3:.2f} ms, "
+          f"both workers {sum(b[1] for r in rec for b in r[2]) / c1:.3f}x the 1-thread CPU")
+    print(f"  critical path (slowest worker, wall) {crit * 1e3:.2f} ms -> {t1 / crit:.2f}x of the 1-thread step; "
+          f"busy CPU both workers {sum(b[1] for r in rec for b in r[2]) * 1e3:.2f} ms")
+
+
+
+
+def per_segment(case: str, steps: int = 5) -> None:
+    """Per segment of one substep-long stretch: median wall, worker busy times, overhead."""
+    sc = _make(case, 2)
+    for _ in range(3):
+        sc.step()
+    sim = sc.simulator
+    import os
+    if os.environ.get("PIN"):
+        os.sched_setaffinity(0, {0})
+        sim._helpers[0].run([lambda: os.sched_setaffinity(0, {1})], None)
+    recs = []
+    for _ in range(steps):
+        rec = []
+        _walk(sim._graphs[0], sim._helpers[0], rec)
+        recs.append(rec)
+    sim._after_step()
+    n = min(len(r) for r in recs)
+    print(f"== {case} per segment (median of {steps} steps, us): kind wall w0 w1 overhead")
+    for k in range(n):
+        kind = recs[0][k][0]
+        wall = np.median([r[k][1] for r in recs]) * 1e6
+        ws = [np.median([r[k][2][j][0] for r in recs]) * 1e6 for j in range(len(recs[0][k][2]))]
+        cs = [np.median([r[k][2][j][1] for r in recs]) * 1e6 for j in range(len(recs[0][k][2]))]
+        print(f"  {k:3d} {kind:8s} {wall:9.0f} " + " ".join(f"{x:9.0f}" for x in ws) + f" {wall - max(ws):7.0f}  cpu "
+              + " ".join(f"{x:9.0f}" for x in cs))
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "profile"
+    args = sys.argv[1:] or ["wcsph20k"]
+    detail = "--segments" in args
+    for c in [a for a in args if not a.startswith("--")]:
+        per_segment(c) if detail else profile(c)
