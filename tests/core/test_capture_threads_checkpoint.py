@@ -155,3 +155,53 @@ def test_partition_chunks_tile_the_range_with_shares_of_at_least_grain(workers, 
     assert max(sizes) - min(sizes) <= 1
     assert min(sizes) >= min(grain, n)
     assert len(sizes) == max(1, min(workers, n // grain))
+
+
+def test_a_stage_after_its_tagged_predecessor_joins_its_segment():
+    """Captured parallel stages (core/simulator.py): ``after=tag`` right after the stage tagged
+    ``tag`` adds each worker's graph to that segment (one barrier); a launch in between, another
+    tag or no tag keeps them apart; the replayed program writes what the stages launch."""
+    from polyphys.kernels import binsort as K
+    from polyphys.layout import Partition
+    from polyphys.simulator import _prepare, _run_program, _Stage, _StageRunner, run_stage
+
+    part, dev, nk = Partition(0, 0, 1, 2), "cpu", 7
+    counts = wp.full((1, 2, nk), 5, dtype=wp.int32, device=dev)
+    blocks = wp.full((1, 1), 3, dtype=wp.int32, device=dev)
+
+    def zero(k0, n):                  # worker w zeroes counts[0, w, k0:k0 + n]
+        return lambda w: wp.launch(K.zero_counts, dim=(1, n), inputs=[w, k0], outputs=[counts], device=dev)
+
+    def record(step):
+        with wp.ScopedDevice(dev):
+            return _StageRunner(part, dev, "capture").record(step)
+
+    def joined(prog):
+        return [len(s.graphs[0]) for s in prog if isinstance(s, _Stage)]
+
+    def fused():
+        run_stage(part, zero(0, 2), tag="rows")
+        run_stage(part, zero(2, 2), tag="rows", after="rows")
+        run_stage(part, zero(4, 3), after="rows")
+
+    prog = record(fused)
+    assert joined(prog) == [3] and len(prog) == 1
+    assert np.all(counts.numpy() == 5)                      # captured, not run
+    helpers = polyphys.simulator._Helpers(1, "test")
+    try:
+        _run_program(_prepare(prog), helpers)
+    finally:
+        helpers.close()
+    assert np.all(counts.numpy() == 0)
+
+    def apart():
+        run_stage(part, zero(0, 2), tag="rows")
+        wp.launch(K.scan_blocks, dim=1, inputs=[1], outputs=[blocks], device=dev)     # a launch between
+        run_stage(part, zero(2, 2), tag="rows", after="rows")
+        run_stage(part, zero(4, 3), tag="other", after="cols")                       # another tag
+        run_stage(part, zero(0, 1), after="other")
+        run_stage(part, zero(1, 1))                                                   # no after
+
+    prog = record(apart)
+    assert joined(prog) == [1, 1, 2, 1]
+    assert [type(s).__name__ for s in prog] == ["_Stage", "Graph", "_Stage", "_Stage", "_Stage"]
