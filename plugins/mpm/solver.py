@@ -28,6 +28,9 @@ from .sampling import sample
 # tag of the G2P stage: the next substep's clear-and-stress stage may follow it worker by worker
 # (Solver.parallel, docs/mpm.md "Threads")
 G2P = "mpm.g2p"
+# slots between two workers' entries of the per-env speed maximum: 16 values (64 bytes or more), a
+# cache line apart
+VMAX_STRIDE = 16
 
 class MPMSolver(Solver):
     options_type = MPMOptions
@@ -162,9 +165,11 @@ class MPMSolver(Solver):
         # the scatter's colours: even slabs, then odd ones (a fixed order on CPU); one pass on CUDA,
         # whose float atomics have no fixed order anyway
         self._colours = (0, 1) if wp.get_device(dev).is_cpu else (-1,)
-        # device flags read after each step (not state); the fastest particle per env and worker
+        # device flags read after each step (not state); the fastest particle per env and worker, each
+        # (env, worker) slot on a cache line of its own: G2P updates its slot for every particle, and
+        # two workers (or two partitions' envs) updating one line would pass it back and forth
         self.clamp_flags = wp.zeros(n, dtype=wp.int32, device=dev)
-        self.vmax = wp.zeros((n, n_w), dtype=scalar, device=dev)
+        self.vmax = wp.zeros((n, n_w * VMAX_STRIDE), dtype=scalar, device=dev)
 
         dx = float(o.dx)
         edge_lo, edge_hi = lo + dx, lo + (np.asarray(self.n_nodes_axis) - 2) * dx
@@ -290,8 +295,8 @@ class MPMSolver(Solver):
             a, b = part.chunk(w, self.n_particles)
             if b > a:
                 wp.launch(transfer.g2p, dim=(p.n, b - a),
-                          inputs=[k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, k.wall_lo, k.wall_hi, a, w,
-                                  p.grid_v, p.active],
+                          inputs=[k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, k.wall_lo, k.wall_hi, a,
+                                  w * VMAX_STRIDE, p.grid_v, p.active],
                           outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax])
 
         self.parallel(part, g2p, tag=G2P)
