@@ -7,12 +7,16 @@ workers and on every device, so sums over a cell's items have one fixed order (b
 checkpoints, n_envs = N equal to N single runs, any ``cpu_threads``). Nothing is allocated after
 construction and nothing synchronises with the host: the stages are captured with the step.
 
-Stages (``Solver.parallel``; kernels in ``polyphys.kernels.binsort``): every worker counts its
-share of the items in its own row of counts (the rank of an item among its share's items of that
+Stages (``Solver.parallel``; kernels in ``polyphys.kernels.binsort``): every worker clears its row
+of counts and counts its share of the items in it (the rank of an item among its share's items of that
 key); blocks of keys are summed, the block sums scanned (one launch on the partition's thread),
 the blocks scanned locally — turning each worker's counts into its write offsets — and each
 worker scatters its items. Three barriers and one serial launch. Cost O(n_items + workers · n_keys)
-per env.
+per env. Clearing a row costs O(n_keys) per worker unless the keys come from ``sort``'s ``keys``
+launch: then the row is non-zero only at the keys its items had in the last sort (offsets are
+written only where a worker has items), and the worker zeroes just those before writing the new
+keys — O(items) per worker, the keys of the last sort kept in ``key`` (``clear()`` after anything
+that may have left a sort half done: ``Solver.on_reset``).
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ class BinSort:
             self._views[part.index] = (self.key[s], self.rank[s], self.order[s], self.start[s], self.counts[s],
                                        self.blocks[s])
 
+    def clear(self) -> None:
+        """Zero every worker's counts (outside a step): the state the first sort starts from."""
+        self.counts.zero_()
+
     def views(self, part):
         """(key, order, start) rows of the partition's envs."""
         key, _, order, start, _, _ = self._views[part.index]
@@ -70,9 +78,13 @@ class BinSort:
 
         def count(w):
             a, b = part.chunk(w, n)
-            if keys is not None:
+            if keys is None:
+                wp.launch(K.zero_counts, dim=(ne, nk), inputs=[w, 0], outputs=[counts])
+            else:
+                # row w is non-zero only at its items' keys of the last sort, still in ``key``
+                if b > a:
+                    wp.launch(K.clear_item_counts, dim=(ne, b - a), inputs=[w, a, key], outputs=[counts])
                 keys(w, a, b)
-            wp.launch(K.zero_counts, dim=(ne, nk), inputs=[w, 0], outputs=[counts])
             if b > a:
                 wp.launch(K.count_keys, dim=(ne, b - a), inputs=[w, a, key], outputs=[rank, counts])
 

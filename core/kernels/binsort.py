@@ -31,6 +31,22 @@ def zero_counts(
 
 
 @wp.kernel
+def clear_item_counts(
+    # Model:
+    w: int,
+    i0: int,
+    # Data in:
+    key_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    counts_out: wp.array3d(dtype=wp.int32),
+):
+    """counts[env, w, key[i]] = 0 for worker w's items: with the keys of the last sort, the only
+    entries of row w that sort left non-zero (``scan_local`` writes offsets where there are counts)."""
+    env, q = wp.tid()
+    counts_out[env, w, key_in[env, i0 + q]] = 0
+
+
+@wp.kernel
 def count_keys(
     # Model:
     w: int,
@@ -91,8 +107,9 @@ def scan_local(
     counts_inout: wp.array3d(dtype=wp.int32),
     start_out: wp.array2d(dtype=wp.int32),
 ):
-    """start[key] = items of smaller keys; each worker's count becomes its offset
-    start[key] + the counts of the workers before it."""
+    """start[key] = items of smaller keys; each worker's non-zero count becomes its offset
+    start[key] + the counts of the workers before it (a zero count stays zero: no item of that
+    worker has that key, and the row stays zero but for the keys of its items)."""
     env, q = wp.tid()
     b = b0 + q
     run = block_in[env, b]
@@ -100,8 +117,9 @@ def scan_local(
         start_out[env, k] = run
         for w in range(counts_inout.shape[1]):
             c = counts_inout[env, w, k]
-            counts_inout[env, w, k] = run
-            run += c
+            if c != 0:
+                counts_inout[env, w, k] = run
+                run += c
     if b == block_in.shape[1] - 1:
         start_out[env, n_keys] = run
 

@@ -542,6 +542,10 @@ class PBDSolver(Solver):
             self._rows(part, N, lambda a, b: L(I.update_velocity, b - a, [1.0 / h, damp, a, p.pos, p.pos_pred, p.vel],
                                                [p.vel]), local=True)
 
+    def on_reset(self, envs_idx):
+        if self.has_contacts:
+            self.binsort.clear()    # a step left half done (SceneStateError until a reset) may leave counts
+
     def state_arrays(self):
         return {"pos": self.pos, "vel": self.vel, "free": self.free}
 

@@ -480,7 +480,7 @@ class SPHSolver(Solver):
             tag=ROWS)
 
     def substep_pre_coupling(self, f, part):
-        """Stages (each split over the partition's workers, docs/sph.md "Threads"): the grid, the
+        """Stages (each split over the partition's workers, docs/sph.md "Neighbour search"): the grid, the
         densities (which also gather the velocities into cell order), the wall pressure or the
         divergence solve, the accelerations with v += dv (every stage reads the neighbours'
         velocities from the sorted copy, so the result can be written at once), the density solve
@@ -508,6 +508,7 @@ class SPHSolver(Solver):
             self._density(part, p)
 
     def on_reset(self, envs_idx):
+        self.binsort.clear()        # a step left half done (SceneStateError until a reset) may leave counts
         self.forward()
 
     def check_after_step(self):

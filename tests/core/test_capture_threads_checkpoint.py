@@ -163,7 +163,7 @@ def test_a_stage_after_its_tagged_predecessor_joins_its_segment():
     tag or no tag keeps them apart; the replayed program writes what the stages launch."""
     from polyphys.kernels import binsort as K
     from polyphys.layout import Partition
-    from polyphys.simulator import _prepare, _run_program, _Stage, _StageRunner, run_stage
+    from polyphys.simulator import _Helpers, _prepare, _run_program, _Stage, _StageRunner, run_stage
 
     part, dev, nk = Partition(0, 0, 1, 2), "cpu", 7
     counts = wp.full((1, 2, nk), 5, dtype=wp.int32, device=dev)
@@ -187,7 +187,7 @@ def test_a_stage_after_its_tagged_predecessor_joins_its_segment():
     prog = record(fused)
     assert joined(prog) == [3] and len(prog) == 1
     assert np.all(counts.numpy() == 5)                      # captured, not run
-    helpers = polyphys.simulator._Helpers(1, "test")
+    helpers = _Helpers(1, "test")
     try:
         _run_program(_prepare(prog), helpers)
     finally:
@@ -205,3 +205,40 @@ def test_a_stage_after_its_tagged_predecessor_joins_its_segment():
     prog = record(apart)
     assert joined(prog) == [1, 1, 2, 1]
     assert [type(s).__name__ for s in prog] == ["_Stage", "Graph", "_Stage", "_Stage", "_Stage"]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_binsort_repeated_sorts_with_keys_match_a_stable_argsort(threads):
+    """BinSort with a keys launch clears only the counts its items' last keys left (core/binsort.py):
+    sort after sort, with keys that move, clustered or spread, and after ``clear()``, ``order`` and
+    ``start`` equal NumPy's stable argsort and bin edges, for 1, 2 and 3 workers."""
+    from polyphys.binsort import BinSort
+    from polyphys.layout import Layout, split_envs
+    from polyphys.simulator import run_stage
+
+    n_items, n_keys = 1000, 600                 # 3 blocks of 256 keys
+    lay = Layout(n_envs=1, batched=False, device="cpu", precision="32", dt=0.01, substeps=1, gravity=(0, 0, 0),
+                 partitions=split_envs(1, threads))
+    part = lay.partitions[0]
+    assert part.workers == threads
+    bs = BinSort(lay, n_items, n_keys)
+    src = wp.zeros(n_items, dtype=wp.int32, device="cpu")
+    key, order, start = bs.views(part)
+
+    class Runner:                               # run_stage outside a step: worker after worker
+        def parallel(self, part, stage, tag=None, after=None):
+            run_stage(part, stage, tag, after)
+
+    def keys(w, a, b):
+        wp.copy(key, src, dest_offset=a, src_offset=a, count=b - a)
+
+    rng = np.random.default_rng(3)
+    draws = [rng.integers(0, n_keys, n_items), rng.integers(0, 5, n_items) * 97, np.full(n_items, n_keys - 1),
+             rng.integers(0, n_keys, n_items), np.sort(rng.integers(0, n_keys, n_items))[::-1].copy()]
+    for t, k in enumerate(draws):
+        if t == 3:
+            bs.clear()
+        src.assign(k.astype(np.int32))
+        bs.sort(Runner(), part, keys)
+        np.testing.assert_array_equal(order.numpy()[0], np.argsort(k, kind="stable"))
+        np.testing.assert_array_equal(start.numpy()[0], np.searchsorted(np.sort(k), np.arange(n_keys + 1)))
