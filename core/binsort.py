@@ -9,9 +9,9 @@ construction and nothing synchronises with the host: the stages are captured wit
 
 Stages (``Solver.parallel``; kernels in ``polyphys.kernels.binsort``): every worker clears its row
 of counts and counts its share of the items in it (the rank of an item among its share's items of that
-key); blocks of keys are summed, the block sums scanned (one launch on the partition's thread),
-the blocks scanned locally — turning each worker's counts into its write offsets — and each
-worker scatters its items. Three barriers and one serial launch. Cost O(n_items + workers · n_keys)
+key) and in its row of block counts (blocks of ``BLOCK`` keys); the block counts are scanned (one
+launch on the partition's thread), the blocks scanned locally — turning each worker's counts into
+its write offsets — and each worker scatters its items. Two barriers and one serial launch. Cost O(n_items + workers · n_keys)
 per env. Clearing a row costs O(n_keys) per worker unless the keys come from ``sort``'s ``keys``
 launch: then the row is non-zero only at the keys its items had in the last sort (offsets are
 written only where a worker has items), and the worker zeroes just those before writing the new
@@ -45,11 +45,12 @@ class BinSort:
         self.start = z((n, self.n_keys + 1))
         self.counts = wp.zeros((n, w, self.n_keys), dtype=wp.int32, device=dev)
         self.blocks = z((n, self.n_blocks))
+        self.block_counts = wp.zeros((n, w, self.n_blocks), dtype=wp.int32, device=dev)
         self._views = {}
         for part in layout.partitions:
             s = part.slice
             self._views[part.index] = (self.key[s], self.rank[s], self.order[s], self.start[s], self.counts[s],
-                                       self.blocks[s])
+                                       self.blocks[s], self.block_counts[s])
 
     def clear(self) -> None:
         """Zero every worker's counts (outside a step): the state the first sort starts from."""
@@ -57,7 +58,7 @@ class BinSort:
 
     def views(self, part):
         """(key, order, start) rows of the partition's envs."""
-        key, _, order, start, _, _ = self._views[part.index]
+        key, _, order, start, _, _, _ = self._views[part.index]
         return key, order, start
 
     def sort(self, solver, part, keys=None, payload=None, after=None) -> None:
@@ -73,7 +74,7 @@ class BinSort:
 
         from .kernels import binsort as K
 
-        key, rank, order, start, counts, blocks = self._views[part.index]
+        key, rank, order, start, counts, blocks, bcounts = self._views[part.index]
         ne, n, nk, nb = part.n_envs, self.n_items, self.n_keys, self.n_blocks
 
         def count(w):
@@ -85,13 +86,9 @@ class BinSort:
                 if b > a:
                     wp.launch(K.clear_item_counts, dim=(ne, b - a), inputs=[w, a, key], outputs=[counts])
                 keys(w, a, b)
+            wp.launch(K.zero_counts, dim=(ne, nb), inputs=[w, 0], outputs=[bcounts])
             if b > a:
-                wp.launch(K.count_keys, dim=(ne, b - a), inputs=[w, a, key], outputs=[rank, counts])
-
-        def sums(w):
-            a, b = part.chunk(w, nb)
-            if b > a:
-                wp.launch(K.block_sums, dim=(ne, b - a), inputs=[nk, a, counts], outputs=[blocks])
+                wp.launch(K.count_keys, dim=(ne, b - a), inputs=[w, a, key], outputs=[rank, counts, bcounts])
 
         def offsets(w):
             a, b = part.chunk(w, nb)
@@ -109,8 +106,7 @@ class BinSort:
                           outputs=[order, payload[1]])
 
         solver.parallel(part, count, after=after)
-        solver.parallel(part, sums)
-        wp.launch(K.scan_blocks, dim=ne, inputs=[nb], outputs=[blocks])
+        wp.launch(K.scan_blocks, dim=ne, inputs=[nb, bcounts], outputs=[blocks])
         solver.parallel(part, offsets)
         solver.parallel(part, scatter)
         if self.cuda:

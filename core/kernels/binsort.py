@@ -2,9 +2,9 @@
 
 Each worker of a partition counts the keys of its share of the items in a row of its own
 (``counts[env, w, key]``; the launch runs its items in index order on CPU, so an item's rank is its
-place among the share's items of that key), the keys are then scanned in blocks of ``BLOCK``
-(block sums, a serial scan of the block sums, local scans that also turn each worker's counts into
-its offsets), and every item lands at ``offset[w, key] + rank``. Items of one key therefore come
+place among the share's items of that key) and of each block of ``BLOCK`` keys, the keys are then
+scanned in blocks (a serial scan of the block counts, local scans that also turn each worker's
+counts into its offsets), and every item lands at ``offset[w, key] + rank``. Items of one key therefore come
 in ascending index, whatever the number of workers, and no two workers ever write the same word.
 On CUDA the ranks come from integer atomics in no fixed order; ``sort_bins`` restores the index
 order inside each key there.
@@ -56,44 +56,32 @@ def count_keys(
     # Data out:
     rank_out: wp.array2d(dtype=wp.int32),
     counts_out: wp.array3d(dtype=wp.int32),
+    block_counts_out: wp.array3d(dtype=wp.int32),
 ):
+    """Worker w's count of each key (an item's rank: its count before it) and of each block of keys."""
     env, q = wp.tid()
     i = i0 + q
-    rank_out[env, i] = wp.atomic_add(counts_out, env, w, key_in[env, i], 1)
-
-
-@wp.kernel
-def block_sums(
-    # Model:
-    n_keys: int,
-    b0: int,
-    # Data in:
-    counts_in: wp.array3d(dtype=wp.int32),
-    # Data out:
-    block_out: wp.array2d(dtype=wp.int32),
-):
-    env, q = wp.tid()
-    b = b0 + q
-    s = int(0)
-    for k in range(b * BLOCK, wp.min((b + 1) * BLOCK, n_keys)):
-        for w in range(counts_in.shape[1]):
-            s += counts_in[env, w, k]
-    block_out[env, b] = s
+    k = key_in[env, i]
+    rank_out[env, i] = wp.atomic_add(counts_out, env, w, k, 1)
+    wp.atomic_add(block_counts_out, env, w, k / BLOCK, 1)
 
 
 @wp.kernel
 def scan_blocks(
     # Model:
     n_blocks: int,
+    # Data in:
+    block_counts_in: wp.array3d(dtype=wp.int32),
     # Data out:
-    block_inout: wp.array2d(dtype=wp.int32),
+    block_out: wp.array2d(dtype=wp.int32),
 ):
+    """block[b] = the items of every block before b (all workers' block counts)."""
     env = wp.tid()
     run = int(0)
     for b in range(n_blocks):
-        v = block_inout[env, b]
-        block_inout[env, b] = run
-        run += v
+        block_out[env, b] = run
+        for w in range(block_counts_in.shape[1]):
+            run += block_counts_in[env, w, b]
 
 
 @wp.kernel
