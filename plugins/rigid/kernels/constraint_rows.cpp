@@ -4,8 +4,13 @@
 // point_jac_native: efc_J[row] += scale · axis · (velocity of the point p fixed to `link` per dof)
 // along the link's dof chain (rot = 1: the angular velocity instead); the row's span efc_span[row]
 // grows to cover the chain (dof_parent[d] < d: the chain lies in [its last dof, link_dof_last]).
-// row_clear_native: efc_J[row] = 0 over the row's span efc_span[row] = [lo, hi) (every nonzero of the
-//   row lies in it), then the span empty (nv, 0).
+// row_clear_native: efc_J[row] = 0, then the span empty (nv, 0) and no links recorded (efc_chain -2).
+//   A contact row records the two links whose dof chains it was built from (efc_chain[row] = la, lb;
+//   -1: world); when the chains' column span [first dof, last dof + 1) is the row's span, only the
+//   chains' entries are zeroed (the row's other span entries are zero: a contact between boxes i and
+//   j of the pile spans 6|i − j| + 6 columns, its chains 12), else the whole span [lo, hi) (every
+//   nonzero of a row lies in it). Another writer of a row (the SAP contact hand-off, a test filling J)
+//   sets the span (or efc_chain = -2), which sends the next clear to the whole span.
 // row_dot_native: out[row] = efc_J[row]·qvel over the row's span. The span is a superset of the
 //   nonzero columns: the skipped terms are exact zeros and the sum starts at +0, so it equals the sum
 //   over all nv columns (and the previous scan for the first/last nonzero).
@@ -54,11 +59,32 @@
     typedef decltype(+*efc_J.data) T;
     T* jr = (T*)((char*)efc_J.data + (size_t)env * efc_J.strides[0] + (size_t)row * efc_J.strides[1]);
     int* sp = (int*)((char*)efc_span.data + (size_t)env * efc_span.strides[0] + (size_t)row * efc_span.strides[1]);
+    int* ch = (int*)((char*)efc_chain.data + (size_t)env * efc_chain.strides[0] + (size_t)row * efc_chain.strides[1]);
+    const size_t s2 = (size_t)efc_span.strides[2] / sizeof(int), c2 = (size_t)efc_chain.strides[2] / sizeof(int);
     const int lo = sp[0] < 0 ? 0 : sp[0];
-    const int hi = sp[1] > nv ? nv : sp[1];
-    for (int j = lo; j < hi; ++j) jr[j] = T(0);
+    const int hi = sp[s2] > nv ? nv : sp[s2];
+    bool whole = true;
+    if (ch[0] >= -1 && hi > lo) {
+        // links recorded: zero their chains' entries; the chains' column span equal to the row's
+        // span means no other writer touched the row (see contact_rows_native), so that is all
+        int clo = nv, chi = 0;
+        for (int k = 0; k < 2; ++k) {
+            const int l = ch[k * c2];
+            int d = l >= 0 ? link_dof_last.data[l] : -1;
+            if (d >= 0 && d + 1 > chi) chi = d + 1;
+            for (; d >= 0; d = dof_parent.data[d]) {
+                jr[d] = T(0);
+                if (d < clo) clo = d;
+            }
+        }
+        whole = !(clo == lo && chi == hi);
+    }
+    if (whole)
+        for (int j = lo; j < hi; ++j) jr[j] = T(0);
     sp[0] = nv;
-    sp[1] = 0;
+    sp[s2] = 0;
+    ch[0] = -2;
+    ch[c2] = -2;
 
 // @func row_dot_native
     typedef decltype(+*efc_J.data) T;
@@ -116,6 +142,8 @@
     const size_t Js = (size_t)efc_J.strides[1];
     char* const Sb = (char*)efc_span.data + e * efc_span.strides[0];
     const size_t Ss = (size_t)efc_span.strides[1], Ss2 = (size_t)efc_span.strides[2] / sizeof(int);
+    char* const Cb = (char*)efc_chain.data + e * efc_chain.strides[0];
+    const size_t Cs = (size_t)efc_chain.strides[1], Cs2 = (size_t)efc_chain.strides[2] / sizeof(int);
     int* const o_type = PP_BASE(efc_type, int);
     int* const o_id = PP_BASE(efc_id, int);
     int* const o_dim = PP_BASE(efc_dim, int);
@@ -179,14 +207,34 @@
     int ncols = -1;
     auto jrow = [=](int r) { return (T*)(Jb + (size_t)r * Js); };
     auto span = [=](int r) { return (int*)(Sb + (size_t)r * Ss); };
+    auto chain = [=](int r) { return (int*)(Cb + (size_t)r * Cs); };
+    // row_clear_native's clear (see there): the recorded links' chains when their span is the row's
     auto clear_row = [=](int r) {
         T* jr = jrow(r);
         int* sp = span(r);
+        int* ch = chain(r);
         const int lo = sp[0] < 0 ? 0 : sp[0];
         const int hi = sp[Ss2] > nv ? nv : sp[Ss2];
-        for (int j = lo; j < hi; ++j) jr[j] = T(0);
+        bool whole = true;
+        if (ch[0] >= -1 && hi > lo) {
+            int clo = nv, chi = 0;
+            for (int k = 0; k < 2; ++k) {
+                const int l = ch[k * Cs2];
+                int d = l >= 0 ? dlast[l] : -1;
+                if (d >= 0 && d + 1 > chi) chi = d + 1;
+                for (; d >= 0; d = par[d]) {
+                    jr[d] = T(0);
+                    if (d < clo) clo = d;
+                }
+            }
+            whole = !(clo == lo && chi == hi);
+        }
+        if (whole)
+            for (int j = lo; j < hi; ++j) jr[j] = T(0);
         sp[0] = nv;
         sp[Ss2] = 0;
+        ch[0] = -2;
+        ch[Cs2] = -2;
     };
     // one walk (elliptic / frictionless rows): J[r] += scale · axis · (velocity of p fixed to `link` per
     // dof) (rot: angular velocity), the row's span grown by the chain's columns
@@ -240,7 +288,7 @@
 #if !defined(__CUDA_ARCH__)
     // CPU: the envs of a launch run one after another, and at 1024 envs each env's rows are out of cache
     // when its turn comes; ask for the next env's first PP_PREFETCH_ROWS rows (its per-row outputs and
-    // the J entries of the spans its last build left, which the clears and walks write) now. Measured
+    // the J entries at the two ends of the spans its last build left, which the clears and walks write) now. Measured
     // (docs/constraint.md, Round 8): −1.5 to −3 µs per env-step on 8 boxes; more rows gained nothing on the pile.
     if (env + 1 < efc_J.shape[0]) {
         enum { PP_PREFETCH_ROWS = 128 };
@@ -265,8 +313,11 @@
             const int lo = sp[0] < 0 ? 0 : sp[0];
             const int hi = sp[Ss2] > nv ? nv : sp[Ss2];
             if (hi <= lo) continue;
+            // the span's first and last 8 entries: a contact row's two chains (free bodies: 6 dofs each)
             const char* jr = jb + (size_t)r * efc_J.strides[1];
-            for (size_t o = (size_t)lo * sizeof(T); o < (size_t)hi * sizeof(T); o += 64) __builtin_prefetch(jr + o, 1, 3);
+            __builtin_prefetch(jr + (size_t)lo * sizeof(T), 1, 3);
+            __builtin_prefetch(jr + (size_t)(lo + 7 < hi ? lo + 7 : hi - 1) * sizeof(T), 1, 3);
+            __builtin_prefetch(jr + (size_t)(hi - 8 > lo ? hi - 8 : lo) * sizeof(T), 1, 3);
             __builtin_prefetch(jr + (size_t)(hi - 1) * sizeof(T), 1, 3);
         }
     }
@@ -468,6 +519,12 @@
             // common R matching the elliptic friction impedance (MuJoCo): 2 μ_reg² R_first
             const T rpy = wp::mul(wp::mul(T(2.0), mu2), o_R[row * tR]);
             for (int j = 0; j < nrow; ++j) o_R[(row + j) * tR] = rpy;
+        }
+        // the rows' links: the next build's clear zeroes their chains only (clear_row)
+        for (int j = 0; j < nrow; ++j) {
+            int* ch = chain(row + j);
+            ch[0] = la;
+            ch[Cs2] = lb;
         }
         row = row + nrow;
     }

@@ -57,13 +57,14 @@ def contact_rows_native(nv: int, max_rows: int, cone: int, impratio: Any, tc_flo
                         dof_parent: I1, link_dof_last: I1, link_invweight: A2, cdof_w: A2, cdof_v: A2, dof_ref: A2,
                         qvel: A2, n_con: int, con_dim: I2, con_link: I3, con_pos: A2, con_frame: A2, con_dist: A2,
                         con_margin: A2, con_friction: A3, con_sol: A3, con_solreffriction: A3, con_efc_adr: I2,
-                        efc_J: A3, efc_span: I3, efc_type: I2, efc_id: I2, efc_dim: I2, efc_pos: A2, efc_margin: A2,
-                        efc_vel: A2, efc_aref: A2, efc_R: A2, efc_D: A2, efc_imp: A2, efc_floss: A2, efc_mu: A2, n_efc: I1,
-                        overflow: I1): ...
+                        efc_J: A3, efc_span: I3, efc_chain: I3, efc_type: I2, efc_id: I2, efc_dim: I2, efc_pos: A2,
+                        efc_margin: A2, efc_vel: A2, efc_aref: A2, efc_R: A2, efc_D: A2, efc_imp: A2, efc_floss: A2, efc_mu: A2,
+                        n_efc: I1, overflow: I1): ...
 
 
 @wp.func_native(native.body(__file__, "row_clear_native"))
-def row_clear_native(efc_J: A3, efc_span: I3, env: int, row: int, nv: int): ...
+def row_clear_native(efc_J: A3, efc_span: I3, efc_chain: I3, dof_parent: I1, link_dof_last: I1, env: int, row: int,
+                     nv: int): ...
 
 
 @wp.func_native(native.body(__file__, "row_dot_native"))
@@ -213,15 +214,20 @@ def finish_row(
 
 
 @wp.func
-def clear_row(efc_J: wp.array3d(dtype=Any), efc_span: wp.array3d(dtype=wp.int32), env: int, row: int, nv: int):
-    """J[row] = 0 over its span, the span empty (nv, 0)."""
-    row_clear_native(efc_J, efc_span, env, row, nv)
+def clear_row(efc_J: wp.array3d(dtype=Any), efc_span: wp.array3d(dtype=wp.int32), efc_chain: wp.array3d(dtype=wp.int32),
+              dof_parent: wp.array(dtype=wp.int32), link_dof_last: wp.array(dtype=wp.int32), env: int, row: int, nv: int):
+    """J[row] = 0 (over its links' dof chains when efc_chain records them and the span is theirs, else over
+    its span), the span empty (nv, 0), no links recorded."""
+    row_clear_native(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, env, row, nv)
 
 
 @wp.func
 def init_rows(
     efc_J: wp.array3d(dtype=Any),
     efc_span: wp.array3d(dtype=wp.int32),
+    efc_chain: wp.array3d(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    link_dof_last: wp.array(dtype=wp.int32),
     efc_floss: wp.array2d(dtype=Any),
     efc_mu: wp.array2d(dtype=Any),
     efc_dim: wp.array2d(dtype=wp.int32),
@@ -236,7 +242,7 @@ def init_rows(
     """Rows lo .. hi-1 to their cleared state (J 0, R 1, the rest 0); returns max(lo, hi)."""
     zero = type(efc_R[env, 0])(0.0)
     for i in range(lo, hi):
-        clear_row(efc_J, efc_span, env, i, nv)
+        clear_row(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, env, i, nv)
         efc_floss[env, i] = zero
         efc_mu[env, i] = zero
         efc_dim[env, i] = 0
@@ -460,6 +466,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
     overflow = d.efc_overflow
     efc_J = d.efc_J
     efc_span = d.efc_span
+    efc_chain = d.efc_chain
     efc_type = d.efc_type
     efc_id = d.efc_id
     efc_dim = d.efc_dim
@@ -499,7 +506,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
             if row + 3 > max_rows:
                 over = 1
                 continue
-            clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 3, nv)
+            clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                            efc_R, efc_aref, env, clr, row + 3, nv)
             l1 = eq_obj[e, 0]
             l2 = eq_obj[e, 1]
             a1 = wp.vector(eq_data[e, 0], eq_data[e, 1], eq_data[e, 2])
@@ -538,7 +546,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
             if row + 6 > max_rows:
                 over = 1
                 continue
-            clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 6, nv)
+            clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                            efc_R, efc_aref, env, clr, row + 6, nv)
             wl0 = eq_obj[e, 0]
             wl1 = eq_obj[e, 1]
             wa0 = wp.vector(eq_data[e, 3], eq_data[e, 4], eq_data[e, 5])
@@ -611,7 +620,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
             if row + 1 > max_rows:
                 over = 1
                 continue
-            clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+            clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                            efc_R, efc_aref, env, clr, row + 1, nv)
             # eq_obj: (qadr1, dof1, qadr2, dof2 packed as obj[e,0]=joint1 qadr, obj[e,1]=joint2 qadr or -1)
             q1 = eq_obj[e, 0]
             q2 = eq_obj[e, 1]
@@ -653,7 +663,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
         if row + 1 > max_rows:
             over = 1
             continue
-        clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+        clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                        efc_R, efc_aref, env, clr, row + 1, nv)
         tc = legal_timeconst(dof_sol[env, dof, 0], dof_sol[env, dof, 1], tc_floor)
         dr = legal_dampratio(dof_sol[env, dof, 0], dof_sol[env, dof, 1])
         dmax = clamp_imp(dof_sol[env, dof, 3])
@@ -670,9 +681,9 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
     # leaves the row count in n_efc[env] and the overflow flag in overflow[env]
     contact_rows_native(nv, max_rows, cone, impratio, tc_floor, env, row, clr, dof_parent, link_dof_last, link_invweight,
                         cdof_w, cdof_v, dof_ref, qvel, n_con[env], con_dim, con_link, con_pos, con_frame, con_dist,
-                        con_margin, con_friction, con_sol, d.con_solreffriction, con_efc_adr, efc_J, efc_span, efc_type,
-                        efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp, efc_floss, efc_mu,
-                        n_efc, overflow)
+                        con_margin, con_friction, con_sol, d.con_solreffriction, con_efc_adr, efc_J, efc_span, efc_chain,
+                        efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp, efc_floss,
+                        efc_mu, n_efc, overflow)
     row = n_efc[env]
     if overflow[env] != 0:
         over = 1
@@ -700,7 +711,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                 if row + 1 > max_rows:
                     over = 1
                     continue
-                clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+                clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                                efc_R, efc_aref, env, clr, row + 1, nv)
                 dof = lim_dof[li]
                 tc = legal_timeconst(lim_sol[env, li, 0], lim_sol[env, li, 1], tc_floor)
                 dr = legal_dampratio(lim_sol[env, li, 0], lim_sol[env, li, 1])
@@ -735,7 +747,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                 if row + 1 > max_rows:
                     over = 1
                     continue
-                clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+                clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                                efc_R, efc_aref, env, clr, row + 1, nv)
                 dof = lim_dof[li]
                 tc = legal_timeconst(lim_sol[env, li, 0], lim_sol[env, li, 1], tc_floor)
                 dr = legal_dampratio(lim_sol[env, li, 0], lim_sol[env, li, 1])
@@ -752,7 +765,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
     for i in range(row):
         efc_D[env, i] = one / efc_R[env, i]
     # the last build's rows beyond this one's: back to the cleared state (padding reads as empty)
-    init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, row, prev, nv)
+    init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+              efc_R, efc_aref, env, row, prev, nv)
     n_efc[env] = row
     overflow[env] = over
 
