@@ -513,6 +513,7 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.eq_acc_bias = z((n, neq, 6))
     d.efc_J = z((n, R, nv))
     d.efc_span = z((n, R, 2), I32)
+    d.efc_chain = a.arr(np.full((n, R, 2), -2), I32)
     for k in ("efc_type", "efc_id", "efc_dim", "efc_state"):
         setattr(d, k, z((n, R), I32))
     for k in ("efc_pos", "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss",

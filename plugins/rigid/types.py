@@ -243,6 +243,9 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         efc_J: (n, max_rows, nv) float: row Jacobians
         efc_span: (n, max_rows, 2) int: dof columns [lo, hi) holding every nonzero of the row (built
             from the rows' dof chains; lo >= hi: empty); the row products skip the columns outside
+        efc_chain: (n, max_rows, 2) int: a contact row's two links (−1: world) whose dof chains hold all
+            its nonzeros, −2: none recorded (make_rows' clear zeroes those chains only while their column
+            span is the row's span; any other writer of a row sets its span or −2 here)
         efc_type: (n, max_rows) int: ConstraintType
         efc_id: (n, max_rows) int: the equality, dof, contact or limit the row belongs to
         efc_dim: (n, max_rows) int: elliptic normal rows: cone dimension
@@ -544,6 +547,7 @@ def _data_struct(s):
         eq_acc_bias: S3
         efc_J: S3
         efc_span: I3
+        efc_chain: I3
         efc_type: I2
         efc_id: I2
         efc_dim: I2

@@ -249,6 +249,7 @@ class MjStage:
         d.efc_J = z(E, R, nv)
         # rows assigned here from MuJoCo's efc_J: every column may be nonzero (make_rows narrows them)
         d.efc_span = arr(np.tile(np.array([0, nv]), (E, R, 1)), wp.int32)
+        d.efc_chain = arr(np.full((E, R, 2), -2), wp.int32)
         for name in ("efc_type", "efc_id", "efc_dim", "efc_state"):
             setattr(d, name, z(E, R, dt=wp.int32))
         for name in ("efc_pos", "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss",

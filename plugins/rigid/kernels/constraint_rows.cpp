@@ -4,11 +4,28 @@
 // point_jac_native: efc_J[row] += scale · axis · (velocity of the point p fixed to `link` per dof)
 // along the link's dof chain (rot = 1: the angular velocity instead); the row's span efc_span[row]
 // grows to cover the chain (dof_parent[d] < d: the chain lies in [its last dof, link_dof_last]).
-// row_clear_native: efc_J[row] = 0 over the row's span efc_span[row] = [lo, hi) (every nonzero of the
-//   row lies in it), then the span empty (nv, 0).
+// row_clear_native: efc_J[row] = 0, then the span empty (nv, 0) and no links recorded (efc_chain -2).
+//   A contact row records the two links whose dof chains it was built from (efc_chain[row] = la, lb;
+//   -1: world); when the chains' column span [first dof, last dof + 1) is the row's span, only the
+//   chains' entries are zeroed (the row's other span entries are zero: a contact between boxes i and
+//   j of the pile spans 6|i − j| + 6 columns, its chains 12), else the whole span [lo, hi) (every
+//   nonzero of a row lies in it). Another writer of a row (the SAP contact hand-off, a test filling J)
+//   sets the span (or efc_chain = -2), which sends the next clear to the whole span.
 // row_dot_native: out[row] = efc_J[row]·qvel over the row's span. The span is a superset of the
 //   nonzero columns: the skipped terms are exact zeros and the sum starts at +0, so it equals the sum
 //   over all nv columns (and the previous scan for the first/last nonzero).
+// contact_rows_native: make_rows' contact section for one env — per contact its rows' clear, impedance,
+//   reference and regularization (the Warp functions of constraint_rows.py, written with Warp's own
+//   scalar/vector functions in the same order, so the results are bit for bit those of the Warp loop it
+//   replaced: tools/rigid_trajectories.py), the Jacobian rows and J·qvel. A pyramidal contact's
+//   2(dim − 1) rows come from one pass over each link's dof chain (each dof's point velocity and its
+//   dim axis components computed once) instead of four walks per row, each entry receiving the same
+//   additions in the same order (n_a, −n_b, ±μ_k t_a, ∓μ_k t_b; dofs the two chains share get all four).
+//   J·qvel of a contact row runs over the two chains' columns in ascending order, not the whole span
+//   (the span of a contact between links far apart in the tree holds mostly zeros; on the pile of 50
+//   boxes nearly all of nv = 300): the skipped entries are exact zeros, so for finite qvel the sum is
+//   the span's. Writes the row count to n_efc[env] and the overflow flag to overflow[env] (make_rows reads
+//   both back); CPU: prefetches the next env's rows (see there).
 
 // @func point_jac_native
     typedef decltype(+*efc_J.data) T;
@@ -42,11 +59,32 @@
     typedef decltype(+*efc_J.data) T;
     T* jr = (T*)((char*)efc_J.data + (size_t)env * efc_J.strides[0] + (size_t)row * efc_J.strides[1]);
     int* sp = (int*)((char*)efc_span.data + (size_t)env * efc_span.strides[0] + (size_t)row * efc_span.strides[1]);
+    int* ch = (int*)((char*)efc_chain.data + (size_t)env * efc_chain.strides[0] + (size_t)row * efc_chain.strides[1]);
+    const size_t s2 = (size_t)efc_span.strides[2] / sizeof(int), c2 = (size_t)efc_chain.strides[2] / sizeof(int);
     const int lo = sp[0] < 0 ? 0 : sp[0];
-    const int hi = sp[1] > nv ? nv : sp[1];
-    for (int j = lo; j < hi; ++j) jr[j] = T(0);
+    const int hi = sp[s2] > nv ? nv : sp[s2];
+    bool whole = true;
+    if (ch[0] >= -1 && hi > lo) {
+        // links recorded: zero their chains' entries; the chains' column span equal to the row's
+        // span means no other writer touched the row (see contact_rows_native), so that is all
+        int clo = nv, chi = 0;
+        for (int k = 0; k < 2; ++k) {
+            const int l = ch[k * c2];
+            int d = l >= 0 ? link_dof_last.data[l] : -1;
+            if (d >= 0 && d + 1 > chi) chi = d + 1;
+            for (; d >= 0; d = dof_parent.data[d]) {
+                jr[d] = T(0);
+                if (d < clo) clo = d;
+            }
+        }
+        whole = !(clo == lo && chi == hi);
+    }
+    if (whole)
+        for (int j = lo; j < hi; ++j) jr[j] = T(0);
     sp[0] = nv;
-    sp[1] = 0;
+    sp[s2] = 0;
+    ch[0] = -2;
+    ch[c2] = -2;
 
 // @func row_dot_native
     typedef decltype(+*efc_J.data) T;
@@ -62,3 +100,433 @@
         s = s + p;
     }
     ((T*)((char*)out.data + (size_t)env * out.strides[0]))[row] = s;
+
+// @func contact_rows_native
+    typedef decltype(+*efc_J.data) T;
+    typedef wp::vec_t<3, T> V;
+    typedef wp::mat_t<3, 3, T> M3;
+    const size_t e = (size_t)env;
+    // this env's rows of every array as plain pointers with element strides (locals: no reloads of the
+    // array descriptors after each store)
+#define PP_BASE(a, TY) ((TY*)((char*)(a).data + e * (a).strides[0]))
+#define PP_ST(a, TY) ((size_t)(a).strides[1] / sizeof(TY))
+    const V* const cw = PP_BASE(cdof_w, const V);
+    const V* const cv = PP_BASE(cdof_v, const V);
+    const V* const rf = PP_BASE(dof_ref, const V);
+    const T* const qv = PP_BASE(qvel, const T);
+    const int* const par = dof_parent.data;
+    const int* const dlast = link_dof_last.data;
+    const char* const liw = (const char*)link_invweight.data;
+    const size_t liw0 = (size_t)link_invweight.strides[0], liw1 = (size_t)link_invweight.strides[1];
+    const int* const c_dim = PP_BASE(con_dim, const int);
+    const size_t c_dim_s = PP_ST(con_dim, int);
+    const char* const c_link = (const char*)con_link.data + e * con_link.strides[0];
+    const size_t c_link_s1 = (size_t)con_link.strides[1], c_link_s2 = (size_t)con_link.strides[2];
+    const V* const c_pos = PP_BASE(con_pos, const V);
+    const size_t c_pos_s = PP_ST(con_pos, V);
+    const M3* const c_frame = PP_BASE(con_frame, const M3);
+    const size_t c_frame_s = PP_ST(con_frame, M3);
+    const T* const c_dist = PP_BASE(con_dist, const T);
+    const size_t c_dist_s = PP_ST(con_dist, T);
+    const T* const c_marg = PP_BASE(con_margin, const T);
+    const size_t c_marg_s = PP_ST(con_margin, T);
+    const char* const c_fric = (const char*)con_friction.data + e * con_friction.strides[0];
+    const size_t c_fric_s1 = (size_t)con_friction.strides[1], fs = (size_t)con_friction.strides[2] / sizeof(T);
+    const char* const c_sol = (const char*)con_sol.data + e * con_sol.strides[0];
+    const size_t c_sol_s1 = (size_t)con_sol.strides[1], ss = (size_t)con_sol.strides[2] / sizeof(T);
+    const char* const c_srf = (const char*)con_solreffriction.data + e * con_solreffriction.strides[0];
+    const size_t c_srf_s1 = (size_t)con_solreffriction.strides[1], srs = (size_t)con_solreffriction.strides[2] / sizeof(T);
+    int* const c_adr = PP_BASE(con_efc_adr, int);
+    const size_t c_adr_s = PP_ST(con_efc_adr, int);
+    char* const Jb = (char*)efc_J.data + e * efc_J.strides[0];
+    const size_t Js = (size_t)efc_J.strides[1];
+    char* const Sb = (char*)efc_span.data + e * efc_span.strides[0];
+    const size_t Ss = (size_t)efc_span.strides[1], Ss2 = (size_t)efc_span.strides[2] / sizeof(int);
+    char* const Cb = (char*)efc_chain.data + e * efc_chain.strides[0];
+    const size_t Cs = (size_t)efc_chain.strides[1], Cs2 = (size_t)efc_chain.strides[2] / sizeof(int);
+    int* const o_type = PP_BASE(efc_type, int);
+    int* const o_id = PP_BASE(efc_id, int);
+    int* const o_dim = PP_BASE(efc_dim, int);
+    T* const o_pos = PP_BASE(efc_pos, T);
+    T* const o_margin = PP_BASE(efc_margin, T);
+    T* const o_vel = PP_BASE(efc_vel, T);
+    T* const o_aref = PP_BASE(efc_aref, T);
+    T* const o_R = PP_BASE(efc_R, T);
+    T* const o_D = PP_BASE(efc_D, T);
+    T* const o_imp = PP_BASE(efc_imp, T);
+    T* const o_floss = PP_BASE(efc_floss, T);
+    T* const o_mu = PP_BASE(efc_mu, T);
+    const size_t it = PP_ST(efc_type, int), ii = PP_ST(efc_id, int), idm = PP_ST(efc_dim, int);
+    const size_t tp_ = PP_ST(efc_pos, T), tm = PP_ST(efc_margin, T), tv = PP_ST(efc_vel, T), ta = PP_ST(efc_aref, T);
+    const size_t tR = PP_ST(efc_R, T), tD = PP_ST(efc_D, T), ti = PP_ST(efc_imp, T), tf = PP_ST(efc_floss, T);
+    const size_t tmu = PP_ST(efc_mu, T);
+#undef PP_BASE
+#undef PP_ST
+    const T zero = wp::mul(impratio, T(0.0));
+    const T one = wp::add(zero, T(1.0));
+    const T tiny = T(1.0e-15);
+    auto clamp_imp = [](T x) { return wp::min(T(0.9999), wp::max(T(0.0001), x)); };
+    auto mixed = [](T tc, T dr) { return (tc > T(0.0) && dr <= T(0.0)) || (tc <= T(0.0) && dr > T(0.0)); };
+    auto legal_tc = [=](T tc, T dr) {
+        T t = tc;
+        if (mixed(tc, dr)) t = T(0.02);
+        if (t > T(0.0)) t = wp::max(t, tc_floor);
+        return t;
+    };
+    auto legal_dr = [=](T tc, T dr) { return mixed(tc, dr) ? T(1.0) : dr; };
+    auto stiffness = [=](T tc, T dr, T dmax) {
+        if (tc > T(0.0)) return wp::div(T(1.0), wp::max(tiny, wp::mul(wp::mul(wp::mul(wp::mul(wp::mul(dmax, dmax), tc), tc), dr), dr)));
+        return wp::div(wp::neg(tc), wp::max(tiny, wp::mul(dmax, dmax)));
+    };
+    auto damping = [=](T tc, T dr, T dmax) {
+        if (dr > T(0.0)) return wp::div(T(2.0), wp::max(tiny, wp::mul(dmax, tc)));
+        return wp::div(wp::neg(dr), wp::max(tiny, dmax));
+    };
+    auto impedance = [=](T dmin, T dmax, T width, T mid, T power, T pos, T margin) {
+        const T o = T(1.0);
+        if (dmin == dmax || width <= tiny) return wp::mul(T(0.5), wp::add(dmin, dmax));
+        const T x = wp::abs(wp::div(wp::sub(pos, margin), width));
+        if (x >= o) return dmax;
+        if (x <= T(0.0)) return dmin;
+        T y = x;
+        if (power == o) {
+            y = x;
+        } else if (x <= mid) {
+            const T a = wp::div(o, wp::pow(mid, wp::sub(power, o)));
+            y = wp::mul(a, wp::pow(x, power));
+        } else {
+            const T b = wp::div(o, wp::pow(wp::sub(o, mid), wp::sub(power, o)));
+            y = wp::sub(o, wp::mul(b, wp::pow(wp::sub(o, x), power)));
+        }
+        return wp::add(dmin, wp::mul(y, wp::sub(dmax, dmin)));
+    };
+    // a contact's nonzero columns: the union of its two links' dof chains, ascending (up to PP_CHAIN
+    // columns; a longer union falls back to the span); ncols = -1: not a contact's row / fallback
+    enum { PP_CHAIN = 128 };
+    int cols[PP_CHAIN];
+    int ncols = -1;
+    auto jrow = [=](int r) { return (T*)(Jb + (size_t)r * Js); };
+    auto span = [=](int r) { return (int*)(Sb + (size_t)r * Ss); };
+    auto chain = [=](int r) { return (int*)(Cb + (size_t)r * Cs); };
+    // row_clear_native's clear (see there): the recorded links' chains when their span is the row's
+    auto clear_row = [=](int r) {
+        T* jr = jrow(r);
+        int* sp = span(r);
+        int* ch = chain(r);
+        const int lo = sp[0] < 0 ? 0 : sp[0];
+        const int hi = sp[Ss2] > nv ? nv : sp[Ss2];
+        bool whole = true;
+        if (ch[0] >= -1 && hi > lo) {
+            int clo = nv, chi = 0;
+            for (int k = 0; k < 2; ++k) {
+                const int l = ch[k * Cs2];
+                int d = l >= 0 ? dlast[l] : -1;
+                if (d >= 0 && d + 1 > chi) chi = d + 1;
+                for (; d >= 0; d = par[d]) {
+                    jr[d] = T(0);
+                    if (d < clo) clo = d;
+                }
+            }
+            whole = !(clo == lo && chi == hi);
+        }
+        if (whole)
+            for (int j = lo; j < hi; ++j) jr[j] = T(0);
+        sp[0] = nv;
+        sp[Ss2] = 0;
+        ch[0] = -2;
+        ch[Cs2] = -2;
+    };
+    // one walk (elliptic / frictionless rows): J[r] += scale · axis · (velocity of p fixed to `link` per
+    // dof) (rot: angular velocity), the row's span grown by the chain's columns
+    auto walk = [=](int link, const V& p, const V& axis, int rot, T scale, int r) {
+        if (link < 0) return;
+        int d = dlast[link];
+        if (d < 0) return;
+        T* jr = jrow(r);
+        int* sp = span(r);
+        if (d + 1 > sp[Ss2]) sp[Ss2] = d + 1;
+        int first = d;
+        while (d >= 0) {
+            first = d;
+            const V w = cw[d];
+            T val;
+            if (rot == 1) val = wp::dot(axis, w);
+            else val = wp::dot(axis, wp::add(cv[d], wp::cross(w, wp::sub(p, rf[d]))));
+            const T sv = wp::mul(scale, val);
+            jr[d] = wp::add(jr[d], sv);
+            d = par[d];
+        }
+        if (first < sp[0]) sp[0] = first;
+    };
+    // the row's J·qvel (over its span: the columns outside hold exact zeros), type, id, pos, margin,
+    // vel, imp, aref = −B·vel − K·imp·(pos − margin), R = max(1e-15, (1 − imp)·diag/imp)
+    auto finish = [&](int r, T pos, T margin, T imp, T k, T b, T diag, int tp, int ident) {
+        const T* jr = jrow(r);
+        const int* sp = span(r);
+        const int lo = sp[0] < 0 ? 0 : sp[0];
+        const int hi = sp[Ss2] > nv ? nv : sp[Ss2];
+        T s = T(0);
+        if (ncols >= 0) {
+            // the chains' columns only: the span's other entries are exact zeros, and adding the
+            // (signed) zero products to the sum (+0 at the start, never −0) leaves it unchanged
+            for (int i = 0; i < ncols; ++i) {
+                const int j = cols[i];
+                s = wp::add(s, wp::mul(jr[j], qv[j]));
+            }
+        } else {
+            for (int j = lo; j < hi; ++j) s = wp::add(s, wp::mul(jr[j], qv[j]));
+        }
+        o_type[r * it] = tp;
+        o_id[r * ii] = ident;
+        o_pos[r * tp_] = pos;
+        o_margin[r * tm] = margin;
+        o_vel[r * tv] = s;
+        o_imp[r * ti] = imp;
+        o_aref[r * ta] = wp::sub(wp::mul(wp::neg(b), s), wp::mul(wp::mul(k, imp), wp::sub(pos, margin)));
+        o_R[r * tR] = wp::max(tiny, wp::div(wp::mul(wp::sub(T(1.0), imp), diag), imp));
+    };
+#if !defined(__CUDA_ARCH__)
+    // CPU: the envs of a launch run one after another, and at 1024 envs each env's rows are out of cache
+    // when its turn comes; ask for the next env's first PP_PREFETCH_ROWS rows (its per-row outputs and
+    // the J entries at the two ends of the spans its last build left, which the clears and walks write) now. Measured
+    // (docs/constraint.md, Round 8): −1.5 to −3 µs per env-step on 8 boxes; more rows gained nothing on the pile.
+    if (env + 1 < efc_J.shape[0]) {
+        enum { PP_PREFETCH_ROWS = 128 };
+        const size_t e1 = (size_t)env + 1;
+        int nr = *(const int*)((const char*)n_efc.data + e1 * n_efc.strides[0]);
+        if (nr > max_rows) nr = max_rows;
+        if (nr > PP_PREFETCH_ROWS) nr = PP_PREFETCH_ROWS;
+        const size_t tb = (size_t)nr * sizeof(T);
+        const char* outs[12] = {
+            (const char*)efc_pos.data + e1 * efc_pos.strides[0], (const char*)efc_margin.data + e1 * efc_margin.strides[0],
+            (const char*)efc_vel.data + e1 * efc_vel.strides[0], (const char*)efc_aref.data + e1 * efc_aref.strides[0],
+            (const char*)efc_R.data + e1 * efc_R.strides[0], (const char*)efc_D.data + e1 * efc_D.strides[0],
+            (const char*)efc_imp.data + e1 * efc_imp.strides[0], (const char*)efc_floss.data + e1 * efc_floss.strides[0],
+            (const char*)efc_mu.data + e1 * efc_mu.strides[0], (const char*)efc_type.data + e1 * efc_type.strides[0],
+            (const char*)efc_id.data + e1 * efc_id.strides[0], (const char*)efc_dim.data + e1 * efc_dim.strides[0]};
+        for (int a = 0; a < 12; ++a)
+            for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(outs[a] + l, 1, 3);
+        const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
+        const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
+        for (int r = 0; r < nr; ++r) {
+            const int* sp = (const int*)(sb + (size_t)r * efc_span.strides[1]);
+            const int lo = sp[0] < 0 ? 0 : sp[0];
+            const int hi = sp[Ss2] > nv ? nv : sp[Ss2];
+            if (hi <= lo) continue;
+            // the span's first and last 8 entries: a contact row's two chains (free bodies: 6 dofs each)
+            const char* jr = jb + (size_t)r * efc_J.strides[1];
+            __builtin_prefetch(jr + (size_t)lo * sizeof(T), 1, 3);
+            __builtin_prefetch(jr + (size_t)(lo + 7 < hi ? lo + 7 : hi - 1) * sizeof(T), 1, 3);
+            __builtin_prefetch(jr + (size_t)(hi - 8 > lo ? hi - 8 : lo) * sizeof(T), 1, 3);
+            __builtin_prefetch(jr + (size_t)(hi - 1) * sizeof(T), 1, 3);
+        }
+    }
+#endif
+    auto chain_cols = [&](int la, int lb) {
+        int da = la >= 0 ? dlast[la] : -1;
+        int db = lb >= 0 ? dlast[lb] : -1;
+        int n = 0;
+        // both chains run root-ward (descending); merge them from the root end: collect descending, then reverse
+        int tmp[PP_CHAIN];
+        while (da >= 0 || db >= 0) {
+            if (n == PP_CHAIN) return -1;
+            int d;
+            if (da == db) {
+                d = da;
+                da = par[da];
+                db = par[db];
+            } else if (da > db) {
+                d = da;
+                da = par[da];
+            } else {
+                d = db;
+                db = par[db];
+            }
+            tmp[n++] = d;
+        }
+        for (int i = 0; i < n; ++i) cols[i] = tmp[n - 1 - i];
+        return n;
+    };
+    int over = 0;
+    for (int c = 0; c < n_con; ++c) {
+        const int dim = c_dim[c * c_dim_s];
+        int nrow = dim;
+        if (dim > 1 && cone == CONE_PYRAMIDAL) nrow = 2 * (dim - 1);
+        c_adr[c * c_adr_s] = -1;
+        if (row + nrow > max_rows) {
+            over = 1;
+            continue;
+        }
+        c_adr[c * c_adr_s] = row;
+        // rows clr .. row+nrow-1 to their cleared state (J 0, R 1, the rest 0)
+        for (int i = clr; i < row + nrow; ++i) {
+            clear_row(i);
+            o_floss[i * tf] = zero;
+            o_mu[i * tmu] = zero;
+            o_dim[i * idm] = 0;
+            o_D[i * tD] = zero;
+            o_R[i * tR] = one;
+            o_aref[i * ta] = zero;
+        }
+        if (row + nrow > clr) clr = row + nrow;
+        const int la = *(const int*)(c_link + (size_t)c * c_link_s1);
+        const int lb = *(const int*)(c_link + (size_t)c * c_link_s1 + c_link_s2);
+        ncols = chain_cols(la, lb);
+        const V p_cur = c_pos[c * c_pos_s];
+        const M3 fr = c_frame[c * c_frame_s];
+        const T dist = c_dist[c * c_dist_s];
+        const T marg = c_marg[c * c_marg_s];
+        const T* sol = (const T*)(c_sol + (size_t)c * c_sol_s1);
+        const T* fric = (const T*)(c_fric + (size_t)c * c_fric_s1);
+        const T tc = legal_tc(sol[0], sol[ss]);
+        const T dr = legal_dr(sol[0], sol[ss]);
+        const T dmax = clamp_imp(sol[3 * ss]);
+        const T imp = impedance(clamp_imp(sol[2 * ss]), dmax, wp::max(zero, sol[4 * ss]), clamp_imp(sol[5 * ss]),
+                                wp::max(one, sol[6 * ss]), dist, marg);
+        const T k = stiffness(tc, dr, dmax);
+        const T b = damping(tc, dr, dmax);
+        T tran = zero;
+        T rot = zero;
+        if (la >= 0) {
+            tran = wp::add(tran, *(const T*)(liw + (size_t)la * liw0));
+            rot = wp::add(rot, *(const T*)(liw + (size_t)la * liw0 + liw1));
+        }
+        if (lb >= 0) {
+            tran = wp::add(tran, *(const T*)(liw + (size_t)lb * liw0));
+            rot = wp::add(rot, *(const T*)(liw + (size_t)lb * liw0 + liw1));
+        }
+        if (cone == CONE_ELLIPTIC || dim == 1) {
+            for (int j = 0; j < dim; ++j) {
+                const V ax(fr.data[j % 3][0], fr.data[j % 3][1], fr.data[j % 3][2]);
+                const int r = j >= 3 ? 1 : 0;
+                walk(la, p_cur, ax, r, one, row + j);
+                walk(lb, p_cur, ax, r, wp::neg(one), row + j);
+            }
+            if (dim == 1) {
+                finish(row, dist, marg, imp, k, b, tran, EFC_CONTACT_FRICTIONLESS, c);
+                o_D[row * tD] = wp::div(one, o_R[row * tR]);
+            } else {
+                finish(row, dist, marg, imp, k, b, tran, EFC_CONTACT_ELLIPTIC, c);
+                const T rn = o_R[row * tR];
+                const T rt = wp::div(rn, wp::max(tiny, impratio));
+                const T f0 = fric[0];
+                o_mu[row * tmu] = wp::mul(f0, wp::sqrt(wp::div(rt, rn)));
+                o_dim[row * idm] = dim;
+                // friction rows: the damping of the pair's solreffriction when given (MuJoCo), else solref's
+                T bf = b;
+                const T* srf = (const T*)(c_srf + (size_t)c * c_srf_s1);
+                const T srf0 = srf[0];
+                const T srf1 = srf[srs];
+                if (srf0 != zero || srf1 != zero) bf = damping(legal_tc(srf0, srf1), legal_dr(srf0, srf1), dmax);
+                for (int j = 1; j < dim; ++j) {
+                    const T dg = j >= 3 ? rot : tran;
+                    finish(row + j, zero, zero, imp, zero, bf, dg, EFC_CONTACT_ELLIPTIC, c);
+                    const T fj = fric[(size_t)(j - 1) * fs];
+                    o_mu[(row + j) * tmu] = fj;
+                    if (fj > zero) {
+                        o_R[(row + j) * tR] = wp::div(wp::mul(wp::mul(rt, f0), f0), wp::mul(fj, fj));
+                    } else {
+                        // zero coefficient: the row is zeroed (no force, finite R)
+                        o_R[(row + j) * tR] = rt;
+                        clear_row(row + j);
+                        o_vel[(row + j) * tv] = zero;
+                        o_aref[(row + j) * ta] = zero;
+                    }
+                }
+            }
+        } else {
+            const T f0 = fric[0];
+            const T mu2 = wp::div(wp::mul(f0, f0), wp::max(tiny, impratio));
+            // the 2(dim-1) rows (n + μ_k t_k, n − μ_k t_k) in one pass per link: per entry the same
+            // additions in the same order as one walk per term (n_a, −n_b, μ_k t_a, −μ_k t_b)
+            {
+                T* jr[10];
+                int* sp[10];
+                T sa[10];            // the tangent scale of a's walk per row (sg·f_k), b's is its negative ((−sg)·f_k)
+                for (int r = 0; r < nrow; ++r) {
+                    jr[r] = jrow(row + r);
+                    sp[r] = span(row + r);
+                    const T fk = fric[(size_t)(r / 2) * fs];
+                    sa[r] = (r % 2 == 0) ? fk : wp::neg(fk);
+                }
+                V ax[6];
+                int isrot[6];
+                for (int kk = 0; kk < 6; ++kk) {
+                    ax[kk] = V(fr.data[kk % 3][0], fr.data[kk % 3][1], fr.data[kk % 3][2]);
+                    isrot[kk] = kk >= 3 ? 1 : 0;
+                }
+                const T mone = wp::neg(one);
+                const int last_a = la >= 0 ? link_dof_last.data[la] : -1;
+                const int last_b = lb >= 0 ? link_dof_last.data[lb] : -1;
+                // the first dof the two chains share (chains run root-ward with dof_parent[d] < d): -1 if none
+                int ca = last_a, cb = last_b;
+                while (ca >= 0 && cb >= 0 && ca != cb) {
+                    if (ca > cb) ca = par[ca]; else cb = par[cb];
+                }
+                const int common = (ca >= 0 && cb >= 0) ? ca : -1;
+                // one dof's values: the normal (k = 0) and the axes of rows k = 1 .. dim-1
+                T val[6];
+                for (int side = 0; side < 2; ++side) {
+                    int d = side == 0 ? last_a : last_b;
+                    if (d < 0) continue;
+                    for (int r = 0; r < nrow; ++r) if (d + 1 > sp[r][Ss2]) sp[r][Ss2] = d + 1;
+                    int first = d;
+                    while (d >= 0) {
+                        first = d;
+                        if (side == 1 && d == common) {           // the shared dofs: a's pass already wrote them
+                            for (int dd = d; dd >= 0; dd = par[dd]) first = dd;
+                            break;
+                        }
+                        const V w = cw[d];
+                        const V pv = wp::add(cv[d], wp::cross(w, wp::sub(p_cur, rf[d])));
+                        for (int kk = 0; kk < dim; ++kk) val[kk] = isrot[kk] ? wp::dot(ax[kk], w) : wp::dot(ax[kk], pv);
+                        const bool shared = common >= 0 && d <= common && side == 0;
+                        for (int r = 0; r < nrow; ++r) {
+                            const int kk = 1 + r / 2;
+                            T x = jr[r][d];
+                            if (side == 0) {
+                                x = wp::add(x, wp::mul(one, val[0]));
+                                if (shared) x = wp::add(x, wp::mul(mone, val[0]));
+                                x = wp::add(x, wp::mul(sa[r], val[kk]));
+                                if (shared) x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk]));
+                            } else {
+                                x = wp::add(x, wp::mul(mone, val[0]));
+                                x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk]));
+                            }
+                            jr[r][d] = x;
+                        }
+                        d = par[d];
+                    }
+                    for (int r = 0; r < nrow; ++r) if (first < sp[r][0]) sp[r][0] = first;
+                }
+            }
+            for (int k2 = 1; k2 < dim; ++k2) {
+                const int r0 = row + 2 * (k2 - 1);
+                const T fk = fric[(size_t)(k2 - 1) * fs];
+                const T dg = k2 >= 3 ? rot : tran;
+                for (int s = 0; s < 2; ++s) {
+                    finish(r0 + s, dist, marg, imp, k, b, wp::add(tran, wp::mul(wp::mul(fk, fk), dg)),
+                           EFC_CONTACT_PYRAMIDAL, c);
+                    if (fk <= zero) {
+                        // zero coefficient: the edge pair would be two extra normal rows (phantom normal
+                        // support, docs/semantics.md §R6) — zeroed, it carries no force
+                        clear_row(r0 + s);
+                        o_vel[(r0 + s) * tv] = zero;
+                        o_aref[(r0 + s) * ta] = zero;
+                    }
+                }
+            }
+            // common R matching the elliptic friction impedance (MuJoCo): 2 μ_reg² R_first
+            const T rpy = wp::mul(wp::mul(T(2.0), mu2), o_R[row * tR]);
+            for (int j = 0; j < nrow; ++j) o_R[(row + j) * tR] = rpy;
+        }
+        // the rows' links: the next build's clear zeroes their chains only (clear_row)
+        for (int j = 0; j < nrow; ++j) {
+            int* ch = chain(row + j);
+            ch[0] = la;
+            ch[Cs2] = lb;
+        }
+        row = row + nrow;
+    }
+    *(int*)((char*)n_efc.data + e * n_efc.strides[0]) = row;    // make_rows reads the count back
+    *(int*)((char*)overflow.data + e * overflow.strides[0]) = over;

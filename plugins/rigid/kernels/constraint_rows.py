@@ -12,7 +12,8 @@ dof_ref, link_pos, link_quat. Writes ``d.eq_acc_bias``.
 
 ``make_rows`` (one thread per env): rows in the order equality (connect, weld, joint) → DOF
 frictionloss → contact → joint limit; dense ``efc_J`` along the kinematic tree (native loops in
-kernels/constraint_rows.cpp), per row the position, margin, velocity J·qvel, impedance, reference
+kernels/constraint_rows.cpp; the whole contact section is one native call, ``contact_rows_native``), per
+row the position, margin, velocity J·qvel, impedance, reference
 acceleration aref = −B·vel − K·I·(pos − margin), regularization R and D = 1/R. Reads ``m``: limits,
 equalities, frictionloss, invweights, opt (cone, impratio, tc_floor); ``d``: qpos, qvel, cdof_w/v,
 dof_ref, link_pos/quat, eq_active, eq_acc_bias, the contacts (and qacc_smooth when ``lim_window_h`` > 0).
@@ -30,7 +31,7 @@ from typing import Any
 
 import warp as wp
 
-from ..types import ConeType, ConstraintType, EqType, overload
+from ..types import ConstraintType, EqType, overload
 from . import native
 
 wp.set_module_options({"enable_backward": False})
@@ -43,6 +44,7 @@ I1 = wp.array(dtype=wp.int32)
 A2 = wp.array2d(dtype=Any)
 A3 = wp.array3d(dtype=Any)
 I3 = wp.array3d(dtype=wp.int32)
+I2 = wp.array2d(dtype=wp.int32)
 
 
 @wp.func_native(native.body(__file__, "point_jac_native"))
@@ -50,8 +52,19 @@ def point_jac_native(dof_parent: I1, link_dof_last: I1, cdof_w: A2, cdof_v: A2, 
                      p: Any, axis: Any, rot: int, scale: Any, efc_J: A3, efc_span: I3, row: int): ...
 
 
+@wp.func_native(native.body(__file__, "contact_rows_native"))
+def contact_rows_native(nv: int, max_rows: int, cone: int, impratio: Any, tc_floor: Any, env: int, row: int, clr: int,
+                        dof_parent: I1, link_dof_last: I1, link_invweight: A2, cdof_w: A2, cdof_v: A2, dof_ref: A2,
+                        qvel: A2, n_con: int, con_dim: I2, con_link: I3, con_pos: A2, con_frame: A2, con_dist: A2,
+                        con_margin: A2, con_friction: A3, con_sol: A3, con_solreffriction: A3, con_efc_adr: I2,
+                        efc_J: A3, efc_span: I3, efc_chain: I3, efc_type: I2, efc_id: I2, efc_dim: I2, efc_pos: A2,
+                        efc_margin: A2, efc_vel: A2, efc_aref: A2, efc_R: A2, efc_D: A2, efc_imp: A2, efc_floss: A2, efc_mu: A2,
+                        n_efc: I1, overflow: I1): ...
+
+
 @wp.func_native(native.body(__file__, "row_clear_native"))
-def row_clear_native(efc_J: A3, efc_span: I3, env: int, row: int, nv: int): ...
+def row_clear_native(efc_J: A3, efc_span: I3, efc_chain: I3, dof_parent: I1, link_dof_last: I1, env: int, row: int,
+                     nv: int): ...
 
 
 @wp.func_native(native.body(__file__, "row_dot_native"))
@@ -201,15 +214,20 @@ def finish_row(
 
 
 @wp.func
-def clear_row(efc_J: wp.array3d(dtype=Any), efc_span: wp.array3d(dtype=wp.int32), env: int, row: int, nv: int):
-    """J[row] = 0 over its span, the span empty (nv, 0)."""
-    row_clear_native(efc_J, efc_span, env, row, nv)
+def clear_row(efc_J: wp.array3d(dtype=Any), efc_span: wp.array3d(dtype=wp.int32), efc_chain: wp.array3d(dtype=wp.int32),
+              dof_parent: wp.array(dtype=wp.int32), link_dof_last: wp.array(dtype=wp.int32), env: int, row: int, nv: int):
+    """J[row] = 0 (over its links' dof chains when efc_chain records them and the span is theirs, else over
+    its span), the span empty (nv, 0), no links recorded."""
+    row_clear_native(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, env, row, nv)
 
 
 @wp.func
 def init_rows(
     efc_J: wp.array3d(dtype=Any),
     efc_span: wp.array3d(dtype=wp.int32),
+    efc_chain: wp.array3d(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    link_dof_last: wp.array(dtype=wp.int32),
     efc_floss: wp.array2d(dtype=Any),
     efc_mu: wp.array2d(dtype=Any),
     efc_dim: wp.array2d(dtype=wp.int32),
@@ -224,7 +242,7 @@ def init_rows(
     """Rows lo .. hi-1 to their cleared state (J 0, R 1, the rest 0); returns max(lo, hi)."""
     zero = type(efc_R[env, 0])(0.0)
     for i in range(lo, hi):
-        clear_row(efc_J, efc_span, env, i, nv)
+        clear_row(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, env, i, nv)
         efc_floss[env, i] = zero
         efc_mu[env, i] = zero
         efc_dim[env, i] = 0
@@ -448,6 +466,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
     overflow = d.efc_overflow
     efc_J = d.efc_J
     efc_span = d.efc_span
+    efc_chain = d.efc_chain
     efc_type = d.efc_type
     efc_id = d.efc_id
     efc_dim = d.efc_dim
@@ -487,7 +506,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
             if row + 3 > max_rows:
                 over = 1
                 continue
-            clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 3, nv)
+            clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                            efc_R, efc_aref, env, clr, row + 3, nv)
             l1 = eq_obj[e, 0]
             l2 = eq_obj[e, 1]
             a1 = wp.vector(eq_data[e, 0], eq_data[e, 1], eq_data[e, 2])
@@ -526,7 +546,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
             if row + 6 > max_rows:
                 over = 1
                 continue
-            clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 6, nv)
+            clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                            efc_R, efc_aref, env, clr, row + 6, nv)
             wl0 = eq_obj[e, 0]
             wl1 = eq_obj[e, 1]
             wa0 = wp.vector(eq_data[e, 3], eq_data[e, 4], eq_data[e, 5])
@@ -599,7 +620,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
             if row + 1 > max_rows:
                 over = 1
                 continue
-            clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+            clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                            efc_R, efc_aref, env, clr, row + 1, nv)
             # eq_obj: (qadr1, dof1, qadr2, dof2 packed as obj[e,0]=joint1 qadr, obj[e,1]=joint2 qadr or -1)
             q1 = eq_obj[e, 0]
             q2 = eq_obj[e, 1]
@@ -641,7 +663,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
         if row + 1 > max_rows:
             over = 1
             continue
-        clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+        clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                        efc_R, efc_aref, env, clr, row + 1, nv)
         tc = legal_timeconst(dof_sol[env, dof, 0], dof_sol[env, dof, 1], tc_floor)
         dr = legal_dampratio(dof_sol[env, dof, 0], dof_sol[env, dof, 1])
         dmax = clamp_imp(dof_sol[env, dof, 3])
@@ -654,130 +677,17 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
         efc_floss[env, row] = fl
         row = row + 1
 
-    # ---- contacts
-    for c in range(n_con[env]):
-        dim = con_dim[env, c]
-        nrow = dim
-        if dim > 1 and cone == ConeType.PYRAMIDAL:
-            nrow = 2 * (dim - 1)
-        con_efc_adr[env, c] = -1
-        if row + nrow > max_rows:
-            over = 1
-            continue
-        con_efc_adr[env, c] = row
-        clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + nrow, nv)
-        la = con_link[env, c, 0]
-        lb = con_link[env, c, 1]
-        p = con_pos[env, c]
-        fr = con_frame[env, c]
-        dist = con_dist[env, c]
-        marg = con_margin[env, c]
-        tc = legal_timeconst(con_sol[env, c, 0], con_sol[env, c, 1], tc_floor)
-        dr = legal_dampratio(con_sol[env, c, 0], con_sol[env, c, 1])
-        dmax = clamp_imp(con_sol[env, c, 3])
-        imp = impedance(clamp_imp(con_sol[env, c, 2]), dmax, wp.max(zero, con_sol[env, c, 4]),
-                        clamp_imp(con_sol[env, c, 5]), wp.max(one, con_sol[env, c, 6]), dist, marg)
-        k = ref_stiffness(tc, dr, dmax)
-        b = ref_damping(tc, dr, dmax)
-        tran = zero
-        rot = zero
-        if la >= 0:
-            tran = tran + link_invweight[la, 0]
-            rot = rot + link_invweight[la, 1]
-        if lb >= 0:
-            tran = tran + link_invweight[lb, 0]
-            rot = rot + link_invweight[lb, 1]
-        # contact-frame rows (normal, t1, t2, then angular about normal, t1, t2) into rows
-        # row .. row+dim-1 (elliptic / frictionless) or a scratch use of the same rows (pyramidal)
-        if cone == ConeType.ELLIPTIC or dim == 1:
-            for j in range(dim):
-                ax = wp.vector(fr[j % 3, 0], fr[j % 3, 1], fr[j % 3, 2])
-                r = 0
-                if j >= 3:
-                    r = 1
-                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
-                              env, la, p, ax, r, one, efc_J, row + j)
-                point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
-                              env, lb, p, ax, r, -one, efc_J, row + j)
-            if dim == 1:
-                finish_row(efc_J, efc_span, qvel, env, row, nv, dist, marg, imp, k, b, tran,
-                           ConstraintType.CONTACT_FRICTIONLESS, c,
-                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
-                efc_D[env, row] = one / efc_R[env, row]
-            else:
-                finish_row(efc_J, efc_span, qvel, env, row, nv, dist, marg, imp, k, b, tran, ConstraintType.CONTACT_ELLIPTIC, c,
-                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
-                rn = efc_R[env, row]
-                rt = rn / wp.max(type(zero)(1.0e-15), impratio)
-                f0 = con_friction[env, c, 0]
-                efc_mu[env, row] = f0 * wp.sqrt(rt / rn)
-                efc_dim[env, row] = dim
-                # friction rows: the damping of the pair's solreffriction when given (MuJoCo), else solref's
-                bf = b
-                srf0 = d.con_solreffriction[env, c, 0]
-                srf1 = d.con_solreffriction[env, c, 1]
-                if srf0 != zero or srf1 != zero:
-                    bf = ref_damping(legal_timeconst(srf0, srf1, tc_floor), legal_dampratio(srf0, srf1), dmax)
-                for j in range(1, dim):
-                    dg = tran
-                    if j >= 3:
-                        dg = rot
-                    finish_row(efc_J, efc_span, qvel, env, row + j, nv, zero, zero, imp, zero, bf, dg,
-                               ConstraintType.CONTACT_ELLIPTIC, c, efc_type, efc_id, efc_pos, efc_margin, efc_vel,
-                               efc_aref, efc_R, efc_imp)
-                    fj = con_friction[env, c, j - 1]
-                    efc_mu[env, row + j] = fj
-                    if fj > zero:
-                        efc_R[env, row + j] = rt * f0 * f0 / (fj * fj)
-                    else:
-                        # zero coefficient: the row is zeroed (no force, finite R)
-                        efc_R[env, row + j] = rt
-                        clear_row(efc_J, efc_span, env, row + j, nv)
-                        efc_vel[env, row + j] = zero
-                        efc_aref[env, row + j] = zero
-        else:
-            # pyramidal: rows are built in place from the contact-frame rows; the frame rows are
-            # formed one at a time in the last pyramid row pair and combined.
-            f0 = con_friction[env, c, 0]
-            mu2 = f0 * f0 / wp.max(type(zero)(1.0e-15), impratio)
-            # normal row into row (temporary), then each pair k: (n + μ_k t_k, n − μ_k t_k)
-            nax = wp.vector(fr[0, 0], fr[0, 1], fr[0, 2])
-            for k2 in range(1, dim):
-                r0 = row + 2 * (k2 - 1)
-                ax = wp.vector(fr[(k2) % 3, 0], fr[(k2) % 3, 1], fr[(k2) % 3, 2])
-                rr = 0
-                if k2 >= 3:
-                    rr = 1
-                fk = con_friction[env, c, k2 - 1]
-                for s in range(2):
-                    sg = one
-                    if s == 1:
-                        sg = -one
-                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
-                                  env, la, p, nax, 0, one, efc_J, r0 + s)
-                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
-                                  env, lb, p, nax, 0, -one, efc_J, r0 + s)
-                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
-                                  env, la, p, ax, rr, sg * fk, efc_J, r0 + s)
-                    point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
-                                  env, lb, p, ax, rr, -sg * fk, efc_J, r0 + s)
-                    dg = tran
-                    if k2 >= 3:
-                        dg = rot
-                    finish_row(efc_J, efc_span, qvel, env, r0 + s, nv, dist, marg, imp, k, b, tran + fk * fk * dg,
-                               ConstraintType.CONTACT_PYRAMIDAL, c, efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref,
-                               efc_R, efc_imp)
-                    if fk <= zero:
-                        # zero coefficient: the edge pair would be two extra normal rows (phantom
-                        # normal support, docs/semantics.md §R6) — zeroed, it carries no force
-                        clear_row(efc_J, efc_span, env, r0 + s, nv)
-                        efc_vel[env, r0 + s] = zero
-                        efc_aref[env, r0 + s] = zero
-            # common R matching the elliptic friction impedance (MuJoCo): 2 μ_reg² R_first
-            rpy = type(zero)(2.0) * mu2 * efc_R[env, row]
-            for j in range(nrow):
-                efc_R[env, row + j] = rpy
-        row = row + nrow
+    # ---- contacts: one native call for the env (kernels/constraint_rows.cpp, contact_rows_native); it
+    # leaves the row count in n_efc[env] and the overflow flag in overflow[env]
+    contact_rows_native(nv, max_rows, cone, impratio, tc_floor, env, row, clr, dof_parent, link_dof_last, link_invweight,
+                        cdof_w, cdof_v, dof_ref, qvel, n_con[env], con_dim, con_link, con_pos, con_frame, con_dist,
+                        con_margin, con_friction, con_sol, d.con_solreffriction, con_efc_adr, efc_J, efc_span, efc_chain,
+                        efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp, efc_floss,
+                        efc_mu, n_efc, overflow)
+    row = n_efc[env]
+    if overflow[env] != 0:
+        over = 1
+    clr = wp.max(clr, row)
 
     # ---- joint limits: hinge/slide two-sided; ball: rotation angle against max(range) (MuJoCo)
     for li in range(lim_dof.shape[0]):
@@ -801,7 +711,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                 if row + 1 > max_rows:
                     over = 1
                     continue
-                clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+                clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                                efc_R, efc_aref, env, clr, row + 1, nv)
                 dof = lim_dof[li]
                 tc = legal_timeconst(lim_sol[env, li, 0], lim_sol[env, li, 1], tc_floor)
                 dr = legal_dampratio(lim_sol[env, li, 0], lim_sol[env, li, 1])
@@ -836,7 +747,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                 if row + 1 > max_rows:
                     over = 1
                     continue
-                clr = init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, clr, row + 1, nv)
+                clr = init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                                efc_R, efc_aref, env, clr, row + 1, nv)
                 dof = lim_dof[li]
                 tc = legal_timeconst(lim_sol[env, li, 0], lim_sol[env, li, 1], tc_floor)
                 dr = legal_dampratio(lim_sol[env, li, 0], lim_sol[env, li, 1])
@@ -853,7 +765,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
     for i in range(row):
         efc_D[env, i] = one / efc_R[env, i]
     # the last build's rows beyond this one's: back to the cleared state (padding reads as empty)
-    init_rows(efc_J, efc_span, efc_floss, efc_mu, efc_dim, efc_D, efc_R, efc_aref, env, row, prev, nv)
+    init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+              efc_R, efc_aref, env, row, prev, nv)
     n_efc[env] = row
     overflow[env] = over
 

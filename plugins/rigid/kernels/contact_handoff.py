@@ -43,6 +43,7 @@ def contact_jacobian(
     # data out
     efc_J_out: wp.array3d(dtype=Any),
     efc_span_out: wp.array3d(dtype=wp.int32),
+    efc_chain_out: wp.array3d(dtype=wp.int32),
     efc_type_out: wp.array2d(dtype=wp.int32),
     efc_id_out: wp.array2d(dtype=wp.int32),
     con_efc_adr_out: wp.array2d(dtype=wp.int32),
@@ -72,6 +73,8 @@ def contact_jacobian(
             efc_J_out[env, row, j] = fr[0, 0] * type(fr[0, 0])(0.0)
         efc_span_out[env, row, 0] = 0
         efc_span_out[env, row, 1] = nv
+        efc_chain_out[env, row, 0] = -2          # no links recorded: the next clear takes the whole span
+        efc_chain_out[env, row, 1] = -2
         efc_type_out[env, row] = ELLIPTIC
         efc_id_out[env, row] = k
         ax = fr[r]
