@@ -26,6 +26,11 @@ def line_rows_native(env: int, nrow: int, efc_type: I2, efc_dim: I2, efc_D: A2, 
                      jar: A2, jv: A2, alpha: Any, c1_init: Any, c2_init: Any, out: A2): ...
 
 
+@wp.func_native(native.body(__file__, "line_search_native"))
+def line_search_native(env: int, nrow: int, ls_iterations: int, ls_tolerance: Any, pg0: Any, pmp: Any, efc_type: I2,
+                       efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2, jar: A2, jv: A2, out: A2): ...
+
+
 # ---------------------------------------------------------------- signorini rows (docs/semantics.md §R8)
 
 
@@ -138,7 +143,12 @@ def exact_line_search(env: int, nrow: int, signorini: int, ls_iterations: int, l
                       efc_mu: wp.array2d(dtype=Any), efc_load: wp.array2d(dtype=Any), jar: wp.array2d(dtype=Any),
                       jv: wp.array2d(dtype=Any), scratch: wp.array2d(dtype=Any)):
     """The step alpha >= 0 along the direction whose Gauss terms are pg0 = pᵀM(a − a₀) and pmp = pᵀMp
-    (jv = J·p); 0 when the slope at 0 is not negative."""
+    (jv = J·p); 0 when the slope at 0 is not negative. The convex rows' search is native (line_search_native,
+    the same loop as below over line_rows_native's sums)."""
+    if signorini == 0:
+        line_search_native(env, nrow, ls_iterations, ls_tolerance, pg0, pmp, efc_type, efc_dim, efc_D, efc_R, efc_floss,
+                           efc_mu, jar, jv, scratch)
+        return scratch[env, 0]
     zero = type(pg0)(0.0)
     one = type(pg0)(1.0)
     half = type(pg0)(0.5)
