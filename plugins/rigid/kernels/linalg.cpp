@@ -169,20 +169,17 @@
             }
             i = i2;
             for (int j = lo; j < hi; ++j) {
-                T ja[8];
-                int any = 0;
-                for (int b = 0; b < nb; ++b) { ja[b] = jrs[b][j] * ws[b]; any |= (ja[b] != T(0)); }
-                if (!any) continue;
                 T* hr = (T*)(h0 + (size_t)j * hs);
-                for (int k = lo; k <= j; ++k) {          // lower triangle only (j < hi)
-                    T h = hr[k];
-                    for (int b = 0; b < nb; ++b) {
-                        if (ja[b] != T(0)) {
-                            const T p = ja[b] * jrs[b][k];
-                            h = h + p;
-                        }
+                // the rows one after another, each over the whole row segment (independent entries: the
+                // compiler vectorizes across k; each entry still takes its products in ascending row order)
+                for (int b = 0; b < nb; ++b) {
+                    const T ja = jrs[b][j] * ws[b];
+                    if (ja == T(0)) continue;
+                    const T* jb = jrs[b];
+                    for (int k = lo; k <= j; ++k) {      // lower triangle only (j < hi)
+                        const T p = ja * jb[k];
+                        hr[k] = hr[k] + p;
                     }
-                    hr[k] = h;
                 }
             }
         }
