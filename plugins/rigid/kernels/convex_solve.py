@@ -357,7 +357,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
     sc_mode = span_mode(nrow, nv, solver)
-    spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode)
+    spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode, m.dof_parent, 1)
     mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
 
     # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule: for the whole env, as
@@ -467,7 +467,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
                                  efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref,
                                  jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad,
                                  ima)
-            spans_fill(env, nr, nd, ispan, iM, LM, H, isc)
+            spans_fill(env, nr, nd, ispan, iM, LM, H, isc, m.dof_parent, 0)
             # the island's cost at its start: its rows' costs and its Gauss term
             update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
             gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)

@@ -15,8 +15,8 @@
 // jac_tmul_grad_native: qfrc_constraint = Jᵀf; with full = 1 also ma = M·(qacc − qacc_smooth);
 //   grad = ma − Jᵀf.
 // mat_mul_native: out = M·x.
-// spans_fill_native: the row spans of M (scanned) and of J (efc_span, recorded by make_rows) into the
-//   scratch matrix (sc_mode).
+// spans_fill_native: the row spans of M (tree = 1: from the dof tree, dof_parent; 0: scanned) and of J
+//   (efc_span, recorded by make_rows) into the scratch matrix (sc_mode).
 // chol_factor_native: in-place dense Cholesky (lower triangle); the row envelope is kept in row 0's
 //   upper triangle for the solve.
 // chol_solve_native: x = (L Lᵀ)⁻¹ b.
@@ -337,12 +337,32 @@
 
     if (sc_mode != 0) {
         T* sp = (T*)(sc_mode == 1 ? (char*)sc_a.data + e * sc_a.strides[0] : (char*)sc_b.data + e * sc_b.strides[0]);
-        for (int j = 0; j < nv; ++j) {
-            const T* mr = (const T*)((const char*)M.data + e * M.strides[0] + (size_t)j * M.strides[1]);
-            int lo, hi;
-            PP_SPAN(mr, nv, lo, hi);
-            sp[2 * j] = T(lo);
-            sp[2 * j + 1] = T(hi);
+        if (tree != 0) {
+            // M's rows from the dof tree (M is zero off its tree pattern: each dof with its ancestors and
+            // descendants, docs/constraint.md): row j spans [root of j, last dof of j's subtree] (a dof's
+            // parent precedes it, a subtree is contiguous); a superset of the nonzeros, so the products add
+            // only exact zeros more (x + 0 = x bit for bit: a sum started at +0 never becomes −0), and M
+            // itself is not read
+#define PP_PAR(j) (*(const int*)((const char*)dof_parent.data + (size_t)(j) * dof_parent.strides[0]))
+            for (int j = 0; j < nv; ++j) {
+                const int p = PP_PAR(j);
+                sp[2 * j] = p >= 0 ? sp[2 * p] : T(j);
+                sp[2 * j + 1] = T(j + 1);
+            }
+            for (int jj = 0; jj < nv; ++jj) {
+                const int j = nv - 1 - jj;
+                const int p = PP_PAR(j);
+                if (p >= 0 && sp[2 * j + 1] > sp[2 * p + 1]) sp[2 * p + 1] = sp[2 * j + 1];
+            }
+#undef PP_PAR
+        } else {
+            for (int j = 0; j < nv; ++j) {
+                const T* mr = (const T*)((const char*)M.data + e * M.strides[0] + (size_t)j * M.strides[1]);
+                int lo, hi;
+                PP_SPAN(mr, nv, lo, hi);
+                sp[2 * j] = T(lo);
+                sp[2 * j + 1] = T(hi);
+            }
         }
         // J's rows: the spans make_rows recorded (a superset of the nonzero columns; empty: lo = hi)
         const char* js = (const char*)efc_span.data + e * efc_span.strides[0];
