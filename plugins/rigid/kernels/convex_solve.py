@@ -145,11 +145,12 @@ def update_constraint(
 
 
 @wp.func
-def span_mode(nrow: int, nv: int, solver: int):
-    """Where the row spans are cached (see kernels/linalg.cpp): 1 in LM (Newton), 2 in H (CG), 0 nowhere
-    (the scratch matrix is too small: 2(nrow + nv) > nv², each product scans its rows)."""
+def span_mode(nrow: int, nv: int, solver: int, cap: int):
+    """Where the row spans of a problem of nv dofs and nrow rows are cached (see kernels/linalg.cpp): 1 in LM
+    (Newton), 2 in H (CG), 0 nowhere (the scratch matrix, cap entries per env, is too small: 2(nrow + nv) >
+    cap, each product scans its rows)."""
     sc_mode = int(0)
-    if 2 * (nrow + nv) <= nv * nv:
+    if 2 * (nrow + nv) <= cap:
         sc_mode = 1
         if solver == SolverType.CG:
             sc_mode = 2
@@ -356,7 +357,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
     pad_rows(env, nrow, efc_force, efc_state)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
-    sc_mode = span_mode(nrow, nv, solver)
+    sc_mode = span_mode(nrow, nv, solver, nv * nv)
     spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode, m.dof_parent, 1)
     mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
 
@@ -458,7 +459,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
                     best = 0
                     best_g = g0
                 continue
-            isc = span_mode(nr, nd, solver)
+            isc = span_mode(nr, nd, solver, nv * nv)   # the env's scratch matrix holds the island's spans
             zero_rows = int(0)
             if isc == 0:
                 zero_rows = 1

@@ -1,15 +1,13 @@
 // Native body of kernels/line_search.py (see kernels/native.py for the conventions).
 //
-// line_rows_native: first and second derivative in alpha of the sum of the convex row costs at
-// jar + alpha·jv (the 1-D cost of the exact line search), added to c1_init / c2_init and written to
-// out[env, 0] and out[env, 1] (the kernel's solver_stat row: scratch until the solve writes its
-// final statistics).
+// Part `rows` (lambdas over one env's raw row pointers; the native Newton solve, kernels/convex_solve.cpp,
+// calls them inside its loop): ls_rows, the first and second derivative in alpha of the sum of the convex
+// row costs at jar + alpha·jv (the 1-D cost of the exact line search) added to c1_init / c2_init; ls_search,
+// the exact line search over them (the bracketing of kernels/line_search.py, whose Warp loop is kept for
+// the signorini rows).
 //
-// line_search_native: the exact line search of the convex rows (the Warp exact_line_search's loop with
-// signorini = 0, kernels/line_search.py), alpha to out[env, 0].
-//
-// The part `rows` holds both as lambdas over one env's raw row pointers (ls_rows, ls_search); the fused
-// Newton solve (kernels/convex_solve.cpp) calls the same lambdas.
+// line_search_native: ls_search for a Warp caller (the CG loop), alpha to out[env, 0] (the kernel's
+// solver_stat row: scratch until the solve writes its final statistics).
 
 // @part rows
     // (c1, c2) += the rows' first and second alpha-derivatives of the cost at jar + alpha·jv
@@ -151,17 +149,6 @@
         return alpha;
     };
     (void)ls_rows; (void)ls_search;
-
-// @func line_rows_native
-    typedef decltype(+*efc_D.data) T;
-// @use line_search.rows
-    const size_t e = (size_t)env;
-#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
-    T* o = PP_R(out, T);
-    ls_rows(nrow, PP_R(efc_type, const int), PP_R(efc_dim, const int), PP_R(efc_D, const T), PP_R(efc_R, const T),
-            PP_R(efc_floss, const T), PP_R(efc_mu, const T), PP_R(jar, const T), PP_R(jv, const T), alpha, c1_init, c2_init,
-            o[0], o[1]);
-#undef PP_R
 
 // @func line_search_native
     typedef decltype(+*efc_D.data) T;
