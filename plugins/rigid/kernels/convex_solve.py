@@ -148,9 +148,9 @@ def update_constraint(
 def span_mode(nrow: int, nv: int, solver: int, cap: int):
     """Where the row spans of a problem of nv dofs and nrow rows are cached (see kernels/linalg.cpp): 1 in LM
     (Newton), 2 in H (CG), 0 nowhere (the scratch matrix, cap entries per env, is too small: 2(nrow + nv) >
-    cap, each product scans its rows)."""
+    cap, or nv > 4096, past the packed segment bounds; each product scans its rows)."""
     sc_mode = int(0)
-    if 2 * (nrow + nv) <= cap:
+    if 2 * (nrow + nv) <= cap and nv <= 4096:
         sc_mode = 1
         if solver == SolverType.CG:
             sc_mode = 2
@@ -358,7 +358,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
     sc_mode = span_mode(nrow, nv, solver, nv * nv)
-    spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode, m.dof_parent, 1)
+    spans_fill(env, nrow, nv, d.efc_span, efc_J, M, LM, H, sc_mode, m.dof_parent, 1)
     mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
 
     # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule: for the whole env, as
@@ -468,7 +468,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
                                  efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref,
                                  jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad,
                                  ima)
-            spans_fill(env, nr, nd, ispan, iM, LM, H, isc, m.dof_parent, 0)
+            spans_fill(env, nr, nd, ispan, iJ, iM, LM, H, isc, m.dof_parent, 0)
             # the island's cost at its start: its rows' costs and its Gauss term
             update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
             gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)

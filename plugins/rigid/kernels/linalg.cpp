@@ -7,16 +7,17 @@
 // chains, so with several bodies (8 boxes: 6 of 48 columns) this removes most of the dense work;
 // the only difference from a plain dense loop is the sign of an exact zero result.
 //
-// The spans of M's rows (2j, 2j+1) and of J's rows (2nv + 2r, +1) are computed once per solve into a
-// scratch matrix the chosen solver does not use (sc_mode 1: LM, Newton; 2: H, CG; 0: none, when
-// 2(nrow + nv) > nv², each product scans its rows).
+// The spans of M's rows (2j, 2j+1) and the nonzero segments of J's rows (2nv + 2r: lo + 4096·g0, +1:
+// g1 + 4096·hi; the row's nonzeros in [lo, g0) and [g1, hi)) are computed once per solve into a scratch
+// matrix the chosen solver does not use (sc_mode 1: LM, Newton; 2: H, CG; 0: none, when 2(nrow + nv)
+// exceeds it or nv > 4096, each product scans its rows).
 //
 // jac_mul_native: out = J·x (− sub when use_sub).
 // jac_tmul_grad_native: qfrc_constraint = Jᵀf; with full = 1 also ma = M·(qacc − qacc_smooth);
 //   grad = ma − Jᵀf.
 // mat_mul_native: out = M·x.
-// spans_fill_native: the row spans of M (tree = 1: from the dof tree, dof_parent; 0: scanned) and of J
-//   (efc_span, recorded by make_rows) into the scratch matrix (sc_mode).
+// spans_fill_native: the row spans of M (tree = 1: from the dof tree, dof_parent; 0: scanned) and the
+//   nonzero segments of J's rows (inside efc_span, recorded by make_rows) into the scratch matrix (sc_mode).
 // chol_factor_native: in-place dense Cholesky (lower triangle); the row envelope is kept in row 0's
 //   upper triangle for the solve.
 // chol_solve_native: x = (L Lᵀ)⁻¹ b.
@@ -41,10 +42,16 @@
         return sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
              : sc_mode == 2 ? (const T*)((const char*)sc_b.data + e * sc_b.strides[0]) : (const T*)0;
     };
-    // nonzero column span of J's row r (jr) / of M's row j (mr)
-    auto la_jspan = [&](const T* spc, int nv, int r, const T* jr, int& lo, int& hi) {
-        if (spc) { lo = (int)spc[2 * nv + 2 * r]; hi = (int)spc[2 * nv + 2 * r + 1]; }
-        else PP_SPAN(jr, nv, lo, hi);
+    // the nonzero columns of J's row r (jr): the two segments [lo, g0) and [g1, hi) (from the cache: the
+    // row's span less its longest inner run of zeros; scanned: one span, g0 = g1 = hi) / M's row j span
+    auto la_jspan = [&](const T* spc, int nv, int r, const T* jr, int& lo, int& g0, int& g1, int& hi) {
+        if (spc) {
+            const int c0 = (int)spc[2 * nv + 2 * r], c1 = (int)spc[2 * nv + 2 * r + 1];
+            lo = c0 & 4095; g0 = c0 >> 12; g1 = c1 & 4095; hi = c1 >> 12;
+        } else {
+            PP_SPAN(jr, nv, lo, hi);
+            g0 = hi; g1 = hi;
+        }
     };
     auto la_mspan = [&](const T* spc, int nv, int j, const T* mr, int& lo, int& hi) {
         if (spc) { lo = (int)spc[2 * j]; hi = (int)spc[2 * j + 1]; }
@@ -55,10 +62,14 @@
                           int use_sub, T* o) {
         for (int r = 0; r < nrow; ++r) {
             const T* jr = (const T*)(j0 + (size_t)r * rs);
-            int lo, hi;
-            la_jspan(spc, nv, r, jr, lo, hi);
+            int lo, g0, g1, hi;
+            la_jspan(spc, nv, r, jr, lo, g0, g1, hi);
             T s = T(0);
-            for (int k = lo; k < hi; ++k) {
+            for (int k = lo; k < g0; ++k) {
+                const T p = jr[k] * xx[k];
+                s = s + p;
+            }
+            for (int k = g1; k < hi; ++k) {
                 const T p = jr[k] * xx[k];
                 s = s + p;
             }
@@ -74,9 +85,13 @@
             const T fr = f[r];
             if (fr == T(0)) continue;
             const T* jr = (const T*)(j0 + (size_t)r * rs);
-            int lo, hi;
-            la_jspan(spc, nv, r, jr, lo, hi);
-            for (int j = lo; j < hi; ++j) {
+            int lo, g0, g1, hi;
+            la_jspan(spc, nv, r, jr, lo, g0, g1, hi);
+            for (int j = lo; j < g0; ++j) {
+                const T p = jr[j] * fr;
+                qc[j] = qc[j] + p;
+            }
+            for (int j = g1; j < hi; ++j) {
                 const T p = jr[j] * fr;
                 qc[j] = qc[j] + p;
             }
@@ -125,15 +140,21 @@
                                 const T* spc) {
         const T* ja_ = (const T*)(j0 + (size_t)ra * rs);
         const T* jb_ = (const T*)(j0 + (size_t)rb * rs);
-        int alo, ahi, blo, bhi;
-        la_jspan(spc, nv, ra, ja_, alo, ahi);
-        la_jspan(spc, nv, rb, jb_, blo, bhi);
+        int alo, ag0, ag1, ahi, blo, bg0, bg1, bhi;
+        la_jspan(spc, nv, ra, ja_, alo, ag0, ag1, ahi);
+        la_jspan(spc, nv, rb, jb_, blo, bg0, bg1, bhi);
         for (int j = alo; j < ahi; ++j) {
+            if (j == ag0) { j = ag1 - 1; continue; }     // over row a's inner run of zeros
             const T ja = ja_[j] * w;
             if (ja != T(0)) {
                 T* hr = (T*)(h0 + (size_t)j * hs);
                 const int kend = bhi < j + 1 ? bhi : j + 1;   // lower triangle only
-                for (int k = blo; k < kend; ++k) {
+                const int kmid = bg0 < kend ? bg0 : kend;
+                for (int k = blo; k < kmid; ++k) {
+                    const T p = ja * jb_[k];
+                    hr[k] = hr[k] + p;
+                }
+                for (int k = bg1; k < kend; ++k) {
                     const T p = ja * jb_[k];
                     hr[k] = hr[k] + p;
                 }
@@ -149,9 +170,9 @@
         int i = i0;
         while (i < i1) {
             if (st_[i] != STATE_QUADRATIC) { ++i; continue; }
-            int lo, hi;
+            int lo, g0, g1, hi;
             const T* jr0 = (const T*)(j0 + (size_t)i * rs);
-            la_jspan(spc, nv, i, jr0, lo, hi);
+            la_jspan(spc, nv, i, jr0, lo, g0, g1, hi);
             const T* jrs[8];
             T ws[8];
             int nb = 0;
@@ -159,9 +180,9 @@
             while (i2 < i1 && nb < 8) {
                 if (st_[i2] != STATE_QUADRATIC) { ++i2; continue; }
                 const T* jr = (const T*)(j0 + (size_t)i2 * rs);
-                int lo2, hi2;
-                la_jspan(spc, nv, i2, jr, lo2, hi2);
-                if (lo2 != lo || hi2 != hi) break;
+                int lo2, g02, g12, hi2;
+                la_jspan(spc, nv, i2, jr, lo2, g02, g12, hi2);
+                if (lo2 != lo || hi2 != hi || g02 != g0 || g12 != g1) break;
                 jrs[nb] = jr;
                 ws[nb] = D_[i2];
                 ++nb;
@@ -169,14 +190,20 @@
             }
             i = i2;
             for (int j = lo; j < hi; ++j) {
+                if (j == g0) { j = g1 - 1; continue; }   // over the rows' inner run of zeros
                 T* hr = (T*)(h0 + (size_t)j * hs);
+                const int kmid = g0 < j + 1 ? g0 : j + 1;
                 // the rows one after another, each over the whole row segment (independent entries: the
                 // compiler vectorizes across k; each entry still takes its products in ascending row order)
                 for (int b = 0; b < nb; ++b) {
                     const T ja = jrs[b][j] * ws[b];
                     if (ja == T(0)) continue;
                     const T* jb = jrs[b];
-                    for (int k = lo; k <= j; ++k) {      // lower triangle only (j < hi)
+                    for (int k = lo; k < kmid; ++k) {    // lower triangle only (j < hi)
+                        const T p = ja * jb[k];
+                        hr[k] = hr[k] + p;
+                    }
+                    for (int k = g1; k <= j; ++k) {
                         const T p = ja * jb[k];
                         hr[k] = hr[k] + p;
                     }
@@ -364,15 +391,33 @@
                 sp[2 * j + 1] = T(hi);
             }
         }
-        // J's rows: the spans make_rows recorded (a superset of the nonzero columns; empty: lo = hi)
+        // J's rows: inside the span make_rows recorded (a superset of the nonzero columns), the first and
+        // last nonzero and the longest inner run of exact zeros (a contact's two bodies' dof chains with
+        // the dofs between them), so a product runs over [lo, g0) and [g1, hi) and skips only exact zeros
+        // (as for M's spans, bit for bit the same sums); empty row: lo = g0 = g1 = hi
         const char* js = (const char*)efc_span.data + e * efc_span.strides[0];
+        const char* jj0 = (const char*)J.data + e * J.strides[0];
         for (int r = 0; r < nrow; ++r) {
             const int* jsr = (const int*)(js + (size_t)r * efc_span.strides[1]);
             int lo = jsr[0] < 0 ? 0 : jsr[0];
             int hi = jsr[1] > nv ? nv : jsr[1];
             if (hi < lo) hi = lo;
-            sp[2 * nv + 2 * r] = T(lo);
-            sp[2 * nv + 2 * r + 1] = T(hi);
+            const T* jr = (const T*)(jj0 + (size_t)r * J.strides[1]);
+            while (lo < hi && jr[lo] == T(0)) ++lo;
+            while (hi > lo && jr[hi - 1] == T(0)) --hi;
+            int g0 = hi, g1 = hi, best = 0;
+            int k = lo;
+            while (k < hi) {
+                if (jr[k] == T(0)) {
+                    const int z = k;
+                    while (jr[k] == T(0)) ++k;           // stops inside: jr[hi - 1] != 0
+                    if (k - z > best) { best = k - z; g0 = z; g1 = k; }
+                } else {
+                    ++k;
+                }
+            }
+            sp[2 * nv + 2 * r] = T(lo + 4096 * g0);       // exact in float32 too (< 2^24: nv <= 4096)
+            sp[2 * nv + 2 * r + 1] = T(g1 + 4096 * hi);
         }
     }
 

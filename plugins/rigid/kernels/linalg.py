@@ -34,8 +34,8 @@ def mat_mul(env: int, nv: int, M: A3, x: A2, out: A2, sc_a: A3, sc_b: A3, sc_mod
 
 
 @wp.func_native(native.body(__file__, "spans_fill_native"))
-def spans_fill(env: int, nrow: int, nv: int, efc_span: I3, M: A3, sc_a: A3, sc_b: A3, sc_mode: int, dof_parent: I1,
-               tree: int): ...
+def spans_fill(env: int, nrow: int, nv: int, efc_span: I3, J: A3, M: A3, sc_a: A3, sc_b: A3, sc_mode: int,
+               dof_parent: I1, tree: int): ...
 
 
 @wp.func_native(native.body(__file__, "chol_factor_native"))
