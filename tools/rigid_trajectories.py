@@ -13,8 +13,9 @@ dropped on a plane (default mode: approximate_implicitfast, pyramidal, Newton; M
 implicitfast), gymnasium's humanoid lying on the floor (MuJoCo-compatible; default mode in float32),
 an articulated chain with joint limits, a ball limit, frictionloss and connect / weld / joint
 equalities (``CHAIN``, the model of tests/rigid_constraint/mjscenes.py; default mode and Euler), the boxes with
-the elliptic cone (signorini) and with noslip, the humanoid in the air with random controls
-(no constraint), each in float64 and float32 where listed. ``--only NAME`` runs one scene.
+the elliptic cone (signorini; convex with CG; convex with Newton, islands on and off) and with noslip, the
+humanoid in the air with random controls (no constraint), each in float64 and float32 where listed. ``--only
+NAME`` runs one scene.
 
 ``--sensors`` adds sensors (IMU, force/torque, subtree, joint, contact force, contact, and actuator
 where the model has actuators) on the entity's links and reads them and the readback getters
@@ -121,6 +122,10 @@ SCENES = {
     "boxes_signorini_f32": ("boxes", {"friction_cone": "elliptic"}, False, "32", 0.005, 1, "drop"),
     "boxes_elliptic_cg_f64": ("boxes", {"friction_cone": "elliptic", "constraint_solver": "CG",
                                         "contact_resolution": "convex"}, False, "64", 0.005, 1, "drop"),
+    "boxes_elliptic_newton_f64": ("boxes", {"friction_cone": "elliptic", "contact_resolution": "convex"}, False, "64",
+                                  0.005, 1, "drop"),
+    "boxes_elliptic_newton_whole_f32": ("boxes", {"friction_cone": "elliptic", "contact_resolution": "convex",
+                                                  "constraint_islands": False}, False, "32", 0.005, 1, "drop"),
     "boxes_noslip_f64": ("boxes", {"noslip_iterations": 10}, False, "64", 0.005, 1, "drop"),
     "humanoid_floor_mujoco_f64": ("humanoid", {"integrator": "implicitfast"}, True, "64", 0.005, 1, "floor"),
     "humanoid_floor_default_f32": ("humanoid", {}, False, "32", 0.005, 1, "floor"),

@@ -246,3 +246,41 @@ def test_mjcf_island_flag(tmp_path, flag):
         assert isl["count"] == (2 if expect else 0)
         if rigid.mujoco_compatible and rigid.constraint_islands is None:
             assert s.options.constraint_islands is file_on       # resolved from the file
+
+
+def test_noslip_solves_the_whole_env_as_mujoco(tmp_path):
+    """Noslip with islands requested (docs/semantics.md §R8): MuJoCo 4 solves islands only when
+    noslip_iterations is 0 (mj_fwdConstraint's islands_supported), so on the articulated scene (two or
+    more islands without noslip) both engines run the whole-env Newton solve and then the noslip sweeps
+    over the whole env. polyphys reports islands off and its qacc and Jᵀf equal MuJoCo's to the solve
+    tolerance; the sweeps change MuJoCo's forces by far more than that (so the sweeps are compared)."""
+    mujoco = pytest.importorskip("mujoco")
+    import mjscenes as S
+
+    m, d = S.make(cone="pyramidal", impratio=1.0, condim=3)
+    m2, d2 = S.make(cone="pyramidal", impratio=1.0, condim=3)
+    for mm in (m, m2):
+        mm.opt.tolerance = 1e-12
+        mm.opt.iterations = 1000
+    m.opt.noslip_iterations = 5
+    path = tmp_path / "articulated.xml"
+    path.write_text(S.ARTICULATED.format(cone="pyramidal", impratio=1.0, condim=3, condim_ball=6,
+                                         solref="0.02 1").strip())
+    mujoco.mj_forward(m, d)
+    mujoco.mj_forward(m2, d2)
+    assert d.nisland >= 2
+    scale = 1 + np.abs(d.efc_force).max()
+    assert np.abs(d.efc_force - d2.efc_force).max() > 1e-3 * scale      # noslip moved the forces
+    scene, ent = _mj_scene(path, float(m.opt.timestep), (0, 0, -9.81), "pyramidal", tolerance=1e-12,
+                           iterations=1000, ls_iterations=100, ls_tolerance=1e-6, constraint_islands=True,
+                           noslip_iterations=5)
+    rs = scene.solver("rigid")
+    ent.set_qpos(d.qpos.copy())
+    ent.set_dofs_velocity(d.qvel.copy())
+    scene.step()
+    isl = rs.get_islands()
+    assert not isl["enabled"] and isl["count"] == 0
+    qacc = rs.data.qacc_warmstart.numpy()[0]
+    np.testing.assert_allclose(qacc, d.qacc, rtol=0, atol=1e-6 * (1 + np.abs(d.qacc).max()))
+    np.testing.assert_allclose(rs.data.qfrc_constraint.numpy()[0], d.qfrc_constraint, rtol=0,
+                               atol=1e-6 * (1 + np.abs(d.qfrc_constraint).max()))

@@ -7,113 +7,156 @@
 // the cone cost). The sum goes to out[env, 2]. Same expressions as the line search's rows, each
 // product its own statement.
 
-// @func update_rows_native
-    typedef decltype(+*efc_D.data) T;
-    const size_t e = (size_t)env;
-#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
-    const int* tp_ = PP_R(efc_type, const int);
-    const int* dim_ = PP_R(efc_dim, const int);
-    const T* D_ = PP_R(efc_D, const T);
-    const T* R_ = PP_R(efc_R, const T);
-    const T* fl_ = PP_R(efc_floss, const T);
-    const T* mu_ = PP_R(efc_mu, const T);
-    const T* jar_ = PP_R(jar, const T);
-    T* o = PP_R(out, T);
-    const T half = T(0.5);
-
-    T* F = PP_R(efc_force, T);
-    int* S = PP_R(efc_state, int);
-#undef PP_R
-    T cost = T(0);
-    int i = 0;
-    while (i < nrow) {
-        const int tp = tp_[i];
-        if (tp == EFC_CONTACT_ELLIPTIC) {
-            const int dim = dim_[i];
-            const T mu = mu_[i];
-            const T n = mu * jar_[i];
-            T tt = T(0);
-            for (int j = 1; j < dim; ++j) {
-                const T u = mu_[i + j] * jar_[i + j];
-                const T u2 = u * u;
-                tt = tt + u2;
-            }
-            const T t = wp::sqrt(tt);
-            const T mt = mu * t;
-            const T mn = mu * n;
-            if (n >= mt || (t <= T(0) && n >= T(0))) {
-                for (int j = 0; j < dim; ++j) {
-                    F[i + j] = T(0);
-                    S[i + j] = STATE_INACTIVE;
-                }
-            } else if (mn + t <= T(0) || (t <= T(0) && n < T(0))) {
-                for (int j = 0; j < dim; ++j) {
-                    const T x = jar_[i + j];
-                    F[i + j] = -D_[i + j] * x;
-                    S[i + j] = STATE_QUADRATIC;
-                    const T c = half * D_[i + j] * x * x;
-                    cost = cost + c;
-                }
-            } else {
-                const T mm = mu * mu;
-                const T mm2 = mu * mu;
-                const T den = mm * (T(1) + mm2);
-                const T dm = D_[i] / den;
-                const T nmt = n - mt;
-                const T c = half * dm * nmt * nmt;
-                cost = cost + c;
-                F[i] = -dm * nmt * mu;
-                S[i] = STATE_CONE;
+// @part rows
+    // forces F, states S and the sum of the row costs at jar_ (returned)
+    auto cs_update_rows = [&](int nrow, const int* tp_, const int* dim_, const T* D_, const T* R_, const T* fl_,
+                              const T* mu_, const T* jar_, T* F, int* S) -> T {
+        const T half = T(0.5);
+        T cost = T(0);
+        int i = 0;
+        while (i < nrow) {
+            const int tp = tp_[i];
+            if (tp == EFC_CONTACT_ELLIPTIC) {
+                const int dim = dim_[i];
+                const T mu = mu_[i];
+                const T n = mu * jar_[i];
+                T tt = T(0);
                 for (int j = 1; j < dim; ++j) {
-                    const T fj = mu_[i + j];
-                    F[i + j] = dm * nmt * mu / t * fj * fj * jar_[i + j];
-                    S[i + j] = STATE_CONE;
+                    const T u = mu_[i + j] * jar_[i + j];
+                    const T u2 = u * u;
+                    tt = tt + u2;
                 }
-            }
-            i += dim;
-        } else {
-            const T x = jar_[i];
-            const T d = D_[i];
-            T f = T(0);
-            int st = STATE_INACTIVE;
-            if (tp == EFC_EQUALITY) {
-                f = -d * x;
-                st = STATE_QUADRATIC;
-                const T c = half * d * x * x;
-                cost = cost + c;
-            } else if (tp == EFC_FRICTION) {
-                const T fl = fl_[i];
-                const T rf = R_[i] * fl;
-                if (x <= -rf) {
-                    f = fl;
-                    const T a = fl * x;
-                    const T b = half * rf * fl;
-                    cost = cost - a;
-                    cost = cost - b;
-                } else if (x >= rf) {
-                    f = -fl;
-                    const T a = fl * x;
-                    const T b = half * rf * fl;
-                    cost = cost + a;
-                    cost = cost - b;
+                const T t = wp::sqrt(tt);
+                const T mt = mu * t;
+                const T mn = mu * n;
+                if (n >= mt || (t <= T(0) && n >= T(0))) {
+                    for (int j = 0; j < dim; ++j) {
+                        F[i + j] = T(0);
+                        S[i + j] = STATE_INACTIVE;
+                    }
+                } else if (mn + t <= T(0) || (t <= T(0) && n < T(0))) {
+                    for (int j = 0; j < dim; ++j) {
+                        const T x = jar_[i + j];
+                        F[i + j] = -D_[i + j] * x;
+                        S[i + j] = STATE_QUADRATIC;
+                        const T c = half * D_[i + j] * x * x;
+                        cost = cost + c;
+                    }
                 } else {
+                    const T mm = mu * mu;
+                    const T mm2 = mu * mu;
+                    const T den = mm * (T(1) + mm2);
+                    const T dm = D_[i] / den;
+                    const T nmt = n - mt;
+                    const T c = half * dm * nmt * nmt;
+                    cost = cost + c;
+                    F[i] = -dm * nmt * mu;
+                    S[i] = STATE_CONE;
+                    for (int j = 1; j < dim; ++j) {
+                        const T fj = mu_[i + j];
+                        F[i + j] = dm * nmt * mu / t * fj * fj * jar_[i + j];
+                        S[i + j] = STATE_CONE;
+                    }
+                }
+                i += dim;
+            } else {
+                const T x = jar_[i];
+                const T d = D_[i];
+                T f = T(0);
+                int st = STATE_INACTIVE;
+                if (tp == EFC_EQUALITY) {
+                    f = -d * x;
+                    st = STATE_QUADRATIC;
+                    const T c = half * d * x * x;
+                    cost = cost + c;
+                } else if (tp == EFC_FRICTION) {
+                    const T fl = fl_[i];
+                    const T rf = R_[i] * fl;
+                    if (x <= -rf) {
+                        f = fl;
+                        const T a = fl * x;
+                        const T b = half * rf * fl;
+                        cost = cost - a;
+                        cost = cost - b;
+                    } else if (x >= rf) {
+                        f = -fl;
+                        const T a = fl * x;
+                        const T b = half * rf * fl;
+                        cost = cost + a;
+                        cost = cost - b;
+                    } else {
+                        f = -d * x;
+                        st = STATE_QUADRATIC;
+                        const T c = half * d * x * x;
+                        cost = cost + c;
+                    }
+                } else if (x < T(0)) {
                     f = -d * x;
                     st = STATE_QUADRATIC;
                     const T c = half * d * x * x;
                     cost = cost + c;
                 }
-            } else if (x < T(0)) {
-                f = -d * x;
-                st = STATE_QUADRATIC;
-                const T c = half * d * x * x;
-                cost = cost + c;
+                F[i] = f;
+                S[i] = st;
+                i += 1;
             }
-            F[i] = f;
-            S[i] = st;
-            i += 1;
         }
-    }
-    o[2] = cost;
+        return cost;
+    };
+    // the vector loops of an iteration (see below)
+    auto cs_line_dots = [&](int nv, const T* s, const T* mv_, const T* ma_, T& pmp_out, T& pg0_out) {
+        T pmp = T(0);
+        T pg0 = T(0);
+        for (int j = 0; j < nv; ++j) {
+            const T a = s[j] * mv_[j];
+            pmp = pmp + a;
+            const T b = s[j] * ma_[j];
+            pg0 = pg0 + b;
+        }
+        pmp_out = pmp;
+        pg0_out = pg0;
+    };
+    auto cs_step_update = [&](int nv, int nrow, T alpha, const T* s, const T* mv_, const T* jv_, T* qa, T* ma_, T* jar_) {
+        for (int j = 0; j < nv; ++j) {
+            const T a = alpha * s[j];
+            qa[j] = qa[j] + a;
+            const T b = alpha * mv_[j];
+            ma_[j] = ma_[j] + b;
+        }
+        for (int r = 0; r < nrow; ++r) {
+            const T a = alpha * jv_[r];
+            jar_[r] = jar_[r] + a;
+        }
+    };
+    auto cs_gauss_cost = [&](int nv, const T* qa, const T* qs, const T* ma_, T cost) -> T {
+        const T half = T(0.5);
+        for (int j = 0; j < nv; ++j) {
+            const T d = qa[j] - qs[j];
+            const T h = half * d;
+            const T c = h * ma_[j];
+            cost = cost + c;
+        }
+        return cost;
+    };
+    auto cs_sumsq = [&](int nv, const T* v) -> T {
+        T s = T(0);
+        for (int j = 0; j < nv; ++j) {
+            const T p = v[j] * v[j];
+            s = s + p;
+        }
+        return s;
+    };
+    (void)cs_update_rows; (void)cs_line_dots; (void)cs_step_update; (void)cs_gauss_cost; (void)cs_sumsq;
+
+// @func update_rows_native
+    typedef decltype(+*efc_D.data) T;
+// @use convex_solve.rows
+    const size_t e = (size_t)env;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    PP_R(out, T)[2] = cs_update_rows(nrow, PP_R(efc_type, const int), PP_R(efc_dim, const int), PP_R(efc_D, const T),
+                                     PP_R(efc_R, const T), PP_R(efc_floss, const T), PP_R(efc_mu, const T), PP_R(jar, const T),
+                                     PP_R(efc_force, T), PP_R(efc_state, int));
+#undef PP_R
 
 // island_label_native: constraint islands of env e (MuJoCo's mj_island; docs/constraint.md, "Islands").
 // A dof's tree is the root of its dof chain; the rows of one constraint (consecutive rows of one type
@@ -383,80 +426,42 @@
 // The vector loops of a Newton/CG iteration (solve_iterate, update_constraint): the same operations in the
 // same order as the Warp loops they replace, over raw row pointers (kernels/native.py: Warp's indexing
 // costs more than these products). Scalar results go to out[env, k] for the caller to read at once.
-// vec_negate_native: x = −x. line_dots_native: out[0] = pᵀ(Mp), out[1] = pᵀ(M(a − a₀)) (ascending sums).
+// line_dots_native: out[0] = pᵀ(Mp), out[1] = pᵀ(M(a − a₀)) (ascending sums).
 // step_update_native: qacc += α·p, ma += α·Mp, jar += α·Jp. gauss_cost_native: out[2] += Σ ½(a − a₀)·ma.
 // sumsq_native: out[k] = Σ x².
 
-// @func vec_negate_native
-    typedef decltype(+*x.data) T;
-    T* v = (T*)((char*)x.data + (size_t)env * x.strides[0]);
-    for (int j = 0; j < nv; ++j) v[j] = -v[j];
-
 // @func line_dots_native
     typedef decltype(+*search.data) T;
+// @use convex_solve.rows
     const size_t e = (size_t)env;
-    const T* s = (const T*)((const char*)search.data + e * search.strides[0]);
-    const T* mv_ = (const T*)((const char*)mv.data + e * mv.strides[0]);
-    const T* ma_ = (const T*)((const char*)ma.data + e * ma.strides[0]);
-    T pmp = T(0);
-    T pg0 = T(0);
-    for (int j = 0; j < nv; ++j) {
-        const T a = s[j] * mv_[j];
-        pmp = pmp + a;
-        const T b = s[j] * ma_[j];
-        pg0 = pg0 + b;
-    }
-    T* o = (T*)((char*)out.data + e * out.strides[0]);
-    o[0] = pmp;
-    o[1] = pg0;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    T* o = PP_R(out, T);
+    cs_line_dots(nv, PP_R(search, const T), PP_R(mv, const T), PP_R(ma, const T), o[0], o[1]);
+#undef PP_R
 
 // @func step_update_native
     typedef decltype(+*search.data) T;
+// @use convex_solve.rows
     const size_t e = (size_t)env;
-    const T* s = (const T*)((const char*)search.data + e * search.strides[0]);
-    const T* mv_ = (const T*)((const char*)mv.data + e * mv.strides[0]);
-    const T* jv_ = (const T*)((const char*)jv.data + e * jv.strides[0]);
-    T* qa = (T*)((char*)qacc.data + e * qacc.strides[0]);
-    T* ma_ = (T*)((char*)ma.data + e * ma.strides[0]);
-    T* jar_ = (T*)((char*)jar.data + e * jar.strides[0]);
-    for (int j = 0; j < nv; ++j) {
-        const T a = alpha * s[j];
-        qa[j] = qa[j] + a;
-        const T b = alpha * mv_[j];
-        ma_[j] = ma_[j] + b;
-    }
-    for (int r = 0; r < nrow; ++r) {
-        const T a = alpha * jv_[r];
-        jar_[r] = jar_[r] + a;
-    }
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    cs_step_update(nv, nrow, alpha, PP_R(search, const T), PP_R(mv, const T), PP_R(jv, const T), PP_R(qacc, T), PP_R(ma, T),
+                   PP_R(jar, T));
+#undef PP_R
 
 // @func gauss_cost_native
     typedef decltype(+*qacc.data) T;
+// @use convex_solve.rows
     const size_t e = (size_t)env;
-    const T* qa = (const T*)((const char*)qacc.data + e * qacc.strides[0]);
-    const T* qs = (const T*)((const char*)qacc_smooth.data + e * qacc_smooth.strides[0]);
-    const T* ma_ = (const T*)((const char*)ma.data + e * ma.strides[0]);
-    T* o = (T*)((char*)out.data + e * out.strides[0]);
-    T cost = o[2];
-    const T half = T(0.5);
-    for (int j = 0; j < nv; ++j) {
-        const T d = qa[j] - qs[j];
-        const T h = half * d;
-        const T c = h * ma_[j];
-        cost = cost + c;
-    }
-    o[2] = cost;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    T* o = PP_R(out, T);
+    o[2] = cs_gauss_cost(nv, PP_R(qacc, const T), PP_R(qacc_smooth, const T), PP_R(ma, const T), o[2]);
+#undef PP_R
 
 // @func sumsq_native
     typedef decltype(+*x.data) T;
+// @use convex_solve.rows
     const size_t e = (size_t)env;
-    const T* v = (const T*)((const char*)x.data + e * x.strides[0]);
-    T s = T(0);
-    for (int j = 0; j < nv; ++j) {
-        const T p = v[j] * v[j];
-        s = s + p;
-    }
-    ((T*)((char*)out.data + e * out.strides[0]))[k] = s;
+    ((T*)((char*)out.data + e * out.strides[0]))[k] = cs_sumsq(nv, (const T*)((const char*)x.data + e * x.strides[0]));
 
 // pad_rows_native: the rows past the env's count (nrow .. the row budget) read as inactive with zero force.
 
@@ -470,3 +475,160 @@
         f[i] = T(0);
         st[i] = STATE_INACTIVE;
     }
+
+// newton_solve_native: the Newton iterations of one problem (an env, or one island gathered into the island
+// arrays) from the state the start evaluation left (qacc, jar, forces, states, Jᵀf, gradient, ma; cost
+// cost_in): solve_iterate's Newton path (kernels/convex_solve.py) in one call, the same operations in the same
+// order over the same lambdas (kernels/linalg.cpp `ops`, kernels/line_search.cpp `rows`, the part `rows`
+// above): H = M + Σ D·JᵀJ over the quadratic rows + the elliptic cones' middle-zone block Hessians, its
+// Cholesky factor, search = −H⁻¹g, the exact line search, the step, the rows, Jᵀf, gradient and cost at the
+// new point, and the stopping test. The statistics (scaled improvement, gradient, cost) go to
+// out[env, 0..2], the number of iterations to niter_out[env]. sc_mode: where the row spans are cached (1: LM, 0: none).
+
+// @func newton_solve_native
+    typedef decltype(+*M.data) T;
+// @use linalg.ops
+// @use line_search.rows
+// @use convex_solve.rows
+    const size_t e = (size_t)env;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    const int* tp_ = PP_R(efc_type, const int);
+    const int* dim_ = PP_R(efc_dim, const int);
+    const T* D_ = PP_R(efc_D, const T);
+    const T* R_ = PP_R(efc_R, const T);
+    const T* fl_ = PP_R(efc_floss, const T);
+    const T* mu_ = PP_R(efc_mu, const T);
+    int* st_ = PP_R(efc_state, int);
+    T* F_ = PP_R(efc_force, T);
+    const T* qs = PP_R(qacc_smooth, const T);
+    T* qa = PP_R(qacc, T);
+    T* qc = PP_R(qfrc_constraint, T);
+    T* jar_ = PP_R(jar, T);
+    T* jv_ = PP_R(jv, T);
+    T* g = PP_R(grad, T);
+    T* p = PP_R(search, T);
+    T* ma_ = PP_R(ma, T);
+    T* mv_ = PP_R(mv, T);
+    T* o = PP_R(out, T);
+#undef PP_R
+    const char* m0 = (const char*)M.data + e * M.strides[0];
+    const size_t ms = M.strides[1];
+    const char* j0 = (const char*)efc_J.data + e * efc_J.strides[0];
+    const size_t rs = efc_J.strides[1];
+    char* h0 = (char*)H.data + e * H.strides[0];
+    const size_t hs = H.strides[1];
+    const T* spc = la_spc(LM, H, sc_mode, e);
+    const T zero = T(0);
+    const T one = T(1);
+    T cost = cost_in;
+    int niter = 0;
+    T improvement = zero;
+    int done = nrow == 0 ? 1 : 0;
+    T gnorm = wp::sqrt(cs_sumsq(nv, g));
+    {
+        const T sg = scale * gnorm;
+        if (sg < tolerance) done = 1;
+    }
+    for (int it = 0; it < iterations && done == 0; ++it) {
+        // H = M + Jᵀ D J over quadratic rows + cone middle-zone block Hessians
+        la_hess_copy(nv, m0, ms, h0, hs);
+        int i = 0;
+        while (i < nrow) {
+            // the quadratic rows up to the next elliptic contact in the cone's middle zone, in one call
+            int i1 = i;
+            while (i1 < nrow && !(tp_[i1] == EFC_CONTACT_ELLIPTIC && st_[i1] == STATE_CONE)) ++i1;
+            la_hess_add_rows(nv, i, i1, st_, D_, j0, rs, h0, hs, spc);
+            i = i1;
+            if (i < nrow) {
+                const int dim = dim_[i];
+                const T mu = mu_[i];
+                const T mm = mu * mu;
+                const T mm2 = mu * mu;
+                const T opm = one + mm2;
+                const T den = mm * opm;
+                const T dm = D_[i] / den;
+                const T n = mu * jar_[i];
+                T tt = zero;
+                for (int j = 1; j < dim; ++j) {
+                    const T u = mu_[i + j] * jar_[i + j];
+                    const T u2 = u * u;
+                    tt = tt + u2;
+                }
+                const T t = wp::sqrt(tt);
+                const T mt = mu * t;
+                const T nmt = n - mt;
+                // jar-space block: dm (g gᵀ − nmt·μ/t · F(I − ûûᵀ)F), g = (μ, −μ f_j u_j / t)
+                for (int a = 0; a < dim; ++a) {
+                    T ga = mu;
+                    T fa = zero;
+                    T ua = zero;
+                    if (a > 0) {
+                        fa = mu_[i + a];
+                        const T fj = fa * jar_[i + a];
+                        ua = fj / t;
+                        const T mf = -mu * fa;
+                        ga = mf * ua;
+                    }
+                    for (int bb = 0; bb < dim; ++bb) {
+                        T gb = mu;
+                        T fb = zero;
+                        T ub = zero;
+                        if (bb > 0) {
+                            fb = mu_[i + bb];
+                            const T fj = fb * jar_[i + bb];
+                            ub = fj / t;
+                            const T mf = -mu * fb;
+                            gb = mf * ub;
+                        }
+                        T hab = ga * gb;
+                        if (a > 0 && bb > 0) {
+                            const T idn = a == bb ? one : zero;
+                            const T c0 = nmt * mu;
+                            const T c1 = c0 / t;
+                            const T c2 = c1 * fa;
+                            const T c3 = c2 * fb;
+                            const T uu = ua * ub;
+                            const T q = idn - uu;
+                            const T c4 = c3 * q;
+                            hab = hab - c4;
+                        }
+                        hab = dm * hab;
+                        la_hess_add_pair(nv, j0, rs, i + a, i + bb, hab, h0, hs, spc);
+                    }
+                }
+                i = i + dim;
+            }
+        }
+        la_chol_factor(nv, h0, hs);
+        la_chol_solve(nv, h0, hs, g, p);
+        for (int j = 0; j < nv; ++j) p[j] = -p[j];
+        // ---- exact line search along p: derivative root of the convex 1-D cost
+        la_mat_mul(nv, m0, ms, spc, p, mv_);
+        T pmp, pg0;
+        cs_line_dots(nv, p, mv_, ma_, pmp, pg0);
+        la_jac_mul(nrow, nv, j0, rs, spc, p, jv_, 0, jv_);
+        const T alpha = ls_search(nrow, ls_iterations, ls_tolerance, pg0, pmp, tp_, dim_, D_, R_, fl_, mu_, jar_, jv_);
+        // ---- update: the rows at the new point (jar and ma updated incrementally, as MuJoCo does), Jᵀf,
+        // gradient and cost
+        cs_step_update(nv, nrow, alpha, p, mv_, jv_, qa, ma_, jar_);
+        const T old = cost;
+        const T rc = cs_update_rows(nrow, tp_, dim_, D_, R_, fl_, mu_, jar_, F_, st_);
+        la_jac_tmul_grad(nrow, nv, 0, j0, rs, m0, ms, spc, F_, qa, qs, qc, ma_, g);
+        cost = cs_gauss_cost(nv, qa, qs, ma_, rc);
+        niter = niter + 1;
+        const T dc = old - cost;
+        improvement = scale * dc;
+        const T gn = wp::sqrt(cs_sumsq(nv, g));
+        gnorm = scale * gn;
+        // docs/semantics.md §R8: MuJoCo's rule stops on either test; the default-mode Newton path needs both
+        // (a small line-search improvement alone does not prove the gradient is small)
+        if (stop_needs_gradient == 1) {
+            if ((improvement < tolerance && gnorm < tolerance) || alpha == zero) done = 1;
+        } else if (improvement < tolerance || gnorm < tolerance || alpha == zero) {
+            done = 1;
+        }
+    }
+    o[0] = improvement;
+    o[1] = gnorm;
+    o[2] = cost;
+    *(int*)((char*)niter_out.data + e * niter_out.strides[0]) = niter;

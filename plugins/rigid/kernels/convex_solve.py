@@ -18,14 +18,11 @@ from typing import Any
 
 import warp as wp
 
-from ..types import ConstraintType, EfcState, SolverType, overload
+from ..types import SolverType, overload
 from . import native
 from .linalg import (
     cholesky_factor,
     cholesky_solve,
-    hess_add_pair,
-    hess_add_rows,
-    hess_copy,
     jac_mul,
     jac_tmul_grad,
     mat_mul,
@@ -75,10 +72,6 @@ def island_scatter_native(env: int, d0: int, nd: int, r0: int, nr: int, island_d
 def pad_rows(env: int, nrow: int, efc_force: A2, efc_state: I2): ...
 
 
-@wp.func_native(native.body(__file__, "vec_negate_native"))
-def vec_negate(env: int, nv: int, x: A2): ...
-
-
 @wp.func_native(native.body(__file__, "line_dots_native"))
 def line_dots(env: int, nv: int, search: A2, mv: A2, ma: A2, out: A2): ...
 
@@ -93,6 +86,14 @@ def gauss_cost(env: int, nv: int, qacc: A2, qacc_smooth: A2, ma: A2, out: A2): .
 
 @wp.func_native(native.body(__file__, "sumsq_native"))
 def sumsq(env: int, nv: int, x: A2, out: A2, k: int): ...
+
+
+@wp.func_native(native.body(__file__, "newton_solve_native"))
+def newton_solve_native(env: int, nv: int, nrow: int, iterations: int, tolerance: Any, ls_iterations: int,
+                        ls_tolerance: Any, stop_needs_gradient: int, scale: Any, sc_mode: int, cost_in: Any, M: A3,
+                        qacc_smooth: A2, efc_J: A3, efc_type: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2,
+                        efc_dim: I2, qacc: A2, efc_force: A2, efc_state: I2, qfrc_constraint: A2, H: A3, LM: A3, jar: A2,
+                        jv: A2, grad: A2, search: A2, ma: A2, mv: A2, out: A2, niter_out: I1): ...
 
 
 @wp.func
@@ -144,11 +145,12 @@ def update_constraint(
 
 
 @wp.func
-def span_mode(nrow: int, nv: int, solver: int):
-    """Where the row spans are cached (see kernels/linalg.cpp): 1 in LM (Newton), 2 in H (CG), 0 nowhere
-    (the scratch matrix is too small: 2(nrow + nv) > nv², each product scans its rows)."""
+def span_mode(nrow: int, nv: int, solver: int, cap: int):
+    """Where the row spans of a problem of nv dofs and nrow rows are cached (see kernels/linalg.cpp): 1 in LM
+    (Newton), 2 in H (CG), 0 nowhere (the scratch matrix, cap entries per env, is too small: 2(nrow + nv) >
+    cap, or nv > 4096, past the packed segment bounds; each product scans its rows)."""
     sc_mode = int(0)
-    if 2 * (nrow + nv) <= nv * nv:
+    if 2 * (nrow + nv) <= cap and nv <= 4096:
         sc_mode = 1
         if solver == SolverType.CG:
             sc_mode = 2
@@ -204,10 +206,19 @@ def solve_iterate(
     ma: wp.array2d(dtype=Any),
     mv: wp.array2d(dtype=Any),
     solver_stat: wp.array2d(dtype=Any),
+    niter_out: wp.array(dtype=wp.int32),
 ):
     """Newton or CG iterations of one problem (an env, or one island gathered into the island arrays) from
     the state update_constraint left (qacc, jar, forces, gradient, ma; cost cost_in), with its own line
-    search and stopping test. Returns (scaled improvement, scaled gradient, cost, iterations)."""
+    search and stopping test. Returns (scaled improvement, scaled gradient, cost, iterations; niter_out[env]:
+    scratch for the count). Newton runs
+    natively in one call (newton_solve_native, kernels/convex_solve.cpp); CG below."""
+    if solver == SolverType.NEWTON:
+        newton_solve_native(env, nv, nrow, iterations, tolerance, ls_iterations, ls_tolerance, stop_needs_gradient, scale,
+                            sc_mode, cost_in, M, qacc_smooth, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, qacc,
+                            efc_force, efc_state, qfrc_constraint, H, LM, jar, jv, grad, search, ma, mv, solver_stat,
+                            niter_out)
+        return wp.vector(solver_stat[env, 0], solver_stat[env, 1], solver_stat[env, 2], type(tolerance)(niter_out[env]))
     zero = tolerance * type(tolerance)(0.0)
     one = zero + type(tolerance)(1.0)
     cost = cost_in
@@ -234,58 +245,6 @@ def solve_iterate(
     for _it in range(iterations):
         if done == 1:
             continue
-        if solver == SolverType.NEWTON:
-            # H = M + Jᵀ D J over quadratic rows + cone middle-zone block Hessians
-            hess_copy(env, nv, M, H)
-            i = int(0)
-            while i < nrow:
-                # the quadratic rows up to the next elliptic contact in the cone's middle zone, in one call
-                i1 = i
-                while i1 < nrow and not (efc_type[env, i1] == ConstraintType.CONTACT_ELLIPTIC
-                                         and efc_state[env, i1] == EfcState.CONE):
-                    i1 = i1 + 1
-                hess_add_rows(env, nv, i, i1, efc_state, efc_D, efc_J, H, LM, H, sc_mode)
-                i = i1
-                if i < nrow:
-                    dim = efc_dim[env, i]
-                    mu = efc_mu[env, i]
-                    dm = efc_D[env, i] / (mu * mu * (one + mu * mu))
-                    n = mu * jar[env, i]
-                    tt = zero
-                    for j in range(1, dim):
-                        u = efc_mu[env, i + j] * jar[env, i + j]
-                        tt = tt + u * u
-                    t = wp.sqrt(tt)
-                    nmt = n - mu * t
-                    # jar-space block: dm (g gᵀ − nmt·μ/t · F(I − ûûᵀ)F), g = (μ, −μ f_j u_j / t)
-                    for a in range(dim):
-                        ga = mu
-                        fa = zero
-                        ua = zero
-                        if a > 0:
-                            fa = efc_mu[env, i + a]
-                            ua = fa * jar[env, i + a] / t
-                            ga = -mu * fa * ua
-                        for bb in range(dim):
-                            gb = mu
-                            fb = zero
-                            ub = zero
-                            if bb > 0:
-                                fb = efc_mu[env, i + bb]
-                                ub = fb * jar[env, i + bb] / t
-                                gb = -mu * fb * ub
-                            hab = ga * gb
-                            if a > 0 and bb > 0:
-                                idn = zero
-                                if a == bb:
-                                    idn = one
-                                hab = hab - nmt * mu / t * fa * fb * (idn - ua * ub)
-                            hab = dm * hab
-                            hess_add_pair(env, nv, i + a, i + bb, hab, efc_J, H, LM, H, sc_mode)
-                    i = i + dim
-            cholesky_factor(nv, env, H)
-            cholesky_solve(nv, env, H, grad, search)
-            vec_negate(env, nv, search)
         # ---- exact line search along search: derivative root of the convex 1-D cost
         mat_mul(env, nv, M, search, mv, LM, H, sc_mode)
         line_dots(env, nv, search, mv, ma, solver_stat)
@@ -398,8 +357,8 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
     pad_rows(env, nrow, efc_force, efc_state)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
-    sc_mode = span_mode(nrow, nv, solver)
-    spans_fill(env, nrow, nv, d.efc_span, M, LM, H, sc_mode)
+    sc_mode = span_mode(nrow, nv, solver, nv * nv)
+    spans_fill(env, nrow, nv, d.efc_span, efc_J, M, LM, H, sc_mode, m.dof_parent, 1)
     mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
 
     # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule: for the whole env, as
@@ -437,7 +396,8 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
         res = solve_iterate(env, nv, nrow, solver, iterations, tolerance, ls_iterations, ls_tolerance,
                             stop_needs_gradient, scale, sc_mode, cost, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
                             efc_aref, efc_R, efc_D, efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state,
-                            qfrc_constraint, H, LM, jar, jv, grad, mgrad, mgrad_old, search, ma, mv, solver_stat)
+                            qfrc_constraint, H, LM, jar, jv, grad, mgrad, mgrad_old, search, ma, mv, solver_stat,
+                            solver_niter)
         niter = int(res[3])
         solver_niter[env] = niter
         solver_stat[env, 0] = res[0]
@@ -499,7 +459,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
                     best = 0
                     best_g = g0
                 continue
-            isc = span_mode(nr, nd, solver)
+            isc = span_mode(nr, nd, solver, nv * nv)   # the env's scratch matrix holds the island's spans
             zero_rows = int(0)
             if isc == 0:
                 zero_rows = 1
@@ -508,7 +468,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
                                  efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref,
                                  jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad,
                                  ima)
-            spans_fill(env, nr, nd, ispan, iM, LM, H, isc)
+            spans_fill(env, nr, nd, ispan, iJ, iM, LM, H, isc, m.dof_parent, 0)
             # the island's cost at its start: its rows' costs and its Gauss term
             update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
             gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)
@@ -516,7 +476,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
             res = solve_iterate(env, nd, nr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
                                 stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, qfrc_smooth, iJ, itype, iaref,
                                 iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, mgrad,
-                                mgrad_old, search, ima, mv, solver_stat)
+                                mgrad_old, search, ima, mv, solver_stat, solver_niter)
             island_scatter_native(env, d0, nd, r0, nr, dofs, rows, qacc, qfrc_constraint, iacc, ifrc, efc_force,
                                   efc_state, iforce, istate)
             it = int(res[3])

@@ -7,147 +7,350 @@
 // chains, so with several bodies (8 boxes: 6 of 48 columns) this removes most of the dense work;
 // the only difference from a plain dense loop is the sign of an exact zero result.
 //
-// The spans of M's rows (2j, 2j+1) and of J's rows (2nv + 2r, +1) are computed once per solve into a
-// scratch matrix the chosen solver does not use (sc_mode 1: LM, Newton; 2: H, CG; 0: none, when
-// 2(nrow + nv) > nv², each product scans its rows).
+// The spans of M's rows (2j, 2j+1) and the nonzero segments of J's rows (2nv + 2r: lo + 4096·g0, +1:
+// g1 + 4096·hi; the row's nonzeros in [lo, g0) and [g1, hi)) are computed once per solve into a scratch
+// matrix the chosen solver does not use (sc_mode 1: LM, Newton; 2: H, CG; 0: none, when 2(nrow + nv)
+// exceeds it or nv > 4096, each product scans its rows).
 //
 // jac_mul_native: out = J·x (− sub when use_sub).
 // jac_tmul_grad_native: qfrc_constraint = Jᵀf; with full = 1 also ma = M·(qacc − qacc_smooth);
 //   grad = ma − Jᵀf.
 // mat_mul_native: out = M·x.
-// spans_fill_native: the row spans of M (scanned) and of J (efc_span, recorded by make_rows) into the
-//   scratch matrix (sc_mode).
-// hess_copy_native: H = M (lower triangle).
-// hess_add_pair_native: H += w·J_raᵀ J_rb (lower triangle; zero entries of J_ra skipped).
-// hess_add_rows_native: H += D_i·J_iᵀ J_i for the rows i0 <= i < i1 in the quadratic state: the same sums
-//   in the same order as hess_add_pair row by row, in one call (a call per row cost more than its products).
+// spans_fill_native: the row spans of M (tree = 1: from the dof tree, dof_parent; 0: scanned) and the
+//   nonzero segments of J's rows (inside efc_span, recorded by make_rows) into the scratch matrix (sc_mode).
 // chol_factor_native: in-place dense Cholesky (lower triangle); the row envelope is kept in row 0's
 //   upper triangle for the solve.
 // chol_solve_native: x = (L Lᵀ)⁻¹ b.
+//
+// The operations themselves are the lambdas of the part `ops` (la_*, over one env's raw pointers: a
+// matrix as its first row's bytes and its row stride; spc: the env's span cache or null); the bodies
+// above call them, and the fused Newton solve (kernels/convex_solve.cpp newton_solve_native) calls the
+// same lambdas, with the Newton Hessian's three only it uses: la_hess_copy (H = M, lower triangle),
+// la_hess_add_pair (H += w·J_raᵀ J_rb, lower triangle; zero entries of J_ra skipped) and
+// la_hess_add_rows (H += D_i·J_iᵀ J_i for the rows i0 <= i < i1 in the quadratic state: the same sums in
+// the same order as la_hess_add_pair row by row, consecutive rows of one span together).
+
+// @part ops
+#ifndef PP_SPAN
+// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
+#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
+    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
+    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
+#endif
+    // the span cache of sc_mode (1: LM, 2: H, 0: none) of env e
+    auto la_spc = [&](const auto& sc_a, const auto& sc_b, int sc_mode, size_t e) -> const T* {
+        return sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
+             : sc_mode == 2 ? (const T*)((const char*)sc_b.data + e * sc_b.strides[0]) : (const T*)0;
+    };
+    // the nonzero columns of J's row r (jr): the two segments [lo, g0) and [g1, hi) (from the cache: the
+    // row's span less its longest inner run of zeros; scanned: one span, g0 = g1 = hi) / M's row j span
+    auto la_jspan = [&](const T* spc, int nv, int r, const T* jr, int& lo, int& g0, int& g1, int& hi) {
+        if (spc) {
+            const int c0 = (int)spc[2 * nv + 2 * r], c1 = (int)spc[2 * nv + 2 * r + 1];
+            lo = c0 & 4095; g0 = c0 >> 12; g1 = c1 & 4095; hi = c1 >> 12;
+        } else {
+            PP_SPAN(jr, nv, lo, hi);
+            g0 = hi; g1 = hi;
+        }
+    };
+    auto la_mspan = [&](const T* spc, int nv, int j, const T* mr, int& lo, int& hi) {
+        if (spc) { lo = (int)spc[2 * j]; hi = (int)spc[2 * j + 1]; }
+        else PP_SPAN(mr, nv, lo, hi);
+    };
+    // o = J·x (− sb when use_sub)
+    auto la_jac_mul = [&](int nrow, int nv, const char* j0, size_t rs, const T* spc, const T* xx, const T* sb,
+                          int use_sub, T* o) {
+        for (int r = 0; r < nrow; ++r) {
+            const T* jr = (const T*)(j0 + (size_t)r * rs);
+            int lo, g0, g1, hi;
+            la_jspan(spc, nv, r, jr, lo, g0, g1, hi);
+            T s = T(0);
+            for (int k = lo; k < g0; ++k) {
+                const T p = jr[k] * xx[k];
+                s = s + p;
+            }
+            for (int k = g1; k < hi; ++k) {
+                const T p = jr[k] * xx[k];
+                s = s + p;
+            }
+            o[r] = use_sub != 0 ? s - sb[r] : s;
+        }
+    };
+    // qc = Jᵀf; full = 1: ma = M·(qa − qs); g = ma − qc
+    auto la_jac_tmul_grad = [&](int nrow, int nv, int full, const char* j0, size_t rs, const char* m0, size_t ms,
+                                const T* spc, const T* f, const T* qa, const T* qs, T* qc, T* ma_, T* g) {
+        // Jᵀf accumulated row by row (each column still sums its rows in ascending order)
+        for (int j = 0; j < nv; ++j) qc[j] = T(0);
+        for (int r = 0; r < nrow; ++r) {
+            const T fr = f[r];
+            if (fr == T(0)) continue;
+            const T* jr = (const T*)(j0 + (size_t)r * rs);
+            int lo, g0, g1, hi;
+            la_jspan(spc, nv, r, jr, lo, g0, g1, hi);
+            for (int j = lo; j < g0; ++j) {
+                const T p = jr[j] * fr;
+                qc[j] = qc[j] + p;
+            }
+            for (int j = g1; j < hi; ++j) {
+                const T p = jr[j] * fr;
+                qc[j] = qc[j] + p;
+            }
+        }
+        for (int j = 0; j < nv; ++j) {
+            const T s = qc[j];
+            T m = ma_[j];
+            if (full == 1) {
+                const T* mr = (const T*)(m0 + (size_t)j * ms);
+                int lo, hi;
+                la_mspan(spc, nv, j, mr, lo, hi);
+                m = T(0);
+                for (int k = lo; k < hi; ++k) {
+                    const T p = mr[k] * (qa[k] - qs[k]);
+                    m = m + p;
+                }
+                ma_[j] = m;
+            }
+            g[j] = m - s;
+        }
+    };
+    // y = M·x
+    auto la_mat_mul = [&](int nv, const char* m0, size_t ms, const T* spc, const T* xx, T* y) {
+        for (int j = 0; j < nv; ++j) {
+            const T* mr = (const T*)(m0 + (size_t)j * ms);
+            int lo, hi;
+            la_mspan(spc, nv, j, mr, lo, hi);
+            T s = T(0);
+            for (int k = lo; k < hi; ++k) {
+                const T p = mr[k] * xx[k];
+                s = s + p;
+            }
+            y[j] = s;
+        }
+    };
+    // H = M (lower triangle: all the factor reads)
+    auto la_hess_copy = [&](int nv, const char* m0, size_t ms, char* h0, size_t hs) {
+        for (int j = 0; j < nv; ++j) {
+            const T* mr = (const T*)(m0 + (size_t)j * ms);
+            T* hr = (T*)(h0 + (size_t)j * hs);
+            for (int k = 0; k <= j; ++k) hr[k] = mr[k];
+        }
+    };
+    // H += w·J_raᵀ J_rb (lower triangle; zero entries of J_ra skipped)
+    auto la_hess_add_pair = [&](int nv, const char* j0, size_t rs, int ra, int rb, T w, char* h0, size_t hs,
+                                const T* spc) {
+        const T* ja_ = (const T*)(j0 + (size_t)ra * rs);
+        const T* jb_ = (const T*)(j0 + (size_t)rb * rs);
+        int alo, ag0, ag1, ahi, blo, bg0, bg1, bhi;
+        la_jspan(spc, nv, ra, ja_, alo, ag0, ag1, ahi);
+        la_jspan(spc, nv, rb, jb_, blo, bg0, bg1, bhi);
+        for (int j = alo; j < ahi; ++j) {
+            if (j == ag0) { j = ag1 - 1; continue; }     // over row a's inner run of zeros
+            const T ja = ja_[j] * w;
+            if (ja != T(0)) {
+                T* hr = (T*)(h0 + (size_t)j * hs);
+                const int kend = bhi < j + 1 ? bhi : j + 1;   // lower triangle only
+                const int kmid = bg0 < kend ? bg0 : kend;
+                for (int k = blo; k < kmid; ++k) {
+                    const T p = ja * jb_[k];
+                    hr[k] = hr[k] + p;
+                }
+                for (int k = bg1; k < kend; ++k) {
+                    const T p = ja * jb_[k];
+                    hr[k] = hr[k] + p;
+                }
+            }
+        }
+    };
+    // H += D_i·J_iᵀ J_i for the quadratic rows i0 <= i < i1
+    auto la_hess_add_rows = [&](int nv, int i0, int i1, const int* st_, const T* D_, const char* j0, size_t rs,
+                                char* h0, size_t hs, const T* spc) {
+        // consecutive quadratic rows with one span (a contact's pyramid rows: the same two bodies) are added
+        // together, entry by entry: each H entry still receives its rows' products one at a time in
+        // ascending row order (the same additions as row by row), with one load and store per entry
+        int i = i0;
+        while (i < i1) {
+            if (st_[i] != STATE_QUADRATIC) { ++i; continue; }
+            int lo, g0, g1, hi;
+            const T* jr0 = (const T*)(j0 + (size_t)i * rs);
+            la_jspan(spc, nv, i, jr0, lo, g0, g1, hi);
+            const T* jrs[8];
+            T ws[8];
+            int nb = 0;
+            int i2 = i;
+            while (i2 < i1 && nb < 8) {
+                if (st_[i2] != STATE_QUADRATIC) { ++i2; continue; }
+                const T* jr = (const T*)(j0 + (size_t)i2 * rs);
+                int lo2, g02, g12, hi2;
+                la_jspan(spc, nv, i2, jr, lo2, g02, g12, hi2);
+                if (lo2 != lo || hi2 != hi || g02 != g0 || g12 != g1) break;
+                jrs[nb] = jr;
+                ws[nb] = D_[i2];
+                ++nb;
+                ++i2;
+            }
+            i = i2;
+            for (int j = lo; j < hi; ++j) {
+                if (j == g0) { j = g1 - 1; continue; }   // over the rows' inner run of zeros
+                T* hr = (T*)(h0 + (size_t)j * hs);
+                const int kmid = g0 < j + 1 ? g0 : j + 1;
+                // the rows one after another, each over the whole row segment (independent entries: the
+                // compiler vectorizes across k; each entry still takes its products in ascending row order)
+                for (int b = 0; b < nb; ++b) {
+                    const T ja = jrs[b][j] * ws[b];
+                    if (ja == T(0)) continue;
+                    const T* jb = jrs[b];
+                    for (int k = lo; k < kmid; ++k) {    // lower triangle only (j < hi)
+                        const T p = ja * jb[k];
+                        hr[k] = hr[k] + p;
+                    }
+                    for (int k = g1; k <= j; ++k) {
+                        const T p = ja * jb[k];
+                        hr[k] = hr[k] + p;
+                    }
+                }
+            }
+        }
+    };
+    // in-place dense Cholesky (lower triangle); the row envelope kept in row 0's upper triangle
+    auto la_chol_factor = [&](int nv, char* l0, size_t ls) {
+#define PP_L(i) ((T*)(l0 + (size_t)(i) * ls))
+        // envelope: first nonzero of each row of the lower triangle (L stays zero left of it)
+        int first_buf[256];
+        const bool env_ok = nv <= 256;
+        if (env_ok) {
+            for (int i = 0; i < nv; ++i) {
+                const T* li = PP_L(i);
+                int f0 = i;                      // first nonzero left of the diagonal (branch-free min)
+                for (int k = 0; k < i; ++k) {
+                    const int a = li[k] == T(0) ? i : k;
+                    f0 = a < f0 ? a : f0;
+                }
+                first_buf[i] = f0;
+            }
+        }
+        // column j's last row that can be nonzero: the largest i with min(first[i..nv)) <= j (rows past it
+        // are all left of their envelope at column j and were skipped one by one before)
+        int cend_buf[256];
+        if (env_ok) {
+            int k = nv - 1;
+            int m = nv;
+            for (int jj = 0; jj < nv; ++jj) {
+                const int j = nv - 1 - jj;
+                while (k > j) {
+                    const int mk = first_buf[k] < m ? first_buf[k] : m;
+                    if (mk <= j) break;
+                    m = mk;
+                    --k;
+                }
+                cend_buf[j] = k;
+            }
+        }
+        for (int j = 0; j < nv; ++j) {
+            T* lj = PP_L(j);
+            const int fj = env_ok ? first_buf[j] : 0;
+            T s = lj[j];
+            for (int k = fj; k < j; ++k) {
+                const T p = lj[k] * lj[k];
+                s = s - p;
+            }
+            s = wp::sqrt(wp::max(s, T(1.0e-30)));
+            lj[j] = s;
+            const int iend = env_ok ? cend_buf[j] : nv - 1;
+            for (int i = j + 1; i <= iend; ++i) {
+                const int fi = env_ok ? first_buf[i] : 0;
+                if (fi > j) continue;            // L[i, j] = 0: left of row i's envelope
+                T* li = PP_L(i);
+                T t = li[j];
+                for (int k = (fi > fj ? fi : fj); k < j; ++k) {
+                    const T p = li[k] * lj[k];
+                    t = t - p;
+                }
+                li[j] = t / s;
+            }
+        }
+        // the envelope kept for the solve in row 0's upper triangle (L[0][i] = first nonzero of row i,
+        // i >= 1; row 0 starts at 0): no reader of L uses its upper triangle
+        {
+            T* l0r = PP_L(0);
+            for (int i = 1; i < nv; ++i) l0r[i] = T(env_ok ? first_buf[i] : 0);
+        }
+#undef PP_L
+    };
+    // xx = (L Lᵀ)⁻¹ bb
+    auto la_chol_solve = [&](int nv, const char* l0, size_t ls, const T* bb, T* xx) {
+#define PP_L(i) ((const T*)(l0 + (size_t)(i) * ls))
+        // row envelope stored by the factor in L[0][1..nv) (entries left of it are exact zeros);
+        // column i's last nonzero row: the largest k with first[k] <= i (from the suffix minimum of first)
+        int first_buf[256];
+        int cend_buf[256];
+        const bool env_ok = nv <= 256;
+        if (env_ok) {
+            first_buf[0] = 0;
+            for (int i = 1; i < nv; ++i) first_buf[i] = (int)PP_L(0)[i];
+            int k = nv - 1;
+            int m = nv;                 // min of first[k'] over k' > k (none yet)
+            for (int ii = 0; ii < nv; ++ii) {
+                const int i = nv - 1 - ii;
+                // largest k with min(first[k..nv)) <= i; the suffix minimum is nondecreasing in k
+                while (k > i) {
+                    const int mk = first_buf[k] < m ? first_buf[k] : m;
+                    if (mk <= i) break;
+                    m = mk;
+                    --k;
+                }
+                cend_buf[i] = k;
+            }
+        }
+        for (int i = 0; i < nv; ++i) {
+            const T* li = PP_L(i);
+            T s = bb[i];
+            for (int k = env_ok ? first_buf[i] : 0; k < i; ++k) {
+                const T p = li[k] * xx[k];
+                s = s - p;
+            }
+            xx[i] = s / li[i];
+        }
+        for (int ii = 0; ii < nv; ++ii) {
+            const int i = nv - 1 - ii;
+            T s = xx[i];
+            const int kend = env_ok ? cend_buf[i] : nv - 1;
+            for (int k = i + 1; k <= kend; ++k) {
+                if (env_ok && first_buf[k] > i) continue;     // L[k, i] = 0: left of row k's envelope
+                const T p = PP_L(k)[i] * xx[k];
+                s = s - p;
+            }
+            xx[i] = s / PP_L(i)[i];
+        }
+#undef PP_L
+    };
+    (void)la_spc; (void)la_jac_mul; (void)la_jac_tmul_grad; (void)la_mat_mul; (void)la_hess_copy;
+    (void)la_hess_add_pair; (void)la_hess_add_rows; (void)la_chol_factor; (void)la_chol_solve;
 
 // @func jac_mul_native
     typedef decltype(+*J.data) T;
+// @use linalg.ops
     const size_t e = (size_t)env;
-#ifndef PP_SPAN
-// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
-
-    const T* spc = sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
-                 : sc_mode == 2 ? (const T*)((const char*)sc_b.data + e * sc_b.strides[0]) : (const T*)0;
-#define PP_JSPAN(r, jr, lo, hi) { if (spc) { lo = (int)spc[2 * nv + 2 * (r)]; hi = (int)spc[2 * nv + 2 * (r) + 1]; } \
-    else PP_SPAN(jr, nv, lo, hi); }
-#define PP_MSPAN(j, mr, lo, hi) { if (spc) { lo = (int)spc[2 * (j)]; hi = (int)spc[2 * (j) + 1]; } \
-    else PP_SPAN(mr, nv, lo, hi); }
-
-    const size_t rs = J.strides[1];
-    const char* j0 = (const char*)J.data + e * J.strides[0];
-    const T* xx = (const T*)((const char*)x.data + e * x.strides[0]);
-    const T* sb = (const T*)((const char*)sub.data + e * sub.strides[0]);
-    T* o = (T*)((char*)out.data + e * out.strides[0]);
-    for (int r = 0; r < nrow; ++r) {
-        const T* jr = (const T*)(j0 + (size_t)r * rs);
-        int lo, hi;
-        PP_JSPAN(r, jr, lo, hi);
-        T s = T(0);
-        for (int k = lo; k < hi; ++k) {
-            const T p = jr[k] * xx[k];
-            s = s + p;
-        }
-        o[r] = use_sub != 0 ? s - sb[r] : s;
-    }
+    la_jac_mul(nrow, nv, (const char*)J.data + e * J.strides[0], J.strides[1], la_spc(sc_a, sc_b, sc_mode, e),
+               (const T*)((const char*)x.data + e * x.strides[0]), (const T*)((const char*)sub.data + e * sub.strides[0]),
+               use_sub, (T*)((char*)out.data + e * out.strides[0]));
 
 // @func jac_tmul_grad_native
     typedef decltype(+*J.data) T;
+// @use linalg.ops
     const size_t e = (size_t)env;
-#ifndef PP_SPAN
-// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
-
-    const T* spc = sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
-                 : sc_mode == 2 ? (const T*)((const char*)sc_b.data + e * sc_b.strides[0]) : (const T*)0;
-#define PP_JSPAN(r, jr, lo, hi) { if (spc) { lo = (int)spc[2 * nv + 2 * (r)]; hi = (int)spc[2 * nv + 2 * (r) + 1]; } \
-    else PP_SPAN(jr, nv, lo, hi); }
-#define PP_MSPAN(j, mr, lo, hi) { if (spc) { lo = (int)spc[2 * (j)]; hi = (int)spc[2 * (j) + 1]; } \
-    else PP_SPAN(mr, nv, lo, hi); }
-
-    const size_t rs = J.strides[1];
-    const size_t ms = M.strides[1];
-    const char* j0 = (const char*)J.data + e * J.strides[0];
-    const char* m0 = (const char*)M.data + e * M.strides[0];
-    const T* f = (const T*)((const char*)efc_force.data + e * efc_force.strides[0]);
-    const T* qa = (const T*)((const char*)qacc.data + e * qacc.strides[0]);
-    const T* qs = (const T*)((const char*)qacc_smooth.data + e * qacc_smooth.strides[0]);
-    T* qc = (T*)((char*)qfrc_constraint.data + e * qfrc_constraint.strides[0]);
-    T* ma_ = (T*)((char*)ma.data + e * ma.strides[0]);
-    T* g = (T*)((char*)grad.data + e * grad.strides[0]);
-    // Jᵀf accumulated row by row (each column still sums its rows in ascending order)
-    for (int j = 0; j < nv; ++j) qc[j] = T(0);
-    for (int r = 0; r < nrow; ++r) {
-        const T fr = f[r];
-        if (fr == T(0)) continue;
-        const T* jr = (const T*)(j0 + (size_t)r * rs);
-        int lo, hi;
-        PP_JSPAN(r, jr, lo, hi);
-        for (int j = lo; j < hi; ++j) {
-            const T p = jr[j] * fr;
-            qc[j] = qc[j] + p;
-        }
-    }
-    for (int j = 0; j < nv; ++j) {
-        const T s = qc[j];
-        T m = ma_[j];
-        if (full == 1) {
-            const T* mr = (const T*)(m0 + (size_t)j * ms);
-            int lo, hi;
-            PP_MSPAN(j, mr, lo, hi);
-            m = T(0);
-            for (int k = lo; k < hi; ++k) {
-                const T p = mr[k] * (qa[k] - qs[k]);
-                m = m + p;
-            }
-            ma_[j] = m;
-        }
-        g[j] = m - s;
-    }
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    la_jac_tmul_grad(nrow, nv, full, (const char*)J.data + e * J.strides[0], J.strides[1],
+                     (const char*)M.data + e * M.strides[0], M.strides[1], la_spc(sc_a, sc_b, sc_mode, e),
+                     PP_R(efc_force, const T), PP_R(qacc, const T), PP_R(qacc_smooth, const T), PP_R(qfrc_constraint, T),
+                     PP_R(ma, T), PP_R(grad, T));
+#undef PP_R
 
 // @func mat_mul_native
     typedef decltype(+*M.data) T;
+// @use linalg.ops
     const size_t e = (size_t)env;
-#ifndef PP_SPAN
-// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
-
-    const T* spc = sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
-                 : sc_mode == 2 ? (const T*)((const char*)sc_b.data + e * sc_b.strides[0]) : (const T*)0;
-#define PP_JSPAN(r, jr, lo, hi) { if (spc) { lo = (int)spc[2 * nv + 2 * (r)]; hi = (int)spc[2 * nv + 2 * (r) + 1]; } \
-    else PP_SPAN(jr, nv, lo, hi); }
-#define PP_MSPAN(j, mr, lo, hi) { if (spc) { lo = (int)spc[2 * (j)]; hi = (int)spc[2 * (j) + 1]; } \
-    else PP_SPAN(mr, nv, lo, hi); }
-
-    const size_t ms = M.strides[1];
-    const char* m0 = (const char*)M.data + e * M.strides[0];
-    const T* xx = (const T*)((const char*)x.data + e * x.strides[0]);
-    T* y = (T*)((char*)out.data + e * out.strides[0]);
-    for (int j = 0; j < nv; ++j) {
-        const T* mr = (const T*)(m0 + (size_t)j * ms);
-        int lo, hi;
-        PP_MSPAN(j, mr, lo, hi);
-        T s = T(0);
-        for (int k = lo; k < hi; ++k) {
-            const T p = mr[k] * xx[k];
-            s = s + p;
-        }
-        y[j] = s;
-    }
+    la_mat_mul(nv, (const char*)M.data + e * M.strides[0], M.strides[1], la_spc(sc_a, sc_b, sc_mode, e),
+               (const T*)((const char*)x.data + e * x.strides[0]), (T*)((char*)out.data + e * out.strides[0]));
 
 // @func spans_fill_native
     typedef decltype(+*M.data) T;
@@ -161,276 +364,71 @@
 
     if (sc_mode != 0) {
         T* sp = (T*)(sc_mode == 1 ? (char*)sc_a.data + e * sc_a.strides[0] : (char*)sc_b.data + e * sc_b.strides[0]);
-        for (int j = 0; j < nv; ++j) {
-            const T* mr = (const T*)((const char*)M.data + e * M.strides[0] + (size_t)j * M.strides[1]);
-            int lo, hi;
-            PP_SPAN(mr, nv, lo, hi);
-            sp[2 * j] = T(lo);
-            sp[2 * j + 1] = T(hi);
+        if (tree != 0) {
+            // M's rows from the dof tree (M is zero off its tree pattern: each dof with its ancestors and
+            // descendants, docs/constraint.md): row j spans [root of j, last dof of j's subtree] (a dof's
+            // parent precedes it, a subtree is contiguous); a superset of the nonzeros, so the products add
+            // only exact zeros more (x + 0 = x bit for bit: a sum started at +0 never becomes −0), and M
+            // itself is not read
+#define PP_PAR(j) (*(const int*)((const char*)dof_parent.data + (size_t)(j) * dof_parent.strides[0]))
+            for (int j = 0; j < nv; ++j) {
+                const int p = PP_PAR(j);
+                sp[2 * j] = p >= 0 ? sp[2 * p] : T(j);
+                sp[2 * j + 1] = T(j + 1);
+            }
+            for (int jj = 0; jj < nv; ++jj) {
+                const int j = nv - 1 - jj;
+                const int p = PP_PAR(j);
+                if (p >= 0 && sp[2 * j + 1] > sp[2 * p + 1]) sp[2 * p + 1] = sp[2 * j + 1];
+            }
+#undef PP_PAR
+        } else {
+            for (int j = 0; j < nv; ++j) {
+                const T* mr = (const T*)((const char*)M.data + e * M.strides[0] + (size_t)j * M.strides[1]);
+                int lo, hi;
+                PP_SPAN(mr, nv, lo, hi);
+                sp[2 * j] = T(lo);
+                sp[2 * j + 1] = T(hi);
+            }
         }
-        // J's rows: the spans make_rows recorded (a superset of the nonzero columns; empty: lo = hi)
+        // J's rows: inside the span make_rows recorded (a superset of the nonzero columns), the first and
+        // last nonzero and the longest inner run of exact zeros (a contact's two bodies' dof chains with
+        // the dofs between them), so a product runs over [lo, g0) and [g1, hi) and skips only exact zeros
+        // (as for M's spans, bit for bit the same sums); empty row: lo = g0 = g1 = hi
         const char* js = (const char*)efc_span.data + e * efc_span.strides[0];
+        const char* jj0 = (const char*)J.data + e * J.strides[0];
         for (int r = 0; r < nrow; ++r) {
             const int* jsr = (const int*)(js + (size_t)r * efc_span.strides[1]);
             int lo = jsr[0] < 0 ? 0 : jsr[0];
             int hi = jsr[1] > nv ? nv : jsr[1];
             if (hi < lo) hi = lo;
-            sp[2 * nv + 2 * r] = T(lo);
-            sp[2 * nv + 2 * r + 1] = T(hi);
-        }
-    }
-
-// @func hess_copy_native
-    typedef decltype(+*M.data) T;
-    const size_t e = (size_t)env;
-#ifndef PP_SPAN
-// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
-
-    const size_t ms = M.strides[1];
-    const size_t hs = H.strides[1];
-    const char* m0 = (const char*)M.data + e * M.strides[0];
-    char* h0 = (char*)H.data + e * H.strides[0];
-    for (int j = 0; j < nv; ++j) {
-        const T* mr = (const T*)(m0 + (size_t)j * ms);
-        T* hr = (T*)(h0 + (size_t)j * hs);
-        for (int k = 0; k <= j; ++k) hr[k] = mr[k];   // lower triangle: all the factor reads
-    }
-
-// @func hess_add_pair_native
-    typedef decltype(+*J.data) T;
-    const size_t e = (size_t)env;
-#ifndef PP_SPAN
-// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
-
-    const T* spc = sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
-                 : sc_mode == 2 ? (const T*)((const char*)sc_b.data + e * sc_b.strides[0]) : (const T*)0;
-#define PP_JSPAN(r, jr, lo, hi) { if (spc) { lo = (int)spc[2 * nv + 2 * (r)]; hi = (int)spc[2 * nv + 2 * (r) + 1]; } \
-    else PP_SPAN(jr, nv, lo, hi); }
-#define PP_MSPAN(j, mr, lo, hi) { if (spc) { lo = (int)spc[2 * (j)]; hi = (int)spc[2 * (j) + 1]; } \
-    else PP_SPAN(mr, nv, lo, hi); }
-
-    const size_t rs = J.strides[1];
-    const size_t hs = H.strides[1];
-    const T* ja_ = (const T*)((const char*)J.data + e * J.strides[0] + (size_t)ra * rs);
-    const T* jb_ = (const T*)((const char*)J.data + e * J.strides[0] + (size_t)rb * rs);
-    char* h0 = (char*)H.data + e * H.strides[0];
-    int alo, ahi, blo, bhi;
-    PP_JSPAN(ra, ja_, alo, ahi);
-    PP_JSPAN(rb, jb_, blo, bhi);
-    for (int j = alo; j < ahi; ++j) {
-        const T ja = ja_[j] * w;
-        if (ja != T(0)) {
-            T* hr = (T*)(h0 + (size_t)j * hs);
-            const int kend = bhi < j + 1 ? bhi : j + 1;   // lower triangle only
-            for (int k = blo; k < kend; ++k) {
-                const T p = ja * jb_[k];
-                hr[k] = hr[k] + p;
-            }
-        }
-    }
-
-// @func hess_add_rows_native
-    typedef decltype(+*J.data) T;
-    const size_t e = (size_t)env;
-#ifndef PP_SPAN
-// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
-
-    const T* spc = sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
-                 : sc_mode == 2 ? (const T*)((const char*)sc_b.data + e * sc_b.strides[0]) : (const T*)0;
-    const size_t rs = J.strides[1];
-    const size_t hs = H.strides[1];
-    const char* j0 = (const char*)J.data + e * J.strides[0];
-    char* h0 = (char*)H.data + e * H.strides[0];
-    const int* st_ = (const int*)((const char*)efc_state.data + e * efc_state.strides[0]);
-    const T* D_ = (const T*)((const char*)efc_D.data + e * efc_D.strides[0]);
-    // consecutive quadratic rows with one span (a contact's pyramid rows: the same two bodies) are added
-    // together, entry by entry: each H entry still receives its rows' products one at a time in
-    // ascending row order (the same additions as row by row), with one load and store per entry
-    int i = i0;
-    while (i < i1) {
-        if (st_[i] != STATE_QUADRATIC) { ++i; continue; }
-        int lo, hi;
-        const T* jr0 = (const T*)(j0 + (size_t)i * rs);
-        if (spc) { lo = (int)spc[2 * nv + 2 * i]; hi = (int)spc[2 * nv + 2 * i + 1]; }
-        else PP_SPAN(jr0, nv, lo, hi);
-        const T* jrs[8];
-        T ws[8];
-        int nb = 0;
-        int i2 = i;
-        while (i2 < i1 && nb < 8) {
-            if (st_[i2] != STATE_QUADRATIC) { ++i2; continue; }
-            const T* jr = (const T*)(j0 + (size_t)i2 * rs);
-            int lo2, hi2;
-            if (spc) { lo2 = (int)spc[2 * nv + 2 * i2]; hi2 = (int)spc[2 * nv + 2 * i2 + 1]; }
-            else PP_SPAN(jr, nv, lo2, hi2);
-            if (lo2 != lo || hi2 != hi) break;
-            jrs[nb] = jr;
-            ws[nb] = D_[i2];
-            ++nb;
-            ++i2;
-        }
-        i = i2;
-        for (int j = lo; j < hi; ++j) {
-            T ja[8];
-            int any = 0;
-            for (int b = 0; b < nb; ++b) { ja[b] = jrs[b][j] * ws[b]; any |= (ja[b] != T(0)); }
-            if (!any) continue;
-            T* hr = (T*)(h0 + (size_t)j * hs);
-            for (int k = lo; k <= j; ++k) {          // lower triangle only (j < hi)
-                T h = hr[k];
-                for (int b = 0; b < nb; ++b) {
-                    if (ja[b] != T(0)) {
-                        const T p = ja[b] * jrs[b][k];
-                        h = h + p;
-                    }
+            const T* jr = (const T*)(jj0 + (size_t)r * J.strides[1]);
+            while (lo < hi && jr[lo] == T(0)) ++lo;
+            while (hi > lo && jr[hi - 1] == T(0)) --hi;
+            int g0 = hi, g1 = hi, best = 0;
+            int k = lo;
+            while (k < hi) {
+                if (jr[k] == T(0)) {
+                    const int z = k;
+                    while (jr[k] == T(0)) ++k;           // stops inside: jr[hi - 1] != 0
+                    if (k - z > best) { best = k - z; g0 = z; g1 = k; }
+                } else {
+                    ++k;
                 }
-                hr[k] = h;
             }
+            sp[2 * nv + 2 * r] = T(lo + 4096 * g0);       // exact in float32 too (< 2^24: nv <= 4096)
+            sp[2 * nv + 2 * r + 1] = T(g1 + 4096 * hi);
         }
     }
 
 // @func chol_factor_native
     typedef decltype(+*L.data) T;
-    const size_t e = (size_t)env;
-#ifndef PP_SPAN
-// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
-
-    const size_t ls = L.strides[1];
-    char* l0 = (char*)L.data + e * L.strides[0];
-#define PP_L(i) ((T*)(l0 + (size_t)(i) * ls))
-    // envelope: first nonzero of each row of the lower triangle (L stays zero left of it)
-    int first_buf[256];
-    const bool env_ok = nv <= 256;
-    if (env_ok) {
-        for (int i = 0; i < nv; ++i) {
-            const T* li = PP_L(i);
-            int f0 = i;                      // first nonzero left of the diagonal (branch-free min)
-            for (int k = 0; k < i; ++k) {
-                const int a = li[k] == T(0) ? i : k;
-                f0 = a < f0 ? a : f0;
-            }
-            first_buf[i] = f0;
-        }
-    }
-    // column j's last row that can be nonzero: the largest i with min(first[i..nv)) <= j (rows past it
-    // are all left of their envelope at column j and were skipped one by one before)
-    int cend_buf[256];
-    if (env_ok) {
-        int k = nv - 1;
-        int m = nv;
-        for (int jj = 0; jj < nv; ++jj) {
-            const int j = nv - 1 - jj;
-            while (k > j) {
-                const int mk = first_buf[k] < m ? first_buf[k] : m;
-                if (mk <= j) break;
-                m = mk;
-                --k;
-            }
-            cend_buf[j] = k;
-        }
-    }
-    for (int j = 0; j < nv; ++j) {
-        T* lj = PP_L(j);
-        const int fj = env_ok ? first_buf[j] : 0;
-        T s = lj[j];
-        for (int k = fj; k < j; ++k) {
-            const T p = lj[k] * lj[k];
-            s = s - p;
-        }
-        s = wp::sqrt(wp::max(s, T(1.0e-30)));
-        lj[j] = s;
-        const int iend = env_ok ? cend_buf[j] : nv - 1;
-        for (int i = j + 1; i <= iend; ++i) {
-            const int fi = env_ok ? first_buf[i] : 0;
-            if (fi > j) continue;            // L[i, j] = 0: left of row i's envelope
-            T* li = PP_L(i);
-            T t = li[j];
-            for (int k = (fi > fj ? fi : fj); k < j; ++k) {
-                const T p = li[k] * lj[k];
-                t = t - p;
-            }
-            li[j] = t / s;
-        }
-    }
-    // the envelope kept for the solve in row 0's upper triangle (L[0][i] = first nonzero of row i,
-    // i >= 1; row 0 starts at 0): no reader of L uses its upper triangle
-    {
-        T* l0r = PP_L(0);
-        for (int i = 1; i < nv; ++i) l0r[i] = T(env_ok ? first_buf[i] : 0);
-    }
-#undef PP_L
+// @use linalg.ops
+    la_chol_factor(nv, (char*)L.data + (size_t)env * L.strides[0], L.strides[1]);
 
 // @func chol_solve_native
     typedef decltype(+*L.data) T;
+// @use linalg.ops
     const size_t e = (size_t)env;
-#ifndef PP_SPAN
-// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
-
-    const size_t ls = L.strides[1];
-    const char* l0 = (const char*)L.data + e * L.strides[0];
-#define PP_L(i) ((const T*)(l0 + (size_t)(i) * ls))
-    const T* bb = (const T*)((const char*)b.data + e * b.strides[0]);
-    T* xx = (T*)((char*)x.data + e * x.strides[0]);
-    // row envelope stored by the factor in L[0][1..nv) (entries left of it are exact zeros);
-    // column i's last nonzero row: the largest k with first[k] <= i (from the suffix minimum of first)
-    int first_buf[256];
-    int cend_buf[256];
-    const bool env_ok = nv <= 256;
-    if (env_ok) {
-        first_buf[0] = 0;
-        for (int i = 1; i < nv; ++i) first_buf[i] = (int)PP_L(0)[i];
-        int k = nv - 1;
-        int m = nv;                 // min of first[k'] over k' > k (none yet)
-        for (int ii = 0; ii < nv; ++ii) {
-            const int i = nv - 1 - ii;
-            // largest k with min(first[k..nv)) <= i; the suffix minimum is nondecreasing in k
-            while (k > i) {
-                const int mk = first_buf[k] < m ? first_buf[k] : m;
-                if (mk <= i) break;
-                m = mk;
-                --k;
-            }
-            cend_buf[i] = k;
-        }
-    }
-    for (int i = 0; i < nv; ++i) {
-        const T* li = PP_L(i);
-        T s = bb[i];
-        for (int k = env_ok ? first_buf[i] : 0; k < i; ++k) {
-            const T p = li[k] * xx[k];
-            s = s - p;
-        }
-        xx[i] = s / li[i];
-    }
-    for (int ii = 0; ii < nv; ++ii) {
-        const int i = nv - 1 - ii;
-        T s = xx[i];
-        const int kend = env_ok ? cend_buf[i] : nv - 1;
-        for (int k = i + 1; k <= kend; ++k) {
-            if (env_ok && first_buf[k] > i) continue;     // L[k, i] = 0: left of row k's envelope
-            const T p = PP_L(k)[i] * xx[k];
-            s = s - p;
-        }
-        xx[i] = s / PP_L(i)[i];
-    }
-#undef PP_L
+    la_chol_solve(nv, (const char*)L.data + e * L.strides[0], L.strides[1], (const T*)((const char*)b.data + e * b.strides[0]),
+                  (T*)((char*)x.data + e * x.strides[0]));

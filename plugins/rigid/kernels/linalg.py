@@ -1,6 +1,7 @@
 """Dense per-env linear algebra of the constraint solvers (native loops in kernels/linalg.cpp; why:
-kernels/native.py): J·x, Jᵀf with the gradient, M·x, row spans, the Newton Hessian M + Σ w·JᵀJ and
-a dense Cholesky factor/solve. @wp.funcs over one env's rows (``env``), called by the solve kernels.
+kernels/native.py): J·x, Jᵀf with the gradient, M·x, row spans and a dense Cholesky factor/solve (the
+Newton Hessian M + Σ w·JᵀJ is built inside the native Newton solve, kernels/convex_solve.cpp). @wp.funcs
+over one env's rows (``env``), called by the solve kernels.
 """
 
 from typing import Any
@@ -15,6 +16,7 @@ A2 = wp.array2d(dtype=Any)
 A3 = wp.array3d(dtype=Any)
 I3 = wp.array3d(dtype=wp.int32)
 I2 = wp.array2d(dtype=wp.int32)
+I1 = wp.array(dtype=wp.int32)
 
 
 @wp.func_native(native.body(__file__, "jac_mul_native"))
@@ -32,20 +34,8 @@ def mat_mul(env: int, nv: int, M: A3, x: A2, out: A2, sc_a: A3, sc_b: A3, sc_mod
 
 
 @wp.func_native(native.body(__file__, "spans_fill_native"))
-def spans_fill(env: int, nrow: int, nv: int, efc_span: I3, M: A3, sc_a: A3, sc_b: A3, sc_mode: int): ...
-
-
-@wp.func_native(native.body(__file__, "hess_copy_native"))
-def hess_copy(env: int, nv: int, M: A3, H: A3): ...
-
-
-@wp.func_native(native.body(__file__, "hess_add_pair_native"))
-def hess_add_pair(env: int, nv: int, ra: int, rb: int, w: Any, J: A3, H: A3, sc_a: A3, sc_b: A3, sc_mode: int): ...
-
-
-@wp.func_native(native.body(__file__, "hess_add_rows_native"))
-def hess_add_rows(env: int, nv: int, i0: int, i1: int, efc_state: I2, efc_D: A2, J: A3, H: A3, sc_a: A3, sc_b: A3,
-                  sc_mode: int): ...
+def spans_fill(env: int, nrow: int, nv: int, efc_span: I3, J: A3, M: A3, sc_a: A3, sc_b: A3, sc_mode: int,
+               dof_parent: I1, tree: int): ...
 
 
 @wp.func_native(native.body(__file__, "chol_factor_native"))

@@ -1,11 +1,14 @@
-"""The exact line search of the constraint solvers (convex Newton/CG and signorini), shared.
+"""The exact line search of the constraint solvers (convex Newton/CG and signorini).
 
 Along the search direction p the cost is a convex piecewise-smooth function of the step alpha; its
 derivative is monotone. ``exact_line_search`` finds its root by safeguarded Newton steps inside a
 bracket [lo, hi] (doubling alpha while no upper bound is known), stopping when |slope| falls under
 ls_tolerance × |slope at 0| (MuJoCo's mj_lineSearch criterion) or when the step stops changing. The
-1-D cost's derivatives come from the convex rows (native loop ``line_rows_native``,
-kernels/line_search.cpp) or from the signorini rows at their latched loads (``sig_row_cost``).
+convex rows' search is native (kernels/line_search.cpp, lambdas ``ls_rows`` / ``ls_search``: the native
+Newton solve calls them inside its loop, CG through ``line_search_native``); the signorini rows at
+their latched loads (``sig_row_cost``) take the same bracketing written here in Warp — the two loops
+are twins (the same statements in the same order), each checked bit for bit against its former self by
+tools/rigid_trajectories.py.
 """
 
 from typing import Any
@@ -21,9 +24,9 @@ I2 = wp.array2d(dtype=wp.int32)
 A2 = wp.array2d(dtype=Any)
 
 
-@wp.func_native(native.body(__file__, "line_rows_native"))
-def line_rows_native(env: int, nrow: int, efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2,
-                     jar: A2, jv: A2, alpha: Any, c1_init: Any, c2_init: Any, out: A2): ...
+@wp.func_native(native.body(__file__, "line_search_native"))
+def line_search_native(env: int, nrow: int, ls_iterations: int, ls_tolerance: Any, pg0: Any, pmp: Any, efc_type: I2,
+                       efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2, jar: A2, jv: A2, out: A2): ...
 
 
 # ---------------------------------------------------------------- signorini rows (docs/semantics.md §R8)
@@ -112,14 +115,11 @@ def sig_row_cost(
 
 
 @wp.func
-def line_slope(env: int, nrow: int, signorini: int, efc_type: wp.array2d(dtype=wp.int32), efc_dim: wp.array2d(dtype=wp.int32),
+def line_slope(env: int, nrow: int, efc_type: wp.array2d(dtype=wp.int32), efc_dim: wp.array2d(dtype=wp.int32),
                efc_D: wp.array2d(dtype=Any), efc_R: wp.array2d(dtype=Any), efc_floss: wp.array2d(dtype=Any),
                efc_mu: wp.array2d(dtype=Any), efc_load: wp.array2d(dtype=Any), jar: wp.array2d(dtype=Any),
-               jv: wp.array2d(dtype=Any), alpha: Any, c1: Any, c2: Any, scratch: wp.array2d(dtype=Any)):
-    """(c1, c2) plus the rows' first and second alpha-derivatives of the cost at jar + alpha·jv."""
-    if signorini == 0:
-        line_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, jv, alpha, c1, c2, scratch)
-        return wp.vector(scratch[env, 0], scratch[env, 1])
+               jv: wp.array2d(dtype=Any), alpha: Any, c1: Any, c2: Any):
+    """(c1, c2) plus the signorini rows' first and second alpha-derivatives of the cost at jar + alpha·jv."""
     s1 = c1
     s2 = c2
     i = int(0)
@@ -138,7 +138,12 @@ def exact_line_search(env: int, nrow: int, signorini: int, ls_iterations: int, l
                       efc_mu: wp.array2d(dtype=Any), efc_load: wp.array2d(dtype=Any), jar: wp.array2d(dtype=Any),
                       jv: wp.array2d(dtype=Any), scratch: wp.array2d(dtype=Any)):
     """The step alpha >= 0 along the direction whose Gauss terms are pg0 = pᵀM(a − a₀) and pmp = pᵀMp
-    (jv = J·p); 0 when the slope at 0 is not negative."""
+    (jv = J·p); 0 when the slope at 0 is not negative. The convex rows' search is native (line_search_native,
+    the same bracketing as below over the convex rows, kernels/line_search.cpp)."""
+    if signorini == 0:
+        line_search_native(env, nrow, ls_iterations, ls_tolerance, pg0, pmp, efc_type, efc_dim, efc_D, efc_R, efc_floss,
+                           efc_mu, jar, jv, scratch)
+        return scratch[env, 0]
     zero = type(pg0)(0.0)
     one = type(pg0)(1.0)
     half = type(pg0)(0.5)
@@ -147,14 +152,14 @@ def exact_line_search(env: int, nrow: int, signorini: int, ls_iterations: int, l
     hi = -one
     alpha = one
     for ls in range(ls_iterations):
-        c = line_slope(env, nrow, signorini, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, efc_load, jar, jv,
-                       alpha, pg0 + alpha * pmp, pmp, scratch)
+        c = line_slope(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, efc_load, jar, jv, alpha,
+                       pg0 + alpha * pmp, pmp)
         c1 = c[0]
         c2 = c[1]
         if ls == 0:
             # the slope at 0 for the bracket and the tolerance
-            d0 = line_slope(env, nrow, signorini, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, efc_load, jar,
-                            jv, zero, pg0, zero, scratch)[0]
+            d0 = line_slope(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, efc_load, jar, jv, zero,
+                            pg0, zero)[0]
             gtol = ls_tolerance * wp.abs(d0)
             if d0 >= zero:
                 alpha = zero

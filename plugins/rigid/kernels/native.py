@@ -14,6 +14,11 @@ parameters, so one body serves float32 and float64: it derives its scalar type f
 constants named ``<PREFIX>_<MEMBER>`` (``JOINT_FREE``, ``EFC_CONTACT_ELLIPTIC``, ...), generated
 here from the IntEnums (their only definition). Each body is plain C++ over Warp's vector types
 (``wp::vec_t``, ``wp::quat_t``, ``wp::mat_t``); it compiles for CPU and CUDA.
+
+Code shared by several bodies lives once, in a ``// @part <name>`` section (lambdas over raw pointers,
+written after the body's ``typedef ... T``); a body takes it in with a line ``// @use <stem>.<name>``
+(the part ``<name>`` of ``kernels/<stem>.cpp``), so a fused body (one Newton iteration loop) and the
+single-operation bodies run the same source, operation for operation.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ import functools
 import pathlib
 import re
 
-_FUNC = re.compile(r"^// @func (\w+)\s*$", re.M)
+_FUNC = re.compile(r"^// @(func|part) (\w+)\s*$", re.M)
+_USE = re.compile(r"^// @use (\w+)\.(\w+)\s*$", re.M)
 
 
 @functools.cache
@@ -36,15 +42,33 @@ def _preamble() -> str:
 
 
 @functools.cache
+def _sections(path: pathlib.Path) -> tuple:
+    """({func name: text}, {part name: text}) of one ``.cpp`` file."""
+    parts = _FUNC.split(path.read_text())
+    funcs, shared = {}, {}
+    for kind, name, text in zip(parts[1::3], parts[2::3], parts[3::3]):
+        (funcs if kind == "func" else shared)[name] = text
+    return funcs, shared
+
+
+def _expand(text: str, here: pathlib.Path) -> str:
+    """``text`` with each ``// @use <stem>.<name>`` line replaced by that part (parts may use parts)."""
+
+    def part(mt: re.Match) -> str:
+        src = here.with_name(mt.group(1) + ".cpp")
+        shared = _sections(src)[1]
+        if mt.group(2) not in shared:
+            raise KeyError(f"{src.name} has no '// @part {mt.group(2)}' section")
+        return _expand(shared[mt.group(2)], src)
+
+    return _USE.sub(part, text)
+
+
+@functools.cache
 def bodies(module_file: str) -> dict:
     """{name: body} of the ``// @func`` sections of the ``.cpp`` file next to ``module_file``."""
     path = pathlib.Path(module_file).with_suffix(".cpp")
-    text = path.read_text()
-    parts = _FUNC.split(text)
-    out = {}
-    for name, body in zip(parts[1::2], parts[2::2]):
-        out[name] = _preamble() + body
-    return out
+    return {name: _preamble() + _expand(text, path) for name, text in _sections(path)[0].items()}
 
 
 def body(module_file: str, name: str) -> str:
