@@ -3,7 +3,8 @@
 P2G, in two stages:
   ``p2g_stress`` (over particles): F <- (I + h C) F, plastic return mapping, Kirchhoff stress τ, and
     the particle's affine momentum matrix A = m_p C_p − h V_p D⁻¹ τ (D⁻¹ = 4/dx²) and slab (below);
-  ``p2g_scatter`` (over particles, one colour of slabs at a time):
+  ``p2g_scatter_slabs`` (CPU: one thread per slab of one colour, over the slab-sorted particle lists
+    of ``slab_place``; ``p2g_scatter`` on CUDA: over all particles in one pass):
     m_i += w m_p,  (m v)_i += w (m_p v_p + A (x_i − x_p)),
     and, when a coupler reads the nodes (``grid_mx_out`` not empty), (m x̄)_i += w m_p (x_p − x_i): the node's
     material centroid x̄_i, where the coupler evaluates the rigid SDF (docs/legacy.md).
@@ -15,7 +16,8 @@ are scattered first, then the odd ones, each slab's particles in index order. A 
 the particles of its (at most two) slabs in an order fixed by the geometry alone, whichever
 worker scatters a slab: results do not depend on the worker count. Each worker scatters a
 contiguous range of slabs holding about its share of the particles (``slab_ranges``, from the
-per-worker slab counts of ``p2g_stress``).
+per-worker slab counts of ``p2g_stress``), and reads only those slabs' particles: each worker's share
+of the particles is sorted by slab after ``p2g_stress`` (``slab_starts``, ``slab_place``).
 Launch grids are (n_envs, n) with an element offset (a worker's share); every env has its own grid
 rows, so envs never interact. Kernels are generic over float32/float64: ``declare_overloads(precision)``
 adds one precision's overloads before the first launch.
