@@ -14,8 +14,7 @@ launch on the partition's thread), the blocks scanned locally — turning each w
 its write offsets — and each worker scatters its items. Two barriers and one serial launch. Cost O(n_items + n_keys
 + workers · keys of the blocks they have items in) per env: the local scan reads a worker's row only in the
 blocks its block count says it has items in. Clearing a row costs O(n_keys) per worker unless the keys
-come from ``sort``'s ``keys``
-launch: then the row is non-zero only at the keys its items had in the last sort (offsets are
+come from ``sort``'s ``keys`` launch: then the row is non-zero only at the keys its items had in the last sort (offsets are
 written only where a worker has items), and the worker zeroes just those before writing the new
 keys — O(items) per worker, the keys of the last sort kept in ``key`` (``clear()`` after anything
 that may have left a sort half done: ``Solver.on_reset``).
