@@ -194,6 +194,7 @@ class MPMSolver(Solver):
                 grid_mx=self.grid_mx[s], p_mass2d=self.p_mass2d[s], affine=self.affine[s], slab=self.slab[s],
                 slab_counts=self.slab_counts[s], slab_ranges=self.slab_ranges[s], slab_order=self.slab_order[s],
                 slab_cursor=self.slab_cursor[s],
+                # where each worker's share of the particles (and so its slab-sorted list) starts
                 share_lo=wp.array(np.array([part.chunk(q, n_p)[0] for q in range(n_w)], np.int32), dtype=wp.int32,
                                   device=dev),
                 clamp_flags=self.clamp_flags[s], vmax=self.vmax[s])
