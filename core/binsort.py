@@ -11,9 +11,10 @@ Stages (``Solver.parallel``; kernels in ``polyphys.kernels.binsort``): every wor
 of counts and counts its share of the items in it (the rank of an item among its share's items of that
 key) and in its row of block counts (blocks of ``BLOCK`` keys); the block counts are scanned (one
 launch on the partition's thread), the blocks scanned locally — turning each worker's counts into
-its write offsets — and each worker scatters its items. Two barriers and one serial launch. Cost O(n_items + workers · n_keys)
-per env. Clearing a row costs O(n_keys) per worker unless the keys come from ``sort``'s ``keys``
-launch: then the row is non-zero only at the keys its items had in the last sort (offsets are
+its write offsets — and each worker scatters its items. Two barriers and one serial launch. Cost O(n_items + n_keys
++ workers · keys of the blocks they have items in) per env: the local scan reads a worker's row only in the
+blocks its block count says it has items in. Clearing a row costs O(n_keys) per worker unless the keys
+come from ``sort``'s ``keys`` launch: then the row is non-zero only at the keys its items had in the last sort (offsets are
 written only where a worker has items), and the worker zeroes just those before writing the new
 keys — O(items) per worker, the keys of the last sort kept in ``key`` (``clear()`` after anything
 that may have left a sort half done: ``Solver.on_reset``).
@@ -93,7 +94,7 @@ class BinSort:
         def offsets(w):
             a, b = part.chunk(w, nb)
             if b > a:
-                wp.launch(K.scan_local, dim=(ne, b - a), inputs=[nk, a, blocks], outputs=[counts, start])
+                wp.launch(K.scan_local, dim=(ne, b - a), inputs=[nk, a, blocks, bcounts], outputs=[counts, start])
 
         def scatter(w):
             a, b = part.chunk(w, n)

@@ -91,23 +91,46 @@ def scan_local(
     b0: int,
     # Data in:
     block_in: wp.array2d(dtype=wp.int32),
+    block_counts_in: wp.array3d(dtype=wp.int32),
     # Data out:
     counts_inout: wp.array3d(dtype=wp.int32),
     start_out: wp.array2d(dtype=wp.int32),
 ):
     """start[key] = items of smaller keys; each worker's non-zero count becomes its offset
     start[key] + the counts of the workers before it (a zero count stays zero: no item of that
-    worker has that key, and the row stays zero but for the keys of its items)."""
+    worker has that key, and the row stays zero but for the keys of its items). A worker with no
+    item in the block (its block count is zero) has only zeros there: its row is not read."""
     env, q = wp.tid()
     b = b0 + q
     run = block_in[env, b]
-    for k in range(b * BLOCK, wp.min((b + 1) * BLOCK, n_keys)):
-        start_out[env, k] = run
-        for w in range(counts_inout.shape[1]):
-            c = counts_inout[env, w, k]
+    k0 = b * BLOCK
+    k1 = wp.min(k0 + BLOCK, n_keys)
+    n_w = counts_inout.shape[1]
+    n_busy = int(0)                  # workers with items in this block, and the last of them
+    w1 = int(0)
+    for w in range(n_w):
+        if block_counts_in[env, w, b] != 0:
+            n_busy += 1
+            w1 = w
+    if n_busy == 0:
+        for k in range(k0, k1):
+            start_out[env, k] = run
+    elif n_busy == 1:
+        for k in range(k0, k1):
+            start_out[env, k] = run
+            c = counts_inout[env, w1, k]
             if c != 0:
-                counts_inout[env, w, k] = run
+                counts_inout[env, w1, k] = run
                 run += c
+    else:
+        for k in range(k0, k1):
+            start_out[env, k] = run
+            for w in range(n_w):
+                if block_counts_in[env, w, b] != 0:
+                    c = counts_inout[env, w, k]
+                    if c != 0:
+                        counts_inout[env, w, k] = run
+                        run += c
     if b == block_in.shape[1] - 1:
         start_out[env, n_keys] = run
 

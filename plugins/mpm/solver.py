@@ -162,6 +162,10 @@ class MPMSolver(Solver):
         self.slab = wp.zeros((n, n_p), dtype=wp.int32, device=dev)
         self.slab_counts = wp.zeros((n, n_w, self.n_slabs), dtype=wp.int32, device=dev)
         self.slab_ranges = wp.zeros((n, n_w), dtype=wp.vec2i, device=dev)
+        # each worker's share of the particles sorted by slab (order[a:b] for the share [a, b)) and,
+        # per share and slab, where its run ends in that list (CPU: the scatter reads only its slabs)
+        self.slab_order = wp.zeros((n, n_p), dtype=wp.int32, device=dev)
+        self.slab_cursor = wp.zeros((n, n_w, self.n_slabs), dtype=wp.int32, device=dev)
         # the scatter's colours: even slabs, then odd ones (a fixed order on CPU); one pass on CUDA,
         # whose float atomics have no fixed order anyway
         self._colours = (0, 1) if wp.get_device(dev).is_cpu else (-1,)
@@ -188,7 +192,11 @@ class MPMSolver(Solver):
                 active=self.active[s], grid_mv=self.grid_mv[s], grid_m=self.grid_m[s],
                 grid_v=self.grid_v[s], grid_active=self.grid_active[s], grid_pos=self.grid_pos[s],
                 grid_mx=self.grid_mx[s], p_mass2d=self.p_mass2d[s], affine=self.affine[s], slab=self.slab[s],
-                slab_counts=self.slab_counts[s], slab_ranges=self.slab_ranges[s],
+                slab_counts=self.slab_counts[s], slab_ranges=self.slab_ranges[s], slab_order=self.slab_order[s],
+                slab_cursor=self.slab_cursor[s],
+                # where each worker's share of the particles (and so its slab-sorted list) starts
+                share_lo=wp.array(np.array([part.chunk(q, n_p)[0] for q in range(n_w)], np.int32), dtype=wp.int32,
+                                  device=dev),
                 clamp_flags=self.clamp_flags[s], vmax=self.vmax[s])
 
     def _check_resolution(self) -> None:
@@ -255,6 +263,11 @@ class MPMSolver(Solver):
                           inputs=[m.p_type, m.p_mu, m.p_lam, m.p_par, m.p_mass, m.p_vol, k.lo, k.inv_dx, ny, nz,
                                   n_nodes, k.h, a, w, p.pos, p.C, p.active],
                           outputs=[p.F, p.Jp, p.affine, p.slab, p.slab_counts])
+                if self._colours[0] >= 0:
+                    # this share's particles sorted by slab, for the scatter (kernels/transfer.py)
+                    wp.launch(transfer.slab_starts, dim=p.n, inputs=[w, p.slab_counts], outputs=[p.slab_cursor])
+                    wp.launch(transfer.slab_place, dim=(p.n, b - a), inputs=[a, w, p.slab],
+                              outputs=[p.slab_cursor, p.slab_order])
 
         # after G2P (tagged G2P) worker by worker: the stress stage reads the positions and C of the
         # same particles, which G2P wrote on this worker; G2P reads neither the grid masses and
@@ -262,11 +275,17 @@ class MPMSolver(Solver):
         self.parallel(part, clear_and_stress, after=G2P)
         for colour in self._colours:
             def scatter(w, colour=colour):
+                if colour < 0:
+                    if w == 0:   # one pass over every particle (CUDA)
+                        wp.launch(transfer.p2g_scatter, dim=(p.n, n_p),
+                                  inputs=[m.p_mass, k.lo, k.inv_dx, k.dx, ny, nz, p.slab, p.pos, p.vel, p.affine],
+                                  outputs=[p.grid_mv, p.grid_m, mx])
+                    return
                 if colour == self._colours[0]:
                     wp.launch(transfer.slab_ranges, dim=p.n, inputs=[w, p.slab_counts], outputs=[p.slab_ranges])
-                wp.launch(transfer.p2g_scatter, dim=(p.n, n_p),
-                          inputs=[m.p_mass, k.lo, k.inv_dx, k.dx, ny, nz, w, colour, p.slab_ranges, p.slab, p.pos,
-                                  p.vel, p.affine],
+                wp.launch(transfer.p2g_scatter_slabs, dim=(p.n, (self.n_slabs + 1 - colour) // 2),
+                          inputs=[m.p_mass, k.lo, k.inv_dx, k.dx, ny, nz, w, colour, p.share_lo, p.slab_ranges,
+                                  p.slab_counts, p.slab_cursor, p.slab_order, p.pos, p.vel, p.affine],
                           outputs=[p.grid_mv, p.grid_m, mx])
 
             self.parallel(part, scatter)

@@ -373,8 +373,17 @@ class SPHSolver(Solver):
         from .kernels import fluid as F
 
         if self.model.b_extrap and self.n_boundary:
-            self._rows(part, self.n_boundary, lambda a, b: self._launch(
-                F.boundary_pressure, (p.n, b - a), [self.model, a, p.start, p.pos_sorted, p.rho_s, p.press_s, p.bp]))
+            n_b, n_w = self.n_boundary, part.workers
+            n_blocks = -(-n_b // F.BP_BLOCK)
+
+            def stage(w):
+                # worker w's blocks w, w + n_w, ... (round robin: the walls' busy parts are spread)
+                mine = len(range(w, n_blocks, n_w))
+                if mine:
+                    self._launch(F.boundary_pressure, (p.n, mine * F.BP_BLOCK),
+                                 [self.model, n_b, w, n_w, p.start, p.pos_sorted, p.rho_s, p.press_s, p.bp])
+
+            self.parallel(part, stage)
 
     # the neighbour stages, each over sorted places (kernels/fluid.py); velocities in sorted order
     def _accelerate(self, part, p, vel_out, out_sorted: int):

@@ -3,7 +3,8 @@
 P2G, in two stages:
   ``p2g_stress`` (over particles): F <- (I + h C) F, plastic return mapping, Kirchhoff stress τ, and
     the particle's affine momentum matrix A = m_p C_p − h V_p D⁻¹ τ (D⁻¹ = 4/dx²) and slab (below);
-  ``p2g_scatter`` (over particles, one colour of slabs at a time):
+  ``p2g_scatter_slabs`` (CPU: one thread per slab of one colour, over the slab-sorted particle lists
+    of ``slab_place``; ``p2g_scatter`` on CUDA: over all particles in one pass):
     m_i += w m_p,  (m v)_i += w (m_p v_p + A (x_i − x_p)),
     and, when a coupler reads the nodes (``grid_mx_out`` not empty), (m x̄)_i += w m_p (x_p − x_i): the node's
     material centroid x̄_i, where the coupler evaluates the rigid SDF (docs/legacy.md).
@@ -15,7 +16,8 @@ are scattered first, then the odd ones, each slab's particles in index order. A 
 the particles of its (at most two) slabs in an order fixed by the geometry alone, whichever
 worker scatters a slab: results do not depend on the worker count. Each worker scatters a
 contiguous range of slabs holding about its share of the particles (``slab_ranges``, from the
-per-worker slab counts of ``p2g_stress``).
+per-worker slab counts of ``p2g_stress``), and reads only those slabs' particles: each worker's share
+of the particles is sorted by slab after ``p2g_stress`` (``slab_starts``, ``slab_place``).
 Launch grids are (n_envs, n) with an element offset (a worker's share); every env has its own grid
 rows, so envs never interact. Kernels are generic over float32/float64: ``declare_overloads(precision)``
 adds one precision's overloads before the first launch.
@@ -208,35 +210,64 @@ def slab_ranges(
 
 
 @wp.kernel
-def p2g_scatter(
+def slab_starts(
     # Model:
+    w: int,
+    # Data in:
+    counts_in: wp.array3d(dtype=wp.int32),
+    # Data out:
+    cursor_out: wp.array3d(dtype=wp.int32),
+):
+    """Where each slab's particles of worker w's share start in that share's slab-sorted list
+    (an exclusive sum of the share's slab counts); ``slab_place`` advances them to the ends."""
+    env = wp.tid()
+    t = int(0)
+    for s in range(counts_in.shape[2]):
+        cursor_out[env, w, s] = t
+        t += counts_in[env, w, s]
+
+
+@wp.kernel
+def slab_place(
+    # Model:
+    p0: int,
+    w: int,
+    # Data in:
+    slab_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    cursor_out: wp.array3d(dtype=wp.int32),
+    order_out: wp.array2d(dtype=wp.int32),
+):
+    """Worker w's share [p0, ...) of the particles sorted by slab into order[p0 : ...], each slab's
+    particles in index order (a CPU launch runs its elements in order, so the cursor's old value is
+    the particle's rank in its slab). Particles without a slab (inactive, bad position) are left out."""
+    env, i = wp.tid()
+    p = p0 + i
+    s = slab_in[env, p]
+    if s < 0:
+        return
+    t = wp.atomic_add(cursor_out, env, w, s, 1)
+    order_out[env, p0 + t] = p
+
+
+@wp.func
+def scatter_particle(
+    env: int,
+    p: int,
     p_mass: wp.array(dtype=Any),
     lo: Any,
     inv_dx: Any,
     dx: Any,
     ny: int,
     nz: int,
-    w: int,
-    colour: int,
-    # Data in:
-    ranges_in: wp.array2d(dtype=wp.vec2i),
-    slab_in: wp.array2d(dtype=wp.int32),
     pos_in: wp.array2d(dtype=Any),
     vel_in: wp.array2d(dtype=Any),
     affine_in: wp.array2d(dtype=Any),
-    # Data out:
     grid_mv_out: wp.array2d(dtype=Any),
     grid_m_out: wp.array2d(dtype=Any),
     grid_mx_out: wp.array2d(dtype=Any),
 ):
-    """Scatter the particles of worker w's slabs of one colour (slab parity; -1: every slab)."""
-    env, p = wp.tid()
-    s = slab_in[env, p]
-    r = ranges_in[env, w]
-    if s < r[0] or s >= r[1]:
-        return                       # another worker's slab, or no scatter (inactive, bad position)
-    if colour >= 0 and s % 2 != colour:
-        return
+    """Particle p's APIC momentum and mass (and, when asked, centroid moment) onto its 3×3×3 nodes."""
     x = pos_in[env, p]
     m = p_mass[p]
     affine = affine_in[env, p]
@@ -256,6 +287,74 @@ def p2g_scatter(
                 if grid_mx_out.shape[0] > 0:
                     # Σ w m (x_p − x_i): the node's material centroid, relative to the node
                     wp.atomic_add(grid_mx_out, env, node, (-wt * m) * dpos)
+
+
+@wp.kernel
+def p2g_scatter_slabs(
+    # Model:
+    p_mass: wp.array(dtype=Any),
+    lo: Any,
+    inv_dx: Any,
+    dx: Any,
+    ny: int,
+    nz: int,
+    w: int,
+    colour: int,
+    share_lo: wp.array(dtype=wp.int32),
+    # Data in:
+    ranges_in: wp.array2d(dtype=wp.vec2i),
+    counts_in: wp.array3d(dtype=wp.int32),
+    cursor_in: wp.array3d(dtype=wp.int32),
+    order_in: wp.array2d(dtype=wp.int32),
+    pos_in: wp.array2d(dtype=Any),
+    vel_in: wp.array2d(dtype=Any),
+    affine_in: wp.array2d(dtype=Any),
+    # Data out:
+    grid_mv_out: wp.array2d(dtype=Any),
+    grid_m_out: wp.array2d(dtype=Any),
+    grid_mx_out: wp.array2d(dtype=Any),
+):
+    """Scatter slab 2j + colour when it is one of worker w's (CPU): its particles of each worker's
+    share (``share_lo``: where share q starts), shares in order, each share's in index order from
+    the slab-sorted lists of ``slab_place`` — the slab's particles in index order, touching no other."""
+    env, j = wp.tid()
+    s = 2 * j + colour
+    r = ranges_in[env, w]
+    if s < r[0] or s >= r[1]:
+        return
+    for q in range(counts_in.shape[1]):
+        end = cursor_in[env, q, s]
+        base = share_lo[q]
+        for t in range(end - counts_in[env, q, s], end):
+            scatter_particle(env, order_in[env, base + t], p_mass, lo, inv_dx, dx, ny, nz, pos_in, vel_in,
+                             affine_in, grid_mv_out, grid_m_out, grid_mx_out)
+
+
+@wp.kernel
+def p2g_scatter(
+    # Model:
+    p_mass: wp.array(dtype=Any),
+    lo: Any,
+    inv_dx: Any,
+    dx: Any,
+    ny: int,
+    nz: int,
+    # Data in:
+    slab_in: wp.array2d(dtype=wp.int32),
+    pos_in: wp.array2d(dtype=Any),
+    vel_in: wp.array2d(dtype=Any),
+    affine_in: wp.array2d(dtype=Any),
+    # Data out:
+    grid_mv_out: wp.array2d(dtype=Any),
+    grid_m_out: wp.array2d(dtype=Any),
+    grid_mx_out: wp.array2d(dtype=Any),
+):
+    """Scatter every particle in one pass (CUDA: float atomics, no fixed order)."""
+    env, p = wp.tid()
+    if slab_in[env, p] < 0:
+        return                       # no scatter (inactive, bad position)
+    scatter_particle(env, p, p_mass, lo, inv_dx, dx, ny, nz, pos_in, vel_in, affine_in, grid_mv_out, grid_m_out,
+                     grid_mx_out)
 
 
 @wp.kernel
@@ -341,8 +440,10 @@ def declare_overloads(precision: str) -> None:
     wp.overload(p2g_stress, {"p_mu": a1, "p_lam": a1, "p_par": wp.array(dtype=V4), "p_mass": a1, "p_vol": a1,
                              "lo": V, "inv_dx": s, "h": s, "pos_in": v2, "C_in": m2, "F_out": m2, "Jp_out": a2,
                              "affine_out": m2})
-    wp.overload(p2g_scatter, {"p_mass": a1, "lo": V, "inv_dx": s, "dx": s, "pos_in": v2, "vel_in": v2,
-                              "affine_in": m2, "grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2})
+    scatter = {"p_mass": a1, "lo": V, "inv_dx": s, "dx": s, "pos_in": v2, "vel_in": v2, "affine_in": m2,
+               "grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2}
+    wp.overload(p2g_scatter, scatter)
+    wp.overload(p2g_scatter_slabs, scatter)
     wp.overload(g2p, {"lo": V, "inv_dx": s, "dx": s, "h": s, "x_min": V, "x_max": V, "wall_lo": V, "wall_hi": V,
                       "grid_v_in": v2, "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a2})
     _declared.add(precision)

@@ -319,10 +319,13 @@ def density(
         alpha_s_out[env, kk] = a
 
 
+BP_BLOCK = wp.constant(64)    # boundary particles per block of boundary_pressure's round-robin split
+
+
 @wp.kernel
 def boundary_pressure(
     # Model:
-    m: Model, b0: int,
+    m: Model, n_b: int, worker: int, n_workers: int,
     # Data in:
     start_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
     rho_s_in: wp.array2d(dtype=float), press_s_in: wp.array2d(dtype=float),
@@ -334,9 +337,14 @@ def boundary_pressure(
     pushes, never pulls); 0 without liquid neighbours. (DFSPH has no pressure field before its
     solves: its wall pressure is formed pairwise in ``accelerate`` and the solves.) The liquid's
     positions, densities and pressures are read in sorted order (inactive particles are never in
-    a cell that is scanned)."""
+    a cell that is scanned). Worker ``worker`` of ``n_workers`` takes every n_workers-th block of
+    ``BP_BLOCK`` boundary particles (the walls' busy parts, where the liquid is, are spread over all
+    workers; a block spans whole cache lines of ``bp_out``); each p_b is the same whichever worker
+    computes it."""
     env, q = wp.tid()
-    b = b0 + q
+    b = ((q / BP_BLOCK) * n_workers + worker) * BP_BLOCK + q % BP_BLOCK
+    if b >= n_b:
+        return
     xb = m.b_pos[b]
     ci = cell_of(xb, m.lower, m.inv_cell, m.dims)
     sw = float(0.0)
