@@ -870,9 +870,43 @@ class CollisionPipeline:
         wp.launch(K.aabb_update, dim=dim, inputs=[m.geom_type, m.geom_half, m.geom_margin, st, xpos, xquat],
                   outputs=[v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count, v.cand_count,
                            v.contact_raw], device=dev)
+        self._detect(part, xpos, None)
+
+    def collide(self, part, link_xpos, link_xquat, export=None):
+        """``update_poses`` + ``run`` (+ ``export`` into ``export`` = (n_con, con_pos, con_frame,
+        con_dist, con_margin, con_link), the arguments of ``export``) in fewer launches, with the
+        same results bit for bit: the geom poses and the AABBs in one kernel (``poses_aabb``); on
+        the CPU launch grid without contacts in the gap, pruning, the counts and the export in one
+        (``prune_export``), elsewhere the separate launches. Kernels only (graph-capturable)."""
+        import warp as wp
+
+        from .kernels import collision_driver as K
+
+        v = self._parts[part.index]
+        m = self.model
+        dim, st = self._slots(v.n, self.n_geoms)
+        wp.launch(K.poses_aabb, dim=dim,
+                  inputs=[m.geom_link, m.geom_pos, m.geom_quat, m.geom_type, m.geom_half, m.geom_margin, st,
+                          link_xpos[part.start:part.stop], link_xquat[part.start:part.stop]],
+                  outputs=[v.geom_xpos, v.geom_xquat, v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count,
+                           v.cand_count, v.contact_raw], device=self.device)
+        self._detect(part, v.geom_xpos, export)
+
+    def _detect(self, part, xpos, export):
+        """The stages after the AABBs: broadphase, narrowphase, pruning, counts (and the export when
+        ``export`` is given)."""
+        import warp as wp
+
+        from .kernels import collision_driver as K
+
+        v = self._parts[part.index]
+        m = self.model
+        G, n, dev = self.n_geoms, v.n, self.device
         if G == 0:
             wp.launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
                       outputs=[v.contact_count], device=dev)
+            if export is not None:
+                self.export(part, *export)
             return
         if self.broadphase == "all_vs_all":
             if m.pair_list.shape[0]:
@@ -918,6 +952,17 @@ class CollisionPipeline:
                               v.geom_xmat, v.pairs_buf, v.pair_count],
                       outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                       device=dev)
+        if export is not None and self._cpu and not self._split:
+            s = slice(part.start, part.stop)
+            wp.launch(K.prune_export, dim=n,
+                      inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
+                              m.pair_gap, self._msum, self._gap_out, self.options.max_contacts_per_pair,
+                              self.max_contacts, m.geom_link, v.pairs_buf, v.pair_count, v.pair_cand, v.cand_pos,
+                              v.cand_normal, v.cand_dist],
+                      outputs=[v.contact_raw, v.contact_count, v.contact_geom, v.contact_pos, v.contact_frame,
+                               v.contact_depth, v.contact_includemargin, v.contact_pair]
+                      + [a[s] for a in export], device=dev)
+            return
         wp.launch(K.prune, dim=dim,
                   inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
                           m.pair_gap, self._msum,
@@ -931,6 +976,8 @@ class CollisionPipeline:
             wp.launch(K.split_inactive, dim=n, inputs=[v.contact_count],
                       outputs=[v.contact_active, v.contact_geom, v.contact_pos, v.contact_frame,
                                v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
+        if export is not None:
+            self.export(part, *export)
 
     def export(self, part, n_con, con_pos, con_frame, con_dist, con_margin, con_link):
         """Copy the partition's contacts into a constraint builder's arrays (whole-batch arrays,

@@ -112,6 +112,65 @@ def aabb_update(
             aabb_hi_out[env, g] = c + e
 
 
+@wp.kernel
+def poses_aabb(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    geom_pos: wp.array(dtype=Any),
+    geom_quat: wp.array(dtype=Any),
+    geom_type: wp.array(dtype=wp.int32),
+    geom_half: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    slot_stride: int,
+    # Data in:
+    link_xpos_in: wp.array2d(dtype=Any),
+    link_xquat_in: wp.array2d(dtype=Any),
+    # Data out:
+    geom_xpos_out: wp.array2d(dtype=Any),
+    geom_xquat_out: wp.array2d(dtype=Any),
+    geom_xmat_out: wp.array2d(dtype=Any),
+    aabb_lo_out: wp.array2d(dtype=Any),
+    aabb_hi_out: wp.array2d(dtype=Any),
+    pair_count_out: wp.array(dtype=wp.int32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    contact_raw_out: wp.array(dtype=wp.int32),
+):
+    """``geom_poses`` and ``aabb_update`` in one launch (CollisionPipeline.collide): each thread
+    computes its geoms' world poses and then their rotation matrices and AABBs, the same operations
+    in the same order as the two kernels (bit-identical); one launch and one pass over the geoms."""
+    env, j = wp.tid()
+    for g in range(j, geom_link.shape[0], slot_stride):
+        lk = geom_link[g]
+        c = geom_pos[g]
+        qg = geom_quat[g]
+        if lk >= 0:
+            q = link_xquat_in[env, lk]
+            c = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
+            qg = wp.normalize(q * geom_quat[g])
+        geom_xpos_out[env, g] = c
+        geom_xquat_out[env, g] = qg
+        if g == 0:
+            pair_count_out[env] = 0
+            cand_count_out[env] = 0
+            contact_raw_out[env] = 0
+        R = wp.quat_to_matrix(qg)
+        geom_xmat_out[env, g] = R
+        h = geom_half[g]
+        m = geom_margin[g]
+        one = m - m + type(m)(1.0)
+        if geom_type[g] == PLANE:
+            big = one * type(m)(BIG)
+            e = wp.vector(big, big, big)
+            aabb_lo_out[env, g] = -e
+            aabb_hi_out[env, g] = e
+        else:
+            e = wp.vector(m, m, m)
+            for i in range(3):
+                e[i] = e[i] + wp.abs(R[i, 0]) * h[0] + wp.abs(R[i, 1]) * h[1] + wp.abs(R[i, 2]) * h[2]
+            aabb_lo_out[env, g] = c - e
+            aabb_hi_out[env, g] = c + e
+
+
 @wp.func
 def _overlap(lo_a: Any, hi_a: Any, lo_b: Any, hi_b: Any):
     return (lo_a[0] <= hi_b[0] and lo_b[0] <= hi_a[0] and lo_a[1] <= hi_b[1] and lo_b[1] <= hi_a[1]
@@ -452,6 +511,71 @@ def prune(
 
 
 @wp.kernel
+def prune_export(
+    # Model:
+    geom_orig: wp.array(dtype=wp.int32),
+    geom_type: wp.array(dtype=wp.int32),
+    keep_boxbox: int,
+    geom_margin: wp.array(dtype=Any),
+    geom_gap: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    pair_gap: wp.array(dtype=Any),
+    margin_sum: int,
+    gap_outside: int,
+    max_per_pair: int,
+    max_contacts: int,
+    geom_link: wp.array(dtype=wp.int32),
+    # Data in:
+    pairs_in: wp.array2d(dtype=wp.vec3i),
+    pair_count_in: wp.array(dtype=wp.int32),
+    pair_cand_in: wp.array2d(dtype=wp.vec2i),
+    cand_pos_in: wp.array2d(dtype=Any),
+    cand_normal_in: wp.array2d(dtype=Any),
+    cand_dist_in: wp.array2d(dtype=Any),
+    # Data out:
+    contact_raw_out: wp.array(dtype=wp.int32),
+    contact_count_out: wp.array(dtype=wp.int32),
+    contact_geom_out: wp.array2d(dtype=wp.vec2i),
+    contact_pos_out: wp.array2d(dtype=Any),
+    contact_frame_out: wp.array2d(dtype=Any),
+    contact_depth_out: wp.array2d(dtype=Any),
+    contact_includemargin_out: wp.array2d(dtype=Any),
+    contact_pair_out: wp.array2d(dtype=wp.int32),
+    n_con_out: wp.array(dtype=wp.int32),
+    con_pos_out: wp.array2d(dtype=Any),
+    con_frame_out: wp.array2d(dtype=Any),
+    con_dist_out: wp.array2d(dtype=Any),
+    con_margin_out: wp.array2d(dtype=Any),
+    con_link_out: wp.array3d(dtype=wp.int32),
+):
+    """``prune``, ``finalize_counts`` and ``export_contacts`` in one launch over (n_envs,): one
+    thread per env prunes its pairs in order, writes the usable count and copies the contacts into
+    the constraint builder's arrays — the operations of the three kernels in their order
+    (bit-identical). For the CPU launch grid only (slot_stride 1: the env's whole contact set is in
+    one thread) and only without contacts in the gap (no ``split_inactive`` between prune and export:
+    CollisionPipeline.collide)."""
+    env = wp.tid()
+    for k in range(wp.min(pair_count_in[env], pairs_in.shape[1])):
+        _prune_at(env, k, geom_orig, geom_type, keep_boxbox, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum,
+                  gap_outside,
+                  max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in,
+                  cand_dist_in, contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out,
+                  contact_depth_out, contact_includemargin_out, contact_pair_out)
+    count = wp.min(contact_raw_out[env], max_contacts)
+    contact_count_out[env] = count
+    n = wp.min(count, con_pos_out.shape[1])
+    n_con_out[env] = n
+    for c in range(n):
+        g = contact_geom_out[env, c]
+        con_pos_out[env, c] = contact_pos_out[env, c]
+        con_frame_out[env, c] = contact_frame_out[env, c]
+        con_dist_out[env, c] = -contact_depth_out[env, c]
+        con_margin_out[env, c] = contact_includemargin_out[env, c]
+        con_link_out[env, c, 0] = geom_link[g[0]]
+        con_link_out[env, c, 1] = geom_link[g[1]]
+
+
+@wp.kernel
 def finalize_counts(
     # Data in:
     contact_raw_in: wp.array(dtype=wp.int32),
@@ -574,6 +698,18 @@ def _overloads(s):
     wp.overload(split_inactive, {"contact_pos_out": A2(dtype=V), "contact_frame_out": A2(dtype=M),
                                  "contact_depth_out": A2(dtype=s),
                                  "contact_includemargin_out": A2(dtype=s)})
+    wp.overload(poses_aabb, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q), "geom_half": A(dtype=V),
+                             "geom_margin": A(dtype=s), "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
+                             "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q), "geom_xmat_out": A2(dtype=M),
+                             "aabb_lo_out": A2(dtype=V), "aabb_hi_out": A2(dtype=V)})
+    wp.overload(prune_export, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+                               "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
+                               "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
+                               "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
+                               "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
+                               "contact_includemargin_out": A2(dtype=s), "con_pos_out": A2(dtype=V),
+                               "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
+                               "con_margin_out": A2(dtype=s)})
     wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                         "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                         "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
