@@ -912,8 +912,8 @@ class CollisionPipeline:
             if m.pair_list.shape[0]:
                 dim, st = self._slots(n, m.pair_list.shape[0])
                 wp.launch(K.broadphase_list, dim=dim,
-                          inputs=[m.pair_list, m.geom_type, m.pair_margin, m.geom_weld, m.weld_pairs, st,
-                                  v.weld_active, v.aabb_lo, v.aabb_hi],
+                          inputs=[m.pair_list, m.geom_type, m.geom_margin, m.pair_margin, self._msum, m.geom_weld,
+                                  m.weld_pairs, st, v.weld_active, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
         else:
             from .kernels import collision_sap as S
@@ -926,14 +926,14 @@ class CollisionPipeline:
                       inputs=[m.geom_type, m.geom_collide, m.geom_contype, m.geom_conaffinity,
                               m.geom_local_contype, m.geom_local_conaffinity, m.geom_entity,
                               m.geom_weld, m.geom_weld_parent, m.flags, self.weld_base,
-                              m.exclude_keys, m.explicit_keys, ax, m.weld_pairs, v.weld_active,
-                              v.keys, v.values, v.aabb_lo, v.aabb_hi],
+                              m.exclude_keys, m.explicit_keys, ax, m.weld_pairs, m.geom_margin, self._msum,
+                              v.weld_active, v.keys, v.values, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
                       outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
             if m.explicit_list.shape[0]:
                 dim, st = self._slots(n, m.explicit_list.shape[0])
                 wp.launch(K.broadphase_list, dim=dim,
-                          inputs=[m.explicit_list, m.geom_type, m.pair_margin, m.geom_weld, m.weld_pairs, st,
-                                  v.weld_active, v.aabb_lo, v.aabb_hi],
+                          inputs=[m.explicit_list, m.geom_type, m.geom_margin, m.pair_margin, self._msum, m.geom_weld,
+                                  m.weld_pairs, st, v.weld_active, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
         # the narrowphase: one launch per pair family the scene has (each handles its own pairs)
         dim, st = self._slots(n, self.max_pairs)

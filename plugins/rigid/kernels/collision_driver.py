@@ -212,17 +212,68 @@ def _welded(env: int, ga: int, gb: int, geom_weld: wp.array(dtype=wp.int32),
     return out
 
 
+@wp.func
+def _pair_margin(p: wp.vec3i, geom_margin: Any, pair_margin: Any, margin_sum: int):
+    margin = wp.max(geom_margin[p[0]], geom_margin[p[1]])
+    if margin_sum != 0:
+        margin = geom_margin[p[0]] + geom_margin[p[1]]
+    if p[2] >= 0:
+        margin = pair_margin[p[2]]
+    return margin
+
+
+@wp.func
+def _plane_apart(env: int, ga: int, gb: int, margin: Any, geom_type: wp.array(dtype=wp.int32),
+                 geom_xpos_in: wp.array2d(dtype=Any), geom_xmat_in: wp.array2d(dtype=Any),
+                 aabb_lo_in: wp.array2d(dtype=Any), aabb_hi_in: wp.array2d(dtype=Any)):
+    """For a plane pair (exactly one of the geoms a plane): whether the other geom's AABB lies above
+    the plane by more than the pair's detection margin plus a round-off slack (1e-5 of the
+    coordinates' scale). The plane routines emit only points of the geom within the margin of the
+    plane and the AABB holds the geom (inflated by its own margin), so such a pair has no contact:
+    the broadphase drops it instead of handing the narrowphase a pair it rejects (a plane's AABB is
+    infinite: the AABB test passes every plane pair). The pairs kept keep their order."""
+    tp = geom_type[ga]
+    to = geom_type[gb]
+    apart = bool(False)
+    if (tp == PLANE) != (to == PLANE):
+        gp = ga
+        go = gb
+        if to == PLANE:
+            gp = gb
+            go = ga
+        R = geom_xmat_in[env, gp]
+        nx = R[0, 2]
+        ny = R[1, 2]
+        nz = R[2, 2]
+        lo = aabb_lo_in[env, go]
+        hi = aabb_hi_in[env, go]
+        half = margin - margin + type(margin)(0.5)
+        c = (lo + hi) * half
+        e = (hi - lo) * half
+        p = geom_xpos_in[env, gp]
+        dc = (c[0] - p[0]) * nx + (c[1] - p[1]) * ny + (c[2] - p[2]) * nz
+        reach = wp.abs(nx) * e[0] + wp.abs(ny) * e[1] + wp.abs(nz) * e[2]
+        scale = (wp.max(wp.max(wp.abs(c[0]), wp.abs(c[1])), wp.abs(c[2]))
+                 + wp.max(wp.max(wp.abs(p[0]), wp.abs(p[1])), wp.abs(p[2])) + reach + wp.abs(margin))
+        apart = dc - reach > margin + type(margin)(1.0e-5) * scale
+    return apart
+
+
 @wp.kernel
 def broadphase_list(
     # Model:
     pair_list: wp.array(dtype=wp.vec3i),
     geom_type: wp.array(dtype=wp.int32),
+    geom_margin: wp.array(dtype=Any),
     pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
     geom_weld: wp.array(dtype=wp.int32),
     weld_pairs: wp.array(dtype=wp.vec2i),
     slot_stride: int,
     # Data in:
     weld_active_in: wp.array2d(dtype=wp.int32),
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
     aabb_lo_in: wp.array2d(dtype=Any),
     aabb_hi_in: wp.array2d(dtype=Any),
     # Data out:
@@ -231,7 +282,8 @@ def broadphase_list(
     pair_cand_out: wp.array2d(dtype=wp.vec2i),
 ):
     """All-vs-all over the pairs that passed the filters at build (and the explicit pairs, whose
-    own margin inflates the AABB test)."""
+    own margin inflates the AABB test); a plane pair also passes the half-space test (_plane_apart,
+    with the narrowphase's detection margin)."""
     env, j = wp.tid()
     for k in range(j, pair_list.shape[0], slot_stride):
         p = pair_list[k]
@@ -243,8 +295,10 @@ def broadphase_list(
             lo = lo - e
             hi = hi + e
         if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
-            if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
-                _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
+            if not _plane_apart(env, p[0], p[1], _pair_margin(p, geom_margin, pair_margin, margin_sum), geom_type,
+                                geom_xpos_in, geom_xmat_in, aabb_lo_in, aabb_hi_in):
+                if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
+                    _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
 
 
 # -- narrowphase helpers (the pair-family modules and collision_gjk.py) ---------------------------------
@@ -272,16 +326,6 @@ def _store(env: int, k: int, cnt: int, n: Any, pts: Any, d: Any,
                 cand_normal_out[env, start + i] = n
                 cand_dist_out[env, start + i] = d[i]
     pair_cand_out[env, k] = wp.vec2i(start, stored)
-
-
-@wp.func
-def _pair_margin(p: wp.vec3i, geom_margin: Any, pair_margin: Any, margin_sum: int):
-    margin = wp.max(geom_margin[p[0]], geom_margin[p[1]])
-    if margin_sum != 0:
-        margin = geom_margin[p[0]] + geom_margin[p[1]]
-    if p[2] >= 0:
-        margin = pair_margin[p[2]]
-    return margin
 
 
 # -- pruning -----------------------------------------------------------------------------------------
@@ -688,7 +732,8 @@ def _overloads(s):
                               "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
                               "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
                               "aabb_hi_out": A2(dtype=V)})
-    wp.overload(broadphase_list, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
+    wp.overload(broadphase_list, {"geom_margin": A(dtype=s), "pair_margin": A(dtype=s), "geom_xpos_in": A2(dtype=V),
+                                  "geom_xmat_in": A2(dtype=M), "aabb_lo_in": A2(dtype=V),
                                   "aabb_hi_in": A2(dtype=V)})
     wp.overload(export_contacts, {
         "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
