@@ -6,6 +6,8 @@ Standalone host-side pipeline (the rigid solver calls it every substep; see docs
     pipe.build(n_envs, device, precision)
     pipe.update_poses(part, link_xpos, link_xquat)    # or fill pipe.geom_xpos / pipe.geom_xquat
     pipe.run(part)                                    # kernels only: graph-capturable
+    # or both (+ the export into a constraint builder's arrays) in fewer launches:
+    # pipe.collide(part, link_xpos, link_xquat, (n_con, con_pos, con_frame, con_dist, con_margin, con_link))
     ...
     pipe.check()                                      # after the step: budgets (host sync)
     pipe.contacts(envs_idx)                           # host readback of the raw contact set
