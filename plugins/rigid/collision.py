@@ -6,6 +6,8 @@ Standalone host-side pipeline (the rigid solver calls it every substep; see docs
     pipe.build(n_envs, device, precision)
     pipe.update_poses(part, link_xpos, link_xquat)    # or fill pipe.geom_xpos / pipe.geom_xquat
     pipe.run(part)                                    # kernels only: graph-capturable
+    # or both (+ the export into a constraint builder's arrays) in fewer launches:
+    # pipe.collide(part, link_xpos, link_xquat, (n_con, con_pos, con_frame, con_dist, con_margin, con_link))
     ...
     pipe.check()                                      # after the step: budgets (host sync)
     pipe.contacts(envs_idx)                           # host readback of the raw contact set
@@ -870,16 +872,50 @@ class CollisionPipeline:
         wp.launch(K.aabb_update, dim=dim, inputs=[m.geom_type, m.geom_half, m.geom_margin, st, xpos, xquat],
                   outputs=[v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count, v.cand_count,
                            v.contact_raw], device=dev)
+        self._detect(part, xpos, None)
+
+    def collide(self, part, link_xpos, link_xquat, export=None):
+        """``update_poses`` + ``run`` (+ ``export`` into ``export`` = (n_con, con_pos, con_frame,
+        con_dist, con_margin, con_link), the arguments of ``export``) in fewer launches, with the
+        same results bit for bit: the geom poses and the AABBs in one kernel (``poses_aabb``); on
+        the CPU launch grid without contacts in the gap, pruning, the counts and the export in one
+        (``prune_export``), elsewhere the separate launches. Kernels only (graph-capturable)."""
+        import warp as wp
+
+        from .kernels import collision_driver as K
+
+        v = self._parts[part.index]
+        m = self.model
+        dim, st = self._slots(v.n, self.n_geoms)
+        wp.launch(K.poses_aabb, dim=dim,
+                  inputs=[m.geom_link, m.geom_pos, m.geom_quat, m.geom_type, m.geom_half, m.geom_margin, st,
+                          link_xpos[part.start:part.stop], link_xquat[part.start:part.stop]],
+                  outputs=[v.geom_xpos, v.geom_xquat, v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count,
+                           v.cand_count, v.contact_raw], device=self.device)
+        self._detect(part, v.geom_xpos, export)
+
+    def _detect(self, part, xpos, export):
+        """The stages after the AABBs: broadphase, narrowphase, pruning, counts (and the export when
+        ``export`` is given)."""
+        import warp as wp
+
+        from .kernels import collision_driver as K
+
+        v = self._parts[part.index]
+        m = self.model
+        G, n, dev = self.n_geoms, v.n, self.device
         if G == 0:
             wp.launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
                       outputs=[v.contact_count], device=dev)
+            if export is not None:
+                self.export(part, *export)
             return
         if self.broadphase == "all_vs_all":
             if m.pair_list.shape[0]:
                 dim, st = self._slots(n, m.pair_list.shape[0])
                 wp.launch(K.broadphase_list, dim=dim,
-                          inputs=[m.pair_list, m.geom_type, m.pair_margin, m.geom_weld, m.weld_pairs, st,
-                                  v.weld_active, v.aabb_lo, v.aabb_hi],
+                          inputs=[m.pair_list, m.geom_type, m.geom_margin, m.pair_margin, self._msum, m.geom_weld,
+                                  m.weld_pairs, st, v.weld_active, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
         else:
             from .kernels import collision_sap as S
@@ -892,14 +928,14 @@ class CollisionPipeline:
                       inputs=[m.geom_type, m.geom_collide, m.geom_contype, m.geom_conaffinity,
                               m.geom_local_contype, m.geom_local_conaffinity, m.geom_entity,
                               m.geom_weld, m.geom_weld_parent, m.flags, self.weld_base,
-                              m.exclude_keys, m.explicit_keys, ax, m.weld_pairs, v.weld_active,
-                              v.keys, v.values, v.aabb_lo, v.aabb_hi],
+                              m.exclude_keys, m.explicit_keys, ax, m.weld_pairs, m.geom_margin, self._msum,
+                              v.weld_active, v.keys, v.values, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
                       outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
             if m.explicit_list.shape[0]:
                 dim, st = self._slots(n, m.explicit_list.shape[0])
                 wp.launch(K.broadphase_list, dim=dim,
-                          inputs=[m.explicit_list, m.geom_type, m.pair_margin, m.geom_weld, m.weld_pairs, st,
-                                  v.weld_active, v.aabb_lo, v.aabb_hi],
+                          inputs=[m.explicit_list, m.geom_type, m.geom_margin, m.pair_margin, self._msum, m.geom_weld,
+                                  m.weld_pairs, st, v.weld_active, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
                           outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
         # the narrowphase: one launch per pair family the scene has (each handles its own pairs)
         dim, st = self._slots(n, self.max_pairs)
@@ -918,6 +954,17 @@ class CollisionPipeline:
                               v.geom_xmat, v.pairs_buf, v.pair_count],
                       outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
                       device=dev)
+        if export is not None and self._cpu and not self._split:
+            s = slice(part.start, part.stop)
+            wp.launch(K.prune_export, dim=n,
+                      inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
+                              m.pair_gap, self._msum, self._gap_out, self.options.max_contacts_per_pair,
+                              self.max_contacts, m.geom_link, v.pairs_buf, v.pair_count, v.pair_cand, v.cand_pos,
+                              v.cand_normal, v.cand_dist],
+                      outputs=[v.contact_raw, v.contact_count, v.contact_geom, v.contact_pos, v.contact_frame,
+                               v.contact_depth, v.contact_includemargin, v.contact_pair]
+                      + [a[s] for a in export], device=dev)
+            return
         wp.launch(K.prune, dim=dim,
                   inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
                           m.pair_gap, self._msum,
@@ -931,6 +978,8 @@ class CollisionPipeline:
             wp.launch(K.split_inactive, dim=n, inputs=[v.contact_count],
                       outputs=[v.contact_active, v.contact_geom, v.contact_pos, v.contact_frame,
                                v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
+        if export is not None:
+            self.export(part, *export)
 
     def export(self, part, n_con, con_pos, con_frame, con_dist, con_margin, con_link):
         """Copy the partition's contacts into a constraint builder's arrays (whole-batch arrays,

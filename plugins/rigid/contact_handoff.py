@@ -125,9 +125,7 @@ def pre_coupling(solver, part) -> None:
         constraint_rows.make_rows(v, h)
         wp.copy(row0, d.nefc)
     if solver.collision is not None:
-        solver._collide(part)
-        dw = solver.data            # export slices the whole-batch arrays by the partition itself
-        solver.collision.export(part, dw.ncon, dw.con_pos, dw.con_frame, dw.con_dist, dw.con_margin, dw.con_link)
+        solver._collide(part, export=True)     # and the export into the whole-batch arrays (sliced by the partition)
         constraint_rows.contact_params(v)          # per-contact condim and mixed friction
     m = v.m
     wp.launch(K.contact_jacobian, dim=(v.n, d.con_dist.shape[1]),

@@ -260,19 +260,22 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         actuation.actuation(v)
         factorization.factor_solve(v, hd, v.d.qfrc_smooth, qacc_out)
 
-    def _collide(self, part) -> None:
+    def _collide(self, part, export: bool = False) -> None:
         """Collision detection of one partition at the link poses of the substep's kinematics (the
-        substep-start configuration, as MuJoCo's mj_step): kernels only, graph-capturable."""
+        substep-start configuration, as MuJoCo's mj_step): kernels only, graph-capturable. ``export``:
+        also hand the contacts to the constraint builder's arrays (CollisionPipeline.collide fuses the
+        launches), for a caller that builds rows from them next."""
         d = self.data
-        self.collision.update_poses(part, d.link_pos, d.link_quat)
-        self.collision.run(part)
+        out = (d.ncon, d.con_pos, d.con_frame, d.con_dist, d.con_margin, d.con_link) if export else None
+        self.collision.collide(part, d.link_pos, d.link_quat, out)
 
-    def _constraint_rows(self, part) -> None:
+    def _constraint_rows(self, part, exported: bool = False) -> None:
         """Contacts → contact parameters → dense M → rows, for one partition (after the smooth stages
-        and the collision of its envs)."""
+        and the collision of its envs; ``exported``: _collide(part, export=True) already exported them)."""
         d, v = self.data, self.views[part.index]
         if self.collision is not None:
-            self.collision.export(part, d.ncon, d.con_pos, d.con_frame, d.con_dist, d.con_margin, d.con_link)
+            if not exported:
+                self.collision.export(part, d.ncon, d.con_pos, d.con_frame, d.con_dist, d.con_margin, d.con_link)
             constraint_rows.contact_params(v)
         factorization.mass_dense(v, self._hd_solve)
         if self._n_connect:
@@ -298,8 +301,8 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         v = self.views[part.index]
         self._smooth(v, self._hd_solve, v.d.qacc_smooth)
         if self.collision is not None:
-            self._collide(part)
-        self._constraint_rows(part)
+            self._collide(part, export=True)
+        self._constraint_rows(part, exported=True)
         self._solve(v, v.d.qacc_warmstart)
         if self.collision is not None:
             # per-contact wrenches, per-link net contact wrench about the link CoM (world; the

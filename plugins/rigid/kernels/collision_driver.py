@@ -112,6 +112,65 @@ def aabb_update(
             aabb_hi_out[env, g] = c + e
 
 
+@wp.kernel
+def poses_aabb(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    geom_pos: wp.array(dtype=Any),
+    geom_quat: wp.array(dtype=Any),
+    geom_type: wp.array(dtype=wp.int32),
+    geom_half: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    slot_stride: int,
+    # Data in:
+    link_xpos_in: wp.array2d(dtype=Any),
+    link_xquat_in: wp.array2d(dtype=Any),
+    # Data out:
+    geom_xpos_out: wp.array2d(dtype=Any),
+    geom_xquat_out: wp.array2d(dtype=Any),
+    geom_xmat_out: wp.array2d(dtype=Any),
+    aabb_lo_out: wp.array2d(dtype=Any),
+    aabb_hi_out: wp.array2d(dtype=Any),
+    pair_count_out: wp.array(dtype=wp.int32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    contact_raw_out: wp.array(dtype=wp.int32),
+):
+    """``geom_poses`` and ``aabb_update`` in one launch (CollisionPipeline.collide): each thread
+    computes its geoms' world poses and then their rotation matrices and AABBs, the same operations
+    in the same order as the two kernels (bit-identical); one launch and one pass over the geoms."""
+    env, j = wp.tid()
+    for g in range(j, geom_link.shape[0], slot_stride):
+        lk = geom_link[g]
+        c = geom_pos[g]
+        qg = geom_quat[g]
+        if lk >= 0:
+            q = link_xquat_in[env, lk]
+            c = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
+            qg = wp.normalize(q * geom_quat[g])
+        geom_xpos_out[env, g] = c
+        geom_xquat_out[env, g] = qg
+        if g == 0:
+            pair_count_out[env] = 0
+            cand_count_out[env] = 0
+            contact_raw_out[env] = 0
+        R = wp.quat_to_matrix(qg)
+        geom_xmat_out[env, g] = R
+        h = geom_half[g]
+        m = geom_margin[g]
+        one = m - m + type(m)(1.0)
+        if geom_type[g] == PLANE:
+            big = one * type(m)(BIG)
+            e = wp.vector(big, big, big)
+            aabb_lo_out[env, g] = -e
+            aabb_hi_out[env, g] = e
+        else:
+            e = wp.vector(m, m, m)
+            for i in range(3):
+                e[i] = e[i] + wp.abs(R[i, 0]) * h[0] + wp.abs(R[i, 1]) * h[1] + wp.abs(R[i, 2]) * h[2]
+            aabb_lo_out[env, g] = c - e
+            aabb_hi_out[env, g] = c + e
+
+
 @wp.func
 def _overlap(lo_a: Any, hi_a: Any, lo_b: Any, hi_b: Any):
     return (lo_a[0] <= hi_b[0] and lo_b[0] <= hi_a[0] and lo_a[1] <= hi_b[1] and lo_b[1] <= hi_a[1]
@@ -153,17 +212,68 @@ def _welded(env: int, ga: int, gb: int, geom_weld: wp.array(dtype=wp.int32),
     return out
 
 
+@wp.func
+def _pair_margin(p: wp.vec3i, geom_margin: Any, pair_margin: Any, margin_sum: int):
+    margin = wp.max(geom_margin[p[0]], geom_margin[p[1]])
+    if margin_sum != 0:
+        margin = geom_margin[p[0]] + geom_margin[p[1]]
+    if p[2] >= 0:
+        margin = pair_margin[p[2]]
+    return margin
+
+
+@wp.func
+def _plane_apart(env: int, ga: int, gb: int, margin: Any, geom_type: wp.array(dtype=wp.int32),
+                 geom_xpos_in: wp.array2d(dtype=Any), geom_xmat_in: wp.array2d(dtype=Any),
+                 aabb_lo_in: wp.array2d(dtype=Any), aabb_hi_in: wp.array2d(dtype=Any)):
+    """For a plane pair (exactly one of the geoms a plane): whether the other geom's AABB lies above
+    the plane by more than the pair's detection margin plus a round-off slack (1e-5 of the
+    coordinates' scale). The plane routines emit only points of the geom within the margin of the
+    plane and the AABB holds the geom (inflated by its own margin), so such a pair has no contact:
+    the broadphase drops it instead of handing the narrowphase a pair it rejects (a plane's AABB is
+    infinite: the AABB test passes every plane pair). The pairs kept keep their order."""
+    tp = geom_type[ga]
+    to = geom_type[gb]
+    apart = bool(False)
+    if (tp == PLANE) != (to == PLANE):
+        gp = ga
+        go = gb
+        if to == PLANE:
+            gp = gb
+            go = ga
+        R = geom_xmat_in[env, gp]
+        nx = R[0, 2]
+        ny = R[1, 2]
+        nz = R[2, 2]
+        lo = aabb_lo_in[env, go]
+        hi = aabb_hi_in[env, go]
+        half = margin - margin + type(margin)(0.5)
+        c = (lo + hi) * half
+        e = (hi - lo) * half
+        p = geom_xpos_in[env, gp]
+        dc = (c[0] - p[0]) * nx + (c[1] - p[1]) * ny + (c[2] - p[2]) * nz
+        reach = wp.abs(nx) * e[0] + wp.abs(ny) * e[1] + wp.abs(nz) * e[2]
+        scale = (wp.max(wp.max(wp.abs(c[0]), wp.abs(c[1])), wp.abs(c[2]))
+                 + wp.max(wp.max(wp.abs(p[0]), wp.abs(p[1])), wp.abs(p[2])) + reach + wp.abs(margin))
+        apart = dc - reach > margin + type(margin)(1.0e-5) * scale
+    return apart
+
+
 @wp.kernel
 def broadphase_list(
     # Model:
     pair_list: wp.array(dtype=wp.vec3i),
     geom_type: wp.array(dtype=wp.int32),
+    geom_margin: wp.array(dtype=Any),
     pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
     geom_weld: wp.array(dtype=wp.int32),
     weld_pairs: wp.array(dtype=wp.vec2i),
     slot_stride: int,
     # Data in:
     weld_active_in: wp.array2d(dtype=wp.int32),
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
     aabb_lo_in: wp.array2d(dtype=Any),
     aabb_hi_in: wp.array2d(dtype=Any),
     # Data out:
@@ -172,7 +282,8 @@ def broadphase_list(
     pair_cand_out: wp.array2d(dtype=wp.vec2i),
 ):
     """All-vs-all over the pairs that passed the filters at build (and the explicit pairs, whose
-    own margin inflates the AABB test)."""
+    own margin inflates the AABB test); a plane pair also passes the half-space test (_plane_apart,
+    with the narrowphase's detection margin)."""
     env, j = wp.tid()
     for k in range(j, pair_list.shape[0], slot_stride):
         p = pair_list[k]
@@ -184,8 +295,10 @@ def broadphase_list(
             lo = lo - e
             hi = hi + e
         if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
-            if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
-                _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
+            if not _plane_apart(env, p[0], p[1], _pair_margin(p, geom_margin, pair_margin, margin_sum), geom_type,
+                                geom_xpos_in, geom_xmat_in, aabb_lo_in, aabb_hi_in):
+                if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
+                    _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
 
 
 # -- narrowphase helpers (the pair-family modules and collision_gjk.py) ---------------------------------
@@ -213,16 +326,6 @@ def _store(env: int, k: int, cnt: int, n: Any, pts: Any, d: Any,
                 cand_normal_out[env, start + i] = n
                 cand_dist_out[env, start + i] = d[i]
     pair_cand_out[env, k] = wp.vec2i(start, stored)
-
-
-@wp.func
-def _pair_margin(p: wp.vec3i, geom_margin: Any, pair_margin: Any, margin_sum: int):
-    margin = wp.max(geom_margin[p[0]], geom_margin[p[1]])
-    if margin_sum != 0:
-        margin = geom_margin[p[0]] + geom_margin[p[1]]
-    if p[2] >= 0:
-        margin = pair_margin[p[2]]
-    return margin
 
 
 # -- pruning -----------------------------------------------------------------------------------------
@@ -452,6 +555,71 @@ def prune(
 
 
 @wp.kernel
+def prune_export(
+    # Model:
+    geom_orig: wp.array(dtype=wp.int32),
+    geom_type: wp.array(dtype=wp.int32),
+    keep_boxbox: int,
+    geom_margin: wp.array(dtype=Any),
+    geom_gap: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    pair_gap: wp.array(dtype=Any),
+    margin_sum: int,
+    gap_outside: int,
+    max_per_pair: int,
+    max_contacts: int,
+    geom_link: wp.array(dtype=wp.int32),
+    # Data in:
+    pairs_in: wp.array2d(dtype=wp.vec3i),
+    pair_count_in: wp.array(dtype=wp.int32),
+    pair_cand_in: wp.array2d(dtype=wp.vec2i),
+    cand_pos_in: wp.array2d(dtype=Any),
+    cand_normal_in: wp.array2d(dtype=Any),
+    cand_dist_in: wp.array2d(dtype=Any),
+    # Data out:
+    contact_raw_out: wp.array(dtype=wp.int32),
+    contact_count_out: wp.array(dtype=wp.int32),
+    contact_geom_out: wp.array2d(dtype=wp.vec2i),
+    contact_pos_out: wp.array2d(dtype=Any),
+    contact_frame_out: wp.array2d(dtype=Any),
+    contact_depth_out: wp.array2d(dtype=Any),
+    contact_includemargin_out: wp.array2d(dtype=Any),
+    contact_pair_out: wp.array2d(dtype=wp.int32),
+    n_con_out: wp.array(dtype=wp.int32),
+    con_pos_out: wp.array2d(dtype=Any),
+    con_frame_out: wp.array2d(dtype=Any),
+    con_dist_out: wp.array2d(dtype=Any),
+    con_margin_out: wp.array2d(dtype=Any),
+    con_link_out: wp.array3d(dtype=wp.int32),
+):
+    """``prune``, ``finalize_counts`` and ``export_contacts`` in one launch over (n_envs,): one
+    thread per env prunes its pairs in order, writes the usable count and copies the contacts into
+    the constraint builder's arrays — the operations of the three kernels in their order
+    (bit-identical). For the CPU launch grid only (slot_stride 1: the env's whole contact set is in
+    one thread) and only without contacts in the gap (no ``split_inactive`` between prune and export:
+    CollisionPipeline.collide)."""
+    env = wp.tid()
+    for k in range(wp.min(pair_count_in[env], pairs_in.shape[1])):
+        _prune_at(env, k, geom_orig, geom_type, keep_boxbox, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum,
+                  gap_outside,
+                  max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in,
+                  cand_dist_in, contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out,
+                  contact_depth_out, contact_includemargin_out, contact_pair_out)
+    count = wp.min(contact_raw_out[env], max_contacts)
+    contact_count_out[env] = count
+    n = wp.min(count, con_pos_out.shape[1])
+    n_con_out[env] = n
+    for c in range(n):
+        g = contact_geom_out[env, c]
+        con_pos_out[env, c] = contact_pos_out[env, c]
+        con_frame_out[env, c] = contact_frame_out[env, c]
+        con_dist_out[env, c] = -contact_depth_out[env, c]
+        con_margin_out[env, c] = contact_includemargin_out[env, c]
+        con_link_out[env, c, 0] = geom_link[g[0]]
+        con_link_out[env, c, 1] = geom_link[g[1]]
+
+
+@wp.kernel
 def finalize_counts(
     # Data in:
     contact_raw_in: wp.array(dtype=wp.int32),
@@ -564,7 +732,8 @@ def _overloads(s):
                               "geom_xpos_in": A2(dtype=V), "geom_xquat_in": A2(dtype=Q),
                               "geom_xmat_out": A2(dtype=M), "aabb_lo_out": A2(dtype=V),
                               "aabb_hi_out": A2(dtype=V)})
-    wp.overload(broadphase_list, {"pair_margin": A(dtype=s), "aabb_lo_in": A2(dtype=V),
+    wp.overload(broadphase_list, {"geom_margin": A(dtype=s), "pair_margin": A(dtype=s), "geom_xpos_in": A2(dtype=V),
+                                  "geom_xmat_in": A2(dtype=M), "aabb_lo_in": A2(dtype=V),
                                   "aabb_hi_in": A2(dtype=V)})
     wp.overload(export_contacts, {
         "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
@@ -574,6 +743,18 @@ def _overloads(s):
     wp.overload(split_inactive, {"contact_pos_out": A2(dtype=V), "contact_frame_out": A2(dtype=M),
                                  "contact_depth_out": A2(dtype=s),
                                  "contact_includemargin_out": A2(dtype=s)})
+    wp.overload(poses_aabb, {"geom_pos": A(dtype=V), "geom_quat": A(dtype=Q), "geom_half": A(dtype=V),
+                             "geom_margin": A(dtype=s), "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
+                             "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q), "geom_xmat_out": A2(dtype=M),
+                             "aabb_lo_out": A2(dtype=V), "aabb_hi_out": A2(dtype=V)})
+    wp.overload(prune_export, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+                               "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
+                               "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
+                               "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
+                               "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
+                               "contact_includemargin_out": A2(dtype=s), "con_pos_out": A2(dtype=V),
+                               "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
+                               "con_margin_out": A2(dtype=s)})
     wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                         "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                         "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),

@@ -16,7 +16,7 @@ import warp as wp
 from ..types import overloads
 from .collision_convex import plane_mesh
 from .collision_driver import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, PLANE, SPHERE, _pair_margin, _store
-from .collision_primitive import plane_box, plane_capsule, plane_cylinder, plane_ellipsoid, plane_sphere
+from .collision_primitive import plane_capsule, plane_cylinder, plane_ellipsoid, plane_sphere
 
 wp.set_module_options({"enable_backward": False})
 
@@ -38,14 +38,68 @@ def _plane_store(t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, 
         c2, n2, q2, d2 = plane_cylinder(p1, R1, s1, p2, R2, s2, margin)
         _store(env, k, c2, n2, q2, d2, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
     elif t2 == BOX:
-        c3, n3, q3, d3 = plane_box(p1, R1, s1, p2, R2, s2, margin)
-        _store(env, k, c3, n3, q3, d3, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+        _plane_box_store(p1, R1, p2, R2, s2, margin, env, k, pair_cand_out, cand_pos_out, cand_normal_out,
+                         cand_dist_out, cand_count_out)
     elif t2 == ELLIPSOID:
         c4, n4, q4, d4 = plane_ellipsoid(p1, R1, s1, p2, R2, s2, margin)
         _store(env, k, c4, n4, q4, d4, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
     elif t2 == MESH:
         c5, n5, q5, d5 = plane_mesh(p1, R1, s1, p2, R2, s2, margin, mv)
         _store(env, k, c5, n5, q5, d5, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+
+
+@wp.func
+def _plane_box_store(p1: Any, R1: Any, p2: Any, R2: Any, s2: Any, margin: Any, env: int, k: int,
+                     pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any, cand_normal_out: Any,
+                     cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32)):
+    """Plane–box: every box corner within the margin (up to 8; pruning keeps at most 4 per pair),
+    written straight into the env's candidate block (as _store): the corners' distances first (kept
+    in a register vector), then the block is reserved and each corner within the margin is
+    recomputed by the same expression and stored (its point halfway to the plane), in corner order.
+    No 8×3 point set is built and copied as the other routines do."""
+    n = wp.vector(R1[0, 2], R1[1, 2], R1[2, 2])
+    half = type(s2[0])(0.5)
+    dv = wp.vector(length=8, dtype=type(half))
+    cnt = int(0)
+    for c8 in range(8):
+        sx = type(half)(1.0)
+        sy = type(half)(1.0)
+        sz = type(half)(1.0)
+        if (c8 & 1) != 0:
+            sx = -sx
+        if (c8 & 2) != 0:
+            sy = -sy
+        if (c8 & 4) != 0:
+            sz = -sz
+        c = p2 + R2 * wp.vector(sx * s2[0], sy * s2[1], sz * s2[2])
+        dist = wp.dot(c - p1, n)
+        dv[c8] = dist
+        if dist < margin:
+            cnt += 1
+    start = int(0)
+    stored = int(0)
+    if cnt > 0:
+        start = wp.atomic_add(cand_count_out, env, cnt)
+        if start + cnt <= cand_pos_out.shape[1]:
+            stored = cnt
+            i = int(0)
+            for c8 in range(8):
+                if dv[c8] < margin:
+                    sx = type(half)(1.0)
+                    sy = type(half)(1.0)
+                    sz = type(half)(1.0)
+                    if (c8 & 1) != 0:
+                        sx = -sx
+                    if (c8 & 2) != 0:
+                        sy = -sy
+                    if (c8 & 4) != 0:
+                        sz = -sz
+                    c = p2 + R2 * wp.vector(sx * s2[0], sy * s2[1], sz * s2[2])
+                    cand_pos_out[env, start + i] = c - n * (half * dv[c8])
+                    cand_normal_out[env, start + i] = n
+                    cand_dist_out[env, start + i] = dv[c8]
+                    i += 1
+    pair_cand_out[env, k] = wp.vec2i(start, stored)
 
 
 @wp.kernel

@@ -98,32 +98,6 @@ def plane_capsule(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2:
 
 
 @wp.func
-def plane_box(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any, margin: Any):
-    """Every box corner within the margin (up to 8; pruning keeps at most 4 per pair)."""
-    pts, d = _empty(pos1)
-    n = _col(rot1, 2)
-    cnt = int(0)
-    half = type(size2[0])(0.5)
-    for k in range(8):
-        sx = type(half)(1.0)
-        sy = type(half)(1.0)
-        sz = type(half)(1.0)
-        if (k & 1) != 0:
-            sx = -sx
-        if (k & 2) != 0:
-            sy = -sy
-        if (k & 4) != 0:
-            sz = -sz
-        c = pos2 + rot2 * wp.vector(sx * size2[0], sy * size2[1], sz * size2[2])
-        dist = wp.dot(c - pos1, n)
-        if dist < margin:
-            pts[cnt] = c - n * (half * dist)
-            d[cnt] = dist
-            cnt += 1
-    return cnt, n, pts, d
-
-
-@wp.func
 def plane_cylinder(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any,
                    margin: Any):
     """Up to 4 points: the deepest rim point of the disk nearer the plane, the rim point below it on

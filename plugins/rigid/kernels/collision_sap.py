@@ -10,7 +10,7 @@ from typing import Any
 import warp as wp
 
 from ..types import overloads
-from .collision_driver import PLANE, _emit_pair, _overlap, _welded
+from .collision_driver import PLANE, _emit_pair, _overlap, _plane_apart, _welded
 
 wp.set_module_options({"enable_backward": False})
 
@@ -110,10 +110,14 @@ def sap_sweep(
     explicit_keys: wp.array(dtype=wp.int64),
     axis: int,
     weld_pairs: wp.array(dtype=wp.vec2i),
+    geom_margin: wp.array(dtype=Any),
+    margin_sum: int,
     # Data in:
     weld_active_in: wp.array2d(dtype=wp.int32),
     keys_in: wp.array(dtype=wp.float32),
     values_in: wp.array(dtype=wp.int32),
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
     aabb_lo_in: wp.array2d(dtype=Any),
     aabb_hi_in: wp.array2d(dtype=Any),
     # Data out:
@@ -122,7 +126,9 @@ def sap_sweep(
     pair_cand_out: wp.array2d(dtype=wp.vec2i),
 ):
     """Sweep from the i-th geom in sorted order over the following ones while their lower bound
-    does not exceed its upper bound; every overlapping pair is found once (from the earlier one)."""
+    does not exceed its upper bound; every overlapping pair is found once (from the earlier one). A
+    plane pair also passes the half-space test first (collision_driver._plane_apart: a plane's AABB is
+    infinite, so the plane, sorted first, sweeps every geom), before the filter rule."""
     env, i = wp.tid()
     n = aabb_lo_in.shape[1]
     base = env * n
@@ -139,7 +145,11 @@ def sap_sweep(
             gb = values_in[base + j]
             if geom_collide[gb] != 0:
                 if _overlap(lo_a, hi_a, aabb_lo_in[env, gb], aabb_hi_in[env, gb]):
-                    if not (geom_type[ga] == PLANE and geom_type[gb] == PLANE):
+                    margin = wp.max(geom_margin[ga], geom_margin[gb])
+                    if margin_sum != 0:
+                        margin = geom_margin[ga] + geom_margin[gb]
+                    if not (geom_type[ga] == PLANE and geom_type[gb] == PLANE) and not _plane_apart(
+                            env, ga, gb, margin, geom_type, geom_xpos_in, geom_xmat_in, aabb_lo_in, aabb_hi_in):
                         if _pair_allowed(ga, gb, n, weld_base, geom_contype, geom_conaffinity,
                                          geom_local_contype, geom_local_conaffinity, geom_entity,
                                          geom_weld, geom_weld_parent, flags, exclude_keys,
@@ -155,4 +165,6 @@ def _overloads(s):
     V = wp.types.vector(3, s)
     A2 = wp.array2d
     wp.overload(sap_keys, {"aabb_lo_in": A2(dtype=V)})
-    wp.overload(sap_sweep, {"aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
+    M = wp.types.matrix((3, 3), s)
+    wp.overload(sap_sweep, {"geom_margin": wp.array(dtype=s), "geom_xpos_in": A2(dtype=V), "geom_xmat_in": A2(dtype=M),
+                            "aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V)})
