@@ -20,10 +20,7 @@ def connect_bias(v: View, neq: int) -> None:
         wp.launch(K.connect_bias, dim=(v.n, neq), inputs=[v.m, v.d], device=v.device)
 
 
-def make_rows(v: View, lim_window_h: float = 0.0, pre_jar: bool = False) -> None:
+def make_rows(v: View, lim_window_h: float = 0.0) -> None:
     """The rows; ``lim_window_h`` = h > 0 adds Drake's limit activation window (the SAP hand-off,
-    docs/sap.md "Which rows SAP takes over"), 0 (the solver's own solve): the joint margin only.
-    ``pre_jar``: also the convex solve's warm-start evaluation J·qacc − aref at d.qacc_warmstart into
-    d.solver_jar (and, with the lower-cost pick, at d.qacc_smooth into d.efc_jar_smooth), for a
-    ``convex_solve.solve(v, d.qacc_warmstart, pre_jar=True)`` that follows."""
-    wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d, v.scalar(lim_window_h), int(pre_jar)], device=v.device)
+    docs/sap.md "Which rows SAP takes over"), 0 (the solver's own solve): the joint margin only."""
+    wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d, v.scalar(lim_window_h)], device=v.device)

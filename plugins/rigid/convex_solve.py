@@ -17,14 +17,11 @@ def label_islands(v: View) -> None:
     wp.launch(K.label_islands, dim=v.n, inputs=[v.m, v.d], device=v.device)
 
 
-def solve(v: View, qacc_warm, pre_jar: bool = False, prefetch: bool = True) -> None:
+def solve(v: View, qacc_warm, prefetch: bool = True) -> None:
     """Solution into d.qacc_warmstart (the next warm start), forces into d.efc_force, Jᵀf into
     d.qfrc_constraint. qacc_warm: (n, nv) start (d.qacc_warmstart itself, or d.qacc_smooth for a
-    cold start). ``pre_jar``: the rows were built with ``make_rows(v, pre_jar=True)`` and qacc_warm is
-    d.qacc_warmstart: the start's J·qacc − aref is read from the row builder's (d.solver_jar,
-    d.efc_jar_smooth) instead of recomputed (the same numbers). ``prefetch``: on CPU, prefetch the next
-    env's rows and M while an env is solved (no effect on the numbers). Labels the islands first when
-    m.opt.islands is 1."""
+    cold start). ``prefetch``: on CPU, prefetch the next env's rows and M while an env is solved (no
+    effect on the numbers). Labels the islands first when m.opt.islands is 1."""
     if int(v.m.opt.islands):
         label_islands(v)
-    wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(pre_jar), int(prefetch)], device=v.device)
+    wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(prefetch)], device=v.device)

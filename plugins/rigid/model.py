@@ -517,7 +517,7 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     for k in ("efc_type", "efc_id", "efc_dim", "efc_state"):
         setattr(d, k, z((n, R), I32))
     for k in ("efc_pos", "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss",
-              "efc_mu", "efc_force", "solver_jar", "solver_jv", "efc_jar_smooth"):
+              "efc_mu", "efc_force", "solver_jar", "solver_jv"):
         setattr(d, k, z((n, R)))
     Rs = R if signorini else 1
     d.efc_load = z((n, Rs))

@@ -267,10 +267,9 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self.collision.update_poses(part, d.link_pos, d.link_quat)
         self.collision.run(part)
 
-    def _constraint_rows(self, part, pre_jar: bool = False) -> None:
+    def _constraint_rows(self, part) -> None:
         """Contacts → contact parameters → dense M → rows, for one partition (after the smooth stages
-        and the collision of its envs); ``pre_jar``: with the convex solve's warm-start evaluation
-        (constraint_rows.make_rows)."""
+        and the collision of its envs)."""
         d, v = self.data, self.views[part.index]
         if self.collision is not None:
             self.collision.export(part, d.ncon, d.con_pos, d.con_frame, d.con_dist, d.con_margin, d.con_link)
@@ -278,13 +277,13 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         factorization.mass_dense(v, self._hd_solve)
         if self._n_connect:
             constraint_rows.connect_bias(v, len(self.hm.eq_type))
-        constraint_rows.make_rows(v, pre_jar=pre_jar)
+        constraint_rows.make_rows(v)
 
-    def _solve(self, v, qacc_warm, pre_jar: bool = False) -> None:
+    def _solve(self, v, qacc_warm) -> None:
         if self.options.effective_resolution() == "signorini":
             signorini_solve.solve(v, qacc_warm)
         else:
-            convex_solve.solve(v, qacc_warm, pre_jar)
+            convex_solve.solve(v, qacc_warm)
         if self.options.noslip_iterations > 0:
             noslip.noslip(v)
 
@@ -300,10 +299,8 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self._smooth(v, self._hd_solve, v.d.qacc_smooth)
         if self.collision is not None:
             self._collide(part)
-        # the convex solve's start J·qacc − aref is computed by the row builder while J is in cache
-        pre = self.options.effective_resolution() != "signorini"
-        self._constraint_rows(part, pre)
-        self._solve(v, v.d.qacc_warmstart, pre)
+        self._constraint_rows(part)
+        self._solve(v, v.d.qacc_warmstart)
         if self.collision is not None:
             # per-contact wrenches, per-link net contact wrench about the link CoM (world; the
             # substep-start poses the contacts belong to) and Σ h·f over the step's substeps

@@ -267,9 +267,7 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         qfrc_constraint: (n, nv) float [N·m or N]: Jᵀ·efc_force
         solver_H: (n, nv, nv) float: Newton Hessian / its Cholesky factor
         solver_LM: (n, nv, nv) float: Cholesky factor of M (CG preconditioner, noslip)
-        solver_jar: (n, max_rows) float: J·qacc − aref (make_rows with pre_jar: at qacc_warmstart)
-        efc_jar_smooth: (n, max_rows) float: J·qacc_smooth − aref (make_rows with pre_jar and the
-            lower-cost warm-start pick; read by the convex solve's start)
+        solver_jar: (n, max_rows) float: J·qacc − aref
         solver_jv: (n, max_rows) float: J·search
         solver_grad: (n, nv) float: gradient of the cost
         solver_mgrad: (n, nv) float: M⁻¹·gradient (CG)
@@ -571,7 +569,6 @@ def _data_struct(s):
         solver_H: S3
         solver_LM: S3
         solver_jar: S2
-        efc_jar_smooth: S2
         solver_jv: S2
         solver_grad: S2
         solver_mgrad: S2

@@ -14,11 +14,6 @@
 // row_dot_native: out[row] = efc_J[row]·qvel over the row's span. The span is a superset of the
 //   nonzero columns: the skipped terms are exact zeros and the sum starts at +0, so it equals the sum
 //   over all nv columns (and the previous scan for the first/last nonzero).
-// rows_jar_native: out[r] = efc_J[r]·x − efc_aref[r] for the env's rows r < nrow, each over its span in
-//   ascending columns from +0 (make_rows' last pass, while the env's J is still in cache: the convex
-//   solve's warm-start evaluation J·qacc − aref). The solve's jac_mul (kernels/linalg.cpp) takes the
-//   same nonzero products in the same order and skips only exact zeros (x + ±0 = x for a sum started at
-//   +0), so for finite x the result is its bits.
 // contact_rows_native: make_rows' contact section for one env — per contact its rows' clear, impedance,
 //   reference and regularization (the Warp functions of constraint_rows.py, written with Warp's own
 //   scalar/vector functions in the same order, so the results are bit for bit those of the Warp loop it
@@ -105,27 +100,6 @@
         s = s + p;
     }
     ((T*)((char*)out.data + (size_t)env * out.strides[0]))[row] = s;
-
-// @func rows_jar_native
-    typedef decltype(+*efc_J.data) T;
-    const size_t e = (size_t)env;
-    const char* j0 = (const char*)efc_J.data + e * efc_J.strides[0];
-    const int* sp = (const int*)((const char*)efc_span.data + e * efc_span.strides[0]);
-    const size_t ss = efc_span.strides[1] / sizeof(int);
-    const T* xx = (const T*)((const char*)x.data + e * x.strides[0]);
-    const T* ar = (const T*)((const char*)efc_aref.data + e * efc_aref.strides[0]);
-    T* o = (T*)((char*)out.data + e * out.strides[0]);
-    for (int r = 0; r < nrow; ++r) {
-        const T* jr = (const T*)(j0 + (size_t)r * efc_J.strides[1]);
-        const int lo = sp[r * ss] < 0 ? 0 : sp[r * ss];
-        const int hi = sp[r * ss + 1] > nv ? nv : sp[r * ss + 1];
-        T s = T(0);
-        for (int k = lo; k < hi; ++k) {
-            const T p = jr[k] * xx[k];
-            s = s + p;
-        }
-        o[r] = s - ar[r];
-    }
 
 // @func contact_rows_native
     typedef decltype(+*efc_J.data) T;

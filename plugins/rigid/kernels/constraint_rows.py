@@ -71,10 +71,6 @@ def row_clear_native(efc_J: A3, efc_span: I3, efc_chain: I3, dof_parent: I1, lin
 def row_dot_native(efc_J: A3, efc_span: I3, qvel: A2, env: int, row: int, nv: int, out: A2): ...
 
 
-@wp.func_native(native.body(__file__, "rows_jar_native"))
-def rows_jar_native(efc_J: A3, efc_span: I3, efc_aref: A2, x: A2, env: int, nrow: int, nv: int, out: A2): ...
-
-
 # ---------------------------------------------------------------- parameters (docs/semantics.md §R6-§R7)
 
 
@@ -422,7 +418,7 @@ def connect_bias(m: Any, d: Any):
 
 
 @wp.kernel
-def make_rows(m: Any, d: Any, lim_window_h: Any, pre_jar: int):
+def make_rows(m: Any, d: Any, lim_window_h: Any):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -768,13 +764,6 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, pre_jar: int):
 
     for i in range(row):
         efc_D[env, i] = one / efc_R[env, i]
-    # pre_jar = 1 (the convex solve follows, warm-started from qacc_warmstart): its start's J·qacc − aref
-    # while the env's J is hot (rows_jar_native): at the warm start into solver_jar, and with MuJoCo's
-    # lower-cost pick also at qacc_smooth into efc_jar_smooth
-    if pre_jar == 1:
-        rows_jar_native(efc_J, efc_span, efc_aref, d.qacc_warmstart, env, row, nv, d.solver_jar)
-        if m.opt.warm_pick_lower == 1:
-            rows_jar_native(efc_J, efc_span, efc_aref, qacc_smooth, env, row, nv, d.efc_jar_smooth)
     # the last build's rows beyond this one's: back to the cleared state (padding reads as empty)
     init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
               efc_R, efc_aref, env, row, prev, nv)

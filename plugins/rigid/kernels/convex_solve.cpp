@@ -10,7 +10,8 @@
 // solve_prefetch_native (CPU; nothing on CUDA): the envs of a launch are solved one after another, and at
 // 1024 envs the next env's rows and M left the cache when the row builder and mass_dense wrote them; ask
 // for the next env's J entries over each row's span (read), M (read) and its per-row inputs and outputs
-// now, while this env is solved (benchmarks/results/constraint.md, Round 9).
+// now, while this env is solved; at most 128 rows, M only up to 32 KB (benchmarks/results/constraint.md,
+// Round 9).
 
 // @part rows
     // forces F, states S and the sum of the row costs at jar_ (returned)
@@ -495,8 +496,11 @@
     typedef decltype(+*efc_J.data) T;
     if (env + 1 < efc_J.shape[0]) {
         const size_t e1 = (size_t)env + 1;
+        // bounded (PP_PF_*): a large env (the pile: nv 300, M 720 KB) would evict the env being solved
+        enum { PP_PF_ROWS = 128, PP_PF_MBYTES = 32768 };
         int nr = *(const int*)((const char*)n_efc.data + e1 * n_efc.strides[0]);
         if (nr > efc_J.shape[1]) nr = efc_J.shape[1];
+        if (nr > PP_PF_ROWS) nr = PP_PF_ROWS;
         const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
         const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
         const size_t ss = efc_span.strides[2];
@@ -510,7 +514,7 @@
                 __builtin_prefetch(jr + l, 0, 3);
         }
         const char* mb = (const char*)qM.data + e1 * qM.strides[0];
-        for (int j = 0; j < nv; ++j) {
+        for (int j = 0; (size_t)nv * nv * sizeof(T) <= PP_PF_MBYTES && j < nv; ++j) {
             const char* mr = mb + (size_t)j * qM.strides[1];
             for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) __builtin_prefetch(mr + l, 0, 3);
         }

@@ -133,20 +133,16 @@ def update_constraint(
     """jar = J·qacc − aref, forces, states (1 quadratic, 2 cone middle zone), qfrc_constraint = Jᵀf,
     gradient g = M·(qacc − qacc_smooth) − Jᵀf; returns the total cost. full = 0: jar and ma were
     updated incrementally by the caller (jar += α·J·p, ma += α·M·p, as MuJoCo does); full = 2: the
-    cost at qacc = qacc_smooth only (no Jᵀf, no gradient); full = 3: as 1 with jar already J·qacc − aref
-    (the row builder's, make_rows with pre_jar)."""
-    if full == 1 or full == 2:
+    cost at qacc = qacc_smooth only (no Jᵀf, no gradient)."""
+    if full >= 1:
         jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar, sc_a, sc_b, sc_mode)
-    fg = full
-    if full == 3:
-        fg = 1
     update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, efc_force, efc_state,
                        scratch)
     cost = scratch[env, 2]
     if full == 2:
         # cost only, at qacc = qacc_smooth (the Gauss part is exactly 0 there); gradient not formed
         return cost
-    jac_tmul_grad(env, nrow, nv, fg, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad, sc_a, sc_b,
+    jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad, sc_a, sc_b,
                   sc_mode)
     # Gauss part ½(a − a₀)ᵀM(a − a₀), added to the rows' sum in scratch[env, 2]
     gauss_cost(env, nv, qacc, qacc_smooth, ma, scratch)
@@ -313,7 +309,7 @@ def solve_iterate(
 
 
 @wp.kernel
-def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), pre_jar: int, prefetch: int):
+def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -387,26 +383,15 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), pre_jar: int,
         # evaluation is the one in place and no third evaluation is needed
         for j in range(nv):
             qacc[env, j] = qacc_smooth[env, j]
-        if pre_jar == 1:
-            # the row builder's J·qacc_smooth − aref (make_rows with pre_jar): update_constraint's mode 2
-            update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, d.efc_jar_smooth,
-                               efc_force, efc_state, solver_stat)
-            c2 = solver_stat[env, 2]
-        else:
-            c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
-                                   qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                                   qfrc_constraint, grad, ma, 2, solver_stat, LM, H, sc_mode)
+        c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
+                               qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
+                               qfrc_constraint, grad, ma, 2, solver_stat, LM, H, sc_mode)
         for j in range(nv):
             qacc[env, j] = search[env, j]
             if nrow == 0:
                 qacc[env, j] = qacc_smooth[env, j]
-    # pre_jar = 1: jar already holds J·qacc_warmstart − aref (make_rows with pre_jar) — unless there are no
-    # rows (qacc = qacc_smooth, nothing to evaluate)
-    fw = int(1)
-    if pre_jar == 1:
-        fw = 3
     cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                             M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, fw,
+                             M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1,
                              solver_stat, LM, H, sc_mode)
     if warm_pick_lower == 1:
         if not (cost < c2):
