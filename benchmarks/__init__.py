@@ -163,16 +163,18 @@ def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), 
         for _ in range(3):
             sc.step()
     best = dict.fromkeys(scenes, float("inf"))
+    crit, cpu = dict.fromkeys(scenes, float("inf")), dict.fromkeys(scenes, float("inf"))
     n = 2 if quick else 3
+    # alternately, best of several blocks (the load varies); each block times the wall clock and then
+    # the critical path of the next steps, so both figures describe the same stretch of the scene (a
+    # scene whose cost per step changes as it evolves — the granular block's impact — would otherwise
+    # compare its wall ratio and its critical-path ratio at different times; benchmarks/results/pbd.md)
     for _ in range(3 if quick else 5):
         for t, sc in scenes.items():
             t0 = time.perf_counter()
             for _ in range(n):
                 sc.step()
             best[t] = min(best[t], (time.perf_counter() - t0) / n)
-    crit, cpu = dict.fromkeys(scenes, float("inf")), dict.fromkeys(scenes, float("inf"))
-    for _ in range(3 if quick else 5):           # alternately, best of several (the load varies)
-        for t, sc in scenes.items():
             r = critical_path(sc, 2)
             crit[t], cpu[t] = min(crit[t], r["critical"]), min(cpu[t], r["cpu"])
     rows = [row(f"{case}, thread scaling {lo} -> {hi}", f"{unit_name}, wall clock, cpu_threads={hi}", "1/s",
