@@ -7,6 +7,12 @@
 // the cone cost). The sum goes to out[env, 2]. Same expressions as the line search's rows, each
 // product its own statement.
 
+// solve_prefetch_native (CPU; nothing on CUDA): the envs of a launch are solved one after another, and at
+// 1024 envs the next env's rows and M left the cache when the row builder and mass_dense wrote them; ask
+// for the next env's J entries over each row's span (read), M (read) and its per-row inputs and outputs
+// now, while this env is solved; at most 128 rows, M only up to 32 KB (benchmarks/results/constraint.md,
+// Round 9).
+
 // @part rows
     // forces F, states S and the sum of the row costs at jar_ (returned)
     auto cs_update_rows = [&](int nrow, const int* tp_, const int* dim_, const T* D_, const T* R_, const T* fl_,
@@ -484,6 +490,46 @@
 // Cholesky factor, search = −H⁻¹g, the exact line search, the step, the rows, Jᵀf, gradient and cost at the
 // new point, and the stopping test. The statistics (scaled improvement, gradient, cost) go to
 // out[env, 0..2], the number of iterations to niter_out[env]. sc_mode: where the row spans are cached (1: LM, 0: none).
+
+// @func solve_prefetch_native
+#if !defined(__CUDA_ARCH__)
+    typedef decltype(+*efc_J.data) T;
+    if (env + 1 < efc_J.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        // bounded (PP_PF_*): a large env (the pile: nv 300, M 720 KB) would evict the env being solved
+        enum { PP_PF_ROWS = 128, PP_PF_MBYTES = 32768 };
+        int nr = *(const int*)((const char*)n_efc.data + e1 * n_efc.strides[0]);
+        if (nr > efc_J.shape[1]) nr = efc_J.shape[1];
+        if (nr > PP_PF_ROWS) nr = PP_PF_ROWS;
+        const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
+        const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
+        const size_t ss = efc_span.strides[2];
+        for (int r = 0; r < nr; ++r) {
+            const int* sp = (const int*)(sb + (size_t)r * efc_span.strides[1]);
+            const int lo = sp[0] < 0 ? 0 : sp[0];
+            const int hi = *(const int*)((const char*)sp + ss) > nv ? nv : *(const int*)((const char*)sp + ss);
+            if (hi <= lo) continue;
+            const char* jr = jb + (size_t)r * efc_J.strides[1];
+            for (size_t l = (size_t)lo * sizeof(T) & ~(size_t)63; l < (size_t)hi * sizeof(T); l += 64)
+                __builtin_prefetch(jr + l, 0, 3);
+        }
+        const char* mb = (const char*)qM.data + e1 * qM.strides[0];
+        for (int j = 0; (size_t)nv * nv * sizeof(T) <= PP_PF_MBYTES && j < nv; ++j) {
+            const char* mr = mb + (size_t)j * qM.strides[1];
+            for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) __builtin_prefetch(mr + l, 0, 3);
+        }
+        const size_t tb = (size_t)nr * sizeof(T);
+        const char* ins[4] = {
+            (const char*)efc_aref.data + e1 * efc_aref.strides[0], (const char*)efc_D.data + e1 * efc_D.strides[0],
+            (const char*)efc_R.data + e1 * efc_R.strides[0], (const char*)efc_type.data + e1 * efc_type.strides[0]};
+        for (int a = 0; a < 4; ++a)
+            for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(ins[a] + l, 0, 3);
+        const char* outs[2] = {(const char*)jar.data + e1 * jar.strides[0],
+                               (const char*)efc_force.data + e1 * efc_force.strides[0]};
+        for (int a = 0; a < 2; ++a)
+            for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(outs[a] + l, 1, 3);
+    }
+#endif
 
 // @func newton_solve_native
     typedef decltype(+*M.data) T;

@@ -46,6 +46,11 @@ I3 = wp.array3d(dtype=wp.int32)
 A3 = wp.array3d(dtype=Any)
 
 
+@wp.func_native(native.body(__file__, "solve_prefetch_native"))
+def solve_prefetch_native(env: int, nv: int, n_efc: I1, efc_J: A3, efc_span: I3, qM: A3, efc_aref: A2, efc_D: A2,
+                          efc_R: A2, jar: A2, efc_force: A2, efc_type: I2): ...
+
+
 @wp.func_native(native.body(__file__, "island_label_native"))
 def island_label_native(env: int, nv: int, nrow: int, dof_parent: I1, lim_dof: I1, link_dof_last: I1, eq_type: I1,
                         eq_obj: I2, con_link: I3, efc_J: A3, efc_span: I3, efc_type: I2, efc_id: I2, dof_island: I2,
@@ -304,7 +309,7 @@ def solve_iterate(
 
 
 @wp.kernel
-def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
+def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -354,6 +359,9 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
         nisl = d.nisland[env]
         if nisl > 1 or (nisl == 1 and d.island_dofadr[env, 1] < nv):
             whole = 0
+    if prefetch == 1:
+        # CPU: the next env's rows and M while this one is solved (kernels/convex_solve.cpp)
+        solve_prefetch_native(env, nv, n_efc, efc_J, d.efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type)
     pad_rows(env, nrow, efc_force, efc_state)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
