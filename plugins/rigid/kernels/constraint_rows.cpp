@@ -55,36 +55,44 @@
     }
     if (first < sp[0]) sp[0] = first;     // the chain's columns: [first, link_dof_last]
 
+// @part clear
+    // A row's J cleared for the next build, its span emptied and its links forgotten. With the row's two
+    // links recorded (ch[0] >= -1) only their dof chains are zeroed, provided the chains' column span is
+    // the row's span (then no other writer touched the row: see contact_rows_native); else the whole span.
+    auto clear_row_at = [](T* jr, int* sp, int* ch, size_t s2, size_t c2, int nv, const int* dlast,
+                           const int* par) {
+        const int lo = sp[0] < 0 ? 0 : sp[0];
+        const int hi = sp[s2] > nv ? nv : sp[s2];
+        bool whole = true;
+        if (ch[0] >= -1 && hi > lo) {
+            int clo = nv, chi = 0;
+            for (int k = 0; k < 2; ++k) {
+                const int l = ch[k * c2];
+                int d = l >= 0 ? dlast[l] : -1;
+                if (d >= 0 && d + 1 > chi) chi = d + 1;
+                for (; d >= 0; d = par[d]) {
+                    jr[d] = T(0);
+                    if (d < clo) clo = d;
+                }
+            }
+            whole = !(clo == lo && chi == hi);
+        }
+        if (whole)
+            for (int j = lo; j < hi; ++j) jr[j] = T(0);
+        sp[0] = nv;
+        sp[s2] = 0;
+        ch[0] = -2;
+        ch[c2] = -2;
+    };
+
 // @func row_clear_native
     typedef decltype(+*efc_J.data) T;
+// @use constraint_rows.clear
     T* jr = (T*)((char*)efc_J.data + (size_t)env * efc_J.strides[0] + (size_t)row * efc_J.strides[1]);
     int* sp = (int*)((char*)efc_span.data + (size_t)env * efc_span.strides[0] + (size_t)row * efc_span.strides[1]);
     int* ch = (int*)((char*)efc_chain.data + (size_t)env * efc_chain.strides[0] + (size_t)row * efc_chain.strides[1]);
-    const size_t s2 = (size_t)efc_span.strides[2] / sizeof(int), c2 = (size_t)efc_chain.strides[2] / sizeof(int);
-    const int lo = sp[0] < 0 ? 0 : sp[0];
-    const int hi = sp[s2] > nv ? nv : sp[s2];
-    bool whole = true;
-    if (ch[0] >= -1 && hi > lo) {
-        // links recorded: zero their chains' entries; the chains' column span equal to the row's
-        // span means no other writer touched the row (see contact_rows_native), so that is all
-        int clo = nv, chi = 0;
-        for (int k = 0; k < 2; ++k) {
-            const int l = ch[k * c2];
-            int d = l >= 0 ? link_dof_last.data[l] : -1;
-            if (d >= 0 && d + 1 > chi) chi = d + 1;
-            for (; d >= 0; d = dof_parent.data[d]) {
-                jr[d] = T(0);
-                if (d < clo) clo = d;
-            }
-        }
-        whole = !(clo == lo && chi == hi);
-    }
-    if (whole)
-        for (int j = lo; j < hi; ++j) jr[j] = T(0);
-    sp[0] = nv;
-    sp[s2] = 0;
-    ch[0] = -2;
-    ch[c2] = -2;
+    clear_row_at(jr, sp, ch, (size_t)efc_span.strides[2] / sizeof(int), (size_t)efc_chain.strides[2] / sizeof(int), nv,
+                 link_dof_last.data, dof_parent.data);
 
 // @func row_dot_native
     typedef decltype(+*efc_J.data) T;
@@ -105,6 +113,7 @@
     typedef decltype(+*efc_J.data) T;
     typedef wp::vec_t<3, T> V;
     typedef wp::mat_t<3, 3, T> M3;
+// @use constraint_rows.clear
     const size_t e = (size_t)env;
     // this env's rows of every array as plain pointers with element strides (locals: no reloads of the
     // array descriptors after each store)
@@ -208,34 +217,7 @@
     auto jrow = [=](int r) { return (T*)(Jb + (size_t)r * Js); };
     auto span = [=](int r) { return (int*)(Sb + (size_t)r * Ss); };
     auto chain = [=](int r) { return (int*)(Cb + (size_t)r * Cs); };
-    // row_clear_native's clear (see there): the recorded links' chains when their span is the row's
-    auto clear_row = [=](int r) {
-        T* jr = jrow(r);
-        int* sp = span(r);
-        int* ch = chain(r);
-        const int lo = sp[0] < 0 ? 0 : sp[0];
-        const int hi = sp[Ss2] > nv ? nv : sp[Ss2];
-        bool whole = true;
-        if (ch[0] >= -1 && hi > lo) {
-            int clo = nv, chi = 0;
-            for (int k = 0; k < 2; ++k) {
-                const int l = ch[k * Cs2];
-                int d = l >= 0 ? dlast[l] : -1;
-                if (d >= 0 && d + 1 > chi) chi = d + 1;
-                for (; d >= 0; d = par[d]) {
-                    jr[d] = T(0);
-                    if (d < clo) clo = d;
-                }
-            }
-            whole = !(clo == lo && chi == hi);
-        }
-        if (whole)
-            for (int j = lo; j < hi; ++j) jr[j] = T(0);
-        sp[0] = nv;
-        sp[Ss2] = 0;
-        ch[0] = -2;
-        ch[Cs2] = -2;
-    };
+    auto clear_row = [=](int r) { clear_row_at(jrow(r), span(r), chain(r), Ss2, Cs2, nv, dlast, par); };
     // one walk (elliptic / frictionless rows): J[r] += scale · axis · (velocity of p fixed to `link` per
     // dof) (rot: angular velocity), the row's span grown by the chain's columns
     auto walk = [=](int link, const V& p, const V& axis, int rot, T scale, int r) {
