@@ -21,3 +21,10 @@ def mass_dense(v: View, hd: float) -> None:
     """d.qM = M + hd·D (dense, for the constraint solve). Only M's tree pattern is written; the entries off it
     are zero since d.qM was allocated (no other stage writes d.qM; docs/rigid.md)."""
     wp.launch(K.mass_dense, dim=v.n, inputs=[v.m, v.d, v.scalar(hd)], device=v.device)
+
+
+def crb_factor_solve(v: View, hd: float, qfrc, qacc_out, dense: bool) -> None:
+    """inertia.crb, then factor_solve(v, hd, qfrc, qacc_out) and (``dense``) mass_dense(v, hd), in one
+    launch with the same numbers (one pass over each env's M while it is in cache)."""
+    wp.launch(K.crb_factor_solve, dim=v.n, inputs=[v.m, v.d, v.scalar(hd), int(dense), qfrc, qacc_out],
+              device=v.device)

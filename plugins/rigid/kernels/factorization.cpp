@@ -8,8 +8,12 @@
 //
 // mass_dense_native: the dense symmetric (M + hd·D) (n × n) from the tree-sparse rows, for the
 // constraint solver.
+//
+// crb_factor_native: one env's inertia stage (inertia.cpp's part ``crb``), then ldl_solve_native and
+// (dense = 1) mass_dense_native, the same parts in one pass while the env's values are in cache; on CPU
+// it first prefetches the next env's inputs and outputs (its M's tree pattern included).
 
-// @func ldl_solve_native
+// @part ldl
     typedef decltype(+*mass.data) T;
     const int* madr = dof_madr.data;
     const int* dep = dof_depth.data;
@@ -47,25 +51,90 @@
         x[i] = xi;
     }
 
-// @func mass_dense_native
-    typedef decltype(+*mass_in.data) T;
+// @func ldl_solve_native
+// @use factorization.ldl
+
+// @part dense
+    typedef decltype(+*mass.data) T;
     const size_t e = (size_t)env;
     const size_t ms = M_out.strides[1];
     char* m0 = (char*)M_out.data + e * M_out.strides[0];
-    const T* mass = (const T*)((const char*)mass_in.data + e * mass_in.strides[0]);
+    const T* mm = (const T*)((const char*)mass.data + e * mass.strides[0]);
     const T* dv = (const T*)((const char*)dof_dv.data + e * dof_dv.strides[0]);
 #define PP_M(i, j) (((T*)(m0 + (size_t)(i) * ms))[j])
     // only the tree pattern (each dof and its ancestors, both triangles) is written: the entries off it
     // are zero since d.qM was allocated and nothing else writes d.qM (clearing all nv² entries every
     // substep cost more than the solve's use of M for a pile of 50 free bodies: nv 300)
-    for (int i = 0; i < nv; ++i) {
+    for (int i = 0; i < n; ++i) {
         const int adr = dof_madr.data[i];
         const int end = adr + dof_depth.data[i] + 1;
         for (int a = adr; a < end; ++a) {
             const int j = m_col.data[a];
-            PP_M(i, j) = mass[a];
-            PP_M(j, i) = mass[a];
+            PP_M(i, j) = mm[a];
+            PP_M(j, i) = mm[a];
         }
         PP_M(i, i) = PP_M(i, i) + hd * dv[i];
     }
 #undef PP_M
+
+// @func mass_dense_native
+// @use factorization.dense
+
+// @part prefetch_next
+    // CPU: the next env's inputs (kinematics outputs, D, the force) and outputs (CRB, the two sparse rows,
+    // qacc, and with dense its M's tree pattern, both triangles): each env's pass is bound by these misses
+#if !defined(__CUDA_ARCH__)
+    if (env + 1 < mass.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        auto pf = [&](const void* base, size_t stride, size_t bytes, int rw) {
+            const char* b = (const char*)base + e1 * stride;
+            for (size_t l = 0; l < bytes; l += 64) {
+                if (rw) __builtin_prefetch(b + l, 1, 3);
+                else __builtin_prefetch(b + l, 0, 3);
+            }
+        };
+        const size_t ts = sizeof(*mass.data);
+        const size_t nn = (size_t)n, ll = (size_t)nl, nz = (size_t)m_col.shape[0];
+        pf(cdof_w.data, cdof_w.strides[0], nn * 3 * ts, 0);
+        pf(cdof_v.data, cdof_v.strides[0], nn * 3 * ts, 0);
+        pf(cinert_m.data, cinert_m.strides[0], ll * ts, 0);
+        pf(cinert_mc.data, cinert_mc.strides[0], ll * 3 * ts, 0);
+        pf(cinert_i.data, cinert_i.strides[0], ll * 9 * ts, 0);
+        pf(armature.data, armature.strides[0], nn * ts, 0);
+        pf(dof_dv.data, dof_dv.strides[0], nn * ts, 0);
+        pf(qfrc.data, qfrc.strides[0], nn * ts, 0);
+        pf(crb_m.data, crb_m.strides[0], ll * ts, 1);
+        pf(crb_mc.data, crb_mc.strides[0], ll * 3 * ts, 1);
+        pf(crb_i.data, crb_i.strides[0], ll * 9 * ts, 1);
+        pf(mass.data, mass.strides[0], nz * ts, 1);
+        pf(qld.data, qld.strides[0], nz * ts, 1);
+        pf(qacc.data, qacc.strides[0], nn * ts, 1);
+        if (dense) {
+            const char* m1 = (const char*)M_out.data + e1 * M_out.strides[0];
+            const size_t ms = M_out.strides[1];
+            for (int i = 0; i < n; ++i) {
+                const int adr = dof_madr.data[i];
+                const int end = adr + dof_depth.data[i] + 1;
+                for (int a = adr; a < end; ++a) {
+                    const int j = m_col.data[a];
+                    __builtin_prefetch(m1 + (size_t)i * ms + (size_t)j * ts, 1, 3);
+                    __builtin_prefetch(m1 + (size_t)j * ms + (size_t)i * ts, 1, 3);
+                }
+            }
+        }
+    }
+#endif
+
+// @func crb_factor_native
+    {
+// @use factorization.prefetch_next
+    }
+    {
+// @use inertia.crb
+    }
+    {
+// @use factorization.ldl
+    }
+    if (dense) {
+// @use factorization.dense
+    }
