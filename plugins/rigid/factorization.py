@@ -23,8 +23,9 @@ def mass_dense(v: View, hd: float) -> None:
     wp.launch(K.mass_dense, dim=v.n, inputs=[v.m, v.d, v.scalar(hd)], device=v.device)
 
 
-def crb_factor_solve(v: View, hd: float, qfrc, qacc_out, dense: bool) -> None:
+def crb_factor_solve(v: View, hd: float, qfrc, qacc_out, dense: bool, prefetch: bool = True) -> None:
     """inertia.crb, then factor_solve(v, hd, qfrc, qacc_out) and (``dense``) mass_dense(v, hd), in one
-    launch with the same numbers (one pass over each env's M while it is in cache)."""
-    wp.launch(K.crb_factor_solve, dim=v.n, inputs=[v.m, v.d, v.scalar(hd), int(dense), qfrc, qacc_out],
+    launch with the same numbers (one pass over each env's M while it is in cache). ``prefetch``: on CPU,
+    prefetch the next env's inputs and outputs while an env is computed (no effect on the numbers)."""
+    wp.launch(K.crb_factor_solve, dim=v.n, inputs=[v.m, v.d, v.scalar(hd), int(dense), int(prefetch), qfrc, qacc_out],
               device=v.device)

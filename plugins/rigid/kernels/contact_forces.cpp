@@ -118,7 +118,7 @@
 
 // @part prefetch_next
 #if !defined(__CUDA_ARCH__)
-    if (env + 1 < ncon.shape[0]) {
+    if (prefetch && env + 1 < ncon.shape[0]) {
         const size_t e1 = (size_t)env + 1;
         int nc1 = *(const int*)((const char*)ncon.data + e1 * ncon.strides[0]);
         if (nc1 > C) nc1 = C;
@@ -154,7 +154,7 @@
     // CPU, after this env's pass (the next env's con_efc_adr line, prefetched before it, has arrived): the
     // next env's contact row forces from its first contact's row, 2(condim - 1) = 4 rows per contact
 #if !defined(__CUDA_ARCH__)
-    if (env + 1 < ncon.shape[0]) {
+    if (prefetch && env + 1 < ncon.shape[0]) {
         const size_t e1 = (size_t)env + 1;
         const int nc1 = *(const int*)((const char*)ncon.data + e1 * ncon.strides[0]);
         const int a0 = nc1 > 0 ? *(const int*)((const char*)con_efc_adr.data + e1 * con_efc_adr.strides[0]) : -1;

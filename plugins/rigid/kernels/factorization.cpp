@@ -52,7 +52,28 @@
     }
 
 // @func ldl_solve_native
+    {
+// @use factorization.prefetch_ldl
+    }
 // @use factorization.ldl
+
+// @part prefetch_ldl
+    // CPU: the next env's rows of the factor and solve (inputs and outputs)
+#if !defined(__CUDA_ARCH__)
+    if (env + 1 < mass.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        const size_t ts = sizeof(*mass.data), nn = (size_t)n * ts, nz = (size_t)m_col.shape[0] * ts;
+        const char* in[3] = {(const char*)mass.data + e1 * mass.strides[0],
+                             (const char*)dof_dv.data + e1 * dof_dv.strides[0], (const char*)qfrc.data + e1 * qfrc.strides[0]};
+        const size_t inb[3] = {nz, nn, nn};
+        for (int a = 0; a < 3; ++a)
+            for (size_t l = 0; l < inb[a]; l += 64) __builtin_prefetch(in[a] + l, 0, 3);
+        const char* q1 = (const char*)qld.data + e1 * qld.strides[0];
+        const char* x1 = (const char*)qacc.data + e1 * qacc.strides[0];
+        for (size_t l = 0; l < nz; l += 64) __builtin_prefetch(q1 + l, 1, 3);
+        for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(x1 + l, 1, 3);
+    }
+#endif
 
 // @part dense
     typedef decltype(+*mass.data) T;
@@ -84,7 +105,7 @@
     // CPU: the next env's inputs (kinematics outputs, D, the force) and outputs (CRB, the two sparse rows,
     // qacc, and with dense its M's tree pattern, both triangles): each env's pass is bound by these misses
 #if !defined(__CUDA_ARCH__)
-    if (env + 1 < mass.shape[0]) {
+    if (prefetch && env + 1 < mass.shape[0]) {
         const size_t e1 = (size_t)env + 1;
         auto pf = [&](const void* base, size_t stride, size_t bytes, int rw) {
             const char* b = (const char*)base + e1 * stride;

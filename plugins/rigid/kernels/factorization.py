@@ -36,7 +36,7 @@ def mass_dense_native(env: int, n: int, hd: Any, dof_madr: I1, dof_depth: I1, m_
 
 
 @wp.func_native(native.body(__file__, "crb_factor_native"))
-def crb_factor_native(env: int, nl: int, n: int, hd: Any, dense: int, link_parent: I1, dof_link: I1, dof_madr: I1,
+def crb_factor_native(env: int, nl: int, n: int, hd: Any, dense: int, prefetch: int, link_parent: I1, dof_link: I1, dof_madr: I1,
                       dof_depth: I1, m_col: I1, armature: A2, cdof_w: A2, cdof_v: A2, cinert_m: A2, cinert_mc: A2,
                       cinert_i: A2, dof_dv: A2, qfrc: A2, crb_m: A2, crb_mc: A2, crb_i: A2, mass: A2, qld: A2,
                       qacc: A2, M_out: A3): ...
@@ -55,10 +55,10 @@ def mass_dense(m: Any, d: Any, hd: Any):
 
 
 @wp.kernel
-def crb_factor_solve(m: Any, d: Any, hd: Any, dense: int, qfrc_in: wp.array2d(dtype=Any),
+def crb_factor_solve(m: Any, d: Any, hd: Any, dense: int, prefetch: int, qfrc_in: wp.array2d(dtype=Any),
                      qacc_out: wp.array2d(dtype=Any)):
     env = wp.tid()
-    crb_factor_native(env, m.nl, m.nv, hd, dense, m.link_parent, m.dof_link, m.dof_madr, m.dof_depth, m.m_col,
+    crb_factor_native(env, m.nl, m.nv, hd, dense, prefetch, m.link_parent, m.dof_link, m.dof_madr, m.dof_depth, m.m_col,
                       m.dof_armature, d.cdof_w, d.cdof_v, d.cinert_m, d.cinert_mc, d.cinert_i, d.dof_dv, qfrc_in,
                       d.crb_m, d.crb_mc, d.crb_i, d.mass, d.qld, qacc_out, d.qM)
 
