@@ -287,3 +287,57 @@ def test_core_fk_and_rigid_kinematics_are_twins(model):
     c.v.m.opt.timestep = h
     integration.integrate(c.v, False, d.qfrc_smooth)
     np.testing.assert_allclose(q.numpy(), c.g("qpos"), atol=1e-12)
+
+
+@pytest.mark.parametrize("model", _models())
+def test_crb_factor_fused_stage(model):
+    """factorization.crb_factor_solve (inertia.crb + factor_solve + mass_dense in one launch, the solver's
+    smooth pass) with every output NaN-filled: M equals mj_fullM, qacc = (M + h·D)⁻¹·f against a dense
+    solve, the dense M + h·D on M's tree pattern against mj_fullM + h·D with the entries off it left
+    untouched (still NaN) — and every output bit for bit the separate stages' from the same inputs.
+    dense=False writes no entry of d.qM."""
+    import warp as wp
+    from polyphys.plugins.rigid import factorization, inertia
+
+    c = Case(model)
+    m, d = c.m, c.s.data
+    hd = 0.01
+    f = np.random.default_rng(4).normal(size=(c.n, d.qacc.shape[1]))
+    fw = wp.array(f, dtype=wp.float64)
+    out = wp.zeros_like(d.qacc)
+    outs = (d.crb_m, d.crb_mc, d.crb_i, d.mass, d.qld, out, d.qM)
+    rows, cols = c.s.hm.m_rows, c.s.hm.m_cols
+    pattern = np.zeros((m.nv, m.nv), bool)
+    pattern[rows, cols] = pattern[cols, rows] = True
+
+    results = {}
+    for prefetch in (True, False):
+        _nan(*outs)
+        factorization.crb_factor_solve(c.v, hd, fw, out, dense=True, prefetch=prefetch)
+        results[prefetch] = [a.numpy().copy() for a in outs]
+    _nan(*outs)
+    inertia.crb(c.v)
+    factorization.factor_solve(c.v, hd, fw, out)
+    factorization.mass_dense(c.v, hd)
+    separate = [a.numpy().copy() for a in outs]
+    for fused in results.values():
+        for a, b in zip(fused, separate):
+            np.testing.assert_array_equal(a, b)      # bit for bit, NaN in the same (untouched) places
+
+    qM = results[True][-1]
+    x = results[True][-2]
+    Ms = c.s.mass_matrix()
+    for e, dd in enumerate(c.mj):
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, dd, M)
+        np.testing.assert_allclose(Ms[e], M, atol=TOL)
+        A = M + hd * np.diag(c.g("dof_dv")[e, :m.nv])
+        block = qM[e, :m.nv, :m.nv]
+        np.testing.assert_allclose(block[pattern], A[pattern], atol=TOL)
+        assert np.isnan(block[~pattern]).all()
+        np.testing.assert_allclose(x[e, :m.nv], np.linalg.solve(A, f[e, :m.nv]), rtol=1e-10, atol=TOL)
+
+    _nan(d.qM)
+    factorization.crb_factor_solve(c.v, hd, fw, out, dense=False)
+    assert np.isnan(d.qM.numpy()).all()
+    np.testing.assert_array_equal(out.numpy(), results[True][-2])
