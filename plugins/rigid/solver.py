@@ -251,16 +251,17 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self.forward()
 
     # -- the stage order -------------------------------------------------------------------------
-    def _smooth(self, v, hd: float, qacc_out, dense: bool = False) -> None:
+    def _smooth(self, v, hd: float, qacc_out, dense: bool = False, hd_int: float | None = None) -> None:
         """Smooth dynamics at the view's state: kinematics, bias forces, dof forces, mass matrix and
         qacc_out = (M + hd·D)⁻¹·qfrc_smooth (``dense``: also the dense M + hd·D of the constraint solve,
-        factorization.mass_dense). The mass matrix, its factor and the dense M are one launch
+        factorization.mass_dense; ``hd_int``: also the factor of M + hd_int·D for the integration's
+        factorization.ld_solve). The mass matrix, its factors and the dense M are one launch
         (factorization.crb_factor_solve: inertia.crb + factor_solve + mass_dense, the same numbers); the
         actuation stage reads none of them, so it runs before."""
         kinematics.kinematics(v)
         bias.rne(v)
         actuation.actuation(v)
-        factorization.crb_factor_solve(v, hd, v.d.qfrc_smooth, qacc_out, dense)
+        factorization.crb_factor_solve(v, hd, v.d.qfrc_smooth, qacc_out, dense, hd_int=hd_int)
 
     def _collide(self, part, export: bool = False) -> None:
         """Collision detection of one partition at the link poses of the substep's kinematics (the
@@ -303,7 +304,8 @@ class RigidSolver(RigidSensorViewMixin, Solver):
 
         last = f == self.layout.substeps - 1
         v = self.views[part.index]
-        self._smooth(v, self._hd_solve, v.d.qacc_smooth, dense=True)
+        # the integration's M + h·D is factored in the smooth pass too (unless the solve already used it)
+        self._smooth(v, self._hd_solve, v.d.qacc_smooth, dense=True, hd_int=None if self._approx else self.layout.h)
         if self.collision is not None:
             self._collide(part, export=True)
         self._constraint_rows(part, exported=True, dense_done=True)
@@ -318,7 +320,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         if self._approx:
             wp.copy(v.d.qacc, v.d.qacc_warmstart)
         else:
-            factorization.factor_solve(v, self.layout.h, v.d.qfrc_total, v.d.qacc)
+            factorization.ld_solve(v, v.d.qfrc_total, v.d.qacc)       # (M + h·D)⁻¹: factored in _smooth
         integration.integrate(v, last, v.d.qfrc_total)
 
     def _free_substep(self, f, part) -> None:

@@ -337,7 +337,39 @@ def test_crb_factor_fused_stage(model):
         assert np.isnan(block[~pattern]).all()
         np.testing.assert_allclose(x[e, :m.nv], np.linalg.solve(A, f[e, :m.nv]), rtol=1e-10, atol=TOL)
 
-    _nan(d.qM)
+    _nan(d.qM, d.qld_int)
     factorization.crb_factor_solve(c.v, hd, fw, out, dense=False)
-    assert np.isnan(d.qM.numpy()).all()
+    assert np.isnan(d.qM.numpy()).all() and np.isnan(d.qld_int.numpy()).all()
     np.testing.assert_array_equal(out.numpy(), results[True][-2])
+
+
+@pytest.mark.parametrize("model", _models())
+def test_integration_factor_and_ld_solve_stage(model):
+    """crb_factor_solve(..., hd_int=h) also factors M + h·D into d.qld_int (NaN-filled first) while the
+    first solve uses M + hd·D; factorization.ld_solve then gives (M + h·D)⁻¹·f from it (output NaN-filled
+    first): against a dense solve, and bit for bit factor_solve(v, h, f) (its factor and its result)."""
+    import warp as wp
+    from polyphys.plugins.rigid import factorization
+
+    c = Case(model)
+    m, d = c.m, c.s.data
+    h = 0.02
+    f = np.random.default_rng(6).normal(size=(c.n, d.qacc.shape[1]))
+    fw = wp.array(f, dtype=wp.float64)
+    out, x = wp.zeros_like(d.qacc), wp.zeros_like(d.qacc)
+    _nan(d.qld_int, x)
+    factorization.crb_factor_solve(c.v, 0.0, fw, out, dense=False, hd_int=h)
+    qld_int = d.qld_int.numpy().copy()
+    nnz = int(c.s.hm.nnz)
+    assert np.isfinite(qld_int[:, :nnz]).all()
+    factorization.ld_solve(c.v, fw, x)
+    _nan(d.qld, out)
+    factorization.factor_solve(c.v, h, fw, out)
+    np.testing.assert_array_equal(qld_int[:, :nnz], d.qld.numpy()[:, :nnz])
+    np.testing.assert_array_equal(x.numpy(), out.numpy())
+    Ms = c.s.mass_matrix()
+    for e in range(c.n):
+        A = Ms[e] + h * np.diag(c.g("dof_dv")[e, :m.nv])
+        np.testing.assert_allclose(x.numpy()[e, :m.nv], np.linalg.solve(A, f[e, :m.nv]), rtol=1e-10, atol=TOL)
+    with pytest.raises(ValueError, match="hd_int=-1"):
+        factorization.crb_factor_solve(c.v, 0.0, fw, out, dense=False, hd_int=-1.0)

@@ -9,11 +9,14 @@
 // mass_dense_native: the dense symmetric (M + hd·D) (n × n) from the tree-sparse rows, for the
 // constraint solver.
 //
-// crb_factor_native: one env's inertia stage (inertia.cpp's part ``crb``), then ldl_solve_native and
-// (dense = 1) mass_dense_native, the same parts in one pass while the env's values are in cache; on CPU
-// it first prefetches the next env's inputs and outputs (its M's tree pattern included).
+// ld_solve_native: x = (Lᵀ·diag·L)⁻¹ f from a factor already in qld (mj_solveLD).
+//
+// crb_factor_native: one env's inertia stage (inertia.cpp's part ``crb``), then ldl_solve_native, (hd_int
+// >= 0) the factor of M + hd_int·D into qld_int for the integration's ld_solve_native, and (dense = 1)
+// mass_dense_native: the same parts in one pass while the env's values are in cache; on CPU it first
+// prefetches the next env's inputs and outputs (its M's tree pattern included).
 
-// @part ldl
+// @part factor
     typedef decltype(+*mass.data) T;
     const int* madr = dof_madr.data;
     const int* dep = dof_depth.data;
@@ -22,8 +25,6 @@
     T* q = (T*)((char*)qld.data + (size_t)env * qld.strides[0]);
     const T* mm = (const T*)((char*)mass.data + (size_t)env * mass.strides[0]);
     const T* dv = (const T*)((char*)dof_dv.data + (size_t)env * dof_dv.strides[0]);
-    const T* f = (const T*)((char*)qfrc.data + (size_t)env * qfrc.strides[0]);
-    T* x = (T*)((char*)qacc.data + (size_t)env * qacc.strides[0]);
     for (int a = 0; a < nnz; ++a) q[a] = mm[a];
     for (int i = 0; i < n; ++i) q[madr[i]] += hd * dv[i];
     for (int k = n - 1; k >= 0; --k) {
@@ -37,6 +38,15 @@
             q[aki] = tmp;
         }
     }
+
+// @part solve
+    typedef decltype(+*qld.data) T;
+    const int* madr = dof_madr.data;
+    const int* dep = dof_depth.data;
+    const int* col = m_col.data;
+    const T* q = (const T*)((const char*)qld.data + (size_t)env * qld.strides[0]);
+    const T* f = (const T*)((char*)qfrc.data + (size_t)env * qfrc.strides[0]);
+    T* x = (T*)((char*)qacc.data + (size_t)env * qacc.strides[0]);
     for (int i = 0; i < n; ++i) x[i] = f[i];
     for (int i = n - 1; i >= 0; --i) {          // x <- L^-T x
         const T xi = x[i];
@@ -55,7 +65,35 @@
     {
 // @use factorization.prefetch_ldl
     }
-// @use factorization.ldl
+    {
+// @use factorization.factor
+    }
+    {
+// @use factorization.solve
+    }
+
+// @func ld_solve_native
+    {
+// @use factorization.prefetch_solve
+    }
+    {
+// @use factorization.solve
+    }
+
+// @part prefetch_solve
+    // CPU: the next env's factor, force and result rows
+#if !defined(__CUDA_ARCH__)
+    if (env + 1 < qld.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        const size_t ts = sizeof(*qld.data), nn = (size_t)n * ts, nz = (size_t)m_col.shape[0] * ts;
+        const char* q1 = (const char*)qld.data + e1 * qld.strides[0];
+        const char* f1 = (const char*)qfrc.data + e1 * qfrc.strides[0];
+        const char* x1 = (const char*)qacc.data + e1 * qacc.strides[0];
+        for (size_t l = 0; l < nz; l += 64) __builtin_prefetch(q1 + l, 0, 3);
+        for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(f1 + l, 0, 3);
+        for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(x1 + l, 1, 3);
+    }
+#endif
 
 // @part prefetch_ldl
     // CPU: the next env's rows of the factor and solve (inputs and outputs)
@@ -130,6 +168,7 @@
         pf(mass.data, mass.strides[0], nz * ts, 1);
         pf(qld.data, qld.strides[0], nz * ts, 1);
         pf(qacc.data, qacc.strides[0], nn * ts, 1);
+        if (hd_int >= decltype(hd_int)(0)) pf(qld_int.data, qld_int.strides[0], nz * ts, 1);
         if (dense) {
             const char* m1 = (const char*)M_out.data + e1 * M_out.strides[0];
             const size_t ms = M_out.strides[1];
@@ -154,7 +193,16 @@
 // @use inertia.crb
     }
     {
-// @use factorization.ldl
+// @use factorization.factor
+    }
+    {
+// @use factorization.solve
+    }
+    if (hd_int >= decltype(hd_int)(0)) {
+        // the integration's M + hd_int·D factored now too, while M is in cache (ld_solve_native solves with it)
+        const auto hd = hd_int;
+        const auto& qld = qld_int;
+// @use factorization.factor
     }
     if (dense) {
 // @use factorization.dense
