@@ -162,14 +162,14 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         from .kernels import contact_forces as k_forces
         from .kernels import convex_solve as k_convex
         from .kernels import factorization as k_factorization
-        from .kernels import inertia as k_inertia
         from .kernels import integration as k_integration
         from .kernels import kinematics as k_kinematics
         from .kernels import noslip as k_noslip
         from .kernels import readback as k_readback
         from .kernels import signorini_solve as k_signorini
 
-        mods = [k_kinematics, k_bias, k_inertia, k_actuation, k_factorization, k_integration]
+        # (the inertia stage runs inside factorization.crb_factor_solve: kernels/inertia.py is not launched)
+        mods = [k_kinematics, k_bias, k_actuation, k_factorization, k_integration]
         o, _ = resolve_model_options(self.options, [(e.name, e.description.options) for e in self.entities],
                                      precision=layout.precision, h=layout.h, gravity=layout.gravity)
         descs = [e.description for e in self.entities]
