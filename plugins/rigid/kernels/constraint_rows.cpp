@@ -530,6 +530,7 @@
         const size_t e1 = e + 1;
         int nc1 = PP_M1(ncon, int, e1);
         if (nc1 > con_geom.shape[1]) nc1 = con_geom.shape[1];
+        if (nc1 > 64) nc1 = 64;      // bounded, as contact_forces.cpp: a large env's rows would evict the current one
         const size_t c1 = (size_t)(nc1 > 0 ? nc1 : 0);
         const char* rd[2] = {(const char*)con_geom.data + e1 * con_geom.strides[0],
                              (const char*)con_pair.data + e1 * con_pair.strides[0]};

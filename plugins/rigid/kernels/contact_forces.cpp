@@ -120,8 +120,11 @@
 #if !defined(__CUDA_ARCH__)
     if (prefetch && env + 1 < ncon.shape[0]) {
         const size_t e1 = (size_t)env + 1;
+        // bounded: a large env's next contacts (a pile) would evict the env being computed; HW prefetch streams them
+        enum { PP_PF_CONTACTS = 64 };
         int nc1 = *(const int*)((const char*)ncon.data + e1 * ncon.strides[0]);
         if (nc1 > C) nc1 = C;
+        if (nc1 > PP_PF_CONTACTS) nc1 = PP_PF_CONTACTS;
         auto pf = [&](const void* base, size_t stride, size_t bytes, int rw) {
             const char* b = (const char*)base + e1 * stride;
             for (size_t l = 0; l < bytes; l += 64) {
@@ -160,7 +163,7 @@
         const int a0 = nc1 > 0 ? *(const int*)((const char*)con_efc_adr.data + e1 * con_efc_adr.strides[0]) : -1;
         if (a0 >= 0 && a0 < efc_force.shape[1]) {
             const size_t ts = sizeof(*efc_force.data);
-            size_t tb = (size_t)(nc1 < C ? nc1 : C) * 4 * ts;
+            size_t tb = (size_t)(nc1 < C ? (nc1 < 64 ? nc1 : 64) : C) * 4 * ts;
             const size_t room = (size_t)(efc_force.shape[1] - a0) * ts;
             if (tb > room) tb = room;
             const char* fb = (const char*)efc_force.data + e1 * efc_force.strides[0] + (size_t)a0 * ts;
