@@ -11,8 +11,10 @@ from .kernels import constraint_rows as K
 from .model import View
 
 
-def contact_params(v: View) -> None:
-    wp.launch(K.contact_params, dim=v.n, inputs=[v.m, v.d], device=v.device)
+def contact_params(v: View, prefetch: bool = True) -> None:
+    """Per-contact friction, sol_params and condim from the geoms or explicit pairs. ``prefetch``: on CPU,
+    prefetch the next env's contact rows (no effect on the numbers)."""
+    wp.launch(K.contact_params, dim=v.n, inputs=[v.m, v.d, int(prefetch)], device=v.device)
 
 
 def connect_bias(v: View, neq: int) -> None:

@@ -20,3 +20,9 @@ def link_contact_wrench(v: View, accumulate: int) -> None:
     """accumulate: NONE (a query: the step's impulse sums kept), ACCUMULATE (add h·wrench),
     RESTART (the first substep of a step: the sums restart with it)."""
     wp.launch(K.link_contact_wrench, dim=v.n, inputs=[v.m, v.d, int(accumulate)], device=v.device)
+
+
+def contact_link_wrench(v: View, accumulate: int, prefetch: bool = True) -> None:
+    """contact_wrench(v) then link_contact_wrench(v, accumulate) in one launch (the same numbers).
+    ``prefetch``: on CPU, prefetch the next env's contact and link rows (no effect on the numbers)."""
+    wp.launch(K.contact_link_wrench, dim=v.n, inputs=[v.m, v.d, int(accumulate), int(prefetch)], device=v.device)

@@ -2,8 +2,9 @@
 solver's side of a coupler that solves the contact problem itself (the SAP coupler), through core's
 ``RigidDynamicsView``. After ``cede_contacts`` a substep runs
 
-    pre-coupling:  kinematics → bias → inertia → actuation → factorization (M + h·D)⁻¹ (free
-                   acceleration qacc_smooth, so v* = qvel + h·qacc_smooth) → dense M + h·D →
+    pre-coupling:  kinematics → bias → actuation → inertia + factorization (M + h·D)⁻¹ (free
+                   acceleration qacc_smooth, so v* = qvel + h·qacc_smooth) + dense M + h·D (one launch,
+                   factorization.crb_factor_solve) →
                    [non-contact rows: the constraint rows stage (make_rows) with no contacts, so rows
                    0 .. b−1 are the equality, DOF frictionloss and joint-limit rows — hinge/slide
                    limits also within Drake's window 2h·max(|v|, |v*|) — b copied to ``row0``]
@@ -34,7 +35,7 @@ from polyphys.arrays import env_slice
 from polyphys.errors import CapabilityError
 from polyphys.views import ROW_EQUALITY, ROW_FRICTION, ROW_LIMIT, RigidDynamics
 
-from . import actuation, bias, constraint_rows, contact_forces, factorization, inertia, integration, kinematics, readback
+from . import actuation, bias, constraint_rows, contact_forces, factorization, integration, kinematics, readback
 from .codes import ConstraintType, EqType
 from .kernels import contact_handoff as K
 from .model import EQ_ROWS
@@ -113,10 +114,9 @@ def pre_coupling(solver, part) -> None:
     d, h = v.d, solver.layout.h
     kinematics.kinematics(v)
     bias.rne(v)
-    inertia.crb(v)
     actuation.actuation(v)
-    factorization.factor_solve(v, h, d.qfrc_smooth, d.qacc_smooth)
-    factorization.mass_dense(v, h)
+    # inertia.crb + factor_solve(h) + mass_dense(h) in one launch (the same numbers; actuation reads none of them)
+    factorization.crb_factor_solve(v, h, d.qfrc_smooth, d.qacc_smooth, dense=True)
     row0 = solver._dyn[part.index].n_rows
     if solver._handoff_rows:
         # the solver's own rows builder with no contacts: equality, frictionloss, limit rows first
@@ -145,8 +145,7 @@ def post_coupling(solver, f: int, part) -> None:
         bias.rne(v)
     integration.total_force(v)
     factorization.factor_solve(v, solver.layout.h, v.d.qfrc_total, v.d.qacc)
-    contact_forces.contact_wrench(v)
-    contact_forces.link_contact_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
+    contact_forces.contact_link_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
     if last and solver._readback_on:
         readback.rne_post_constraint(v, v.d.qacc)
     integration.integrate(v, last, v.d.qfrc_total)

@@ -11,10 +11,11 @@ from .kernels import convex_solve as K
 from .model import View
 
 
-def label_islands(v: View) -> None:
+def label_islands(v: View, prefetch: bool = True) -> None:
     """Constraint islands of the rows built this substep into d.nisland, d.dof_island, d.efc_island and
-    the island lists (kernels/convex_solve.py ``label_islands``)."""
-    wp.launch(K.label_islands, dim=v.n, inputs=[v.m, v.d], device=v.device)
+    the island lists (kernels/convex_solve.py ``label_islands``). ``prefetch``: on CPU, prefetch the next
+    env's rows and outputs while an env is labelled (no effect on the numbers)."""
+    wp.launch(K.label_islands, dim=v.n, inputs=[v.m, v.d, int(prefetch)], device=v.device)
 
 
 def solve(v: View, qacc_warm, prefetch: bool = True) -> None:

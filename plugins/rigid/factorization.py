@@ -6,6 +6,7 @@ kernels/factorization.py."""
 from __future__ import annotations
 
 import warp as wp
+from polyphys.errors import OptionError
 
 from .kernels import factorization as K
 from .model import View
@@ -21,3 +22,22 @@ def mass_dense(v: View, hd: float) -> None:
     """d.qM = M + hd·D (dense, for the constraint solve). Only M's tree pattern is written; the entries off it
     are zero since d.qM was allocated (no other stage writes d.qM; docs/rigid.md)."""
     wp.launch(K.mass_dense, dim=v.n, inputs=[v.m, v.d, v.scalar(hd)], device=v.device)
+
+
+def crb_factor_solve(v: View, hd: float, qfrc, qacc_out, dense: bool, hd_int: float | None = None,
+                     prefetch: bool = True) -> None:
+    """inertia.crb, then factor_solve(v, hd, qfrc, qacc_out), (``hd_int`` not None) the LᵀDL factor of
+    M + hd_int·D into d.qld_int for ``ld_solve``, and (``dense``) mass_dense(v, hd), in one launch with the
+    same numbers (one pass over each env's M while it is in cache). ``prefetch``: on CPU, prefetch the next
+    env's inputs and outputs while an env is computed (no effect on the numbers)."""
+    if hd_int is not None and not hd_int >= 0.0:
+        raise OptionError(f"factorization.crb_factor_solve: hd_int={hd_int}; allowed: a step >= 0, or None for no second factor")
+    wp.launch(K.crb_factor_solve, dim=v.n,
+              inputs=[v.m, v.d, v.scalar(hd), v.scalar(-1.0 if hd_int is None else hd_int), int(dense), int(prefetch),
+                      qfrc, qacc_out], device=v.device)
+
+
+def ld_solve(v: View, qfrc, qacc_out) -> None:
+    """qacc_out = (M + hd_int·D)⁻¹·qfrc from the factor d.qld_int that crb_factor_solve(..., hd_int=...) wrote
+    this substep (the same numbers as factor_solve(v, hd_int, qfrc, qacc_out) on the same M)."""
+    wp.launch(K.ld_solve, dim=v.n, inputs=[v.m, v.d, qfrc, qacc_out], device=v.device)

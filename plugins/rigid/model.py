@@ -466,6 +466,7 @@ def make_data(hm: HostModel, layout):
     d.crb_i = z((n, nl), M33)
     d.mass = z((n, nnz))
     d.qld = z((n, nnz))
+    d.qld_int = z((n, nnz))
     for k in ("qfrc_bias", "qfrc_ext", "qfrc_passive", "qfrc_actuator", "qfrc_control", "qfrc_smooth", "dof_dv",
               "qacc_smooth", "qacc", "qfrc_total"):
         setattr(d, k, z((n, ndp)))

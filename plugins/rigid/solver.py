@@ -3,11 +3,12 @@
 This module orders the stages; each stage is its own module (host launch functions) with its
 kernels in kernels/<stage>.py (docs/rigid.md, "Internals"). Per substep and partition:
 
-    kinematics → bias (RNE) → inertia (CRBA) → actuation (passive, actuators, control)
-    without constraint rows: factorization (M + h·D)⁻¹ → integration, then collision (the next
+    kinematics → bias (RNE) → actuation (passive, actuators, control) → inertia (CRBA) + factorization
+    (one launch, factorization.crb_factor_solve; with constraint rows it also writes the solve's dense M)
+    without constraint rows: (M + h·D)⁻¹·qfrc_smooth → integration, then collision (the next
     substep's contacts are detected at the start of that substep's constrained pipeline; an
     unconstrained scene with contacts only reads them)
-    with constraint rows: factorization (qacc_smooth) → collision → constraint rows → convex or
+    with constraint rows: qacc_smooth → collision → constraint rows → convex or
     signorini solve → noslip → contact forces → [readback] → integration (total force, (M + h·D)
     solve, integrate)
 
@@ -42,7 +43,6 @@ from . import (
     contacts,
     convex_solve,
     factorization,
-    inertia,
     integration,
     kinematics,
     noslip,
@@ -162,14 +162,14 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         from .kernels import contact_forces as k_forces
         from .kernels import convex_solve as k_convex
         from .kernels import factorization as k_factorization
-        from .kernels import inertia as k_inertia
         from .kernels import integration as k_integration
         from .kernels import kinematics as k_kinematics
         from .kernels import noslip as k_noslip
         from .kernels import readback as k_readback
         from .kernels import signorini_solve as k_signorini
 
-        mods = [k_kinematics, k_bias, k_inertia, k_actuation, k_factorization, k_integration]
+        # (the inertia stage runs inside factorization.crb_factor_solve: kernels/inertia.py is not launched)
+        mods = [k_kinematics, k_bias, k_actuation, k_factorization, k_integration]
         o, _ = resolve_model_options(self.options, [(e.name, e.description.options) for e in self.entities],
                                      precision=layout.precision, h=layout.h, gravity=layout.gravity)
         descs = [e.description for e in self.entities]
@@ -251,14 +251,17 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self.forward()
 
     # -- the stage order -------------------------------------------------------------------------
-    def _smooth(self, v, hd: float, qacc_out) -> None:
-        """Smooth dynamics at the view's state: kinematics, bias forces, mass matrix, dof forces and
-        qacc_out = (M + hd·D)⁻¹·qfrc_smooth."""
+    def _smooth(self, v, hd: float, qacc_out, dense: bool = False, hd_int: float | None = None) -> None:
+        """Smooth dynamics at the view's state: kinematics, bias forces, dof forces, mass matrix and
+        qacc_out = (M + hd·D)⁻¹·qfrc_smooth (``dense``: also the dense M + hd·D of the constraint solve,
+        factorization.mass_dense; ``hd_int``: also the factor of M + hd_int·D for the integration's
+        factorization.ld_solve). The mass matrix, its factors and the dense M are one launch
+        (factorization.crb_factor_solve: inertia.crb + factor_solve + mass_dense, the same numbers); the
+        actuation stage reads none of them, so it runs before."""
         kinematics.kinematics(v)
         bias.rne(v)
-        inertia.crb(v)
         actuation.actuation(v)
-        factorization.factor_solve(v, hd, v.d.qfrc_smooth, qacc_out)
+        factorization.crb_factor_solve(v, hd, v.d.qfrc_smooth, qacc_out, dense, hd_int=hd_int)
 
     def _collide(self, part, export: bool = False) -> None:
         """Collision detection of one partition at the link poses of the substep's kinematics (the
@@ -269,15 +272,17 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         out = (d.ncon, d.con_pos, d.con_frame, d.con_dist, d.con_margin, d.con_link) if export else None
         self.collision.collide(part, d.link_pos, d.link_quat, out)
 
-    def _constraint_rows(self, part, exported: bool = False) -> None:
+    def _constraint_rows(self, part, exported: bool = False, dense_done: bool = False) -> None:
         """Contacts → contact parameters → dense M → rows, for one partition (after the smooth stages
-        and the collision of its envs; ``exported``: _collide(part, export=True) already exported them)."""
+        and the collision of its envs; ``exported``: _collide(part, export=True) already exported them;
+        ``dense_done``: the smooth pass already wrote the dense M, ``_smooth(..., dense=True)``)."""
         d, v = self.data, self.views[part.index]
         if self.collision is not None:
             if not exported:
                 self.collision.export(part, d.ncon, d.con_pos, d.con_frame, d.con_dist, d.con_margin, d.con_link)
             constraint_rows.contact_params(v)
-        factorization.mass_dense(v, self._hd_solve)
+        if not dense_done:
+            factorization.mass_dense(v, self._hd_solve)
         if self._n_connect:
             constraint_rows.connect_bias(v, len(self.hm.eq_type))
         constraint_rows.make_rows(v)
@@ -299,23 +304,23 @@ class RigidSolver(RigidSensorViewMixin, Solver):
 
         last = f == self.layout.substeps - 1
         v = self.views[part.index]
-        self._smooth(v, self._hd_solve, v.d.qacc_smooth)
+        # the integration's M + h·D is factored in the smooth pass too (unless the solve already used it)
+        self._smooth(v, self._hd_solve, v.d.qacc_smooth, dense=True, hd_int=None if self._approx else self.layout.h)
         if self.collision is not None:
             self._collide(part, export=True)
-        self._constraint_rows(part, exported=True)
+        self._constraint_rows(part, exported=True, dense_done=True)
         self._solve(v, v.d.qacc_warmstart)
         if self.collision is not None:
             # per-contact wrenches, per-link net contact wrench about the link CoM (world; the
             # substep-start poses the contacts belong to) and Σ h·f over the step's substeps
-            contact_forces.contact_wrench(v)
-            contact_forces.link_contact_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
+            contact_forces.contact_link_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
         if last and self._readback_on:       # sensors: the state of the last substep's solve
             readback.rne_post_constraint(v, v.d.qacc_warmstart)
         integration.total_force(v)
         if self._approx:
             wp.copy(v.d.qacc, v.d.qacc_warmstart)
         else:
-            factorization.factor_solve(v, self.layout.h, v.d.qfrc_total, v.d.qacc)
+            factorization.ld_solve(v, v.d.qfrc_total, v.d.qacc)       # (M + h·D)⁻¹: factored in _smooth
         integration.integrate(v, last, v.d.qfrc_total)
 
     def _free_substep(self, f, part) -> None:
@@ -421,8 +426,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             self._constraint_rows(part)
             self._solve(v, v.d.qacc_smooth)
             if self.collision is not None:
-                contact_forces.contact_wrench(v)
-                contact_forces.link_contact_wrench(v, contact_forces.NONE)
+                contact_forces.contact_link_wrench(v, contact_forces.NONE)
             if self._readback_on:
                 readback.rne_post_constraint(v, v.d.qacc_warmstart)
         if self._readback_on:

@@ -216,6 +216,8 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         act_force: (n, na) float [N or N·m]: actuator force
         -- factorization (stage factorization.py):
         qld: (n, nnz) float: LᵀDL factor of M + h_D·D (unit L off the diagonal, D on it)
+        qld_int: (n, nnz) float: LᵀDL factor of M + h·D for the integration's solve after the constraint solve
+            (MuJoCo-compatible implicitfast / Euler; written by the smooth pass, factorization.crb_factor_solve)
         qacc_smooth: (n, nv) float [m/s², rad/s²]: the unconstrained acceleration the constraint solve starts from
         qacc: (n, nv) float [m/s², rad/s²]: acceleration of the last step's integration (or forward's M⁻¹f)
         qM: (n, nv, nv) float: dense mass matrix the constraint solve uses (approximate_implicitfast: M + h·D)
@@ -524,6 +526,7 @@ def _data_struct(s):
         dof_dv: S2
         act_force: S2
         qld: S2
+        qld_int: S2
         qacc_smooth: S2
         qacc: S2
         qM: S3

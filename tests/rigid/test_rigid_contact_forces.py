@@ -472,3 +472,73 @@ def test_mjcf_weld_with_velocity_matches_mujoco(tmp_path):
         scene.step()
         q.append(np.asarray(e.get_qpos()).copy())
     np.testing.assert_allclose(np.array(q), np.array(ref), rtol=0, atol=1e-9)
+
+
+def test_fused_contact_and_link_wrench_stage():
+    """contact_forces.contact_link_wrench (the step's one launch for contact_wrench + link_contact_wrench)
+    with its outputs NaN-filled, at a mid-contact state of two tilted boxes (2 envs, different poses and
+    velocities): bit for bit the two separate stages from the same inputs in each mode (query, restart,
+    accumulate); the per-link net wrench also against NumPy sums over the contacts (A gets F and
+    T + (p − c_A)×F, B the negation about its own CoM; h·wrench added to / restarting the impulse sums)."""
+    import warp as wp
+    from polyphys.plugins.rigid import contact_forces as CF
+
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, gravity=(0, 0, -G), graph_capture=False, precision="64"))
+    a = scene.add_entity(morphs.Box(size=(0.2, 0.3, 0.16), pos=(0.31, -0.2, 0.09), euler=(7, -5, 30)), Rigid(), name="a")
+    scene.add_entity(morphs.Box(size=(0.18, 0.14, 0.22), pos=(0.36, -0.17, 0.3), euler=(-12, 9, 55)), Rigid(),
+                     name="b")
+    scene.add_entity(morphs.Plane(), Rigid(), name="ground")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=2)
+    a.set_dofs_velocity(np.array([[0.3, -0.1, -0.4, 1.0, 0.5, -0.7], [-0.2, 0.2, -0.1, 0.3, -0.6, 0.2]]))
+    for _ in range(30):
+        scene.step()
+    s = scene.solver("rigid")
+    d, v = s.data, s.views["all"]
+    nc = d.ncon.numpy()
+    assert (nc >= 4).all()
+    assert (d.con_link.numpy()[:, :, :2] >= 0).all(axis=-1).any()     # some contact between the two boxes
+    outs = (d.con_wrench, d.con_force_world, d.con_torque_world, d.con_valid, d.link_contact_force,
+            d.link_contact_torque, d.link_impulse_force, d.link_impulse_torque)
+    rng = np.random.default_rng(2)
+    imp0 = [rng.normal(size=d.link_impulse_force.numpy().shape), rng.normal(size=d.link_impulse_torque.numpy().shape)]
+    h = float(v.m.opt.timestep)
+
+    def run(fn):
+        for x in outs:
+            x.assign(np.full(x.numpy().shape, -7 if x.dtype == wp.int32 else np.nan))
+        d.link_impulse_force.assign(imp0[0])
+        d.link_impulse_torque.assign(imp0[1])
+        fn()
+        return [x.numpy().copy() for x in outs]
+
+    for mode in (CF.NONE, CF.RESTART, CF.ACCUMULATE):
+        ref = run(lambda mode=mode: (CF.contact_wrench(v), CF.link_contact_wrench(v, mode)))
+        for pf in (True, False):
+            got = run(lambda mode=mode, pf=pf: CF.contact_link_wrench(v, mode, prefetch=pf))
+            for x, y in zip(got, ref):
+                np.testing.assert_array_equal(x, y)
+        W, Fw, Tw, valid, LF, LT, IF, IT = got
+        xi, cp, cl = d.link_xipos.numpy(), d.con_pos.numpy(), d.con_link.numpy()
+        for e in range(2):
+            lf, lt = np.zeros_like(LF[e]), np.zeros_like(LT[e])
+            for c in range(nc[e]):
+                assert valid[e, c] == 1
+                f, t, p = Fw[e, c], Tw[e, c], cp[e, c]
+                la, lb = cl[e, c]
+                if la >= 0:
+                    lf[la] += f
+                    lt[la] += t + np.cross(p - xi[e, la], f)
+                if lb >= 0:
+                    lf[lb] -= f
+                    lt[lb] -= t + np.cross(p - xi[e, lb], f)
+            assert (valid[e, nc[e]:] == 0).all() and not W[e, nc[e]:].any()
+            np.testing.assert_allclose(LF[e], lf, rtol=1e-12, atol=1e-9)
+            np.testing.assert_allclose(LT[e], lt, rtol=1e-12, atol=1e-9)
+            if mode == CF.NONE:
+                np.testing.assert_array_equal(IF[e], imp0[0][e])
+            else:
+                base = imp0 if mode == CF.ACCUMULATE else [np.zeros_like(imp0[0]), np.zeros_like(imp0[1])]
+                np.testing.assert_allclose(IF[e], base[0][e] + h * lf, rtol=1e-12, atol=1e-9)
+                np.testing.assert_allclose(IT[e], base[1][e] + h * lt, rtol=1e-12, atol=1e-9)

@@ -287,3 +287,89 @@ def test_core_fk_and_rigid_kinematics_are_twins(model):
     c.v.m.opt.timestep = h
     integration.integrate(c.v, False, d.qfrc_smooth)
     np.testing.assert_allclose(q.numpy(), c.g("qpos"), atol=1e-12)
+
+
+@pytest.mark.parametrize("model", _models())
+def test_crb_factor_fused_stage(model):
+    """factorization.crb_factor_solve (inertia.crb + factor_solve + mass_dense in one launch, the solver's
+    smooth pass) with every output NaN-filled: M equals mj_fullM, qacc = (M + h·D)⁻¹·f against a dense
+    solve, the dense M + h·D on M's tree pattern against mj_fullM + h·D with the entries off it left
+    untouched (still NaN) — and every output bit for bit the separate stages' from the same inputs.
+    dense=False writes no entry of d.qM."""
+    import warp as wp
+    from polyphys.plugins.rigid import factorization, inertia
+
+    c = Case(model)
+    m, d = c.m, c.s.data
+    hd = 0.01
+    f = np.random.default_rng(4).normal(size=(c.n, d.qacc.shape[1]))
+    fw = wp.array(f, dtype=wp.float64)
+    out = wp.zeros_like(d.qacc)
+    outs = (d.crb_m, d.crb_mc, d.crb_i, d.mass, d.qld, out, d.qM)
+    rows, cols = c.s.hm.m_rows, c.s.hm.m_cols
+    pattern = np.zeros((m.nv, m.nv), bool)
+    pattern[rows, cols] = pattern[cols, rows] = True
+
+    results = {}
+    for prefetch in (True, False):
+        _nan(*outs)
+        factorization.crb_factor_solve(c.v, hd, fw, out, dense=True, prefetch=prefetch)
+        results[prefetch] = [a.numpy().copy() for a in outs]
+    _nan(*outs)
+    inertia.crb(c.v)
+    factorization.factor_solve(c.v, hd, fw, out)
+    factorization.mass_dense(c.v, hd)
+    separate = [a.numpy().copy() for a in outs]
+    for fused in results.values():
+        for a, b in zip(fused, separate):
+            np.testing.assert_array_equal(a, b)      # bit for bit, NaN in the same (untouched) places
+
+    qM = results[True][-1]
+    x = results[True][-2]
+    Ms = c.s.mass_matrix()
+    for e, dd in enumerate(c.mj):
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, dd, M)
+        np.testing.assert_allclose(Ms[e], M, atol=TOL)
+        A = M + hd * np.diag(c.g("dof_dv")[e, :m.nv])
+        block = qM[e, :m.nv, :m.nv]
+        np.testing.assert_allclose(block[pattern], A[pattern], atol=TOL)
+        assert np.isnan(block[~pattern]).all()
+        np.testing.assert_allclose(x[e, :m.nv], np.linalg.solve(A, f[e, :m.nv]), rtol=1e-10, atol=TOL)
+
+    _nan(d.qM, d.qld_int)
+    factorization.crb_factor_solve(c.v, hd, fw, out, dense=False)
+    assert np.isnan(d.qM.numpy()).all() and np.isnan(d.qld_int.numpy()).all()
+    np.testing.assert_array_equal(out.numpy(), results[True][-2])
+
+
+@pytest.mark.parametrize("model", _models())
+def test_integration_factor_and_ld_solve_stage(model):
+    """crb_factor_solve(..., hd_int=h) also factors M + h·D into d.qld_int (NaN-filled first) while the
+    first solve uses M + hd·D; factorization.ld_solve then gives (M + h·D)⁻¹·f from it (output NaN-filled
+    first): against a dense solve, and bit for bit factor_solve(v, h, f) (its factor and its result)."""
+    import warp as wp
+    from polyphys.plugins.rigid import factorization
+
+    c = Case(model)
+    m, d = c.m, c.s.data
+    h = 0.02
+    f = np.random.default_rng(6).normal(size=(c.n, d.qacc.shape[1]))
+    fw = wp.array(f, dtype=wp.float64)
+    out, x = wp.zeros_like(d.qacc), wp.zeros_like(d.qacc)
+    _nan(d.qld_int, x)
+    factorization.crb_factor_solve(c.v, 0.0, fw, out, dense=False, hd_int=h)
+    qld_int = d.qld_int.numpy().copy()
+    nnz = int(c.s.hm.nnz)
+    assert np.isfinite(qld_int[:, :nnz]).all()
+    factorization.ld_solve(c.v, fw, x)
+    _nan(d.qld, out)
+    factorization.factor_solve(c.v, h, fw, out)
+    np.testing.assert_array_equal(qld_int[:, :nnz], d.qld.numpy()[:, :nnz])
+    np.testing.assert_array_equal(x.numpy(), out.numpy())
+    Ms = c.s.mass_matrix()
+    for e in range(c.n):
+        A = Ms[e] + h * np.diag(c.g("dof_dv")[e, :m.nv])
+        np.testing.assert_allclose(x.numpy()[e, :m.nv], np.linalg.solve(A, f[e, :m.nv]), rtol=1e-10, atol=TOL)
+    with pytest.raises(ValueError, match="hd_int=-1"):
+        factorization.crb_factor_solve(c.v, 0.0, fw, out, dense=False, hd_int=-1.0)

@@ -370,9 +370,14 @@ class MjStage:
             v = self._view(part)
         constraint_rows.contact_params(v)
 
-    def contact_wrenches(self, part=None):
+    def contact_wrenches(self, part=None, fused=False):
+        """contact_forces.contact_wrench; ``fused``: contact_forces.contact_link_wrench (the step's one launch
+        for it and the link sums; query mode: the impulse sums untouched)."""
         from polyphys.plugins.rigid import contact_forces
-        contact_forces.contact_wrench(self._view(part))
+        if fused:
+            contact_forces.contact_link_wrench(self._view(part), contact_forces.NONE)
+        else:
+            contact_forces.contact_wrench(self._view(part))
 
     def link_wrenches(self, link_com, h=0.0, accumulate=False, first_substep=False, part=None):
         import warp as wp

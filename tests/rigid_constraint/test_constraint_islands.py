@@ -284,3 +284,79 @@ def test_noslip_solves_the_whole_env_as_mujoco(tmp_path):
     np.testing.assert_allclose(qacc, d.qacc, rtol=0, atol=1e-6 * (1 + np.abs(d.qacc).max()))
     np.testing.assert_allclose(rs.data.qfrc_constraint.numpy()[0], d.qfrc_constraint, rtol=0,
                                atol=1e-6 * (1 + np.abs(d.qfrc_constraint).max()))
+
+
+def test_label_islands_stage_alone_against_numpy():
+    """convex_solve.label_islands run alone (with and without its CPU prefetch) with every output filled
+    with a sentinel first, on the rows of a step of three boxes on a plane (two stacked, one apart; 2 envs
+    at different poses): the islands from a NumPy union-find over the dof trees joined by each contact's
+    two links, numbered by their lowest tree, dofs and rows ascending in each — nisland, dof_island
+    (−1 in no island), efc_island, island_dofadr / island_dofs, dof_idof, island_efcadr / island_efcs, and
+    island_niter cleared past the count."""
+    from polyphys.plugins.rigid import convex_solve
+    from polyphys.plugins.rigid.codes import ConstraintType
+
+    stacked = dict(size=(0.2, 0.25, 0.15), pos=(0.7, -0.4, 0.3), euler=(0.0, 0.0, 12.0), rho=500.0)
+    scene, ents = _boxes([BOX_A, stacked, BOX_B], n_envs=2)
+    ents[0].set_dofs_velocity(np.array([[0.1, 0.0, 0.0, 0.0, 0.3, 0.0], [0.0, -0.2, 0.0, 0.4, 0.0, 0.1]]))
+    for _ in range(120):
+        scene.step()
+    s = scene.solver("rigid")
+    d, v, hm = s.data, s.views["all"], s.hm
+    outs = ("nisland", "dof_island", "efc_island", "island_dofadr", "island_dofs", "dof_idof", "island_efcadr",
+            "island_efcs", "island_niter")
+    got = {}
+    for pf in (True, False):
+        for k in outs:
+            a = getattr(d, k)
+            a.assign(np.full(a.numpy().shape, -7, np.int32))
+        convex_solve.label_islands(v, prefetch=pf)
+        got[pf] = {k: getattr(d, k).numpy().copy() for k in outs}
+    for k in outs:
+        np.testing.assert_array_equal(got[True][k], got[False][k])
+    g = got[True]
+    nv = s.n_dofs
+    parent = np.asarray(hm.dof_parent)
+    root = np.arange(nv)
+    for j in range(nv):
+        if parent[j] >= 0:
+            root[j] = root[parent[j]]
+    link_dof_last = s.model.link_dof_last.numpy()
+    nefc, eid = d.nefc.numpy(), d.efc_id.numpy()
+    assert (d.efc_type.numpy()[0, :nefc[0]] >= int(ConstraintType.CONTACT_FRICTIONLESS)).all()    # contact rows only
+    con_link = d.con_link.numpy()
+    two = 0
+    for e in range(2):
+        uf = list(range(nv))
+
+        def find(t, uf=uf):
+            while uf[t] != t:
+                t = uf[t]
+            return t
+
+        row_tree = []
+        for r in range(nefc[e]):
+            trees = [root[link_dof_last[lk]] for lk in con_link[e, eid[e, r], :2] if lk >= 0 and link_dof_last[lk] >= 0]
+            a, b = find(trees[0]), find(trees[-1])
+            uf[max(a, b)] = min(a, b)
+            row_tree.append(trees[0])
+        used = sorted({find(t) for t in row_tree})
+        isl_of = {t: k for k, t in enumerate(used)}
+        n = len(used)
+        two += n >= 2
+        assert g["nisland"][e] == n
+        dof_isl = np.array([isl_of.get(find(root[j]), -1) for j in range(nv)])
+        np.testing.assert_array_equal(g["dof_island"][e, :nv], dof_isl)
+        efc_isl = np.array([isl_of[find(t)] for t in row_tree])
+        np.testing.assert_array_equal(g["efc_island"][e, :nefc[e]], efc_isl)
+        for k in range(n):
+            dofs = np.nonzero(dof_isl == k)[0]
+            rows = np.nonzero(efc_isl == k)[0]
+            a0, a1 = g["island_dofadr"][e, k], g["island_dofadr"][e, k + 1]
+            np.testing.assert_array_equal(g["island_dofs"][e, a0:a1], dofs)
+            np.testing.assert_array_equal(g["dof_idof"][e, dofs], np.arange(len(dofs)))
+            r0, r1 = g["island_efcadr"][e, k], g["island_efcadr"][e, k + 1]
+            np.testing.assert_array_equal(g["island_efcs"][e, r0:r1], rows)
+        assert (g["dof_idof"][e, :nv][dof_isl < 0] == -1).all()
+        assert (g["island_niter"][e, n:nv] == 0).all()
+    assert two == 2          # both envs: the stack and the lone box are separate islands

@@ -217,11 +217,13 @@ def test_graph_capture_equals_uncaptured():
     assert np.array_equal(st.efc_force.numpy(), ref[1])
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["alone", "fused"])
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
-def test_contact_wrench_matches_mj_contactForce(cone):
+def test_contact_wrench_matches_mj_contactForce(cone, fused):
     """Full pipeline (rows built here, Newton solve) → per-contact 6D wrench in the contact frame
     equals mujoco.mj_contactForce (same sign: the wrench on side A = geom2, normal B→A) within 1e-6
-    of the largest force; world frame F_w = Cᵀ F."""
+    of the largest force; world frame F_w = Cᵀ F. ``fused``: the stage as the step runs it, with the
+    link sums in the same launch (contact_forces.contact_link_wrench)."""
     import mujoco
     import warp as wp
     m, d = S.make(cone=cone, condim=6)
@@ -233,7 +235,8 @@ def test_contact_wrench_matches_mj_contactForce(cone):
     qs = wp.array(d.qacc_smooth[None], dtype=wp.float64)
     st.solve(wp.array(mM[None], dtype=wp.float64), qs, qs)
     st.con_wrench.fill_(np.nan)
-    st.contact_wrenches()
+    st.con_force_world.fill_(np.nan)
+    st.contact_wrenches(fused=fused)
     W = st.con_wrench.numpy()[0]
     Fw = st.con_force_world.numpy()[0]
     assert st.con_valid.numpy()[0, :d.ncon].all()

@@ -512,3 +512,134 @@
     }
     *(int*)((char*)n_efc.data + e * n_efc.strides[0]) = row;    // make_rows reads the count back
     *(int*)((char*)overflow.data + e * overflow.strides[0]) = over;
+
+// @func contact_params_native
+    // The per-contact parameters of one env (the kernel contact_params' docstring: explicit pairs, default
+    // mode mixing, MuJoCo's mj_contactParam) over raw rows, with Warp's own scalar functions (wp::max,
+    // wp::min, wp::mul, wp::add, wp::sub, wp::div), one operation per statement as the Warp loop it
+    // replaces, so every value is the Warp loop's bit for bit; on CPU the next env's contact rows are
+    // prefetched first.
+    typedef decltype(+tc_floor) T;
+    const size_t e = (size_t)env;
+#define PP_AT(a, t, i) (*(t*)((char*)a.data + e * a.strides[0] + (size_t)(i) * a.strides[1]))
+#define PP_AT3(a, t, i, k) (*(t*)((char*)a.data + e * a.strides[0] + (size_t)(i) * a.strides[1] + (size_t)(k) * a.strides[2]))
+#define PP_M2(a, t, i, k) (*(const t*)((const char*)a.data + (size_t)(i) * a.strides[0] + (size_t)(k) * a.strides[1]))
+#define PP_M1(a, t, i) (*(const t*)((const char*)a.data + (size_t)(i) * a.strides[0]))
+#if !defined(__CUDA_ARCH__)
+    if (prefetch && env + 1 < ncon.shape[0]) {
+        const size_t e1 = e + 1;
+        int nc1 = PP_M1(ncon, int, e1);
+        if (nc1 > con_geom.shape[1]) nc1 = con_geom.shape[1];
+        if (nc1 > 64) nc1 = 64;      // bounded, as contact_forces.cpp: a large env's rows would evict the current one
+        const size_t c1 = (size_t)(nc1 > 0 ? nc1 : 0);
+        const char* rd[2] = {(const char*)con_geom.data + e1 * con_geom.strides[0],
+                             (const char*)con_pair.data + e1 * con_pair.strides[0]};
+        const size_t rdb[2] = {c1 * con_geom.strides[1], c1 * sizeof(int)};
+        for (int a = 0; a < 2; ++a)
+            for (size_t l = 0; l < rdb[a]; l += 64) __builtin_prefetch(rd[a] + l, 0, 3);
+        const char* wr[4] = {(const char*)con_friction.data + e1 * con_friction.strides[0],
+                             (const char*)con_sol.data + e1 * con_sol.strides[0],
+                             (const char*)con_solreffriction.data + e1 * con_solreffriction.strides[0],
+                             (const char*)con_dim.data + e1 * con_dim.strides[0]};
+        const size_t wrb[4] = {c1 * con_friction.strides[1], c1 * con_sol.strides[1], c1 * con_solreffriction.strides[1],
+                               c1 * sizeof(int)};
+        for (int a = 0; a < 4; ++a)
+            for (size_t l = 0; l < wrb[a]; l += 64) __builtin_prefetch(wr[a] + l, 1, 3);
+    }
+#endif
+    const T zero = wp::mul(tc_floor, T(0.0));
+    const T one = wp::add(zero, T(1.0));
+    const int nc = PP_M1(ncon, int, e);
+    for (int c = 0; c < nc; ++c) {
+        const int ga = PP_AT3(con_geom, const int, c, 0);
+        const int gb = PP_AT3(con_geom, const int, c, 1);
+        const int p = PP_AT(con_pair, const int, c);
+        PP_AT3(con_solreffriction, T, c, 0) = zero;
+        PP_AT3(con_solreffriction, T, c, 1) = zero;
+        if (p >= 0) {
+            T ratio = one;
+            if (mujoco_mode == 0)
+                ratio = wp::max(PP_AT(geom_friction_ratio, const T, ga), PP_AT(geom_friction_ratio, const T, gb));
+            for (int k = 0; k < 5; ++k) {
+                const T fr = wp::mul(PP_AT3(pair_friction, const T, p, k), ratio);
+                PP_AT3(con_friction, T, c, k) = wp::max(fr, friction_floor);
+            }
+            PP_AT3(con_solreffriction, T, c, 0) = PP_M2(pair_solreffriction, T, p, 0);
+            PP_AT3(con_solreffriction, T, c, 1) = PP_M2(pair_solreffriction, T, p, 1);
+            for (int k = 0; k < 7; ++k) PP_AT3(con_sol, T, c, k) = PP_M2(pair_sol, T, p, k);
+            if (mujoco_mode == 0 && PP_M2(pair_sol, T, p, 0) > zero)
+                PP_AT3(con_sol, T, c, 0) = wp::max(PP_M2(pair_sol, T, p, 0), tc_floor);
+            PP_AT(con_dim, int, c) = PP_M1(pair_condim, int, p);
+            continue;
+        }
+        T f0 = zero, f1 = zero, f2 = zero;
+        int dim = wp::max(PP_M1(geom_condim, int, ga), PP_M1(geom_condim, int, gb));
+        if (mujoco_mode == 1 && PP_M1(geom_priority, int, ga) != PP_M1(geom_priority, int, gb)) {
+            int g = ga;
+            if (PP_M1(geom_priority, int, gb) > PP_M1(geom_priority, int, ga)) g = gb;
+            f0 = PP_AT3(geom_friction, const T, g, 0);
+            f1 = PP_AT3(geom_friction, const T, g, 1);
+            f2 = PP_AT3(geom_friction, const T, g, 2);
+            dim = PP_M1(geom_condim, int, g);
+            for (int k = 0; k < 7; ++k) PP_AT3(con_sol, T, c, k) = PP_M2(geom_sol, T, g, k);
+        } else {
+            T sa = one, sb = one;
+            if (mujoco_mode == 0) {
+                sa = PP_AT(geom_friction_ratio, const T, ga);
+                sb = PP_AT(geom_friction_ratio, const T, gb);
+            }
+            {
+                const T xa = wp::mul(PP_AT3(geom_friction, const T, ga, 0), sa);
+                const T xb = wp::mul(PP_AT3(geom_friction, const T, gb, 0), sb);
+                f0 = wp::max(xa, xb);
+            }
+            {
+                const T xa = wp::mul(PP_AT3(geom_friction, const T, ga, 1), sa);
+                const T xb = wp::mul(PP_AT3(geom_friction, const T, gb, 1), sb);
+                f1 = wp::max(xa, xb);
+            }
+            {
+                const T xa = wp::mul(PP_AT3(geom_friction, const T, ga, 2), sa);
+                const T xb = wp::mul(PP_AT3(geom_friction, const T, gb, 2), sb);
+                f2 = wp::max(xa, xb);
+            }
+            T mix = T(0.5);
+            if (mujoco_mode == 1) {
+                const T ma = PP_M1(geom_solmix, T, ga);
+                const T mb = PP_M1(geom_solmix, T, gb);
+                const T mv = T(1.0e-15);
+                if (ma >= mv && mb >= mv) {
+                    const T s = wp::add(ma, mb);
+                    mix = wp::div(ma, s);
+                } else if (ma < mv && mb >= mv) {
+                    mix = zero;
+                } else if (ma >= mv && mb < mv) {
+                    mix = one;
+                }
+            }
+            const bool direct = mujoco_mode == 1 && (PP_M2(geom_sol, T, ga, 0) <= zero || PP_M2(geom_sol, T, gb, 0) <= zero);
+            for (int k = 0; k < 7; ++k) {
+                const T u = wp::mul(mix, PP_M2(geom_sol, T, ga, k));
+                const T w = wp::sub(one, mix);
+                const T x = wp::mul(w, PP_M2(geom_sol, T, gb, k));
+                T v = wp::add(u, x);
+                if (direct && k < 2) v = wp::min(PP_M2(geom_sol, T, ga, k), PP_M2(geom_sol, T, gb, k));
+                PP_AT3(con_sol, T, c, k) = v;
+            }
+            if (mujoco_mode == 0 && PP_AT3(con_sol, T, c, 0) > zero)
+                PP_AT3(con_sol, T, c, 0) = wp::max(PP_AT3(con_sol, T, c, 0), tc_floor);
+        }
+        f0 = wp::max(f0, friction_floor);
+        f1 = wp::max(f1, friction_floor);
+        f2 = wp::max(f2, friction_floor);
+        PP_AT3(con_friction, T, c, 0) = f0;
+        PP_AT3(con_friction, T, c, 1) = f0;
+        PP_AT3(con_friction, T, c, 2) = f1;
+        PP_AT3(con_friction, T, c, 3) = f2;
+        PP_AT3(con_friction, T, c, 4) = f2;
+        PP_AT(con_dim, int, c) = dim;
+    }
+#undef PP_AT
+#undef PP_AT3
+#undef PP_M2
+#undef PP_M1

@@ -41,6 +41,7 @@ wp.set_module_options({"enable_backward": False})
 LIMIT_WINDOW = wp.constant(2.0)
 
 I1 = wp.array(dtype=wp.int32)
+A1 = wp.array(dtype=Any)
 A2 = wp.array2d(dtype=Any)
 A3 = wp.array3d(dtype=Any)
 I3 = wp.array3d(dtype=wp.int32)
@@ -252,8 +253,16 @@ def init_rows(
     return wp.max(lo, hi)
 
 
+@wp.func_native(native.body(__file__, "contact_params_native"))
+def contact_params_native(env: int, prefetch: int, mujoco_mode: int, tc_floor: Any, friction_floor: Any, ncon: I1,
+                          con_geom: I3, con_pair: I2, geom_friction: A3, geom_friction_ratio: A2, geom_condim: I1,
+                          geom_priority: I1, geom_sol: A2, geom_solmix: A1, pair_friction: A3, pair_solreffriction: A2,
+                          pair_sol: A2, pair_condim: I1, con_friction: A3, con_sol: A3, con_solreffriction: A3,
+                          con_dim: I2): ...
+
+
 @wp.kernel
-def contact_params(m: Any, d: Any):
+def contact_params(m: Any, d: Any, prefetch: int):
     """Per-contact parameters with per-env geom friction (n_envs, G, 3: sliding, torsional,
     rolling) and explicit pairs (docs/semantics.md §R5, MuJoCo's mj_contactParam / <contact><pair>).
 
@@ -263,83 +272,15 @@ def contact_params(m: Any, d: Any):
     mixing), floored like any contact (friction floor; default mode: timeconst >= 2h).
     Otherwise, default mode: μ_k = max(μ_A,k·s_A, μ_B,k·s_B, floor), sol_params averaged then
     timeconst floored at 2h, condim max; MuJoCo mode: priority wins outright, else friction
-    max, solref solmix-weighted (elementwise min when either is direct), solimp solmix-weighted."""
+    max, solref solmix-weighted (elementwise min when either is direct), solimp solmix-weighted.
+    Native body: kernels/constraint_rows.cpp ``contact_params_native`` (the same operations as the Warp
+    loop it replaced); ``prefetch`` = 1: on CPU the next env's contact rows are prefetched first (no
+    effect on the numbers)."""
     env = wp.tid()
-    zero = m.opt.tc_floor * type(m.opt.tc_floor)(0.0)
-    one = zero + type(m.opt.tc_floor)(1.0)
-    for c in range(d.ncon[env]):
-        ga = d.con_geom[env, c, 0]
-        gb = d.con_geom[env, c, 1]
-        p = d.con_pair[env, c]
-        d.con_solreffriction[env, c, 0] = zero
-        d.con_solreffriction[env, c, 1] = zero
-        if p >= 0:
-            # the pair's friction (per env), scaled by the larger friction ratio of its geoms
-            # (default mode: as a geom's own friction in docs/semantics.md §R5's mixing)
-            ratio = one
-            if m.opt.mujoco_mode == 0:
-                ratio = wp.max(m.geom_friction_ratio[env, ga], m.geom_friction_ratio[env, gb])
-            for k in range(5):
-                d.con_friction[env, c, k] = wp.max(m.pair_friction[env, p, k] * ratio, m.opt.friction_floor)
-            d.con_solreffriction[env, c, 0] = m.pair_solreffriction[p, 0]
-            d.con_solreffriction[env, c, 1] = m.pair_solreffriction[p, 1]
-            for k in range(7):
-                d.con_sol[env, c, k] = m.pair_sol[p, k]
-            if m.opt.mujoco_mode == 0 and m.pair_sol[p, 0] > zero:
-                d.con_sol[env, c, 0] = wp.max(m.pair_sol[p, 0], m.opt.tc_floor)
-            d.con_dim[env, c] = m.pair_condim[p]
-            continue
-        f0 = zero
-        f1 = zero
-        f2 = zero
-        dim = wp.max(m.geom_condim[ga], m.geom_condim[gb])
-        if m.opt.mujoco_mode == 1 and m.geom_priority[ga] != m.geom_priority[gb]:
-            g = ga
-            if m.geom_priority[gb] > m.geom_priority[ga]:
-                g = gb
-            f0 = m.geom_friction[env, g, 0]
-            f1 = m.geom_friction[env, g, 1]
-            f2 = m.geom_friction[env, g, 2]
-            dim = m.geom_condim[g]
-            for k in range(7):
-                d.con_sol[env, c, k] = m.geom_sol[g, k]
-        else:
-            sa = one
-            sb = one
-            if m.opt.mujoco_mode == 0:
-                sa = m.geom_friction_ratio[env, ga]
-                sb = m.geom_friction_ratio[env, gb]
-            f0 = wp.max(m.geom_friction[env, ga, 0] * sa, m.geom_friction[env, gb, 0] * sb)
-            f1 = wp.max(m.geom_friction[env, ga, 1] * sa, m.geom_friction[env, gb, 1] * sb)
-            f2 = wp.max(m.geom_friction[env, ga, 2] * sa, m.geom_friction[env, gb, 2] * sb)
-            mix = type(m.opt.tc_floor)(0.5)
-            if m.opt.mujoco_mode == 1:
-                ma = m.geom_solmix[ga]
-                mb = m.geom_solmix[gb]
-                mv = type(m.opt.tc_floor)(1.0e-15)
-                if ma >= mv and mb >= mv:
-                    mix = ma / (ma + mb)
-                elif ma < mv and mb >= mv:
-                    mix = zero
-                elif ma >= mv and mb < mv:
-                    mix = one
-            direct = m.opt.mujoco_mode == 1 and (m.geom_sol[ga, 0] <= zero or m.geom_sol[gb, 0] <= zero)
-            for k in range(7):
-                v = mix * m.geom_sol[ga, k] + (one - mix) * m.geom_sol[gb, k]
-                if direct and k < 2:
-                    v = wp.min(m.geom_sol[ga, k], m.geom_sol[gb, k])
-                d.con_sol[env, c, k] = v
-            if m.opt.mujoco_mode == 0 and d.con_sol[env, c, 0] > zero:
-                d.con_sol[env, c, 0] = wp.max(d.con_sol[env, c, 0], m.opt.tc_floor)
-        f0 = wp.max(f0, m.opt.friction_floor)
-        f1 = wp.max(f1, m.opt.friction_floor)
-        f2 = wp.max(f2, m.opt.friction_floor)
-        d.con_friction[env, c, 0] = f0
-        d.con_friction[env, c, 1] = f0
-        d.con_friction[env, c, 2] = f1
-        d.con_friction[env, c, 3] = f2
-        d.con_friction[env, c, 4] = f2
-        d.con_dim[env, c] = dim
+    contact_params_native(env, prefetch, m.opt.mujoco_mode, m.opt.tc_floor, m.opt.friction_floor, d.ncon, d.con_geom,
+                          d.con_pair, m.geom_friction, m.geom_friction_ratio, m.geom_condim, m.geom_priority, m.geom_sol,
+                          m.geom_solmix, m.pair_friction, m.pair_solreffriction, m.pair_sol, m.pair_condim,
+                          d.con_friction, d.con_sol, d.con_solreffriction, d.con_dim)
 
 
 @wp.kernel

@@ -6,8 +6,11 @@
 // recombined), its world force and torque, and the valid flag (docs of the kernel contact_wrench).
 // link_contact_wrench_native: the net contact wrench per link and its impulse sums (kernel
 // link_contact_wrench).
+// contact_link_wrench_native: both for one env in one pass (the parts ``wrench`` then ``link``: the same
+// source, so the same numbers), the link sums reading the world wrenches just written; on CPU it first
+// prefetches the next env's contact rows and link rows.
 
-// @func contact_wrench_native
+// @part wrench
     typedef decltype(+*efc_force.data) T;
     typedef wp::vec_t<3, T> V;
     typedef wp::mat_t<3, 3, T> M3;
@@ -58,7 +61,10 @@
         tw[c] = t;
     }
 
-// @func link_contact_wrench_native
+// @func contact_wrench_native
+// @use contact_forces.wrench
+
+// @part link
     typedef decltype(+h) T;
     typedef wp::vec_t<3, T> V;
     const size_t e = (size_t)env;
@@ -105,4 +111,79 @@
             IF[l] = wp::mul(h, LF[l]);
             IT[l] = wp::mul(h, LT[l]);
         }
+    }
+
+// @func link_contact_wrench_native
+// @use contact_forces.link
+
+// @part prefetch_next
+#if !defined(__CUDA_ARCH__)
+    if (prefetch && env + 1 < ncon.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        // bounded: a large env's next contacts (a pile) would evict the env being computed; HW prefetch streams them
+        enum { PP_PF_CONTACTS = 64 };
+        int nc1 = *(const int*)((const char*)ncon.data + e1 * ncon.strides[0]);
+        if (nc1 > C) nc1 = C;
+        if (nc1 > PP_PF_CONTACTS) nc1 = PP_PF_CONTACTS;
+        auto pf = [&](const void* base, size_t stride, size_t bytes, int rw) {
+            const char* b = (const char*)base + e1 * stride;
+            for (size_t l = 0; l < bytes; l += 64) {
+                if (rw) __builtin_prefetch(b + l, 1, 3);
+                else __builtin_prefetch(b + l, 0, 3);
+            }
+        };
+        const size_t ts = sizeof(*efc_force.data), c1 = (size_t)(nc1 > 0 ? nc1 : 0), ll = (size_t)nl;
+        pf(con_valid.data, con_valid.strides[0], c1 * sizeof(int), 1);
+        pf(con_efc_adr.data, con_efc_adr.strides[0], c1 * sizeof(int), 0);
+        pf(con_dim.data, con_dim.strides[0], c1 * sizeof(int), 0);
+        pf(con_frame.data, con_frame.strides[0], c1 * 9 * ts, 0);
+        pf(con_friction.data, con_friction.strides[0], c1 * con_friction.strides[1], 0);
+        pf(con_wrench.data, con_wrench.strides[0], c1 * con_wrench.strides[1], 1);
+        pf(con_force_world.data, con_force_world.strides[0], c1 * 3 * ts, 1);
+        pf(con_torque_world.data, con_torque_world.strides[0], c1 * 3 * ts, 1);
+        pf(con_pos.data, con_pos.strides[0], c1 * 3 * ts, 0);
+        pf(con_link.data, con_link.strides[0], c1 * con_link.strides[1], 0);
+        pf(link_xipos.data, link_xipos.strides[0], ll * 3 * ts, 0);
+        pf(link_contact_force.data, link_contact_force.strides[0], ll * 3 * ts, 1);
+        pf(link_contact_torque.data, link_contact_torque.strides[0], ll * 3 * ts, 1);
+        if (accumulate != 0) {
+            pf(link_impulse_force.data, link_impulse_force.strides[0], ll * 3 * ts, 1);
+            pf(link_impulse_torque.data, link_impulse_torque.strides[0], ll * 3 * ts, 1);
+        }
+    }
+#endif
+
+// @part prefetch_forces
+    // CPU, after this env's pass (the next env's con_efc_adr line, prefetched before it, has arrived): the
+    // next env's contact row forces from its first contact's row, 2(condim - 1) = 4 rows per contact
+#if !defined(__CUDA_ARCH__)
+    if (prefetch && env + 1 < ncon.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        const int nc1 = *(const int*)((const char*)ncon.data + e1 * ncon.strides[0]);
+        const int a0 = nc1 > 0 ? *(const int*)((const char*)con_efc_adr.data + e1 * con_efc_adr.strides[0]) : -1;
+        if (a0 >= 0 && a0 < efc_force.shape[1]) {
+            const size_t ts = sizeof(*efc_force.data);
+            size_t tb = (size_t)(nc1 < C ? (nc1 < 64 ? nc1 : 64) : C) * 4 * ts;
+            const size_t room = (size_t)(efc_force.shape[1] - a0) * ts;
+            if (tb > room) tb = room;
+            const char* fb = (const char*)efc_force.data + e1 * efc_force.strides[0] + (size_t)a0 * ts;
+            for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(fb + l, 0, 3);
+        }
+    }
+#endif
+
+// @func contact_link_wrench_native
+    {
+// @use contact_forces.prefetch_next
+    }
+    {
+        const int nc = *(const int*)((const char*)ncon.data + (size_t)env * ncon.strides[0]);
+// @use contact_forces.wrench
+    }
+    {
+        const int nc = *(const int*)((const char*)ncon.data + (size_t)env * ncon.strides[0]);
+// @use contact_forces.link
+    }
+    {
+// @use contact_forces.prefetch_forces
     }

@@ -7,6 +7,7 @@ efc_force; writes ``d``: con_wrench, con_force_world, con_torque_world, con_vali
 ``link_contact_wrench`` reads ``m.opt.timestep``; ``d``: ncon, con_pos, con_link, con_valid,
 con_force_world, con_torque_world, link_xipos; writes ``d``: link_contact_force,
 link_contact_torque and (accumulate 1: add, 2: restart) link_impulse_force, link_impulse_torque.
+``contact_link_wrench`` is both in one launch (the solver's step uses it).
 """
 
 from typing import Any
@@ -19,6 +20,7 @@ from . import native
 wp.set_module_options({"enable_backward": False})
 
 
+I1 = wp.array(dtype=wp.int32)
 I2 = wp.array2d(dtype=wp.int32)
 I3 = wp.array3d(dtype=wp.int32)
 A2 = wp.array2d(dtype=Any)
@@ -36,6 +38,14 @@ def link_contact_wrench_native(env: int, nl: int, nc: int, h: Any, accumulate: i
                                con_force_world: A2, con_torque_world: A2, con_pos: A2, con_link: I3,
                                link_contact_force: A2, link_contact_torque: A2, link_impulse_force: A2,
                                link_impulse_torque: A2): ...
+
+
+@wp.func_native(native.body(__file__, "contact_link_wrench_native"))
+def contact_link_wrench_native(env: int, C: int, nl: int, ncon: I1, h: Any, accumulate: int, prefetch: int,
+                               con_valid: I2, con_wrench: A3, con_efc_adr: I2, con_frame: A2, con_dim: I2,
+                               con_friction: A3, efc_type: I2, efc_force: A2, con_force_world: A2, con_torque_world: A2,
+                               link_xipos: A2, con_pos: A2, con_link: I3, link_contact_force: A2,
+                               link_contact_torque: A2, link_impulse_force: A2, link_impulse_torque: A2): ...
 
 
 @wp.kernel
@@ -63,5 +73,19 @@ def link_contact_wrench(m: Any, d: Any, accumulate: int):
                                d.link_contact_force, d.link_contact_torque, d.link_impulse_force, d.link_impulse_torque)
 
 
+@wp.kernel
+def contact_link_wrench(m: Any, d: Any, accumulate: int, prefetch: int):
+    """contact_wrench then link_contact_wrench for each env in one launch (the same native parts: the same
+    numbers), the link sums reading the world wrenches while they are in cache. Native body:
+    kernels/contact_forces.cpp."""
+    env = wp.tid()
+    contact_link_wrench_native(env, d.con_dim.shape[1], d.link_xipos.shape[1], d.ncon, m.opt.timestep, accumulate,
+                               prefetch, d.con_valid, d.con_wrench, d.con_efc_adr, d.con_frame, d.con_dim, d.con_friction,
+                               d.efc_type, d.efc_force, d.con_force_world, d.con_torque_world, d.link_xipos,
+                               d.con_pos, d.con_link, d.link_contact_force, d.link_contact_torque,
+                               d.link_impulse_force, d.link_impulse_torque)
+
+
 overload(contact_wrench)
 overload(link_contact_wrench)
+overload(contact_link_wrench)

@@ -280,14 +280,22 @@
         for (int r = 0; r < nrow; ++r) { ei[r] = 0; rl[r] = r; }
         dadr[0] = 0; dadr[1] = nv; radr[0] = 0; radr[1] = nrow;
     } else {
-        for (int r = 0; r < nrow; ++r) cnt[find(ei[r])] = 1;
+        // a constraint's rows share one label and consecutive constraints often do too: one find per run
+        for (int r = 0, prev = -2; r < nrow; ++r) {
+            if (ei[r] == prev) continue;
+            prev = ei[r];
+            cnt[find(prev)] = 1;
+        }
         for (int j = 0; j < nv; ++j) {
             if (root[j] == j) {
                 const int a = find(j);
                 if (cnt[a] == 1 && risl[a] < 0) risl[a] = nisl++;
             }
         }
-        for (int r = 0; r < nrow; ++r) ei[r] = risl[find(ei[r])];
+        for (int r = 0, prev = -2, lab = -1; r < nrow; ++r) {
+            if (ei[r] != prev) { prev = ei[r]; lab = risl[find(prev)]; }
+            ei[r] = lab;
+        }
         for (int j = 0; j < nv; ++j) root[j] = risl[find(root[j])];
         for (int k = 0; k <= nisl; ++k) cnt[k] = 0;
         for (int j = 0; j < nv; ++j) if (root[j] >= 0) cnt[root[j]]++;
@@ -307,6 +315,47 @@
         for (int r = 0; r < nrow; ++r) { const int k = ei[r]; rl[radr[k] + cnt[k]++] = r; }
     }
     *(int*)((char*)nisland.data + e * nisland.strides[0]) = nisl;
+
+// island_label_next_native: after island_label_native, the island_niter entries past the env's count
+// cleared, and (prefetch = 1, CPU) the next env's rows, contacts and label outputs prefetched: the
+// labelling is one short pass per env over rows last touched by the row builder, bound by these misses.
+
+// @func island_label_next_native
+    {
+        const size_t e = (size_t)env;
+        const int nisl = *(const int*)((const char*)nisland.data + e * nisland.strides[0]);
+        int* it = (int*)((char*)island_niter.data + e * island_niter.strides[0]);
+        for (int k = nisl; k < nv; ++k) it[k] = 0;
+    }
+#if !defined(__CUDA_ARCH__)
+    if (prefetch && env + 1 < nefc.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        int nr = *(const int*)((const char*)nefc.data + e1 * nefc.strides[0]);
+        if (nr > efc_type.shape[1]) nr = efc_type.shape[1];
+        int nc = *(const int*)((const char*)ncon.data + e1 * ncon.strides[0]);
+        if (nc > con_link.shape[1]) nc = con_link.shape[1];
+        auto pf = [&](const void* base, size_t stride, size_t bytes, int rw) {
+            const char* b = (const char*)base + e1 * stride;
+            for (size_t l = 0; l < bytes; l += 64) {
+                if (rw) __builtin_prefetch(b + l, 1, 3);
+                else __builtin_prefetch(b + l, 0, 3);
+            }
+        };
+        const size_t rb = (size_t)(nr > 0 ? nr : 0) * sizeof(int), vb = (size_t)(nv + 1) * sizeof(int);
+        pf(efc_type.data, efc_type.strides[0], rb, 0);
+        pf(efc_id.data, efc_id.strides[0], rb, 0);
+        pf(efc_island.data, efc_island.strides[0], rb, 1);
+        pf(island_efcs.data, island_efcs.strides[0], rb, 1);
+        pf(con_link.data, con_link.strides[0], (size_t)(nc > 0 ? nc : 0) * con_link.strides[1], 0);
+        pf(dof_island.data, dof_island.strides[0], vb, 1);
+        pf(island_dofs.data, island_dofs.strides[0], vb, 1);
+        pf(dof_idof.data, dof_idof.strides[0], vb, 1);
+        pf(island_niter.data, island_niter.strides[0], vb, 1);
+        pf(island_dofadr.data, island_dofadr.strides[0], vb, 1);
+        pf(island_efcadr.data, island_efcadr.strides[0], vb, 1);
+        pf(scratch.data, scratch.strides[0], 3 * scratch.strides[1], 1);
+    }
+#endif
 
 // island_gather_native: island k of env e into the island arrays: its M block, qacc_smooth and qacc, and
 // its rows (type, dim, D, R, frictionloss, mu, aref; J over the island's dofs with the compact span),

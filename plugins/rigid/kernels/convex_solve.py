@@ -58,6 +58,13 @@ def island_label_native(env: int, nv: int, nrow: int, dof_parent: I1, lim_dof: I
                         island_efcs: I2, scratch: I3, nisland: I1): ...
 
 
+@wp.func_native(native.body(__file__, "island_label_next_native"))
+def island_label_next_native(env: int, nv: int, prefetch: int, nefc: I1, ncon: I1, con_link: I3, efc_type: I2,
+                             efc_id: I2, dof_island: I2, efc_island: I2, island_dofadr: I2, island_dofs: I2,
+                             dof_idof: I2, island_efcadr: I2, island_efcs: I2, scratch: I3, nisland: I1,
+                             island_niter: I2): ...
+
+
 @wp.func_native(native.body(__file__, "island_gather_native"))
 def island_gather_native(env: int, nv: int, k: int, d0: int, nd: int, r0: int, nr: int, zero_rows: int, island_dofs: I2,
                          island_efcs: I2, dof_island: I2, dof_idof: I2, M: A3, qacc_smooth: A2, qacc: A2, J: A3, span: I3,
@@ -503,7 +510,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
 
 
 @wp.kernel
-def label_islands(m: Any, d: Any):
+def label_islands(m: Any, d: Any, prefetch: int):
     """Constraint islands of each env (MuJoCo's mj_island; native body island_label_native): the kinematic
     trees (a dof's tree: the root of its dof chain) joined by each constraint (consecutive rows of one
     type and object) through what it acts on (a contact's two links, a connect/weld's two links, a joint
@@ -511,14 +518,16 @@ def label_islands(m: Any, d: Any):
     Islands are numbered in the order of their first tree; dofs and rows keep ascending order inside an
     island. Writes nisland, dof_island (−1: in no island), efc_island, island_dofadr /
     island_dofs, dof_idof (index inside the island), island_efcadr / island_efcs, and clears the
-    island_niter entries past the count."""
+    island_niter entries past the count (island_label_next_native, which with ``prefetch`` = 1 also
+    prefetches the next env's rows and outputs on CPU; no effect on the numbers)."""
     env = wp.tid()
     nv = m.nv
     island_label_native(env, nv, d.nefc[env], m.dof_parent, m.lim_dof, m.link_dof_last, m.eq_type, m.eq_obj, d.con_link,
                         d.efc_J, d.efc_span, d.efc_type, d.efc_id, d.dof_island, d.efc_island, d.island_dofadr,
                         d.island_dofs, d.dof_idof, d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland)
-    for k in range(d.nisland[env], nv):
-        d.island_niter[env, k] = 0
+    island_label_next_native(env, nv, prefetch, d.nefc, d.ncon, d.con_link, d.efc_type, d.efc_id, d.dof_island,
+                             d.efc_island, d.island_dofadr, d.island_dofs, d.dof_idof, d.island_efcadr, d.island_efcs,
+                             d.island_scratch, d.nisland, d.island_niter)
 
 
 overload(label_islands)

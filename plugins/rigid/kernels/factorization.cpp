@@ -8,8 +8,15 @@
 //
 // mass_dense_native: the dense symmetric (M + hd·D) (n × n) from the tree-sparse rows, for the
 // constraint solver.
+//
+// ld_solve_native: x = (Lᵀ·diag·L)⁻¹ f from a factor already in qld (mj_solveLD).
+//
+// crb_factor_native: one env's inertia stage (inertia.cpp's part ``crb``), then ldl_solve_native, (hd_int
+// >= 0) the factor of M + hd_int·D into qld_int for the integration's ld_solve_native, and (dense = 1)
+// mass_dense_native: the same parts in one pass while the env's values are in cache; on CPU it first
+// prefetches the next env's inputs and outputs (its M's tree pattern included).
 
-// @func ldl_solve_native
+// @part factor
     typedef decltype(+*mass.data) T;
     const int* madr = dof_madr.data;
     const int* dep = dof_depth.data;
@@ -18,8 +25,6 @@
     T* q = (T*)((char*)qld.data + (size_t)env * qld.strides[0]);
     const T* mm = (const T*)((char*)mass.data + (size_t)env * mass.strides[0]);
     const T* dv = (const T*)((char*)dof_dv.data + (size_t)env * dof_dv.strides[0]);
-    const T* f = (const T*)((char*)qfrc.data + (size_t)env * qfrc.strides[0]);
-    T* x = (T*)((char*)qacc.data + (size_t)env * qacc.strides[0]);
     for (int a = 0; a < nnz; ++a) q[a] = mm[a];
     for (int i = 0; i < n; ++i) q[madr[i]] += hd * dv[i];
     for (int k = n - 1; k >= 0; --k) {
@@ -33,6 +38,15 @@
             q[aki] = tmp;
         }
     }
+
+// @part solve
+    typedef decltype(+*qld.data) T;
+    const int* madr = dof_madr.data;
+    const int* dep = dof_depth.data;
+    const int* col = m_col.data;
+    const T* q = (const T*)((const char*)qld.data + (size_t)env * qld.strides[0]);
+    const T* f = (const T*)((char*)qfrc.data + (size_t)env * qfrc.strides[0]);
+    T* x = (T*)((char*)qacc.data + (size_t)env * qacc.strides[0]);
     for (int i = 0; i < n; ++i) x[i] = f[i];
     for (int i = n - 1; i >= 0; --i) {          // x <- L^-T x
         const T xi = x[i];
@@ -47,25 +61,149 @@
         x[i] = xi;
     }
 
-// @func mass_dense_native
-    typedef decltype(+*mass_in.data) T;
+// @func ldl_solve_native
+    {
+// @use factorization.prefetch_ldl
+    }
+    {
+// @use factorization.factor
+    }
+    {
+// @use factorization.solve
+    }
+
+// @func ld_solve_native
+    {
+// @use factorization.prefetch_solve
+    }
+    {
+// @use factorization.solve
+    }
+
+// @part prefetch_solve
+    // CPU: the next env's factor, force and result rows
+#if !defined(__CUDA_ARCH__)
+    if (env + 1 < qld.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        const size_t ts = sizeof(*qld.data), nn = (size_t)n * ts, nz = (size_t)m_col.shape[0] * ts;
+        const char* q1 = (const char*)qld.data + e1 * qld.strides[0];
+        const char* f1 = (const char*)qfrc.data + e1 * qfrc.strides[0];
+        const char* x1 = (const char*)qacc.data + e1 * qacc.strides[0];
+        for (size_t l = 0; l < nz; l += 64) __builtin_prefetch(q1 + l, 0, 3);
+        for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(f1 + l, 0, 3);
+        for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(x1 + l, 1, 3);
+    }
+#endif
+
+// @part prefetch_ldl
+    // CPU: the next env's rows of the factor and solve (inputs and outputs)
+#if !defined(__CUDA_ARCH__)
+    if (env + 1 < mass.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        const size_t ts = sizeof(*mass.data), nn = (size_t)n * ts, nz = (size_t)m_col.shape[0] * ts;
+        const char* in[3] = {(const char*)mass.data + e1 * mass.strides[0],
+                             (const char*)dof_dv.data + e1 * dof_dv.strides[0], (const char*)qfrc.data + e1 * qfrc.strides[0]};
+        const size_t inb[3] = {nz, nn, nn};
+        for (int a = 0; a < 3; ++a)
+            for (size_t l = 0; l < inb[a]; l += 64) __builtin_prefetch(in[a] + l, 0, 3);
+        const char* q1 = (const char*)qld.data + e1 * qld.strides[0];
+        const char* x1 = (const char*)qacc.data + e1 * qacc.strides[0];
+        for (size_t l = 0; l < nz; l += 64) __builtin_prefetch(q1 + l, 1, 3);
+        for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(x1 + l, 1, 3);
+    }
+#endif
+
+// @part dense
+    typedef decltype(+*mass.data) T;
     const size_t e = (size_t)env;
     const size_t ms = M_out.strides[1];
     char* m0 = (char*)M_out.data + e * M_out.strides[0];
-    const T* mass = (const T*)((const char*)mass_in.data + e * mass_in.strides[0]);
+    const T* mm = (const T*)((const char*)mass.data + e * mass.strides[0]);
     const T* dv = (const T*)((const char*)dof_dv.data + e * dof_dv.strides[0]);
 #define PP_M(i, j) (((T*)(m0 + (size_t)(i) * ms))[j])
     // only the tree pattern (each dof and its ancestors, both triangles) is written: the entries off it
     // are zero since d.qM was allocated and nothing else writes d.qM (clearing all nv² entries every
     // substep cost more than the solve's use of M for a pile of 50 free bodies: nv 300)
-    for (int i = 0; i < nv; ++i) {
+    for (int i = 0; i < n; ++i) {
         const int adr = dof_madr.data[i];
         const int end = adr + dof_depth.data[i] + 1;
         for (int a = adr; a < end; ++a) {
             const int j = m_col.data[a];
-            PP_M(i, j) = mass[a];
-            PP_M(j, i) = mass[a];
+            PP_M(i, j) = mm[a];
+            PP_M(j, i) = mm[a];
         }
         PP_M(i, i) = PP_M(i, i) + hd * dv[i];
     }
 #undef PP_M
+
+// @func mass_dense_native
+// @use factorization.dense
+
+// @part prefetch_next
+    // CPU: the next env's inputs (kinematics outputs, D, the force) and outputs (CRB, the two sparse rows,
+    // qacc, and with dense its M's tree pattern, both triangles): each env's pass is bound by these misses
+#if !defined(__CUDA_ARCH__)
+    if (prefetch && env + 1 < mass.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        auto pf = [&](const void* base, size_t stride, size_t bytes, int rw) {
+            const char* b = (const char*)base + e1 * stride;
+            for (size_t l = 0; l < bytes; l += 64) {
+                if (rw) __builtin_prefetch(b + l, 1, 3);
+                else __builtin_prefetch(b + l, 0, 3);
+            }
+        };
+        const size_t ts = sizeof(*mass.data);
+        const size_t nn = (size_t)n, ll = (size_t)nl, nz = (size_t)m_col.shape[0];
+        pf(cdof_w.data, cdof_w.strides[0], nn * 3 * ts, 0);
+        pf(cdof_v.data, cdof_v.strides[0], nn * 3 * ts, 0);
+        pf(cinert_m.data, cinert_m.strides[0], ll * ts, 0);
+        pf(cinert_mc.data, cinert_mc.strides[0], ll * 3 * ts, 0);
+        pf(cinert_i.data, cinert_i.strides[0], ll * 9 * ts, 0);
+        pf(armature.data, armature.strides[0], nn * ts, 0);
+        pf(dof_dv.data, dof_dv.strides[0], nn * ts, 0);
+        pf(qfrc.data, qfrc.strides[0], nn * ts, 0);
+        pf(crb_m.data, crb_m.strides[0], ll * ts, 1);
+        pf(crb_mc.data, crb_mc.strides[0], ll * 3 * ts, 1);
+        pf(crb_i.data, crb_i.strides[0], ll * 9 * ts, 1);
+        pf(mass.data, mass.strides[0], nz * ts, 1);
+        pf(qld.data, qld.strides[0], nz * ts, 1);
+        pf(qacc.data, qacc.strides[0], nn * ts, 1);
+        if (hd_int >= decltype(hd_int)(0)) pf(qld_int.data, qld_int.strides[0], nz * ts, 1);
+        if (dense) {
+            const char* m1 = (const char*)M_out.data + e1 * M_out.strides[0];
+            const size_t ms = M_out.strides[1];
+            for (int i = 0; i < n; ++i) {
+                const int adr = dof_madr.data[i];
+                const int end = adr + dof_depth.data[i] + 1;
+                for (int a = adr; a < end; ++a) {
+                    const int j = m_col.data[a];
+                    __builtin_prefetch(m1 + (size_t)i * ms + (size_t)j * ts, 1, 3);
+                    __builtin_prefetch(m1 + (size_t)j * ms + (size_t)i * ts, 1, 3);
+                }
+            }
+        }
+    }
+#endif
+
+// @func crb_factor_native
+    {
+// @use factorization.prefetch_next
+    }
+    {
+// @use inertia.crb
+    }
+    {
+// @use factorization.factor
+    }
+    {
+// @use factorization.solve
+    }
+    if (hd_int >= decltype(hd_int)(0)) {
+        // the integration's M + hd_int·D factored now too, while M is in cache (ld_solve_native solves with it)
+        const auto hd = hd_int;
+        const auto& qld = qld_int;
+// @use factorization.factor
+    }
+    if (dense) {
+// @use factorization.dense
+    }

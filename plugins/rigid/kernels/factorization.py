@@ -5,6 +5,11 @@ One thread per env; native loops in kernels/factorization.cpp (why: kernels/nati
 ``factor_solve`` reads ``m``: the dof tree; ``d``: mass, dof_dv and the force ``qfrc_in``; writes
 ``d.qld`` and ``qacc_out``. ``mass_dense`` reads ``d``: mass, dof_dv; writes ``d.qM`` = M + hd·D
 (only the tree pattern: the entries off it stay zero from allocation).
+``crb_factor_solve`` is the inertia stage (kernels/inertia.py ``crb``), ``factor_solve``, with ``hd_int``
+>= 0 the factor of M + hd_int·D into ``d.qld_int`` and, with ``dense`` = 1, ``mass_dense`` in one launch
+(the same native parts, so the same numbers): the solver's smooth pass uses it (one pass over each env's
+M instead of three or four). ``ld_solve`` is qacc_out = (M + hd_int·D)⁻¹·qfrc_in from ``d.qld_int`` (the
+integration's solve after the constraint solve, MuJoCo's mj_solveLD without a new factorization).
 ``hd`` is 0 (M itself), or the substep h (M + h·D: the integrator's implicit damping, docs/semantics.md §R2).
 """
 
@@ -27,9 +32,20 @@ def ldl_solve_native(env: int, n: int, hd: Any, dof_madr: I1, dof_depth: I1, m_c
                      qfrc: A2, qld: A2, qacc: A2): ...
 
 
+@wp.func_native(native.body(__file__, "ld_solve_native"))
+def ld_solve_native(env: int, n: int, dof_madr: I1, dof_depth: I1, m_col: I1, qld: A2, qfrc: A2, qacc: A2): ...
+
+
 @wp.func_native(native.body(__file__, "mass_dense_native"))
-def mass_dense_native(env: int, nv: int, hd: Any, dof_madr: I1, dof_depth: I1, m_col: I1, mass_in: A2,
+def mass_dense_native(env: int, n: int, hd: Any, dof_madr: I1, dof_depth: I1, m_col: I1, mass: A2,
                       dof_dv: A2, M_out: A3): ...
+
+
+@wp.func_native(native.body(__file__, "crb_factor_native"))
+def crb_factor_native(env: int, nl: int, n: int, hd: Any, hd_int: Any, dense: int, prefetch: int, link_parent: I1,
+                      dof_link: I1, dof_madr: I1, dof_depth: I1, m_col: I1, armature: A2, cdof_w: A2, cdof_v: A2,
+                      cinert_m: A2, cinert_mc: A2, cinert_i: A2, dof_dv: A2, qfrc: A2, crb_m: A2, crb_mc: A2,
+                      crb_i: A2, mass: A2, qld: A2, qacc: A2, qld_int: A2, M_out: A3): ...
 
 
 @wp.kernel
@@ -44,5 +60,23 @@ def mass_dense(m: Any, d: Any, hd: Any):
     mass_dense_native(env, m.nv, hd, m.dof_madr, m.dof_depth, m.m_col, d.mass, d.dof_dv, d.qM)
 
 
+@wp.kernel
+def ld_solve(m: Any, d: Any, qfrc_in: wp.array2d(dtype=Any), qacc_out: wp.array2d(dtype=Any)):
+    env = wp.tid()
+    ld_solve_native(env, m.nv, m.dof_madr, m.dof_depth, m.m_col, d.qld_int, qfrc_in, qacc_out)
+
+
+@wp.kernel
+def crb_factor_solve(m: Any, d: Any, hd: Any, hd_int: Any, dense: int, prefetch: int, qfrc_in: wp.array2d(dtype=Any),
+                     qacc_out: wp.array2d(dtype=Any)):
+    env = wp.tid()
+    crb_factor_native(env, m.nl, m.nv, hd, hd_int, dense, prefetch, m.link_parent, m.dof_link, m.dof_madr, m.dof_depth, m.m_col,
+                      m.dof_armature, d.cdof_w, d.cdof_v, d.cinert_m, d.cinert_mc, d.cinert_i, d.dof_dv, qfrc_in,
+                      d.crb_m, d.crb_mc, d.crb_i, d.mass, d.qld, qacc_out, d.qld_int, d.qM)
+
+
 overload(factor_solve, hd=lambda s: s, qfrc_in=lambda s: wp.array2d(dtype=s), qacc_out=lambda s: wp.array2d(dtype=s))
 overload(mass_dense, hd=lambda s: s)
+overload(ld_solve, qfrc_in=lambda s: wp.array2d(dtype=s), qacc_out=lambda s: wp.array2d(dtype=s))
+overload(crb_factor_solve, hd=lambda s: s, hd_int=lambda s: s, qfrc_in=lambda s: wp.array2d(dtype=s),
+         qacc_out=lambda s: wp.array2d(dtype=s))

@@ -4,9 +4,10 @@
 // crb(l) = cinert(l) + sum of crb(children); for dof i on link l: f = crb(l)·cdof_i (torque ft,
 // force ff), M[i, j] = cdof_j·f for j = i and its dof ancestors (the row's columns m_col,
 // tree-sparse: row i at dof_madr[i], dof_depth[i] + 1 entries, MuJoCo's layout), armature added on
-// the diagonal.
+// the diagonal. The loop is the part ``crb`` (used by crb_native here and by the fused
+// crb_factor_native of kernels/factorization.cpp: one source).
 
-// @func crb_native
+// @part crb
     typedef decltype(+*cinert_m.data) T;
     typedef wp::vec_t<3, T> V;
     typedef wp::mat_t<3, 3, T> M3;
@@ -56,3 +57,6 @@
         }
         mm[a0] += arm[i];
     }
+
+// @func crb_native
+// @use inertia.crb
