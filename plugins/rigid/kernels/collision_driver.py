@@ -377,26 +377,29 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
             if one + type(margin)(1e-10) == one:
                 eps = type(margin)(1.2e-7)          # float32
             xa = cand_pos_in[env, start]
+            # MuJoCo-compatible mode: MuJoCo's box-box set as it is (its own near-duplicate rule): no
+            # duplicate search, every point kept
+            whole = keep_boxbox != 0 and geom_type[g1] == BOX and geom_type[g2] == BOX
             span = zero
             scale = zero
-            for i in range(cnt):
-                x = cand_pos_in[env, start + i]
-                span = wp.max(span, wp.length(x - xa))
-                scale = wp.max(scale, wp.max(wp.abs(x[0]), wp.max(wp.abs(x[1]), wp.abs(x[2]))))
-            tol = type(margin)(1e-6) * span + type(margin)(8.0) * eps * scale
             skip = int(0)
             nu = cnt
-            for i in range(1, cnt):
-                xi = cand_pos_in[env, start + i]
-                for j in range(i):
-                    if not _pick(skip, j) and not _pick(skip, i):
-                        if wp.length(xi - cand_pos_in[env, start + j]) <= tol:
-                            skip = skip | (1 << i)
-                            nu -= 1
+            if not whole:
+                for i in range(cnt):
+                    x = cand_pos_in[env, start + i]
+                    span = wp.max(span, wp.length(x - xa))
+                    scale = wp.max(scale, wp.max(wp.abs(x[0]), wp.max(wp.abs(x[1]), wp.abs(x[2]))))
+            tol = type(margin)(1e-6) * span + type(margin)(8.0) * eps * scale
+            if not whole:
+                for i in range(1, cnt):
+                    xi = cand_pos_in[env, start + i]
+                    for j in range(i):
+                        if not _pick(skip, j) and not _pick(skip, i):
+                            if wp.length(xi - cand_pos_in[env, start + j]) <= tol:
+                                skip = skip | (1 << i)
+                                nu -= 1
             sel = int(0)
-            if keep_boxbox != 0 and geom_type[g1] == BOX and geom_type[g2] == BOX:
-                # MuJoCo-compatible mode: MuJoCo's box-box set as it is (its own near-duplicate rule)
-                skip = 0
+            if whole:
                 sel = (1 << cnt) - 1
             elif nu <= max_per_pair:
                 sel = ((1 << cnt) - 1) - skip          # skip is a subset of the bits
