@@ -384,7 +384,8 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
             scale = zero
             skip = int(0)
             nu = cnt
-            if not whole:
+            # tol is read only by the duplicate search and the picks below, which need two points or more
+            if not whole and cnt > 1:
                 for i in range(cnt):
                     x = cand_pos_in[env, start + i]
                     span = wp.max(span, wp.length(x - xa))
