@@ -721,7 +721,7 @@ def set_const(m, d, hm: HostModel, layout, entities, pipe, mass_matrix0: np.ndar
         con_geom = a.wp.array(ptr=cg.ptr, dtype=a.wp.int32, shape=(n, pipe.max_contacts, 2), device=layout.device)
         con_pair = pipe.contact_pair
         # the rows read the contact points, frames and margins from the pipeline's contact set itself
-        # (aliases: the export writes each contact once, docs/collision.md "Integration")
+        # (aliases: the export writes each contact once, docs/collision.md "In the rigid solver (wired)")
         con_set = (pipe.contact_pos, pipe.contact_frame, pipe.contact_includemargin)
     _make_constraint_data(d, hm, a, n, max_rows=max_rows, max_con=max_con, cone_elliptic=o.friction_cone == "elliptic",
                           signorini=o.effective_resolution() == "signorini", noslip=o.noslip_iterations > 0,
