@@ -959,8 +959,8 @@ class CollisionPipeline:
             wp.launch(K.prune_export, dim=n,
                       inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
                               m.pair_gap, self._msum, self._gap_out, self.options.max_contacts_per_pair,
-                              self.max_contacts, m.geom_link, v.pairs_buf, v.pair_count, v.pair_cand, v.cand_pos,
-                              v.cand_normal, v.cand_dist],
+                              self.max_contacts, m.geom_link, self._copy_set(*export), v.pairs_buf, v.pair_count,
+                              v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
                       outputs=[v.contact_raw, v.contact_count, v.contact_geom, v.contact_pos, v.contact_frame,
                                v.contact_depth, v.contact_includemargin, v.contact_pair]
                       + [a[s] for a in export], device=dev)
@@ -995,10 +995,21 @@ class CollisionPipeline:
         s = slice(part.start, part.stop)
         dim, st = self._slots(v.n, self.max_contacts)
         wp.launch(K.export_contacts, dim=dim,
-                  inputs=[self.model.geom_link, st, v.contact_active, v.contact_geom, v.contact_pos,
+                  inputs=[self.model.geom_link, st, self._copy_set(n_con, con_pos, con_frame, con_dist, con_margin,
+                                                                   con_link), v.contact_active, v.contact_geom, v.contact_pos,
                           v.contact_frame, v.contact_depth, v.contact_includemargin],
                   outputs=[n_con[s], con_pos[s], con_frame[s], con_dist[s], con_margin[s],
                            con_link[s]], device=self.device)
+
+    def _copy_set(self, n_con, con_pos, con_frame, con_dist, con_margin, con_link) -> int:
+        """0 when the export's pos / frame / margin arrays are this pipeline's contact_pos /
+        contact_frame / contact_includemargin themselves (same memory and shape: the rigid solver's
+        Data aliases them at build, docs/collision.md), so the export writes only the count, dist
+        and links; 1 (copy them) otherwise."""
+        same = all(a.ptr == b.ptr and a.shape == b.shape and a.strides == b.strides for a, b in
+                   ((con_pos, self.contact_pos), (con_frame, self.contact_frame),
+                    (con_margin, self.contact_includemargin)))
+        return 0 if same else 1
 
     # -- after the step ---------------------------------------------------------------------------
     def overflow(self) -> list:

@@ -484,9 +484,11 @@ def make_data(hm: HostModel, layout):
 
 
 def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, max_con: int, cone_elliptic: bool,
-                          signorini: bool, noslip: bool, con_geom=None, con_pair=None, islands: bool = False) -> None:
+                          signorini: bool, noslip: bool, con_geom=None, con_pair=None, con_set=None,
+                          islands: bool = False) -> None:
     """The contact, row and solver arrays (one element each along unused axes: signorini and noslip
-    scratch only when used). con_geom / con_pair: the collision pipeline's arrays (aliased)."""
+    scratch only when used). con_geom / con_pair and con_set = (pos, frame, includemargin): the
+    collision pipeline's arrays (aliased)."""
     wp = a.wp
     z, I32, V, M33 = a.zeros, wp.int32, a.V, a.M33
     nv, neq, nl = max(1, hm.nv), max(1, len(hm.eq_type)), hm.nl
@@ -497,10 +499,15 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.eq_active = a.arr(active, I32)
     d.qacc_warmstart = z((n, nv))
     d.ncon = z(n, I32)
-    d.con_pos = z((n, C), V)
-    d.con_frame = z((n, C), M33)
+    if con_set is not None:
+        d.con_pos, d.con_frame, d.con_margin = con_set
+        if any(x.shape[:2] != (n, C) for x in con_set):
+            raise BuildError(f"rigid solver: the collision pipeline's contact arrays are not (n_envs, max_con) = {(n, C)}")
+    else:
+        d.con_pos = z((n, C), V)
+        d.con_frame = z((n, C), M33)
+        d.con_margin = z((n, C))
     d.con_dist = z((n, C))
-    d.con_margin = z((n, C))
     d.con_link = z((n, C, 2), I32)
     d.con_geom = con_geom if con_geom is not None else z((n, C, 2), I32)
     d.con_pair = con_pair if con_pair is not None else a.arr(np.full((n, C), -1), I32)
@@ -705,7 +712,7 @@ def set_const(m, d, hm: HostModel, layout, entities, pipe, mass_matrix0: np.ndar
                 + sum(EQ_ROWS[EqType(int(k))] for k in hm.eq_type))
     _put_constraint_model(m, hm, a, n, ngeom=len(geom["condim"]) if geom else 0, max_rows=max_rows, max_con=max_con,
                           geom=geom, pairs=pairs, invweight=(lw, dw))
-    con_geom = con_pair = None
+    con_geom = con_pair = con_set = None
     if pipe is not None:
         cg = pipe.contact_geom
         if not cg.is_contiguous:
@@ -714,9 +721,12 @@ def set_const(m, d, hm: HostModel, layout, entities, pipe, mass_matrix0: np.ndar
         # alias of the same memory: no copy, a captured graph keeps the pointer)
         con_geom = a.wp.array(ptr=cg.ptr, dtype=a.wp.int32, shape=(n, pipe.max_contacts, 2), device=layout.device)
         con_pair = pipe.contact_pair
+        # the rows read the contact points, frames and margins from the pipeline's contact set itself
+        # (aliases: the export writes each contact once, docs/collision.md "In the rigid solver (wired)")
+        con_set = (pipe.contact_pos, pipe.contact_frame, pipe.contact_includemargin)
     _make_constraint_data(d, hm, a, n, max_rows=max_rows, max_con=max_con, cone_elliptic=o.friction_cone == "elliptic",
                           signorini=o.effective_resolution() == "signorini", noslip=o.noslip_iterations > 0,
-                          con_geom=con_geom, con_pair=con_pair, islands=o.effective_islands())
+                          con_geom=con_geom, con_pair=con_pair, con_set=con_set, islands=o.effective_islands())
 
 
 # ---------------------------------------------------------------- views

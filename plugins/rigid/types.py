@@ -226,10 +226,11 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         joint_mid_active: (n, nj) int: 1 = the free joint took the implicit midpoint branch this substep
         -- contacts (collision stage export; stage constraint_rows.py: parameters):
         ncon: (n,) int: contacts handed to the constraint rows
-        con_pos: (n, max_con) vec3 [m]: contact point, world
-        con_frame: (n, max_con) mat33: rows normal (B to A), tangent 1, tangent 2
+        con_pos: (n, max_con) vec3 [m]: contact point, world (the collision pipeline's contact_pos)
+        con_frame: (n, max_con) mat33: rows normal (B to A), tangent 1, tangent 2 (the pipeline's contact_frame)
         con_dist: (n, max_con) float [m]: signed distance (< 0: penetration)
-        con_margin: (n, max_con) float [m]: distance below which the contact makes rows
+        con_margin: (n, max_con) float [m]: distance below which the contact makes rows (the pipeline's
+            contact_includemargin)
         con_link: (n, max_con, 2) int: links of geom A and geom B (-1: world)
         con_geom: (n, max_con, 2) int: geoms A and B (the collision pipeline's contact_geom)
         con_pair: (n, max_con) int: explicit pair index, -1 for a dynamic pair

@@ -374,3 +374,74 @@ def test_equality_weld_switched_per_env(bp):
     assert _pairs(pipe, 0) == [] and _pairs(pipe, 1) == [(0, 1)]
     with pytest.raises(OptionError, match="set_weld_active"):
         pipe.set_weld_active([1, 1])
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_export_into_the_pipelines_own_arrays(fused):
+    """The rigid solver's layout: con_pos / con_frame / con_margin are the pipeline's contact_pos /
+    contact_frame / contact_includemargin themselves. export (and collide's fused prune + export on CPU)
+    then writes only the count, dist = -depth and the links; the shared arrays hold the contact set the
+    pipeline reports, and an export into separate arrays still copies everything (as before)."""
+    g = [geom("plane", (0, 0, 1), -1)] + [geom("box", (0.2, 0.15, 0.1), i) for i in range(3)]
+    pipe = CollisionPipeline(g, [0] * 4, [-1] * 3, [True] * 3, RigidOptions(mujoco_compatible=True))
+    E = 2
+    pipe.build(E, "cpu", "64")
+    rng = np.random.default_rng(3)
+    lpos = np.array([[[0.31, -0.2, 0.12], [0.62, 0.05, 0.09], [0.5, -0.1, 0.3]]] * E) + rng.uniform(-0.02, 0.02, (E, 3, 3))
+    lq = rng.normal(size=(E, 3, 4)) * [0.15, 0.15, 0.15, 1.0]      # (x, y, z, w), near upright
+    lq /= np.linalg.norm(lq, axis=-1, keepdims=True)
+    link_pos = wp.array(lpos, dtype=wp.vec3d)
+    link_quat = wp.array(lq, dtype=wp.quatd)
+    C = pipe.max_contacts
+    n_con = wp.array(np.full(E, -7), dtype=wp.int32)
+    dist = wp.array(np.full((E, C), np.nan), dtype=wp.float64)
+    link = wp.array(np.full((E, C, 2), -9), dtype=wp.int32)
+    shared = (n_con, pipe.contact_pos, pipe.contact_frame, dist, pipe.contact_includemargin, link)
+    part = Partition(0, 0, E)
+    if fused:
+        pipe.collide(part, link_pos, link_quat, shared)
+    else:
+        pipe.collide(part, link_pos, link_quat)
+        pipe.export(part, *shared)
+    own = [wp.zeros((E, C), dtype=wp.vec3d), wp.zeros((E, C), dtype=wp.mat33d), wp.zeros((E, C), dtype=wp.float64)]
+    sep = (wp.zeros(E, dtype=wp.int32), own[0], own[1], wp.zeros((E, C), dtype=wp.float64), own[2],
+           wp.zeros((E, C, 2), dtype=wp.int32))
+    pipe.export(part, *sep)
+    lk = np.array([x.link for x in g])
+    for e, c in enumerate(pipe.contacts()):
+        k = len(c["depth"])
+        assert k > 0 and int(n_con.numpy()[e]) == k
+        np.testing.assert_array_equal(dist.numpy()[e, :k], -c["depth"])
+        np.testing.assert_array_equal(link.numpy()[e, :k], np.stack([lk[c["geom_a"]], lk[c["geom_b"]]], 1))
+        assert np.all(link.numpy()[e, k:] == -9) and np.all(np.isnan(dist.numpy()[e, k:]))
+        np.testing.assert_array_equal(own[0].numpy()[e, :k], c["pos"])
+        np.testing.assert_array_equal(own[1].numpy()[e, :k], c["frame"])
+        np.testing.assert_array_equal(own[2].numpy()[e, :k], c["includemargin"])
+        np.testing.assert_array_equal(sep[3].numpy()[e, :k], -c["depth"])
+
+
+def test_rigid_solver_reads_the_pipelines_contact_set():
+    """The rigid solver's Data aliases the contact points, frames, margins, geoms and pairs of its
+    collision pipeline (one copy of the contact set); after a step the exported count, dist and links
+    match the pipeline's set."""
+    import polyphys
+    from polyphys import morphs
+    from polyphys.plugins.rigid.materials import Rigid
+
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, precision="64", graph_capture=False), rigid=RigidOptions())
+    scene.add_entity(morphs.Plane(), Rigid())
+    scene.add_entity(morphs.Box(size=(0.3, 0.2, 0.1), pos=(0.2, -0.1, 0.049), euler=(0, 0, 17)), Rigid())
+    scene.build(n_envs=2)
+    s = scene.solver("rigid")
+    scene.step()
+    c, d = s.collision, s.data
+    for a, b in ((d.con_pos, c.contact_pos), (d.con_frame, c.contact_frame), (d.con_margin, c.contact_includemargin),
+                 (d.con_pair, c.contact_pair)):
+        assert a.ptr == b.ptr and a.shape == b.shape
+    assert d.con_geom.ptr == c.contact_geom.ptr
+    lk = np.array([g.link for g in c.geoms])
+    for e, con in enumerate(c.contacts()):
+        k = len(con["depth"])
+        assert k == 4 and int(d.ncon.numpy()[e]) == k
+        np.testing.assert_array_equal(d.con_dist.numpy()[e, :k], -con["depth"])
+        np.testing.assert_array_equal(d.con_link.numpy()[e, :k], np.stack([lk[con["geom_a"]], lk[con["geom_b"]]], 1))

@@ -4,7 +4,9 @@ only, generic over precision; the kernels live in collision_box.py.
 
 Stage 1, separating axes: the 3 face axes of each box, then the 9 edge-cross axes; an edge axis wins
 only when its separation beats the best face axis by a relative bias (1e-6), and a winning edge axis
-within ~8° of the best face axis (|cos| > 0.99) that is not 5 % deeper gives way to the face.
+within ~8° of the best face axis (|cos| > 0.99) that is not 5 % deeper gives way to the face. The first
+axis separating the boxes by more than the margin ends the test (no contact; the axes after it cannot
+change that).
 Stage 2, face axis: the incident face (the face of the other box most opposed to the reference normal)
 is clipped against the four side planes of the reference face (Sutherland–Hodgman, depth carried as
 an attribute); every clipped vertex within the margin is a contact (near-duplicates within 1e-7 of
@@ -74,12 +76,11 @@ def box_box_mujoco(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2
     if one + type(zero)(1e-10) == one:
         sep_best = type(zero)(-3.0e38)          # float32
     code = int(-1)
-    separated = int(0)
     for i in range(3):
         r2 = (wp.abs(rot[i][0]) * size2[0] + wp.abs(rot[i][1]) * size2[1]) + wp.abs(rot[i][2]) * size2[2]
         sep = wp.abs(p21[i]) - size1[i] - r2
         if sep > margin:
-            separated = 1
+            return cnt, nrm, pts, dst           # separated along this axis: no contact
         if sep > sep_best:
             sep_best = sep
             code = i
@@ -87,7 +88,7 @@ def box_box_mujoco(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2
         r1 = (wp.abs(rot[0][j]) * size1[0] + wp.abs(rot[1][j]) * size1[1]) + wp.abs(rot[2][j]) * size1[2]
         sep = wp.abs(p12[j]) - size2[j] - r1
         if sep > margin:
-            separated = 1
+            return cnt, nrm, pts, dst           # separated along this axis: no contact
         if sep > sep_best:
             sep_best = sep
             code = 3 + j
@@ -112,11 +113,11 @@ def box_box_mujoco(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2
                 rr2 = size2[j1] * wp.abs(b1) + size2[j2] * wp.abs(b2)
                 sep = wp.abs(a1 * p21[i1] + a2 * p21[i2]) - rr1 - rr2
                 if sep > margin:
-                    separated = 1
+                    return cnt, nrm, pts, dst   # separated
                 if sep - type(zero)(1e-6) * wp.abs(sep) > sep_best and sep > sep_face:
                     sep_best = sep
                     code = 6 + 3 * i + j
-    if separated == 1 or code < 0:
+    if code < 0:
         return cnt, nrm, pts, dst
     # an edge axis within ~8 degrees of the best face axis and not 5 % deeper gives way to the face
     if code >= 6:

@@ -377,26 +377,30 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
             if one + type(margin)(1e-10) == one:
                 eps = type(margin)(1.2e-7)          # float32
             xa = cand_pos_in[env, start]
+            # MuJoCo-compatible mode: MuJoCo's box-box set as it is (its own near-duplicate rule): no
+            # duplicate search, every point kept
+            whole = keep_boxbox != 0 and geom_type[g1] == BOX and geom_type[g2] == BOX
             span = zero
             scale = zero
-            for i in range(cnt):
-                x = cand_pos_in[env, start + i]
-                span = wp.max(span, wp.length(x - xa))
-                scale = wp.max(scale, wp.max(wp.abs(x[0]), wp.max(wp.abs(x[1]), wp.abs(x[2]))))
-            tol = type(margin)(1e-6) * span + type(margin)(8.0) * eps * scale
             skip = int(0)
             nu = cnt
-            for i in range(1, cnt):
-                xi = cand_pos_in[env, start + i]
-                for j in range(i):
-                    if not _pick(skip, j) and not _pick(skip, i):
-                        if wp.length(xi - cand_pos_in[env, start + j]) <= tol:
-                            skip = skip | (1 << i)
-                            nu -= 1
+            # tol is read only by the duplicate search and the picks below, which need two points or more
+            if not whole and cnt > 1:
+                for i in range(cnt):
+                    x = cand_pos_in[env, start + i]
+                    span = wp.max(span, wp.length(x - xa))
+                    scale = wp.max(scale, wp.max(wp.abs(x[0]), wp.max(wp.abs(x[1]), wp.abs(x[2]))))
+            tol = type(margin)(1e-6) * span + type(margin)(8.0) * eps * scale
+            if not whole:
+                for i in range(1, cnt):
+                    xi = cand_pos_in[env, start + i]
+                    for j in range(i):
+                        if not _pick(skip, j) and not _pick(skip, i):
+                            if wp.length(xi - cand_pos_in[env, start + j]) <= tol:
+                                skip = skip | (1 << i)
+                                nu -= 1
             sel = int(0)
-            if keep_boxbox != 0 and geom_type[g1] == BOX and geom_type[g2] == BOX:
-                # MuJoCo-compatible mode: MuJoCo's box-box set as it is (its own near-duplicate rule)
-                skip = 0
+            if whole:
                 sel = (1 << cnt) - 1
             elif nu <= max_per_pair:
                 sel = ((1 << cnt) - 1) - skip          # skip is a subset of the bits
@@ -569,6 +573,7 @@ def prune_export(
     max_per_pair: int,
     max_contacts: int,
     geom_link: wp.array(dtype=wp.int32),
+    copy_set: int,
     # Data in:
     pairs_in: wp.array2d(dtype=wp.vec3i),
     pair_count_in: wp.array(dtype=wp.int32),
@@ -597,7 +602,9 @@ def prune_export(
     the constraint builder's arrays — the operations of the three kernels in their order
     (bit-identical). For the CPU launch grid only (slot_stride 1: the env's whole contact set is in
     one thread) and only without contacts in the gap (no ``split_inactive`` between prune and export:
-    CollisionPipeline.collide)."""
+    CollisionPipeline.collide). ``copy_set`` 0: con_pos / con_frame / con_margin are the contact set's
+    own pos / frame / includemargin arrays (the rigid solver's, aliased at build), so only the count,
+    dist and links are written: each contact is written once."""
     env = wp.tid()
     for k in range(wp.min(pair_count_in[env], pairs_in.shape[1])):
         _prune_at(env, k, geom_orig, geom_type, keep_boxbox, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum,
@@ -611,10 +618,11 @@ def prune_export(
     n_con_out[env] = n
     for c in range(n):
         g = contact_geom_out[env, c]
-        con_pos_out[env, c] = contact_pos_out[env, c]
-        con_frame_out[env, c] = contact_frame_out[env, c]
+        if copy_set != 0:
+            con_pos_out[env, c] = contact_pos_out[env, c]
+            con_frame_out[env, c] = contact_frame_out[env, c]
+            con_margin_out[env, c] = contact_includemargin_out[env, c]
         con_dist_out[env, c] = -contact_depth_out[env, c]
-        con_margin_out[env, c] = contact_includemargin_out[env, c]
         con_link_out[env, c, 0] = geom_link[g[0]]
         con_link_out[env, c, 1] = geom_link[g[1]]
 
@@ -687,6 +695,7 @@ def export_contacts(
     # Model:
     geom_link: wp.array(dtype=wp.int32),
     slot_stride: int,
+    copy_set: int,
     # Data in:
     contact_count_in: wp.array(dtype=wp.int32),
     contact_geom_in: wp.array2d(dtype=wp.vec2i),
@@ -703,17 +712,20 @@ def export_contacts(
     con_link_out: wp.array3d(dtype=wp.int32),
 ):
     """Copy the contact set into a constraint builder's inputs: signed distance (MuJoCo's dist =
-    -depth), the links of geoms A and B (-1: world)."""
+    -depth), the links of geoms A and B (-1: world). ``copy_set`` 0: con_pos / con_frame / con_margin
+    are the contact set's own pos / frame / includemargin arrays (aliased): only the count, dist and
+    links are written."""
     env, j = wp.tid()
     n = wp.min(contact_count_in[env], con_pos_out.shape[1])
     if j == 0:
         n_con_out[env] = n
     for c in range(j, n, slot_stride):
         g = contact_geom_in[env, c]
-        con_pos_out[env, c] = contact_pos_in[env, c]
-        con_frame_out[env, c] = contact_frame_in[env, c]
+        if copy_set != 0:
+            con_pos_out[env, c] = contact_pos_in[env, c]
+            con_frame_out[env, c] = contact_frame_in[env, c]
+            con_margin_out[env, c] = contact_includemargin_in[env, c]
         con_dist_out[env, c] = -contact_depth_in[env, c]
-        con_margin_out[env, c] = contact_includemargin_in[env, c]
         con_link_out[env, c, 0] = geom_link[g[0]]
         con_link_out[env, c, 1] = geom_link[g[1]]
 
