@@ -37,12 +37,14 @@ class BlockQueue:
         """Zero the counters (outside a step; after a step that failed midway: ``Solver.on_reset``)."""
         self.counters.zero_()
 
-    def stage(self, solver, part, launch) -> None:
+    def stage(self, solver, part, launch, then=None) -> None:
         """One parallel stage of ``solver`` over ``part`` whose blocks the workers claim:
         ``launch(claim, counters)`` issues the stage's kernel over all its blocks — thread (env, c)
         computes ``next_block(counters, claim, env, c)`` — with ``counters`` the partition's rows. One
         worker: a single launch with ``claim`` 0. Several: every worker launches with ``claim`` 1, then
-        ``release`` (the last worker through resets the counters for the next claimed stage)."""
+        ``release`` (the last worker through resets the counters for the next claimed stage).
+        ``then(w)``, when given, issues worker w's launches after its claimed one in the same stage (a
+        fixed share of other work that needs nothing the claimed launch writes)."""
         import warp as wp
 
         from .kernels import blocks as K
@@ -50,10 +52,14 @@ class BlockQueue:
         counters = self._views[part.index]
         if part.workers == 1:
             launch(0, counters)
+            if then is not None:
+                then(0)
             return
 
         def stage(w):
             launch(1, counters)
             wp.launch(K.release, dim=part.n_envs, inputs=[part.workers], outputs=[counters], device=self.device)
+            if then is not None:
+                then(w)
 
         solver.parallel(part, stage)

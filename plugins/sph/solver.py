@@ -360,15 +360,16 @@ class SPHSolver(Solver):
             G.cell_keys, (p.n, b - a), [m.lower, m.inv_cell, m.dims, self.n_cells, a, p.pos, p.active, p.cell])
             if b > a else None, payload=(p.pos, p.pos_sorted), after=ROWS)
 
-    def _places(self, part, kernel, head, arrays):
+    def _places(self, part, kernel, head, arrays, then=None):
         """A neighbour stage over the N sorted places in blocks of PLACE_BLOCK that the workers claim
-        (polyphys.blocks: a particle's cost is its neighbours', unequal across the block)."""
+        (polyphys.blocks: a particle's cost is its neighbours', unequal across the block); ``then(w)``:
+        worker w's other launches of the stage (BlockQueue.stage)."""
         from .kernels import fluid as F
 
         n_blocks = -(-self.N // F.PLACE_BLOCK)
         p = self._parts[part.index]
         self.blocks.stage(self, part, lambda claim, counters: self._launch(
-            kernel, (p.n, n_blocks), [*head, self.N, claim, *arrays, counters]))
+            kernel, (p.n, n_blocks), [*head, self.N, claim, *arrays, counters]), then)
 
     def _density(self, part, p):
         from .kernels import fluid as F
@@ -401,20 +402,21 @@ class SPHSolver(Solver):
                      [p.active, p.start, p.sorted, p.pos_sorted, p.mass_s, p.vel_s, p.rho_s, p.pr2_s, p.nbrs, p.nbr_list,
                       p.nbr_grad, p.bp, p.kappa_rho, p.dv, vel_out])
 
-    def _kappa_step(self, p, a, b, vel_s, base, total, out):
-        """Launch of a Jacobi step's κ for sorted places [a, b) (``solve_kappa``)."""
+    def _kappa_step(self, part, p, vel_s, base, total, out):
+        """A Jacobi step's κ (``solve_kappa``; a claimed stage over the sorted places)."""
         from .kernels import fluid as F
 
-        self._launch(F.solve_kappa, (p.n, b - a), [self.model, a, p.done, p.active, p.start, p.sorted, p.pos_sorted,
-                                                   p.mass_s, vel_s, p.nbrs, p.nbr_list, p.nbr_grad, p.rho_s, p.alpha_s,
-                                                   base, p.kappa, p.kr_s, p.err, total, out])
+        self._places(part, F.solve_kappa, [self.model], [p.done, p.active, p.start, p.sorted, p.pos_sorted, p.mass_s,
+                                                         vel_s, p.nbrs, p.nbr_list, p.nbr_grad, p.rho_s, p.alpha_s, base,
+                                                         p.kappa, p.kr_s, p.err, total, out])
 
-    def _velocity_update(self, p, a, b, vel_s):
-        """Launch of the velocity update with κ/ρ in ``kr_s`` for sorted places [a, b)."""
+    def _velocity_update(self, part, p, vel_s, then=None):
+        """The velocity update with κ/ρ in ``kr_s`` (``solve_update``; a claimed stage over the sorted
+        places; ``then(w)``: worker w's other launches of the stage)."""
         from .kernels import fluid as F
 
-        self._launch(F.solve_update, (p.n, b - a), [self.model, a, p.done, p.active, p.start, p.sorted, p.pos_sorted,
-                                                    p.mass_s, p.nbrs, p.nbr_list, p.nbr_grad, p.kr_s, vel_s])
+        self._places(part, F.solve_update, [self.model], [p.done, p.active, p.start, p.sorted, p.pos_sorted, p.mass_s,
+                                                          p.nbrs, p.nbr_list, p.nbr_grad, p.kr_s, vel_s], then)
 
     def _kappa_over_rho(self, part, p, kappa, scale: float, factor: float):
         """kr_s = scale·κ/ρ in sorted order, then κ ← factor·κ."""
@@ -447,7 +449,7 @@ class SPHSolver(Solver):
         L(G.zero_flags, ne, [p.done])
         if o.warm_start:
             self._kappa_over_rho(part, p, total, WARM_START_WEIGHT, WARM_START_WEIGHT)
-            self._rows(part, N, lambda a, b: self._velocity_update(p, a, b, vel_s))
+            self._velocity_update(part, p, vel_s)
         else:
             from .kernels import fluid as F
 
@@ -456,12 +458,8 @@ class SPHSolver(Solver):
         iters = o.max_divergence_iters if divergence else o.max_density_iters
         tol = o.divergence_tol if divergence else o.density_tol
 
-        def update(w):
-            # apply the κ just accumulated before the convergence test (as SPlisHSPlasH): every κ
-            # in the accumulator and in the reported pressure has acted on the velocities
-            a, b = part.chunk(w, N)
-            if b > a:
-                self._velocity_update(p, a, b, vel_s)
+        def chunk_sums(w):
+            # worker w's share of the chunk sums of the error (written by the κ stage)
             a, b = part.chunk(w, self.n_chunks)
             if b > a:
                 L(G.reduce_chunks, (ne, b - a), [N, a, p.err, p.active, p.done, p.err_sum, p.err_cnt])
@@ -470,8 +468,10 @@ class SPHSolver(Solver):
         go, it = p.loop[0:1], p.loop[1:2]
 
         def iteration():
-            self._rows(part, N, lambda a, b: self._kappa_step(p, a, b, vel_s, base, total, out))
-            self.parallel(part, update)
+            self._kappa_step(part, p, vel_s, base, total, out)
+            # apply the κ just accumulated before the convergence test (as SPlisHSPlasH): every κ
+            # in the accumulator and in the reported pressure has acted on the velocities
+            self._velocity_update(part, p, vel_s, then=chunk_sums)
             L(G.check_converged, ne, [self.n_chunks, tol, min_iters, p.err_sum, p.err_cnt, it, p.done, p.solve_err])
             L(G.loop_next, 1, [iters, p.done, it, go])
 

@@ -550,10 +550,10 @@ def accelerate(
                       vel_s_in, rho_s_in, pr2_s_in, nbrs_in, list_in, grad_in, bp_in, kappa_in, dv_out, vel_out)
 
 
-@wp.kernel
-def solve_kappa(
+@wp.func
+def solve_kappa_at(
     # Model:
-    m: Model, k0: int,
+    m: Model, env: int, kk: int,
     done_in: wp.array(dtype=wp.int32),
     # Data in:
     active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
@@ -578,8 +578,6 @@ def solve_kappa(
     in the density solve. Thread k: the particle at sorted place k (velocities in sorted order);
     κ, the error, the total and the pressure in particle order, κ/ρ (what ``solve_update`` reads
     of a neighbour) in sorted order."""
-    env, q = wp.tid()
-    kk = k0 + q
     if done_in[env] != 0:
         return
     i = sorted_in[env, kk]
@@ -629,6 +627,31 @@ def solve_kappa(
     kr_s_out[env, kk] = kap / rho
     err_out[env, i] = e / rho0
 
+@wp.kernel
+def solve_kappa(
+    # Model:
+    m: Model, n: int, claim: int,
+    done_in: wp.array(dtype=wp.int32),
+    # Data in:
+    active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    mass_s_in: wp.array2d(dtype=float), vel_s_in: wp.array2d(dtype=wp.vec3),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32), grad_in: wp.array2d(dtype=float),
+    rho_s_in: wp.array2d(dtype=float), alpha_s_in: wp.array2d(dtype=float),
+    base_in: wp.array2d(dtype=float),
+    # Data out:
+    kappa_out: wp.array2d(dtype=float), kr_s_out: wp.array2d(dtype=float), err_out: wp.array2d(dtype=float),
+    total_inout: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``solve_kappa_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
+    env, c = wp.tid()
+    b = next_block(claims_inout, claim, env, c)
+    for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+        solve_kappa_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, vel_s_in, nbrs_in, list_in,
+                       grad_in, rho_s_in, alpha_s_in, base_in, kappa_out, kr_s_out, err_out, total_inout, pressure_out)
+
+
 
 @wp.kernel
 def kappa_over_rho(
@@ -649,10 +672,10 @@ def kappa_over_rho(
     kappa_inout[env, i] = factor * kap
 
 
-@wp.kernel
-def solve_update(
+@wp.func
+def solve_update_at(
     # Model:
-    m: Model, k0: int,
+    m: Model, env: int, kk: int,
     done_in: wp.array(dtype=wp.int32),
     # Data in:
     active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
@@ -665,8 +688,6 @@ def solve_update(
 ):
     """DFSPH: vᵢ −= h·(Σⱼ mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ + c·Σ_b ψ_b κᵢ/ρᵢ·∇Wᵢ_b), with κ/ρ from ``kr_s_in``
     and the velocities in sorted order (thread k: the particle at sorted place k)."""
-    env, q = wp.tid()
-    kk = k0 + q
     if done_in[env] != 0:
         return
     i = sorted_in[env, kk]
@@ -703,6 +724,29 @@ def solve_update(
                     if r < m.H:
                         dv -= m.b_press * rho0 * m.b_vol[b] * ki * (d * grad_factor(r, m.H, m.kernel))
     vel_s_inout[env, kk] = vel_s_inout[env, kk] + m.h * dv
+
+@wp.kernel
+def solve_update(
+    # Model:
+    m: Model, n: int, claim: int,
+    done_in: wp.array(dtype=wp.int32),
+    # Data in:
+    active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    mass_s_in: wp.array2d(dtype=float),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32), grad_in: wp.array2d(dtype=float),
+    kr_s_in: wp.array2d(dtype=float),
+    # Data out:
+    vel_s_inout: wp.array2d(dtype=wp.vec3),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``solve_update_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
+    env, c = wp.tid()
+    b = next_block(claims_inout, claim, env, c)
+    for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+        solve_update_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, nbrs_in, list_in, grad_in,
+                        kr_s_in, vel_s_inout)
+
 
 
 @wp.kernel
