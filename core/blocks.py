@@ -5,16 +5,17 @@ worker a fixed share in ``Solver.parallel``: when the items cost unequal work (S
 free surface or a wall have fewer neighbours than those inside; a wetted wall's boundary particles
 more than a dry one's) or a worker's thread is descheduled by another process, the stage waits for
 the slowest share. ``BlockQueue.stage`` runs such a stage so that the workers take blocks of items
-until none is left: every worker launches the stage's claiming kernel over all its blocks, and each
-thread of a launch computes the next unclaimed block (``polyphys.kernels.blocks.next_block``) or,
-once all are taken, nothing. A block is computed by one worker with the same operations whichever
+until none is left: every worker launches the stage's claiming kernel with one thread per env, which
+computes unclaimed blocks (``polyphys.kernels.blocks.next_block``, ``block_after``) until all are
+taken — exactly one claim per block and one more per worker. A block is computed by one worker with the same operations whichever
 worker takes it, so the results are bit-identical for any number of workers (docs/architecture.md,
 "Threads within a partition"); only which worker computed what changes from run to run.
 
 Rules for a claimed stage: the items' results must not depend on the order in which the blocks
 are computed (no sum across blocks, no write another block reads in the same stage), and it
 cannot follow another stage worker by worker (``parallel(..., after=tag)``): its shares are not
-fixed. With one worker the kernel computes block c in thread c (no claiming, no extra launch).
+fixed. With one worker the kernel computes block c in thread c (no claiming, no extra launch; on CUDA
+a thread per block is what the device needs).
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ class BlockQueue:
         """Zero the counters (outside a step; after a step that failed midway: ``Solver.on_reset``)."""
         self.counters.zero_()
 
-    def stage(self, solver, part, launch, then=None) -> None:
-        """One parallel stage of ``solver`` over ``part`` whose blocks the workers claim:
-        ``launch(claim, counters)`` issues the stage's kernel over all its blocks — thread (env, c)
-        computes ``next_block(counters, claim, env, c)`` — with ``counters`` the partition's rows. One
-        worker: a single launch with ``claim`` 0. Several: every worker launches with ``claim`` 1, then
-        ``release`` (the last worker through resets the counters for the next claimed stage).
+    def stage(self, solver, part, n_blocks: int, launch, then=None) -> None:
+        """One parallel stage of ``solver`` over ``part`` whose ``n_blocks`` blocks the workers claim:
+        ``launch(threads, claim, counters)`` issues the stage's kernel over (part.n_envs, threads) with
+        ``counters`` the partition's rows. One worker: a single launch with a thread per block and
+        ``claim`` 0. Several: every worker launches one thread per env with ``claim`` 1, then ``release``
+        (the last worker through resets the counters for the next claimed stage).
         ``then(w)``, when given, issues worker w's launches after its claimed one in the same stage (a
         fixed share of other work that needs nothing the claimed launch writes)."""
         import warp as wp
@@ -51,13 +52,13 @@ class BlockQueue:
 
         counters = self._views[part.index]
         if part.workers == 1:
-            launch(0, counters)
+            launch(max(int(n_blocks), 1), 0, counters)
             if then is not None:
                 then(0)
             return
 
         def stage(w):
-            launch(1, counters)
+            launch(1, 1, counters)
             wp.launch(K.release, dim=part.n_envs, inputs=[part.workers], outputs=[counters], device=self.device)
             if then is not None:
                 then(w)

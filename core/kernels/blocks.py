@@ -1,8 +1,9 @@
 """Kernels of ``polyphys.blocks``: a stage's blocks of items claimed by the workers one at a time.
 
-A claiming kernel is launched by every worker of a partition over all the stage's blocks; thread
-(env, c) takes the next unclaimed block of env from a counter (``next_block``) — an atomic
-fetch-and-add across the workers' threads — and does nothing once every block is taken. Each block
+A claiming kernel is launched by every worker of a partition with one thread per env, which takes
+the next unclaimed block of env from a counter (``next_block``, ``block_after``: an atomic
+fetch-and-add across the workers' threads) until every block is taken. Launched with a thread per
+block and ``claim`` 0 (one worker, or CUDA), thread c computes block c. Each block
 is computed by exactly one worker, with the same operations whoever takes it, so a gather stage's
 results do not depend on the number of workers or on which worker was faster. ``release`` (one
 thread per env, launched by each worker after its claiming launch) counts the workers through; the
@@ -38,10 +39,21 @@ def fetch_add(counters: wp.array2d(dtype=wp.int32), env: int, slot: int) -> int:
 
 @wp.func
 def next_block(counters: wp.array2d(dtype=wp.int32), claim: int, env: int, c: int):
-    """The block thread (env, c) computes: c itself when the launch does not claim (one worker),
-    else the next unclaimed block of env (>= the block count once all are taken)."""
+    """The first block thread (env, c) computes: c itself when the launch does not claim (one
+    worker, a thread per block), else the next unclaimed block of env (>= the block count once all
+    are taken)."""
     if claim == 0:
         return c
+    return fetch_add(counters, env, 0)
+
+
+@wp.func
+def block_after(counters: wp.array2d(dtype=wp.int32), claim: int, env: int, n_blocks: int):
+    """The block a thread computes after one: none (n_blocks) without claiming, else the next
+    unclaimed one. A claiming kernel loops ``b = next_block(...)``, ``while b < n_blocks: ...;
+    b = block_after(...)``, so a worker's single thread takes blocks until none is left."""
+    if claim == 0:
+        return n_blocks
     return fetch_add(counters, env, 0)
 
 

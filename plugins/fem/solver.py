@@ -286,12 +286,14 @@ class FEMSolver(Solver):
 
     def _claimed(self, part, n: int, launch) -> None:
         """One parallel stage over n vertices or elements in runs: ``launch(dim, run, claim, counters)``
-        launches a run kernel over all runs. One worker: runs of ``_run``, thread c the run c; several:
-        runs of ``claim_run`` that the workers claim (polyphys.blocks: the stage ends when the items
-        are done, whichever worker was slower). A run's items have the same operations either way."""
+        launches a run kernel. One worker: runs of ``_run``, thread c the run c; several: runs of
+        ``claim_run`` that the workers claim, one thread per worker (polyphys.blocks: the stage ends
+        when the items are done, whichever worker was slower). A run's items have the same operations
+        either way."""
         ch = self._run if part.workers == 1 else self.claim_run
         p = self._parts[part.index]
-        self.blocks.stage(self, part, lambda claim, counters: launch((p.n, -(-n // ch)), ch, claim, counters))
+        self.blocks.stage(self, part, -(-n // ch), lambda threads, claim, counters: launch((p.n, threads), ch, claim,
+                                                                                           counters))
 
     def on_reset(self, envs_idx):
         self.blocks.clear()       # a step left half done may leave claim counters

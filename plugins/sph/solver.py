@@ -368,8 +368,8 @@ class SPHSolver(Solver):
 
         n_blocks = -(-self.N // F.PLACE_BLOCK)
         p = self._parts[part.index]
-        self.blocks.stage(self, part, lambda claim, counters: self._launch(
-            kernel, (p.n, n_blocks), [*head, self.N, claim, *arrays, counters]), then)
+        self.blocks.stage(self, part, n_blocks, lambda threads, claim, counters: self._launch(
+            kernel, (p.n, threads), [*head, self.N, claim, *arrays, counters]), then)
 
     def _density(self, part, p):
         from .kernels import fluid as F
@@ -388,8 +388,8 @@ class SPHSolver(Solver):
             # blocks of BP_BLOCK boundary particles, claimed by the workers (the walls' busy parts,
             # where the liquid is, go to whichever worker is free)
             n_b = self.n_boundary
-            self.blocks.stage(self, part, lambda claim, counters: self._launch(
-                F.boundary_pressure, (p.n, -(-n_b // F.BP_BLOCK)),
+            self.blocks.stage(self, part, -(-n_b // F.BP_BLOCK), lambda threads, claim, counters: self._launch(
+                F.boundary_pressure, (p.n, threads),
                 [self.model, n_b, claim, p.start, p.pos_sorted, p.rho_s, p.press_s, p.bp, counters]))
 
     # the neighbour stages, each over sorted places (kernels/fluid.py); velocities in sorted order

@@ -51,12 +51,11 @@ def _run(n_envs, threads, solver, rounds=3):
         for part in layout.partitions:
             s = part.slice
 
-            def launch(claim, counters, part=part, s=s):
-                w = getattr(threading.current_thread(), "worker", 0)
-                wp.launch(probe_claimed, dim=(part.n_envs, -(-N // BLOCK)), inputs=[N, BLOCK, w, claim, WORK],
+            def launch(threads, claim, counters, part=part, s=s):
+                wp.launch(probe_claimed, dim=(part.n_envs, threads), inputs=[N, BLOCK, 0, claim, WORK],
                           outputs=[value[s], who[s], hits[s], counters], device="cpu")
 
-            q.stage(solver, part, launch)
+            q.stage(solver, part, -(-N // BLOCK), launch)
         assert (hits.numpy() == 1).all(), "an item computed twice or never"
         assert (q.counters.numpy() == 0).all(), "counters not reset after the stage"
         out.append(value.numpy().copy())
@@ -99,11 +98,11 @@ def test_workers_take_blocks_from_each_other():
     hits = wp.zeros((1, N), dtype=wp.int32, device="cpu")
     first_done = threading.Event()
 
-    def launch(claim, counters):
+    def launch(threads, claim, counters):
         w = int(threading.current_thread().name == "late")
         if w:
             first_done.wait(timeout=60)
-        wp.launch(probe_claimed, dim=(1, -(-N // BLOCK)), inputs=[N, BLOCK, w, claim, WORK],
+        wp.launch(probe_claimed, dim=(1, threads), inputs=[N, BLOCK, w, claim, WORK],
                   outputs=[value, who, hits, counters], device="cpu")
         if not w:
             first_done.set()
@@ -116,7 +115,7 @@ def test_workers_take_blocks_from_each_other():
             for t in ts:
                 t.join()
 
-    q.stage(Late(), part, launch)
+    q.stage(Late(), part, -(-N // BLOCK), launch)
     assert (hits.numpy() == 1).all()
     assert (who.numpy() == 0).all()                 # the early worker took every block
     assert (q.counters.numpy() == 0).all()

@@ -10,7 +10,7 @@ of the element (identity for the linear model).
 """
 
 import warp as wp
-from polyphys.kernels.blocks import next_block
+from polyphys.kernels.blocks import block_after, next_block
 
 wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
@@ -397,12 +397,15 @@ def explicit_forces_nh(
     """nh_element_forces for elements e_first + [c·chunk, (c+1)·chunk) ∩ [0, e_count) of thread
     (env, c): on CPU a thread per element costs about a fifth of the element's work in launch
     bookkeeping, so the solver gives each thread a run of elements there (one on CUDA). The same
-    operations per element whatever the chunk. With ``claim`` the thread takes the next unclaimed
-    run instead of run c (polyphys.blocks: every worker launches over all runs)."""
+    operations per element whatever the chunk. With ``claim`` (one thread per env and worker) the
+    thread takes unclaimed runs until none is left (polyphys.blocks)."""
     env, c0 = wp.tid()
+    n_runs = (e_count + chunk - 1) / chunk
     c = next_block(claims_inout, claim, env, c0)
-    for q in range(c * chunk, wp.min((c + 1) * chunk, e_count)):
-        nh_element_forces(tets, gram, nh_coef, corner_slot, env, e_first + q, pos_in, active_in, corner_out)
+    while c < n_runs:
+        for q in range(c * chunk, wp.min((c + 1) * chunk, e_count)):
+            nh_element_forces(tets, gram, nh_coef, corner_slot, env, e_first + q, pos_in, active_in, corner_out)
+        c = block_after(claims_inout, claim, env, n_runs)
 
 
 @wp.kernel
@@ -431,16 +434,19 @@ def explicit_velocity(
     i_first + [c·chunk, (c+1)·chunk) ∩ [0, i_count) (a run per thread on CPU, claimed as in
     explicit_forces_nh)."""
     env, c0 = wp.tid()
+    n_runs = (i_count + chunk - 1) / chunk
     c = next_block(claims_inout, claim, env, c0)
-    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
-        i = i_first + q
-        f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
-        force_out[env, i] = vec3(S(0.0))
-        if fixed[env, i] != 0:
-            vel_out[env, i] = vec3(S(0.0))
-        else:
-            v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
-            vel_out[env, i] = v / (S(1.0) + h * alpha[i])
+    while c < n_runs:
+        for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+            i = i_first + q
+            f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
+            force_out[env, i] = vec3(S(0.0))
+            if fixed[env, i] != 0:
+                vel_out[env, i] = vec3(S(0.0))
+            else:
+                v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+                vel_out[env, i] = v / (S(1.0) + h * alpha[i])
+        c = block_after(claims_inout, claim, env, n_runs)
 
 
 @wp.func
@@ -500,13 +506,16 @@ def integrate_positions(
     this catches the vertices it did not predict.) Thread (env, c): a run of vertices, as
     explicit_velocity."""
     env, c0 = wp.tid()
+    n_runs = (i_count + chunk - 1) / chunk
     c = next_block(claims_inout, claim, env, c0)
-    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
-        i = i_first + q
-        if fixed[env, i] == 0:
-            x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
-            pos_out[env, i] = x
-            vel_out[env, i] = v
+    while c < n_runs:
+        for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+            i = i_first + q
+            if fixed[env, i] == 0:
+                x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
+                pos_out[env, i] = x
+                vel_out[env, i] = v
+        c = block_after(claims_inout, claim, env, n_runs)
 
 
 @wp.kernel
@@ -539,18 +548,21 @@ def explicit_vertex_step(
     steps vertices i_first + [c·chunk, (c+1)·chunk) ∩ [0, i_count) (a run per thread on CPU, claimed
     as in explicit_forces_nh)."""
     env, c0 = wp.tid()
+    n_runs = (i_count + chunk - 1) / chunk
     c = next_block(claims_inout, claim, env, c0)
-    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
-        i = i_first + q
-        f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
-        force_out[env, i] = vec3(S(0.0))
-        if fixed[env, i] != 0:
-            vel_out[env, i] = vec3(S(0.0))
-        else:
-            v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
-            x, v = position_step(h, plane_point, plane_normal, friction, pos_out[env, i], v / (S(1.0) + h * alpha[i]))
-            pos_out[env, i] = x
-            vel_out[env, i] = v
+    while c < n_runs:
+        for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+            i = i_first + q
+            f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
+            force_out[env, i] = vec3(S(0.0))
+            if fixed[env, i] != 0:
+                vel_out[env, i] = vec3(S(0.0))
+            else:
+                v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+                x, v = position_step(h, plane_point, plane_normal, friction, pos_out[env, i], v / (S(1.0) + h * alpha[i]))
+                pos_out[env, i] = x
+                vel_out[env, i] = v
+        c = block_after(claims_inout, claim, env, n_runs)
 
 
 @wp.kernel

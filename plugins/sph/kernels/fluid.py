@@ -21,7 +21,7 @@ own term (Model.b_press, Model.b_extrap).
 """
 
 import warp as wp
-from polyphys.kernels.blocks import next_block
+from polyphys.kernels.blocks import block_after, next_block
 
 from .grid import cell_of
 
@@ -338,14 +338,18 @@ def density(
     nbrs_out: wp.array2d(dtype=wp.int32), list_out: wp.array2d(dtype=wp.int32), grad_out: wp.array2d(dtype=float),
     claims_inout: wp.array2d(dtype=wp.int32),
 ):
-    """``density_at`` for the sorted places of a block of PLACE_BLOCK: block c of the n places, or
-    with ``claim`` the next unclaimed block (every worker launches over all blocks; polyphys.blocks)."""
+    """``density_at`` for the sorted places of a block of PLACE_BLOCK: thread (env, c) block c of the
+    n places, or with ``claim`` (one thread per env and worker) unclaimed blocks until none is left
+    (polyphys.blocks)."""
     env, c = wp.tid()
+    n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
     b = next_block(claims_inout, claim, env, c)
-    for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
-        density_at(m, wcsph, env, kk, mass_in, vel_in, active_in, start_in, sorted_in, spos_in, rho_out, pressure_out,
-                   alpha_out, rho_s_out, press_s_out, pr2_s_out, alpha_s_out, vel_s_out, mass_s_out, nbrs_out, list_out,
-                   grad_out)
+    while b < n_blocks:
+        for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+            density_at(m, wcsph, env, kk, mass_in, vel_in, active_in, start_in, sorted_in, spos_in, rho_out, pressure_out,
+                       alpha_out, rho_s_out, press_s_out, pr2_s_out, alpha_s_out, vel_s_out, mass_s_out, nbrs_out, list_out,
+                       grad_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
 
 
 BP_BLOCK = wp.constant(64)    # boundary particles per block of boundary_pressure
@@ -397,13 +401,16 @@ def boundary_pressure(
     solves: its wall pressure is formed pairwise in ``accelerate`` and the solves.) The liquid's
     positions, densities and pressures are read in sorted order (inactive particles are never in
     a cell that is scanned). Thread (env, c): block c of ``BP_BLOCK`` boundary particles, or with
-    ``claim`` the next unclaimed block (polyphys.blocks: the workers take blocks until none is left,
-    so the walls' busy parts, where the liquid is, go to whichever worker is free; a block spans
-    whole cache lines of ``bp_out``); each p_b is the same whichever worker computes it."""
+    ``claim`` unclaimed blocks until none is left (polyphys.blocks: the walls' busy parts, where the
+    liquid is, go to whichever worker is free; a block spans whole cache lines of ``bp_out``); each
+    p_b is the same whichever worker computes it."""
     env, c = wp.tid()
+    n_blocks = (n_b + BP_BLOCK - 1) / BP_BLOCK
     blk = next_block(claims_inout, claim, env, c)
-    for b in range(blk * BP_BLOCK, wp.min((blk + 1) * BP_BLOCK, n_b)):
-        boundary_pressure_at(m, env, b, start_in, spos_in, rho_s_in, press_s_in, bp_out)
+    while blk < n_blocks:
+        for b in range(blk * BP_BLOCK, wp.min((blk + 1) * BP_BLOCK, n_b)):
+            boundary_pressure_at(m, env, b, start_in, spos_in, rho_s_in, press_s_in, bp_out)
+        blk = block_after(claims_inout, claim, env, n_blocks)
 
 
 @wp.func
@@ -544,10 +551,13 @@ def accelerate(
 ):
     """``accelerate_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
     env, c = wp.tid()
+    n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
     b = next_block(claims_inout, claim, env, c)
-    for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
-        accelerate_at(m, with_pressure, out_sorted, env, kk, active_in, start_in, sorted_in, spos_in, mass_s_in,
-                      vel_s_in, rho_s_in, pr2_s_in, nbrs_in, list_in, grad_in, bp_in, kappa_in, dv_out, vel_out)
+    while b < n_blocks:
+        for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+            accelerate_at(m, with_pressure, out_sorted, env, kk, active_in, start_in, sorted_in, spos_in, mass_s_in,
+                          vel_s_in, rho_s_in, pr2_s_in, nbrs_in, list_in, grad_in, bp_in, kappa_in, dv_out, vel_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
 
 
 @wp.func
@@ -646,10 +656,13 @@ def solve_kappa(
 ):
     """``solve_kappa_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
     env, c = wp.tid()
+    n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
     b = next_block(claims_inout, claim, env, c)
-    for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
-        solve_kappa_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, vel_s_in, nbrs_in, list_in,
-                       grad_in, rho_s_in, alpha_s_in, base_in, kappa_out, kr_s_out, err_out, total_inout, pressure_out)
+    while b < n_blocks:
+        for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+            solve_kappa_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, vel_s_in, nbrs_in, list_in,
+                           grad_in, rho_s_in, alpha_s_in, base_in, kappa_out, kr_s_out, err_out, total_inout, pressure_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
 
 
 
@@ -742,10 +755,13 @@ def solve_update(
 ):
     """``solve_update_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
     env, c = wp.tid()
+    n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
     b = next_block(claims_inout, claim, env, c)
-    for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
-        solve_update_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, nbrs_in, list_in, grad_in,
-                        kr_s_in, vel_s_inout)
+    while b < n_blocks:
+        for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+            solve_update_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, nbrs_in, list_in, grad_in,
+                            kr_s_in, vel_s_inout)
+        b = block_after(claims_inout, claim, env, n_blocks)
 
 
 
