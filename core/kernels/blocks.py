@@ -18,8 +18,8 @@ import warp as wp
 # forward only: nothing here is differentiated
 wp.set_module_options({"enable_backward": False})
 
-# counters per env: [0] the next block to claim, [1] the workers through the stage; a row is one
-# 64-byte cache line, so two envs' counters never share a line
+# counters per env: [0] the next block to claim, [1] the workers through the stage; a row is 64
+# bytes (a cache line) so that two envs' counters do not share one
 ROW = 16
 
 _FETCH_ADD = """
