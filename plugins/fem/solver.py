@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from polyphys import morphs as M
+from polyphys.blocks import BlockQueue
 from polyphys.errors import OptionError, PolyphysWarning
 from polyphys.interfaces import Solver
 from polyphys.rotations import quat_to_mat
@@ -56,6 +57,9 @@ class FEMSolver(Solver):
     # least items (vertices or elements) per worker's share of a parallel stage (_share); tests lower
     # it so that a small mesh splits every stage
     grain = 1024
+    # elements or vertices per claimed block of the explicit stages on several workers (polyphys.blocks):
+    # a few microseconds of work per claim
+    claim_run = 256
 
     @property
     def _run(self) -> int:
@@ -106,10 +110,12 @@ class FEMSolver(Solver):
 
     def kernel_modules(self, layout):
         """The kernel modules of the scene's precision; the implicit integrator's only when it is used."""
+        from polyphys.kernels import blocks
+
         from . import kernels
 
         elastic, implicit = kernels.load(layout.precision)
-        return [elastic] + ([implicit] if self.options.integrator == "implicit" else [])
+        return [blocks, elastic] + ([implicit] if self.options.integrator == "implicit" else [])
 
     # -- build -----------------------------------------------------------------------------------
     def build(self, layout):
@@ -118,6 +124,7 @@ class FEMSolver(Solver):
         from . import kernels
 
         self.layout = layout
+        self.blocks = BlockQueue(layout)
         # kernel modules of this precision (imported before the first, uncaptured, step)
         self.K, self.I = kernels.load(layout.precision)
         S, vec3, mat33 = self.K.S, self.K.vec3, self.K.mat33
@@ -277,6 +284,20 @@ class FEMSolver(Solver):
 
         self.parallel(part, stage)
 
+    def _claimed(self, part, n: int, launch) -> None:
+        """One parallel stage over n vertices or elements in runs: ``launch(dim, run, claim, counters)``
+        launches a run kernel. One worker: runs of ``_run``, thread c the run c; several: runs of
+        ``claim_run`` that the workers claim, one thread per worker (polyphys.blocks: the stage ends
+        when the items are done, whichever worker was slower). A run's items have the same operations
+        either way."""
+        ch = self._run if part.workers == 1 else self.claim_run
+        p = self._parts[part.index]
+        self.blocks.stage(self, part, -(-n // ch), lambda threads, claim, counters: launch((p.n, threads), ch, claim,
+                                                                                           counters))
+
+    def on_reset(self, envs_idx):
+        self.blocks.clear()       # a step left half done may leave claim counters
+
     def substep(self, f, part):
         """Fast path (no coupler). Explicit: the element stage, then one vertex stage that updates
         the velocity and the position (explicit_vertex_step: the two halves' operations, fused)."""
@@ -289,23 +310,21 @@ class FEMSolver(Solver):
         p, m, h = self._parts[part.index], self.model, self.layout.h
         g = self._types[1](*self.layout.gravity)
         self._explicit_forces(part, p)
-        ch = self._run
-        self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
-            K.explicit_vertex_step, dim=(p.n, -(-(b - a) // ch)),
+        self._claimed(part, self.n_vertices, lambda dim, ch, claim, counters: wp.launch(
+            K.explicit_vertex_step, dim=dim,
             inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, m.plane_point, m.plane_normal,
-                    float(self.options.friction), a, b - a, ch, p.corner, p.force],
-            outputs=[p.pos, p.vel, p.force], device=self.layout.device)))
+                    float(self.options.friction), 0, self.n_vertices, ch, claim, p.corner, p.force],
+            outputs=[p.pos, p.vel, p.force, counters], device=self.layout.device))
 
     def _explicit_forces(self, part, p):
         import warp as wp
 
         K, m, dev = self.K, self.model, self.layout.device
         if self.nh_only:
-            ch = self._run
-            self._stage(part, (self.n_elements, lambda a, b: wp.launch(
-                K.explicit_forces_nh, dim=(p.n, -(-(b - a) // ch)),
-                inputs=[m.tets, m.gram, m.nh_coef, m.corner_slot, a, b - a, ch, p.pos, p.active],
-                outputs=[p.corner], device=dev)))
+            self._claimed(part, self.n_elements, lambda dim, ch, claim, counters: wp.launch(
+                K.explicit_forces_nh, dim=dim,
+                inputs=[m.tets, m.gram, m.nh_coef, m.corner_slot, 0, self.n_elements, ch, p.pos, p.active, claim],
+                outputs=[p.corner, counters], device=dev))
         else:
             self._stage(part, (self.n_elements, lambda a, b: wp.launch(
                 K.explicit_forces, dim=(p.n, b - a), inputs=[m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam,
@@ -323,11 +342,10 @@ class FEMSolver(Solver):
             self._implicit_solve(part, p, g, h)
             return
         self._explicit_forces(part, p)
-        ch = self._run
-        self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
-            K.explicit_velocity, dim=(p.n, -(-(b - a) // ch)),
-            inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, a, b - a, ch, p.corner, p.force],
-            outputs=[p.vel, p.force], device=dev)))
+        self._claimed(part, self.n_vertices, lambda dim, ch, claim, counters: wp.launch(
+            K.explicit_velocity, dim=dim,
+            inputs=[m.inv_mass, m.alpha, g, h, p.fixed, m.v_start, 0, self.n_vertices, ch, claim, p.corner, p.force],
+            outputs=[p.vel, p.force, counters], device=dev))
 
     def substep_post_coupling(self, f, part):
         import warp as wp
@@ -335,12 +353,11 @@ class FEMSolver(Solver):
         K = self.K
         p, m = self._parts[part.index], self.model
         base = p.pos_n if self.options.integrator == "implicit" else p.pos
-        ch = self._run
-        self._stage(part, (self.n_vertices, lambda a, b: wp.launch(
-            K.integrate_positions, dim=(p.n, -(-(b - a) // ch)),
-            inputs=[self.layout.h, p.fixed, m.plane_point, m.plane_normal, float(self.options.friction), a, b - a, ch,
-                    base],
-            outputs=[p.pos, p.vel], device=self.layout.device)))
+        self._claimed(part, self.n_vertices, lambda dim, ch, claim, counters: wp.launch(
+            K.integrate_positions, dim=dim,
+            inputs=[self.layout.h, p.fixed, m.plane_point, m.plane_normal, float(self.options.friction), 0,
+                    self.n_vertices, ch, claim, base],
+            outputs=[p.pos, p.vel, counters], device=self.layout.device))
 
     def _implicit_solve(self, part, p, g, h):
         """One backward-Euler substep (kernels/implicit.py). Vertex and element stages split over the

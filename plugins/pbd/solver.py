@@ -24,6 +24,7 @@ import numpy as np
 from polyphys import morphs as M
 from polyphys.arrays import write_env_rows
 from polyphys.binsort import BinSort
+from polyphys.blocks import BlockQueue
 from polyphys.errors import OptionError
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers, SurfaceMesh, SurfaceMeshView
@@ -366,6 +367,7 @@ class PBDSolver(Solver):
         # the grid: the core's counting sort of the particles by cell key (polyphys.binsort), with the
         # positions copied in key order; key k's particles are sorted_idx[cell_start[k]:cell_start[k + 1]]
         self.binsort = BinSort(layout, N, self._grid.n_keys if self.has_contacts else 1)
+        self.blocks = BlockQueue(layout)
         self.cell_start, self.sorted_idx = self.binsort.start, self.binsort.order
         self.pos_sorted = wp.zeros((ne, N), dtype=wp.vec3, device=dev)
         # per-substep neighbour lists (kernels/neighbors.py build_neighbors): room for twice the
@@ -411,13 +413,25 @@ class PBDSolver(Solver):
     def kernel_modules(self, layout):
         """Integration and constraint kernels; the neighbour grid (with the core's BinSort kernels)
         only when particles can touch."""
-        from polyphys.kernels import binsort
+        from polyphys.kernels import binsort, blocks
 
         from .kernels import constraints, integrate, neighbors
 
-        return [integrate, constraints] + ([binsort, neighbors] if self._needs_contacts(self._recs) else [])
+        return [integrate, constraints] + ([binsort, blocks, neighbors] if self._needs_contacts(self._recs) else [])
 
     # -- stepping --------------------------------------------------------------------------------
+    def _claimed(self, part, kernel, head, arrays, outputs):
+        """A particle stage over the N particles in blocks of ITEM_BLOCK that the workers claim
+        (polyphys.blocks: a particle's cost is its neighbours' count, which varies over the scene)."""
+        import warp as wp
+
+        from .kernels import neighbors as NB
+
+        p, N = self._parts[part.index], self.n_particles
+        self.blocks.stage(self, part, -(-N // NB.ITEM_BLOCK), lambda threads, claim, counters: wp.launch(
+            kernel, dim=(p.n, threads), inputs=[*head, N, claim, *arrays], outputs=[*outputs, counters],
+            device=self.layout.device))
+
     def _rows(self, part, n, fn, per_item=1, local=False, tag=None):
         """One parallel stage: ``fn(a, b)`` launches over worker w's share [a, b) of n items (shares
         of at least ``self.grain // per_item`` items: a small stage runs on fewer workers; a stage
@@ -462,10 +476,8 @@ class PBDSolver(Solver):
             NB.cell_keys, dim=(p.n, b - a), inputs=[g.dense, g.mask, g.lower, g.inv_cell, g.dims, a, p.pos],
             outputs=[p.cell_ijk, key], device=dev) if b > a else None, payload=(p.pos, p.pos_sorted),
             after=ROWS if same else None)
-        self._rows(part, N, lambda a, b: wp.launch(
-            NB.build_neighbors, dim=(p.n, b - a),
-            inputs=[g.cell * g.cell, self.nbr_cap, g.dense, g.dims, g.mask, g.lower, g.inv_cell, a, p.pos, p.cell_ijk,
-                    p.cell_start, p.sorted_idx, p.pos_sorted], outputs=[p.nbr_count, p.nbr_list], device=dev))
+        self._claimed(part, NB.build_neighbors, [g.cell * g.cell, self.nbr_cap, g.dense, g.dims, g.mask, g.lower, g.inv_cell],
+                      [p.pos, p.cell_ijk, p.cell_start, p.sorted_idx, p.pos_sorted], [p.nbr_count, p.nbr_list])
 
     def substep_post_coupling(self, f, part):
         """Every stage is split over the partition's workers (docs/pbd.md, "Threads"): a colour's
@@ -519,11 +531,11 @@ class PBDSolver(Solver):
                                              g.dense, g.dims, g.mask, self.nbr_cap, a, p.free, p.pos, *grid, *nbrs],
                     [p.lam_fluid]), 4)
             if self.has_contacts:
-                self._rows(part, N, lambda a, b: L(
-                    NB.particle_gather, b - a, [m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction,
-                                                m.mass, m.inv_mass0, m.rest_density, self.fluid_h, g.cell * g.cell,
-                                                o.relaxation, g.dense, g.dims, g.mask, self.nbr_cap, a, p.free, p.pos,
-                                                p.pos_prev, p.lam_fluid, *grid, *nbrs], [p.delta]), 4)
+                self._claimed(part, NB.particle_gather, [m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction,
+                                                         m.mass, m.inv_mass0, m.rest_density, self.fluid_h,
+                                                         g.cell * g.cell, o.relaxation, g.dense, g.dims, g.mask,
+                                                         self.nbr_cap],
+                              [p.free, p.pos, p.pos_prev, p.lam_fluid, *grid, *nbrs], [p.delta])
             # row-local, but it may not follow the stage before it worker by worker (the contact
             # gather reads every particle's position): tagged, not after
             self._rows(part, N, lambda a, b: L(
@@ -545,6 +557,7 @@ class PBDSolver(Solver):
     def on_reset(self, envs_idx):
         if self.has_contacts:
             self.binsort.clear()    # a step left half done (SceneStateError until a reset) may leave counts
+        self.blocks.clear()
 
     def state_arrays(self):
         return {"pos": self.pos, "vel": self.vel, "free": self.free}

@@ -30,6 +30,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from polyphys.binsort import BinSort
+from polyphys.blocks import BlockQueue
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers
@@ -97,11 +98,11 @@ class SPHSolver(Solver):
 
     def kernel_modules(self, layout):
         """The neighbour grid (with the core's BinSort kernels) and the fluid kernels (float32)."""
-        from polyphys.kernels import binsort
+        from polyphys.kernels import binsort, blocks
 
         from .kernels import fluid, grid
 
-        return [binsort, grid, fluid]
+        return [binsort, blocks, grid, fluid]
 
     # -- build ---------------------------------------------------------------------------------------
     def build(self, layout):
@@ -223,6 +224,7 @@ class SPHSolver(Solver):
         self.n_chunks = -(-N // grid.CHUNK)
         # the neighbour grid: the core's counting sort of the particles by cell (key n_cells: inactive)
         self.binsort = BinSort(layout, N, self.n_cells + 1)
+        self.blocks = BlockQueue(layout)
         self.cell, self.sorted, self.start = self.binsort.key, self.binsort.order, self.binsort.start
         self.pos_sorted = z((n_envs, N), wp.vec3)      # positions in cell order (the scans read them)
         self.rho = z((n_envs, N))
@@ -358,14 +360,24 @@ class SPHSolver(Solver):
             G.cell_keys, (p.n, b - a), [m.lower, m.inv_cell, m.dims, self.n_cells, a, p.pos, p.active, p.cell])
             if b > a else None, payload=(p.pos, p.pos_sorted), after=ROWS)
 
+    def _places(self, part, kernel, head, arrays, then=None):
+        """A neighbour stage over the N sorted places in blocks of PLACE_BLOCK that the workers claim
+        (polyphys.blocks: a particle's cost is its neighbours', unequal across the block); ``then(w)``:
+        worker w's other launches of the stage (BlockQueue.stage)."""
+        from .kernels import fluid as F
+
+        n_blocks = -(-self.N // F.PLACE_BLOCK)
+        p = self._parts[part.index]
+        self.blocks.stage(self, part, n_blocks, lambda threads, claim, counters: self._launch(
+            kernel, (p.n, threads), [*head, self.N, claim, *arrays, counters]), then)
+
     def _density(self, part, p):
         from .kernels import fluid as F
 
         wc = 1 if self.options.pressure_solver == "wcsph" else 0
-        self._rows(part, self.N, lambda a, b: self._launch(
-            F.density, (p.n, b - a), [self.model, wc, a, p.mass, p.vel, p.active, p.start, p.sorted, p.pos_sorted, p.rho,
-                                      p.pressure, p.alpha, p.rho_s, p.press_s, p.pr2_s, p.alpha_s, p.vel_s, p.mass_s,
-                                      p.nbrs, p.nbr_list, p.nbr_grad]))
+        self._places(part, F.density, [self.model, wc], [p.mass, p.vel, p.active, p.start, p.sorted, p.pos_sorted, p.rho,
+                                                          p.pressure, p.alpha, p.rho_s, p.press_s, p.pr2_s, p.alpha_s,
+                                                          p.vel_s, p.mass_s, p.nbrs, p.nbr_list, p.nbr_grad])
 
     def _boundary_pressure(self, part, p):
         """WCSPH: extrapolated boundary pressures p_b (Adami et al. 2012) per env. (DFSPH forms its
@@ -373,17 +385,12 @@ class SPHSolver(Solver):
         from .kernels import fluid as F
 
         if self.model.b_extrap and self.n_boundary:
-            n_b, n_w = self.n_boundary, part.workers
-            n_blocks = -(-n_b // F.BP_BLOCK)
-
-            def stage(w):
-                # worker w's blocks w, w + n_w, ... (round robin: the walls' busy parts are spread)
-                mine = len(range(w, n_blocks, n_w))
-                if mine:
-                    self._launch(F.boundary_pressure, (p.n, mine * F.BP_BLOCK),
-                                 [self.model, n_b, w, n_w, p.start, p.pos_sorted, p.rho_s, p.press_s, p.bp])
-
-            self.parallel(part, stage)
+            # blocks of BP_BLOCK boundary particles, claimed by the workers (the walls' busy parts,
+            # where the liquid is, go to whichever worker is free)
+            n_b = self.n_boundary
+            self.blocks.stage(self, part, -(-n_b // F.BP_BLOCK), lambda threads, claim, counters: self._launch(
+                F.boundary_pressure, (p.n, threads),
+                [self.model, n_b, claim, p.start, p.pos_sorted, p.rho_s, p.press_s, p.bp, counters]))
 
     # the neighbour stages, each over sorted places (kernels/fluid.py); velocities in sorted order
     def _accelerate(self, part, p, vel_out, out_sorted: int):
@@ -391,25 +398,25 @@ class SPHSolver(Solver):
         from .kernels import fluid as F
 
         wc = int(self.options.pressure_solver == "wcsph")
-        self._rows(part, self.N, lambda a, b: self._launch(
-            F.accelerate, (p.n, b - a), [self.model, wc, out_sorted, a, p.active, p.start, p.sorted, p.pos_sorted,
-                                         p.mass_s, p.vel_s, p.rho_s, p.pr2_s, p.nbrs, p.nbr_list, p.nbr_grad, p.bp,
-                                         p.kappa_rho, p.dv, vel_out]))
+        self._places(part, F.accelerate, [self.model, wc, out_sorted],
+                     [p.active, p.start, p.sorted, p.pos_sorted, p.mass_s, p.vel_s, p.rho_s, p.pr2_s, p.nbrs, p.nbr_list,
+                      p.nbr_grad, p.bp, p.kappa_rho, p.dv, vel_out])
 
-    def _kappa_step(self, p, a, b, vel_s, base, total, out):
-        """Launch of a Jacobi step's κ for sorted places [a, b) (``solve_kappa``)."""
+    def _kappa_step(self, part, p, vel_s, base, total, out):
+        """A Jacobi step's κ (``solve_kappa``; a claimed stage over the sorted places)."""
         from .kernels import fluid as F
 
-        self._launch(F.solve_kappa, (p.n, b - a), [self.model, a, p.done, p.active, p.start, p.sorted, p.pos_sorted,
-                                                   p.mass_s, vel_s, p.nbrs, p.nbr_list, p.nbr_grad, p.rho_s, p.alpha_s,
-                                                   base, p.kappa, p.kr_s, p.err, total, out])
+        self._places(part, F.solve_kappa, [self.model], [p.done, p.active, p.start, p.sorted, p.pos_sorted, p.mass_s,
+                                                         vel_s, p.nbrs, p.nbr_list, p.nbr_grad, p.rho_s, p.alpha_s, base,
+                                                         p.kappa, p.kr_s, p.err, total, out])
 
-    def _velocity_update(self, p, a, b, vel_s):
-        """Launch of the velocity update with κ/ρ in ``kr_s`` for sorted places [a, b)."""
+    def _velocity_update(self, part, p, vel_s, then=None):
+        """The velocity update with κ/ρ in ``kr_s`` (``solve_update``; a claimed stage over the sorted
+        places; ``then(w)``: worker w's other launches of the stage)."""
         from .kernels import fluid as F
 
-        self._launch(F.solve_update, (p.n, b - a), [self.model, a, p.done, p.active, p.start, p.sorted, p.pos_sorted,
-                                                    p.mass_s, p.nbrs, p.nbr_list, p.nbr_grad, p.kr_s, vel_s])
+        self._places(part, F.solve_update, [self.model], [p.done, p.active, p.start, p.sorted, p.pos_sorted, p.mass_s,
+                                                          p.nbrs, p.nbr_list, p.nbr_grad, p.kr_s, vel_s], then)
 
     def _kappa_over_rho(self, part, p, kappa, scale: float, factor: float):
         """kr_s = scale·κ/ρ in sorted order, then κ ← factor·κ."""
@@ -442,7 +449,7 @@ class SPHSolver(Solver):
         L(G.zero_flags, ne, [p.done])
         if o.warm_start:
             self._kappa_over_rho(part, p, total, WARM_START_WEIGHT, WARM_START_WEIGHT)
-            self._rows(part, N, lambda a, b: self._velocity_update(p, a, b, vel_s))
+            self._velocity_update(part, p, vel_s)
         else:
             from .kernels import fluid as F
 
@@ -451,12 +458,8 @@ class SPHSolver(Solver):
         iters = o.max_divergence_iters if divergence else o.max_density_iters
         tol = o.divergence_tol if divergence else o.density_tol
 
-        def update(w):
-            # apply the κ just accumulated before the convergence test (as SPlisHSPlasH): every κ
-            # in the accumulator and in the reported pressure has acted on the velocities
-            a, b = part.chunk(w, N)
-            if b > a:
-                self._velocity_update(p, a, b, vel_s)
+        def chunk_sums(w):
+            # worker w's share of the chunk sums of the error (written by the κ stage)
             a, b = part.chunk(w, self.n_chunks)
             if b > a:
                 L(G.reduce_chunks, (ne, b - a), [N, a, p.err, p.active, p.done, p.err_sum, p.err_cnt])
@@ -465,8 +468,10 @@ class SPHSolver(Solver):
         go, it = p.loop[0:1], p.loop[1:2]
 
         def iteration():
-            self._rows(part, N, lambda a, b: self._kappa_step(p, a, b, vel_s, base, total, out))
-            self.parallel(part, update)
+            self._kappa_step(part, p, vel_s, base, total, out)
+            # apply the κ just accumulated before the convergence test (as SPlisHSPlasH): every κ
+            # in the accumulator and in the reported pressure has acted on the velocities
+            self._velocity_update(part, p, vel_s, then=chunk_sums)
             L(G.check_converged, ne, [self.n_chunks, tol, min_iters, p.err_sum, p.err_cnt, it, p.done, p.solve_err])
             L(G.loop_next, 1, [iters, p.done, it, go])
 
@@ -518,6 +523,7 @@ class SPHSolver(Solver):
 
     def on_reset(self, envs_idx):
         self.binsort.clear()        # a step left half done (SceneStateError until a reset) may leave counts
+        self.blocks.clear()
         self.forward()
 
     def check_after_step(self):

@@ -58,11 +58,12 @@ def test_explicit_forces_stage_matches_numpy(kernel, run):
     s.corner.fill_(float("nan"))
     if kernel == "explicit_forces_nh":
         # a run of `run` elements per thread (7: the last thread's run is short)
-        inputs = [m.tets, m.gram, m.nh_coef, m.corner_slot, 0, ne, run, s.pos, s.active]
+        inputs = [m.tets, m.gram, m.nh_coef, m.corner_slot, 0, ne, run, s.pos, s.active, 0]
     else:
         inputs = [m.tets, m.dm_inv, m.rest_vol, m.model, m.mu, m.lam, m.mu_lin, m.lam_lin, m.beta, m.corner_slot, 0,
                   s.pos, s.vel, s.active]
-    wp.launch(getattr(s.K, kernel), dim=(2, -(-ne // run)), inputs=inputs, outputs=[s.corner], device="cpu")
+    outputs = [s.corner, s.blocks.counters] if kernel == "explicit_forces_nh" else [s.corner]
+    wp.launch(getattr(s.K, kernel), dim=(2, -(-ne // run)), inputs=inputs, outputs=outputs, device="cpu")
     corner = s.corner.numpy().astype(float)
     assert np.isfinite(corner).all()                 # every corner written (zeros for inactive elements)
     start = m.v_start.numpy()

@@ -62,9 +62,10 @@ def test_neighbour_lists_hold_every_pair_within_one_cell_in_grid_order(wide):
     import warp as wp
     from polyphys.plugins.pbd.kernels import neighbors as NB
     assert g.dense == (0 if wide else 1)
-    wp.launch(NB.build_neighbors, dim=(2, s.n_particles),
-              inputs=[g.cell * g.cell, 1, g.dense, g.dims, g.mask, g.lower, g.inv_cell, 0, s.pos, s.cell_ijk, s.cell_start,
-                      s.sorted_idx, s.pos_sorted], outputs=[s.nbr_count, s.nbr_list], device="cpu")
+    wp.launch(NB.build_neighbors, dim=(2, -(-s.n_particles // NB.ITEM_BLOCK)),
+              inputs=[g.cell * g.cell, 1, g.dense, g.dims, g.mask, g.lower, g.inv_cell, s.n_particles, 0, s.pos, s.cell_ijk,
+                      s.cell_start, s.sorted_idx, s.pos_sorted], outputs=[s.nbr_count, s.nbr_list, s.blocks.counters],
+              device="cpu")
     n_nb = np.array([[((pos[env] - pos[env, i]) ** 2).sum(1).__lt__(g.cell ** 2).sum() - 1
                       for i in range(s.n_particles)] for env in range(2)])
     np.testing.assert_array_equal(s.nbr_count.numpy(), np.where(n_nb > 1, -1, n_nb))
@@ -106,11 +107,11 @@ def test_contact_gather_matches_numpy(scan, wide):
     _grid(s, scan)
     wp.copy(s.pos_prev, s.pos)                # no displacement: friction terms vanish
     s.delta.fill_(float("nan"))
-    wp.launch(NB.particle_gather, dim=(2, s.n_particles),
+    wp.launch(NB.particle_gather, dim=(2, -(-s.n_particles // NB.ITEM_BLOCK)),
               inputs=[m.kind, m.group, m.self_collide, m.rest_pos, m.radius, m.friction, m.mass, m.inv_mass0,
                       m.rest_density, s.fluid_h, s._grid.cell ** 2, 1.3, s._grid.dense, s._grid.dims, s._grid.mask,
-                      s.nbr_cap, 0, s.free, s.pos, s.pos_prev, s.lam_fluid, *_lists(s)],
-              outputs=[s.delta], device="cpu")
+                      s.nbr_cap, s.n_particles, 0, s.free, s.pos, s.pos_prev, s.lam_fluid, *_lists(s)],
+              outputs=[s.delta, s.blocks.counters], device="cpu")
     got = s.delta.numpy()
     pos, free = s.pos.numpy().astype(float), s.free.numpy()
     w0, r = m.inv_mass0.numpy(), m.radius.numpy()

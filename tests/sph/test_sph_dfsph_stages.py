@@ -125,11 +125,11 @@ def test_dfsph_jacobi_step_and_velocity_update_match_paper(make_scene, mode):
     _nan(s.kappa, s.err, s.pressure)
     v0 = s.vel.numpy().astype(float)
     parts = [(part, s._parts[part.index]) for part in scene.layout.partitions]
-    for _, p in parts:
-        s._kappa_step(p, 0, N, p.vel_s, p.zeros, p.kappa_rho, p.pressure)
+    for part, p in parts:
+        s._kappa_step(part, p, p.vel_s, p.zeros, p.kappa_rho, p.pressure)
     kappa, err = s.kappa.numpy().astype(float), s.err.numpy()
     for part, p in parts:
-        s._velocity_update(p, 0, N, p.vel_s)
+        s._velocity_update(part, p, p.vel_s)
         s._scatter_vel(part, p, p.vel_s)
     v1 = s.vel.numpy()
     for env in range(2):
@@ -174,7 +174,7 @@ def test_dfsph_factor_is_the_inverse_of_the_own_pressure_response(make_scene, mo
     for part in scene.layout.partitions:
         p = s._parts[part.index]
         s._kappa_over_rho(part, p, p.kappa, 1.0, 1.0)       # κ/ρ in sorted order, κ kept
-        s._velocity_update(p, 0, N, p.vel_s)
+        s._velocity_update(part, p, p.vel_s)
         s._scatter_vel(part, p, p.vel_s)
     v1 = s.vel.numpy().astype(float)
     for env, i in ((0, floor), (1, bulk)):
@@ -276,7 +276,7 @@ def test_dfsph_hydrostatic_pressure_holds_the_liquid_at_walls(make_scene):
                                  material=Liquid(gamma=0.0, mu=10.0))
         scene.build()
         s = scene.solver("sph")
-        n, N, h = 1, s.N, scene.layout.h
+        n, h = 1, scene.layout.h
         x = water.get_particles_pos()
         kappa = (9.81 * (Hc - x[:, 2]))[None].astype(np.float32)
         s.kappa.assign(kappa)
@@ -286,7 +286,7 @@ def test_dfsph_hydrostatic_pressure_holds_the_liquid_at_walls(make_scene):
         s._accelerate(part, p, p.vel_t, 1)                  # v + dv, in sorted order
         s._launch(G.zero_flags, n, [s.done])
         s._kappa_over_rho(part, p, p.kappa, 1.0, 1.0)
-        s._velocity_update(p, 0, N, p.vel_t)
+        s._velocity_update(part, p, p.vel_t)
         s._scatter_vel(part, p, p.vel_t)
         az = water.get_particles_vel()[:, 2] / h / 9.81
         d_wall = np.minimum(np.minimum(x[:, 0], x[:, 1]), np.minimum(W - x[:, 0], W - x[:, 1]))

@@ -10,6 +10,7 @@ of the element (identity for the linear model).
 """
 
 import warp as wp
+from polyphys.kernels.blocks import block_after, next_block
 
 wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
@@ -388,16 +389,23 @@ def explicit_forces_nh(
     # Data in:
     pos_in: wp.array2d(dtype=vec3),
     active_in: wp.array2d(dtype=wp.int32),
+    claim: int,
     # Data out:
     corner_out: wp.array2d(dtype=vec3),
+    claims_inout: wp.array2d(dtype=wp.int32),
 ):
     """nh_element_forces for elements e_first + [c·chunk, (c+1)·chunk) ∩ [0, e_count) of thread
     (env, c): on CPU a thread per element costs about a fifth of the element's work in launch
     bookkeeping, so the solver gives each thread a run of elements there (one on CUDA). The same
-    operations per element whatever the chunk."""
-    env, c = wp.tid()
-    for q in range(c * chunk, wp.min((c + 1) * chunk, e_count)):
-        nh_element_forces(tets, gram, nh_coef, corner_slot, env, e_first + q, pos_in, active_in, corner_out)
+    operations per element whatever the chunk. With ``claim`` (one thread per env and worker) the
+    thread takes unclaimed runs until none is left (polyphys.blocks)."""
+    env, c0 = wp.tid()
+    n_runs = (e_count + chunk - 1) / chunk
+    c = next_block(claims_inout, claim, env, c0)
+    while c < n_runs:
+        for q in range(c * chunk, wp.min((c + 1) * chunk, e_count)):
+            nh_element_forces(tets, gram, nh_coef, corner_slot, env, e_first + q, pos_in, active_in, corner_out)
+        c = block_after(claims_inout, claim, env, n_runs)
 
 
 @wp.kernel
@@ -412,26 +420,33 @@ def explicit_velocity(
     i_first: int,
     i_count: int,
     chunk: int,
+    claim: int,
     # Data in:
     corner_in: wp.array2d(dtype=vec3),
     force_in: wp.array2d(dtype=vec3),
     # Data out:
     vel_out: wp.array2d(dtype=vec3),
     force_out: wp.array2d(dtype=vec3),
+    claims_inout: wp.array2d(dtype=wp.int32),
 ):
     """v += h (f/m + g - α v) (mass damping implicit in v), f = the force buffer plus the elements'
     nodal forces (gathered: corner_sum); the force buffer is cleared. Thread (env, c): vertices
-    i_first + [c·chunk, (c+1)·chunk) ∩ [0, i_count) (a run per thread on CPU, as explicit_forces_nh)."""
-    env, c = wp.tid()
-    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
-        i = i_first + q
-        f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
-        force_out[env, i] = vec3(S(0.0))
-        if fixed[env, i] != 0:
-            vel_out[env, i] = vec3(S(0.0))
-        else:
-            v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
-            vel_out[env, i] = v / (S(1.0) + h * alpha[i])
+    i_first + [c·chunk, (c+1)·chunk) ∩ [0, i_count) (a run per thread on CPU, claimed as in
+    explicit_forces_nh)."""
+    env, c0 = wp.tid()
+    n_runs = (i_count + chunk - 1) / chunk
+    c = next_block(claims_inout, claim, env, c0)
+    while c < n_runs:
+        for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+            i = i_first + q
+            f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
+            force_out[env, i] = vec3(S(0.0))
+            if fixed[env, i] != 0:
+                vel_out[env, i] = vec3(S(0.0))
+            else:
+                v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+                vel_out[env, i] = v / (S(1.0) + h * alpha[i])
+        c = block_after(claims_inout, claim, env, n_runs)
 
 
 @wp.func
@@ -474,11 +489,13 @@ def integrate_positions(
     i_first: int,
     i_count: int,
     chunk: int,
+    claim: int,
     # Data in:
     base_in: wp.array2d(dtype=vec3),
     # Data out:
     pos_out: wp.array2d(dtype=vec3),
     vel_out: wp.array2d(dtype=vec3),
+    claims_inout: wp.array2d(dtype=wp.int32),
 ):
     """x = x_base + h v, then static planes: a vertex behind a plane is put back on it, its inward
     normal velocity removed and its tangential velocity reduced by friction·|Δv_n| (Coulomb); its
@@ -488,13 +505,17 @@ def integrate_positions(
     implicit solve's contacts already sit on their plane and got their friction inside the solve;
     this catches the vertices it did not predict.) Thread (env, c): a run of vertices, as
     explicit_velocity."""
-    env, c = wp.tid()
-    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
-        i = i_first + q
-        if fixed[env, i] == 0:
-            x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
-            pos_out[env, i] = x
-            vel_out[env, i] = v
+    env, c0 = wp.tid()
+    n_runs = (i_count + chunk - 1) / chunk
+    c = next_block(claims_inout, claim, env, c0)
+    while c < n_runs:
+        for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+            i = i_first + q
+            if fixed[env, i] == 0:
+                x, v = position_step(h, plane_point, plane_normal, friction, base_in[env, i], vel_out[env, i])
+                pos_out[env, i] = x
+                vel_out[env, i] = v
+        c = block_after(claims_inout, claim, env, n_runs)
 
 
 @wp.kernel
@@ -512,6 +533,7 @@ def explicit_vertex_step(
     i_first: int,
     i_count: int,
     chunk: int,
+    claim: int,
     # Data in:
     corner_in: wp.array2d(dtype=vec3),
     force_in: wp.array2d(dtype=vec3),
@@ -519,23 +541,28 @@ def explicit_vertex_step(
     pos_out: wp.array2d(dtype=vec3),
     vel_out: wp.array2d(dtype=vec3),
     force_out: wp.array2d(dtype=vec3),
+    claims_inout: wp.array2d(dtype=wp.int32),
 ):
     """explicit_velocity then integrate_positions in one pass (the same operations, the same bits):
     the substep of a scene without couplers (nothing acts between the two halves). Thread (env, c)
-    steps vertices i_first + [c·chunk, (c+1)·chunk) ∩ [0, i_count) (a run per thread on CPU, as
-    explicit_forces_nh)."""
-    env, c = wp.tid()
-    for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
-        i = i_first + q
-        f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
-        force_out[env, i] = vec3(S(0.0))
-        if fixed[env, i] != 0:
-            vel_out[env, i] = vec3(S(0.0))
-        else:
-            v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
-            x, v = position_step(h, plane_point, plane_normal, friction, pos_out[env, i], v / (S(1.0) + h * alpha[i]))
-            pos_out[env, i] = x
-            vel_out[env, i] = v
+    steps vertices i_first + [c·chunk, (c+1)·chunk) ∩ [0, i_count) (a run per thread on CPU, claimed
+    as in explicit_forces_nh)."""
+    env, c0 = wp.tid()
+    n_runs = (i_count + chunk - 1) / chunk
+    c = next_block(claims_inout, claim, env, c0)
+    while c < n_runs:
+        for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
+            i = i_first + q
+            f = corner_sum(env, i, v_start, corner_in, force_in[env, i])
+            force_out[env, i] = vec3(S(0.0))
+            if fixed[env, i] != 0:
+                vel_out[env, i] = vec3(S(0.0))
+            else:
+                v = vel_out[env, i] + h * (f * inv_mass[i] + gravity)
+                x, v = position_step(h, plane_point, plane_normal, friction, pos_out[env, i], v / (S(1.0) + h * alpha[i]))
+                pos_out[env, i] = x
+                vel_out[env, i] = v
+        c = block_after(claims_inout, claim, env, n_runs)
 
 
 @wp.kernel

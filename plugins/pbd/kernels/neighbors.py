@@ -18,6 +18,7 @@ gradient; XSPH viscosity on the velocities.
 """
 
 import warp as wp
+from polyphys.kernels.blocks import block_after, next_block
 
 # neighbour loops must stay loops: unrolling the 27 cells multiplies the compile time
 wp.set_module_options({"max_unroll": 1, "enable_backward": False})
@@ -131,8 +132,12 @@ def in_scan_cell(dense: int, ci: wp.vec3i, q: int, cj: wp.vec3i):
     return cj[0] == c[0] and cj[1] == c[1] and cj[2] == c[2]
 
 
-@wp.kernel
-def build_neighbors(
+# particles per block of the claimed stages (build_neighbors, particle_gather; docs/pbd.md "Threads")
+ITEM_BLOCK = wp.constant(64)
+
+
+@wp.func
+def build_neighbors_at(
     # Model:
     reach2: float,
     cap: int,
@@ -141,7 +146,8 @@ def build_neighbors(
     mask: int,
     lower: wp.vec3,
     inv_cell: float,
-    i0: int,
+    env: int,
+    i: int,
     # Data in:
     pos_in: wp.array2d(dtype=wp.vec3),
     cell_ijk_in: wp.array2d(dtype=wp.vec3i),
@@ -158,8 +164,6 @@ def build_neighbors(
     instead of scanning 27 cells (~6x more candidates than neighbours) in each. The candidates'
     positions are read in sorted order (``spos_in``, a stream). More than ``cap`` neighbours: count
     -1, and the readers scan the grid for that particle (nothing is dropped)."""
-    env, qq = wp.tid()
-    i = i0 + qq
     xi = pos_in[env, i]
     ci = cell_ijk_in[env, i]
     n = int(0)
@@ -182,6 +186,43 @@ def build_neighbors(
     if n > cap:
         n = -1
     nbr_count_out[env, i] = n
+
+
+@wp.kernel
+def build_neighbors(
+    # Model:
+    reach2: float,
+    cap: int,
+    dense: int,
+    dims: wp.vec3i,
+    mask: int,
+    lower: wp.vec3,
+    inv_cell: float,
+    n: int,
+    claim: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3),
+    cell_ijk_in: wp.array2d(dtype=wp.vec3i),
+    start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32),
+    spos_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    nbr_count_out: wp.array2d(dtype=wp.int32),
+    nbr_list_out: wp.array2d(dtype=wp.int32),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``build_neighbors_at`` for the particles of a block of ITEM_BLOCK: thread (env, c) block c of the
+    n particles, or with ``claim`` (one thread per env and worker) unclaimed blocks until none is left
+    (polyphys.blocks)."""
+    env, c = wp.tid()
+    n_blocks = (n + ITEM_BLOCK - 1) / ITEM_BLOCK
+    b = next_block(claims_inout, claim, env, c)
+    while b < n_blocks:
+        for i in range(b * ITEM_BLOCK, wp.min((b + 1) * ITEM_BLOCK, n)):
+            build_neighbors_at(reach2, cap, dense, dims, mask, lower, inv_cell, env, i, pos_in, cell_ijk_in,
+                               start_in, sorted_in, spos_in, nbr_count_out, nbr_list_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
+
 
 
 @wp.func
@@ -321,8 +362,8 @@ def contact_pair(
     return zero, corr, 1
 
 
-@wp.kernel
-def particle_gather(
+@wp.func
+def particle_gather_at(
     # Model:
     kind: wp.array(dtype=wp.int32),
     group: wp.array(dtype=wp.int32),
@@ -340,7 +381,8 @@ def particle_gather(
     dims: wp.vec3i,
     mask: int,
     cap: int,
-    i0: int,
+    env: int,
+    i: int,
     # Data in:
     free_in: wp.array2d(dtype=wp.int32),
     pos_in: wp.array2d(dtype=wp.vec3),
@@ -354,8 +396,6 @@ def particle_gather(
     # Data out:
     delta_out: wp.array2d(dtype=wp.vec3),
 ):
-    env, qq = wp.tid()
-    i = i0 + qq
     wi = float(0.0)
     if free_in[env, i] != 0:
         wi = inv_mass0[i]
@@ -398,6 +438,54 @@ def particle_gather(
     if cnt > 0:
         out += acc_c * (relax / float(cnt))
     delta_out[env, i] = out
+
+
+@wp.kernel
+def particle_gather(
+    # Model:
+    kind: wp.array(dtype=wp.int32),
+    group: wp.array(dtype=wp.int32),
+    self_collide: wp.array(dtype=wp.int32),
+    rest_pos: wp.array(dtype=wp.vec3),
+    radius: wp.array(dtype=float),
+    friction: wp.array(dtype=float),
+    mass: wp.array(dtype=float),
+    inv_mass0: wp.array(dtype=float),
+    rest_density: wp.array(dtype=float),
+    h: float,
+    reach2: float,
+    relax: float,
+    dense: int,
+    dims: wp.vec3i,
+    mask: int,
+    cap: int,
+    n: int,
+    claim: int,
+    # Data in:
+    free_in: wp.array2d(dtype=wp.int32),
+    pos_in: wp.array2d(dtype=wp.vec3),
+    pos_prev_in: wp.array2d(dtype=wp.vec3),
+    lam_in: wp.array2d(dtype=float),
+    cell_ijk_in: wp.array2d(dtype=wp.vec3i),
+    start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32),
+    nbr_count_in: wp.array2d(dtype=wp.int32),
+    nbr_list_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    delta_out: wp.array2d(dtype=wp.vec3),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``particle_gather_at`` for the particles of a block of ITEM_BLOCK (as ``build_neighbors``)."""
+    env, c = wp.tid()
+    n_blocks = (n + ITEM_BLOCK - 1) / ITEM_BLOCK
+    b = next_block(claims_inout, claim, env, c)
+    while b < n_blocks:
+        for i in range(b * ITEM_BLOCK, wp.min((b + 1) * ITEM_BLOCK, n)):
+            particle_gather_at(kind, group, self_collide, rest_pos, radius, friction, mass, inv_mass0, rest_density,
+                               h, reach2, relax, dense, dims, mask, cap, env, i, free_in, pos_in, pos_prev_in,
+                               lam_in, cell_ijk_in, start_in, sorted_in, nbr_count_in, nbr_list_in, delta_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
+
 
 
 @wp.func

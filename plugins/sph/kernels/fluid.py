@@ -21,6 +21,7 @@ own term (Model.b_press, Model.b_extrap).
 """
 
 import warp as wp
+from polyphys.kernels.blocks import block_after, next_block
 
 from .grid import cell_of
 
@@ -203,10 +204,10 @@ def row_near(x: wp.vec3, ci: wp.vec3i, dy: int, dz: int, m: Model) -> wp.vec2i:
     return wp.vec2i(a, b)
 
 
-@wp.kernel
-def density(
+@wp.func
+def density_at(
     # Model:
-    m: Model, wcsph: int, k0: int,
+    m: Model, wcsph: int, env: int, kk: int,
     mass_in: wp.array2d(dtype=float),
     # Data in:
     vel_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
@@ -230,8 +231,6 @@ def density(
     order of the cell loops, with its gradient factor f (∇ᵢW = d·f), so the later stages sum in the
     same order as a scan of the 27 cells would, bit for bit, at a fraction of the cost. nbrs_out
     counts them; more than Model.nbr_cap: −1, and the readers scan the cells for that particle."""
-    env, q = wp.tid()
-    kk = k0 + q
     i = sorted_in[env, kk]
     rho0 = m.rest_rho[i]
     vel_s_out[env, kk] = vel_in[env, i]
@@ -319,32 +318,51 @@ def density(
         alpha_s_out[env, kk] = a
 
 
-BP_BLOCK = wp.constant(64)    # boundary particles per block of boundary_pressure's round-robin split
+PLACE_BLOCK = wp.constant(64)   # sorted places per block of the claimed neighbour stages (docs/sph.md, "Threads")
 
 
 @wp.kernel
-def boundary_pressure(
+def density(
     # Model:
-    m: Model, n_b: int, worker: int, n_workers: int,
+    m: Model, wcsph: int, n: int, claim: int,
+    mass_in: wp.array2d(dtype=float),
     # Data in:
+    vel_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
+    start_in: wp.array2d(dtype=wp.int32), sorted_in: wp.array2d(dtype=wp.int32),
+    spos_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    rho_out: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
+    alpha_out: wp.array2d(dtype=float),
+    rho_s_out: wp.array2d(dtype=float), press_s_out: wp.array2d(dtype=float), pr2_s_out: wp.array2d(dtype=float),
+    alpha_s_out: wp.array2d(dtype=float), vel_s_out: wp.array2d(dtype=wp.vec3), mass_s_out: wp.array2d(dtype=float),
+    nbrs_out: wp.array2d(dtype=wp.int32), list_out: wp.array2d(dtype=wp.int32), grad_out: wp.array2d(dtype=float),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``density_at`` for the sorted places of a block of PLACE_BLOCK: thread (env, c) block c of the
+    n places, or with ``claim`` (one thread per env and worker) unclaimed blocks until none is left
+    (polyphys.blocks)."""
+    env, c = wp.tid()
+    n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
+    b = next_block(claims_inout, claim, env, c)
+    while b < n_blocks:
+        for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+            density_at(m, wcsph, env, kk, mass_in, vel_in, active_in, start_in, sorted_in, spos_in, rho_out, pressure_out,
+                       alpha_out, rho_s_out, press_s_out, pr2_s_out, alpha_s_out, vel_s_out, mass_s_out, nbrs_out, list_out,
+                       grad_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
+
+
+BP_BLOCK = wp.constant(64)    # boundary particles per block of boundary_pressure
+
+
+@wp.func
+def boundary_pressure_at(
+    m: Model, env: int, b: int,
     start_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
     rho_s_in: wp.array2d(dtype=float), press_s_in: wp.array2d(dtype=float),
-    # Data out:
     bp_out: wp.array2d(dtype=float),
 ):
-    """WCSPH: pressure of boundary particle b extrapolated from the liquid (Adami et al. 2012,
-    static wall): p_b = (Σ_f p_f W_bf + g·Σ_f ρ_f (x_b − x_f) W_bf) / Σ_f W_bf, clamped at 0 (a wall
-    pushes, never pulls); 0 without liquid neighbours. (DFSPH has no pressure field before its
-    solves: its wall pressure is formed pairwise in ``accelerate`` and the solves.) The liquid's
-    positions, densities and pressures are read in sorted order (inactive particles are never in
-    a cell that is scanned). Worker ``worker`` of ``n_workers`` takes every n_workers-th block of
-    ``BP_BLOCK`` boundary particles (the walls' busy parts, where the liquid is, are spread over all
-    workers; a block spans whole cache lines of ``bp_out``); each p_b is the same whichever worker
-    computes it."""
-    env, q = wp.tid()
-    b = ((q / BP_BLOCK) * n_workers + worker) * BP_BLOCK + q % BP_BLOCK
-    if b >= n_b:
-        return
+    """p_b of boundary particle b (``boundary_pressure``)."""
     xb = m.b_pos[b]
     ci = cell_of(xb, m.lower, m.inv_cell, m.dims)
     sw = float(0.0)
@@ -365,6 +383,34 @@ def boundary_pressure(
     if sw > 0.0:
         p = wp.max(sp / sw, 0.0)
     bp_out[env, b] = p
+
+
+@wp.kernel
+def boundary_pressure(
+    # Model:
+    m: Model, n_b: int, claim: int,
+    # Data in:
+    start_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    rho_s_in: wp.array2d(dtype=float), press_s_in: wp.array2d(dtype=float),
+    # Data out:
+    bp_out: wp.array2d(dtype=float), claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """WCSPH: pressure of boundary particle b extrapolated from the liquid (Adami et al. 2012,
+    static wall): p_b = (Σ_f p_f W_bf + g·Σ_f ρ_f (x_b − x_f) W_bf) / Σ_f W_bf, clamped at 0 (a wall
+    pushes, never pulls); 0 without liquid neighbours. (DFSPH has no pressure field before its
+    solves: its wall pressure is formed pairwise in ``accelerate`` and the solves.) The liquid's
+    positions, densities and pressures are read in sorted order (inactive particles are never in
+    a cell that is scanned). Thread (env, c): block c of ``BP_BLOCK`` boundary particles, or with
+    ``claim`` unclaimed blocks until none is left (polyphys.blocks: the walls' busy parts, where the
+    liquid is, go to whichever worker is free; a block spans whole cache lines of ``bp_out``); each
+    p_b is the same whichever worker computes it."""
+    env, c = wp.tid()
+    n_blocks = (n_b + BP_BLOCK - 1) / BP_BLOCK
+    blk = next_block(claims_inout, claim, env, c)
+    while blk < n_blocks:
+        for b in range(blk * BP_BLOCK, wp.min((blk + 1) * BP_BLOCK, n_b)):
+            boundary_pressure_at(m, env, b, start_in, spos_in, rho_s_in, press_s_in, bp_out)
+        blk = block_after(claims_inout, claim, env, n_blocks)
 
 
 @wp.func
@@ -409,10 +455,10 @@ def accel_wall(m: Model, env: int, b: int, d: wp.vec3, f: float, with_pressure: 
     return a
 
 
-@wp.kernel
-def accelerate(
+@wp.func
+def accelerate_at(
     # Model:
-    m: Model, with_pressure: int, out_sorted: int, k0: int,
+    m: Model, with_pressure: int, out_sorted: int, env: int, kk: int,
     # Data in:
     active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
     sorted_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
@@ -434,8 +480,6 @@ def accelerate(
     pressure carried linearly from i to the boundary particle's own depth, bounded so that the
     wall pressure pᵢ + (p_b − pᵢ) never turns negative for the pressure pᵢ = ρᵢκᵢ the density solve
     carries into this substep (``kappa_in``, particle order; a wall pushes, never pulls)."""
-    env, qq = wp.tid()
-    kk = k0 + qq
     i = sorted_in[env, kk]
     vi = vel_s_in[env, kk]
     if active_in[env, i] == 0:
@@ -491,9 +535,35 @@ def accelerate(
 
 
 @wp.kernel
-def solve_kappa(
+def accelerate(
     # Model:
-    m: Model, k0: int,
+    m: Model, with_pressure: int, out_sorted: int, n: int, claim: int,
+    # Data in:
+    active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    mass_s_in: wp.array2d(dtype=float), vel_s_in: wp.array2d(dtype=wp.vec3), rho_s_in: wp.array2d(dtype=float),
+    pr2_s_in: wp.array2d(dtype=float),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32), grad_in: wp.array2d(dtype=float),
+    bp_in: wp.array2d(dtype=float), kappa_in: wp.array2d(dtype=float),
+    # Data out:
+    dv_out: wp.array2d(dtype=wp.vec3), vel_out: wp.array2d(dtype=wp.vec3),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``accelerate_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
+    env, c = wp.tid()
+    n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
+    b = next_block(claims_inout, claim, env, c)
+    while b < n_blocks:
+        for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+            accelerate_at(m, with_pressure, out_sorted, env, kk, active_in, start_in, sorted_in, spos_in, mass_s_in,
+                          vel_s_in, rho_s_in, pr2_s_in, nbrs_in, list_in, grad_in, bp_in, kappa_in, dv_out, vel_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
+
+
+@wp.func
+def solve_kappa_at(
+    # Model:
+    m: Model, env: int, kk: int,
     done_in: wp.array(dtype=wp.int32),
     # Data in:
     active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
@@ -518,8 +588,6 @@ def solve_kappa(
     in the density solve. Thread k: the particle at sorted place k (velocities in sorted order);
     κ, the error, the total and the pressure in particle order, κ/ρ (what ``solve_update`` reads
     of a neighbour) in sorted order."""
-    env, q = wp.tid()
-    kk = k0 + q
     if done_in[env] != 0:
         return
     i = sorted_in[env, kk]
@@ -569,6 +637,34 @@ def solve_kappa(
     kr_s_out[env, kk] = kap / rho
     err_out[env, i] = e / rho0
 
+@wp.kernel
+def solve_kappa(
+    # Model:
+    m: Model, n: int, claim: int,
+    done_in: wp.array(dtype=wp.int32),
+    # Data in:
+    active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    mass_s_in: wp.array2d(dtype=float), vel_s_in: wp.array2d(dtype=wp.vec3),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32), grad_in: wp.array2d(dtype=float),
+    rho_s_in: wp.array2d(dtype=float), alpha_s_in: wp.array2d(dtype=float),
+    base_in: wp.array2d(dtype=float),
+    # Data out:
+    kappa_out: wp.array2d(dtype=float), kr_s_out: wp.array2d(dtype=float), err_out: wp.array2d(dtype=float),
+    total_inout: wp.array2d(dtype=float), pressure_out: wp.array2d(dtype=float),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``solve_kappa_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
+    env, c = wp.tid()
+    n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
+    b = next_block(claims_inout, claim, env, c)
+    while b < n_blocks:
+        for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+            solve_kappa_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, vel_s_in, nbrs_in, list_in,
+                           grad_in, rho_s_in, alpha_s_in, base_in, kappa_out, kr_s_out, err_out, total_inout, pressure_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
+
+
 
 @wp.kernel
 def kappa_over_rho(
@@ -589,10 +685,10 @@ def kappa_over_rho(
     kappa_inout[env, i] = factor * kap
 
 
-@wp.kernel
-def solve_update(
+@wp.func
+def solve_update_at(
     # Model:
-    m: Model, k0: int,
+    m: Model, env: int, kk: int,
     done_in: wp.array(dtype=wp.int32),
     # Data in:
     active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
@@ -605,8 +701,6 @@ def solve_update(
 ):
     """DFSPH: vᵢ −= h·(Σⱼ mⱼ(κᵢ/ρᵢ + κⱼ/ρⱼ)∇Wᵢⱼ + c·Σ_b ψ_b κᵢ/ρᵢ·∇Wᵢ_b), with κ/ρ from ``kr_s_in``
     and the velocities in sorted order (thread k: the particle at sorted place k)."""
-    env, q = wp.tid()
-    kk = k0 + q
     if done_in[env] != 0:
         return
     i = sorted_in[env, kk]
@@ -643,6 +737,32 @@ def solve_update(
                     if r < m.H:
                         dv -= m.b_press * rho0 * m.b_vol[b] * ki * (d * grad_factor(r, m.H, m.kernel))
     vel_s_inout[env, kk] = vel_s_inout[env, kk] + m.h * dv
+
+@wp.kernel
+def solve_update(
+    # Model:
+    m: Model, n: int, claim: int,
+    done_in: wp.array(dtype=wp.int32),
+    # Data in:
+    active_in: wp.array2d(dtype=wp.int32), start_in: wp.array2d(dtype=wp.int32),
+    sorted_in: wp.array2d(dtype=wp.int32), spos_in: wp.array2d(dtype=wp.vec3),
+    mass_s_in: wp.array2d(dtype=float),
+    nbrs_in: wp.array2d(dtype=wp.int32), list_in: wp.array2d(dtype=wp.int32), grad_in: wp.array2d(dtype=float),
+    kr_s_in: wp.array2d(dtype=float),
+    # Data out:
+    vel_s_inout: wp.array2d(dtype=wp.vec3),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``solve_update_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
+    env, c = wp.tid()
+    n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
+    b = next_block(claims_inout, claim, env, c)
+    while b < n_blocks:
+        for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
+            solve_update_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, nbrs_in, list_in, grad_in,
+                            kr_s_in, vel_s_inout)
+        b = block_after(claims_inout, claim, env, n_blocks)
+
 
 
 @wp.kernel
