@@ -512,3 +512,44 @@
     }
     *(int*)((char*)n_efc.data + e * n_efc.strides[0]) = row;    // make_rows reads the count back
     *(int*)((char*)overflow.data + e * overflow.strides[0]) = over;
+
+// pack_rows_native (PROTOTYPE): env's J rows packed into efc_Jp, the segments of each row (its recorded span
+// trimmed to the first/last nonzero, less its longest inner run of zeros, as linalg.cpp spans_fill) one after
+// another from the env block's start; efc_seg: lo + 4096·g0, g1 + 4096·hi.
+
+// @func pack_rows_native
+    typedef decltype(+*efc_J.data) T;
+    const size_t e = (size_t)env;
+    const T* P = (const T*)((const char*)efc_J.data + e * efc_J.strides[0]);
+    T* Q = (T*)((char*)efc_Jp.data + e * efc_Jp.strides[0]);
+    const size_t rsz = efc_J.strides[1] / sizeof(T);
+    const char* js = (const char*)efc_span.data + e * efc_span.strides[0];
+    char* jq = (char*)efc_seg.data + e * efc_seg.strides[0];
+    long off = 0;
+    for (int r = 0; r < nrow; ++r) {
+        const int* jsr = (const int*)(js + (size_t)r * efc_span.strides[1]);
+        int* jqr = (int*)(jq + (size_t)r * efc_seg.strides[1]);
+        int lo = jsr[0] < 0 ? 0 : jsr[0];
+        int hi = jsr[1] > nv ? nv : jsr[1];
+        if (hi < lo) hi = lo;
+        const T* jr = P + (size_t)r * rsz;
+        while (lo < hi && jr[lo] == T(0)) ++lo;
+        while (hi > lo && jr[hi - 1] == T(0)) --hi;
+        int g0 = hi, g1 = hi, best = 0;
+        int k = lo;
+        while (k < hi) {
+            if (jr[k] == T(0)) {
+                const int z = k;
+                while (jr[k] == T(0)) ++k;
+                if (k - z > best) { best = k - z; g0 = z; g1 = k; }
+            } else {
+                ++k;
+            }
+        }
+        long w = off;
+        for (int c = lo; c < g0; ++c) Q[w++] = jr[c];
+        for (int c = g1; c < hi; ++c) Q[w++] = jr[c];
+        off = w;
+        jqr[0] = lo + 4096 * g0;
+        jqr[1] = g1 + 4096 * hi;
+    }
