@@ -20,10 +20,7 @@ def connect_bias(v: View, neq: int) -> None:
         wp.launch(K.connect_bias, dim=(v.n, neq), inputs=[v.m, v.d], device=v.device)
 
 
-PACKED_J = False     # PROTOTYPE switch: make_rows packs J, the convex solve reads the packed rows
-
-
 def make_rows(v: View, lim_window_h: float = 0.0) -> None:
     """The rows; ``lim_window_h`` = h > 0 adds Drake's limit activation window (the SAP hand-off,
     docs/sap.md "Which rows SAP takes over"), 0 (the solver's own solve): the joint margin only."""
-    wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d, v.scalar(lim_window_h), int(PACKED_J)], device=v.device)
+    wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d, v.scalar(lim_window_h)], device=v.device)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import warp as wp
 
-from . import constraint_rows
 from .kernels import convex_solve as K
 from .model import View
 
@@ -18,13 +17,11 @@ def label_islands(v: View) -> None:
     wp.launch(K.label_islands, dim=v.n, inputs=[v.m, v.d], device=v.device)
 
 
-def solve(v: View, qacc_warm, prefetch: bool = True, packed=None) -> None:
+def solve(v: View, qacc_warm, prefetch: bool = True) -> None:
     """Solution into d.qacc_warmstart (the next warm start), forces into d.efc_force, Jᵀf into
     d.qfrc_constraint. qacc_warm: (n, nv) start (d.qacc_warmstart itself, or d.qacc_smooth for a
     cold start). ``prefetch``: on CPU, prefetch the next env's rows and M while an env is solved (no
     effect on the numbers). Labels the islands first when m.opt.islands is 1."""
-    if packed is None:
-        packed = constraint_rows.PACKED_J
     if int(v.m.opt.islands):
         label_islands(v)
-    wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(prefetch), int(packed)], device=v.device)
+    wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(prefetch)], device=v.device)

@@ -513,8 +513,6 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.eq_acc_bias = z((n, neq, 6))
     d.efc_J = z((n, R, nv))
     d.efc_span = z((n, R, 2), I32)
-    d.efc_Jp = z((n, R, nv))
-    d.efc_seg = z((n, R, 2), I32)
     d.efc_chain = a.arr(np.full((n, R, 2), -2), I32)
     for k in ("efc_type", "efc_id", "efc_dim", "efc_state"):
         setattr(d, k, z((n, R), I32))

@@ -243,8 +243,6 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         efc_J: (n, max_rows, nv) float: row Jacobians
         efc_span: (n, max_rows, 2) int: dof columns [lo, hi) holding every nonzero of the row (built
             from the rows' dof chains; lo >= hi: empty); the row products skip the columns outside
-        efc_Jp: (n, max_rows, nv) float: PROTOTYPE the rows' nonzero segments packed one after another per env
-        efc_seg: (n, max_rows, 2) int: PROTOTYPE the packed rows' segments (lo + 4096·g0, g1 + 4096·hi)
         efc_chain: (n, max_rows, 2) int: a contact row's two links (−1: world) whose dof chains hold all
             its nonzeros, −2: none recorded (make_rows' clear zeroes those chains only while their column
             span is the row's span; any other writer of a row sets its span or −2 here)
@@ -549,8 +547,6 @@ def _data_struct(s):
         eq_acc_bias: S3
         efc_J: S3
         efc_span: I3
-        efc_Jp: S3
-        efc_seg: I3
         efc_chain: I3
         efc_type: I2
         efc_id: I2

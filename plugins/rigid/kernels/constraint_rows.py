@@ -67,10 +67,6 @@ def row_clear_native(efc_J: A3, efc_span: I3, efc_chain: I3, dof_parent: I1, lin
                      nv: int): ...
 
 
-@wp.func_native(native.body(__file__, "pack_rows_native"))
-def pack_rows_native(env: int, nrow: int, nv: int, efc_J: A3, efc_span: I3, efc_Jp: A3, efc_seg: I3): ...
-
-
 @wp.func_native(native.body(__file__, "row_dot_native"))
 def row_dot_native(efc_J: A3, efc_span: I3, qvel: A2, env: int, row: int, nv: int, out: A2): ...
 
@@ -422,7 +418,7 @@ def connect_bias(m: Any, d: Any):
 
 
 @wp.kernel
-def make_rows(m: Any, d: Any, lim_window_h: Any, pack: int):
+def make_rows(m: Any, d: Any, lim_window_h: Any):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -773,9 +769,6 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, pack: int):
               efc_R, efc_aref, env, row, prev, nv)
     n_efc[env] = row
     overflow[env] = over
-    if pack == 1:
-        # PROTOTYPE: the env's rows packed for the convex solve (kernels/constraint_rows.cpp pack_rows_native)
-        pack_rows_native(env, row, nv, efc_J, efc_span, d.efc_Jp, d.efc_seg)
 
 
 overload(contact_params)

@@ -370,8 +370,6 @@
     char* ij0 = (char*)iJ.data + e * iJ.strides[0];
     const char* s0 = (const char*)span.data + e * span.strides[0];
     char* is0 = (char*)ispan.data + e * ispan.strides[0];
-    long pk_off = 0;
-    int pk_r = 0;
     for (int q = 0; q < nr; ++q) {
         const int r = rows[q];
         itp[q] = tp[r];
@@ -385,33 +383,16 @@
         if_[q] = f_[r];
         ist_[q] = st_[r];
         const int* sp = (const int*)(s0 + (size_t)r * span.strides[1]);
-        int lo, hi, g0, g1;
-        const T* ja;
-        const T* jb;
-        if (packed != 0) {
-            // PROTOTYPE packed J: the row's offset from the segment lengths of the rows before it
-            while (pk_r < r) {
-                const int* sq = (const int*)(s0 + (size_t)pk_r * span.strides[1]);
-                pk_off += ((sq[0] >> 12) - (sq[0] & 4095)) + ((sq[1] >> 12) - (sq[1] & 4095));
-                ++pk_r;
-            }
-            lo = sp[0] & 4095; g0 = sp[0] >> 12; g1 = sp[1] & 4095; hi = sp[1] >> 12;
-            ja = (const T*)j0 + (pk_off - lo);
-            jb = (const T*)j0 + (pk_off + (g0 - lo) - g1);
-        } else {
-            lo = sp[0] < 0 ? 0 : sp[0];
-            hi = sp[1] > nv ? nv : sp[1];
-            g0 = hi; g1 = hi;
-            ja = (const T*)(j0 + (size_t)r * J.strides[1]);
-            jb = ja;
-        }
+        const int lo = sp[0] < 0 ? 0 : sp[0];
+        const int hi = sp[1] > nv ? nv : sp[1];
+        const T* jr = (const T*)(j0 + (size_t)r * J.strides[1]);
         T* ir = (T*)(ij0 + (size_t)q * iJ.strides[1]);
         if (zero_rows != 0) for (int c = 0; c < nd; ++c) ir[c] = T(0);
         int clo = nd, chi = 0;
         for (int kk = lo; kk < hi; ++kk) {
             if (disl[kk] == k) {
                 const int c = didof[kk];
-                ir[c] = kk < g0 ? ja[kk] : (kk < g1 ? T(0) : jb[kk]);
+                ir[c] = jr[kk];
                 clo = c < clo ? c : clo;
                 chi = c + 1 > chi ? c + 1 : chi;
             }
@@ -523,15 +504,6 @@
         const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
         const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
         const size_t ss = efc_span.strides[2];
-        if (packed != 0) {
-            long tot = 0;
-            for (int r = 0; r < nr; ++r) {
-                const int* sp = (const int*)(sb + (size_t)r * efc_span.strides[1]);
-                const int c1 = *(const int*)((const char*)sp + ss);
-                tot += ((sp[0] >> 12) - (sp[0] & 4095)) + ((c1 >> 12) - (c1 & 4095));
-            }
-            for (size_t l = 0; l < (size_t)tot * sizeof(T); l += 64) __builtin_prefetch(jb + l, 0, 3);
-        } else
         for (int r = 0; r < nr; ++r) {
             const int* sp = (const int*)(sb + (size_t)r * efc_span.strides[1]);
             const int lo = sp[0] < 0 ? 0 : sp[0];

@@ -48,8 +48,7 @@ A3 = wp.array3d(dtype=Any)
 
 @wp.func_native(native.body(__file__, "solve_prefetch_native"))
 def solve_prefetch_native(env: int, nv: int, n_efc: I1, efc_J: A3, efc_span: I3, qM: A3, efc_aref: A2, efc_D: A2,
-                          efc_R: A2, jar: A2, efc_force: A2, efc_type: I2, packed: int): ...
-
+                          efc_R: A2, jar: A2, efc_force: A2, efc_type: I2): ...
 
 
 @wp.func_native(native.body(__file__, "island_label_native"))
@@ -60,8 +59,7 @@ def island_label_native(env: int, nv: int, nrow: int, dof_parent: I1, lim_dof: I
 
 
 @wp.func_native(native.body(__file__, "island_gather_native"))
-def island_gather_native(env: int, nv: int, k: int, d0: int, nd: int, r0: int, nr: int, zero_rows: int, packed: int,
-                         island_dofs: I2,
+def island_gather_native(env: int, nv: int, k: int, d0: int, nd: int, r0: int, nr: int, zero_rows: int, island_dofs: I2,
                          island_efcs: I2, dof_island: I2, dof_idof: I2, M: A3, qacc_smooth: A2, qacc: A2, J: A3, span: I3,
                          efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2, efc_aref: A2, iM: A3,
                          iacc_smooth: A2, iacc: A2, iJ: A3, ispan: I3, itype: I2, idim: I2, iD: A2, iR: A2, ifloss: A2,
@@ -157,7 +155,7 @@ def span_mode(nrow: int, nv: int, solver: int, cap: int):
     (Newton), 2 in H (CG), 0 nowhere (the scratch matrix, cap entries per env, is too small: 2(nrow + nv) >
     cap, or nv > 4096, past the packed segment bounds; each product scans its rows)."""
     sc_mode = int(0)
-    if 2 * nv + 3 * nrow <= cap and nv <= 4096:
+    if 2 * (nrow + nv) <= cap and nv <= 4096:
         sc_mode = 1
         if solver == SolverType.CG:
             sc_mode = 2
@@ -311,7 +309,7 @@ def solve_iterate(
 
 
 @wp.kernel
-def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int, packed: int):
+def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -326,18 +324,6 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
     qacc_smooth = d.qacc_smooth
     n_efc = d.nefc
     efc_J = d.efc_J
-    efc_span = d.efc_span
-    fill_span = d.efc_span
-    rows_packed = int(0)
-    if packed == 1:
-        # PROTOTYPE: the rows packed by make_rows (segments one after another per env)
-        efc_J = d.efc_Jp
-        efc_span = d.efc_seg
-        fill_span = d.efc_seg
-        rows_packed = 1
-    if packed == 2:
-        # PROTOTYPE: dense rows, their segments found by make_rows
-        fill_span = d.efc_seg
     efc_type = d.efc_type
     efc_aref = d.efc_aref
     efc_R = d.efc_R
@@ -375,13 +361,12 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
             whole = 0
     if prefetch == 1:
         # CPU: the next env's rows and M while this one is solved (kernels/convex_solve.cpp)
-        solve_prefetch_native(env, nv, n_efc, efc_J, efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type,
-                              rows_packed)
+        solve_prefetch_native(env, nv, n_efc, efc_J, d.efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type)
     pad_rows(env, nrow, efc_force, efc_state)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
     sc_mode = span_mode(nrow, nv, solver, nv * nv)
-    spans_fill(env, nrow, nv, fill_span, efc_J, M, LM, H, sc_mode, m.dof_parent, 1 + packed)
+    spans_fill(env, nrow, nv, d.efc_span, efc_J, M, LM, H, sc_mode, m.dof_parent, 1)
     mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
 
     # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule: for the whole env, as
@@ -486,8 +471,8 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
             zero_rows = int(0)
             if isc == 0:
                 zero_rows = 1
-            island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, rows_packed, dofs, rows, d.dof_island, d.dof_idof, M,
-                                 qacc_smooth, qacc, efc_J, efc_span, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu,
+            island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, dofs, rows, d.dof_island, d.dof_idof, M,
+                                 qacc_smooth, qacc, efc_J, d.efc_span, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu,
                                  efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref,
                                  jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad,
                                  ima)

@@ -44,22 +44,13 @@
     };
     // the nonzero columns of J's row r (jr): the two segments [lo, g0) and [g1, hi) (from the cache: the
     // row's span less its longest inner run of zeros; scanned: one span, g0 = g1 = hi) / M's row j span
-    // PROTOTYPE packed J: the row's values are P[dA + k] (k in [lo, g0)) and P[dB + k] (k in [g1, hi)), P the
-    // env's J block; dense rows: dA = dB = r·(row stride); packed rows (cache entry 2nv + 3r + 2 >= 0): the
-    // row's segments one after the other from that element offset
-    auto la_jrow = [&](const T* spc, int nv, int r, size_t rs, const T* P, int& lo, int& g0, int& g1, int& hi,
-                       long& dA, long& dB) {
-        const long rowoff = (long)(r * (rs / sizeof(T)));
+    auto la_jspan = [&](const T* spc, int nv, int r, const T* jr, int& lo, int& g0, int& g1, int& hi) {
         if (spc) {
-            const int c0 = (int)spc[2 * nv + 3 * r], c1 = (int)spc[2 * nv + 3 * r + 1];
-            const long off = (long)spc[2 * nv + 3 * r + 2];
+            const int c0 = (int)spc[2 * nv + 2 * r], c1 = (int)spc[2 * nv + 2 * r + 1];
             lo = c0 & 4095; g0 = c0 >> 12; g1 = c1 & 4095; hi = c1 >> 12;
-            if (off >= 0) { dA = off - lo; dB = off + (g0 - lo) - g1; }
-            else { dA = rowoff; dB = rowoff; }
         } else {
-            PP_SPAN((P + rowoff), nv, lo, hi);
+            PP_SPAN(jr, nv, lo, hi);
             g0 = hi; g1 = hi;
-            dA = rowoff; dB = rowoff;
         }
     };
     auto la_mspan = [&](const T* spc, int nv, int j, const T* mr, int& lo, int& hi) {
@@ -69,20 +60,17 @@
     // o = J·x (− sb when use_sub)
     auto la_jac_mul = [&](int nrow, int nv, const char* j0, size_t rs, const T* spc, const T* xx, const T* sb,
                           int use_sub, T* o) {
-        const T* P = (const T*)j0;
         for (int r = 0; r < nrow; ++r) {
+            const T* jr = (const T*)(j0 + (size_t)r * rs);
             int lo, g0, g1, hi;
-            long dA, dB;
-            la_jrow(spc, nv, r, rs, P, lo, g0, g1, hi, dA, dB);
-            const T* ja = P + dA;
-            const T* jb = P + dB;
+            la_jspan(spc, nv, r, jr, lo, g0, g1, hi);
             T s = T(0);
             for (int k = lo; k < g0; ++k) {
-                const T p = ja[k] * xx[k];
+                const T p = jr[k] * xx[k];
                 s = s + p;
             }
             for (int k = g1; k < hi; ++k) {
-                const T p = jb[k] * xx[k];
+                const T p = jr[k] * xx[k];
                 s = s + p;
             }
             o[r] = use_sub != 0 ? s - sb[r] : s;
@@ -96,17 +84,15 @@
         for (int r = 0; r < nrow; ++r) {
             const T fr = f[r];
             if (fr == T(0)) continue;
+            const T* jr = (const T*)(j0 + (size_t)r * rs);
             int lo, g0, g1, hi;
-            long dA, dB;
-            la_jrow(spc, nv, r, rs, (const T*)j0, lo, g0, g1, hi, dA, dB);
-            const T* ja = (const T*)j0 + dA;
-            const T* jb = (const T*)j0 + dB;
+            la_jspan(spc, nv, r, jr, lo, g0, g1, hi);
             for (int j = lo; j < g0; ++j) {
-                const T p = ja[j] * fr;
+                const T p = jr[j] * fr;
                 qc[j] = qc[j] + p;
             }
             for (int j = g1; j < hi; ++j) {
-                const T p = jb[j] * fr;
+                const T p = jr[j] * fr;
                 qc[j] = qc[j] + p;
             }
         }
@@ -152,26 +138,24 @@
     // H += w·J_raᵀ J_rb (lower triangle; zero entries of J_ra skipped)
     auto la_hess_add_pair = [&](int nv, const char* j0, size_t rs, int ra, int rb, T w, char* h0, size_t hs,
                                 const T* spc) {
-        const T* P = (const T*)j0;
+        const T* ja_ = (const T*)(j0 + (size_t)ra * rs);
+        const T* jb_ = (const T*)(j0 + (size_t)rb * rs);
         int alo, ag0, ag1, ahi, blo, bg0, bg1, bhi;
-        long adA, adB, bdA, bdB;
-        la_jrow(spc, nv, ra, rs, P, alo, ag0, ag1, ahi, adA, adB);
-        la_jrow(spc, nv, rb, rs, P, blo, bg0, bg1, bhi, bdA, bdB);
-        const T* jbA = P + bdA;
-        const T* jbB = P + bdB;
+        la_jspan(spc, nv, ra, ja_, alo, ag0, ag1, ahi);
+        la_jspan(spc, nv, rb, jb_, blo, bg0, bg1, bhi);
         for (int j = alo; j < ahi; ++j) {
             if (j == ag0) { j = ag1 - 1; continue; }     // over row a's inner run of zeros
-            const T ja = P[(j < ag0 ? adA : adB) + j] * w;
+            const T ja = ja_[j] * w;
             if (ja != T(0)) {
                 T* hr = (T*)(h0 + (size_t)j * hs);
                 const int kend = bhi < j + 1 ? bhi : j + 1;   // lower triangle only
                 const int kmid = bg0 < kend ? bg0 : kend;
                 for (int k = blo; k < kmid; ++k) {
-                    const T p = ja * jbA[k];
+                    const T p = ja * jb_[k];
                     hr[k] = hr[k] + p;
                 }
                 for (int k = bg1; k < kend; ++k) {
-                    const T p = ja * jbB[k];
+                    const T p = ja * jb_[k];
                     hr[k] = hr[k] + p;
                 }
             }
@@ -186,23 +170,20 @@
         int i = i0;
         while (i < i1) {
             if (st_[i] != STATE_QUADRATIC) { ++i; continue; }
-            const T* P = (const T*)j0;
             int lo, g0, g1, hi;
-            long dA0, dB0;
-            la_jrow(spc, nv, i, rs, P, lo, g0, g1, hi, dA0, dB0);
-            const T* jrsA[8];
-            const T* jrsB[8];
+            const T* jr0 = (const T*)(j0 + (size_t)i * rs);
+            la_jspan(spc, nv, i, jr0, lo, g0, g1, hi);
+            const T* jrs[8];
             T ws[8];
             int nb = 0;
             int i2 = i;
             while (i2 < i1 && nb < 8) {
                 if (st_[i2] != STATE_QUADRATIC) { ++i2; continue; }
+                const T* jr = (const T*)(j0 + (size_t)i2 * rs);
                 int lo2, g02, g12, hi2;
-                long dA2, dB2;
-                la_jrow(spc, nv, i2, rs, P, lo2, g02, g12, hi2, dA2, dB2);
+                la_jspan(spc, nv, i2, jr, lo2, g02, g12, hi2);
                 if (lo2 != lo || hi2 != hi || g02 != g0 || g12 != g1) break;
-                jrsA[nb] = P + dA2;
-                jrsB[nb] = P + dB2;
+                jrs[nb] = jr;
                 ws[nb] = D_[i2];
                 ++nb;
                 ++i2;
@@ -215,16 +196,15 @@
                 // the rows one after another, each over the whole row segment (independent entries: the
                 // compiler vectorizes across k; each entry still takes its products in ascending row order)
                 for (int b = 0; b < nb; ++b) {
-                    const T ja = (j < g0 ? jrsA[b] : jrsB[b])[j] * ws[b];
+                    const T ja = jrs[b][j] * ws[b];
                     if (ja == T(0)) continue;
-                    const T* jbA = jrsA[b];
-                    const T* jbB = jrsB[b];
+                    const T* jb = jrs[b];
                     for (int k = lo; k < kmid; ++k) {    // lower triangle only (j < hi)
-                        const T p = ja * jbA[k];
+                        const T p = ja * jb[k];
                         hr[k] = hr[k] + p;
                     }
                     for (int k = g1; k <= j; ++k) {
-                        const T p = ja * jbB[k];
+                        const T p = ja * jb[k];
                         hr[k] = hr[k] + p;
                     }
                 }
@@ -417,18 +397,6 @@
         // (as for M's spans, bit for bit the same sums); empty row: lo = g0 = g1 = hi
         const char* js = (const char*)efc_span.data + e * efc_span.strides[0];
         const char* jj0 = (const char*)J.data + e * J.strides[0];
-        if (tree >= 2) {
-            // PROTOTYPE packed J: segments encoded by pack_rows in efc_span, rows one after another
-            long off = 0;
-            for (int r = 0; r < nrow; ++r) {
-                const int* jsr = (const int*)(js + (size_t)r * efc_span.strides[1]);
-                const int c0 = jsr[0], c1 = jsr[1];
-                sp[2 * nv + 3 * r] = T(c0);
-                sp[2 * nv + 3 * r + 1] = T(c1);
-                sp[2 * nv + 3 * r + 2] = tree == 2 ? T(off) : T(-1);
-                off += ((c0 >> 12) - (c0 & 4095)) + ((c1 >> 12) - (c1 & 4095));
-            }
-        } else
         for (int r = 0; r < nrow; ++r) {
             const int* jsr = (const int*)(js + (size_t)r * efc_span.strides[1]);
             int lo = jsr[0] < 0 ? 0 : jsr[0];
@@ -448,9 +416,8 @@
                     ++k;
                 }
             }
-            sp[2 * nv + 3 * r] = T(lo + 4096 * g0);       // exact in float32 too (< 2^24: nv <= 4096)
-            sp[2 * nv + 3 * r + 1] = T(g1 + 4096 * hi);
-            sp[2 * nv + 3 * r + 2] = T(-1);
+            sp[2 * nv + 2 * r] = T(lo + 4096 * g0);       // exact in float32 too (< 2^24: nv <= 4096)
+            sp[2 * nv + 2 * r + 1] = T(g1 + 4096 * hi);
         }
     }
 
