@@ -324,7 +324,8 @@
 #if !defined(__CUDA_ARCH__)
     // CPU: the envs of a launch run one after another, and at 1024 envs each env's rows are out of cache
     // when its turn comes; ask for the next env's first PP_PREFETCH_ROWS rows (its per-row outputs and
-    // the J entries at the two ends of the spans its last build left, which the clears and walks write) now. Measured
+    // the J entries at the two ends of the spans its last build left, which the clears and walks write),
+    // its kinematics and its first contacts now. Measured
     // (docs/constraint.md, Round 8): −1.5 to −3 µs per env-step on 8 boxes; more rows gained nothing on the pile.
     if (env + 1 < efc_J.shape[0]) {
         enum { PP_PREFETCH_ROWS = 128 };
@@ -342,6 +343,32 @@
             (const char*)efc_id.data + e1 * efc_id.strides[0], (const char*)efc_dim.data + e1 * efc_dim.strides[0]};
         for (int a = 0; a < 12; ++a)
             for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(outs[a] + l, 1, 3);
+        // the next env's kinematics the chain walks read (dof motion subspaces, reference points, qvel) and
+        // its first contacts (as many slots as this env has, at most 32): Round 10 (row segments), −2 to −14 %
+        // of make_rows on the humanoid, the boxes and the pile
+        {
+            const size_t vb = (size_t)nv * sizeof(V);
+            const char* kin[3] = {(const char*)cdof_w.data + e1 * cdof_w.strides[0],
+                                  (const char*)cdof_v.data + e1 * cdof_v.strides[0],
+                                  (const char*)dof_ref.data + e1 * dof_ref.strides[0]};
+            for (int a = 0; a < 3; ++a)
+                for (size_t l = 0; l < vb; l += 64) __builtin_prefetch(kin[a] + l, 0, 3);
+            const char* qb = (const char*)qvel.data + e1 * qvel.strides[0];
+            for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) __builtin_prefetch(qb + l, 0, 3);
+            const int nc = n_con < 32 ? n_con : 32;
+            const char* cb[9] = {
+                (const char*)con_pos.data + e1 * con_pos.strides[0], (const char*)con_frame.data + e1 * con_frame.strides[0],
+                (const char*)con_dist.data + e1 * con_dist.strides[0], (const char*)con_margin.data + e1 * con_margin.strides[0],
+                (const char*)con_link.data + e1 * con_link.strides[0], (const char*)con_dim.data + e1 * con_dim.strides[0],
+                (const char*)con_friction.data + e1 * con_friction.strides[0], (const char*)con_sol.data + e1 * con_sol.strides[0],
+                (const char*)con_solreffriction.data + e1 * con_solreffriction.strides[0]};
+            const size_t cs[9] = {(size_t)con_pos.strides[1], (size_t)con_frame.strides[1], (size_t)con_dist.strides[1],
+                                  (size_t)con_margin.strides[1], (size_t)con_link.strides[1], (size_t)con_dim.strides[1],
+                                  (size_t)con_friction.strides[1], (size_t)con_sol.strides[1],
+                                  (size_t)con_solreffriction.strides[1]};
+            for (int a = 0; a < 9; ++a)
+                for (size_t l = 0; l < (size_t)nc * cs[a]; l += 64) __builtin_prefetch(cb[a] + l, 0, 3);
+        }
         const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
         const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
         for (int r = 0; r < nr; ++r) {
