@@ -360,7 +360,8 @@
                 (const char*)con_pos.data + e1 * con_pos.strides[0], (const char*)con_frame.data + e1 * con_frame.strides[0],
                 (const char*)con_dist.data + e1 * con_dist.strides[0], (const char*)con_margin.data + e1 * con_margin.strides[0],
                 (const char*)con_link.data + e1 * con_link.strides[0], (const char*)con_dim.data + e1 * con_dim.strides[0],
-                (const char*)con_friction.data + e1 * con_friction.strides[0], (const char*)con_sol.data + e1 * con_sol.strides[0],
+                (const char*)con_friction.data + e1 * con_friction.strides[0],
+                (const char*)con_sol.data + e1 * con_sol.strides[0],
                 (const char*)con_solreffriction.data + e1 * con_solreffriction.strides[0]};
             const size_t cs[9] = {(size_t)con_pos.strides[1], (size_t)con_frame.strides[1], (size_t)con_dist.strides[1],
                                   (size_t)con_margin.strides[1], (size_t)con_link.strides[1], (size_t)con_dim.strides[1],

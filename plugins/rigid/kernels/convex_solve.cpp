@@ -9,9 +9,9 @@
 
 // solve_prefetch_native (CPU; nothing on CUDA): the envs of a launch are solved one after another, and at
 // 1024 envs the next env's rows and M left the cache when the row builder and mass_dense wrote them; ask
-// for the next env's J entries over each row's recorded segments (efc_seg; else its span) (read), M (read) and its per-row inputs and outputs
-// now, while this env is solved; at most 128 rows, M only up to 32 KB (benchmarks/results/constraint.md,
-// Round 9).
+// for the next env's J entries over each row's recorded segments (efc_seg; else its span) (read), M (read)
+// and its per-row inputs and outputs now, while this env is solved; at most 128 rows, M only up to 32 KB
+// (benchmarks/results/constraint.md, Round 9).
 
 // @part rows
     // forces F, states S and the sum of the row costs at jar_ (returned)
