@@ -131,7 +131,7 @@ def pre_coupling(solver, part) -> None:
     wp.launch(K.contact_jacobian, dim=(v.n, d.con_dist.shape[1]),
               inputs=[m.dof_parent, m.link_dof_last, d.cdof_w, d.cdof_v, d.dof_ref, d.ncon, d.con_pos, d.con_frame,
                       d.con_link, row0],
-              outputs=[d.efc_J, d.efc_span, d.efc_chain, d.efc_type, d.efc_id, d.con_efc_adr, d.nefc, d.efc_overflow],
+              outputs=[d.efc_J, d.efc_span, d.efc_chain, d.efc_seg, d.efc_type, d.efc_id, d.con_efc_adr, d.nefc, d.efc_overflow],
               device=v.device)
 
 

@@ -522,6 +522,7 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.efc_J = z((n, R, nv))
     d.efc_span = z((n, R, 2), I32)
     d.efc_chain = a.arr(np.full((n, R, 2), -2), I32)
+    d.efc_seg = a.arr(np.full((n, R, 4), -1), I32)
     for k in ("efc_type", "efc_id", "efc_dim", "efc_state"):
         setattr(d, k, z((n, R), I32))
     for k in ("efc_pos", "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss",
@@ -568,7 +569,7 @@ def _make_island_data(d, a: _Alloc, n: int, nv: int, R: int, islands: bool) -> N
     d.island_scratch = z((n, 3, nv + 1), I32)
     d.iM = z((n, nv, nv))
     d.iefc_J = z((n, R, nv))
-    d.iefc_span = z((n, R, 2), I32)
+    d.iefc_span = z((n, R, 4), I32)
     for k in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar"):
         setattr(d, k, z((n, R)))
     for k in ("iacc_smooth", "iacc", "ifrc_constraint", "igrad", "ima"):

@@ -249,6 +249,10 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         efc_chain: (n, max_rows, 2) int: a contact row's two links (−1: world) whose dof chains hold all
             its nonzeros, −2: none recorded (make_rows' clear zeroes those chains only while their column
             span is the row's span; any other writer of a row sets its span or −2 here)
+        efc_seg: (n, max_rows, 4) int: the row's nonzero segments lo, g0, g1, hi (its nonzeros lie in [lo, g0)
+            and [g1, hi): the first and last nonzero and the longest inner run of zeros), recorded by make_rows
+            while it writes the row and read by the convex solve; lo = −1: none recorded (the solve scans the
+            row inside efc_span; any other writer of a row sets −1 here)
         efc_type: (n, max_rows) int: ConstraintType
         efc_id: (n, max_rows) int: the equality, dof, contact or limit the row belongs to
         efc_dim: (n, max_rows) int: elliptic normal rows: cone dimension
@@ -295,7 +299,7 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         island_scratch: (n, 3, nv + 1) int: labelling scratch (union-find, counts, island of a tree)
         iM: (n, nv, nv) float: M of the island being solved (its first nd × nd block)
         iefc_J: (n, max_rows, nv) float: its rows' J over its dofs
-        iefc_span: (n, max_rows, 2) int: their column spans
+        iefc_span: (n, max_rows, 4) int: their nonzero segments over the island's dofs (lo, g0, g1, hi, as efc_seg)
         iefc_type: (n, max_rows) int: their ConstraintType
         iefc_dim: (n, max_rows) int: their cone dimension
         iefc_state: (n, max_rows) int: their EfcState
@@ -552,6 +556,7 @@ def _data_struct(s):
         efc_J: S3
         efc_span: I3
         efc_chain: I3
+        efc_seg: I3
         efc_type: I2
         efc_id: I2
         efc_dim: I2

@@ -250,6 +250,7 @@ class MjStage:
         # rows assigned here from MuJoCo's efc_J: every column may be nonzero (make_rows narrows them)
         d.efc_span = arr(np.tile(np.array([0, nv]), (E, R, 1)), wp.int32)
         d.efc_chain = arr(np.full((E, R, 2), -2), wp.int32)
+        d.efc_seg = arr(np.full((E, R, 4), -1), wp.int32)      # no segments recorded: the solve scans J
         for name in ("efc_type", "efc_id", "efc_dim", "efc_state"):
             setattr(d, name, z(E, R, dt=wp.int32))
         for name in ("efc_pos", "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss",
@@ -270,7 +271,7 @@ class MjStage:
         for name in ("efc_island", "island_efcs", "iefc_type", "iefc_dim", "iefc_state"):
             setattr(d, name, z(E, R, dt=wp.int32))
         d.island_scratch = z(E, 3, nv + 1, dt=wp.int32)
-        d.iM, d.iefc_J, d.iefc_span = z(E, nv, nv), z(E, R, nv), z(E, R, 2, dt=wp.int32)
+        d.iM, d.iefc_J, d.iefc_span = z(E, nv, nv), z(E, R, nv), z(E, R, 4, dt=wp.int32)
         for name in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar"):
             setattr(d, name, z(E, R))
         d.iacc_smooth, d.iacc, d.ifrc_constraint, d.igrad, d.ima = (z(E, nv) for _ in range(5))

@@ -4,9 +4,10 @@ links and the next build zeroes their dof chains only while the chains' column s
 A pile of boxes falls and tumbles (contacts appear, vanish and change rows between steps; generic sizes,
 poses and velocities); every 10 steps its rows must equal, bit for bit, the rows the same build makes from rows that never
 held anything (J zero, spans empty, no links recorded), with every entry outside a row's span and every
-padding row exactly zero."""
+padding row exactly zero, and with the nonzero segments the builds recorded (efc_seg) equal to a scan of J."""
 
 import numpy as np
+from test_constraint_row_segments import scan_segments
 
 PILE = """<mujoco>
   <option timestep="0.004"/>
@@ -64,6 +65,10 @@ def test_rows_equal_a_fresh_build(tmp_path):
             continue
         # the rows the step built over the scene's history ...
         na, Ja, Sa = d.nefc.numpy().copy(), d.efc_J.numpy().copy(), d.efc_span.numpy().copy()     # CPU: numpy() is a view
+        # the segments the build recorded (efc_seg) are the scan's of its rows (test_constraint_row_segments.py)
+        Ga = d.efc_seg.numpy()
+        for e in range(n):
+            np.testing.assert_array_equal(Ga[e, :na[e]], scan_segments(Ja[e], Sa[e], int(na[e]), nv))
         # ... and the same build (the substep's kinematics and contacts are still in place) from rows
         # that never held anything: J zero, spans empty, no links recorded
         d.efc_J.zero_()

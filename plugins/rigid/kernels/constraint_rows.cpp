@@ -13,7 +13,10 @@
 //   sets the span (or efc_chain = -2), which sends the next clear to the whole span.
 // row_dot_native: out[row] = efc_J[row]·qvel over the row's span. The span is a superset of the
 //   nonzero columns: the skipped terms are exact zeros and the sum starts at +0, so it equals the sum
-//   over all nv columns (and the previous scan for the first/last nonzero).
+//   over all nv columns (and the previous scan for the first/last nonzero). With segs = 1 it also records
+//   the row's nonzero segments in efc_seg[row] (lo, g0, g1, hi: kernels/linalg.cpp `jseg`, over the span
+//   while the row is in cache; the convex solve reads them instead of scanning J), else efc_seg[row][0] = -1
+//   (none recorded: the solve scans the row).
 // contact_rows_native: make_rows' contact section for one env — per contact its rows' clear, impedance,
 //   reference and regularization (the Warp functions of constraint_rows.py, written with Warp's own
 //   scalar/vector functions in the same order, so the results are bit for bit those of the Warp loop it
@@ -24,8 +27,12 @@
 //   J·qvel of a contact row runs over the two chains' columns in ascending order, not the whole span
 //   (the span of a contact between links far apart in the tree holds mostly zeros; on the pile of 50
 //   boxes nearly all of nv = 300): the skipped entries are exact zeros, so for finite qvel the sum is
-//   the span's. Writes the row count to n_efc[env] and the overflow flag to overflow[env] (make_rows reads
-//   both back); CPU: prefetches the next env's rows (see there).
+//   the span's. With segs = 1 each row's nonzero segments go to efc_seg (as row_dot_native), found in the
+//   same pass over the two chains' columns: the first and last nonzero and the longest run of zeros between
+//   two nonzero chain columns (the columns outside the chains are exact zeros), the bounds `jseg` finds over
+//   the span — an entry of a chain column that is exactly 0.0 counts as a zero in both; a row zeroed after
+//   its finish gets the empty row's segments. Writes the row count to n_efc[env] and the overflow flag to
+//   overflow[env] (make_rows reads both back); CPU: prefetches the next env's rows (see there).
 
 // @func point_jac_native
     typedef decltype(+*efc_J.data) T;
@@ -96,6 +103,7 @@
 
 // @func row_dot_native
     typedef decltype(+*efc_J.data) T;
+// @use linalg.jseg
     const T* jr = (const T*)((const char*)efc_J.data + (size_t)env * efc_J.strides[0] + (size_t)row * efc_J.strides[1]);
     const int* sp = (const int*)((const char*)efc_span.data + (size_t)env * efc_span.strides[0]
                                  + (size_t)row * efc_span.strides[1]);
@@ -108,12 +116,22 @@
         s = s + p;
     }
     ((T*)((char*)out.data + (size_t)env * out.strides[0]))[row] = s;
+    int* sg = (int*)((char*)efc_seg.data + (size_t)env * efc_seg.strides[0] + (size_t)row * efc_seg.strides[1]);
+    const size_t g3 = (size_t)efc_seg.strides[2] / sizeof(int);
+    if (segs != 0) {
+        int s4[4];
+        la_jseg(jr, sp[0], sp[1], nv, s4);
+        for (int i = 0; i < 4; ++i) sg[i * g3] = s4[i];
+    } else {
+        sg[0] = -1;
+    }
 
 // @func contact_rows_native
     typedef decltype(+*efc_J.data) T;
     typedef wp::vec_t<3, T> V;
     typedef wp::mat_t<3, 3, T> M3;
 // @use constraint_rows.clear
+// @use linalg.jseg
     const size_t e = (size_t)env;
     // this env's rows of every array as plain pointers with element strides (locals: no reloads of the
     // array descriptors after each store)
@@ -151,6 +169,8 @@
     const size_t Js = (size_t)efc_J.strides[1];
     char* const Sb = (char*)efc_span.data + e * efc_span.strides[0];
     const size_t Ss = (size_t)efc_span.strides[1], Ss2 = (size_t)efc_span.strides[2] / sizeof(int);
+    char* const Gb = (char*)efc_seg.data + e * efc_seg.strides[0];
+    const size_t Gs = (size_t)efc_seg.strides[1], Gs2 = (size_t)efc_seg.strides[2] / sizeof(int);
     char* const Cb = (char*)efc_chain.data + e * efc_chain.strides[0];
     const size_t Cs = (size_t)efc_chain.strides[1], Cs2 = (size_t)efc_chain.strides[2] / sizeof(int);
     int* const o_type = PP_BASE(efc_type, int);
@@ -217,6 +237,20 @@
     auto jrow = [=](int r) { return (T*)(Jb + (size_t)r * Js); };
     auto span = [=](int r) { return (int*)(Sb + (size_t)r * Ss); };
     auto chain = [=](int r) { return (int*)(Cb + (size_t)r * Cs); };
+    auto seg = [=](int r) { return (int*)(Gb + (size_t)r * Gs); };
+    // the row's segments recorded (segs = 1) from s4 = lo, g0, g1, hi; else none (-1: the solve scans)
+    auto seg_put = [=](int r, const int* s4) {
+        int* g = seg(r);
+        if (segs != 0) for (int i = 0; i < 4; ++i) g[i * Gs2] = s4[i];
+        else g[0] = -1;
+    };
+    // a row's segments by `jseg` over its span (a row zeroed by clear_row: span (nv, 0), J not read)
+    auto seg_scan = [=](int r) {
+        int s4[4];
+        const int* sp = span(r);
+        la_jseg(jrow(r), sp[0], sp[Ss2], nv, s4);
+        seg_put(r, s4);
+    };
     auto clear_row = [=](int r) { clear_row_at(jrow(r), span(r), chain(r), Ss2, Cs2, nv, dlast, par); };
     // one walk (elliptic / frictionless rows): J[r] += scale · axis · (velocity of p fixed to `link` per
     // dof) (rot: angular velocity), the row's span grown by the chain's columns
@@ -250,13 +284,33 @@
         T s = T(0);
         if (ncols >= 0) {
             // the chains' columns only: the span's other entries are exact zeros, and adding the
-            // (signed) zero products to the sum (+0 at the start, never −0) leaves it unchanged
+            // (signed) zero products to the sum (+0 at the start, never −0) leaves it unchanged; the
+            // segments from the same columns: first / last nonzero, the longest run of zeros between two
+            // nonzero chain columns (the first of equal ones, as `jseg`)
+            int f = -1, l = -1, best = 0, g0 = 0, g1 = 0;
             for (int i = 0; i < ncols; ++i) {
                 const int j = cols[i];
-                s = wp::add(s, wp::mul(jr[j], qv[j]));
+                const T x = jr[j];
+                s = wp::add(s, wp::mul(x, qv[j]));
+                if (!(x == T(0))) {
+                    if (f < 0) f = j;
+                    else if (j - l - 1 > best) { best = j - l - 1; g0 = l + 1; g1 = j; }
+                    l = j;
+                }
             }
+            int s4[4];
+            if (f < 0) {
+                const int h = hi < lo ? lo : hi;         // an all-zero row: lo = g0 = g1 = hi (as `jseg`)
+                s4[0] = h; s4[1] = h; s4[2] = h; s4[3] = h;
+            } else {
+                s4[0] = f; s4[3] = l + 1;
+                s4[1] = best > 0 ? g0 : l + 1;
+                s4[2] = best > 0 ? g1 : l + 1;
+            }
+            seg_put(r, s4);
         } else {
             for (int j = lo; j < hi; ++j) s = wp::add(s, wp::mul(jr[j], qv[j]));
+            seg_scan(r);
         }
         o_type[r * it] = tp;
         o_id[r * ii] = ident;
@@ -270,7 +324,8 @@
 #if !defined(__CUDA_ARCH__)
     // CPU: the envs of a launch run one after another, and at 1024 envs each env's rows are out of cache
     // when its turn comes; ask for the next env's first PP_PREFETCH_ROWS rows (its per-row outputs and
-    // the J entries at the two ends of the spans its last build left, which the clears and walks write) now. Measured
+    // the J entries at the two ends of the spans its last build left, which the clears and walks write),
+    // its kinematics and its first contacts now. Measured
     // (docs/constraint.md, Round 8): −1.5 to −3 µs per env-step on 8 boxes; more rows gained nothing on the pile.
     if (env + 1 < efc_J.shape[0]) {
         enum { PP_PREFETCH_ROWS = 128 };
@@ -288,6 +343,33 @@
             (const char*)efc_id.data + e1 * efc_id.strides[0], (const char*)efc_dim.data + e1 * efc_dim.strides[0]};
         for (int a = 0; a < 12; ++a)
             for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(outs[a] + l, 1, 3);
+        // the next env's kinematics the chain walks read (dof motion subspaces, reference points, qvel) and
+        // its first contacts (as many slots as this env has, at most 32): Round 10 (row segments), −2 to −14 %
+        // of make_rows on the humanoid, the boxes and the pile
+        {
+            const size_t vb = (size_t)nv * sizeof(V);
+            const char* kin[3] = {(const char*)cdof_w.data + e1 * cdof_w.strides[0],
+                                  (const char*)cdof_v.data + e1 * cdof_v.strides[0],
+                                  (const char*)dof_ref.data + e1 * dof_ref.strides[0]};
+            for (int a = 0; a < 3; ++a)
+                for (size_t l = 0; l < vb; l += 64) __builtin_prefetch(kin[a] + l, 0, 3);
+            const char* qb = (const char*)qvel.data + e1 * qvel.strides[0];
+            for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) __builtin_prefetch(qb + l, 0, 3);
+            const int nc = n_con < 32 ? n_con : 32;
+            const char* cb[9] = {
+                (const char*)con_pos.data + e1 * con_pos.strides[0], (const char*)con_frame.data + e1 * con_frame.strides[0],
+                (const char*)con_dist.data + e1 * con_dist.strides[0], (const char*)con_margin.data + e1 * con_margin.strides[0],
+                (const char*)con_link.data + e1 * con_link.strides[0], (const char*)con_dim.data + e1 * con_dim.strides[0],
+                (const char*)con_friction.data + e1 * con_friction.strides[0],
+                (const char*)con_sol.data + e1 * con_sol.strides[0],
+                (const char*)con_solreffriction.data + e1 * con_solreffriction.strides[0]};
+            const size_t cs[9] = {(size_t)con_pos.strides[1], (size_t)con_frame.strides[1], (size_t)con_dist.strides[1],
+                                  (size_t)con_margin.strides[1], (size_t)con_link.strides[1], (size_t)con_dim.strides[1],
+                                  (size_t)con_friction.strides[1], (size_t)con_sol.strides[1],
+                                  (size_t)con_solreffriction.strides[1]};
+            for (int a = 0; a < 9; ++a)
+                for (size_t l = 0; l < (size_t)nc * cs[a]; l += 64) __builtin_prefetch(cb[a] + l, 0, 3);
+        }
         const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
         const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
         for (int r = 0; r < nr; ++r) {
@@ -411,6 +493,7 @@
                         // zero coefficient: the row is zeroed (no force, finite R)
                         o_R[(row + j) * tR] = rt;
                         clear_row(row + j);
+                        seg_scan(row + j);
                         o_vel[(row + j) * tv] = zero;
                         o_aref[(row + j) * ta] = zero;
                     }
@@ -493,6 +576,7 @@
                         // zero coefficient: the edge pair would be two extra normal rows (phantom normal
                         // support, docs/semantics.md §R6) — zeroed, it carries no force
                         clear_row(r0 + s);
+                        seg_scan(r0 + s);
                         o_vel[(r0 + s) * tv] = zero;
                         o_aref[(r0 + s) * ta] = zero;
                     }

@@ -60,7 +60,7 @@ def contact_rows_native(nv: int, max_rows: int, cone: int, impratio: Any, tc_flo
                         con_margin: A2, con_friction: A3, con_sol: A3, con_solreffriction: A3, con_efc_adr: I2,
                         efc_J: A3, efc_span: I3, efc_chain: I3, efc_type: I2, efc_id: I2, efc_dim: I2, efc_pos: A2,
                         efc_margin: A2, efc_vel: A2, efc_aref: A2, efc_R: A2, efc_D: A2, efc_imp: A2, efc_floss: A2, efc_mu: A2,
-                        n_efc: I1, overflow: I1): ...
+                        n_efc: I1, overflow: I1, efc_seg: I3, segs: int): ...
 
 
 @wp.func_native(native.body(__file__, "row_clear_native"))
@@ -69,7 +69,7 @@ def row_clear_native(efc_J: A3, efc_span: I3, efc_chain: I3, dof_parent: I1, lin
 
 
 @wp.func_native(native.body(__file__, "row_dot_native"))
-def row_dot_native(efc_J: A3, efc_span: I3, qvel: A2, env: int, row: int, nv: int, out: A2): ...
+def row_dot_native(efc_J: A3, efc_span: I3, qvel: A2, env: int, row: int, nv: int, out: A2, efc_seg: I3, segs: int): ...
 
 
 # ---------------------------------------------------------------- parameters (docs/semantics.md §R6-§R7)
@@ -201,8 +201,11 @@ def finish_row(
     efc_aref: wp.array2d(dtype=Any),
     efc_R: wp.array2d(dtype=Any),
     efc_imp: wp.array2d(dtype=Any),
+    efc_seg: wp.array3d(dtype=wp.int32),
+    segs: int,
 ):
-    row_dot_native(efc_J, efc_span, qvel, env, row, nv, efc_vel)      # efc_vel[env, row] = J_row·qvel
+    # efc_vel[env, row] = J_row·qvel; with segs = 1 the row's nonzero segments into efc_seg (while it is in cache)
+    row_dot_native(efc_J, efc_span, qvel, env, row, nv, efc_vel, efc_seg, segs)
     vel = efc_vel[env, row]
     efc_type[env, row] = tp
     efc_id[env, row] = ident
@@ -359,7 +362,7 @@ def connect_bias(m: Any, d: Any):
 
 
 @wp.kernel
-def make_rows(m: Any, d: Any, lim_window_h: Any):
+def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -408,6 +411,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
     efc_J = d.efc_J
     efc_span = d.efc_span
     efc_chain = d.efc_chain
+    efc_seg = d.efc_seg
     efc_type = d.efc_type
     efc_id = d.efc_id
     efc_dim = d.efc_dim
@@ -479,7 +483,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                 point_jac_add(dof_parent, link_dof_last, efc_span, cdof_w, cdof_v, dof_ref,
                               env, l2, p2, ax, 0, -one, efc_J, row + c)
                 finish_row(efc_J, efc_span, qvel, env, row + c, nv, err[c], zero, imp, k, b, diag, ConstraintType.EQUALITY, e,
-                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp, efc_seg, segs)
                 # velocity-product term: aref − J̇·q̇ (the acceleration of p1 − p2 at qacc = 0)
                 efc_aref[env, row + c] = efc_aref[env, row + c] - eq_acc_bias[env, e, c]
             row = row + 3
@@ -554,7 +558,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                     ec = er[c - 3]
                     dg = dr2
                 finish_row(efc_J, efc_span, qvel, env, row + c, nv, ec, zero, imp, k, b, dg, ConstraintType.EQUALITY, e,
-                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp, efc_seg, segs)
                 efc_aref[env, row + c] = efc_aref[env, row + c] - eq_acc_bias[env, e, c]
             row = row + 6
         elif eq_type[e] == EqType.JOINT:
@@ -593,7 +597,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                 span_extend(efc_span, env, row, d2, d2 + 1)
             imp = impedance(dmin, dmax, width, mid, pw, pos, zero)
             finish_row(efc_J, efc_span, qvel, env, row, nv, pos, zero, imp, k, b, diag, ConstraintType.EQUALITY, e,
-                       efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                       efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp, efc_seg, segs)
             row = row + 1
 
     # ---- DOF frictionloss (K = 0: velocity term only)
@@ -614,7 +618,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
         efc_J[env, row, dof] = one
         span_extend(efc_span, env, row, dof, dof + 1)
         finish_row(efc_J, efc_span, qvel, env, row, nv, zero, zero, imp, zero, ref_damping(tc, dr, dmax), dof_invweight[dof],
-                   ConstraintType.FRICTION, dof, efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                   ConstraintType.FRICTION, dof, efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp,
+                   efc_seg, segs)
         efc_floss[env, row] = fl
         row = row + 1
 
@@ -624,7 +629,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                         cdof_w, cdof_v, dof_ref, qvel, n_con[env], con_dim, con_link, con_pos, con_frame, con_dist,
                         con_margin, con_friction, con_sol, d.con_solreffriction, con_efc_adr, efc_J, efc_span, efc_chain,
                         efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp, efc_floss,
-                        efc_mu, n_efc, overflow)
+                        efc_mu, n_efc, overflow, efc_seg, segs)
     row = n_efc[env]
     if overflow[env] != 0:
         over = 1
@@ -665,7 +670,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                 span_extend(efc_span, env, row, dof, dof + 3)
                 finish_row(efc_J, efc_span, qvel, env, row, nv, dist, lim_margin[li], imp, ref_stiffness(tc, dr, dmax),
                            ref_damping(tc, dr, dmax), dof_invweight[dof], ConstraintType.LIMIT, li,
-                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp, efc_seg, segs)
                 row = row + 1
             continue
         q = qpos[env, lim_qadr[li]]
@@ -700,7 +705,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any):
                 span_extend(efc_span, env, row, dof, dof + 1)
                 finish_row(efc_J, efc_span, qvel, env, row, nv, dist, lim_margin[li], imp, ref_stiffness(tc, dr, dmax),
                            ref_damping(tc, dr, dmax), dof_invweight[dof], ConstraintType.LIMIT, li,
-                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp)
+                           efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp, efc_seg, segs)
                 row = row + 1
 
     for i in range(row):

@@ -11,7 +11,8 @@ the row budget gets con_efc_adr −1 and sets efc_overflow (the solver reports i
 
 ``contact_jacobian`` (env × contact slot) reads the model's dof_parent and link_dof_last, ``d``:
 cdof_w, cdof_v, dof_ref, ncon, con_pos, con_frame, con_link and the hand-off's row0. Writes ``d``:
-efc_J, efc_span, efc_type, efc_id, con_efc_adr, nefc, efc_overflow (set only).
+efc_J, efc_span, efc_chain, efc_seg (−1: no segments recorded), efc_type, efc_id, con_efc_adr, nefc,
+efc_overflow (set only).
 """
 
 from typing import Any
@@ -44,6 +45,7 @@ def contact_jacobian(
     efc_J_out: wp.array3d(dtype=Any),
     efc_span_out: wp.array3d(dtype=wp.int32),
     efc_chain_out: wp.array3d(dtype=wp.int32),
+    efc_seg_out: wp.array3d(dtype=wp.int32),
     efc_type_out: wp.array2d(dtype=wp.int32),
     efc_id_out: wp.array2d(dtype=wp.int32),
     con_efc_adr_out: wp.array2d(dtype=wp.int32),
@@ -75,6 +77,7 @@ def contact_jacobian(
         efc_span_out[env, row, 1] = nv
         efc_chain_out[env, row, 0] = -2          # no links recorded: the next clear takes the whole span
         efc_chain_out[env, row, 1] = -2
+        efc_seg_out[env, row, 0] = -1            # no segments recorded: a convex solve would scan the row
         efc_type_out[env, row] = ELLIPTIC
         efc_id_out[env, row] = k
         ax = fr[r]

@@ -9,9 +9,9 @@
 
 // solve_prefetch_native (CPU; nothing on CUDA): the envs of a launch are solved one after another, and at
 // 1024 envs the next env's rows and M left the cache when the row builder and mass_dense wrote them; ask
-// for the next env's J entries over each row's span (read), M (read) and its per-row inputs and outputs
-// now, while this env is solved; at most 128 rows, M only up to 32 KB (benchmarks/results/constraint.md,
-// Round 9).
+// for the next env's J entries over each row's recorded segments (efc_seg; else its span) (read), M (read)
+// and its per-row inputs and outputs now, while this env is solved; at most 128 rows, M only up to 32 KB
+// (benchmarks/results/constraint.md, Round 9).
 
 // @part rows
     // forces F, states S and the sum of the row costs at jar_ (returned)
@@ -358,7 +358,9 @@
 #endif
 
 // island_gather_native: island k of env e into the island arrays: its M block, qacc_smooth and qacc, and
-// its rows (type, dim, D, R, frictionloss, mu, aref; J over the island's dofs with the compact span),
+// its rows (type, dim, D, R, frictionloss, mu, aref; J over the island's dofs, each row's nonzero segments
+// over them in ispan: lo, g0, g1, hi, found while the row is written, the bounds kernels/linalg.cpp `jseg`
+// finds on the compact row; the row is read over its recorded segments' [lo, hi) in seg, else its span),
 // and the state of the env's evaluation at the start point (jar, forces, states, Jᵀf, gradient, M·(a − a₀):
 // exact for the island, which no row outside it touches and whose M block has no coupling outside).
 // With zero_rows the compact J rows are cleared first (the products scan whole rows: no span cache).
@@ -418,6 +420,8 @@
     const char* j0 = (const char*)J.data + e * J.strides[0];
     char* ij0 = (char*)iJ.data + e * iJ.strides[0];
     const char* s0 = (const char*)span.data + e * span.strides[0];
+    const char* g0p = (const char*)seg.data + e * seg.strides[0];
+    const size_t g3 = (size_t)seg.strides[2] / sizeof(int);
     char* is0 = (char*)ispan.data + e * ispan.strides[0];
     for (int q = 0; q < nr; ++q) {
         const int r = rows[q];
@@ -432,24 +436,44 @@
         if_[q] = f_[r];
         ist_[q] = st_[r];
         const int* sp = (const int*)(s0 + (size_t)r * span.strides[1]);
-        const int lo = sp[0] < 0 ? 0 : sp[0];
-        const int hi = sp[1] > nv ? nv : sp[1];
+        const int* sg = (const int*)(g0p + (size_t)r * seg.strides[1]);
+        int lo = sp[0] < 0 ? 0 : sp[0];
+        int hi = sp[1] > nv ? nv : sp[1];
+        if (sg[0] >= 0) {
+            // the recorded segments' first and last nonzero: the island's columns outside are zeros (never
+            // read: the products run over the segments below; without a span cache the row was zeroed)
+            lo = sg[0];
+            hi = sg[3 * g3];
+        }
         const T* jr = (const T*)(j0 + (size_t)r * J.strides[1]);
         T* ir = (T*)(ij0 + (size_t)q * iJ.strides[1]);
         if (zero_rows != 0) for (int c = 0; c < nd; ++c) ir[c] = T(0);
-        int clo = nd, chi = 0;
+        // the compact row's segments as it is written (columns ascending: dof_idof keeps the dofs' order)
+        int chi = 0, f = -1, l = -1, best = 0, a0 = 0, a1 = 0;
         for (int kk = lo; kk < hi; ++kk) {
             if (disl[kk] == k) {
                 const int c = didof[kk];
-                ir[c] = jr[kk];
-                clo = c < clo ? c : clo;
-                chi = c + 1 > chi ? c + 1 : chi;
+                const T x = jr[kk];
+                ir[c] = x;
+                chi = c + 1;
+                if (!(x == T(0))) {
+                    if (f < 0) f = c;
+                    else if (c - l - 1 > best) { best = c - l - 1; a0 = l + 1; a1 = c; }
+                    l = c;
+                }
             }
         }
-        if (chi < clo) chi = clo;
         int* isp = (int*)(is0 + (size_t)q * ispan.strides[1]);
-        isp[0] = clo;
-        isp[1] = chi;
+        const size_t i3 = (size_t)ispan.strides[2] / sizeof(int);
+        if (f < 0) {
+            const int h = chi > 0 ? chi : nd;        // all zero: lo = g0 = g1 = hi
+            isp[0] = h; isp[i3] = h; isp[2 * i3] = h; isp[3 * i3] = h;
+        } else {
+            isp[0] = f;
+            isp[i3] = best > 0 ? a0 : l + 1;
+            isp[2 * i3] = best > 0 ? a1 : l + 1;
+            isp[3 * i3] = l + 1;
+        }
     }
 
 // island_scatter_native: island k's solution back: qacc and Jᵀf of its dofs, forces and states of its rows.
@@ -553,14 +577,26 @@
         const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
         const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
         const size_t ss = efc_span.strides[2];
+        const char* gb = (const char*)efc_seg.data + e1 * efc_seg.strides[0];
+        const size_t gs = efc_seg.strides[2];
+        auto pf = [&](const char* jr, int lo, int hi) {
+            if (hi <= lo) return;
+            for (size_t l = (size_t)lo * sizeof(T) & ~(size_t)63; l < (size_t)hi * sizeof(T); l += 64)
+                __builtin_prefetch(jr + l, 0, 3);
+        };
         for (int r = 0; r < nr; ++r) {
+            const char* jr = jb + (size_t)r * efc_J.strides[1];
+            const char* sg = gb + (size_t)r * efc_seg.strides[1];
+            if (*(const int*)sg >= 0) {
+                // the two segments make_rows recorded (efc_seg)
+                pf(jr, *(const int*)sg, *(const int*)(sg + gs));
+                pf(jr, *(const int*)(sg + 2 * gs), *(const int*)(sg + 3 * gs));
+                continue;
+            }
             const int* sp = (const int*)(sb + (size_t)r * efc_span.strides[1]);
             const int lo = sp[0] < 0 ? 0 : sp[0];
             const int hi = *(const int*)((const char*)sp + ss) > nv ? nv : *(const int*)((const char*)sp + ss);
-            if (hi <= lo) continue;
-            const char* jr = jb + (size_t)r * efc_J.strides[1];
-            for (size_t l = (size_t)lo * sizeof(T) & ~(size_t)63; l < (size_t)hi * sizeof(T); l += 64)
-                __builtin_prefetch(jr + l, 0, 3);
+            pf(jr, lo, hi);
         }
         const char* mb = (const char*)qM.data + e1 * qM.strides[0];
         for (int j = 0; (size_t)nv * nv * sizeof(T) <= PP_PF_MBYTES && j < nv; ++j) {

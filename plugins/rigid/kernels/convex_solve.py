@@ -48,7 +48,7 @@ A3 = wp.array3d(dtype=Any)
 
 @wp.func_native(native.body(__file__, "solve_prefetch_native"))
 def solve_prefetch_native(env: int, nv: int, n_efc: I1, efc_J: A3, efc_span: I3, qM: A3, efc_aref: A2, efc_D: A2,
-                          efc_R: A2, jar: A2, efc_force: A2, efc_type: I2): ...
+                          efc_R: A2, jar: A2, efc_force: A2, efc_type: I2, efc_seg: I3): ...
 
 
 @wp.func_native(native.body(__file__, "island_label_native"))
@@ -68,7 +68,8 @@ def island_label_next_native(env: int, nv: int, prefetch: int, nefc: I1, ncon: I
 @wp.func_native(native.body(__file__, "island_gather_native"))
 def island_gather_native(env: int, nv: int, k: int, d0: int, nd: int, r0: int, nr: int, zero_rows: int, island_dofs: I2,
                          island_efcs: I2, dof_island: I2, dof_idof: I2, M: A3, qacc_smooth: A2, qacc: A2, J: A3, span: I3,
-                         efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2, efc_aref: A2, iM: A3,
+                         seg: I3, efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2, efc_aref: A2,
+                         iM: A3,
                          iacc_smooth: A2, iacc: A2, iJ: A3, ispan: I3, itype: I2, idim: I2, iD: A2, iR: A2, ifloss: A2,
                          imu: A2, iaref: A2, jar: A2, efc_force: A2, efc_state: I2, qfrc_constraint: A2, grad: A2, ma: A2,
                          ijar: A2, iforce: A2, istate: I2, ifrc: A2, igrad: A2, ima: A2): ...
@@ -368,12 +369,14 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
             whole = 0
     if prefetch == 1:
         # CPU: the next env's rows and M while this one is solved (kernels/convex_solve.cpp)
-        solve_prefetch_native(env, nv, n_efc, efc_J, d.efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type)
+        solve_prefetch_native(env, nv, n_efc, efc_J, d.efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type,
+                              d.efc_seg)
     pad_rows(env, nrow, efc_force, efc_state)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
-    # row spans cached in the scratch matrix this solver does not use (see _SPAN_HEAD)
+    # row spans cached in the scratch matrix this solver does not use (kernels/linalg.cpp): M's from the dof
+    # tree, J's the segments make_rows recorded (efc_seg)
     sc_mode = span_mode(nrow, nv, solver, nv * nv)
-    spans_fill(env, nrow, nv, d.efc_span, efc_J, M, LM, H, sc_mode, m.dof_parent, 1)
+    spans_fill(env, nrow, nv, d.efc_span, d.efc_seg, efc_J, M, LM, H, sc_mode, m.dof_parent, 1)
     mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
 
     # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule: for the whole env, as
@@ -479,11 +482,13 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
             if isc == 0:
                 zero_rows = 1
             island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, dofs, rows, d.dof_island, d.dof_idof, M,
-                                 qacc_smooth, qacc, efc_J, d.efc_span, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu,
+                                 qacc_smooth, qacc, efc_J, d.efc_span, d.efc_seg, efc_type, efc_dim, efc_D, efc_R, efc_floss,
+                                 efc_mu,
                                  efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref,
                                  jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad,
                                  ima)
-            spans_fill(env, nr, nd, ispan, iJ, iM, LM, H, isc, m.dof_parent, 0)
+            # (the island's J segments: found by the gather while it wrote the rows, in ispan)
+            spans_fill(env, nr, nd, ispan, ispan, iJ, iM, LM, H, isc, m.dof_parent, 0)
             # the island's cost at its start: its rows' costs and its Gauss term
             update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
             gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)

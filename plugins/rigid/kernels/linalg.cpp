@@ -8,16 +8,19 @@
 // the only difference from a plain dense loop is the sign of an exact zero result.
 //
 // The spans of M's rows (2j, 2j+1) and the nonzero segments of J's rows (2nv + 2r: lo + 4096·g0, +1:
-// g1 + 4096·hi; the row's nonzeros in [lo, g0) and [g1, hi)) are computed once per solve into a scratch
+// g1 + 4096·hi; the row's nonzeros in [lo, g0) and [g1, hi)) are put once per solve into a scratch
 // matrix the chosen solver does not use (sc_mode 1: LM, Newton; 2: H, CG; 0: none, when 2(nrow + nv)
-// exceeds it or nv > 4096, each product scans its rows).
+// exceeds it or nv > 4096, each product scans its rows). J's segments are those the row builder recorded
+// in efc_seg while it wrote each row (the part `jseg`, or the same bounds from a contact's dof chains);
+// a row without them (efc_seg[r][0] < 0: written by another writer) is scanned here with `jseg`.
 //
 // jac_mul_native: out = J·x (− sub when use_sub).
 // jac_tmul_grad_native: qfrc_constraint = Jᵀf; with full = 1 also ma = M·(qacc − qacc_smooth);
 //   grad = ma − Jᵀf.
 // mat_mul_native: out = M·x.
 // spans_fill_native: the row spans of M (tree = 1: from the dof tree, dof_parent; 0: scanned) and the
-//   nonzero segments of J's rows (inside efc_span, recorded by make_rows) into the scratch matrix (sc_mode).
+//   nonzero segments of J's rows (efc_seg, recorded by make_rows; else scanned inside efc_span) into the
+//   scratch matrix (sc_mode).
 // chol_factor_native: in-place dense Cholesky (lower triangle); the row envelope is kept in row 0's
 //   upper triangle for the solve.
 // chol_solve_native: x = (L Lᵀ)⁻¹ b.
@@ -29,6 +32,33 @@
 // la_hess_add_pair (H += w·J_raᵀ J_rb, lower triangle; zero entries of J_ra skipped) and
 // la_hess_add_rows (H += D_i·J_iᵀ J_i for the rows i0 <= i < i1 in the quadratic state: the same sums in
 // the same order as la_hess_add_pair row by row, consecutive rows of one span together).
+
+// @part jseg
+    // the nonzero segments of a row jr inside the column span [lo, hi) that holds all its nonzeros: the
+    // first and last nonzero and the longest inner run of exact zeros (the first of equal ones; a contact's
+    // two bodies' dof chains with the dofs between them), so a product runs over [lo, g0) and [g1, hi) and
+    // skips only exact zeros (bit for bit the same sums); empty row: lo = g0 = g1 = hi. s[0..3] = lo, g0,
+    // g1, hi. Used by the row builder when it finishes a row (kernels/constraint_rows.cpp) and by spans_fill
+    // for a row with none recorded.
+    auto la_jseg = [](const T* jr, int lo, int hi, int nv, int* s) {
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > nv ? nv : hi;
+        if (hi < lo) hi = lo;
+        while (lo < hi && jr[lo] == T(0)) ++lo;
+        while (hi > lo && jr[hi - 1] == T(0)) --hi;
+        int g0 = hi, g1 = hi, best = 0;
+        int k = lo;
+        while (k < hi) {
+            if (jr[k] == T(0)) {
+                const int z = k;
+                while (jr[k] == T(0)) ++k;           // stops inside: jr[hi - 1] != 0
+                if (k - z > best) { best = k - z; g0 = z; g1 = k; }
+            } else {
+                ++k;
+            }
+        }
+        s[0] = lo; s[1] = g0; s[2] = g1; s[3] = hi;
+    };
 
 // @part ops
 #ifndef PP_SPAN
@@ -354,6 +384,7 @@
 
 // @func spans_fill_native
     typedef decltype(+*M.data) T;
+// @use linalg.jseg
     const size_t e = (size_t)env;
 #ifndef PP_SPAN
 // (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
@@ -391,33 +422,26 @@
                 sp[2 * j + 1] = T(hi);
             }
         }
-        // J's rows: inside the span make_rows recorded (a superset of the nonzero columns), the first and
-        // last nonzero and the longest inner run of exact zeros (a contact's two bodies' dof chains with
-        // the dofs between them), so a product runs over [lo, g0) and [g1, hi) and skips only exact zeros
-        // (as for M's spans, bit for bit the same sums); empty row: lo = g0 = g1 = hi
+        // J's rows: the segments make_rows recorded (efc_seg: lo, g0, g1, hi), else (lo < 0) the scan of `jseg`
+        // inside the row's recorded span
         const char* js = (const char*)efc_span.data + e * efc_span.strides[0];
+        const char* jq = (const char*)efc_seg.data + e * efc_seg.strides[0];
+        const size_t q3 = (size_t)efc_seg.strides[2];
         const char* jj0 = (const char*)J.data + e * J.strides[0];
         for (int r = 0; r < nrow; ++r) {
-            const int* jsr = (const int*)(js + (size_t)r * efc_span.strides[1]);
-            int lo = jsr[0] < 0 ? 0 : jsr[0];
-            int hi = jsr[1] > nv ? nv : jsr[1];
-            if (hi < lo) hi = lo;
-            const T* jr = (const T*)(jj0 + (size_t)r * J.strides[1]);
-            while (lo < hi && jr[lo] == T(0)) ++lo;
-            while (hi > lo && jr[hi - 1] == T(0)) --hi;
-            int g0 = hi, g1 = hi, best = 0;
-            int k = lo;
-            while (k < hi) {
-                if (jr[k] == T(0)) {
-                    const int z = k;
-                    while (jr[k] == T(0)) ++k;           // stops inside: jr[hi - 1] != 0
-                    if (k - z > best) { best = k - z; g0 = z; g1 = k; }
-                } else {
-                    ++k;
-                }
+            const char* jqr = jq + (size_t)r * efc_seg.strides[1];
+            int s4[4];
+            s4[0] = *(const int*)jqr;
+            if (s4[0] >= 0) {
+                s4[1] = *(const int*)(jqr + q3);
+                s4[2] = *(const int*)(jqr + 2 * q3);
+                s4[3] = *(const int*)(jqr + 3 * q3);
+            } else {
+                const int* jsr = (const int*)(js + (size_t)r * efc_span.strides[1]);
+                la_jseg((const T*)(jj0 + (size_t)r * J.strides[1]), jsr[0], jsr[1], nv, s4);
             }
-            sp[2 * nv + 2 * r] = T(lo + 4096 * g0);       // exact in float32 too (< 2^24: nv <= 4096)
-            sp[2 * nv + 2 * r + 1] = T(g1 + 4096 * hi);
+            sp[2 * nv + 2 * r] = T(s4[0] + 4096 * s4[1]);       // exact in float32 too (< 2^24: nv <= 4096)
+            sp[2 * nv + 2 * r + 1] = T(s4[2] + 4096 * s4[3]);
         }
     }
 

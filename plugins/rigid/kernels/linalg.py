@@ -34,7 +34,7 @@ def mat_mul(env: int, nv: int, M: A3, x: A2, out: A2, sc_a: A3, sc_b: A3, sc_mod
 
 
 @wp.func_native(native.body(__file__, "spans_fill_native"))
-def spans_fill(env: int, nrow: int, nv: int, efc_span: I3, J: A3, M: A3, sc_a: A3, sc_b: A3, sc_mode: int,
+def spans_fill(env: int, nrow: int, nv: int, efc_span: I3, efc_seg: I3, J: A3, M: A3, sc_a: A3, sc_b: A3, sc_mode: int,
                dof_parent: I1, tree: int): ...
 
 
