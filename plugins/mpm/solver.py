@@ -16,6 +16,7 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
+from polyphys.blocks import BlockQueue
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers
@@ -34,6 +35,13 @@ VMAX_STRIDE = 16
 
 class MPMSolver(Solver):
     options_type = MPMOptions
+    # the stages whose blocks a partition's several workers claim (polyphys.blocks, docs/mpm.md
+    # "Threads"): "update" (the grid update, blocks of claim_nodes nodes), "g2p" (blocks of
+    # claim_particles particles; the next substep's stress stage then follows it after a barrier
+    # instead of worker by worker). One worker: the fixed-share kernels, as before
+    claimed = ("update",)
+    claim_nodes = 512
+    claim_particles = 256
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
@@ -184,6 +192,7 @@ class MPMSolver(Solver):
             gravity=vec3(*layout.gravity), boundary=wp.vec3i(*o.wall_boundaries),
             friction=scalar(o.friction), x_min=vec3(*edge_lo.tolist()), x_max=vec3(*edge_hi.tolist()),
             wall_lo=vec3(*np.asarray(wall_lo, npf).tolist()), wall_hi=vec3(*np.asarray(wall_hi, npf).tolist()))
+        self.blocks = BlockQueue(layout)
         self._parts = {}
         for part in layout.partitions:
             s = part.slice
@@ -233,11 +242,13 @@ class MPMSolver(Solver):
 
     def kernel_modules(self, layout):
         """The grid and transfer kernels, with the overloads of the scene's precision only."""
+        from polyphys.kernels import blocks
+
         from .kernels import grid, transfer
 
         grid.declare_overloads(layout.precision)
         transfer.declare_overloads(layout.precision)
-        return [grid, transfer]
+        return [blocks, grid, transfer]
 
     # -- stepping --------------------------------------------------------------------------------
     def substep_pre_coupling(self, f, part):
@@ -290,13 +301,20 @@ class MPMSolver(Solver):
 
             self.parallel(part, scatter)
 
+        model = [k.lo, k.dx, nx, ny, nz, o.boundary_padding, int(o.wall_surface), k.boundary, k.friction,
+                 self.plane_pos, self.plane_nrm, k.gravity, k.h]
+        if part.workers > 1 and "update" in self.claimed:
+            ch = self.claim_nodes
+            self.blocks.stage(self, part, -(-n_nodes // ch), lambda threads, claim, counters: wp.launch(
+                grid.grid_update_claimed, dim=(p.n, threads),
+                inputs=[*model, n_nodes, ch, claim, p.grid_mv, p.grid_m, mx],
+                outputs=[p.grid_v, p.grid_active, p.grid_pos, counters]))
+            return
+
         def update(w):
             a, b = part.chunk(w, n_nodes)
             if b > a:
-                wp.launch(grid.grid_update, dim=(p.n, b - a),
-                          inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, int(o.wall_surface), k.boundary,
-                                  k.friction, self.plane_pos, self.plane_nrm, k.gravity, k.h, a, p.grid_mv, p.grid_m,
-                                  mx],
+                wp.launch(grid.grid_update, dim=(p.n, b - a), inputs=[*model, a, p.grid_mv, p.grid_m, mx],
                           outputs=[p.grid_v, p.grid_active, p.grid_pos])
 
         self.parallel(part, update)
@@ -309,6 +327,18 @@ class MPMSolver(Solver):
 
         p, k = self._parts[part.index], self._consts
         nx, ny, nz = self.n_nodes_axis
+        model = [k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, k.wall_lo, k.wall_hi]
+        if part.workers > 1 and "g2p" in self.claimed:
+            ch = self.claim_particles
+
+            def launch(threads, claim, counters, w):
+                # worker w's fastest particle goes to its own slot of vmax
+                wp.launch(transfer.g2p_claimed, dim=(p.n, threads),
+                          inputs=[*model, self.n_particles, ch, claim, w * VMAX_STRIDE, p.grid_v, p.active],
+                          outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax, counters])
+
+            self.blocks.stage(self, part, -(-self.n_particles // ch), launch, with_worker=True)
+            return
 
         def g2p(w):
             a, b = part.chunk(w, self.n_particles)
@@ -319,6 +349,9 @@ class MPMSolver(Solver):
                           outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax])
 
         self.parallel(part, g2p, tag=G2P)
+
+    def on_reset(self, envs_idx):
+        self.blocks.clear()       # a step left half done may leave claim counters
 
     def particle_carriers(self, part) -> ParticleCarriers:
         """Grid nodes between the grid update and G2P: pos (the node's material centroid
