@@ -38,29 +38,27 @@ class BlockQueue:
         """Zero the counters (outside a step; after a step that failed midway: ``Solver.on_reset``)."""
         self.counters.zero_()
 
-    def stage(self, solver, part, n_blocks: int, launch, then=None, with_worker: bool = False) -> None:
+    def stage(self, solver, part, n_blocks: int, launch, then=None) -> None:
         """One parallel stage of ``solver`` over ``part`` whose ``n_blocks`` blocks the workers claim:
         ``launch(threads, claim, counters)`` issues the stage's kernel over (part.n_envs, threads) with
         ``counters`` the partition's rows. One worker: a single launch with a thread per block and
         ``claim`` 0. Several: every worker launches one thread per env with ``claim`` 1, then ``release``
         (the last worker through resets the counters for the next claimed stage).
         ``then(w)``, when given, issues worker w's launches after its claimed one in the same stage (a
-        fixed share of other work that needs nothing the claimed launch writes). ``with_worker``: the
-        launch is ``launch(threads, claim, counters, w)`` with w the worker issuing it (0 for one worker;
-        for per-worker outputs such as a maximum kept per worker)."""
+        fixed share of other work that needs nothing the claimed launch writes)."""
         import warp as wp
 
         from .kernels import blocks as K
 
         counters = self._views[part.index]
         if part.workers == 1:
-            launch(max(int(n_blocks), 1), 0, counters, *((0,) if with_worker else ()))
+            launch(max(int(n_blocks), 1), 0, counters)
             if then is not None:
                 then(0)
             return
 
         def stage(w):
-            launch(1, 1, counters, *((w,) if with_worker else ()))
+            launch(1, 1, counters)
             wp.launch(K.release, dim=part.n_envs, inputs=[part.workers], outputs=[counters], device=self.device)
             if then is not None:
                 then(w)

@@ -35,13 +35,9 @@ VMAX_STRIDE = 16
 
 class MPMSolver(Solver):
     options_type = MPMOptions
-    # the stages whose blocks a partition's several workers claim (polyphys.blocks, docs/mpm.md
-    # "Threads"): "update" (the grid update, blocks of claim_nodes nodes), "g2p" (blocks of
-    # claim_particles particles; the next substep's stress stage then follows it after a barrier
-    # instead of worker by worker). One worker: the fixed-share kernels, as before
-    claimed = ("update",)
+    # nodes per block of the grid update (polyphys.blocks: several workers claim the blocks, one
+    # worker runs a thread per block; docs/mpm.md "Threads")
     claim_nodes = 512
-    claim_particles = 256
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
@@ -303,21 +299,10 @@ class MPMSolver(Solver):
 
         model = [k.lo, k.dx, nx, ny, nz, o.boundary_padding, int(o.wall_surface), k.boundary, k.friction,
                  self.plane_pos, self.plane_nrm, k.gravity, k.h]
-        if part.workers > 1 and "update" in self.claimed:
-            ch = self.claim_nodes
-            self.blocks.stage(self, part, -(-n_nodes // ch), lambda threads, claim, counters: wp.launch(
-                grid.grid_update_claimed, dim=(p.n, threads),
-                inputs=[*model, n_nodes, ch, claim, p.grid_mv, p.grid_m, mx],
-                outputs=[p.grid_v, p.grid_active, p.grid_pos, counters]))
-            return
-
-        def update(w):
-            a, b = part.chunk(w, n_nodes)
-            if b > a:
-                wp.launch(grid.grid_update, dim=(p.n, b - a), inputs=[*model, a, p.grid_mv, p.grid_m, mx],
-                          outputs=[p.grid_v, p.grid_active, p.grid_pos])
-
-        self.parallel(part, update)
+        ch = self.claim_nodes
+        self.blocks.stage(self, part, -(-n_nodes // ch), lambda threads, claim, counters: wp.launch(
+            grid.grid_update_blocks, dim=(p.n, threads), inputs=[*model, n_nodes, ch, claim, p.grid_mv, p.grid_m, mx],
+            outputs=[p.grid_v, p.grid_active, p.grid_pos, counters]))
 
     def substep_post_coupling(self, f, part):
         """G2P and advection over each worker's share of the particles."""
@@ -327,18 +312,6 @@ class MPMSolver(Solver):
 
         p, k = self._parts[part.index], self._consts
         nx, ny, nz = self.n_nodes_axis
-        model = [k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, k.wall_lo, k.wall_hi]
-        if part.workers > 1 and "g2p" in self.claimed:
-            ch = self.claim_particles
-
-            def launch(threads, claim, counters, w):
-                # worker w's fastest particle goes to its own slot of vmax
-                wp.launch(transfer.g2p_claimed, dim=(p.n, threads),
-                          inputs=[*model, self.n_particles, ch, claim, w * VMAX_STRIDE, p.grid_v, p.active],
-                          outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax, counters])
-
-            self.blocks.stage(self, part, -(-self.n_particles // ch), launch, with_worker=True)
-            return
 
         def g2p(w):
             a, b = part.chunk(w, self.n_particles)

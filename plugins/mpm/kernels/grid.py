@@ -1,6 +1,7 @@
 """Grid stages: clear, and the grid update (momentum -> velocity, gravity, boundary conditions).
 
-Launch grids are (n_envs, n) over a range of nodes starting at ``n0`` (a worker's share).
+Launch grids are (n_envs, n) over a range of nodes starting at ``n0`` (a worker's share), or (n_envs,
+blocks) for the grid update (``grid_update_blocks``).
 Node index n = (i·ny + j)·nz + k, position lo + (i, j, k)·dx. Walls act on the outer ``pad`` nodes
 of each axis (and, with ``surface`` = 1, one-sidedly on the node layer on the wall surface, index
 ``pad``: a node moving into the wall is zeroed by a sticky wall, loses its normal part with friction
@@ -93,7 +94,7 @@ def update_node(
     grid_active_out: wp.array2d(dtype=wp.int32),
     grid_pos_out: wp.array2d(dtype=Any),
 ):
-    """The grid update of node n of env (``grid_update``, ``grid_update_claimed``: the same operations)."""
+    """The grid update of node n of env."""
     m = grid_m_in[env, n]
     zero = type(h)(0.0)
     one = type(h)(1.0)
@@ -147,38 +148,7 @@ def update_node(
 
 
 @wp.kernel
-def grid_update(
-    # Model:
-    lo: Any,
-    dx: Any,
-    nx: int,
-    ny: int,
-    nz: int,
-    pad: int,
-    surface: int,
-    boundary: wp.vec3i,
-    friction: Any,
-    plane_pos: wp.array(dtype=Any),
-    plane_nrm: wp.array(dtype=Any),
-    gravity: Any,
-    h: Any,
-    n0: int,
-    # Data in:
-    grid_mv_in: wp.array2d(dtype=Any),
-    grid_m_in: wp.array2d(dtype=Any),
-    grid_mx_in: wp.array2d(dtype=Any),
-    # Data out:
-    grid_v_out: wp.array2d(dtype=Any),
-    grid_active_out: wp.array2d(dtype=wp.int32),
-    grid_pos_out: wp.array2d(dtype=Any),
-):
-    env, q = wp.tid()
-    update_node(env, n0 + q, lo, dx, nx, ny, nz, pad, surface, boundary, friction, plane_pos, plane_nrm, gravity, h,
-                grid_mv_in, grid_m_in, grid_mx_in, grid_v_out, grid_active_out, grid_pos_out)
-
-
-@wp.kernel
-def grid_update_claimed(
+def grid_update_blocks(
     # Model:
     lo: Any,
     dx: Any,
@@ -206,8 +176,10 @@ def grid_update_claimed(
     grid_pos_out: wp.array2d(dtype=Any),
     claims_inout: wp.array2d(dtype=wp.int32),
 ):
-    """The grid update over blocks of ``chunk`` nodes that a partition's workers claim (polyphys.blocks;
-    a node with material costs more than an empty one, and the material is not spread evenly in x)."""
+    """The grid update over blocks of ``chunk`` nodes: with ``claim`` 1 (several workers, one thread each
+    per env) the workers claim the blocks until none is left (polyphys.blocks: a node with material
+    costs more than an empty one, and the material is not spread evenly in x); with ``claim`` 0 (one
+    worker) thread c updates block c. A node has the same operations either way."""
     env, c0 = wp.tid()
     n_blocks = (n_nodes + chunk - 1) / chunk
     c = next_block(claims_inout, claim, env, c0)
@@ -233,6 +205,5 @@ def declare_overloads(precision: str) -> None:
     update = {"lo": V, "dx": s, "friction": s, "plane_pos": wp.array(dtype=V), "plane_nrm": wp.array(dtype=V),
               "gravity": V, "h": s, "grid_mv_in": v2, "grid_m_in": a2, "grid_mx_in": v2, "grid_v_out": v2,
               "grid_pos_out": v2}
-    wp.overload(grid_update, update)
-    wp.overload(grid_update_claimed, update)
+    wp.overload(grid_update_blocks, update)
     _declared.add(precision)

@@ -26,7 +26,6 @@ adds one precision's overloads before the first launch.
 from typing import Any
 
 import warp as wp
-from polyphys.kernels.blocks import block_after, next_block
 
 from .constitutive import LIQUID, SAND, SNOW, kirchhoff, project_sigma
 
@@ -358,10 +357,9 @@ def p2g_scatter(
                      grid_mx_out)
 
 
-@wp.func
-def g2p_particle(
-    env: int,
-    p: int,
+@wp.kernel
+def g2p(
+    # Model:
     lo: Any,
     inv_dx: Any,
     dx: Any,
@@ -372,16 +370,20 @@ def g2p_particle(
     x_max: Any,
     wall_lo: Any,
     wall_hi: Any,
+    p0: int,
     w: int,
+    # Data in:
     grid_v_in: wp.array2d(dtype=Any),
     active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
     pos_out: wp.array2d(dtype=Any),
     vel_out: wp.array2d(dtype=Any),
     C_out: wp.array2d(dtype=Any),
     flags_out: wp.array(dtype=wp.int32),
     vmax_out: wp.array2d(dtype=Any),
 ):
-    """G2P and advection of particle p of env (``g2p``, ``g2p_claimed``: the same operations)."""
+    env, q = wp.tid()
+    p = p0 + q
     if active_in[env, p] == 0:
         return
     x = pos_out[env, p]
@@ -424,77 +426,6 @@ def g2p_particle(
     wp.atomic_max(vmax_out, env, w, wp.length(v))
 
 
-@wp.kernel
-def g2p(
-    # Model:
-    lo: Any,
-    inv_dx: Any,
-    dx: Any,
-    ny: int,
-    nz: int,
-    h: Any,
-    x_min: Any,
-    x_max: Any,
-    wall_lo: Any,
-    wall_hi: Any,
-    p0: int,
-    w: int,
-    # Data in:
-    grid_v_in: wp.array2d(dtype=Any),
-    active_in: wp.array2d(dtype=wp.int32),
-    # Data out:
-    pos_out: wp.array2d(dtype=Any),
-    vel_out: wp.array2d(dtype=Any),
-    C_out: wp.array2d(dtype=Any),
-    flags_out: wp.array(dtype=wp.int32),
-    vmax_out: wp.array2d(dtype=Any),
-):
-    env, q = wp.tid()
-    g2p_particle(env, p0 + q, lo, inv_dx, dx, ny, nz, h, x_min, x_max, wall_lo, wall_hi, w, grid_v_in, active_in,
-                 pos_out, vel_out, C_out, flags_out, vmax_out)
-
-
-@wp.kernel
-def g2p_claimed(
-    # Model:
-    lo: Any,
-    inv_dx: Any,
-    dx: Any,
-    ny: int,
-    nz: int,
-    h: Any,
-    x_min: Any,
-    x_max: Any,
-    wall_lo: Any,
-    wall_hi: Any,
-    n_p: int,
-    chunk: int,
-    claim: int,
-    w: int,
-    # Data in:
-    grid_v_in: wp.array2d(dtype=Any),
-    active_in: wp.array2d(dtype=wp.int32),
-    # Data out:
-    pos_out: wp.array2d(dtype=Any),
-    vel_out: wp.array2d(dtype=Any),
-    C_out: wp.array2d(dtype=Any),
-    flags_out: wp.array(dtype=wp.int32),
-    vmax_out: wp.array2d(dtype=Any),
-    claims_inout: wp.array2d(dtype=wp.int32),
-):
-    """G2P over blocks of ``chunk`` particles that a partition's workers claim (polyphys.blocks): each
-    particle with g2p_particle's operations whichever worker takes its block; worker w's fastest
-    particle in its own slot w of vmax_out."""
-    env, c0 = wp.tid()
-    n_blocks = (n_p + chunk - 1) / chunk
-    c = next_block(claims_inout, claim, env, c0)
-    while c < n_blocks:
-        for p in range(c * chunk, wp.min((c + 1) * chunk, n_p)):
-            g2p_particle(env, p, lo, inv_dx, dx, ny, nz, h, x_min, x_max, wall_lo, wall_hi, w, grid_v_in, active_in,
-                         pos_out, vel_out, C_out, flags_out, vmax_out)
-        c = block_after(claims_inout, claim, env, n_blocks)
-
-
 _declared: set = set()
 
 
@@ -513,8 +444,6 @@ def declare_overloads(precision: str) -> None:
                "grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2}
     wp.overload(p2g_scatter, scatter)
     wp.overload(p2g_scatter_slabs, scatter)
-    g2p_types = {"lo": V, "inv_dx": s, "dx": s, "h": s, "x_min": V, "x_max": V, "wall_lo": V, "wall_hi": V,
-                 "grid_v_in": v2, "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a2}
-    wp.overload(g2p, g2p_types)
-    wp.overload(g2p_claimed, g2p_types)
+    wp.overload(g2p, {"lo": V, "inv_dx": s, "dx": s, "h": s, "x_min": V, "x_max": V, "wall_lo": V, "wall_hi": V,
+                      "grid_v_in": v2, "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a2})
     _declared.add(precision)
