@@ -16,6 +16,7 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
+from polyphys.blocks import BlockQueue
 from polyphys.errors import BuildError, OptionError, PolyphysWarning
 from polyphys.interfaces import Solver
 from polyphys.views import ParticleCarriers
@@ -34,6 +35,9 @@ VMAX_STRIDE = 16
 
 class MPMSolver(Solver):
     options_type = MPMOptions
+    # nodes per block of the grid update (polyphys.blocks: several workers claim the blocks, one
+    # worker runs a thread per block; docs/mpm.md "Threads")
+    claim_nodes = 512
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
@@ -184,6 +188,7 @@ class MPMSolver(Solver):
             gravity=vec3(*layout.gravity), boundary=wp.vec3i(*o.wall_boundaries),
             friction=scalar(o.friction), x_min=vec3(*edge_lo.tolist()), x_max=vec3(*edge_hi.tolist()),
             wall_lo=vec3(*np.asarray(wall_lo, npf).tolist()), wall_hi=vec3(*np.asarray(wall_hi, npf).tolist()))
+        self.blocks = BlockQueue(layout)
         self._parts = {}
         for part in layout.partitions:
             s = part.slice
@@ -233,11 +238,13 @@ class MPMSolver(Solver):
 
     def kernel_modules(self, layout):
         """The grid and transfer kernels, with the overloads of the scene's precision only."""
+        from polyphys.kernels import blocks
+
         from .kernels import grid, transfer
 
         grid.declare_overloads(layout.precision)
         transfer.declare_overloads(layout.precision)
-        return [grid, transfer]
+        return [blocks, grid, transfer]
 
     # -- stepping --------------------------------------------------------------------------------
     def substep_pre_coupling(self, f, part):
@@ -290,16 +297,12 @@ class MPMSolver(Solver):
 
             self.parallel(part, scatter)
 
-        def update(w):
-            a, b = part.chunk(w, n_nodes)
-            if b > a:
-                wp.launch(grid.grid_update, dim=(p.n, b - a),
-                          inputs=[k.lo, k.dx, nx, ny, nz, o.boundary_padding, int(o.wall_surface), k.boundary,
-                                  k.friction, self.plane_pos, self.plane_nrm, k.gravity, k.h, a, p.grid_mv, p.grid_m,
-                                  mx],
-                          outputs=[p.grid_v, p.grid_active, p.grid_pos])
-
-        self.parallel(part, update)
+        model = [k.lo, k.dx, nx, ny, nz, o.boundary_padding, int(o.wall_surface), k.boundary, k.friction,
+                 self.plane_pos, self.plane_nrm, k.gravity, k.h]
+        ch = self.claim_nodes
+        self.blocks.stage(self, part, -(-n_nodes // ch), lambda threads, claim, counters: wp.launch(
+            grid.grid_update_blocks, dim=(p.n, threads), inputs=[*model, n_nodes, ch, claim, p.grid_mv, p.grid_m, mx],
+            outputs=[p.grid_v, p.grid_active, p.grid_pos, counters]))
 
     def substep_post_coupling(self, f, part):
         """G2P and advection over each worker's share of the particles."""
@@ -319,6 +322,9 @@ class MPMSolver(Solver):
                           outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax])
 
         self.parallel(part, g2p, tag=G2P)
+
+    def on_reset(self, envs_idx):
+        self.blocks.clear()       # a step left half done may leave claim counters
 
     def particle_carriers(self, part) -> ParticleCarriers:
         """Grid nodes between the grid update and G2P: pos (the node's material centroid

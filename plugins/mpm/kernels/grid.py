@@ -1,6 +1,7 @@
 """Grid stages: clear, and the grid update (momentum -> velocity, gravity, boundary conditions).
 
-Launch grids are (n_envs, n) over a range of nodes starting at ``n0`` (a worker's share).
+Launch grids are (n_envs, n) over a range of nodes starting at ``n0`` (a worker's share), or (n_envs,
+blocks) for the grid update (``grid_update_blocks``).
 Node index n = (i·ny + j)·nz + k, position lo + (i, j, k)·dx. Walls act on the outer ``pad`` nodes
 of each axis (and, with ``surface`` = 1, one-sidedly on the node layer on the wall surface, index
 ``pad``: a node moving into the wall is zeroed by a sticky wall, loses its normal part with friction
@@ -14,6 +15,7 @@ wall); slip/separate apply Coulomb friction μ to the tangential part. Generic o
 from typing import Any
 
 import warp as wp
+from polyphys.kernels.blocks import block_after, next_block
 
 wp.set_module_options({"enable_backward": False})   # nothing here is differentiated
 
@@ -68,9 +70,10 @@ def apply_surface_bc(v: Any, nrm: Any, boundary: int, friction: Any):
     return apply_bc(v, nrm, SEPARATE, friction)
 
 
-@wp.kernel
-def grid_update(
-    # Model:
+@wp.func
+def update_node(
+    env: int,
+    n: int,
     lo: Any,
     dx: Any,
     nx: int,
@@ -84,18 +87,14 @@ def grid_update(
     plane_nrm: wp.array(dtype=Any),
     gravity: Any,
     h: Any,
-    n0: int,
-    # Data in:
     grid_mv_in: wp.array2d(dtype=Any),
     grid_m_in: wp.array2d(dtype=Any),
     grid_mx_in: wp.array2d(dtype=Any),
-    # Data out:
     grid_v_out: wp.array2d(dtype=Any),
     grid_active_out: wp.array2d(dtype=wp.int32),
     grid_pos_out: wp.array2d(dtype=Any),
 ):
-    env, q = wp.tid()
-    n = n0 + q
+    """The grid update of node n of env."""
     m = grid_m_in[env, n]
     zero = type(h)(0.0)
     one = type(h)(1.0)
@@ -148,6 +147,49 @@ def grid_update(
     grid_active_out[env, n] = 1
 
 
+@wp.kernel
+def grid_update_blocks(
+    # Model:
+    lo: Any,
+    dx: Any,
+    nx: int,
+    ny: int,
+    nz: int,
+    pad: int,
+    surface: int,
+    boundary: wp.vec3i,
+    friction: Any,
+    plane_pos: wp.array(dtype=Any),
+    plane_nrm: wp.array(dtype=Any),
+    gravity: Any,
+    h: Any,
+    n_nodes: int,
+    chunk: int,
+    claim: int,
+    # Data in:
+    grid_mv_in: wp.array2d(dtype=Any),
+    grid_m_in: wp.array2d(dtype=Any),
+    grid_mx_in: wp.array2d(dtype=Any),
+    # Data out:
+    grid_v_out: wp.array2d(dtype=Any),
+    grid_active_out: wp.array2d(dtype=wp.int32),
+    grid_pos_out: wp.array2d(dtype=Any),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """The grid update over blocks of ``chunk`` nodes: with ``claim`` 1 (several workers, one thread each
+    per env) the workers claim the blocks until none is left (polyphys.blocks: a node with material
+    costs more than an empty one, and the material is not spread evenly in x); with ``claim`` 0 (one
+    worker) thread c updates block c. A node has the same operations either way."""
+    env, c0 = wp.tid()
+    n_blocks = (n_nodes + chunk - 1) / chunk
+    c = next_block(claims_inout, claim, env, c0)
+    while c < n_blocks:
+        for n in range(c * chunk, wp.min((c + 1) * chunk, n_nodes)):
+            update_node(env, n, lo, dx, nx, ny, nz, pad, surface, boundary, friction, plane_pos, plane_nrm, gravity,
+                        h, grid_mv_in, grid_m_in, grid_mx_in, grid_v_out, grid_active_out, grid_pos_out)
+        c = block_after(claims_inout, claim, env, n_blocks)
+
+
 _declared: set = set()
 
 
@@ -160,7 +202,8 @@ def declare_overloads(precision: str) -> None:
     V = wp.types.vector(3, s)
     a2, v2 = wp.array2d(dtype=s), wp.array2d(dtype=V)
     wp.overload(clear_grid, {"grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2})
-    wp.overload(grid_update, {"lo": V, "dx": s, "friction": s, "plane_pos": wp.array(dtype=V),
-                              "plane_nrm": wp.array(dtype=V), "gravity": V, "h": s, "grid_mv_in": v2,
-                              "grid_m_in": a2, "grid_mx_in": v2, "grid_v_out": v2, "grid_pos_out": v2})
+    update = {"lo": V, "dx": s, "friction": s, "plane_pos": wp.array(dtype=V), "plane_nrm": wp.array(dtype=V),
+              "gravity": V, "h": s, "grid_mv_in": v2, "grid_m_in": a2, "grid_mx_in": v2, "grid_v_out": v2,
+              "grid_pos_out": v2}
+    wp.overload(grid_update_blocks, update)
     _declared.add(precision)
