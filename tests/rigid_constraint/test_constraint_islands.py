@@ -27,8 +27,8 @@ BOX_A = dict(size=(0.3, 0.2, 0.25), pos=(0.7, -0.4, 0.45), euler=(0.0, 0.0, 23.0
 BOX_B = dict(size=(0.15, 0.35, 0.1), pos=(-1.2, 0.9, 0.5), euler=(35.0, 0.0, 10.0), rho=1500.0)
 
 
-def _boxes(boxes, islands=True, n_envs=0, **opts):
-    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision="64"),
+def _boxes(boxes, islands=True, n_envs=0, precision="64", **opts):
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision=precision),
                            rigid=RigidOptions(constraint_islands=islands, **opts))
     scene.add_entity(morphs.Plane(), Rigid())
     ents = [scene.add_entity(morphs.Box(size=b["size"], pos=b["pos"], euler=b["euler"]), Rigid(rho=b["rho"]))
@@ -363,19 +363,20 @@ def test_label_islands_stage_alone_against_numpy():
     assert two == 2          # both envs: the stack and the lone box are separate islands
 
 
-@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
-def test_island_solved_in_place_equals_gathered(cone):
+@pytest.mark.parametrize("cone,precision", [("pyramidal", "64"), ("elliptic", "64"), ("pyramidal", "32")])
+def test_island_solved_in_place_equals_gathered(cone, precision):
     """convex_solve.solve run alone, cold-started from qacc_smooth, with every output and scratch array filled
     with NaN (int outputs with −7) first: Newton solving an island whose dofs and rows are contiguous blocks in
     place, over the env's arrays (``inplace=True``), gives bit for bit what gathering every island into the
     island arrays gives (``inplace=False``) — qacc, forces, states, Jᵀf, iteration counts and statistics — on
     three boxes (box A with a box stacked on it, and box B apart: the stack's dofs 0-5 and 12-17 are not
-    contiguous, so it is gathered, while box B's island is solved in place; 2 envs at different poses), and
-    both paths were taken by an island that iterated."""
+    contiguous, so it is gathered, while box B's island is solved in place; 2 envs at different poses; both
+    cones, float64 and float32), and both paths were taken by an island that iterated."""
     from polyphys.plugins.rigid import convex_solve
 
     stacked = dict(size=(0.2, 0.25, 0.15), pos=(0.7, -0.4, 0.75), euler=(0.0, 0.0, 12.0), rho=500.0)
-    scene, ents = _boxes([BOX_A, BOX_B, stacked], n_envs=2, friction_cone=cone, contact_resolution="convex")
+    scene, ents = _boxes([BOX_A, BOX_B, stacked], n_envs=2, precision=precision, friction_cone=cone,
+                         contact_resolution="convex")
     ents[1].set_dofs_velocity(np.array([[0.3, 0.0, 0.0, 0.0, 0.2, 0.0], [0.0, -0.4, 0.0, 0.5, 0.0, 0.1]]))
     for _ in range(100):
         scene.step()
