@@ -18,11 +18,13 @@ def label_islands(v: View, prefetch: bool = True) -> None:
     wp.launch(K.label_islands, dim=v.n, inputs=[v.m, v.d, int(prefetch)], device=v.device)
 
 
-def solve(v: View, qacc_warm, prefetch: bool = True) -> None:
+def solve(v: View, qacc_warm, prefetch: bool = True, inplace: bool = True) -> None:
     """Solution into d.qacc_warmstart (the next warm start), forces into d.efc_force, Jᵀf into
     d.qfrc_constraint. qacc_warm: (n, nv) start (d.qacc_warmstart itself, or d.qacc_smooth for a
     cold start). ``prefetch``: on CPU, prefetch the next env's rows and M while an env is solved (no
-    effect on the numbers). Labels the islands first when m.opt.islands is 1."""
+    effect on the numbers). Labels the islands first when m.opt.islands is 1. ``inplace``: Newton solves
+    an island whose dofs and rows are each one contiguous block in place, over the env's arrays, instead
+    of gathering it into the island arrays (no effect on the numbers; False: always gather)."""
     if int(v.m.opt.islands):
         label_islands(v)
-    wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(prefetch)], device=v.device)
+    wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(prefetch), int(inplace)], device=v.device)

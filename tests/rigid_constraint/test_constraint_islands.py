@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import polyphys
 import pytest
+import warp as wp
 from polyphys import morphs
 from polyphys.errors import PolyphysWarning
 from polyphys.plugins.rigid import RigidOptions
@@ -26,8 +27,8 @@ BOX_A = dict(size=(0.3, 0.2, 0.25), pos=(0.7, -0.4, 0.45), euler=(0.0, 0.0, 23.0
 BOX_B = dict(size=(0.15, 0.35, 0.1), pos=(-1.2, 0.9, 0.5), euler=(35.0, 0.0, 10.0), rho=1500.0)
 
 
-def _boxes(boxes, islands=True, n_envs=0, **opts):
-    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision="64"),
+def _boxes(boxes, islands=True, n_envs=0, precision="64", **opts):
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision=precision),
                            rigid=RigidOptions(constraint_islands=islands, **opts))
     scene.add_entity(morphs.Plane(), Rigid())
     ents = [scene.add_entity(morphs.Box(size=b["size"], pos=b["pos"], euler=b["euler"]), Rigid(rho=b["rho"]))
@@ -360,3 +361,61 @@ def test_label_islands_stage_alone_against_numpy():
         assert (g["dof_idof"][e, :nv][dof_isl < 0] == -1).all()
         assert (g["island_niter"][e, n:nv] == 0).all()
     assert two == 2          # both envs: the stack and the lone box are separate islands
+
+
+@pytest.mark.parametrize("cone,precision", [("pyramidal", "64"), ("elliptic", "64"), ("pyramidal", "32")])
+def test_island_solved_in_place_equals_gathered(cone, precision):
+    """convex_solve.solve run alone, cold-started from qacc_smooth, with every output and scratch array filled
+    with NaN (int outputs with −7) first: Newton solving an island whose dofs and rows are contiguous blocks in
+    place, over the env's arrays (``inplace=True``), gives bit for bit what gathering every island into the
+    island arrays gives (``inplace=False``) — qacc, forces, states, Jᵀf, iteration counts and statistics — on
+    three boxes (box A with a box stacked on it, and box B apart: the stack's dofs 0-5 and 12-17 are not
+    contiguous, so it is gathered, while box B's island is solved in place; 2 envs at different poses; both
+    cones, float64 and float32), and both paths were taken by an island that iterated."""
+    from polyphys.plugins.rigid import convex_solve
+
+    stacked = dict(size=(0.2, 0.25, 0.15), pos=(0.7, -0.4, 0.75), euler=(0.0, 0.0, 12.0), rho=500.0)
+    scene, ents = _boxes([BOX_A, BOX_B, stacked], n_envs=2, precision=precision, friction_cone=cone,
+                         contact_resolution="convex")
+    ents[1].set_dofs_velocity(np.array([[0.3, 0.0, 0.0, 0.0, 0.2, 0.0], [0.0, -0.4, 0.0, 0.5, 0.0, 0.1]]))
+    for _ in range(100):
+        scene.step()
+    s = scene.solver("rigid")
+    d, v = s.data, s.views["all"]
+    assert int(s.model.opt.islands) == 1
+    warm = wp.clone(d.qacc_smooth)
+    floats = ("qacc_warmstart", "efc_force", "qfrc_constraint", "solver_stat", "solver_jar", "solver_jv", "solver_grad",
+              "solver_search", "solver_ma", "solver_mv", "solver_H", "solver_LM", "iM", "iefc_J", "iacc", "igrad", "ima",
+              "iefc_force", "iefc_jar", "ifrc_constraint")
+    ints = ("efc_state", "solver_niter", "island_niter", "iefc_span", "iefc_state")
+    got = {}
+    for inplace in (False, True):
+        for k in floats:
+            a = getattr(d, k)
+            a.assign(np.full(a.shape, np.nan, a.numpy().dtype))
+        for k in ints:
+            a = getattr(d, k)
+            a.assign(np.full(a.shape, -7, np.int32))
+        convex_solve.solve(v, warm, inplace=inplace)
+        got[inplace] = {k: getattr(d, k).numpy().copy() for k in ("qacc_warmstart", "efc_force", "efc_state",
+                                                                  "qfrc_constraint", "solver_niter", "island_niter",
+                                                                  "solver_stat")}
+    nefc = d.nefc.numpy()
+    for k, a in got[True].items():
+        assert a.tobytes() == got[False][k].tobytes(), k
+    for e in range(2):
+        assert np.isfinite(got[True]["qacc_warmstart"][e]).all()
+        assert np.isfinite(got[True]["efc_force"][e, :nefc[e]]).all()
+        assert np.isfinite(got[True]["qfrc_constraint"][e]).all()
+    # which islands iterated, and whether each was contiguous (in place) or not (gathered)
+    nisl, dadr, dofs = d.nisland.numpy(), d.island_dofadr.numpy(), d.island_dofs.numpy()
+    radr, rows, niter = d.island_efcadr.numpy(), d.island_efcs.numpy(), got[True]["island_niter"]
+    kinds = set()
+    for e in range(2):
+        assert nisl[e] == 2
+        for k in range(nisl[e]):
+            dd = dofs[e, dadr[e, k]:dadr[e, k + 1]]
+            rr = rows[e, radr[e, k]:radr[e, k + 1]]
+            if niter[e, k] > 0:
+                kinds.add(bool(dd[-1] - dd[0] == len(dd) - 1 and rr[-1] - rr[0] == len(rr) - 1))
+    assert kinds == {True, False}

@@ -502,6 +502,61 @@
         st[rows[q]] = ist[q];
     }
 
+// island_inplace_start_native: an island whose dofs [fd, fd + nd) and rows [fr, fr + nr) are contiguous, solved
+// in place (no gather, no scatter): the span cache (sc_mode) of the island's block — M's rows scanned over the
+// block's columns, J's rows the segments make_rows recorded less fd (else `jseg` over the block's columns): the
+// bounds island_gather_native + spans_fill find on the gathered copy, which holds the same entries — and the
+// island's start cost (its rows' costs at the env's jar, then its Gauss term) into out[env, 2], as the gathered
+// path's update_rows_native + gauss_cost (the rows' forces and states rewritten with the same values).
+
+// @func island_inplace_start_native
+    typedef decltype(+*M.data) T;
+// @use linalg.jseg
+// @use convex_solve.rows
+    const size_t e = (size_t)env;
+#ifndef PP_SPAN
+#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
+    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
+    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
+#endif
+    if (sc_mode != 0) {
+        T* sp = (T*)(sc_mode == 1 ? (char*)sc_a.data + e * sc_a.strides[0] : (char*)sc_b.data + e * sc_b.strides[0]);
+        const char* m0 = (const char*)M.data + e * M.strides[0];
+        for (int a = 0; a < nd; ++a) {
+            const T* mr = (const T*)(m0 + (size_t)(fd + a) * M.strides[1]) + fd;
+            int lo, hi;
+            PP_SPAN(mr, nd, lo, hi);
+            sp[2 * a] = T(lo);
+            sp[2 * a + 1] = T(hi);
+        }
+        const char* jq = (const char*)efc_seg.data + e * efc_seg.strides[0];
+        const size_t q3 = (size_t)efc_seg.strides[2];
+        const char* jj0 = (const char*)J.data + e * J.strides[0];
+        for (int q = 0; q < nr; ++q) {
+            const int r = fr + q;
+            const char* jqr = jq + (size_t)r * efc_seg.strides[1];
+            int s4[4];
+            s4[0] = *(const int*)jqr;
+            const T* jr = (const T*)(jj0 + (size_t)r * J.strides[1]) + fd;
+            if (s4[0] >= 0 && s4[0] < *(const int*)(jqr + 3 * q3)) {
+                s4[0] -= fd;
+                s4[1] = *(const int*)(jqr + q3) - fd;
+                s4[2] = *(const int*)(jqr + 2 * q3) - fd;
+                s4[3] = *(const int*)(jqr + 3 * q3) - fd;
+            } else {
+                la_jseg(jr, 0, nd, nd, s4);   // no recorded segments, or an empty row (then empty here too)
+            }
+            sp[2 * nd + 2 * q] = T(s4[0] + 4096 * s4[1]);
+            sp[2 * nd + 2 * q + 1] = T(s4[2] + 4096 * s4[3]);
+        }
+    }
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    const T rc = cs_update_rows(nr, PP_R(efc_type, const int) + fr, PP_R(efc_dim, const int) + fr, PP_R(efc_D, const T) + fr,
+                                PP_R(efc_R, const T) + fr, PP_R(efc_floss, const T) + fr, PP_R(efc_mu, const T) + fr,
+                                PP_R(jar, const T) + fr, PP_R(efc_force, T) + fr, PP_R(efc_state, int) + fr);
+    PP_R(out, T)[2] = cs_gauss_cost(nd, PP_R(qacc, const T) + fd, PP_R(qacc_smooth, const T) + fd, PP_R(ma, const T) + fd, rc);
+#undef PP_R
+
 // The vector loops of a Newton/CG iteration (solve_iterate, update_constraint): the same operations in the
 // same order as the Warp loops they replace, over raw row pointers (kernels/native.py: Warp's indexing
 // costs more than these products). Scalar results go to out[env, k] for the caller to read at once.
@@ -563,6 +618,8 @@
 // Cholesky factor, search = −H⁻¹g, the exact line search, the step, the rows, Jᵀf, gradient and cost at the
 // new point, and the stopping test. The statistics (scaled improvement, gradient, cost) go to
 // out[env, 0..2], the number of iterations to niter_out[env]. sc_mode: where the row spans are cached (1: LM, 0: none).
+// dof0 / row0: the problem is the block of dofs [dof0, dof0 + nv) and rows [row0, row0 + nrow) of the env's arrays
+// (an island solved in place, island_inplace_start_native; 0 / 0: the env, or an island gathered).
 
 // @func solve_prefetch_native
 #if !defined(__CUDA_ARCH__)
@@ -623,29 +680,29 @@
 // @use convex_solve.rows
     const size_t e = (size_t)env;
 #define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
-    const int* tp_ = PP_R(efc_type, const int);
-    const int* dim_ = PP_R(efc_dim, const int);
-    const T* D_ = PP_R(efc_D, const T);
-    const T* R_ = PP_R(efc_R, const T);
-    const T* fl_ = PP_R(efc_floss, const T);
-    const T* mu_ = PP_R(efc_mu, const T);
-    int* st_ = PP_R(efc_state, int);
-    T* F_ = PP_R(efc_force, T);
-    const T* qs = PP_R(qacc_smooth, const T);
-    T* qa = PP_R(qacc, T);
-    T* qc = PP_R(qfrc_constraint, T);
-    T* jar_ = PP_R(jar, T);
-    T* jv_ = PP_R(jv, T);
-    T* g = PP_R(grad, T);
-    T* p = PP_R(search, T);
-    T* ma_ = PP_R(ma, T);
-    T* mv_ = PP_R(mv, T);
+    const int* tp_ = PP_R(efc_type, const int) + row0;
+    const int* dim_ = PP_R(efc_dim, const int) + row0;
+    const T* D_ = PP_R(efc_D, const T) + row0;
+    const T* R_ = PP_R(efc_R, const T) + row0;
+    const T* fl_ = PP_R(efc_floss, const T) + row0;
+    const T* mu_ = PP_R(efc_mu, const T) + row0;
+    int* st_ = PP_R(efc_state, int) + row0;
+    T* F_ = PP_R(efc_force, T) + row0;
+    const T* qs = PP_R(qacc_smooth, const T) + dof0;
+    T* qa = PP_R(qacc, T) + dof0;
+    T* qc = PP_R(qfrc_constraint, T) + dof0;
+    T* jar_ = PP_R(jar, T) + row0;
+    T* jv_ = PP_R(jv, T) + row0;
+    T* g = PP_R(grad, T) + dof0;
+    T* p = PP_R(search, T) + dof0;
+    T* ma_ = PP_R(ma, T) + dof0;
+    T* mv_ = PP_R(mv, T) + dof0;
     T* o = PP_R(out, T);
 #undef PP_R
-    const char* m0 = (const char*)M.data + e * M.strides[0];
     const size_t ms = M.strides[1];
-    const char* j0 = (const char*)efc_J.data + e * efc_J.strides[0];
+    const char* m0 = (const char*)M.data + e * M.strides[0] + (size_t)dof0 * ms + (size_t)dof0 * sizeof(T);
     const size_t rs = efc_J.strides[1];
+    const char* j0 = (const char*)efc_J.data + e * efc_J.strides[0] + (size_t)row0 * rs + (size_t)dof0 * sizeof(T);
     char* h0 = (char*)H.data + e * H.strides[0];
     const size_t hs = H.strides[1];
     const T* spc = la_spc(LM, H, sc_mode, e);

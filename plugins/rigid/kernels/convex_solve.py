@@ -101,8 +101,15 @@ def gauss_cost(env: int, nv: int, qacc: A2, qacc_smooth: A2, ma: A2, out: A2): .
 def sumsq(env: int, nv: int, x: A2, out: A2, k: int): ...
 
 
+@wp.func_native(native.body(__file__, "island_inplace_start_native"))
+def island_inplace_start_native(env: int, fd: int, nd: int, fr: int, nr: int, sc_mode: int, M: A3, J: A3, efc_seg: I3,
+                                efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2, jar: A2,
+                                efc_force: A2, efc_state: I2, qacc: A2, qacc_smooth: A2, ma: A2, sc_a: A3, sc_b: A3,
+                                out: A2): ...
+
+
 @wp.func_native(native.body(__file__, "newton_solve_native"))
-def newton_solve_native(env: int, nv: int, nrow: int, iterations: int, tolerance: Any, ls_iterations: int,
+def newton_solve_native(env: int, nv: int, nrow: int, dof0: int, row0: int, iterations: int, tolerance: Any, ls_iterations: int,
                         ls_tolerance: Any, stop_needs_gradient: int, scale: Any, sc_mode: int, cost_in: Any, M: A3,
                         qacc_smooth: A2, efc_J: A3, efc_type: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2,
                         efc_dim: I2, qacc: A2, efc_force: A2, efc_state: I2, qfrc_constraint: A2, H: A3, LM: A3, jar: A2,
@@ -184,6 +191,8 @@ def solve_iterate(
     env: int,
     nv: int,
     nrow: int,
+    dof0: int,
+    row0: int,
     solver: int,
     iterations: int,
     tolerance: Any,
@@ -225,12 +234,14 @@ def solve_iterate(
     the state update_constraint left (qacc, jar, forces, gradient, ma; cost cost_in), with its own line
     search and stopping test. Returns (scaled improvement, scaled gradient, cost, iterations; niter_out[env]:
     scratch for the count). Newton runs
-    natively in one call (newton_solve_native, kernels/convex_solve.cpp); CG below."""
+    natively in one call (newton_solve_native, kernels/convex_solve.cpp); CG below. dof0 / row0 (Newton only; CG
+    takes 0 / 0): the problem is the env arrays' dofs [dof0, dof0 + nv) and rows [row0, row0 + nrow) (an island
+    solved in place)."""
     if solver == SolverType.NEWTON:
-        newton_solve_native(env, nv, nrow, iterations, tolerance, ls_iterations, ls_tolerance, stop_needs_gradient, scale,
-                            sc_mode, cost_in, M, qacc_smooth, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, qacc,
-                            efc_force, efc_state, qfrc_constraint, H, LM, jar, jv, grad, search, ma, mv, solver_stat,
-                            niter_out)
+        newton_solve_native(env, nv, nrow, dof0, row0, iterations, tolerance, ls_iterations, ls_tolerance,
+                            stop_needs_gradient, scale, sc_mode, cost_in, M, qacc_smooth, efc_J, efc_type, efc_D, efc_R,
+                            efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state, qfrc_constraint, H, LM, jar, jv, grad,
+                            search, ma, mv, solver_stat, niter_out)
         return wp.vector(solver_stat[env, 0], solver_stat[env, 1], solver_stat[env, 2], type(tolerance)(niter_out[env]))
     zero = tolerance * type(tolerance)(0.0)
     one = zero + type(tolerance)(1.0)
@@ -317,7 +328,7 @@ def solve_iterate(
 
 
 @wp.kernel
-def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int):
+def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int, inplace: int):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -411,7 +422,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                                      qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
                                      qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
     if whole == 1:
-        res = solve_iterate(env, nv, nrow, solver, iterations, tolerance, ls_iterations, ls_tolerance,
+        res = solve_iterate(env, nv, nrow, 0, 0, solver, iterations, tolerance, ls_iterations, ls_tolerance,
                             stop_needs_gradient, scale, sc_mode, cost, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
                             efc_aref, efc_R, efc_D, efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state,
                             qfrc_constraint, H, LM, jar, jv, grad, mgrad, mgrad_old, search, ma, mv, solver_stat,
@@ -425,10 +436,11 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
             d.island_niter[env, 0] = niter
     else:
         # ---- several islands (MuJoCo's mj_fwdConstraint with islands): the dofs in no island take
-        # qacc_smooth (no row touches them: their Jᵀf is 0); each island is gathered into the island
-        # arrays (its dofs and rows in ascending order, with its part of the evaluation above) and, unless
-        # its own scaled gradient already meets the tolerance, solved as its own problem (own trace(M)
-        # scale, Hessian, line search and stop) and scattered back
+        # qacc_smooth (no row touches them: their Jᵀf is 0); each island, unless its own scaled gradient
+        # already meets the tolerance, is solved as its own problem (own trace(M) scale, Hessian, line search
+        # and stop): in place when its dofs and rows are contiguous blocks (Newton, inplace = 1), else gathered
+        # into the island arrays (its dofs and rows in ascending order, with its part of the evaluation
+        # above) and scattered back
         for j in range(nv):
             if d.dof_island[env, j] < 0:
                 qacc[env, j] = qacc_smooth[env, j]
@@ -478,27 +490,43 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                     best_g = g0
                 continue
             isc = span_mode(nr, nd, solver, nv * nv)   # the env's scratch matrix holds the island's spans
-            zero_rows = int(0)
-            if isc == 0:
-                zero_rows = 1
-            island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, dofs, rows, d.dof_island, d.dof_idof, M,
-                                 qacc_smooth, qacc, efc_J, d.efc_span, d.efc_seg, efc_type, efc_dim, efc_D, efc_R, efc_floss,
-                                 efc_mu,
-                                 efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref,
-                                 jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad,
-                                 ima)
-            # (the island's J segments: found by the gather while it wrote the rows, in ispan)
-            spans_fill(env, nr, nd, ispan, ispan, iJ, iM, LM, H, isc, m.dof_parent, 0)
-            # the island's cost at its start: its rows' costs and its Gauss term
-            update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
-            gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)
-            c0 = solver_stat[env, 2]
-            res = solve_iterate(env, nd, nr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
-                                stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, qfrc_smooth, iJ, itype, iaref,
-                                iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, mgrad,
-                                mgrad_old, search, ima, mv, solver_stat, solver_niter)
-            island_scatter_native(env, d0, nd, r0, nr, dofs, rows, qacc, qfrc_constraint, iacc, ifrc, efc_force,
-                                  efc_state, iforce, istate)
+            # an island whose dofs and rows are each one contiguous block of the env's (lists ascending: first +
+            # count − 1 = last) is solved in place by Newton, over the env arrays at those offsets: the same
+            # entries in the same order as its gathered copy, so the same numbers, without gather and scatter
+            fd = dofs[env, d0]
+            fr = rows[env, r0]
+            if (inplace == 1 and solver == SolverType.NEWTON and isc != 0 and dofs[env, d0 + nd - 1] == fd + nd - 1
+                    and rows[env, r0 + nr - 1] == fr + nr - 1):
+                island_inplace_start_native(env, fd, nd, fr, nr, isc, M, efc_J, d.efc_seg, efc_type, efc_dim, efc_D,
+                                            efc_R, efc_floss, efc_mu, jar, efc_force, efc_state, qacc, qacc_smooth, ma,
+                                            LM, H, solver_stat)
+                c0 = solver_stat[env, 2]
+                res = solve_iterate(env, nd, nr, fd, fr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
+                                    stop_needs_gradient, iscale, isc, c0, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
+                                    efc_aref, efc_R, efc_D, efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state,
+                                    qfrc_constraint, H, LM, jar, jv, grad, mgrad, mgrad_old, search, ma, mv, solver_stat,
+                                    solver_niter)
+            else:
+                zero_rows = int(0)
+                if isc == 0:
+                    zero_rows = 1
+                island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, dofs, rows, d.dof_island, d.dof_idof, M,
+                                     qacc_smooth, qacc, efc_J, d.efc_span, d.efc_seg, efc_type, efc_dim, efc_D, efc_R,
+                                     efc_floss, efc_mu, efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR,
+                                     ifloss, imu, iaref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar,
+                                     iforce, istate, ifrc, igrad, ima)
+                # (the island's J segments: found by the gather while it wrote the rows, in ispan)
+                spans_fill(env, nr, nd, ispan, ispan, iJ, iM, LM, H, isc, m.dof_parent, 0)
+                # the island's cost at its start: its rows' costs and its Gauss term
+                update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
+                gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)
+                c0 = solver_stat[env, 2]
+                res = solve_iterate(env, nd, nr, 0, 0, solver, iterations, tolerance, ls_iterations, ls_tolerance,
+                                    stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, qfrc_smooth, iJ, itype, iaref,
+                                    iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, mgrad,
+                                    mgrad_old, search, ima, mv, solver_stat, solver_niter)
+                island_scatter_native(env, d0, nd, r0, nr, dofs, rows, qacc, qfrc_constraint, iacc, ifrc, efc_force,
+                                      efc_state, iforce, istate)
             it = int(res[3])
             d.island_niter[env, k] = it
             total = total + res[2] - c0
