@@ -70,14 +70,15 @@ def test_sand_slump_depends_on_friction_angle():
     assert a40 > a25 and run40 < run25 - 0.03
 
 
-def _poured_heap(phi_deg, cone="shear"):
+def _poured_heap(phi_deg, cone="shear", x0=0.4):
     """Angle of repose by the fixed-funnel method, in plane strain. A slab 4 cells thick between
     free-slip y walls (boundary ("slip", "slip", "sticky"): sticky floor), dx = 1/64 m, 8 particles
     per cell, E = 3.537e5 Pa (Klar et al.'s sand). 30 lumps of 2 × 2 cells (1/32 m square, the full
-    thickness) are released one after the other at x0 = 0.4 m, 0.22 m above the floor, with 0.3 m/s
-    downwards, one every 0.152 s (each has avalanched before the next lands), then 0.4 s of rest. The
-    heap is built by surface avalanches, which is what an angle of repose measures; a slump
-    (_sand_slump) spreads, relaxes its lateral stress and rests lower (docs/mpm.md, Validation).
+    thickness) are released one after the other at x0 (0.4 m by default), 0.22 m above the floor, with
+    0.3 m/s downwards, one every 0.152 s (each has avalanched before the next lands), then 0.8 s of
+    rest (after 0.4 s some heaps still avalanche at up to 0.17 m/s). The heap is built by surface
+    avalanches, which is what an angle of repose measures; a slump (_sand_slump) spreads, relaxes its
+    lateral stress and rests lower (docs/mpm.md, Validation).
     Fit window: the top particle of each 1-dx column, heights 20–80 % of the heap height (no toe,
     no crest) and |x − x0| >= 3 dx (no impact crater), a least-squares line per flank.
     Returns (mean angle, (left, right), max speed)."""
@@ -85,7 +86,6 @@ def _poured_heap(phi_deg, cone="shear"):
     dx = 1 / dens
     pad = 3 * dx
     ty = 4 * dx
-    x0 = 0.4
     sand = M.Sand(E=3.537e5, nu=0.3, rho=2200.0, friction_angle=phi_deg, cone=cone)
     opts = MPMOptions(lower_bound=(pad,) * 3, upper_bound=(49 * dx, pad + ty, 22 * dx), grid_density=dens,
                       boundary=("slip", "slip", "sticky"))
@@ -101,7 +101,7 @@ def _poured_heap(phi_deg, cone="shear"):
         e.set_particles_active(np.ones(e.n_particles, bool))
         for _ in range(38):
             scene.step()
-    for _ in range(100):
+    for _ in range(200):
         scene.step()
     p = np.concatenate([e.get_particles_pos() for e in lumps]).astype(float)
     v = np.concatenate([e.get_particles_vel() for e in lumps])
@@ -120,12 +120,27 @@ def _poured_heap(phi_deg, cone="shear"):
 @pytest.mark.parametrize("phi", [25.0, 40.0])
 def test_sand_angle_of_repose_within_5_degrees(phi):
     # the issue's criterion: angle of repose within ±5° of the friction angle, for the cone matched to
-    # steady simple shear (cone="shear": a surface avalanche stops at tan φ). The ±5° is the issue's
-    # band; what scatters inside it: the heap is ~11 cells high and built from 30 lumps (the two
-    # flanks differ by up to 4°). Klar's default cone stops surface flow at atan(3α/√2), 29.6° and
-    # 43.4°: measured 29.4° and 46.3° here (docs/mpm.md)
-    angle, flanks, speed = _poured_heap(phi)
-    print(f"friction angle {phi}: poured heap {angle:.1f}° (flanks {flanks[0]:.1f}°, {flanks[1]:.1f}°), "
-          f"max speed {speed:.3f} m/s")
-    assert speed < 0.1
-    assert abs(angle - phi) <= 5.0
+    # steady simple shear (cone="shear": a surface avalanche stops at tan φ). One pour is chaotic: the
+    # heap is ~11 cells high, built from 30 lumps of 2 × 2 cells, and where the last avalanches stop
+    # moves its flanks by several degrees (φ = 40°: single pours 35.8–45.3°, flanks 33–58°; the same
+    # pour summed in another order moved by 2.6°). So the angle is the mean of an ensemble of 8 pours
+    # that differ only in what must not matter, the funnel's sub-cell position x0 = 0.4 m + k·dx/8;
+    # the band is asserted on the mean, and the ensemble must resolve it: standard error ≤ 2° (the
+    # ±5° band is then ≥ 2.5 standard errors wide on each side). Figures of every pour, mean and
+    # standard deviation: docs/mpm.md, Validation (φ = 25°: mean 25.37°, standard deviation 0.62°;
+    # φ = 40°: 41.65°, 3.74°, standard error 1.32°: the band's edge 2.5 standard errors away). Klar's
+    # default cone stops surface flow at atan(3α/√2), 29.6° and 43.4° (single pours: 29.4° and 46.3°,
+    # docs/mpm.md). Run time: 8 pours per angle, ~45 s each on a quiet 2-core machine, ~100–160 s at
+    # load 6–8 (φ = 25°: 13 min, φ = 40°: 21 min).
+    dx = 1 / 64
+    pours = [_poured_heap(phi, x0=0.4 + k * dx / 8) for k in range(8)]
+    angles = np.array([a for a, _, _ in pours])
+    for k, (angle, flanks, speed) in enumerate(pours):
+        print(f"friction angle {phi}, x0 = 0.4 + {k}·dx/8: poured heap {angle:.1f}° "
+              f"(flanks {flanks[0]:.1f}°, {flanks[1]:.1f}°), max speed {speed:.3f} m/s")
+    mean, sd = float(angles.mean()), float(angles.std(ddof=1))
+    se = sd / math.sqrt(len(angles))
+    print(f"friction angle {phi}: mean {mean:.2f}°, standard deviation {sd:.2f}°, standard error {se:.2f}°")
+    assert max(speed for _, _, speed in pours) < 0.1     # every heap is at rest
+    assert se <= 2.0
+    assert abs(mean - phi) <= 5.0
