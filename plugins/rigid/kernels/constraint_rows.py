@@ -60,7 +60,7 @@ def contact_rows_native(nv: int, max_rows: int, cone: int, impratio: Any, tc_flo
                         con_margin: A2, con_friction: A3, con_sol: A3, con_solreffriction: A3, con_efc_adr: I2,
                         efc_J: A3, efc_span: I3, efc_chain: I3, efc_type: I2, efc_id: I2, efc_dim: I2, efc_pos: A2,
                         efc_margin: A2, efc_vel: A2, efc_aref: A2, efc_R: A2, efc_D: A2, efc_imp: A2, efc_floss: A2, efc_mu: A2,
-                        n_efc: I1, overflow: I1, efc_seg: I3, segs: int): ...
+                        n_efc: I1, overflow: I1, efc_seg: I3, segs: int, pf: int): ...
 
 
 @wp.func_native(native.body(__file__, "row_clear_native"))
@@ -362,7 +362,7 @@ def connect_bias(m: Any, d: Any):
 
 
 @wp.kernel
-def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int):
+def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -629,7 +629,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int):
                         cdof_w, cdof_v, dof_ref, qvel, n_con[env], con_dim, con_link, con_pos, con_frame, con_dist,
                         con_margin, con_friction, con_sol, d.con_solreffriction, con_efc_adr, efc_J, efc_span, efc_chain,
                         efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp, efc_floss,
-                        efc_mu, n_efc, overflow, efc_seg, segs)
+                        efc_mu, n_efc, overflow, efc_seg, segs, prefetch)
     row = n_efc[env]
     if overflow[env] != 0:
         over = 1
