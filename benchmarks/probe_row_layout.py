@@ -102,7 +102,7 @@ def variant(vd, kind, dstruct):
     nd = dstruct()
     for name in dstruct.vars:
         setattr(nd, name, getattr(vd, name))
-    if kind.startswith("as-is") or kind.startswith("pf"):
+    if kind.startswith("as-is") or kind.startswith("pf") or kind.startswith("fuse") or kind == "sep":
         return nd
     if kind == "sor":
         struct_of_rows(vd, nd)
@@ -151,14 +151,21 @@ def pf_of(kind):
     return int(kind[2:]) if kind.startswith("pf") else 2
 
 
-def t_rows(v, h, reps, n, pf=2):
+def params_of(kind):
+    """``sep``: the contact_params launch, then make_rows; ``fuseK``: make_rows(params=K) (the parameters inside)."""
+    return int(kind[4:]) if kind.startswith("fuse") else (-1 if kind == "sep" else 0)
+
+
+def t_rows(v, h, reps, n, pf=2, params=0):
     from polyphys.plugins.rigid import constraint_rows as CR
 
     clock = CLOCK[TIMER[0]]
     wp.synchronize()
     t0 = clock()
     for _ in range(reps):
-        CR.make_rows(v, h, True, pf)
+        if params < 0:
+            CR.contact_params(v)
+        CR.make_rows(v, h, True, pf, max(params, 0))
     wp.synchronize()
     return (clock() - t0) / (reps * n) * 1e6
 
@@ -201,7 +208,9 @@ def main():
             print(f"  process {hp[0].strip() if hp else 'AnonHugePages: ?'}; threads {th}", flush=True)
         ref = None
         for k in kinds:
-            CR.make_rows(views[k], h, True, pf_of(k))
+            if params_of(k) < 0:
+                CR.contact_params(views[k])
+            CR.make_rows(views[k], h, True, pf_of(k), max(params_of(k), 0))
             wp.synchronize()
             out = b"".join(getattr(views[k].d, f).numpy().tobytes() for f in WRITTEN)
             ref = out if ref is None else ref
@@ -218,7 +227,7 @@ def main():
         for s in range(a.samples):
             order = kinds if s % 2 == 0 else kinds[::-1]
             for k in order:
-                res[k].append(t_rows(views[k], h, reps, n, pf_of(k)))
+                res[k].append(t_rows(views[k], h, reps, n, pf_of(k), params_of(k)))
         line = "   ".join(f"{k} {min(r):6.2f} / {sorted(r)[len(r) // 2]:6.2f}" for k, r in res.items())
         print(f"  make_rows µs/env (min / med of {a.samples}): {line}; load {os.getloadavg()[0]:.2f}", flush=True)
 

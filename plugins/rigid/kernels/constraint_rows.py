@@ -10,16 +10,16 @@ Writes ``d``: con_friction, con_sol, con_solreffriction, con_dim.
 ``connect_bias`` (env × equality): J̇·q̇ of connect and weld rows. Reads ``d``: qvel, cdof, cdofdot,
 dof_ref, link_pos, link_quat. Writes ``d.eq_acc_bias``.
 
-``make_rows`` (one thread per env): rows in the order equality (connect, weld, joint) → DOF
-frictionloss → contact → joint limit; dense ``efc_J`` along the kinematic tree (native loops in
-kernels/constraint_rows.cpp; the whole contact section is one native call, ``contact_rows_native``), per
-row the position, margin, velocity J·qvel, impedance, reference
-acceleration aref = −B·vel − K·I·(pos − margin), regularization R and D = 1/R. Reads ``m``: limits,
-equalities, frictionloss, invweights, opt (cone, impratio, tc_floor); ``d``: qpos, qvel, cdof_w/v,
-dof_ref, link_pos/quat, eq_active, eq_acc_bias, the contacts (and qacc_smooth when ``lim_window_h`` > 0).
-A hinge/slide limit side gets a row while its distance is below the joint's margin; with
-``lim_window_h`` = h > 0 (the contact hand-off to SAP, docs/sap.md) also while it is at most Drake's
-window 2h·max(|v|, |v*|), v* = v + h·qacc_smooth (the rigid solver's own path passes 0: margin only).
+``make_rows`` (one thread per env): with ``params`` = 1 first the contact parameters (``contact_params``' body, the
+same numbers: the solver's own path, one launch and one pass over the contacts fewer); then rows in the order equality
+(connect, weld, joint) → DOF frictionloss → contact → joint limit; dense ``efc_J`` along the kinematic tree (native
+loops in kernels/constraint_rows.cpp; the whole contact section is one native call, ``contact_rows_native``), per row
+the position, margin, velocity J·qvel, impedance, reference acceleration aref = −B·vel − K·I·(pos − margin),
+regularization R and D = 1/R. Reads ``m``: limits, equalities, frictionloss, invweights, opt (cone, impratio,
+tc_floor); ``d``: qpos, qvel, cdof_w/v, dof_ref, link_pos/quat, eq_active, eq_acc_bias, the contacts (and qacc_smooth
+when ``lim_window_h`` > 0). A hinge/slide limit side gets a row while its distance is below the joint's margin; with
+``lim_window_h`` = h > 0 (the contact hand-off to SAP, docs/sap.md) also while it is at most Drake's window
+2h·max(|v|, |v*|), v* = v + h·qacc_smooth (the rigid solver's own path passes 0: margin only).
 Writes ``d``: nefc, efc_overflow,
 efc_J, efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp,
 efc_frictionloss, efc_mu, con_efc_adr. For an elliptic contact the normal row holds ``efc_dim`` (the
@@ -362,8 +362,16 @@ def connect_bias(m: Any, d: Any):
 
 
 @wp.kernel
-def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int):
+def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, params: int):
     env = wp.tid()
+    if params != 0:
+        # the contact parameters first (the kernel contact_params' body, the same numbers), so the contact rows
+        # read them while they are in cache (make_rows' own next-env prefetch covers their outputs)
+        contact_params_native(env, 0, m.opt.mujoco_mode, m.opt.tc_floor,
+                              m.opt.friction_floor, d.ncon, d.con_geom, d.con_pair, m.geom_friction,
+                              m.geom_friction_ratio, m.geom_condim, m.geom_priority, m.geom_sol, m.geom_solmix,
+                              m.pair_friction, m.pair_solreffriction, m.pair_sol, m.pair_condim, d.con_friction, d.con_sol,
+                              d.con_solreffriction, d.con_dim)
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
     max_rows = m.max_rows
