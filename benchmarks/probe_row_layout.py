@@ -17,7 +17,13 @@ pointing at the copies):
 
 Before timing, one make_rows of each variant is checked to write byte for byte the same rows.
 
+Variants of the rows themselves: ``pfK`` (make_rows' prefetch mode K), ``sep`` (the contact_params launch, then
+make_rows) / ``fuse1`` (make_rows(params=True)). ``--steps N``: whole steps instead, main's rows path (separate
+contact_params, prefetch 1) vs this one, two scenes of the same state in one process.
+
     PYTHONPATH=. python benchmarks/probe_row_layout.py [--n 1024] [--scenes boxes,humanoid,pile] [--samples 12]
+        [--kinds as-is,same,stagger,pad,huge,huge-all,sor,pf0,pf1,pf2,sep,fuse1] [--clock process|thread|wall]
+        [--steps 10]
 """
 
 from __future__ import annotations
@@ -170,6 +176,52 @@ def t_rows(v, h, reps, n, pf=2, params=0):
     return (clock() - t0) / (reps * n) * 1e6
 
 
+def t_step(scene, kind, steps, n):
+    """steps whole steps of scene with the rows built as variant `kind` (``main``: the contact_params launch,
+    then make_rows with Round 10's prefetch; ``here``: the defaults); CPU µs per env-step."""
+    from polyphys.plugins.rigid import constraint_rows as CR
+
+    o_rows, o_params = CR.make_rows, CR.contact_params
+    if kind == "main":
+        def rows(v, h=0.0, segs=True, prefetch=2, params=False):
+            if params:
+                o_params(v)
+            return o_rows(v, h, segs, 1, False)
+        CR.make_rows = rows
+    clock = CLOCK[TIMER[0]]
+    try:
+        wp.synchronize()
+        t0 = clock()
+        for _ in range(steps):
+            scene.step()
+        wp.synchronize()
+    finally:
+        CR.make_rows, CR.contact_params = o_rows, o_params
+    return (clock() - t0) / (steps * n) * 1e6
+
+
+def main_steps(a):
+    """Whole steps, two scenes of the same settled state in one process (``main`` vs ``here``), ABBA."""
+    for name, path, settle, flags in P.scenes(a.scenes.split(",")):
+        m = B._mj_model(path)
+        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
+        n = a.pile_n if flags.get("pile") else a.n
+        extra = {}
+        if flags.get("pile"):
+            mc, _, _ = B._mj_stats(m, d)
+            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
+        sc = {k: P.polyphys_scene(path, d, float(m.opt.timestep), n, constraint_islands=True, **extra)
+              for k in ("main", "here")}
+        res = {k: [] for k in sc}
+        for s in range(a.samples):
+            for k in (("main", "here") if s % 2 == 0 else ("here", "main")):
+                res[k].append(t_step(sc[k], k, a.steps, n))
+        q = {k: sc[k].solver("rigid").data.qpos.numpy().tobytes() for k in sc}
+        line = "   ".join(f"{k} {min(r):7.2f} / {sorted(r)[len(r) // 2]:7.2f}" for k, r in res.items())
+        print(f"{name} n={n} whole step µs/env-step (min / med of {a.samples} × {a.steps} steps): {line}; "
+              f"qpos byte-identical {q['main'] == q['here']}; load {os.getloadavg()[0]:.2f}", flush=True)
+
+
 def main():
     from polyphys.plugins.rigid.model import DATA, View
 
@@ -180,8 +232,11 @@ def main():
     ap.add_argument("--samples", type=int, default=12)
     ap.add_argument("--kinds", default="as-is,same,stagger,pad")
     ap.add_argument("--clock", default="process", choices=sorted(CLOCK))
+    ap.add_argument("--steps", type=int, default=0, help="> 0: time whole steps (main vs here) instead")
     a = ap.parse_args()
     TIMER[0] = a.clock
+    if a.steps > 0:
+        return main_steps(a)
     kinds = a.kinds.split(",")
     for name, path, settle, flags in P.scenes(a.scenes.split(",")):
         m = B._mj_model(path)
