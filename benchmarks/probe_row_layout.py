@@ -18,8 +18,9 @@ pointing at the copies):
 Before timing, one make_rows of each variant is checked to write byte for byte the same rows.
 
 Variants of the rows themselves: ``pfK`` (make_rows' prefetch mode K), ``sep`` (the contact_params launch, then
-make_rows) / ``fuse1`` (make_rows(params=True)). ``--steps N``: whole steps instead, main's rows path (separate
-contact_params, prefetch 1) vs this one, two scenes of the same state in one process.
+make_rows) / ``fuse1`` (make_rows(params=True)); ``main`` (contact_params, then make_rows with Round 10's
+prefetch) / ``here`` (make_rows(params=True) with the default prefetch). ``--steps N``: whole steps instead,
+main's rows path (separate contact_params, prefetch 1) vs this one, two scenes of the same state in one process.
 
     PYTHONPATH=. python benchmarks/probe_row_layout.py [--n 1024] [--scenes boxes,humanoid,pile] [--samples 12]
         [--kinds as-is,same,stagger,pad,huge,huge-all,sor,pf0,pf1,pf2,sep,fuse1] [--clock process|thread|wall]
@@ -108,7 +109,7 @@ def variant(vd, kind, dstruct):
     nd = dstruct()
     for name in dstruct.vars:
         setattr(nd, name, getattr(vd, name))
-    if kind.startswith("as-is") or kind.startswith("pf") or kind.startswith("fuse") or kind == "sep":
+    if kind.startswith("as-is") or kind.startswith("pf") or kind.startswith("fuse") or kind in ("sep", "main", "here"):
         return nd
     if kind == "sor":
         struct_of_rows(vd, nd)
@@ -136,9 +137,9 @@ def capture_rows_view(path, d, dt, n, **extra):
     got = {}
     o = CR.make_rows
 
-    def rows(v, h=0.0, segs=True):
+    def rows(v, h=0.0, segs=True, prefetch=2, params=False):
         got.setdefault("rows", (v, h))
-        return o(v, h, segs)
+        return o(v, h, segs, prefetch, params)
 
     CR.make_rows = rows
     try:
@@ -154,12 +155,12 @@ TIMER = ["process"]
 
 def pf_of(kind):
     """The make_rows prefetch mode of a variant: ``pfK`` (arrays as allocated), else the default."""
-    return int(kind[2:]) if kind.startswith("pf") else 2
+    return int(kind[2:]) if kind.startswith("pf") else (1 if kind == "main" else 2)
 
 
 def params_of(kind):
     """``sep``: the contact_params launch, then make_rows; ``fuseK``: make_rows(params=K) (the parameters inside)."""
-    return int(kind[4:]) if kind.startswith("fuse") else (-1 if kind == "sep" else 0)
+    return int(kind[4:]) if kind.startswith("fuse") else {"sep": -1, "main": -1, "here": 1}.get(kind, 0)
 
 
 def t_rows(v, h, reps, n, pf=2, params=0):

@@ -256,6 +256,10 @@ def init_rows(
     return wp.max(lo, hi)
 
 
+@wp.func_native(native.body(__file__, "rows_prefetch_native"))
+def rows_prefetch_native(env: int, pf: int, qpos: A2, dof_frictionloss: A2, lim_sol: A3): ...
+
+
 @wp.func_native(native.body(__file__, "contact_params_native"))
 def contact_params_native(env: int, prefetch: int, mujoco_mode: int, tc_floor: Any, friction_floor: Any, ncon: I1,
                           con_geom: I3, con_pair: I2, geom_friction: A3, geom_friction_ratio: A2, geom_condim: I1,
@@ -364,6 +368,7 @@ def connect_bias(m: Any, d: Any):
 @wp.kernel
 def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, params: int):
     env = wp.tid()
+    rows_prefetch_native(env, prefetch, d.qpos, m.dof_frictionloss, m.lim_sol)
     if params != 0:
         # the contact parameters first (the kernel contact_params' body, the same numbers), so the contact rows
         # read them while they are in cache (make_rows' own next-env prefetch covers their outputs)
