@@ -149,7 +149,8 @@ def capture_rows_view(path, d, dt, n, **extra):
     return scene, got["rows"]
 
 
-CLOCK = {"process": time.process_time, "thread": time.thread_time, "wall": time.perf_counter}
+CLOCK = {"process": time.process_time, "thread": time.thread_time, "wall": time.perf_counter,
+         "user": lambda: os.times().user, "system": lambda: os.times().system}
 TIMER = ["process"]
 
 
@@ -284,6 +285,13 @@ def main():
             order = kinds if s % 2 == 0 else kinds[::-1]
             for k in order:
                 res[k].append(t_rows(views[k], h, reps, n, pf_of(k), params_of(k)))
+        import resource
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        t_rows(views[kinds[0]], h, reps, n, pf_of(kinds[0]), params_of(kinds[0]))
+        ru2 = resource.getrusage(resource.RUSAGE_SELF)
+        print(f"  one sample: minor faults {ru2.ru_minflt - ru.ru_minflt}, major {ru2.ru_majflt - ru.ru_majflt}, "
+              f"involuntary switches {ru2.ru_nivcsw - ru.ru_nivcsw}, utime {1e6 * (ru2.ru_utime - ru.ru_utime) / (reps * n):.2f} "
+              f"stime {1e6 * (ru2.ru_stime - ru.ru_stime) / (reps * n):.2f} µs/env", flush=True)
         line = "   ".join(f"{k} {min(r):6.2f} / {sorted(r)[len(r) // 2]:6.2f}" for k, r in res.items())
         print(f"  make_rows µs/env (min / med of {a.samples}): {line}; load {os.getloadavg()[0]:.2f}", flush=True)
 
