@@ -22,7 +22,8 @@ when ``lim_window_h`` > 0). A hinge/slide limit side gets a row while its distan
 2h·max(|v|, |v*|), v* = v + h·qacc_smooth (the rigid solver's own path passes 0: margin only).
 Writes ``d``: nefc, efc_overflow,
 efc_J, efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp,
-efc_frictionloss, efc_mu, con_efc_adr. For an elliptic contact the normal row holds ``efc_dim`` (the
+efc_frictionloss, efc_mu, con_efc_adr (``params`` = 1: also con_friction, con_sol, con_solreffriction, con_dim).
+For an elliptic contact the normal row holds ``efc_dim`` (the
 cone dimension) and ``efc_mu`` (the regularized cone slope μ·sqrt(R_t/R_n)); its friction rows hold
 their friction coefficient in ``efc_mu``.
 """
