@@ -22,10 +22,16 @@ def connect_bias(v: View, neq: int) -> None:
         wp.launch(K.connect_bias, dim=(v.n, neq), inputs=[v.m, v.d], device=v.device)
 
 
-def make_rows(v: View, lim_window_h: float = 0.0, segs: bool = True) -> None:
+def make_rows(v: View, lim_window_h: float = 0.0, segs: bool = True, prefetch: int = 2, params: bool = False) -> None:
     """The rows; ``lim_window_h`` = h > 0 adds Drake's limit activation window (the SAP hand-off,
     docs/sap.md "Which rows SAP takes over"), 0 (the solver's own solve): the joint margin only.
     ``segs``: record each row's nonzero segments in d.efc_seg while it is written (the convex solve reads
     them instead of scanning J, docs/constraint.md); False marks them unrecorded (the solve scans J: the
-    same numbers, the reference of the tests and benchmarks)."""
-    wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d, v.scalar(lim_window_h), int(segs)], device=v.device)
+    same numbers, the reference of the tests and benchmarks). ``prefetch`` (CPU; no effect on the numbers): while
+    an env's contact rows are built, 0 prefetches nothing of the next env, 1 its rows, kinematics and contacts into
+    L1 (Round 10), 2 (default) also its row records (span, links, segments) and the inputs of the equality,
+    frictionloss and limit rows (qpos, per-env frictionloss and limit parameters), all into L2 (Round 11,
+    benchmarks/results/constraint.md). ``params``: first the contact parameters of ``contact_params`` (the same
+    native body and numbers) in the same launch, while each env's contacts are in cache."""
+    wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d, v.scalar(lim_window_h), int(segs), int(prefetch), int(params)],
+              device=v.device)

@@ -273,19 +273,19 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         self.collision.collide(part, d.link_pos, d.link_quat, out)
 
     def _constraint_rows(self, part, exported: bool = False, dense_done: bool = False) -> None:
-        """Contacts → contact parameters → dense M → rows, for one partition (after the smooth stages
+        """Contacts → dense M → contact parameters + rows (one launch), for one partition (after the smooth stages
         and the collision of its envs; ``exported``: _collide(part, export=True) already exported them;
         ``dense_done``: the smooth pass already wrote the dense M, ``_smooth(..., dense=True)``)."""
         d, v = self.data, self.views[part.index]
         if self.collision is not None:
             if not exported:
                 self.collision.export(part, d.ncon, d.con_pos, d.con_frame, d.con_dist, d.con_margin, d.con_link)
-            constraint_rows.contact_params(v)
         if not dense_done:
             factorization.mass_dense(v, self._hd_solve)
         if self._n_connect:
             constraint_rows.connect_bias(v, len(self.hm.eq_type))
-        constraint_rows.make_rows(v)
+        # the contact parameters inside the rows' launch (constraint_rows.contact_params' body: the same numbers)
+        constraint_rows.make_rows(v, params=self.collision is not None)
 
     def _solve(self, v, qacc_warm) -> None:
         if self.options.effective_resolution() == "signorini":

@@ -112,3 +112,35 @@ def test_solve_from_segments_equals_scanning(solver, islands):
     assert np.isfinite(st.qacc.numpy()).all()
     if islands:
         assert int(st.v.d.nisland.numpy()[0]) >= 2
+
+
+ROW_OUTPUTS = ("efc_J", "efc_span", "efc_chain", "efc_seg", "efc_type", "efc_id", "efc_dim", "efc_pos", "efc_margin",
+               "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss", "efc_mu", "con_efc_adr", "nefc",
+               "efc_overflow")
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_next_env_prefetch_leaves_the_rows_unchanged(cone):
+    """make_rows' next-env prefetch (kernels/constraint_rows.cpp, `prefetch` 0 / 1 / 2: none, into L1, the row
+    records too into L2) is a hint: on 3 envs (the first two prefetch the next) with the per-row outputs
+    NaN-filled and the records garbage-filled first, every mode writes byte for byte the same rows, and the rows
+    are MuJoCo's count."""
+    import warp as wp
+    from polyphys.plugins.rigid import constraint_rows
+
+    m, d = S.make(cone=cone, impratio=1.0, condim=3)
+    st, tree = S.stage_for(m, d, n_envs=3)
+    got = []
+    for pf in (0, 1, 2):
+        S.build(st, tree)
+        v = st._view(None)
+        for name in ROW_OUTPUTS[4:16]:
+            a = getattr(v.d, name)
+            a.fill_(np.nan if a.dtype != wp.int32 else -7)
+        v.d.efc_seg.fill_(1 << 30)
+        constraint_rows.make_rows(v, prefetch=pf)
+        assert int(v.d.nefc.numpy()[0]) == d.nefc
+        for name in ROW_OUTPUTS[7:16]:      # every row of the build written (no NaN left)
+            assert np.isfinite(getattr(v.d, name).numpy()[:, :d.nefc]).all(), name
+        got.append([getattr(v.d, k).numpy().tobytes() for k in ROW_OUTPUTS])
+    assert got[0] == got[1] == got[2]

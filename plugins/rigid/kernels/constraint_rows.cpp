@@ -115,7 +115,7 @@
         const T p = jr[j] * q[j];
         s = s + p;
     }
-    ((T*)((char*)out.data + (size_t)env * out.strides[0]))[row] = s;
+    *(T*)((char*)out.data + (size_t)env * out.strides[0] + (size_t)row * out.strides[1]) = s;
     int* sg = (int*)((char*)efc_seg.data + (size_t)env * efc_seg.strides[0] + (size_t)row * efc_seg.strides[1]);
     const size_t g3 = (size_t)efc_seg.strides[2] / sizeof(int);
     if (segs != 0) {
@@ -327,7 +327,20 @@
     // the J entries at the two ends of the spans its last build left, which the clears and walks write),
     // its kinematics and its first contacts now. Measured
     // (docs/constraint.md, Round 8): −1.5 to −3 µs per env-step on 8 boxes; more rows gained nothing on the pile.
-    if (env + 1 < efc_J.shape[0]) {
+    // pf = 1 (Round 10): prefetchw / prefetcht0, i.e. into L1; pf = 2 (the default, Round 11): also the
+    // next env's span / links / segment records and contact row addresses, all as prefetcht1 (into L2 only: L1 is
+    // 48 KiB and the next env's lines pushed this env's out of it; a read prefetch of a line no other core holds
+    // comes exclusive, so the later store needs no second request). Measured, in-process: pf 2 vs 1 −10 to −14 %
+    // of make_rows on 8 boxes and the humanoid (docs/constraint.md, benchmarks/results/constraint.md Round 11).
+    auto pfw = [=](const char* a) {
+        if (pf >= 2) __builtin_prefetch(a, 0, 2);
+        else __builtin_prefetch(a, 1, 3);
+    };
+    auto pfr = [=](const char* a) {
+        if (pf >= 2) __builtin_prefetch(a, 0, 2);
+        else __builtin_prefetch(a, 0, 3);
+    };
+    if (pf > 0 && env + 1 < efc_J.shape[0]) {
         enum { PP_PREFETCH_ROWS = 128 };
         const size_t e1 = (size_t)env + 1;
         int nr = *(const int*)((const char*)n_efc.data + e1 * n_efc.strides[0]);
@@ -342,7 +355,21 @@
             (const char*)efc_mu.data + e1 * efc_mu.strides[0], (const char*)efc_type.data + e1 * efc_type.strides[0],
             (const char*)efc_id.data + e1 * efc_id.strides[0], (const char*)efc_dim.data + e1 * efc_dim.strides[0]};
         for (int a = 0; a < 12; ++a)
-            for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(outs[a] + l, 1, 3);
+            for (size_t l = 0; l < tb; l += 64) pfw(outs[a] + l);
+        if (pf >= 2) {
+            // the per-row records the clears read (links) and the finish writes (segments), and the
+            // contacts' first-row addresses
+            const char* recs[3] = {(const char*)efc_span.data + e1 * efc_span.strides[0],
+                                   (const char*)efc_chain.data + e1 * efc_chain.strides[0],
+                                   (const char*)efc_seg.data + e1 * efc_seg.strides[0]};
+            const size_t rb[3] = {(size_t)nr * efc_span.strides[1], (size_t)nr * efc_chain.strides[1],
+                                  (size_t)nr * efc_seg.strides[1]};
+            for (int a = 0; a < 3; ++a)
+                for (size_t l = 0; l < rb[a]; l += 64) pfw(recs[a] + l);
+            const char* ab = (const char*)con_efc_adr.data + e1 * con_efc_adr.strides[0];
+            const int nc = n_con < 32 ? n_con : 32;
+            for (size_t l = 0; l < (size_t)nc * con_efc_adr.strides[1]; l += 64) pfw(ab + l);
+        }
         // the next env's kinematics the chain walks read (dof motion subspaces, reference points, qvel) and
         // its first contacts (as many slots as this env has, at most 32): Round 10 (row segments), −2 to −14 %
         // of make_rows on the humanoid, the boxes and the pile
@@ -352,9 +379,9 @@
                                   (const char*)cdof_v.data + e1 * cdof_v.strides[0],
                                   (const char*)dof_ref.data + e1 * dof_ref.strides[0]};
             for (int a = 0; a < 3; ++a)
-                for (size_t l = 0; l < vb; l += 64) __builtin_prefetch(kin[a] + l, 0, 3);
+                for (size_t l = 0; l < vb; l += 64) pfr(kin[a] + l);
             const char* qb = (const char*)qvel.data + e1 * qvel.strides[0];
-            for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) __builtin_prefetch(qb + l, 0, 3);
+            for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) pfr(qb + l);
             const int nc = n_con < 32 ? n_con : 32;
             const char* cb[9] = {
                 (const char*)con_pos.data + e1 * con_pos.strides[0], (const char*)con_frame.data + e1 * con_frame.strides[0],
@@ -368,7 +395,7 @@
                                   (size_t)con_friction.strides[1], (size_t)con_sol.strides[1],
                                   (size_t)con_solreffriction.strides[1]};
             for (int a = 0; a < 9; ++a)
-                for (size_t l = 0; l < (size_t)nc * cs[a]; l += 64) __builtin_prefetch(cb[a] + l, 0, 3);
+                for (size_t l = 0; l < (size_t)nc * cs[a]; l += 64) pfr(cb[a] + l);
         }
         const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
         const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
@@ -379,10 +406,10 @@
             if (hi <= lo) continue;
             // the span's first and last 8 entries: a contact row's two chains (free bodies: 6 dofs each)
             const char* jr = jb + (size_t)r * efc_J.strides[1];
-            __builtin_prefetch(jr + (size_t)lo * sizeof(T), 1, 3);
-            __builtin_prefetch(jr + (size_t)(lo + 7 < hi ? lo + 7 : hi - 1) * sizeof(T), 1, 3);
-            __builtin_prefetch(jr + (size_t)(hi - 8 > lo ? hi - 8 : lo) * sizeof(T), 1, 3);
-            __builtin_prefetch(jr + (size_t)(hi - 1) * sizeof(T), 1, 3);
+            pfw(jr + (size_t)lo * sizeof(T));
+            pfw(jr + (size_t)(lo + 7 < hi ? lo + 7 : hi - 1) * sizeof(T));
+            pfw(jr + (size_t)(hi - 8 > lo ? hi - 8 : lo) * sizeof(T));
+            pfw(jr + (size_t)(hi - 1) * sizeof(T));
         }
     }
 #endif
@@ -596,6 +623,24 @@
     }
     *(int*)((char*)n_efc.data + e * n_efc.strides[0]) = row;    // make_rows reads the count back
     *(int*)((char*)overflow.data + e * overflow.strides[0]) = over;
+
+// @func rows_prefetch_native
+    // CPU, pf >= 2: the next env's inputs of make_rows' Warp sections (equality, frictionloss, limits: qpos, the
+    // per-env frictionloss and limit parameters) as L2 prefetches, issued when this env's build starts (Round 11:
+    // −3 to −10 % of make_rows on the humanoid, in process; no change on the boxes).
+#if !defined(__CUDA_ARCH__)
+    if (pf >= 2 && env + 1 < qpos.shape[0]) {
+        const size_t e1 = (size_t)env + 1;
+        const char* a[3] = {(const char*)qpos.data + e1 * qpos.strides[0],
+                            (const char*)dof_frictionloss.data + e1 * dof_frictionloss.strides[0],
+                            (const char*)lim_sol.data + e1 * lim_sol.strides[0]};
+        const size_t b[3] = {(size_t)qpos.shape[1] * qpos.strides[1],
+                             (size_t)dof_frictionloss.shape[1] * dof_frictionloss.strides[1],
+                             (size_t)lim_sol.shape[1] * lim_sol.strides[1]};
+        for (int k = 0; k < 3; ++k)
+            for (size_t l = 0; l < b[k]; l += 64) __builtin_prefetch(a[k] + l, 0, 2);
+    }
+#endif
 
 // @func contact_params_native
     // The per-contact parameters of one env (the kernel contact_params' docstring: explicit pairs, default

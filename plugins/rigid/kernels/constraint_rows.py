@@ -10,19 +10,20 @@ Writes ``d``: con_friction, con_sol, con_solreffriction, con_dim.
 ``connect_bias`` (env × equality): J̇·q̇ of connect and weld rows. Reads ``d``: qvel, cdof, cdofdot,
 dof_ref, link_pos, link_quat. Writes ``d.eq_acc_bias``.
 
-``make_rows`` (one thread per env): rows in the order equality (connect, weld, joint) → DOF
-frictionloss → contact → joint limit; dense ``efc_J`` along the kinematic tree (native loops in
-kernels/constraint_rows.cpp; the whole contact section is one native call, ``contact_rows_native``), per
-row the position, margin, velocity J·qvel, impedance, reference
-acceleration aref = −B·vel − K·I·(pos − margin), regularization R and D = 1/R. Reads ``m``: limits,
-equalities, frictionloss, invweights, opt (cone, impratio, tc_floor); ``d``: qpos, qvel, cdof_w/v,
-dof_ref, link_pos/quat, eq_active, eq_acc_bias, the contacts (and qacc_smooth when ``lim_window_h`` > 0).
-A hinge/slide limit side gets a row while its distance is below the joint's margin; with
-``lim_window_h`` = h > 0 (the contact hand-off to SAP, docs/sap.md) also while it is at most Drake's
-window 2h·max(|v|, |v*|), v* = v + h·qacc_smooth (the rigid solver's own path passes 0: margin only).
+``make_rows`` (one thread per env): with ``params`` = 1 first the contact parameters (``contact_params``' body, the
+same numbers: the solver's own path, one launch and one pass over the contacts fewer); then rows in the order equality
+(connect, weld, joint) → DOF frictionloss → contact → joint limit; dense ``efc_J`` along the kinematic tree (native
+loops in kernels/constraint_rows.cpp; the whole contact section is one native call, ``contact_rows_native``), per row
+the position, margin, velocity J·qvel, impedance, reference acceleration aref = −B·vel − K·I·(pos − margin),
+regularization R and D = 1/R. Reads ``m``: limits, equalities, frictionloss, invweights, opt (cone, impratio,
+tc_floor); ``d``: qpos, qvel, cdof_w/v, dof_ref, link_pos/quat, eq_active, eq_acc_bias, the contacts (and qacc_smooth
+when ``lim_window_h`` > 0). A hinge/slide limit side gets a row while its distance is below the joint's margin; with
+``lim_window_h`` = h > 0 (the contact hand-off to SAP, docs/sap.md) also while it is at most Drake's window
+2h·max(|v|, |v*|), v* = v + h·qacc_smooth (the rigid solver's own path passes 0: margin only).
 Writes ``d``: nefc, efc_overflow,
 efc_J, efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp,
-efc_frictionloss, efc_mu, con_efc_adr. For an elliptic contact the normal row holds ``efc_dim`` (the
+efc_frictionloss, efc_mu, con_efc_adr (``params`` = 1: also con_friction, con_sol, con_solreffriction, con_dim).
+For an elliptic contact the normal row holds ``efc_dim`` (the
 cone dimension) and ``efc_mu`` (the regularized cone slope μ·sqrt(R_t/R_n)); its friction rows hold
 their friction coefficient in ``efc_mu``.
 """
@@ -60,7 +61,7 @@ def contact_rows_native(nv: int, max_rows: int, cone: int, impratio: Any, tc_flo
                         con_margin: A2, con_friction: A3, con_sol: A3, con_solreffriction: A3, con_efc_adr: I2,
                         efc_J: A3, efc_span: I3, efc_chain: I3, efc_type: I2, efc_id: I2, efc_dim: I2, efc_pos: A2,
                         efc_margin: A2, efc_vel: A2, efc_aref: A2, efc_R: A2, efc_D: A2, efc_imp: A2, efc_floss: A2, efc_mu: A2,
-                        n_efc: I1, overflow: I1, efc_seg: I3, segs: int): ...
+                        n_efc: I1, overflow: I1, efc_seg: I3, segs: int, pf: int): ...
 
 
 @wp.func_native(native.body(__file__, "row_clear_native"))
@@ -256,6 +257,10 @@ def init_rows(
     return wp.max(lo, hi)
 
 
+@wp.func_native(native.body(__file__, "rows_prefetch_native"))
+def rows_prefetch_native(env: int, pf: int, qpos: A2, dof_frictionloss: A2, lim_sol: A3): ...
+
+
 @wp.func_native(native.body(__file__, "contact_params_native"))
 def contact_params_native(env: int, prefetch: int, mujoco_mode: int, tc_floor: Any, friction_floor: Any, ncon: I1,
                           con_geom: I3, con_pair: I2, geom_friction: A3, geom_friction_ratio: A2, geom_condim: I1,
@@ -362,8 +367,17 @@ def connect_bias(m: Any, d: Any):
 
 
 @wp.kernel
-def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int):
+def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, params: int):
     env = wp.tid()
+    rows_prefetch_native(env, prefetch, d.qpos, m.dof_frictionloss, m.lim_sol)
+    if params != 0:
+        # the contact parameters first (the kernel contact_params' body, the same numbers), so the contact rows
+        # read them while they are in cache (make_rows' own next-env prefetch covers their outputs)
+        contact_params_native(env, 0, m.opt.mujoco_mode, m.opt.tc_floor,
+                              m.opt.friction_floor, d.ncon, d.con_geom, d.con_pair, m.geom_friction,
+                              m.geom_friction_ratio, m.geom_condim, m.geom_priority, m.geom_sol, m.geom_solmix,
+                              m.pair_friction, m.pair_solreffriction, m.pair_sol, m.pair_condim, d.con_friction, d.con_sol,
+                              d.con_solreffriction, d.con_dim)
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
     max_rows = m.max_rows
@@ -629,7 +643,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int):
                         cdof_w, cdof_v, dof_ref, qvel, n_con[env], con_dim, con_link, con_pos, con_frame, con_dist,
                         con_margin, con_friction, con_sol, d.con_solreffriction, con_efc_adr, efc_J, efc_span, efc_chain,
                         efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp, efc_floss,
-                        efc_mu, n_efc, overflow, efc_seg, segs)
+                        efc_mu, n_efc, overflow, efc_seg, segs, prefetch)
     row = n_efc[env]
     if overflow[env] != 0:
         over = 1
