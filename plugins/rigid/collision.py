@@ -110,6 +110,13 @@ MAX_RAW_POINTS = 8
 # over the build-filtered pair list is faster at 128 spheres, equal at 256, 2x slower at 512.
 SAP_THRESHOLD = 256
 
+# Dynamic pairs in the build-filtered list from which the all-vs-all broadphase on the CPU grid finds
+# the AABB overlaps by sort-and-sweep (collision_driver.broadphase_list_sorted: the same pairs in the
+# same order) instead of testing every listed pair; at most SORTED_MAX_GEOMS geoms (its (G, G) pair
+# index). Measured: benchmarks/results/constraint.md, "Round 11 (collision)".
+SORTED_MIN_PAIRS = 200
+SORTED_MAX_GEOMS = 1024
+
 
 def _hull_vertices(g: Geom) -> np.ndarray:
     """Vertices of the convex hull of a mesh geom (geom frame)."""
@@ -702,6 +709,15 @@ class CollisionPipeline:
         self._split = bool(self._gap_out and (np.any(g_gap > 0) or np.any(p_gap > 0)))
         m.pair_list = f(np.concatenate([dyn, expl]).astype(np.int32).reshape(-1, 3), wp.vec3i)
         m.explicit_list = f(expl.astype(np.int32).reshape(-1, 3), wp.vec3i)
+        # the all-vs-all list by sort-and-sweep on the CPU grid (broadphase_list_sorted)
+        self._sorted_bp = bool(bp == "all_vs_all" and self._cpu and n_allowed >= SORTED_MIN_PAIRS
+                               and G <= SORTED_MAX_GEOMS)
+        self._n_dyn = n_allowed
+        if self._sorted_bp:
+            index = np.full((G, G), -1, dtype=np.int32)
+            index[dyn[:, 0], dyn[:, 1]] = np.arange(n_allowed, dtype=np.int32)
+            m.pair_index = f(index, wp.int32)
+            sweep_geoms = np.flatnonzero(self.geom_collide).astype(np.int32)
         m.weld_pairs = f(np.array([w[:2] for w in self.welds] or np.zeros((0, 2)),
                                   dtype=np.int32).reshape(-1, 2), wp.vec2i)
         wa0 = np.zeros((n_envs, max(1, len(self.welds))), dtype=np.int32)   # >= 1 column
@@ -746,6 +762,12 @@ class CollisionPipeline:
                          "contact_includemargin", "contact_pair", "contact_active"):
                 setattr(v, name, getattr(self, name)[sl])
             v.n = part.stop - part.start
+            if self._sorted_bp:
+                v.sweep_order = f(np.tile(sweep_geoms, (v.n, 1)), wp.int32)
+                v.sweep_key = z((v.n, sweep_geoms.size), S)
+                v.sweep_found = z((v.n, (n_allowed + 15) // 16), wp.int32)
+                v.sweep_lo = z((v.n, sweep_geoms.size), V)
+                v.sweep_hi = z((v.n, sweep_geoms.size), V)
             if bp == "sweep_and_prune":
                 cnt = v.n * G
                 v.keys = z(2 * max(cnt, 1), wp.float32)
@@ -910,7 +932,15 @@ class CollisionPipeline:
             if export is not None:
                 self.export(part, *export)
             return
-        if self.broadphase == "all_vs_all":
+        if self._sorted_bp:
+            wp.launch(K.broadphase_list_sorted, dim=n,
+                      inputs=[m.pair_list, self._n_dyn, m.pair_index, m.geom_type, m.geom_margin, m.pair_margin,
+                              self._msum, m.geom_weld, m.weld_pairs, v.weld_active, xpos, v.geom_xmat, v.aabb_lo,
+                              v.aabb_hi],
+                      outputs=[v.sweep_order, v.sweep_key, v.sweep_found, v.sweep_lo, v.sweep_hi, v.pairs_buf, v.pair_count,
+                               v.pair_cand],
+                      device=dev)
+        elif self.broadphase == "all_vs_all":
             if m.pair_list.shape[0]:
                 dim, st = self._slots(n, m.pair_list.shape[0])
                 wp.launch(K.broadphase_list, dim=dim,

@@ -301,6 +301,138 @@ def broadphase_list(
                     _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
 
 
+@wp.func
+def _low_bit(w: int):
+    """Index of the single set bit of ``w`` (a power of two below 2**16)."""
+    i = int(0)
+    if (w & 0xFF00) != 0:
+        i += 8
+    if (w & 0xF0F0) != 0:
+        i += 4
+    if (w & 0xCCCC) != 0:
+        i += 2
+    if (w & 0xAAAA) != 0:
+        i += 1
+    return i
+
+
+@wp.kernel
+def broadphase_list_sorted(
+    # Model:
+    pair_list: wp.array(dtype=wp.vec3i),
+    n_dyn: int,
+    pair_index: wp.array2d(dtype=wp.int32),
+    geom_type: wp.array(dtype=wp.int32),
+    geom_margin: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
+    geom_weld: wp.array(dtype=wp.int32),
+    weld_pairs: wp.array(dtype=wp.vec2i),
+    # Data in:
+    weld_active_in: wp.array2d(dtype=wp.int32),
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
+    aabb_lo_in: wp.array2d(dtype=Any),
+    aabb_hi_in: wp.array2d(dtype=Any),
+    # Data in/out (scratch kept between launches):
+    sweep_order_out: wp.array2d(dtype=wp.int32),
+    sweep_key_out: wp.array2d(dtype=Any),
+    sweep_found_out: wp.array2d(dtype=wp.int32),
+    sweep_lo_out: wp.array2d(dtype=Any),
+    sweep_hi_out: wp.array2d(dtype=Any),
+    # Data out:
+    pairs_out: wp.array2d(dtype=wp.vec3i),
+    pair_count_out: wp.array(dtype=wp.int32),
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
+):
+    """``broadphase_list`` with the AABB overlaps found by sort-and-sweep (CPU grid: one thread per
+    env; docs/collision.md, "Broadphase"). The collidable geoms are kept sorted by their AABB's lower
+    bound along the axis of the largest spread of the (non-plane) geom centres (insertion sort of the
+    previous launch's order: nearly sorted from one substep to the next); a geom is swept against the
+    following ones while their lower bound does not exceed its upper bound (exact comparisons of the
+    stored bounds, so no overlapping pair is missed), and each AABB-overlapping dynamic pair of the
+    list (``pair_index``: its list index) is marked in a per-env bitmap, 16 list entries per word.
+    The marked pairs are then emitted in list order, then the explicit pairs, with the same tests as
+    ``broadphase_list`` (the AABB test, the plane half-space test, the welds): the same pairs in the
+    same order, bit for bit."""
+    env = wp.tid()
+    ns = sweep_order_out.shape[1]
+    # the sweep axis: the largest spread of the geom centres (planes have no finite extent)
+    lo_c = wp.vec3d(1.0e300, 1.0e300, 1.0e300)
+    hi_c = wp.vec3d(-1.0e300, -1.0e300, -1.0e300)
+    for k in range(ns):
+        g = sweep_order_out[env, k]
+        if geom_type[g] != PLANE:
+            c = geom_xpos_in[env, g]
+            for i in range(3):
+                x = wp.float64(c[i])
+                lo_c[i] = wp.min(lo_c[i], x)
+                hi_c[i] = wp.max(hi_c[i], x)
+    ax = int(0)
+    best = hi_c[0] - lo_c[0]
+    for i in range(1, 3):
+        if hi_c[i] - lo_c[i] > best:
+            best = hi_c[i] - lo_c[i]
+            ax = i
+    # insertion sort by the lower bound (a NaN bound sorts first: such a geom overlaps nothing)
+    for k in range(ns):
+        g = sweep_order_out[env, k]
+        key = aabb_lo_in[env, g][ax]
+        if wp.isnan(key):
+            key = type(key)(-1.0e30)
+        j = k
+        while j > 0:
+            if sweep_key_out[env, j - 1] <= key:
+                break
+            sweep_key_out[env, j] = sweep_key_out[env, j - 1]
+            sweep_order_out[env, j] = sweep_order_out[env, j - 1]
+            j -= 1
+        sweep_key_out[env, j] = key
+        sweep_order_out[env, j] = g
+    # the AABBs in sorted order (contiguous reads in the sweep)
+    for k in range(ns):
+        g = sweep_order_out[env, k]
+        sweep_lo_out[env, k] = aabb_lo_in[env, g]
+        sweep_hi_out[env, k] = aabb_hi_in[env, g]
+    # sweep: mark the AABB-overlapping dynamic pairs of the list (the AABB test is symmetric in its geoms)
+    for a in range(ns):
+        lo_a = sweep_lo_out[env, a]
+        hi_a = sweep_hi_out[env, a]
+        lim = hi_a[ax]
+        for b in range(a + 1, ns):
+            if sweep_key_out[env, b] > lim:
+                break
+            if _overlap(lo_a, hi_a, sweep_lo_out[env, b], sweep_hi_out[env, b]):
+                ga = sweep_order_out[env, a]
+                gb = sweep_order_out[env, b]
+                k = pair_index[wp.min(ga, gb), wp.max(ga, gb)]
+                if k >= 0:
+                    w = k >> 4
+                    sweep_found_out[env, w] = sweep_found_out[env, w] | (1 << (k & 15))
+    # emit in list order (the bitmap is left zero)
+    for w in range(sweep_found_out.shape[1]):
+        bits = sweep_found_out[env, w]
+        if bits != 0:
+            sweep_found_out[env, w] = 0
+            while bits != 0:
+                low = bits & (-bits)
+                bits = bits ^ low
+                p = pair_list[w * 16 + _low_bit(low)]
+                if not _plane_apart(env, p[0], p[1], _pair_margin(p, geom_margin, pair_margin, margin_sum), geom_type,
+                                    geom_xpos_in, geom_xmat_in, aabb_lo_in, aabb_hi_in):
+                    if not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
+                        _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
+    # the explicit pairs (after the dynamic ones in the list), as broadphase_list
+    for k in range(n_dyn, pair_list.shape[0]):
+        p = pair_list[k]
+        m = pair_margin[p[2]]
+        e = wp.vector(m, m, m)
+        if _overlap(aabb_lo_in[env, p[0]] - e, aabb_hi_in[env, p[0]] + e, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
+            if not _plane_apart(env, p[0], p[1], _pair_margin(p, geom_margin, pair_margin, margin_sum), geom_type,
+                                geom_xpos_in, geom_xmat_in, aabb_lo_in, aabb_hi_in):
+                _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
+
+
 # -- narrowphase helpers (the pair-family modules and collision_gjk.py) ---------------------------------
 @wp.func
 def _is_convex(t1: int, t2: int):
@@ -747,6 +879,11 @@ def _overloads(s):
     wp.overload(broadphase_list, {"geom_margin": A(dtype=s), "pair_margin": A(dtype=s), "geom_xpos_in": A2(dtype=V),
                                   "geom_xmat_in": A2(dtype=M), "aabb_lo_in": A2(dtype=V),
                                   "aabb_hi_in": A2(dtype=V)})
+    wp.overload(broadphase_list_sorted, {"geom_margin": A(dtype=s), "pair_margin": A(dtype=s),
+                                         "geom_xpos_in": A2(dtype=V), "geom_xmat_in": A2(dtype=M),
+                                         "aabb_lo_in": A2(dtype=V), "aabb_hi_in": A2(dtype=V),
+                                         "sweep_key_out": A2(dtype=s), "sweep_lo_out": A2(dtype=V),
+                                         "sweep_hi_out": A2(dtype=V)})
     wp.overload(export_contacts, {
         "contact_pos_in": A2(dtype=V), "contact_frame_in": A2(dtype=M),
         "contact_depth_in": A2(dtype=s), "contact_includemargin_in": A2(dtype=s),

@@ -16,7 +16,7 @@ import warp as wp
 from ..types import overloads
 from .collision_convex import plane_mesh
 from .collision_driver import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, PLANE, SPHERE, _pair_margin, _store
-from .collision_primitive import plane_capsule, plane_cylinder, plane_ellipsoid, plane_sphere
+from .collision_primitive import plane_cylinder, plane_ellipsoid
 
 wp.set_module_options({"enable_backward": False})
 
@@ -28,12 +28,9 @@ def _plane_store(t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, 
     """The routine of a plane against type ``t2`` and the store of its points, each from its own
     branch (no contact set flows out of a branch: Warp would select every variable reassigned in a
     branch after it, 8×3 points and 8 distances per branch per pair)."""
-    if t2 == SPHERE:
-        c0, n0, q0, d0 = plane_sphere(p1, R1, s1, p2, R2, s2, margin)
-        _store(env, k, c0, n0, q0, d0, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
-    elif t2 == CAPSULE:
-        c1, n1, q1, d1 = plane_capsule(p1, R1, s1, p2, R2, s2, margin)
-        _store(env, k, c1, n1, q1, d1, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+    if t2 == SPHERE or t2 == CAPSULE:
+        _plane_sphere_capsule_store(t2, p1, R1, p2, R2, s2, margin, env, k, pair_cand_out, cand_pos_out,
+                                    cand_normal_out, cand_dist_out, cand_count_out)
     elif t2 == CYLINDER:
         c2, n2, q2, d2 = plane_cylinder(p1, R1, s1, p2, R2, s2, margin)
         _store(env, k, c2, n2, q2, d2, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
@@ -46,6 +43,52 @@ def _plane_store(t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, 
     elif t2 == MESH:
         c5, n5, q5, d5 = plane_mesh(p1, R1, s1, p2, R2, s2, margin, mv)
         _store(env, k, c5, n5, q5, d5, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+
+
+@wp.func
+def _plane_sphere_capsule_store(t2: int, p1: Any, R1: Any, p2: Any, R2: Any, s2: Any, margin: Any, env: int, k: int,
+                                pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any, cand_normal_out: Any,
+                                cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32)):
+    """Plane–sphere (the centre's distance, one point) and plane–capsule (one point per end sphere, the +axis
+    end first: a line contact when the capsule lies flat), written straight into the env's candidate block
+    (as _plane_box_store) instead of an 8×3 point set built, returned and copied (the routines before,
+    in collision_primitive.py: the same expressions in the same order, bit-identical). Each point lies
+    halfway between the sphere's surface and the plane."""
+    n = wp.vector(R1[0, 2], R1[1, 2], R1[2, 2])
+    r = s2[0]
+    half = type(r)(0.5)
+    c0 = p2
+    c1 = p2
+    if t2 == CAPSULE:
+        ax = wp.vector(R2[0, 2], R2[1, 2], R2[2, 2]) * s2[1]
+        c0 = p2 + ax * type(r)(1.0)
+        c1 = p2 + ax * type(r)(-1.0)
+    d0 = wp.dot(c0 - p1, n) - r
+    d1 = d0
+    cnt = int(0)
+    if d0 < margin:
+        cnt += 1
+    if t2 == CAPSULE:
+        d1 = wp.dot(c1 - p1, n) - r
+        if d1 < margin:
+            cnt += 1
+    start = int(0)
+    stored = int(0)
+    if cnt > 0:
+        start = wp.atomic_add(cand_count_out, env, cnt)
+        if start + cnt <= cand_pos_out.shape[1]:
+            stored = cnt
+            i = start
+            if d0 < margin:
+                cand_pos_out[env, i] = c0 - n * (r + half * d0)
+                cand_normal_out[env, i] = n
+                cand_dist_out[env, i] = d0
+                i += 1
+            if t2 == CAPSULE and d1 < margin:
+                cand_pos_out[env, i] = c1 - n * (r + half * d1)
+                cand_normal_out[env, i] = n
+                cand_dist_out[env, i] = d1
+    pair_cand_out[env, k] = wp.vec2i(start, stored)
 
 
 @wp.func

@@ -63,41 +63,6 @@ def _sphere_sphere_raw(p1: Any, r1: Any, p2: Any, r2: Any):
 
 
 @wp.func
-def plane_sphere(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any, margin: Any):
-    pts, d = _empty(pos1)
-    n = _col(rot1, 2)
-    r = size2[0]
-    dist = wp.dot(pos2 - pos1, n) - r
-    cnt = int(0)
-    if dist < margin:
-        pts[0] = pos2 - n * (r + type(r)(0.5) * dist)
-        d[0] = dist
-        cnt = 1
-    return cnt, n, pts, d
-
-
-@wp.func
-def plane_capsule(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any, margin: Any):
-    """Two contacts, one per end sphere (a line contact when the capsule lies flat)."""
-    pts, d = _empty(pos1)
-    n = _col(rot1, 2)
-    r = size2[0]
-    ax = _col(rot2, 2) * size2[1]
-    cnt = int(0)
-    for k in range(2):
-        sgn = type(r)(1.0)
-        if k == 1:
-            sgn = type(r)(-1.0)
-        c = pos2 + ax * sgn
-        dist = wp.dot(c - pos1, n) - r
-        if dist < margin:
-            pts[cnt] = c - n * (r + type(r)(0.5) * dist)
-            d[cnt] = dist
-            cnt += 1
-    return cnt, n, pts, d
-
-
-@wp.func
 def plane_cylinder(pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any,
                    margin: Any):
     """Up to 4 points: the deepest rim point of the disk nearer the plane, the rim point below it on
