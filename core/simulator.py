@@ -13,12 +13,14 @@ Threads within a partition: a partition with more than one worker (fewer envs th
 solver's parallel stages (``Solver.parallel(part, stage)``: ``stage(w)`` issues worker ``w``'s
 launches, usually over ``part.chunk(w, n)`` of the elements) on all its workers at once, with a
 barrier after each stage. Captured, such a partition's step is a program of segments: the launches
-between parallel stages as one graph replayed by the partition's thread, and each parallel stage as
-one graph per worker, replayed by the workers together (``_replay``). Python runs once per stage,
-never per launch. A stage declared to follow another worker by worker (``parallel(..., after=tag)``
-right after a stage tagged ``tag``, nothing launched in between) joins that stage's segment: each
-worker replays both graphs in turn and one barrier ends them. Solvers keep results independent of
-the worker count (docs/architecture.md).
+between parallel stages as one serial graph, each parallel stage as one graph per worker. Its replay
+(``_replay``) runs each stretch without a host-condition loop as a ``_Plan``: one launch per worker
+(``polyphys.kernels.workers.run_plan``) that replays the worker's graph of each stage (worker 0: also
+the serial graphs) with a native barrier between two segments, so Python runs once per plan (per step,
+or per pass of a ``run_loop`` loop), never per stage or launch. A stage declared to follow another
+worker by worker (``parallel(..., after=tag)`` right after a stage tagged ``tag``, nothing launched in
+between) joins that stage's segment: each worker replays both graphs in turn and one barrier ends them.
+Solvers keep results independent of the worker count (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -113,9 +115,10 @@ def _nonempty(graph) -> bool:
 
 class _Helpers:
     """A partition's workers but the first (which is the partition's own thread): persistent
-    threads, started at their first task, each waiting on a semaphore for the next one — a stage
-    costs two semaphore operations per worker (~25 µs here, half a thread pool's submit and wait).
-    Closed when the simulator is collected (``weakref.finalize``)."""
+    threads, started at their first task, each waiting on a semaphore for the next one — a task
+    (a plan, or a stage of an uncaptured step) costs two semaphore operations per worker and the
+    helper's wake-up (~25 µs here when idle, ~80 µs measured inside steps). Closed when the simulator
+    is collected (``weakref.finalize``)."""
 
     _STOP = object()
 
@@ -354,7 +357,7 @@ class _Plan:
         n = [2 * (k + 1) if on else 0 for k in self.n_ops]
         self.times = [wp.zeros(m, dtype=wp.int64, device=self.device) for m in n]
         self.cmds = [wp.launch(K.run_plan, dim=1, inputs=[self.ops[w], self.n_ops[w], self.workers, self.natives, K.SPIN,
-                                                          self.bar], outputs=[self.status[w], self.times[w]],
+                                                          K.YIELDS, self.bar], outputs=[self.status[w], self.times[w]],
                                device=self.device, record_cmd=True) for w in range(self.workers)]
 
     def segment_times(self) -> dict:

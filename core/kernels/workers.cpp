@@ -1,7 +1,7 @@
 // Native body of kernels/workers.py: one worker's share of a captured multi-worker step (a *plan*,
 // core/simulator.py "_Plan"), replayed without returning to Python between stages.
 //
-// run_plan_native(plan, n_ops, bar, workers, natives, spin, times): for k in [0, n_ops) the op
+// run_plan_native(plan, n_ops, bar, workers, natives, spin, yields, times): for k in [0, n_ops) the op
 // (plan[2k], plan[2k + 1]):
 //   OP_REPLAY (1), state: replay the CPU graph `state` (an APIC state pointer) by calling Warp's own
 //     replay, wp_apic_cpu_replay_state, through its address natives[0] (it returns false on failure);
@@ -15,11 +15,13 @@
 // The barrier (bar: one int32 array, each word on its own 64-byte line): bar[0] counts the arrivals,
 // bar[16] is the generation, bar[32] the sleepers, bar[48] the abort flag. The last worker to arrive
 // resets the count, then publishes generation + 1 (release; a worker reads the generation before it
-// counts itself in, so the reset is visible to it at the next barrier). A waiting worker spins
-// `spin` times (a pause instruction each) on the generation, then sleeps: on Linux a futex wait on
-// the generation word (libc's syscall at natives[1], the futex number natives[2]), with a 1 ms
-// timeout so that an abort is seen without a wake-up; elsewhere sched_yield (natives[3]). Spinning
-// alone would starve the other workers on a machine with fewer free cores than workers. The sleeper
+// counts itself in, so the reset is visible to it at the next barrier). A waiting worker checks the
+// generation `spin` times (a pause instruction each), then `yields` times after a sched_yield
+// (natives[3]: the core goes to another runnable thread, such as the worker it waits for when both
+// share a core; on an idle core it returns at once), then sleeps: on Linux a futex wait on the
+// generation word (libc's syscall at natives[1], the futex number natives[2]), with a 1 ms timeout so
+// that an abort is seen without a wake-up; elsewhere more sched_yield. A long spin would starve the
+// other workers on a machine with fewer free cores than workers (measured: benchmarks/results/fem.md). The sleeper
 // count and the generation are both seq_cst: either the last worker sees the sleeper and wakes it,
 // or the sleeper's futex call sees the new generation and returns at once.
 // Atomics are GCC/Clang's __atomic builtins: Warp's atomic_add is a plain read-modify-write on CPU.
@@ -66,6 +68,11 @@
             if (__atomic_load_n(gen, __ATOMIC_ACQUIRE) != g || __atomic_load_n(abort_flag, __ATOMIC_RELAXED) != 0)
                 break;
             pause();
+        }
+        for (int i = 0; i < yields && yield != 0; ++i) {
+            if (__atomic_load_n(gen, __ATOMIC_ACQUIRE) != g || __atomic_load_n(abort_flag, __ATOMIC_RELAXED) != 0)
+                break;
+            yield();
         }
         while (__atomic_load_n(gen, __ATOMIC_ACQUIRE) == g && __atomic_load_n(abort_flag, __ATOMIC_ACQUIRE) == 0) {
             if (sys != 0 && futex_nr != 0) {

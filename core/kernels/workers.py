@@ -25,8 +25,10 @@ OP_BARRIER = 2
 # barrier words (int32, a 64-byte line each): arrivals, generation, sleepers, abort flag
 BAR_WORDS = 64
 BAR_COUNT, BAR_GEN, BAR_SLEEPERS, BAR_ABORT = 0, 16, 32, 48
-# pause-instruction spins before a waiting worker sleeps (a few tens of µs)
-SPIN = 4000
+# a waiting worker's checks before it sleeps: after a pause instruction (~10-25 ns each here), then
+# after a sched_yield (~1 µs on an idle core); measured in benchmarks/results/fem.md
+SPIN = 100
+YIELDS = 50
 
 _FUNC = re.compile(r"^// @func (\w+)\s*$", re.M)
 
@@ -44,6 +46,7 @@ def run_plan_native(
     workers: int,
     natives: wp.array(dtype=wp.uint64),
     spin: int,
+    yields: int,
     times: wp.array(dtype=wp.int64),
 ) -> int:
     """One worker's plan (kernels/workers.cpp): 0, k + 1 when op k's replay failed, -1 when aborted."""
@@ -58,6 +61,7 @@ def run_plan(
     workers: int,
     natives: wp.array(dtype=wp.uint64),
     spin: int,
+    yields: int,
     # Data in/out:
     bar: wp.array(dtype=wp.int32),
     # Data out:
@@ -65,7 +69,7 @@ def run_plan(
     times_out: wp.array(dtype=wp.int64),
 ):
     """Launched with one thread by each worker: its plan's ops in turn; the status in status_out[0]."""
-    status_out[0] = run_plan_native(plan, n_ops, bar, workers, natives, spin, times_out)
+    status_out[0] = run_plan_native(plan, n_ops, bar, workers, natives, spin, yields, times_out)
 
 
 def _address(fn) -> int:
