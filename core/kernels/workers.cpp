@@ -27,6 +27,9 @@
 // Atomics are GCC/Clang's __atomic builtins: Warp's atomic_add is a plain read-modify-write on CPU.
 
 // @func run_plan_native
+#if defined(__CUDA_ARCH__)
+    return -2;   // CPU only (the replay of CPU graphs); compiled for CUDA with the core's kernels, never launched there
+#else
     typedef long (*sys_fn)(long, ...);
     typedef wp::int32 (*yield_fn)(void);
     typedef bool (*replay_fn)(void*);
@@ -112,3 +115,4 @@
             stamp(k + 1);
     }
     return 0;
+#endif
