@@ -99,7 +99,9 @@ def critical_path(scene, steps: int = 3) -> dict:
     slowest worker's CPU time: the step's wall time on dedicated cores, without wake-up latency) and
     ``segments`` (per step: serial graphs and parallel stages, loops unrolled). On a shared machine
     whose scheduler gives each process group a fixed share of the cores (Linux autogroup), wall
-    time cannot show thread scaling; this figure can. Partitions are replayed one after another."""
+    time cannot show thread scaling; this figure can. Partitions are replayed one after another. A plan
+(a stretch replayed in one launch per worker, core/simulator.py ``_Plan``) is timed by its workers'
+clocks per op: a segment's CPU is each worker's replays in it, not the barrier's wait."""
     import concurrent.futures as cf
 
     import warp as wp

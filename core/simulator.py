@@ -381,11 +381,11 @@ class _Plan:
                     arrive[s][w], leave[s][w] = wall[k], wall[k + 1]
                     s += 1
                 else:
-                    busy[s][w][0] += (wall[k + 1] - wall[k]) * 1e-9
-                    busy[s][w][1] += (cpu[k + 1] - cpu[k]) * 1e-9
+                    busy[s][w][0] += float(wall[k + 1] - wall[k]) * 1e-9
+                    busy[s][w][1] += float(cpu[k + 1] - cpu[k]) * 1e-9
         out["busy"] = busy
-        out["exit"] = [[(leave[b][w] - max(arrive[b])) * 1e-9 for w in range(self.workers)] for b in range(segs - 1)]
-        out["entry"] = [(t[w][0] - t[0][0]) * 1e-9 for w in range(self.workers)]
+        out["exit"] = [[float(leave[b][w] - max(arrive[b])) * 1e-9 for w in range(self.workers)] for b in range(segs - 1)]
+        out["entry"] = [float(t[w][0] - t[0][0]) * 1e-9 for w in range(self.workers)]
         return out
 
     def _task(self, w: int) -> None:
