@@ -334,10 +334,6 @@ class Scene:
             from .kernels import sensors as sensor_kernels
 
             core.append(sensor_kernels)
-        if self.sim_options.graph_capture and layout.device == "cpu" and any(p.workers > 1 for p in layout.partitions):
-            from .kernels import workers  # the replay of captured multi-worker steps (core/simulator.py)
-
-            core.append(workers)
         # the core's own modules are counted with the first solver: one notice per plugin
         first = next((i for i, g in enumerate(groups) if g[1] is not None), None)
         if first is None:
