@@ -99,11 +99,13 @@ def critical_path(scene, steps: int = 3) -> dict:
     slowest worker's CPU time: the step's wall time on dedicated cores, without wake-up latency) and
     ``segments`` (per step: serial graphs and parallel stages, loops unrolled). On a shared machine
     whose scheduler gives each process group a fixed share of the cores (Linux autogroup), wall
-    time cannot show thread scaling; this figure can. Partitions are replayed one after another."""
+    time cannot show thread scaling; this figure can. Partitions are replayed one after another. A plan
+(a stretch replayed in one launch per worker, core/simulator.py ``_Plan``) is timed by its workers'
+clocks per op: a segment's CPU is each worker's replays in it, not the barrier's wait."""
     import concurrent.futures as cf
 
     import warp as wp
-    from polyphys.simulator import _flag, _Loop
+    from polyphys.simulator import _flag, _Loop, _Plan
 
     sim = scene.simulator
     if not sim._warm or sim._graphs is None:
@@ -115,6 +117,7 @@ def critical_path(scene, steps: int = 3) -> dict:
         return time.thread_time() - t0
 
     acc = {"cpu": 0.0, "critical": 0.0, "segments": 0}
+    state = {"helpers": None}
     pool = cf.ThreadPoolExecutor(max(p.workers for p in sim.parts))
 
     def run(program):
@@ -123,10 +126,20 @@ def critical_path(scene, steps: int = 3) -> dict:
                 while _flag(seg.cond):
                     run(seg.body)
                 continue
+            if isinstance(seg, _Plan):   # a stretch replayed in one launch per worker: its clocks per op
+                if not seg.times[0].shape[0]:
+                    seg.timed(True)
+                seg.run(state["helpers"])
+                for busy in seg.segment_times()["busy"]:
+                    ts = [b[1] for b in busy]
+                    acc["segments"] += 1
+                    acc["cpu"] += sum(ts)
+                    acc["critical"] += max(ts)
+                continue
             acc["segments"] += 1
             if isinstance(seg, tuple):
-                own, helpers = seg        # a parallel stage: the calls its workers make
-                ts = [f.result() for f in [pool.submit(timed, fn) for fn in [own, *helpers] if fn is not None]]
+                own, others = seg        # a parallel stage: the calls its workers make
+                ts = [f.result() for f in [pool.submit(timed, fn) for fn in [own, *others] if fn is not None]]
             else:
                 ts = [timed(lambda seg=seg: wp.capture_launch(seg))]
             acc["cpu"] += sum(ts)
@@ -136,11 +149,29 @@ def critical_path(scene, steps: int = 3) -> dict:
         for _ in range(steps):
             for i in range(len(sim.parts)):
                 prog = sim._graphs[i]
+                state["helpers"] = sim._helpers.get(i)
                 run(prog if isinstance(prog, list) else [prog])
     finally:
         pool.shutdown()
+        _untime(sim)
     sim._after_step()
     return {k: v / steps for k, v in acc.items()}
+
+
+def _untime(sim) -> None:
+    """Stop the per-op clocks of every plan of ``sim``'s programs (the simulator's own replays)."""
+    from polyphys.simulator import _Loop, _Plan
+
+    def walk(program):
+        for seg in program:
+            if isinstance(seg, _Plan) and seg.times[0].shape[0]:
+                seg.timed(False)
+            elif isinstance(seg, _Loop):
+                walk(seg.body)
+
+    for prog in sim._graphs or []:
+        if isinstance(prog, list):
+            walk(prog)
 
 
 def threads_note(scene) -> str:

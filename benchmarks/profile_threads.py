@@ -42,14 +42,32 @@ def _make(case: str, threads: int):
 
 
 def _walk(program, helpers, rec):
-    """``_run_program`` with timing: rec gets (kind, wall, [(busy wall, busy cpu, wake latency)])."""
+    """``_run_program`` with timing: rec gets (kind, wall, [(busy wall, busy cpu, wake latency)]). A plan
+    (one launch per worker for a stretch of segments, core/simulator.py) is timed by its workers' clocks
+    per op: a segment's wall is its slowest worker's busy time plus the wake-up after the barrier that
+    ends it (the last worker's arrival to the latest exit), a helper's wake latency the wake-up after the
+    barrier before the segment (its start after worker 0's for the first)."""
     import warp as wp
-    from polyphys.simulator import _flag, _Loop
+    from polyphys.simulator import _flag, _Loop, _Plan, _Stage
 
     for seg in program:
         if isinstance(seg, _Loop):
             while _flag(seg.cond):
                 _walk(seg.body, helpers, rec)
+            continue
+        if isinstance(seg, _Plan):
+            if not seg.times[0].shape[0]:
+                seg.timed(True)
+            seg.run(helpers)
+            t = seg.segment_times()
+            for s, (part, busy) in enumerate(zip(seg.segments, t["busy"])):
+                ends = max(t["exit"][s]) if s < len(t["exit"]) else 0.0
+                wake = t["entry"] if s == 0 else t["exit"][s - 1]
+                if isinstance(part, _Stage):
+                    ws = [(b[0], b[1], wake[w]) for w, b in enumerate(busy) if seg.segments[s].graphs[w]]
+                    rec.append(("parallel", max(b[0] for b in busy) + ends, ws or [(0.0, 0.0, 0.0)]))
+                else:
+                    rec.append(("serial", busy[0][0] + ends, [(busy[0][0], busy[0][1], 0.0)]))
             continue
         if isinstance(seg, tuple):
             own, others = seg[0], seg[1]
@@ -110,13 +128,16 @@ def profile(case: str, steps: int = 6) -> None:
         if best is None or wall < best[0]:
             best = (wall, rec)
         sim._after_step()
+    from . import _untime
+
+    _untime(sim)
     wall, rec = best
     par = [r for r in rec if r[0] == "parallel"]
     ser = [r for r in rec if r[0] == "serial"]
     crit = sum(max(b[0] for b in r[2]) for r in par) + sum(r[1] for r in ser)
     barrier = sum(r[1] - max(b[0] for b in r[2]) for r in par)
     imbalance = sum(max(b[0] for b in r[2]) - np.mean([b[0] for b in r[2]]) for r in par if len(r[2]) > 1)
-    wake = [b[2] for r in par for b in r[2][1:]]
+    wake = [b[2] for r in par for b in r[2][1:]] or [0.0]
     one_sided = sum(1 for r in par if len(r[2]) < 2)
     short = [r[1] for r in par if r[1] < 200e-6]
     print(f"== {case}: load {os.getloadavg()[0]:.2f}")
@@ -156,6 +177,9 @@ def per_segment(case: str, steps: int = 5) -> None:
         _walk(sim._graphs[0], sim._helpers[0], rec)
         recs.append(rec)
     sim._after_step()
+    from . import _untime
+
+    _untime(sim)
     n = min(len(r) for r in recs)
     print(f"== {case} per segment (median of {steps} steps, us): kind wall w0 w1 overhead")
     for k in range(n):

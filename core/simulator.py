@@ -13,12 +13,14 @@ Threads within a partition: a partition with more than one worker (fewer envs th
 solver's parallel stages (``Solver.parallel(part, stage)``: ``stage(w)`` issues worker ``w``'s
 launches, usually over ``part.chunk(w, n)`` of the elements) on all its workers at once, with a
 barrier after each stage. Captured, such a partition's step is a program of segments: the launches
-between parallel stages as one graph replayed by the partition's thread, and each parallel stage as
-one graph per worker, replayed by the workers together (``_replay``). Python runs once per stage,
-never per launch. A stage declared to follow another worker by worker (``parallel(..., after=tag)``
-right after a stage tagged ``tag``, nothing launched in between) joins that stage's segment: each
-worker replays both graphs in turn and one barrier ends them. Solvers keep results independent of
-the worker count (docs/architecture.md).
+between parallel stages as one serial graph, each parallel stage as one graph per worker. Its replay
+(``_replay``) runs each stretch without a host-condition loop as a ``_Plan``: one launch per worker
+(``polyphys.kernels.workers.run_plan``) that replays the worker's graph of each stage (worker 0: also
+the serial graphs) with a native barrier between two segments, so Python runs once per plan (per step,
+or per pass of a ``run_loop`` loop), never per stage or launch. A stage declared to follow another
+worker by worker (``parallel(..., after=tag)`` right after a stage tagged ``tag``, nothing launched in
+between) joins that stage's segment: each worker replays both graphs in turn and one barrier ends them.
+Solvers keep results independent of the worker count (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -113,9 +115,10 @@ def _nonempty(graph) -> bool:
 
 class _Helpers:
     """A partition's workers but the first (which is the partition's own thread): persistent
-    threads, started at their first task, each waiting on a semaphore for the next one — a stage
-    costs two semaphore operations per worker (~25 µs here, half a thread pool's submit and wait).
-    Closed when the simulator is collected (``weakref.finalize``)."""
+    threads, started at their first task, each waiting on a semaphore for the next one — a task
+    (a plan, or a stage of an uncaptured step) costs two semaphore operations per worker and the
+    helper's wake-up (~25 µs here when idle, ~80 µs measured inside steps). Closed when the simulator
+    is collected (``weakref.finalize``)."""
 
     _STOP = object()
 
@@ -155,16 +158,22 @@ class _Helpers:
                 self._task[i], self._err[i] = task, None
                 self._go[i].release()
                 started.append(i)
+        errors = []
         try:
             if own is not None:
                 own()
+        except BaseException as exc:
+            errors.append(exc)
         finally:
             for _ in started:
                 self._done.acquire()
         for i in started:
             if self._err[i] is not None:
-                err, self._err[i] = self._err[i], None
-                raise err
+                errors.append(self._err[i])
+                self._err[i] = None
+        if errors:
+            # a worker that only left because another failed (``_Aborted``) does not hide that failure
+            raise next((e for e in errors if not isinstance(e, _Aborted)), errors[0])
 
     def close(self) -> None:
         if self._threads is not None:
@@ -262,25 +271,161 @@ class _StageRunner:
         return self.segments
 
 
-def _prepare(program: list) -> list:
-    """A recorded program with each parallel stage's graphs as the calls its workers make at replay:
-    (own launch, [helpers' launches])."""
-    out = []
-    for seg in program:
-        if isinstance(seg, _Stage):
-            out.append((_launcher(seg.graphs[0]), [_launcher(x) for x in seg.graphs[1:]]))
-        elif isinstance(seg, _Loop):
-            out.append(_Loop(seg.cond, _prepare(seg.body)))
+def _legacy() -> bool:
+    """The per-stage replay (``POLYPHYS_STAGE_REPLAY=python``): each parallel stage a Python-driven
+    ``_Helpers.run``; kept to compare against the plans (benchmarks/results/fem.md)."""
+    import os
+
+    return os.environ.get("POLYPHYS_STAGE_REPLAY", "") == "python"
+
+
+def _prepare(program: list, workers: int = 1, device: str = "cpu") -> list:
+    """A recorded program as its replay runs it: each loop-free stretch of segments with a parallel
+    stage a ``_Plan`` (every worker replays its share of the stretch in one launch), a stretch of a
+    serial graph alone that graph, a loop a ``_Loop`` of its prepared body. With
+    ``POLYPHYS_STAGE_REPLAY=python`` each parallel stage is (own launch, [helpers' launches]) instead."""
+    if _legacy():
+        out = []
+        for seg in program:
+            if isinstance(seg, _Stage):
+                out.append((_launcher(seg.graphs[0]), [_launcher(x) for x in seg.graphs[1:]]))
+            elif isinstance(seg, _Loop):
+                out.append(_Loop(seg.cond, _prepare(seg.body, workers, device)))
+            else:
+                out.append(seg)
+        return out
+    out, run = [], []
+
+    def flush():
+        if any(isinstance(x, _Stage) for x in run):
+            out.append(_Plan(list(run), workers, device))
         else:
-            out.append(seg)
+            out.extend(run)
+        run.clear()
+
+    for seg in program:
+        if isinstance(seg, _Loop):
+            flush()
+            out.append(_Loop(seg.cond, _prepare(seg.body, workers, device)))
+        else:
+            run.append(seg)
+    flush()
     return out
+
+
+class _Aborted(Exception):
+    """A worker left its plan because another worker's failed (that one's error is raised)."""
+
+
+class _Plan:
+    """A loop-free stretch of a partition's program (serial graphs and parallel stages) as one launch
+    per worker (``polyphys.kernels.workers.run_plan``): worker w replays its graph of each parallel
+    stage, worker 0 also the serial graphs, and all workers meet at a native barrier between two
+    segments, so no worker returns to Python between the stages of the stretch. The calling thread is
+    worker 0; the helpers are started together and joined once per stretch (``_Helpers.run``)."""
+
+    def __init__(self, segments: list, workers: int, device: str):
+        import warp as wp
+
+        from .kernels import workers as K
+
+        self.segments, self.workers, self.device = segments, workers, device
+        ops: list[list[int]] = [[] for _ in range(workers)]
+        for i, seg in enumerate(segments):
+            for w in range(workers):
+                if i > 0:
+                    ops[w] += [K.OP_BARRIER, 0]
+                graphs = seg.graphs[w] if isinstance(seg, _Stage) else ([seg] if w == 0 else [])
+                for g in graphs:
+                    ops[w] += [K.OP_REPLAY, int(g.apic_state)]
+        self.n_ops = [len(o) // 2 for o in ops]
+        self.ops = [wp.array(np.array(o or [0, 0], dtype=np.uint64), dtype=wp.uint64, device=device) for o in ops]
+        self.natives = wp.array(K.natives(), dtype=wp.uint64, device=device)
+        self.bar = wp.zeros(K.BAR_WORDS, dtype=wp.int32, device=device)
+        self._bar = self.bar.numpy()
+        self.status = [wp.zeros(1, dtype=wp.int32, device=device) for _ in range(workers)]
+        self._status = [s.numpy() for s in self.status]
+        self.timed(False)
+
+    def timed(self, on: bool) -> None:
+        """Record per op each worker's monotonic and thread CPU clocks (``self.times[w]``: [entry,
+        after op 0, ...] then the same for CPU, ns) for benchmarks/profile_threads, or stop."""
+        import warp as wp
+
+        from .kernels import workers as K
+
+        n = [2 * (k + 1) if on else 0 for k in self.n_ops]
+        self.times = [wp.zeros(m, dtype=wp.int64, device=self.device) for m in n]
+        self.cmds = [wp.launch(K.run_plan, dim=1, inputs=[self.ops[w], self.n_ops[w], self.workers, self.natives, K.SPIN,
+                                                          K.YIELDS, self.bar], outputs=[self.status[w], self.times[w]],
+                               device=self.device, record_cmd=True) for w in range(self.workers)]
+
+    def segment_times(self) -> dict:
+        """After a timed run (``timed(True)``): ``busy`` per segment the (wall, thread CPU) seconds each
+        worker spent in its replays, ``exit`` per barrier each worker's wall time from the last arrival
+        to its own exit (the wake-up), ``entry`` each worker's start after worker 0's (seconds)."""
+        from .kernels import workers as K
+
+        out = {"busy": [], "exit": [], "entry": []}
+        t = [x.numpy() for x in self.times]
+        kinds = [o.numpy()[0::2][:n] for o, n in zip(self.ops, self.n_ops)]
+        segs = len(self.segments)
+        busy = [[[0.0, 0.0] for _ in range(self.workers)] for _ in range(segs)]
+        arrive = [[0.0] * self.workers for _ in range(segs - 1)]
+        leave = [[0.0] * self.workers for _ in range(segs - 1)]
+        for w in range(self.workers):
+            n, s = self.n_ops[w], 0
+            wall, cpu = t[w][:n + 1], t[w][n + 1:]
+            for k in range(n):
+                if kinds[w][k] == K.OP_BARRIER:
+                    arrive[s][w], leave[s][w] = wall[k], wall[k + 1]
+                    s += 1
+                else:
+                    busy[s][w][0] += float(wall[k + 1] - wall[k]) * 1e-9
+                    busy[s][w][1] += float(cpu[k + 1] - cpu[k]) * 1e-9
+        out["busy"] = busy
+        out["exit"] = [[float(leave[b][w] - max(arrive[b])) * 1e-9 for w in range(self.workers)] for b in range(segs - 1)]
+        out["entry"] = [float(t[w][0] - t[0][0]) * 1e-9 for w in range(self.workers)]
+        return out
+
+    def _task(self, w: int) -> None:
+        try:
+            self.cmds[w].launch()
+        except BaseException:
+            self._abort()
+            raise
+        st = int(self._status[w][0])
+        if st > 0:
+            from warp._src.context import runtime
+
+            raise RuntimeError(f"CPU graph replay failed in worker {w}'s plan (op {st - 1}): {runtime.get_error_string()}")
+        if st < 0:
+            raise _Aborted()
+
+    def _abort(self) -> None:
+        from .kernels import workers as K
+
+        self._bar[K.BAR_ABORT] = 1       # the waiting workers see it within their futex timeout
+
+    def run(self, helpers) -> None:
+        from .kernels import workers as K
+
+        try:
+            helpers.run([lambda w=w: self._task(w) for w in range(1, self.workers)], lambda: self._task(0))
+        finally:
+            if self._bar[K.BAR_ABORT]:    # every worker has left: ready for the next replay
+                self._bar[K.BAR_COUNT] = 0
+                self._bar[K.BAR_SLEEPERS] = 0
+                self._bar[K.BAR_ABORT] = 0
 
 
 def _run_program(program: list, helpers) -> None:
     import warp as wp
 
     for seg in program:
-        if isinstance(seg, tuple):          # a parallel stage: (own launch, helpers' launches)
+        if isinstance(seg, _Plan):
+            seg.run(helpers)
+        elif isinstance(seg, tuple):        # a parallel stage (POLYPHYS_STAGE_REPLAY=python)
             helpers.run(seg[1], seg[0])
         elif isinstance(seg, _Loop):
             while _flag(seg.cond):
@@ -376,7 +521,7 @@ class Simulator:
                     graphs.append(cap.graph)
                 else:
                     runner = _StageRunner(part, dev, "capture")
-                    graphs.append(_prepare(runner.record(lambda part=part: self._step_part(part))))
+                    graphs.append(_prepare(runner.record(lambda part=part: self._step_part(part)), part.workers, dev))
         self._graphs = graphs
 
     def _replay(self, i: int) -> None:

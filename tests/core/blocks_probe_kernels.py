@@ -34,3 +34,20 @@ def probe_claimed(
             who_out[env, i] = worker
             hits_out[env, i] = hits_out[env, i] + 1
         b = block_after(claims_inout, claim, env, n_blocks)
+
+
+@wp.kernel
+def probe_ring(
+    # Model:
+    worker: int,
+    workers: int,
+    stage: int,
+    # Data in:
+    x_in: wp.array(dtype=wp.int64),
+    # Data out:
+    y_out: wp.array(dtype=wp.int64),
+):
+    """For tests/core/test_capture_threads_checkpoint.py's plans: worker ``worker`` writes
+    y[worker] = (3·x[its neighbour] + stage + worker) mod 1000003 (a read of what another worker wrote
+    the stage before: wrong without the barrier between the stages)."""
+    y_out[worker] = (x_in[(worker + 1) % workers] * wp.int64(3) + wp.int64(stage + worker)) % wp.int64(1000003)

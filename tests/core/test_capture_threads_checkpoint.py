@@ -189,7 +189,7 @@ def test_a_stage_after_its_tagged_predecessor_joins_its_segment():
     assert np.all(counts.numpy() == 5)                      # captured, not run
     helpers = _Helpers(1, "test")
     try:
-        _run_program(_prepare(prog), helpers)
+        _run_program(_prepare(prog, part.workers, dev), helpers)
     finally:
         helpers.close()
     assert np.all(counts.numpy() == 0)
@@ -242,3 +242,115 @@ def test_binsort_repeated_sorts_with_keys_match_a_stable_argsort(threads):
         bs.sort(Runner(), part, keys)
         np.testing.assert_array_equal(order.numpy()[0], np.argsort(k, kind="stable"))
         np.testing.assert_array_equal(start.numpy()[0], np.searchsorted(np.sort(k), np.arange(n_keys + 1)))
+
+
+def _ring_plan(workers, stages, dev="cpu"):
+    """A plan of ``stages`` parallel stages of probe_ring (each worker reads its neighbour's result of
+    the stage before) with a serial graph after every fifth, and the NumPy result of the same ops."""
+    from polyphys.simulator import _Plan, _Stage
+
+    from .blocks_probe_kernels import probe_ring
+
+    a = wp.array(np.arange(1, workers + 1, dtype=np.int64) * 7, dtype=wp.int64, device=dev)
+    b = wp.zeros(workers, dtype=wp.int64, device=dev)
+    wp.launch(probe_ring, dim=1, inputs=[0, workers, 0, a], outputs=[b], device=dev)     # load the module
+    ref = {"a": a.numpy().copy(), "b": np.zeros(workers, np.int64)}
+    start = a.numpy().copy()
+
+    def ring(x, y, w, s):
+        y[w] = (x[(w + 1) % workers] * 3 + s + w) % 1000003
+
+    def capture(fn):
+        with wp.ScopedCapture(device=dev, force_module_load=False) as cap:
+            fn()
+        return cap.graph
+
+    segs = []
+    for s in range(stages):
+        src, dst, rs, rd = (a, b, "a", "b") if s % 2 == 0 else (b, a, "b", "a")
+        def share(w, s=s, src=src, dst=dst):
+            return capture(lambda: wp.launch(probe_ring, dim=1, inputs=[w, workers, s, src], outputs=[dst], device=dev))
+
+        segs.append(_Stage([[share(w)] for w in range(workers)], None))
+        x = ref[rs].copy()
+        for w in range(workers):
+            ring(x, ref[rd], w, s)
+        if s % 5 == 4:     # worker 0 alone: dst[0] from dst[1], read by the next stage's last worker
+            segs.append(capture(lambda dst=dst, s=s: wp.launch(probe_ring, dim=1, inputs=[0, workers, -s, dst], outputs=[dst],
+                                                               device=dev)))
+            ring(ref[rd].copy(), ref[rd], 0, -s)
+    return _Plan(segs, workers, dev), (a, b), (ref["a"], ref["b"]), start
+
+
+def _within(fn, seconds=120.0):
+    """fn() on a thread; its exception (or None); fails if it is still running after ``seconds``."""
+    import threading
+
+    out = {}
+
+    def run():
+        try:
+            fn()
+            out["exc"] = None
+        except BaseException as exc:
+            out["exc"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), "the plan's replay did not return (a worker waits at a barrier forever)"
+    return out["exc"]
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_plan_orders_its_stages_with_barriers(workers):
+    """A plan (core/simulator.py ``_Plan``: each worker replays its share of a stretch of parallel stages
+    and serial graphs in one launch, kernels/workers.cpp's barrier between segments) gives the result
+    of the same ops run one after another, replay after replay: every stage reads what another worker
+    wrote in the stage before, every serial graph what a helper wrote."""
+    from polyphys.simulator import _Helpers
+
+    plan, (a, b), (ra, rb), start = _ring_plan(workers, 41)
+    helpers = _Helpers(workers - 1, "test")
+    try:
+        for _ in range(5):
+            a.assign(start)
+            b.zero_()
+            assert _within(lambda: plan.run(helpers)) is None
+            assert np.array_equal(a.numpy(), ra) and np.array_equal(b.numpy(), rb)
+    finally:
+        helpers.close()
+
+
+def test_a_failing_worker_aborts_the_plan_and_its_error_surfaces():
+    """A worker whose replay fails (a null graph state: Warp's replay returns false) or whose launch
+    raises in Python aborts the plan's barrier: the other workers return at their next barrier, the
+    failure (not the others' abort) is raised, and the plan replays again afterwards."""
+    from polyphys.simulator import _Helpers
+
+    plan, (a, b), (ra, rb), start = _ring_plan(3, 12)
+    helpers = _Helpers(2, "test")
+    try:
+        good = plan.ops[1].numpy().copy()
+        bad = good.copy()
+        bad[1] = 0                            # worker 1's first replay: no graph
+        plan.ops[1].assign(bad)
+        for _ in range(2):
+            exc = _within(lambda: plan.run(helpers))
+            assert isinstance(exc, RuntimeError) and "worker 1" in str(exc)
+        plan.ops[1].assign(good)
+
+        class Raises:
+            def launch(self):
+                raise ValueError("launch refused")
+
+        cmd, plan.cmds[0] = plan.cmds[0], Raises()
+        exc = _within(lambda: plan.run(helpers))
+        assert isinstance(exc, ValueError)
+        plan.cmds[0] = cmd
+        a.assign(start)
+        b.zero_()
+        assert _within(lambda: plan.run(helpers)) is None
+        assert np.array_equal(a.numpy(), ra) and np.array_equal(b.numpy(), rb)
+    finally:
+        helpers.close()
