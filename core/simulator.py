@@ -285,22 +285,16 @@ def _prepare(program: list, workers: int = 1, device: str = "cpu") -> list:
     serial graph alone that graph, a loop a ``_Loop`` of its prepared body. With
     ``POLYPHYS_STAGE_REPLAY=python`` each parallel stage is (own launch, [helpers' launches]) instead."""
     if _legacy():
-        out = []
-        for seg in program:
-            if isinstance(seg, _Stage):
-                out.append((_launcher(seg.graphs[0]), [_launcher(x) for x in seg.graphs[1:]]))
-            elif isinstance(seg, _Loop):
-                out.append(_Loop(seg.cond, _prepare(seg.body, workers, device)))
-            else:
-                out.append(seg)
-        return out
+        return _prepare_stages(program, workers, device)
     out, run = [], []
 
     def flush():
-        if any(isinstance(x, _Stage) for x in run):
+        if not any(isinstance(x, _Stage) for x in run):
+            out.extend(run)
+        elif _plans_available(run):
             out.append(_Plan(list(run), workers, device))
         else:
-            out.extend(run)
+            out.extend(_prepare_stages(run))
         run.clear()
 
     for seg in program:
@@ -311,6 +305,33 @@ def _prepare(program: list, workers: int = 1, device: str = "cpu") -> list:
             run.append(seg)
     flush()
     return out
+
+
+def _prepare_stages(program: list, workers: int = 1, device: str = "cpu") -> list:
+    """The per-stage replay's program: each parallel stage (own launch, [helpers' launches])."""
+    out = []
+    for seg in program:
+        if isinstance(seg, _Stage):
+            out.append((_launcher(seg.graphs[0]), [_launcher(x) for x in seg.graphs[1:]]))
+        elif isinstance(seg, _Loop):
+            out.append(_Loop(seg.cond, _prepare(seg.body, workers, device)))
+        else:
+            out.append(seg)
+    return out
+
+
+def _plans_available(segments: list) -> bool:
+    """Whether Warp exposes the replay parts a ``_Plan`` calls natively (kernels/workers.py); when it
+    does not (another Warp version), the per-stage replay runs the same graphs, with a warning."""
+    from .kernels import workers as K
+
+    graphs = [g for seg in segments for g in (sum(seg.graphs, []) if isinstance(seg, _Stage) else [seg])]
+    if K.available(graphs):
+        return True
+    warnings.warn("this Warp version does not expose its CPU graph replay (wp_apic_cpu_replay_state): the "
+                  "threads of a captured step synchronise per stage from Python (same results, slower; "
+                  "docs/architecture.md, 'Threads within a partition')", RuntimeWarning, stacklevel=3)
+    return False
 
 
 class _Aborted(Exception):

@@ -80,6 +80,18 @@ def _address(fn) -> int:
 _FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
 
 
+def available(graphs) -> bool:
+    """Whether this Warp exposes what ``run_plan`` uses: its CPU graph replay function and each of
+    ``graphs``' replay state (private parts of Warp 1.19; without them the simulator keeps the
+    per-stage replay)."""
+    try:
+        from warp._src.context import runtime
+
+        return hasattr(runtime.core, "wp_apic_cpu_replay_state") and all(getattr(g, "apic_state", None) for g in graphs)
+    except Exception:
+        return False
+
+
 def natives() -> list[int]:
     """The native addresses ``run_plan`` calls: [Warp's CPU graph replay, libc ``syscall``, the futex
     number (0: none), ``sched_yield`` (0: none), ``clock_gettime`` (0: none)]."""

@@ -354,3 +354,26 @@ def test_a_failing_worker_aborts_the_plan_and_its_error_surfaces():
         assert np.array_equal(a.numpy(), ra) and np.array_equal(b.numpy(), rb)
     finally:
         helpers.close()
+
+
+def test_without_warps_replay_parts_the_stages_replay_one_by_one_with_a_warning(monkeypatch):
+    """Plans call Warp's CPU graph replay natively (a private part of Warp 1.19, kernels/workers.py
+    ``available``); under a Warp without it the same program replays stage by stage from Python, with
+    a warning, and gives the same result."""
+    from polyphys.kernels import workers as K
+    from polyphys.simulator import _Helpers, _Plan, _prepare, _run_program
+
+    plan, (a, b), (ra, rb), start = _ring_plan(2, 12)
+    assert K.available([g for seg in plan.segments for g in (sum(seg.graphs, []) if hasattr(seg, "graphs") else [seg])])
+    monkeypatch.setattr(K, "available", lambda graphs: False)
+    with pytest.warns(RuntimeWarning, match="wp_apic_cpu_replay_state"):
+        program = _prepare(plan.segments, 2, plan.device)
+    assert program and not any(isinstance(seg, _Plan) for seg in program)
+    helpers = _Helpers(1, "test")
+    try:
+        a.assign(start)
+        b.zero_()
+        assert _within(lambda: _run_program(program, helpers)) is None
+        assert np.array_equal(a.numpy(), ra) and np.array_equal(b.numpy(), rb)
+    finally:
+        helpers.close()
