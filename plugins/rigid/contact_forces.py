@@ -22,7 +22,8 @@ def link_contact_wrench(v: View, accumulate: int) -> None:
     wp.launch(K.link_contact_wrench, dim=v.n, inputs=[v.m, v.d, int(accumulate)], device=v.device)
 
 
-def contact_link_wrench(v: View, accumulate: int, prefetch: bool = True) -> None:
+def contact_link_wrench(v: View, accumulate: int, prefetch: int = 2) -> None:
     """contact_wrench(v) then link_contact_wrench(v, accumulate) in one launch (the same numbers).
-    ``prefetch``: on CPU, prefetch the next env's contact and link rows (no effect on the numbers)."""
+    ``prefetch``: on CPU, prefetch the next env's contact and link rows (no effect on the numbers): 0 nothing,
+    1 into L1, 2 into L2 only (benchmarks/results/constraint.md, Round 11)."""
     wp.launch(K.contact_link_wrench, dim=v.n, inputs=[v.m, v.d, int(accumulate), int(prefetch)], device=v.device)

@@ -11,20 +11,22 @@ from .kernels import convex_solve as K
 from .model import View
 
 
-def label_islands(v: View, prefetch: bool = True) -> None:
+def label_islands(v: View, prefetch: int = 2) -> None:
     """Constraint islands of the rows built this substep into d.nisland, d.dof_island, d.efc_island and
     the island lists (kernels/convex_solve.py ``label_islands``). ``prefetch``: on CPU, prefetch the next
-    env's rows and outputs while an env is labelled (no effect on the numbers)."""
+    env's rows and outputs while an env is labelled (no effect on the numbers): 0 nothing, 1 into L1, 2 into
+    L2 only (benchmarks/results/constraint.md, Round 11)."""
     wp.launch(K.label_islands, dim=v.n, inputs=[v.m, v.d, int(prefetch)], device=v.device)
 
 
-def solve(v: View, qacc_warm, prefetch: bool = True, inplace: bool = True) -> None:
+def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True) -> None:
     """Solution into d.qacc_warmstart (the next warm start), forces into d.efc_force, Jᵀf into
     d.qfrc_constraint. qacc_warm: (n, nv) start (d.qacc_warmstart itself, or d.qacc_smooth for a
     cold start). ``prefetch``: on CPU, prefetch the next env's rows and M while an env is solved (no
-    effect on the numbers). Labels the islands first when m.opt.islands is 1. ``inplace``: Newton solves
-    an island whose dofs and rows are each one contiguous block in place, over the env's arrays, instead
-    of gathering it into the island arrays (no effect on the numbers; False: always gather)."""
+    effect on the numbers; 0 nothing, 1 into L1, 2 into L2 only; the labelling gets the same mode). Labels
+    the islands first when m.opt.islands is 1. ``inplace``: Newton solves an island whose dofs and rows are
+    each one contiguous block in place, over the env's arrays, instead of gathering it into the island arrays
+    (no effect on the numbers; False: always gather)."""
     if int(v.m.opt.islands):
-        label_islands(v)
+        label_islands(v, prefetch)
     wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(prefetch), int(inplace)], device=v.device)

@@ -8,7 +8,7 @@
 // link_contact_wrench).
 // contact_link_wrench_native: both for one env in one pass (the parts ``wrench`` then ``link``: the same
 // source, so the same numbers), the link sums reading the world wrenches just written; on CPU it first
-// prefetches the next env's contact rows and link rows.
+// prefetches the next env's contact rows and link rows (prefetch = 1: into L1; 2: into L2 only, prefetcht1).
 
 // @part wrench
     typedef decltype(+*efc_force.data) T;
@@ -128,7 +128,8 @@
         auto pf = [&](const void* base, size_t stride, size_t bytes, int rw) {
             const char* b = (const char*)base + e1 * stride;
             for (size_t l = 0; l < bytes; l += 64) {
-                if (rw) __builtin_prefetch(b + l, 1, 3);
+                if (prefetch >= 2) __builtin_prefetch(b + l, 0, 2);
+                else if (rw) __builtin_prefetch(b + l, 1, 3);
                 else __builtin_prefetch(b + l, 0, 3);
             }
         };
@@ -167,7 +168,10 @@
             const size_t room = (size_t)(efc_force.shape[1] - a0) * ts;
             if (tb > room) tb = room;
             const char* fb = (const char*)efc_force.data + e1 * efc_force.strides[0] + (size_t)a0 * ts;
-            for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(fb + l, 0, 3);
+            for (size_t l = 0; l < tb; l += 64) {
+                if (prefetch >= 2) __builtin_prefetch(fb + l, 0, 2);
+                else __builtin_prefetch(fb + l, 0, 3);
+            }
         }
     }
 #endif

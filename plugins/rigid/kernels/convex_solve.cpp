@@ -11,7 +11,8 @@
 // 1024 envs the next env's rows and M left the cache when the row builder and mass_dense wrote them; ask
 // for the next env's J entries over each row's recorded segments (efc_seg; else its span) (read), M (read)
 // and its per-row inputs and outputs now, while this env is solved; at most 128 rows, M only up to 32 KB
-// (benchmarks/results/constraint.md, Round 9).
+// (benchmarks/results/constraint.md, Round 9). level 2 (the default): prefetcht1, into L2 only, as the row
+// builder's (Round 11: the next env's ~36 KB into the 48 KB L1 compete with this env's lines); level 1: into L1.
 
 // @part rows
     // forces F, states S and the sum of the row costs at jar_ (returned)
@@ -317,8 +318,8 @@
     *(int*)((char*)nisland.data + e * nisland.strides[0]) = nisl;
 
 // island_label_next_native: after island_label_native, the island_niter entries past the env's count
-// cleared, and (prefetch = 1, CPU) the next env's rows, contacts and label outputs prefetched: the
-// labelling is one short pass per env over rows last touched by the row builder, bound by these misses.
+// cleared, and (prefetch = 1 into L1, 2 into L2 only; CPU) the next env's rows, contacts and label outputs
+// prefetched: the labelling is one short pass per env over rows last touched by the row builder, bound by these misses.
 
 // @func island_label_next_native
     {
@@ -337,7 +338,8 @@
         auto pf = [&](const void* base, size_t stride, size_t bytes, int rw) {
             const char* b = (const char*)base + e1 * stride;
             for (size_t l = 0; l < bytes; l += 64) {
-                if (rw) __builtin_prefetch(b + l, 1, 3);
+                if (prefetch >= 2) __builtin_prefetch(b + l, 0, 2);
+                else if (rw) __builtin_prefetch(b + l, 1, 3);
                 else __builtin_prefetch(b + l, 0, 3);
             }
         };
@@ -636,10 +638,16 @@
         const size_t ss = efc_span.strides[2];
         const char* gb = (const char*)efc_seg.data + e1 * efc_seg.strides[0];
         const size_t gs = efc_seg.strides[2];
+        // level 2: prefetcht1 (L2 only), level 1: prefetcht0 / prefetchw (into L1; Round 9)
+        auto hint = [&](const char* a, int rw) {
+            if (level >= 2) __builtin_prefetch(a, 0, 2);
+            else if (rw) __builtin_prefetch(a, 1, 3);
+            else __builtin_prefetch(a, 0, 3);
+        };
         auto pf = [&](const char* jr, int lo, int hi) {
             if (hi <= lo) return;
             for (size_t l = (size_t)lo * sizeof(T) & ~(size_t)63; l < (size_t)hi * sizeof(T); l += 64)
-                __builtin_prefetch(jr + l, 0, 3);
+                hint(jr + l, 0);
         };
         for (int r = 0; r < nr; ++r) {
             const char* jr = jb + (size_t)r * efc_J.strides[1];
@@ -658,18 +666,18 @@
         const char* mb = (const char*)qM.data + e1 * qM.strides[0];
         for (int j = 0; (size_t)nv * nv * sizeof(T) <= PP_PF_MBYTES && j < nv; ++j) {
             const char* mr = mb + (size_t)j * qM.strides[1];
-            for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) __builtin_prefetch(mr + l, 0, 3);
+            for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) hint(mr + l, 0);
         }
         const size_t tb = (size_t)nr * sizeof(T);
         const char* ins[4] = {
             (const char*)efc_aref.data + e1 * efc_aref.strides[0], (const char*)efc_D.data + e1 * efc_D.strides[0],
             (const char*)efc_R.data + e1 * efc_R.strides[0], (const char*)efc_type.data + e1 * efc_type.strides[0]};
         for (int a = 0; a < 4; ++a)
-            for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(ins[a] + l, 0, 3);
+            for (size_t l = 0; l < tb; l += 64) hint(ins[a] + l, 0);
         const char* outs[2] = {(const char*)jar.data + e1 * jar.strides[0],
                                (const char*)efc_force.data + e1 * efc_force.strides[0]};
         for (int a = 0; a < 2; ++a)
-            for (size_t l = 0; l < tb; l += 64) __builtin_prefetch(outs[a] + l, 1, 3);
+            for (size_t l = 0; l < tb; l += 64) hint(outs[a] + l, 1);
     }
 #endif
 

@@ -48,7 +48,7 @@ A3 = wp.array3d(dtype=Any)
 
 @wp.func_native(native.body(__file__, "solve_prefetch_native"))
 def solve_prefetch_native(env: int, nv: int, n_efc: I1, efc_J: A3, efc_span: I3, qM: A3, efc_aref: A2, efc_D: A2,
-                          efc_R: A2, jar: A2, efc_force: A2, efc_type: I2, efc_seg: I3): ...
+                          efc_R: A2, jar: A2, efc_force: A2, efc_type: I2, efc_seg: I3, level: int): ...
 
 
 @wp.func_native(native.body(__file__, "island_label_native"))
@@ -378,10 +378,10 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
         nisl = d.nisland[env]
         if nisl > 1 or (nisl == 1 and d.island_dofadr[env, 1] < nv):
             whole = 0
-    if prefetch == 1:
-        # CPU: the next env's rows and M while this one is solved (kernels/convex_solve.cpp)
+    if prefetch >= 1:
+        # CPU: the next env's rows and M while this one is solved (kernels/convex_solve.cpp; 2: into L2 only)
         solve_prefetch_native(env, nv, n_efc, efc_J, d.efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type,
-                              d.efc_seg)
+                              d.efc_seg, prefetch)
     pad_rows(env, nrow, efc_force, efc_state)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (kernels/linalg.cpp): M's from the dof
@@ -551,8 +551,8 @@ def label_islands(m: Any, d: Any, prefetch: int):
     Islands are numbered in the order of their first tree; dofs and rows keep ascending order inside an
     island. Writes nisland, dof_island (−1: in no island), efc_island, island_dofadr /
     island_dofs, dof_idof (index inside the island), island_efcadr / island_efcs, and clears the
-    island_niter entries past the count (island_label_next_native, which with ``prefetch`` = 1 also
-    prefetches the next env's rows and outputs on CPU; no effect on the numbers)."""
+    island_niter entries past the count (island_label_next_native, which with ``prefetch`` = 1 (into L1) or
+    2 (into L2 only) also prefetches the next env's rows and outputs on CPU; no effect on the numbers)."""
     env = wp.tid()
     nv = m.nv
     island_label_native(env, nv, d.nefc[env], m.dof_parent, m.lim_dof, m.link_dof_last, m.eq_type, m.eq_obj, d.con_link,
