@@ -9,9 +9,10 @@ construction and nothing synchronises with the host: the stages are captured wit
 
 Stages (``Solver.parallel``; kernels in ``polyphys.kernels.binsort``): every worker clears its row
 of counts and counts its share of the items in it (the rank of an item among its share's items of that
-key) and in its row of block counts (blocks of ``BLOCK`` keys); the block counts are scanned (one
-launch on the partition's thread), the blocks scanned locally — turning each worker's counts into
-its write offsets — and each worker scatters its items. Two barriers and one serial launch. Cost O(n_items + n_keys
+key) and in its row of block counts (blocks of ``BLOCK`` keys); each worker then scans the block counts
+of its share of the blocks (summing those before its share again: O(n_blocks) per worker instead of a
+serial launch and its barrier) and those blocks' keys — turning each worker's counts into its write
+offsets — and each worker scatters its items. Two barriers. Cost O(n_items + n_keys
 + workers · keys of the blocks they have items in) per env: the local scan reads a worker's row only in the
 blocks its block count says it has items in. Clearing a row costs O(n_keys) per worker unless the keys
 come from ``sort``'s ``keys`` launch: then the row is non-zero only at the keys its items had in the last sort (offsets are
@@ -94,6 +95,9 @@ class BinSort:
         def offsets(w):
             a, b = part.chunk(w, nb)
             if b > a:
+                # this share's block offsets first (the items of the blocks before it summed again by
+                # each worker: O(n_blocks) per worker, no serial launch and no barrier for it)
+                wp.launch(K.scan_blocks, dim=ne, inputs=[a, b, bcounts], outputs=[blocks])
                 wp.launch(K.scan_local, dim=(ne, b - a), inputs=[nk, a, blocks, bcounts], outputs=[counts, start])
 
         def scatter(w):
@@ -107,7 +111,6 @@ class BinSort:
                           outputs=[order, payload[1]])
 
         solver.parallel(part, count, after=after)
-        wp.launch(K.scan_blocks, dim=ne, inputs=[nb, bcounts], outputs=[blocks])
         solver.parallel(part, offsets)
         solver.parallel(part, scatter)
         if self.cuda:

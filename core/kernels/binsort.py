@@ -3,8 +3,8 @@
 Each worker of a partition counts the keys of its share of the items in a row of its own
 (``counts[env, w, key]``; the launch runs its items in index order on CPU, so an item's rank is its
 place among the share's items of that key) and of each block of ``BLOCK`` keys, the keys are then
-scanned in blocks (a serial scan of the block counts, local scans that also turn each worker's
-counts into its offsets), and every item lands at ``offset[w, key] + rank``. Items of one key therefore come
+scanned in blocks (each worker scans its share of the block counts, then the keys of those blocks,
+turning each worker's counts into its offsets), and every item lands at ``offset[w, key] + rank``. Items of one key therefore come
 in ascending index, whatever the number of workers, and no two workers ever write the same word.
 On CUDA the ranks come from integer atomics in no fixed order; ``sort_bins`` restores the index
 order inside each key there.
@@ -69,18 +69,25 @@ def count_keys(
 @wp.kernel
 def scan_blocks(
     # Model:
-    n_blocks: int,
+    b0: int,
+    b1: int,
     # Data in:
     block_counts_in: wp.array3d(dtype=wp.int32),
     # Data out:
     block_out: wp.array2d(dtype=wp.int32),
 ):
-    """block[b] = the items of every block before b (all workers' block counts)."""
+    """block[b] = the items of every block before b (all workers' block counts), for the blocks b in
+    [b0, b1): the items before b0 summed first, so that each worker scans its own share of the blocks
+    in the stage of its local scans (integer sums: the same offsets for any split)."""
     env = wp.tid()
+    n_w = block_counts_in.shape[1]
     run = int(0)
-    for b in range(n_blocks):
+    for b in range(b0):
+        for w in range(n_w):
+            run += block_counts_in[env, w, b]
+    for b in range(b0, b1):
         block_out[env, b] = run
-        for w in range(block_counts_in.shape[1]):
+        for w in range(n_w):
             run += block_counts_in[env, w, b]
 
 
