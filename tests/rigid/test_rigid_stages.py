@@ -311,7 +311,7 @@ def test_crb_factor_fused_stage(model):
     pattern[rows, cols] = pattern[cols, rows] = True
 
     results = {}
-    for prefetch in (True, False):
+    for prefetch in (2, 1, 0):
         _nan(*outs)
         factorization.crb_factor_solve(c.v, hd, fw, out, dense=True, prefetch=prefetch)
         results[prefetch] = [a.numpy().copy() for a in outs]
@@ -324,8 +324,8 @@ def test_crb_factor_fused_stage(model):
         for a, b in zip(fused, separate):
             np.testing.assert_array_equal(a, b)      # bit for bit, NaN in the same (untouched) places
 
-    qM = results[True][-1]
-    x = results[True][-2]
+    qM = results[2][-1]
+    x = results[2][-2]
     Ms = c.s.mass_matrix()
     for e, dd in enumerate(c.mj):
         M = np.zeros((m.nv, m.nv))
@@ -340,7 +340,7 @@ def test_crb_factor_fused_stage(model):
     _nan(d.qM, d.qld_int)
     factorization.crb_factor_solve(c.v, hd, fw, out, dense=False)
     assert np.isnan(d.qM.numpy()).all() and np.isnan(d.qld_int.numpy()).all()
-    np.testing.assert_array_equal(out.numpy(), results[True][-2])
+    np.testing.assert_array_equal(out.numpy(), results[2][-2])
 
 
 @pytest.mark.parametrize("model", _models())
@@ -367,6 +367,10 @@ def test_integration_factor_and_ld_solve_stage(model):
     factorization.factor_solve(c.v, h, fw, out)
     np.testing.assert_array_equal(qld_int[:, :nnz], d.qld.numpy()[:, :nnz])
     np.testing.assert_array_equal(x.numpy(), out.numpy())
+    for prefetch in (2, 0):      # the prefetch modes (none, L1: the default above, L2) give the same bits
+        _nan(x)
+        factorization.ld_solve(c.v, fw, x, prefetch=prefetch)
+        np.testing.assert_array_equal(x.numpy(), out.numpy())
     Ms = c.s.mass_matrix()
     for e in range(c.n):
         A = Ms[e] + h * np.diag(c.g("dof_dv")[e, :m.nv])
