@@ -28,9 +28,10 @@ def crb_factor_solve(v: View, hd: float, qfrc, qacc_out, dense: bool, hd_int: fl
                      prefetch: int = 2) -> None:
     """inertia.crb, then factor_solve(v, hd, qfrc, qacc_out), (``hd_int`` not None) the LᵀDL factor of
     M + hd_int·D into d.qld_int for ``ld_solve``, and (``dense``) mass_dense(v, hd), in one launch with the
-    same numbers (one pass over each env's M while it is in cache). ``prefetch``: on CPU, prefetch the next
-    env's inputs and outputs while an env is computed (no effect on the numbers): 0 nothing, 1 into L1
-    (prefetcht0 / prefetchw), 2 into L2 only (prefetcht1; the default)."""
+    same numbers (one pass over each env's M while it is in cache; where M + hd_int·D is bit for bit M + hd·D —
+    hd_int == hd, or D = 0 on the env's every dof — the second factor is the first's, copied). ``prefetch``: on
+    CPU, prefetch the next env's inputs and outputs while an env is computed (no effect on the numbers): 0
+    nothing, 1 into L1 (prefetcht0 / prefetchw), 2 into L2 only (prefetcht1; the default)."""
     if hd_int is not None and not hd_int >= 0.0:
         raise OptionError(f"factorization.crb_factor_solve: hd_int={hd_int}; allowed: a step >= 0, or None for no second factor")
     wp.launch(K.crb_factor_solve, dim=v.n,

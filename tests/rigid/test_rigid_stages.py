@@ -377,3 +377,19 @@ def test_integration_factor_and_ld_solve_stage(model):
         np.testing.assert_allclose(x.numpy()[e, :m.nv], np.linalg.solve(A, f[e, :m.nv]), rtol=1e-10, atol=TOL)
     with pytest.raises(ValueError, match="hd_int=-1"):
         factorization.crb_factor_solve(c.v, 0.0, fw, out, dense=False, hd_int=-1.0)
+    # the second factor is copied from the first where it is the same matrix (hd_int == hd, or D = 0 on an
+    # env's every dof) and computed otherwise: env 0 gets D = 0, the others a generic positive D, and each
+    # env's qld_int must be bit for bit factor_solve's factor of M + h·D, and equal qld only when hd_int == hd
+    rng = np.random.default_rng(7)
+    dv = rng.uniform(0.5, 2.0, size=d.dof_dv.shape)
+    dv[0] = 0.0
+    d.dof_dv.assign(dv)
+    for hd in (0.0, h):
+        _nan(d.qld, d.qld_int, out)
+        factorization.crb_factor_solve(c.v, hd, fw, out, dense=False, hd_int=h)
+        qld_first, qld_int = d.qld.numpy()[:, :nnz].copy(), d.qld_int.numpy()[:, :nnz].copy()
+        _nan(d.qld, out)
+        factorization.factor_solve(c.v, h, fw, out)
+        np.testing.assert_array_equal(qld_int, d.qld.numpy()[:, :nnz])
+        same = np.all(qld_first == qld_int, axis=1)
+        assert same.all() if hd == h else (same[0] and not same[1:].any())

@@ -216,10 +216,25 @@
 // @use factorization.solve
     }
     if (hd_int >= decltype(hd_int)(0)) {
-        // the integration's M + hd_int·D factored now too, while M is in cache (ld_solve_native solves with it)
-        const auto hd = hd_int;
-        const auto& qld = qld_int;
+        // the integration's M + hd_int·D factored now too, while M is in cache (ld_solve_native solves with it).
+        // When hd_int == hd, or D is zero on every dof of this env (hd, hd_int >= 0: both products are then the
+        // same signed zero), M + hd_int·D is M + hd·D bit for bit, and so is its factor: copied, not recomputed
+        typedef decltype(+*mass.data) T;
+        const T* dv_e = (const T*)((const char*)dof_dv.data + (size_t)env * dof_dv.strides[0]);
+        bool same = hd_int == hd;
+        if (!same) {
+            same = true;
+            for (int i = 0; i < n; ++i) same = same && dv_e[i] == T(0);
+        }
+        if (same) {
+            const T* q0 = (const T*)((const char*)qld.data + (size_t)env * qld.strides[0]);
+            T* q1 = (T*)((char*)qld_int.data + (size_t)env * qld_int.strides[0]);
+            for (int a = 0; a < (int)m_col.shape[0]; ++a) q1[a] = q0[a];
+        } else {
+            const auto hd = hd_int;
+            const auto& qld = qld_int;
 // @use factorization.factor
+        }
     }
     if (dense) {
 // @use factorization.dense
