@@ -25,11 +25,13 @@ def mass_dense(v: View, hd: float) -> None:
 
 
 def crb_factor_solve(v: View, hd: float, qfrc, qacc_out, dense: bool, hd_int: float | None = None,
-                     prefetch: bool = True) -> None:
+                     prefetch: int = 2) -> None:
     """inertia.crb, then factor_solve(v, hd, qfrc, qacc_out), (``hd_int`` not None) the LᵀDL factor of
     M + hd_int·D into d.qld_int for ``ld_solve``, and (``dense``) mass_dense(v, hd), in one launch with the
-    same numbers (one pass over each env's M while it is in cache). ``prefetch``: on CPU, prefetch the next
-    env's inputs and outputs while an env is computed (no effect on the numbers)."""
+    same numbers (one pass over each env's M while it is in cache; where M + hd_int·D is bit for bit M + hd·D —
+    hd_int == hd, or D = 0 on the env's every dof — the second factor is the first's, copied). ``prefetch``: on
+    CPU, prefetch the next env's inputs and outputs while an env is computed (no effect on the numbers): 0
+    nothing, 1 into L1 (prefetcht0 / prefetchw), 2 into L2 only (prefetcht1; the default)."""
     if hd_int is not None and not hd_int >= 0.0:
         raise OptionError(f"factorization.crb_factor_solve: hd_int={hd_int}; allowed: a step >= 0, or None for no second factor")
     wp.launch(K.crb_factor_solve, dim=v.n,
@@ -37,7 +39,10 @@ def crb_factor_solve(v: View, hd: float, qfrc, qacc_out, dense: bool, hd_int: fl
                       qfrc, qacc_out], device=v.device)
 
 
-def ld_solve(v: View, qfrc, qacc_out) -> None:
+def ld_solve(v: View, qfrc, qacc_out, prefetch: int = 1) -> None:
     """qacc_out = (M + hd_int·D)⁻¹·qfrc from the factor d.qld_int that crb_factor_solve(..., hd_int=...) wrote
-    this substep (the same numbers as factor_solve(v, hd_int, qfrc, qacc_out) on the same M)."""
-    wp.launch(K.ld_solve, dim=v.n, inputs=[v.m, v.d, qfrc, qacc_out], device=v.device)
+    this substep (the same numbers as factor_solve(v, hd_int, qfrc, qacc_out) on the same M). ``prefetch``: on
+    CPU, prefetch the next env's factor, force and result (no effect on the numbers): 0 nothing, 1 into L1
+    (the default: an env's pass is small, and L2 measured no faster; benchmarks/results/constraint.md,
+    Round 11), 2 into L2 only."""
+    wp.launch(K.ld_solve, dim=v.n, inputs=[v.m, v.d, int(prefetch), qfrc, qacc_out], device=v.device)

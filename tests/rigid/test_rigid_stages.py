@@ -311,7 +311,7 @@ def test_crb_factor_fused_stage(model):
     pattern[rows, cols] = pattern[cols, rows] = True
 
     results = {}
-    for prefetch in (True, False):
+    for prefetch in (2, 1, 0):
         _nan(*outs)
         factorization.crb_factor_solve(c.v, hd, fw, out, dense=True, prefetch=prefetch)
         results[prefetch] = [a.numpy().copy() for a in outs]
@@ -324,8 +324,8 @@ def test_crb_factor_fused_stage(model):
         for a, b in zip(fused, separate):
             np.testing.assert_array_equal(a, b)      # bit for bit, NaN in the same (untouched) places
 
-    qM = results[True][-1]
-    x = results[True][-2]
+    qM = results[2][-1]
+    x = results[2][-2]
     Ms = c.s.mass_matrix()
     for e, dd in enumerate(c.mj):
         M = np.zeros((m.nv, m.nv))
@@ -340,7 +340,7 @@ def test_crb_factor_fused_stage(model):
     _nan(d.qM, d.qld_int)
     factorization.crb_factor_solve(c.v, hd, fw, out, dense=False)
     assert np.isnan(d.qM.numpy()).all() and np.isnan(d.qld_int.numpy()).all()
-    np.testing.assert_array_equal(out.numpy(), results[True][-2])
+    np.testing.assert_array_equal(out.numpy(), results[2][-2])
 
 
 @pytest.mark.parametrize("model", _models())
@@ -367,9 +367,29 @@ def test_integration_factor_and_ld_solve_stage(model):
     factorization.factor_solve(c.v, h, fw, out)
     np.testing.assert_array_equal(qld_int[:, :nnz], d.qld.numpy()[:, :nnz])
     np.testing.assert_array_equal(x.numpy(), out.numpy())
+    for prefetch in (2, 0):      # the prefetch modes (none, L1: the default above, L2) give the same bits
+        _nan(x)
+        factorization.ld_solve(c.v, fw, x, prefetch=prefetch)
+        np.testing.assert_array_equal(x.numpy(), out.numpy())
     Ms = c.s.mass_matrix()
     for e in range(c.n):
         A = Ms[e] + h * np.diag(c.g("dof_dv")[e, :m.nv])
         np.testing.assert_allclose(x.numpy()[e, :m.nv], np.linalg.solve(A, f[e, :m.nv]), rtol=1e-10, atol=TOL)
     with pytest.raises(ValueError, match="hd_int=-1"):
         factorization.crb_factor_solve(c.v, 0.0, fw, out, dense=False, hd_int=-1.0)
+    # the second factor is copied from the first where it is the same matrix (hd_int == hd, or D = 0 on an
+    # env's every dof) and computed otherwise: env 0 gets D = 0, the others a generic positive D, and each
+    # env's qld_int must be bit for bit factor_solve's factor of M + h·D, and equal qld only when hd_int == hd
+    rng = np.random.default_rng(7)
+    dv = rng.uniform(0.5, 2.0, size=d.dof_dv.shape)
+    dv[0] = 0.0
+    d.dof_dv.assign(dv)
+    for hd in (0.0, h):
+        _nan(d.qld, d.qld_int, out)
+        factorization.crb_factor_solve(c.v, hd, fw, out, dense=False, hd_int=h)
+        qld_first, qld_int = d.qld.numpy()[:, :nnz].copy(), d.qld_int.numpy()[:, :nnz].copy()
+        _nan(d.qld, out)
+        factorization.factor_solve(c.v, h, fw, out)
+        np.testing.assert_array_equal(qld_int, d.qld.numpy()[:, :nnz])
+        same = np.all(qld_first == qld_int, axis=1)
+        assert same.all() if hd == h else (same[0] and not same[1:].any())

@@ -9,7 +9,8 @@
 // mass_dense_native: the dense symmetric (M + hd·D) (n × n) from the tree-sparse rows, for the
 // constraint solver.
 //
-// ld_solve_native: x = (Lᵀ·diag·L)⁻¹ f from a factor already in qld (mj_solveLD).
+// ld_solve_native: x = (Lᵀ·diag·L)⁻¹ f from a factor already in qld (mj_solveLD); on CPU (prefetch 1 / 2) it
+// first prefetches the next env's factor, force and result into L1 / L2.
 //
 // crb_factor_native: one env's inertia stage (inertia.cpp's part ``crb``), then ldl_solve_native, (hd_int
 // >= 0) the factor of M + hd_int·D into qld_int for the integration's ld_solve_native, and (dense = 1)
@@ -81,17 +82,23 @@
     }
 
 // @part prefetch_solve
-    // CPU: the next env's factor, force and result rows
+    // CPU: the next env's factor, force and result rows (prefetch 1: into L1; 2: into L2 only)
 #if !defined(__CUDA_ARCH__)
-    if (env + 1 < qld.shape[0]) {
+    if (prefetch && env + 1 < qld.shape[0]) {
         const size_t e1 = (size_t)env + 1;
         const size_t ts = sizeof(*qld.data), nn = (size_t)n * ts, nz = (size_t)m_col.shape[0] * ts;
         const char* q1 = (const char*)qld.data + e1 * qld.strides[0];
         const char* f1 = (const char*)qfrc.data + e1 * qfrc.strides[0];
         const char* x1 = (const char*)qacc.data + e1 * qacc.strides[0];
-        for (size_t l = 0; l < nz; l += 64) __builtin_prefetch(q1 + l, 0, 3);
-        for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(f1 + l, 0, 3);
-        for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(x1 + l, 1, 3);
+        if (prefetch >= 2) {
+            for (size_t l = 0; l < nz; l += 64) __builtin_prefetch(q1 + l, 0, 2);
+            for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(f1 + l, 0, 2);
+            for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(x1 + l, 0, 2);
+        } else {
+            for (size_t l = 0; l < nz; l += 64) __builtin_prefetch(q1 + l, 0, 3);
+            for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(f1 + l, 0, 3);
+            for (size_t l = 0; l < nn; l += 64) __builtin_prefetch(x1 + l, 1, 3);
+        }
     }
 #endif
 
@@ -141,14 +148,17 @@
 
 // @part prefetch_next
     // CPU: the next env's inputs (kinematics outputs, D, the force) and outputs (CRB, the two sparse rows,
-    // qacc, and with dense its M's tree pattern, both triangles): each env's pass is bound by these misses
+    // qacc, and with dense its M's tree pattern, both triangles): each env's pass is bound by these misses.
+    // prefetch 1: into L1 (prefetcht0 / prefetchw); 2: into L2 only (prefetcht1), so the next env's lines do
+    // not push the current env's out of L1 (benchmarks/results/constraint.md, Round 11)
 #if !defined(__CUDA_ARCH__)
     if (prefetch && env + 1 < mass.shape[0]) {
         const size_t e1 = (size_t)env + 1;
         auto pf = [&](const void* base, size_t stride, size_t bytes, int rw) {
             const char* b = (const char*)base + e1 * stride;
             for (size_t l = 0; l < bytes; l += 64) {
-                if (rw) __builtin_prefetch(b + l, 1, 3);
+                if (prefetch >= 2) __builtin_prefetch(b + l, 0, 2);
+                else if (rw) __builtin_prefetch(b + l, 1, 3);
                 else __builtin_prefetch(b + l, 0, 3);
             }
         };
@@ -177,8 +187,15 @@
                 const int end = adr + dof_depth.data[i] + 1;
                 for (int a = adr; a < end; ++a) {
                     const int j = m_col.data[a];
-                    __builtin_prefetch(m1 + (size_t)i * ms + (size_t)j * ts, 1, 3);
-                    __builtin_prefetch(m1 + (size_t)j * ms + (size_t)i * ts, 1, 3);
+                    const char* a1 = m1 + (size_t)i * ms + (size_t)j * ts;
+                    const char* a2 = m1 + (size_t)j * ms + (size_t)i * ts;
+                    if (prefetch >= 2) {
+                        __builtin_prefetch(a1, 0, 2);
+                        __builtin_prefetch(a2, 0, 2);
+                    } else {
+                        __builtin_prefetch(a1, 1, 3);
+                        __builtin_prefetch(a2, 1, 3);
+                    }
                 }
             }
         }
@@ -199,10 +216,25 @@
 // @use factorization.solve
     }
     if (hd_int >= decltype(hd_int)(0)) {
-        // the integration's M + hd_int·D factored now too, while M is in cache (ld_solve_native solves with it)
-        const auto hd = hd_int;
-        const auto& qld = qld_int;
+        // the integration's M + hd_int·D factored now too, while M is in cache (ld_solve_native solves with it).
+        // When hd_int == hd, or D is zero on every dof of this env (hd, hd_int >= 0: both products are then the
+        // same signed zero), M + hd_int·D is M + hd·D bit for bit, and so is its factor: copied, not recomputed
+        typedef decltype(+*mass.data) T;
+        const T* dv_e = (const T*)((const char*)dof_dv.data + (size_t)env * dof_dv.strides[0]);
+        bool same = hd_int == hd;
+        if (!same) {
+            same = true;
+            for (int i = 0; i < n; ++i) same = same && dv_e[i] == T(0);
+        }
+        if (same) {
+            const T* q0 = (const T*)((const char*)qld.data + (size_t)env * qld.strides[0]);
+            T* q1 = (T*)((char*)qld_int.data + (size_t)env * qld_int.strides[0]);
+            for (int a = 0; a < (int)m_col.shape[0]; ++a) q1[a] = q0[a];
+        } else {
+            const auto hd = hd_int;
+            const auto& qld = qld_int;
 // @use factorization.factor
+        }
     }
     if (dense) {
 // @use factorization.dense

@@ -33,7 +33,7 @@ def ldl_solve_native(env: int, n: int, hd: Any, dof_madr: I1, dof_depth: I1, m_c
 
 
 @wp.func_native(native.body(__file__, "ld_solve_native"))
-def ld_solve_native(env: int, n: int, dof_madr: I1, dof_depth: I1, m_col: I1, qld: A2, qfrc: A2, qacc: A2): ...
+def ld_solve_native(env: int, n: int, prefetch: int, dof_madr: I1, dof_depth: I1, m_col: I1, qld: A2, qfrc: A2, qacc: A2): ...
 
 
 @wp.func_native(native.body(__file__, "mass_dense_native"))
@@ -61,9 +61,9 @@ def mass_dense(m: Any, d: Any, hd: Any):
 
 
 @wp.kernel
-def ld_solve(m: Any, d: Any, qfrc_in: wp.array2d(dtype=Any), qacc_out: wp.array2d(dtype=Any)):
+def ld_solve(m: Any, d: Any, prefetch: int, qfrc_in: wp.array2d(dtype=Any), qacc_out: wp.array2d(dtype=Any)):
     env = wp.tid()
-    ld_solve_native(env, m.nv, m.dof_madr, m.dof_depth, m.m_col, d.qld_int, qfrc_in, qacc_out)
+    ld_solve_native(env, m.nv, prefetch, m.dof_madr, m.dof_depth, m.m_col, d.qld_int, qfrc_in, qacc_out)
 
 
 @wp.kernel
