@@ -9,6 +9,13 @@ graph, parallel stage) the count per step and the time, and the step's budget: t
 2-thread step, the sum of the slowest workers' busy times (the step on two free cores with free
 barriers), the serial graphs, the barrier overhead (segment wall less its slowest worker) and the
 imbalance (slowest worker less the mean).
+
+``--segments``: per segment of the 2-worker program, its wall time and each worker's busy time. ``--kernels``:
+per kernel, the thread CPU time per substep of the uncaptured step (``bench_sph.stage_times``) on 1 worker,
+on 2 workers one after the other (``run_stage`` made serial: each worker's share without the other running)
+and on 2 workers at once, rounds alternated in one process, best of the rounds. What 2-serial costs above
+1 is work the split adds (per-worker launches, rescans); what 2-at-once costs above 2-serial is what the
+workers do to each other (false sharing, shared caches and memory bandwidth).
 """
 
 from __future__ import annotations
@@ -191,9 +198,55 @@ def per_segment(case: str, steps: int = 5) -> None:
               + " ".join(f"{x:9.0f}" for x in cs))
 
 
+def per_kernel(case: str, rounds: int = 6) -> None:
+    """Per kernel: thread CPU ms per substep on 1 worker, 2 workers one after the other, 2 at once."""
+    import os
+
+    from polyphys import simulator
+
+    from .bench_sph import stage_times
+
+    def serial(part, stage, tag=None, after=None):
+        for w in range(part.workers):
+            stage(w)
+
+    at_once = simulator.run_stage
+    scenes = {1: _make(case, 1), 2: _make(case, 2)}
+    for sc in scenes.values():
+        for _ in range(2):
+            sc.step()
+    modes = ("1", "2 serial", "2 at once")
+    res = {m: [] for m in modes}
+    loads = []
+    try:
+        for _ in range(rounds):
+            for m in modes:
+                simulator.run_stage = serial if m == "2 serial" else at_once
+                res[m].append(stage_times(scenes[1 if m == "1" else 2], steps=1))
+            loads.append(os.getloadavg()[0])
+    finally:
+        simulator.run_stage = at_once
+    print(f"== {case} per kernel (thread CPU ms per substep, best of {rounds} rounds; load {min(loads):.2f}-{max(loads):.2f})")
+    print(f"  {'kernel':24s} " + " ".join(f"{m:>9s}" for m in modes) + "  serial/1  at once/serial")
+    best = {m: {} for m in modes}
+    for m in modes:
+        for d in res[m]:
+            for name, (t, _) in d.items():
+                best[m][name] = min(best[m].get(name, float("inf")), t)
+    for name in best["2 at once"]:
+        v = [best[m].get(name, 0.0) for m in modes]
+        print(f"  {name:24s} " + " ".join(f"{x:9.2f}" for x in v)
+              + (f"  {v[1] / v[0]:8.2f}  {v[2] / v[1]:13.2f}" if v[0] and v[1] else ""))
+    tot = [sum(best[m].values()) for m in modes]
+    print(f"  {'sum of the bests':24s} " + " ".join(f"{x:9.2f}" for x in tot)
+          + f"  {tot[1] / tot[0]:8.2f}  {tot[2] / tot[1]:13.2f}")
+    for m in modes:
+        print(f"  round totals, {m}: " + ", ".join(f"{sum(t for t, _ in d.values()):.1f}" for d in res[m]))
+
+
 if __name__ == "__main__":
     threading.current_thread().name = "profile"
     args = sys.argv[1:] or ["wcsph20k"]
-    detail = "--segments" in args
+    detail, kernels = "--segments" in args, "--kernels" in args
     for c in [a for a in args if not a.startswith("--")]:
-        per_segment(c) if detail else profile(c)
+        per_kernel(c) if kernels else per_segment(c) if detail else profile(c)
