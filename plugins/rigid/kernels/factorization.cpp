@@ -29,6 +29,29 @@
     for (int a = 0; a < nnz; ++a) q[a] = mm[a];
     for (int i = 0; i < n; ++i) q[madr[i]] += hd * dv[i];
     for (int k = n - 1; k >= 0; --k) {
+        // k ends a root chain of 6 dofs (a free joint on a world-parented link; dofs k-5..k at depths 0..5,
+        // each the parent of the next): the block's rows eliminated with constant offsets, the same operations
+        // in the same order as the general loop below. Its descendants, if any, have higher indices and were
+        // eliminated before, as in the general loop (docs/rigid.md, factorization)
+        bool chain6 = k >= 5 && dep[k] == 5 && dep[k - 5] == 0;
+        for (int j = 0; chain6 && j < 5; ++j) chain6 = dep[k - j] == 5 - j && col[madr[k - j] + 1] == k - j - 1;
+        if (chain6) {
+            T* b = q + madr[k - 5];
+            for (int r = 5; r >= 0; --r) {
+                const int akk = r * (r + 1) / 2;
+                const int kend = akk + 1 + r;
+                const T inv = T(1) / b[akk];
+                for (int aki = akk + 1; aki < kend; ++aki) {
+                    const T tmp = b[aki] * inv;
+                    const int c = r - (aki - akk);
+                    T* dst = b + (c * (c + 1) / 2 - aki);
+                    for (int s = aki; s < kend; ++s) dst[s] -= b[s] * tmp;
+                    b[aki] = tmp;
+                }
+            }
+            k -= 5;
+            continue;
+        }
         const int akk = madr[k];
         const int kend = akk + 1 + dep[k];
         const T inv = T(1) / q[akk];
@@ -48,14 +71,41 @@
     const T* q = (const T*)((const char*)qld.data + (size_t)env * qld.strides[0]);
     const T* f = (const T*)((char*)qfrc.data + (size_t)env * qfrc.strides[0]);
     T* x = (T*)((char*)qacc.data + (size_t)env * qacc.strides[0]);
+    // the dofs k-5..k a root chain of 6 (as in the factor): its rows with constant offsets, same operations, same order
+    auto chain6 = [&](int k) {
+        bool c = k >= 5 && k < n && dep[k] == 5 && dep[k - 5] == 0;
+        for (int j = 0; c && j < 5; ++j) c = dep[k - j] == 5 - j && col[madr[k - j] + 1] == k - j - 1;
+        return c;
+    };
     for (int i = 0; i < n; ++i) x[i] = f[i];
     for (int i = n - 1; i >= 0; --i) {          // x <- L^-T x
+        if (chain6(i)) {
+            const T* b = q + madr[i - 5];
+            T* xb = x + (i - 5);
+            for (int r = 5; r >= 0; --r) {
+                const T xi = xb[r];
+                for (int t = 1; t <= r; ++t) xb[r - t] -= b[r * (r + 1) / 2 + t] * xi;
+            }
+            i -= 5;
+            continue;
+        }
         const T xi = x[i];
         const int e = madr[i] + 1 + dep[i];
         for (int a = madr[i] + 1; a < e; ++a) x[col[a]] -= q[a] * xi;
     }
     for (int i = 0; i < n; ++i) x[i] /= q[madr[i]];   // x <- D^-1 x
     for (int i = 0; i < n; ++i) {                // x <- L^-1 x
+        if (chain6(i + 5)) {
+            const T* b = q + madr[i];
+            T* xb = x + i;
+            for (int r = 0; r <= 5; ++r) {
+                T xi = xb[r];
+                for (int t = 1; t <= r; ++t) xi -= b[r * (r + 1) / 2 + t] * xb[r - t];
+                xb[r] = xi;
+            }
+            i += 5;
+            continue;
+        }
         T xi = x[i];
         const int e = madr[i] + 1 + dep[i];
         for (int a = madr[i] + 1; a < e; ++a) xi -= q[a] * x[col[a]];
