@@ -160,6 +160,36 @@ ZOO = """
 </mujoco>
 """
 
+# childless free bodies (the LDL factor's fixed-offset path: a root chain of 6 dofs whose subtree is
+# itself), between a free body with a child and a hinge on the world, at generic poses and inertias
+FREE_BODIES = """
+<mujoco>
+  <option timestep="0.002" gravity="0.2 0.1 -9.81"/>
+  <worldbody>
+    <body name="arm" pos="-0.4 0.1 0.9">
+      <joint name="shoulder" type="hinge" axis="0.3 1 0.1" damping="0.2"/>
+      <inertial pos="0.1 0 0" mass="0.8" diaginertia="0.01 0.02 0.015"/>
+    </body>
+    <body name="box1" pos="0.3 -0.2 0.5" euler="15 -25 40">
+      <freejoint/>
+      <inertial pos="0.02 0.01 -0.03" mass="1.3" fullinertia="0.02 0.03 0.025 0.002 -0.001 0.003"/>
+    </body>
+    <body name="carrier" pos="0.0 0.5 0.7" euler="-10 5 70">
+      <freejoint/>
+      <inertial pos="0 0 0" mass="2.1" diaginertia="0.05 0.04 0.03"/>
+      <body name="flap" pos="0.15 0 0">
+        <joint name="flap" type="hinge" axis="0 0.6 0.8" armature="0.01"/>
+        <inertial pos="0.05 0 0" mass="0.3" diaginertia="0.002 0.003 0.001"/>
+      </body>
+    </body>
+    <body name="box2" pos="-0.6 -0.7 1.3" quat="0.7 0.2 -0.4 0.5">
+      <freejoint/>
+      <inertial pos="-0.01 0.04 0.0" mass="0.45" fullinertia="0.004 0.006 0.005 -0.0005 0.0007 0.0002"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
 PENDULUM = """
 <mujoco>
   <option timestep="0.001" gravity="0 0 -9.81"/>

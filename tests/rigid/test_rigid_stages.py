@@ -23,14 +23,14 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from rigid_mjref import ZOO, dm_asset, gym_asset, no_constraint_model  # noqa: E402
+from rigid_mjref import FREE_BODIES, ZOO, dm_asset, gym_asset, no_constraint_model  # noqa: E402
 from rigid_mjref import make_scene as _make_scene  # noqa: E402
 
 TOL = 1e-10
 
 
 def _models():
-    out = [pytest.param(ZOO, id="zoo")]
+    out = [pytest.param(ZOO, id="zoo"), pytest.param(FREE_BODIES, id="free-bodies")]
     for name in ("humanoid.xml", "ant.xml"):
         p = gym_asset(name)
         if p:
