@@ -516,11 +516,7 @@
 // @use linalg.jseg
 // @use convex_solve.rows
     const size_t e = (size_t)env;
-#ifndef PP_SPAN
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
+// @use linalg.span
     if (sc_mode != 0) {
         T* sp = (T*)(sc_mode == 1 ? (char*)sc_a.data + e * sc_a.strides[0] : (char*)sc_b.data + e * sc_b.strides[0]);
         const char* m0 = (const char*)M.data + e * M.strides[0];

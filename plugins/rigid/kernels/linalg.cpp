@@ -60,13 +60,17 @@
         s[0] = lo; s[1] = g0; s[2] = g1; s[3] = hi;
     };
 
-// @part ops
+// @part span
+    // PP_SPAN(r, n, lo, hi): the nonzero column span [lo, hi) of the n entries of row r
 #ifndef PP_SPAN
 // (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
 #define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
     const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
     lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
 #endif
+
+// @part ops
+// @use linalg.span
     // the span cache of sc_mode (1: LM, 2: H, 0: none) of env e
     auto la_spc = [&](const auto& sc_a, const auto& sc_b, int sc_mode, size_t e) -> const T* {
         return sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
@@ -386,12 +390,7 @@
     typedef decltype(+*M.data) T;
 // @use linalg.jseg
     const size_t e = (size_t)env;
-#ifndef PP_SPAN
-// (one branch-free pass, min/max reductions the compiler vectorizes; an all-zero row gives lo = hi = n)
-#define PP_SPAN(r, n, lo, hi) { int lo_ = (n), hi_ = 0; for (int k_ = 0; k_ < (n); ++k_) { \
-    const bool nz_ = !((r)[k_] == T(0)); const int a_ = nz_ ? k_ : (n), b_ = nz_ ? k_ + 1 : 0; \
-    lo_ = a_ < lo_ ? a_ : lo_; hi_ = b_ > hi_ ? b_ : hi_; } lo = lo_; hi = hi_ < lo_ ? lo_ : hi_; }
-#endif
+// @use linalg.span
 
     if (sc_mode != 0) {
         T* sp = (T*)(sc_mode == 1 ? (char*)sc_a.data + e * sc_a.strides[0] : (char*)sc_b.data + e * sc_b.strides[0]);
