@@ -10,6 +10,14 @@ from .kernels import integration as K
 from .model import View
 
 
+def gyro_resolve(v: View, qfrc) -> None:
+    """MuJoCo-compatible implicitfast (docs/semantics.md §R2, MuJoCo's docs "Gyroscopic derivatives for free
+    bodies"): after the (M + h·D) solve into d.qacc, re-solve each standalone free joint's decoupled 6×6 block
+    with h·∂qfrc_bias/∂v added, for the same force qfrc. No launch when the model has no such joint."""
+    if v.has_gyro:
+        wp.launch(K.gyro_resolve, dim=v.n, inputs=[v.m, v.d, qfrc], device=v.device)
+
+
 def total_force(v: View) -> None:
     """d.qfrc_total = passive + actuator + control + (applied + constraint) + ext − bias."""
     wp.launch(K.total_force, dim=v.n, inputs=[v.m, v.d], device=v.device)
