@@ -1,6 +1,7 @@
 """Integration stage kernels (docs/semantics.md §R2): semi-implicit Euler v' = v + h·a, q' = q ⊕ h·v' (native loop in
 kernels/integration.cpp; why: kernels/native.py) and the implicit midpoint branch of free bodies
-(Warp, below), plus ``total_force``: the force of the integrating solve after a constraint solve.
+(Warp, below), ``gyro_resolve`` (native: the gyroscopic re-solve of standalone free bodies, MuJoCo-compatible
+implicitfast), plus ``total_force``: the force of the integrating solve after a constraint solve.
 
 ``integrate`` reads ``m``: the joints, joint_midpoint, dof_damping/armature, link mass properties,
 opt.timestep/gravity; ``d``: qacc, dof_mode, qfrc_bias, the rows of the substep (nefc, efc_J: a free
