@@ -145,6 +145,7 @@ def post_coupling(solver, f: int, part) -> None:
         bias.rne(v)
     integration.total_force(v)
     factorization.factor_solve(v, solver.layout.h, v.d.qfrc_total, v.d.qacc)
+    integration.gyro_resolve(v, v.d.qfrc_total)
     contact_forces.contact_link_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
     if last and solver._readback_on:
         readback.rne_post_constraint(v, v.d.qacc)

@@ -1,6 +1,6 @@
 """Integration stage (docs/semantics.md §R2; MuJoCo's mj_Euler / mj_implicit): semi-implicit Euler, the implicit
-midpoint branch of free bodies, and the total force of the integrating solve after a constraint
-solve. Kernels: kernels/integration.py."""
+midpoint branch of free bodies, the gyroscopic re-solve of standalone free bodies (MuJoCo-compatible implicitfast,
+§R2a) and the total force of the integrating solve after a constraint solve. Kernels: kernels/integration.py."""
 
 from __future__ import annotations
 
@@ -8,6 +8,14 @@ import warp as wp
 
 from .kernels import integration as K
 from .model import View
+
+
+def gyro_resolve(v: View, qfrc) -> None:
+    """MuJoCo-compatible implicitfast (docs/semantics.md §R2, MuJoCo's docs "Gyroscopic derivatives for free
+    bodies"): after the (M + h·D) solve into d.qacc, re-solve each standalone free joint's decoupled 6×6 block
+    with h·∂qfrc_bias/∂v added, for the same force qfrc. No launch when the model has no such joint."""
+    if v.has_gyro:
+        wp.launch(K.gyro_resolve, dim=v.n, inputs=[v.m, v.d, qfrc], device=v.device)
 
 
 def total_force(v: View) -> None:

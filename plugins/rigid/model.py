@@ -161,6 +161,27 @@ class HostModel:
                     if children[int(h["dof_link"][t.joint_dof_start[ji]])] == 0:
                         mid[ji] = 1
         h["joint_midpoint"] = mid
+        # MuJoCo-compatible implicitfast: the gyroscopic re-solve of a standalone free body (docs/semantics.md §R2a,
+        # MuJoCo's docs "Gyroscopic derivatives for free bodies"): a free joint whose link has no descendant link
+        # with a dof; 1: no child link at all, 2: only fixed-joint descendants (the kernel forms the composite body)
+        gyro = np.zeros(t.n_joints, np.int32)
+        if self.options.integrator_code == IntegratorType.IMPLICITFAST and self.options.mujoco_compatible:
+            has_dof = np.zeros(t.n_links, bool)
+            has_dof[np.asarray(h["dof_link"], int)] = True
+            for ji in range(t.n_joints):
+                if t.joint_type[ji] != JointType.FREE:
+                    continue
+                lk = int(h["dof_link"][t.joint_dof_start[ji]])
+                desc = []
+                for l in range(t.n_links):
+                    p = int(t.link_parent[l])
+                    while p >= 0 and p != lk:
+                        p = int(t.link_parent[p])
+                    if p == lk:
+                        desc.append(l)
+                if not any(has_dof[l] for l in desc):
+                    gyro[ji] = 2 if desc else 1
+        h["joint_gyro"] = gyro
         for k, v in act.items():
             h[k] = np.asarray(v, np.int32 if k in ("act_dof", "act_qadr") else float)
         h["act_gain"] = h["act_gain"].reshape(-1, 3)
@@ -366,6 +387,7 @@ def put_model(hm: HostModel, layout):
     m.joint_ref = a.arr(t.joint_ref)
     m.joint_springref = a.arr(hm.joint_springref)
     m.joint_midpoint = a.arr(_one(hm.joint_midpoint), I32)
+    m.joint_gyro = a.arr(_one(hm.joint_gyro), I32)
     for k in ("dof_parent", "dof_madr", "dof_link", "dof_joint"):
         setattr(m, k, a.arr(_one(hm.arrays[k]), I32))
     m.dof_depth = a.arr(_one(hm.dof_depth.astype(np.int32)), I32)
@@ -742,6 +764,7 @@ class View:
     stop: int
     device: str
     scalar: type            # wp.float32 or wp.float64
+    has_gyro: bool = False  # a standalone free joint takes integration.gyro_resolve (Model.joint_gyro, host-known)
 
     @property
     def n(self) -> int:
@@ -763,7 +786,8 @@ def view(m, d, start: int, stop: int, precision: str, device: str) -> View:
             raise BuildError(f"rigid solver: Model.{name} of envs {start}..{stop} is not contiguous")
     import warp as wp
 
-    return View(m=vm, d=vd, start=start, stop=stop, device=device, scalar=wp.float64 if precision == "64" else wp.float32)
+    return View(m=vm, d=vd, start=start, stop=stop, device=device, scalar=wp.float64 if precision == "64" else wp.float32,
+                has_gyro=bool(m.joint_gyro.numpy().any()))
 
 
 def blank_view(precision: str, n_envs: int, device: str = "cpu") -> View:

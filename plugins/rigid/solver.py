@@ -321,6 +321,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             wp.copy(v.d.qacc, v.d.qacc_warmstart)
         else:
             factorization.ld_solve(v, v.d.qfrc_total, v.d.qacc)       # (M + h·D)⁻¹: factored in _smooth
+            integration.gyro_resolve(v, v.d.qfrc_total)
         integration.integrate(v, last, v.d.qfrc_total)
 
     def _free_substep(self, f, part) -> None:
@@ -334,6 +335,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             factorization.factor_solve(v, self.layout.h, v.d.qfrc_smooth, v.d.qacc)
         else:
             self._smooth(v, self.layout.h, v.d.qacc)
+        integration.gyro_resolve(v, v.d.qfrc_smooth)
         integration.integrate(v, last, v.d.qfrc_smooth)
         if self.collision is not None:
             self._collide(part)

@@ -103,6 +103,7 @@ _MODEL_DOC = """The device model: constants of the tree, actuators, constraints 
         joint_ref: (nj,) float [rad or m]: q at which the hinge/slide is at rest in the link frame
         joint_springref: (nj,) float [rad or m]: spring rest position
         joint_midpoint: (nj,) int: 1 = free joint eligible for the implicit midpoint branch (docs/semantics.md §R2)
+        joint_gyro: (nj,) int: standalone free joint (docs/semantics.md §R2a): 1 = childless link, 2 = fixed-joint descendants
         dof_parent: (nv,) int: parent dof in the dof tree (-1: root)
         dof_madr: (nv,) int: address of row i of the tree-sparse mass matrix
         dof_depth: (nv,) int: dof ancestors of dof i (row i holds depth + 1 entries)
@@ -418,6 +419,7 @@ def _model_struct(s, Option):
         joint_ref: S1
         joint_springref: S1
         joint_midpoint: I1
+        joint_gyro: I1
         dof_parent: I1
         dof_madr: I1
         dof_depth: I1

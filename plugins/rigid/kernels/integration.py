@@ -1,12 +1,18 @@
 """Integration stage kernels (docs/semantics.md §R2): semi-implicit Euler v' = v + h·a, q' = q ⊕ h·v' (native loop in
 kernels/integration.cpp; why: kernels/native.py) and the implicit midpoint branch of free bodies
-(Warp, below), plus ``total_force``: the force of the integrating solve after a constraint solve.
+(Warp, below), ``gyro_resolve`` (native: the gyroscopic re-solve of standalone free bodies, MuJoCo-compatible
+implicitfast), plus ``total_force``: the force of the integrating solve after a constraint solve.
 
 ``integrate`` reads ``m``: the joints, joint_midpoint, dof_damping/armature, link mass properties,
 opt.timestep/gravity; ``d``: qacc, dof_mode, qfrc_bias, the rows of the substep (nefc, efc_J: a free
 body with a row on it is not free this substep) and the force ``qfrc_in`` the acceleration was solved
 with (for the midpoint bodies). Writes ``d``: qpos, qvel, joint_mid_active; clears
 coupling_force/torque (every substep) and, with ``clear_ext``, xfrc_force/torque and qfrc_applied.
+
+``gyro_resolve`` (MuJoCo-compatible implicitfast, docs/semantics.md §R2a) reads ``m``: joint_gyro, the dof tree,
+link_parent, link mass properties, opt.timestep; ``d``: mass, dof_dv, link_pos/quat/xipos (the substep's kinematics:
+a link with fixed-joint descendants is their composite body), qpos, qvel and ``qfrc_in``; writes ``d.qacc`` on the dofs of each
+standalone free joint: the solve of its 6×6 block of M + h·D + h·∂qfrc_bias/∂v for qfrc_in (native, integration.cpp).
 
 ``total_force`` reads ``d``: qfrc_passive, qfrc_actuator, qfrc_control, qfrc_applied,
 qfrc_constraint, qfrc_ext, qfrc_bias; writes ``d.qfrc_total`` =
@@ -34,6 +40,13 @@ def integrate_native(env: int, n: int, nl: int, h: Any, clear_ext: int, joint_mi
                      dof_mode: I2, qacc: A2, qpos: A2, qvel: A2, joint_mid_active: I2, coupling_force: A2,
                      coupling_torque: A2, xfrc_force: A2, xfrc_torque: A2, qfrc_applied: A2, nefc: I1,
                      efc_J: wp.array3d(dtype=Any)): ...
+
+
+@wp.func_native(native.body(__file__, "gyro_resolve_native"))
+def gyro_resolve_native(env: int, h: Any, joint_gyro: I1, joint_q_start: I1, joint_dof_start: I1, dof_link: I1,
+                        dof_madr: I1, dof_depth: I1, m_col: I1, link_parent: I1, link_mass: A2, link_com: A2,
+                        link_inertia: A2, mass: A2, dof_dv: A2, link_pos: A2, link_quat: A2, link_xipos: A2, qpos: A2,
+                        qvel: A2, qfrc_in: A2, qacc: A2): ...
 
 
 @wp.func
@@ -121,6 +134,14 @@ def integrate(m: Any, d: Any, clear_ext: int, qfrc_in: wp.array2d(dtype=Any)):
 
 
 @wp.kernel
+def gyro_resolve(m: Any, d: Any, qfrc_in: wp.array2d(dtype=Any)):
+    env = wp.tid()
+    gyro_resolve_native(env, m.opt.timestep, m.joint_gyro, m.joint_q_start, m.joint_dof_start, m.dof_link, m.dof_madr,
+                        m.dof_depth, m.m_col, m.link_parent, m.link_mass, m.link_com, m.link_inertia, d.mass, d.dof_dv,
+                        d.link_pos, d.link_quat, d.link_xipos, d.qpos, d.qvel, qfrc_in, d.qacc)
+
+
+@wp.kernel
 def total_force(m: Any, d: Any):
     env = wp.tid()
     for i in range(m.nv):
@@ -130,4 +151,5 @@ def total_force(m: Any, d: Any):
 
 
 overload(integrate, qfrc_in=lambda s: wp.array2d(dtype=s))
+overload(gyro_resolve, qfrc_in=lambda s: wp.array2d(dtype=s))
 overload(total_force)
