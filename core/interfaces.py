@@ -142,9 +142,11 @@ class Entity:
         return f"<{type(self).__name__} {self.name!r} solver={self.solver.name} morph={type(self.morph).__name__}>"
 
 
-# state values per partition from which the NaN check is split across the partition's workers (a
-# parallel stage costs a barrier, tens of microseconds: more than checking a small state)
-_PARALLEL_NAN_CHECK = 1 << 18
+# state values per partition from which the NaN check is split across the partition's workers: a
+# parallel stage of a captured step costs a native barrier (~5 µs on two idle workers, docs/architecture.md
+# "Threads within a partition"), less than half the check of 64k values (FEM explicit 100k: 134k values,
+# 44 µs on worker 0 alone, 16-21 µs per worker split; benchmarks/results/fem.md, round 12)
+_PARALLEL_NAN_CHECK = 1 << 16
 
 
 class Solver(abc.ABC):

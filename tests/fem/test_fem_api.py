@@ -13,11 +13,11 @@ from polyphys.views import ParticleView, SurfaceMeshView
 TET = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]])
 
 
-def _build(integrator="explicit", n_envs=0, capture=True, seed=0, drive=True, precision="32", threads=None):
+def _build(integrator="explicit", n_envs=0, capture=True, seed=0, drive=True, precision="32", threads=None, **sim):
     ents, opts, drive_fn = contract_scene()
     opts = FEMOptions(integrator=integrator, floor_height=0.0, newton_iters=2, cg_iters=20)
     sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=2, graph_capture=capture, precision=precision,
-                                                cpu_threads=threads), fem=opts)
+                                                cpu_threads=threads, **sim), fem=opts)
     for m, mat, kw in ents:
         sc.add_entity(m, mat, **kw)
     sc.build(n_envs=n_envs)
@@ -334,3 +334,33 @@ def test_one_env_is_bit_identical_for_1_2_3_threads_with_every_stage_split(monke
         for step, (a, b) in enumerate(zip(runs[0], states, strict=True)):
             for k in a:
                 np.testing.assert_array_equal(b[k], a[k], err_msg=f"{k}, step {step + 1}, cpu_threads={threads} vs 1")
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_nan_check_split_over_the_workers_flags_a_value_in_any_share(monkeypatch, threads):
+    """The captured multi-worker step checks a big state on every worker (interfaces.Solver.nan_check,
+    each worker a share of every array's columns; forced here on the contract scene by a zero threshold):
+    a non-finite value in the first, a middle or the last vertex (each worker's share) is flagged, a clean
+    step after the reset is not, and the step program has no serial segment left."""
+    from polyphys import interfaces
+    from polyphys.errors import SimulationError
+    from polyphys.simulator import _Plan, _Stage
+
+    monkeypatch.setattr(interfaces, "_PARALLEL_NAN_CHECK", 0)
+    sc = _build("explicit", n_envs=1, threads=threads, nan_policy="raise")
+    for _ in range(3):      # warm-up, capture, one replay
+        sc.step()
+    s = sc.solver("fem")
+    part = s.layout.partitions[0]
+    assert part.workers == threads
+    plans = [seg for seg in sc.simulator._graphs[0] if isinstance(seg, _Plan)]
+    assert plans and all(isinstance(seg, _Stage) for plan in plans for seg in plan.segments)
+    for vertex in [0, s.n_vertices // 2, s.n_vertices - 1]:
+        vel = s.vel.numpy()
+        vel[0, vertex, 1] = np.nan
+        s.vel.assign(vel)
+        with pytest.raises(SimulationError, match=r"env\(s\) \[0\]"):
+            sc.step()
+        sc.reset(envs_idx=[0])
+        sc.step()           # clean again: nothing flagged
+        assert np.all(np.isfinite(s.pos.numpy()))
