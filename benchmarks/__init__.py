@@ -182,12 +182,14 @@ def threads_note(scene) -> str:
             f"{'/'.join(map(str, workers))} worker(s)")
 
 
-def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), quick: bool = False) -> list[dict]:
+def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), quick: bool = False,
+                 min_time: float = 1.0) -> list[dict]:
     """Thread scaling of one scene: ``make(cpu_threads)`` builds it (``items`` work items per step,
     e.g. particles × substeps). Rows: wall-clock rate with max(threads) against min(threads), the
     scenes stepped alternately in the same process (best of several blocks), and the critical-path
     rate (``critical_path``: each stage's slowest worker, by thread CPU time) — the figure that
-    survives a machine whose scheduler gives each process group a fixed share of the cores."""
+    survives a machine whose scheduler gives each process group a fixed share of the cores. Rounds
+    (one block of each scene): 5 (3 quick), more up to 40 while they took under ``min_time`` seconds."""
     lo, hi = min(threads), max(threads)
     scenes = {t: make(t) for t in (lo, hi)}
     for sc in scenes.values():
@@ -199,8 +201,13 @@ def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), 
     # alternately, best of several blocks (the load varies); each block times the wall clock and then
     # the critical path of the next steps, so both figures describe the same stretch of the scene (a
     # scene whose cost per step changes as it evolves — the granular block's impact — would otherwise
-    # compare its wall ratio and its critical-path ratio at different times; benchmarks/results/pbd.md)
-    for _ in range(3 if quick else 5):
+    # compare its wall ratio and its critical-path ratio at different times; benchmarks/results/pbd.md).
+    # At least 3 (quick) or 5 rounds, more while the rounds so far took under ``min_time`` seconds (at
+    # most 40): a scene of a few ms per step (FEM explicit 100k: a block of ~7 ms on 2 threads) gets enough
+    # blocks that one of each scene misses the other processes' bursts (benchmarks/results/fem.md, round 12)
+    t_start, rounds = time.perf_counter(), 0
+    while rounds < (3 if quick else 5) or (rounds < 40 and time.perf_counter() - t_start < min_time):
+        rounds += 1
         for t, sc in scenes.items():
             t0 = time.perf_counter()
             for _ in range(n):
