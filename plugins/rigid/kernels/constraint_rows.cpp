@@ -24,6 +24,10 @@
 //   2(dim − 1) rows come from one pass over each link's dof chain (each dof's point velocity and its
 //   dim axis components computed once) instead of four walks per row, each entry receiving the same
 //   additions in the same order (n_a, −n_b, ±μ_k t_a, ∓μ_k t_b; dofs the two chains share get all four).
+//   Each such entry is computed from the cleared row's +0 and stored (no load: b's pass skips the dofs a's wrote),
+//   so a row that held the same two links last build (its span their chains') is not zeroed first, only its
+//   records reset (Round 12). A contact row's R and aref come from its finish and D = 1/R is written once R is
+//   final (the cleared state's R = 1, D = 0, aref = 0 are not stored first).
 //   J·qvel of a contact row runs over the two chains' columns in ascending order, not the whole span
 //   (the span of a contact between links far apart in the tree holds mostly zeros; on the pile of 50
 //   boxes nearly all of nv = 300): the skipped entries are exact zeros, so for finite qvel the sum is
@@ -449,20 +453,32 @@
             continue;
         }
         c_adr[c * c_adr_s] = row;
-        // rows clr .. row+nrow-1 to their cleared state (J 0, R 1, the rest 0)
-        for (int i = clr; i < row + nrow; ++i) {
-            clear_row(i);
-            o_floss[i * tf] = zero;
-            o_mu[i * tmu] = zero;
-            o_dim[i * idm] = 0;
-            o_D[i * tD] = zero;
-            o_R[i * tR] = one;
-            o_aref[i * ta] = zero;
-        }
-        if (row + nrow > clr) clr = row + nrow;
         const int la = *(const int*)(c_link + (size_t)c * c_link_s1);
         const int lb = *(const int*)(c_link + (size_t)c * c_link_s1 + c_link_s2);
         ncols = chain_cols(la, lb);
+        // a pyramidal contact's rows are written by the one pass below, which stores every entry of the two chains:
+        // a row that held the same two links (and whose span is their chains') needs no zeroing, only its records
+        // reset (the entries outside the chains are zero: see clear_row)
+        const bool pass_rows = !(cone == CONE_ELLIPTIC || dim == 1) && ncols > 0;
+        const int clo = ncols > 0 ? cols[0] : 0, chi = ncols > 0 ? cols[ncols - 1] + 1 : 0;
+        // rows clr .. row+nrow-1 to their cleared state (J 0, the rest 0) where the contact's rows do not write them:
+        // R, aref (finish) and D (below, once R is final) are always written
+        for (int i = clr; i < row + nrow; ++i) {
+            int* sp0 = span(i);
+            int* ch0 = chain(i);
+            if (pass_rows && ch0[0] == la && ch0[Cs2] == lb && sp0[0] == clo && sp0[Ss2] == chi) {
+                sp0[0] = nv;
+                sp0[Ss2] = 0;
+                ch0[0] = -2;
+                ch0[Cs2] = -2;
+            } else {
+                clear_row(i);
+            }
+            o_floss[i * tf] = zero;
+            o_mu[i * tmu] = zero;
+            o_dim[i * idm] = 0;
+        }
+        if (row + nrow > clr) clr = row + nrow;
         const V p_cur = c_pos[c * c_pos_s];
         const M3 fr = c_frame[c * c_frame_s];
         const T dist = c_dist[c * c_dist_s];
@@ -495,7 +511,6 @@
             }
             if (dim == 1) {
                 finish(row, dist, marg, imp, k, b, tran, EFC_CONTACT_FRICTIONLESS, c);
-                o_D[row * tD] = wp::div(one, o_R[row * tR]);
             } else {
                 finish(row, dist, marg, imp, k, b, tran, EFC_CONTACT_ELLIPTIC, c);
                 const T rn = o_R[row * tR];
@@ -547,7 +562,6 @@
                     ax[kk] = V(fr.data[kk % 3][0], fr.data[kk % 3][1], fr.data[kk % 3][2]);
                     isrot[kk] = kk >= 3 ? 1 : 0;
                 }
-                const T mone = wp::neg(one);
                 const int last_a = la >= 0 ? link_dof_last.data[la] : -1;
                 const int last_b = lb >= 0 ? link_dof_last.data[lb] : -1;
                 // the first dof the two chains share (chains run root-ward with dof_parent[d] < d): -1 if none
@@ -573,20 +587,25 @@
                         const V pv = wp::add(cv[d], wp::cross(w, wp::sub(p_cur, rf[d])));
                         for (int kk = 0; kk < dim; ++kk) val[kk] = isrot[kk] ? wp::dot(ax[kk], w) : wp::dot(ax[kk], pv);
                         const bool shared = common >= 0 && d <= common && side == 0;
-                        for (int r = 0; r < nrow; ++r) {
-                            const int kk = 1 + r / 2;
-                            T x = jr[r][d];
-                            if (side == 0) {
-                                x = wp::add(x, wp::mul(one, val[0]));
-                                if (shared) x = wp::add(x, wp::mul(mone, val[0]));
-                                x = wp::add(x, wp::mul(sa[r], val[kk]));
-                                if (shared) x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk]));
-                            } else {
-                                x = wp::add(x, wp::mul(mone, val[0]));
-                                x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk]));
-                            }
-                            jr[r][d] = x;
+                        // each entry starts from the cleared row's +0 (no chain dof is written twice: b's pass skips
+                        // the shared dofs), so it is computed from +0 and stored, not loaded
+#define PP_PYR_DOF(NR)                                                              \
+                        for (int r = 0; r < (NR); ++r) {                            \
+                            const int kk = 1 + r / 2;                               \
+                            T x = T(0);                                             \
+                            if (side == 0) {                                        \
+                                x = wp::add(x, val[0]);                             \
+                                if (shared) x = wp::add(x, wp::neg(val[0]));        \
+                                x = wp::add(x, wp::mul(sa[r], val[kk]));            \
+                                if (shared) x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk])); \
+                            } else {                                                \
+                                x = wp::add(x, wp::neg(val[0]));                    \
+                                x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk]));   \
+                            }                                                       \
+                            jr[r][d] = x;                                           \
                         }
+                        if (nrow == 4) { PP_PYR_DOF(4) } else { PP_PYR_DOF(nrow) }
+#undef PP_PYR_DOF
                         d = par[d];
                     }
                     for (int r = 0; r < nrow; ++r) if (first < sp[r][0]) sp[r][0] = first;
@@ -613,11 +632,13 @@
             const T rpy = wp::mul(wp::mul(T(2.0), mu2), o_R[row * tR]);
             for (int j = 0; j < nrow; ++j) o_R[(row + j) * tR] = rpy;
         }
-        // the rows' links: the next build's clear zeroes their chains only (clear_row)
+        // the rows' links: the next build's clear zeroes their chains only (clear_row); D = 1/R of the final R (as
+        // make_rows' pass over the other rows)
         for (int j = 0; j < nrow; ++j) {
             int* ch = chain(row + j);
             ch[0] = la;
             ch[Cs2] = lb;
+            o_D[(row + j) * tD] = wp::div(one, o_R[(row + j) * tR]);
         }
         row = row + nrow;
     }
