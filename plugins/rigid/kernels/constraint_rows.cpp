@@ -215,24 +215,6 @@
         if (dr > T(0.0)) return wp::div(T(2.0), wp::max(tiny, wp::mul(dmax, tc)));
         return wp::div(wp::neg(dr), wp::max(tiny, dmax));
     };
-    auto impedance = [=](T dmin, T dmax, T width, T mid, T power, T pos, T margin) {
-        const T o = T(1.0);
-        if (dmin == dmax || width <= tiny) return wp::mul(T(0.5), wp::add(dmin, dmax));
-        const T x = wp::abs(wp::div(wp::sub(pos, margin), width));
-        if (x >= o) return dmax;
-        if (x <= T(0.0)) return dmin;
-        T y = x;
-        if (power == o) {
-            y = x;
-        } else if (x <= mid) {
-            const T a = wp::div(o, wp::pow(mid, wp::sub(power, o)));
-            y = wp::mul(a, wp::pow(x, power));
-        } else {
-            const T b = wp::div(o, wp::pow(wp::sub(o, mid), wp::sub(power, o)));
-            y = wp::sub(o, wp::mul(b, wp::pow(wp::sub(o, x), power)));
-        }
-        return wp::add(dmin, wp::mul(y, wp::sub(dmax, dmin)));
-    };
     // a contact's nonzero columns: the union of its two links' dof chains, ascending (up to PP_CHAIN
     // columns; a longer union falls back to the span); ncols = -1: not a contact's row / fallback
     enum { PP_CHAIN = 128 };
@@ -443,6 +425,37 @@
         return n;
     };
     int over = 0;
+    // the last contact's solver parameters (solref ⊕ solimp) and the values that depend on them alone
+    T ps[7];
+    bool have_sol = false, have_lo = false, have_hi = false;
+    T q_tc = zero, q_dr = zero, q_dmax = zero, q_dmin = zero, q_width = zero, q_mid = zero, q_power = zero, q_k = zero,
+      q_b = zero, q_alo = zero, q_ahi = zero;
+    // `impedance` with the coefficient 1/pow(mid, power − 1) (or 1/pow(1 − mid, power − 1)) of the current parameters
+    // computed once per parameter set (the same operations on the same values as the Warp function `impedance`)
+    auto impedance_q = [&](T dmin, T dmax, T width, T mid, T power, T pos, T margin) {
+        const T o = T(1.0);
+        if (dmin == dmax || width <= tiny) return wp::mul(T(0.5), wp::add(dmin, dmax));
+        const T x = wp::abs(wp::div(wp::sub(pos, margin), width));
+        if (x >= o) return dmax;
+        if (x <= T(0.0)) return dmin;
+        T y = x;
+        if (power == o) {
+            y = x;
+        } else if (x <= mid) {
+            if (!have_lo) {
+                q_alo = wp::div(o, wp::pow(mid, wp::sub(power, o)));
+                have_lo = true;
+            }
+            y = wp::mul(q_alo, wp::pow(x, power));
+        } else {
+            if (!have_hi) {
+                q_ahi = wp::div(o, wp::pow(wp::sub(o, mid), wp::sub(power, o)));
+                have_hi = true;
+            }
+            y = wp::sub(o, wp::mul(q_ahi, wp::pow(wp::sub(o, x), power)));
+        }
+        return wp::add(dmin, wp::mul(y, wp::sub(dmax, dmin)));
+    };
     for (int c = 0; c < n_con; ++c) {
         const int dim = c_dim[c * c_dim_s];
         int nrow = dim;
@@ -485,13 +498,34 @@
         const T marg = c_marg[c * c_marg_s];
         const T* sol = (const T*)(c_sol + (size_t)c * c_sol_s1);
         const T* fric = (const T*)(c_fric + (size_t)c * c_fric_s1);
-        const T tc = legal_tc(sol[0], sol[ss]);
-        const T dr = legal_dr(sol[0], sol[ss]);
-        const T dmax = clamp_imp(sol[3 * ss]);
-        const T imp = impedance(clamp_imp(sol[2 * ss]), dmax, wp::max(zero, sol[4 * ss]), clamp_imp(sol[5 * ss]),
-                                wp::max(one, sol[6 * ss]), dist, marg);
-        const T k = stiffness(tc, dr, dmax);
-        const T b = damping(tc, dr, dmax);
+        // what follows from the 7 parameters alone is reused from the previous contact when they are the same bits (all the
+        // contacts of a geom pair, usually of the scene): the same functions of the same values, so the same numbers
+        bool same = have_sol;
+        for (int i = 0; i < 7 && same; ++i) {
+            const T si = sol[(size_t)i * ss];
+            same = __builtin_memcmp(&si, &ps[i], sizeof(T)) == 0;     // bit for bit (±0, NaN)
+        }
+        if (!same) {
+            for (int i = 0; i < 7; ++i) ps[i] = sol[(size_t)i * ss];
+            have_sol = true;
+            q_tc = legal_tc(ps[0], ps[1]);
+            q_dr = legal_dr(ps[0], ps[1]);
+            q_dmax = clamp_imp(ps[3]);
+            q_dmin = clamp_imp(ps[2]);
+            q_width = wp::max(zero, ps[4]);
+            q_mid = clamp_imp(ps[5]);
+            q_power = wp::max(one, ps[6]);
+            q_k = stiffness(q_tc, q_dr, q_dmax);
+            q_b = damping(q_tc, q_dr, q_dmax);
+            have_lo = false;
+            have_hi = false;
+        }
+        const T tc = q_tc;
+        const T dr = q_dr;
+        const T dmax = q_dmax;
+        const T imp = impedance_q(q_dmin, dmax, q_width, q_mid, q_power, dist, marg);
+        const T k = q_k;
+        const T b = q_b;
         T tran = zero;
         T rot = zero;
         if (la >= 0) {
