@@ -249,7 +249,8 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
             from the rows' dof chains; lo >= hi: empty); the row products skip the columns outside
         efc_chain: (n, max_rows, 2) int: a contact row's two links (−1: world) whose dof chains hold all
             its nonzeros, −2: none recorded (make_rows' clear zeroes those chains only while their column
-            span is the row's span; any other writer of a row sets its span or −2 here)
+            span is the row's span, and a pyramidal contact of the same two links overwrites them without
+            zeroing; any other writer of a row sets its span or −2 here)
         efc_seg: (n, max_rows, 4) int: the row's nonzero segments lo, g0, g1, hi (its nonzeros lie in [lo, g0)
             and [g1, hi): the first and last nonzero and the longest inner run of zeros), recorded by make_rows
             while it writes the row and read by the convex solve; lo = −1: none recorded (the solve scans the

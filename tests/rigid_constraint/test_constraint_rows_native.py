@@ -154,3 +154,56 @@ def test_contact_rows_native_equal_warp_functions(cone, impratio, condim, precis
     if cone == "elliptic":
         g, e = v.d.efc_mu.numpy()[0, rows], exp["mu"].numpy()[0, rows]
         assert np.array_equal(g.view(np.uint8), e.view(np.uint8)), ("mu", g, e)
+
+
+@pytest.mark.parametrize("precision", ["64", "32"])
+@pytest.mark.parametrize("cone,impratio,condim", [("pyramidal", 5.0, 3), ("elliptic", 1.0, 3)])
+def test_contact_rows_native_reuses_parameters_bit_for_bit(cone, impratio, condim, precision):
+    """The native body computes what depends on a contact's 7 parameters alone (legalized solref, K, B, the
+    impedance curve's coefficient) once per run of consecutive contacts with the same parameter bits: contacts
+    in pairs sharing a set whose ``mid`` splits the pair (one x below mid, one above: both coefficients of the
+    curve), consecutive sets differing in mid, power and solref (the last two only in a zero timeconst's sign). Every contact's
+    imp, aref and R equal the Warp functions' from scratch bit for bit; it fails when a change of parameters does not
+    reset the cached coefficients (checked)."""
+    m, d = S.make(cone=cone, impratio=impratio, condim=condim)
+    st, tree = S.stage_for(m, d, precision=precision)
+    n = d.ncon
+    assert n >= 4
+    dist = st.con_dist.numpy()[0, :n]
+    marg = st.con_margin.numpy()[0, :n]
+    x = np.abs(dist - marg)
+    sets = [(0.03, 0.7, 0.2, 0.97, 0.4, 2.0), (0.015, 1.3, 0.1, 0.99, 0.6, 2.5), (0.0, 1.0, 0.3, 0.9, 0.5, 3.0),
+            (-0.0, 1.0, 0.3, 0.9, 0.5, 3.0)]
+    sol = st.con_sol.numpy()
+    below = above = 0
+    for c in range(n):
+        p = c // 2
+        tc, dr, dmin, dmax, mid, power = sets[p % len(sets)]
+        pair = [i for i in (2 * p, 2 * p + 1) if i < n]
+        # x1/w + x2/w = 2·mid: one of the pair at or below mid, the other above (a lone contact at mid/2)
+        width = (x[pair[0]] / (0.5 * mid)) if len(pair) == 1 else (x[pair[0]] + x[pair[-1]]) / (2.0 * mid)
+        xc = x[c] / width
+        below += xc <= mid
+        above += mid < xc < 1.0
+        sol[0, c] = [tc, dr, dmin, dmax, width, mid, power]
+    assert below >= 2 and above >= 1
+    st.con_sol.assign(sol)
+    for a in (st.efc_imp, st.efc_aref, st.efc_R):
+        a.fill_(np.nan)
+    S.build(st, tree)
+    st.check()
+    v = st.v
+    s = v.d.efc_R.dtype
+    exp = {k: wp.full(v.d.efc_R.shape, np.nan, dtype=s, device=v.device) for k in ("imp", "aref", "R", "mu")}
+    wp.launch(_expected, dim=n, device=v.device,
+              inputs=[n, s(v.m.opt.impratio), s(v.m.opt.tc_floor), int(v.m.opt.cone), v.d.con_dim, v.d.con_link,
+                      v.d.con_dist, v.d.con_margin, v.d.con_sol, v.d.con_friction, v.d.con_solreffriction,
+                      v.m.link_invweight, v.d.con_efc_adr, v.d.efc_vel],
+              outputs=[exp["imp"], exp["aref"], exp["R"], exp["mu"]])
+    nrows = int(v.d.nefc.numpy()[0])
+    rows = np.nonzero(v.d.efc_type.numpy()[0, :nrows] >= 3)[0]
+    assert len(rows) >= 2 * n
+    for name, got in (("imp", v.d.efc_imp), ("aref", v.d.efc_aref), ("R", v.d.efc_R)):
+        g, e = got.numpy()[0, rows], exp[name].numpy()[0, rows]
+        assert np.isfinite(e).all(), name
+        assert np.array_equal(g.view(np.uint8), e.view(np.uint8)), (name, g, e)

@@ -24,6 +24,10 @@
 //   2(dim − 1) rows come from one pass over each link's dof chain (each dof's point velocity and its
 //   dim axis components computed once) instead of four walks per row, each entry receiving the same
 //   additions in the same order (n_a, −n_b, ±μ_k t_a, ∓μ_k t_b; dofs the two chains share get all four).
+//   Each such entry is computed from the cleared row's +0 and stored (no load: b's pass skips the dofs a's wrote),
+//   so a row that held the same two links last build (its span their chains') is not zeroed first, only its
+//   records reset (Round 12). A contact row's R and aref come from its finish and D = 1/R is written once R is
+//   final (the cleared state's R = 1, D = 0, aref = 0 are not stored first).
 //   J·qvel of a contact row runs over the two chains' columns in ascending order, not the whole span
 //   (the span of a contact between links far apart in the tree holds mostly zeros; on the pile of 50
 //   boxes nearly all of nv = 300): the skipped entries are exact zeros, so for finite qvel the sum is
@@ -210,24 +214,6 @@
     auto damping = [=](T tc, T dr, T dmax) {
         if (dr > T(0.0)) return wp::div(T(2.0), wp::max(tiny, wp::mul(dmax, tc)));
         return wp::div(wp::neg(dr), wp::max(tiny, dmax));
-    };
-    auto impedance = [=](T dmin, T dmax, T width, T mid, T power, T pos, T margin) {
-        const T o = T(1.0);
-        if (dmin == dmax || width <= tiny) return wp::mul(T(0.5), wp::add(dmin, dmax));
-        const T x = wp::abs(wp::div(wp::sub(pos, margin), width));
-        if (x >= o) return dmax;
-        if (x <= T(0.0)) return dmin;
-        T y = x;
-        if (power == o) {
-            y = x;
-        } else if (x <= mid) {
-            const T a = wp::div(o, wp::pow(mid, wp::sub(power, o)));
-            y = wp::mul(a, wp::pow(x, power));
-        } else {
-            const T b = wp::div(o, wp::pow(wp::sub(o, mid), wp::sub(power, o)));
-            y = wp::sub(o, wp::mul(b, wp::pow(wp::sub(o, x), power)));
-        }
-        return wp::add(dmin, wp::mul(y, wp::sub(dmax, dmin)));
     };
     // a contact's nonzero columns: the union of its two links' dof chains, ascending (up to PP_CHAIN
     // columns; a longer union falls back to the span); ncols = -1: not a contact's row / fallback
@@ -439,6 +425,37 @@
         return n;
     };
     int over = 0;
+    // the last contact's solver parameters (solref ⊕ solimp) and the values that depend on them alone
+    T ps[7];
+    bool have_sol = false, have_lo = false, have_hi = false;
+    T q_tc = zero, q_dr = zero, q_dmax = zero, q_dmin = zero, q_width = zero, q_mid = zero, q_power = zero, q_k = zero,
+      q_b = zero, q_alo = zero, q_ahi = zero;
+    // `impedance` with the coefficient 1/pow(mid, power − 1) (or 1/pow(1 − mid, power − 1)) of the current parameters
+    // computed once per parameter set (the same operations on the same values as the Warp function `impedance`)
+    auto impedance_q = [&](T dmin, T dmax, T width, T mid, T power, T pos, T margin) {
+        const T o = T(1.0);
+        if (dmin == dmax || width <= tiny) return wp::mul(T(0.5), wp::add(dmin, dmax));
+        const T x = wp::abs(wp::div(wp::sub(pos, margin), width));
+        if (x >= o) return dmax;
+        if (x <= T(0.0)) return dmin;
+        T y = x;
+        if (power == o) {
+            y = x;
+        } else if (x <= mid) {
+            if (!have_lo) {
+                q_alo = wp::div(o, wp::pow(mid, wp::sub(power, o)));
+                have_lo = true;
+            }
+            y = wp::mul(q_alo, wp::pow(x, power));
+        } else {
+            if (!have_hi) {
+                q_ahi = wp::div(o, wp::pow(wp::sub(o, mid), wp::sub(power, o)));
+                have_hi = true;
+            }
+            y = wp::sub(o, wp::mul(q_ahi, wp::pow(wp::sub(o, x), power)));
+        }
+        return wp::add(dmin, wp::mul(y, wp::sub(dmax, dmin)));
+    };
     for (int c = 0; c < n_con; ++c) {
         const int dim = c_dim[c * c_dim_s];
         int nrow = dim;
@@ -449,33 +466,66 @@
             continue;
         }
         c_adr[c * c_adr_s] = row;
-        // rows clr .. row+nrow-1 to their cleared state (J 0, R 1, the rest 0)
-        for (int i = clr; i < row + nrow; ++i) {
-            clear_row(i);
-            o_floss[i * tf] = zero;
-            o_mu[i * tmu] = zero;
-            o_dim[i * idm] = 0;
-            o_D[i * tD] = zero;
-            o_R[i * tR] = one;
-            o_aref[i * ta] = zero;
-        }
-        if (row + nrow > clr) clr = row + nrow;
         const int la = *(const int*)(c_link + (size_t)c * c_link_s1);
         const int lb = *(const int*)(c_link + (size_t)c * c_link_s1 + c_link_s2);
         ncols = chain_cols(la, lb);
+        // a pyramidal contact's rows are written by the one pass below, which stores every entry of the two chains:
+        // a row that held the same two links (and whose span is their chains') needs no zeroing, only its records
+        // reset (the entries outside the chains are zero: see clear_row)
+        const bool pass_rows = !(cone == CONE_ELLIPTIC || dim == 1) && ncols > 0;
+        const int clo = ncols > 0 ? cols[0] : 0, chi = ncols > 0 ? cols[ncols - 1] + 1 : 0;
+        // rows clr .. row+nrow-1 to their cleared state (J 0, the rest 0) where the contact's rows do not write them:
+        // R, aref (finish) and D (below, once R is final) are always written
+        for (int i = clr; i < row + nrow; ++i) {
+            int* sp0 = span(i);
+            int* ch0 = chain(i);
+            if (pass_rows && ch0[0] == la && ch0[Cs2] == lb && sp0[0] == clo && sp0[Ss2] == chi) {
+                sp0[0] = nv;
+                sp0[Ss2] = 0;
+                ch0[0] = -2;
+                ch0[Cs2] = -2;
+            } else {
+                clear_row(i);
+            }
+            o_floss[i * tf] = zero;
+            o_mu[i * tmu] = zero;
+            o_dim[i * idm] = 0;
+        }
+        if (row + nrow > clr) clr = row + nrow;
         const V p_cur = c_pos[c * c_pos_s];
         const M3 fr = c_frame[c * c_frame_s];
         const T dist = c_dist[c * c_dist_s];
         const T marg = c_marg[c * c_marg_s];
         const T* sol = (const T*)(c_sol + (size_t)c * c_sol_s1);
         const T* fric = (const T*)(c_fric + (size_t)c * c_fric_s1);
-        const T tc = legal_tc(sol[0], sol[ss]);
-        const T dr = legal_dr(sol[0], sol[ss]);
-        const T dmax = clamp_imp(sol[3 * ss]);
-        const T imp = impedance(clamp_imp(sol[2 * ss]), dmax, wp::max(zero, sol[4 * ss]), clamp_imp(sol[5 * ss]),
-                                wp::max(one, sol[6 * ss]), dist, marg);
-        const T k = stiffness(tc, dr, dmax);
-        const T b = damping(tc, dr, dmax);
+        // what follows from the 7 parameters alone is reused from the previous contact when they are the same bits (all the
+        // contacts of a geom pair, usually of the scene): the same functions of the same values, so the same numbers
+        bool same = have_sol;
+        for (int i = 0; i < 7 && same; ++i) {
+            const T si = sol[(size_t)i * ss];
+            same = __builtin_memcmp(&si, &ps[i], sizeof(T)) == 0;     // bit for bit (±0, NaN)
+        }
+        if (!same) {
+            for (int i = 0; i < 7; ++i) ps[i] = sol[(size_t)i * ss];
+            have_sol = true;
+            q_tc = legal_tc(ps[0], ps[1]);
+            q_dr = legal_dr(ps[0], ps[1]);
+            q_dmax = clamp_imp(ps[3]);
+            q_dmin = clamp_imp(ps[2]);
+            q_width = wp::max(zero, ps[4]);
+            q_mid = clamp_imp(ps[5]);
+            q_power = wp::max(one, ps[6]);
+            q_k = stiffness(q_tc, q_dr, q_dmax);
+            q_b = damping(q_tc, q_dr, q_dmax);
+            have_lo = false;
+            have_hi = false;
+        }
+        const T tc = q_tc;
+        const T dr = q_dr;
+        const T dmax = q_dmax;
+        const T imp = impedance_q(q_dmin, dmax, q_width, q_mid, q_power, dist, marg);
+        const T k = q_k;
+        const T b = q_b;
         T tran = zero;
         T rot = zero;
         if (la >= 0) {
@@ -495,7 +545,6 @@
             }
             if (dim == 1) {
                 finish(row, dist, marg, imp, k, b, tran, EFC_CONTACT_FRICTIONLESS, c);
-                o_D[row * tD] = wp::div(one, o_R[row * tR]);
             } else {
                 finish(row, dist, marg, imp, k, b, tran, EFC_CONTACT_ELLIPTIC, c);
                 const T rn = o_R[row * tR];
@@ -547,7 +596,6 @@
                     ax[kk] = V(fr.data[kk % 3][0], fr.data[kk % 3][1], fr.data[kk % 3][2]);
                     isrot[kk] = kk >= 3 ? 1 : 0;
                 }
-                const T mone = wp::neg(one);
                 const int last_a = la >= 0 ? link_dof_last.data[la] : -1;
                 const int last_b = lb >= 0 ? link_dof_last.data[lb] : -1;
                 // the first dof the two chains share (chains run root-ward with dof_parent[d] < d): -1 if none
@@ -573,20 +621,25 @@
                         const V pv = wp::add(cv[d], wp::cross(w, wp::sub(p_cur, rf[d])));
                         for (int kk = 0; kk < dim; ++kk) val[kk] = isrot[kk] ? wp::dot(ax[kk], w) : wp::dot(ax[kk], pv);
                         const bool shared = common >= 0 && d <= common && side == 0;
-                        for (int r = 0; r < nrow; ++r) {
-                            const int kk = 1 + r / 2;
-                            T x = jr[r][d];
-                            if (side == 0) {
-                                x = wp::add(x, wp::mul(one, val[0]));
-                                if (shared) x = wp::add(x, wp::mul(mone, val[0]));
-                                x = wp::add(x, wp::mul(sa[r], val[kk]));
-                                if (shared) x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk]));
-                            } else {
-                                x = wp::add(x, wp::mul(mone, val[0]));
-                                x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk]));
-                            }
-                            jr[r][d] = x;
+                        // each entry starts from the cleared row's +0 (no chain dof is written twice: b's pass skips
+                        // the shared dofs), so it is computed from +0 and stored, not loaded
+#define PP_PYR_DOF(NR)                                                              \
+                        for (int r = 0; r < (NR); ++r) {                            \
+                            const int kk = 1 + r / 2;                               \
+                            T x = T(0);                                             \
+                            if (side == 0) {                                        \
+                                x = wp::add(x, val[0]);                             \
+                                if (shared) x = wp::add(x, wp::neg(val[0]));        \
+                                x = wp::add(x, wp::mul(sa[r], val[kk]));            \
+                                if (shared) x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk])); \
+                            } else {                                                \
+                                x = wp::add(x, wp::neg(val[0]));                    \
+                                x = wp::add(x, wp::mul(wp::neg(sa[r]), val[kk]));   \
+                            }                                                       \
+                            jr[r][d] = x;                                           \
                         }
+                        if (nrow == 4) { PP_PYR_DOF(4) } else { PP_PYR_DOF(nrow) }
+#undef PP_PYR_DOF
                         d = par[d];
                     }
                     for (int r = 0; r < nrow; ++r) if (first < sp[r][0]) sp[r][0] = first;
@@ -613,11 +666,13 @@
             const T rpy = wp::mul(wp::mul(T(2.0), mu2), o_R[row * tR]);
             for (int j = 0; j < nrow; ++j) o_R[(row + j) * tR] = rpy;
         }
-        // the rows' links: the next build's clear zeroes their chains only (clear_row)
+        // the rows' links: the next build's clear zeroes their chains only (clear_row); D = 1/R of the final R (as
+        // make_rows' pass over the other rows)
         for (int j = 0; j < nrow; ++j) {
             int* ch = chain(row + j);
             ch[0] = la;
             ch[Cs2] = lb;
+            o_D[(row + j) * tD] = wp::div(one, o_R[(row + j) * tR]);
         }
         row = row + nrow;
     }

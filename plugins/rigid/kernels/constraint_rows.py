@@ -644,7 +644,9 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, param
                         con_margin, con_friction, con_sol, d.con_solreffriction, con_efc_adr, efc_J, efc_span, efc_chain,
                         efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp, efc_floss,
                         efc_mu, n_efc, overflow, efc_seg, segs, prefetch)
+    row_c0 = row
     row = n_efc[env]
+    row_c1 = row
     if overflow[env] != 0:
         over = 1
     clr = wp.max(clr, row)
@@ -722,7 +724,10 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, param
                            efc_type, efc_id, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_imp, efc_seg, segs)
                 row = row + 1
 
-    for i in range(row):
+    # D = 1/R (the contact rows' own: contact_rows_native)
+    for i in range(row_c0):
+        efc_D[env, i] = one / efc_R[env, i]
+    for i in range(row_c1, row):
         efc_D[env, i] = one / efc_R[env, i]
     # the last build's rows beyond this one's: back to the cleared state (padding reads as empty)
     init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
