@@ -1,14 +1,16 @@
-"""The contact + link wrench stage on demand (benchmarks/results/constraint.md, "Round 12 (post-solve stages)"):
-whole steps of one scene with the stage skipped in the step (A: computed by the first host read after it,
-solver._wrench_sync) and run in every substep (B: the behaviour before), as an in-process A/B.
+"""The post-solve stages (benchmarks/results/constraint.md, "Round 12 (post-solve stages)") as in-process A/Bs of
+whole steps of one scene. ``--variant wrench``: the contact + link wrench stage skipped in the step (A: computed
+by the first host read after it, solver._wrench_sync) or run in every substep (B: the behaviour before).
+``--variant fuse``: the substep's tail in one launch (A: integration.post_solve) or as the separate launches
+(B: total_force, ld_solve + gyro_resolve or the copy of the solve's acceleration, integrate).
 
 One scene per benchmark scene (bench_constraint's MJCF, settled state, graph capture on, one thread); the
 variants alternate (ABBA) by switching ``_wrench_on_since`` and invalidating the captured graph (one
 uncounted step recaptures it), ``samples`` samples of ``steps`` steps each; prints min / median CPU µs per
 env-step. Bit identity of the readings is tests/rigid/test_rigid_wrench_on_demand.py's job.
 
-    PYTHONPATH=. python benchmarks/probe_wrench_on_demand.py [--n 1024] [--scenes boxes,humanoid] [--samples 8]
-        [--steps 10]
+    PYTHONPATH=. python benchmarks/probe_wrench_on_demand.py [--variant wrench|fuse] [--n 1024]
+        [--scenes boxes,humanoid] [--samples 8] [--steps 10]
 """
 
 from __future__ import annotations
@@ -26,9 +28,32 @@ from benchmarks import profile_constraint as P
 wp.config.quiet = True
 
 
-def _mode(scene, lazy: bool) -> None:
+_FUSED = None
+
+
+def _separate(v, clear_ext, solve, prefetch=1):
+    """integration.post_solve as the separate launches (the code before the fusion)."""
+    from polyphys.plugins.rigid import factorization, integration
+
+    integration.total_force(v)
+    if solve:
+        factorization.ld_solve(v, v.d.qfrc_total, v.d.qacc)
+        integration.gyro_resolve(v, v.d.qfrc_total)
+    else:
+        wp.copy(v.d.qacc, v.d.qacc_warmstart)
+    integration.integrate(v, clear_ext, v.d.qfrc_total)
+
+
+def _mode(scene, variant: str, a: bool) -> None:
+    global _FUSED
+    from polyphys.plugins.rigid import integration
+
     s = scene.solver("rigid")
-    s._wrench_on_since = None if lazy else -1
+    if variant == "wrench":
+        s._wrench_on_since = None if a else -1
+    else:
+        _FUSED = _FUSED or integration.post_solve
+        integration.post_solve = _FUSED if a else _separate
     scene.simulator.invalidate()
     scene.step()                    # recapture (not timed)
 
@@ -44,6 +69,7 @@ def _time(scene, n, steps) -> float:
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--variant", default="wrench", choices=("wrench", "fuse"))
     ap.add_argument("--n", type=int, default=1024)
     ap.add_argument("--scenes", default="boxes,humanoid")
     ap.add_argument("--samples", type=int, default=8)
@@ -61,11 +87,11 @@ def main():
         for k in range(args.samples):
             loads.append(os.getloadavg()[0])
             for lazy in ((True, False) if k % 2 == 0 else (False, True)):
-                _mode(scene, lazy)
+                _mode(scene, args.variant, lazy)
                 res[lazy].append(_time(scene, args.n, args.steps))
         a, b = np.array(res[True]), np.array(res[False])
         print(f"{name}, n_envs {args.n}, {args.samples} x {args.steps} steps, load {min(loads):.2f}-{max(loads):.2f}: "
-              f"on demand min {a.min():.2f} med {np.median(a):.2f} | every substep min {b.min():.2f} "
+              f"{args.variant} A min {a.min():.2f} med {np.median(a):.2f} | B min {b.min():.2f} "
               f"med {np.median(b):.2f} µs/env-step; saved {b.min() - a.min():.2f} (min) {np.median(b) - np.median(a):.2f} (med)")
 
 

@@ -306,7 +306,6 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         integration (docs/semantics.md §R2): Euler / implicitfast solve the constraint problem with M and integrate
         (M + h·D)⁻¹(qfrc_smooth + qfrc_constraint); approximate_implicitfast solves it with M + h·D
         and integrates the solve's acceleration."""
-        import warp as wp
 
         last = f == self.layout.substeps - 1
         v = self.views[part.index]
@@ -323,13 +322,9 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             contact_forces.contact_link_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
         if last and self._readback_on:       # sensors: the state of the last substep's solve
             readback.rne_post_constraint(v, v.d.qacc_warmstart)
-        integration.total_force(v)
-        if self._approx:
-            wp.copy(v.d.qacc, v.d.qacc_warmstart)
-        else:
-            factorization.ld_solve(v, v.d.qfrc_total, v.d.qacc)       # (M + h·D)⁻¹: factored in _smooth
-            integration.gyro_resolve(v, v.d.qfrc_total)
-        integration.integrate(v, last, v.d.qfrc_total)
+        # total force → (M + h·D)⁻¹ solve from the factor of _smooth (+ gyroscopic re-solve), or the solve's
+        # acceleration (approximate_implicitfast) → integrate: one launch (integration.post_solve, the same numbers)
+        integration.post_solve(v, last, solve=not self._approx)
 
     def _wrench_lazy(self) -> bool:
         """Whether the last step ran without the contact + link wrench stage (one substep, no in-step reader)."""
