@@ -9,8 +9,9 @@ kernels in kernels/<stage>.py (docs/rigid.md, "Internals"). Per substep and part
     substep's contacts are detected at the start of that substep's constrained pipeline; an
     unconstrained scene with contacts only reads them)
     with constraint rows: qacc_smooth → collision → constraint rows → convex or
-    signorini solve → noslip → contact forces → [readback] → integration (total force, (M + h·D)
-    solve, integrate)
+    signorini solve → noslip → contact forces (with one substep and no in-step reader: after the step, at
+    the first host read, _wrench_sync) → [readback] → integration (total force, (M + h·D) solve,
+    integrate: one launch, integration.post_solve)
 
 [readback] (readback.py: MuJoCo's mj_rnePostConstraint for sensors) runs on the last substep of a
 step only once a sensor or a readback getter asked (sensor_view.py); without constraint rows that
