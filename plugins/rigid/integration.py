@@ -1,6 +1,7 @@
 """Integration stage (docs/semantics.md §R2; MuJoCo's mj_Euler / mj_implicit): semi-implicit Euler, the implicit
 midpoint branch of free bodies, the gyroscopic re-solve of standalone free bodies (MuJoCo-compatible implicitfast,
-§R2a) and the total force of the integrating solve after a constraint solve. Kernels: kernels/integration.py."""
+§R2a) and the total force of the integrating solve after a constraint solve; ``post_solve``: the constrained
+substep's tail (total force, solve, integration) in one launch. Kernels: kernels/integration.py."""
 
 from __future__ import annotations
 
