@@ -307,7 +307,6 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         integration (docs/semantics.md §R2): Euler / implicitfast solve the constraint problem with M and integrate
         (M + h·D)⁻¹(qfrc_smooth + qfrc_constraint); approximate_implicitfast solves it with M + h·D
         and integrates the solve's acceleration."""
-
         last = f == self.layout.substeps - 1
         v = self.views[part.index]
         # the integration's M + h·D is factored in the smooth pass too (unless the solve already used it)
@@ -358,8 +357,9 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             self._wrench_at[p.index] = done
 
     def _wrench_keep_on(self) -> None:
-        """Run the wrench stage in every substep from the next step on (an in-step reader: sensors,
-        sync_links); captured graphs lack it: capture again."""
+        """Run the wrench stage in every substep from the next step on (request_sensor_data: the readback and
+        the sensors read it inside the step); captured graphs lack it: capture again. The step before is still
+        synced on demand (_wrench_lazy: the switch counts from the next step)."""
         if getattr(self, "_wrench_on_since", -1) is None:
             self._wrench_on_since = self._steps_done()
             sim = getattr(self.scene, "simulator", None)
