@@ -47,6 +47,8 @@ _STAGES = [
     ("readback", "rne_post_constraint", "readback RNE"),
     ("integration", "total_force", "total force"),
     ("integration", "integrate", "integration"),
+    ("integration", "gyro_resolve", "gyro re-solve (standalone free bodies)"),
+    ("integration", "post_solve", "total force + (M+hD) solve + integration, fused"),
 ]
 
 

@@ -75,6 +75,7 @@ def link_contact_wrench_host(solver, envs: np.ndarray) -> dict:
     z = np.zeros((len(envs), solver.n_links, 3))
     if not solver.has_constraint or solver.collision is None:
         return dict(force=z, torque=z.copy(), impulse_force=z.copy(), impulse_torque=z.copy())
+    solver._wrench_sync()            # a step that skipped the stage: computed now (the same numbers)
     d = solver.data
     g = lambda a: a.numpy()[envs].astype(float)  # noqa: E731
     return dict(force=g(d.link_contact_force), torque=g(d.link_contact_torque), impulse_force=g(d.link_impulse_force),

@@ -1,6 +1,7 @@
 """Integration stage (docs/semantics.md §R2; MuJoCo's mj_Euler / mj_implicit): semi-implicit Euler, the implicit
 midpoint branch of free bodies, the gyroscopic re-solve of standalone free bodies (MuJoCo-compatible implicitfast,
-§R2a) and the total force of the integrating solve after a constraint solve. Kernels: kernels/integration.py."""
+§R2a) and the total force of the integrating solve after a constraint solve; ``post_solve``: the constrained
+substep's tail (total force, solve, integration) in one launch. Kernels: kernels/integration.py."""
 
 from __future__ import annotations
 
@@ -28,3 +29,12 @@ def integrate(v: View, clear_ext: bool, qfrc) -> None:
     midpoint bodies re-derive their CoM wrench from it). clear_ext: the last substep of a step
     (external wrenches and applied forces last one step)."""
     wp.launch(K.integrate, dim=v.n, inputs=[v.m, v.d, int(bool(clear_ext)), qfrc], device=v.device)
+
+
+def post_solve(v: View, clear_ext: bool, solve: bool, prefetch: int = 1) -> None:
+    """The tail of a constrained substep in one launch (kernels/integration.py ``post_solve``, the same numbers as
+    the separate launches): total_force(v); then with ``solve`` factorization.ld_solve(v, d.qfrc_total, d.qacc,
+    prefetch) and gyro_resolve(v, d.qfrc_total), else (approximate_implicitfast) d.qacc = d.qacc_warmstart; then
+    integrate(v, clear_ext, d.qfrc_total)."""
+    wp.launch(K.post_solve, dim=v.n, inputs=[v.m, v.d, int(bool(clear_ext)), int(bool(solve)), int(bool(v.has_gyro)),
+                                            int(prefetch)], device=v.device)

@@ -35,6 +35,7 @@ class RigidSensorViewMixin:
         if not self._readback_on:
             self._readback_on = True
             self._readback_enabled_at = self._steps_done()
+            self._wrench_keep_on()       # the stage reads the link contact wrenches: every substep computes them
             self._sensor_views = {}
             sim = getattr(self.scene, "simulator", None)
             if sim is not None:

@@ -9,8 +9,9 @@ kernels in kernels/<stage>.py (docs/rigid.md, "Internals"). Per substep and part
     substep's contacts are detected at the start of that substep's constrained pipeline; an
     unconstrained scene with contacts only reads them)
     with constraint rows: qacc_smooth → collision → constraint rows → convex or
-    signorini solve → noslip → contact forces → [readback] → integration (total force, (M + h·D)
-    solve, integrate)
+    signorini solve → noslip → contact forces (with one substep and no in-step reader: after the step, at
+    the first host read, _wrench_sync) → [readback] → integration (total force, (M + h·D) solve,
+    integrate: one launch, integration.post_solve)
 
 [readback] (readback.py: MuJoCo's mj_rnePostConstraint for sensors) runs on the last substep of a
 step only once a sensor or a readback getter asked (sensor_view.py); without constraint rows that
@@ -248,6 +249,12 @@ class RigidSolver(RigidSensorViewMixin, Solver):
                 pos=v.d.link_pos, quat=v.d.link_quat, com=v.d.link_xipos, vel=v.d.link_com_vel, ang=v.d.link_ang,
                 coupling_force=v.d.coupling_force, coupling_torque=v.d.coupling_torque)
         self._sol_rec = None
+        # the contact + link wrench stage on demand (_wrench_sync): in every substep with several substeps
+        # (the step's impulse sums need each one) or in-step sensors (they read it, or sync_links inside the
+        # step), else from the first readback request on (request_sensor_data) and otherwise after the step
+        self._wrench_at = {}
+        in_step_sensors = any(getattr(s, "in_step", True) for s in getattr(self.scene, "sensors", ()))
+        self._wrench_on_since = -1 if layout.substeps > 1 or in_step_sensors or self._readback_on else None
         self.forward()
 
     # -- the stage order -------------------------------------------------------------------------
@@ -300,8 +307,6 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         integration (docs/semantics.md §R2): Euler / implicitfast solve the constraint problem with M and integrate
         (M + h·D)⁻¹(qfrc_smooth + qfrc_constraint); approximate_implicitfast solves it with M + h·D
         and integrates the solve's acceleration."""
-        import warp as wp
-
         last = f == self.layout.substeps - 1
         v = self.views[part.index]
         # the integration's M + h·D is factored in the smooth pass too (unless the solve already used it)
@@ -310,19 +315,56 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             self._collide(part, export=True)
         self._constraint_rows(part, exported=True, dense_done=True)
         self._solve(v, v.d.qacc_warmstart)
-        if self.collision is not None:
+        if self.collision is not None and self._wrench_on_since is not None:
             # per-contact wrenches, per-link net contact wrench about the link CoM (world; the
-            # substep-start poses the contacts belong to) and Σ h·f over the step's substeps
+            # substep-start poses the contacts belong to) and Σ h·f over the step's substeps; with one
+            # substep and no in-step reader _wrench_sync computes it after the step, when first read
             contact_forces.contact_link_wrench(v, contact_forces.RESTART if f == 0 else contact_forces.ACCUMULATE)
         if last and self._readback_on:       # sensors: the state of the last substep's solve
             readback.rne_post_constraint(v, v.d.qacc_warmstart)
-        integration.total_force(v)
-        if self._approx:
-            wp.copy(v.d.qacc, v.d.qacc_warmstart)
+        # total force → (M + h·D)⁻¹ solve from the factor of _smooth (+ gyroscopic re-solve), or the solve's
+        # acceleration (approximate_implicitfast) → integrate: one launch (integration.post_solve, the same numbers)
+        integration.post_solve(v, last, solve=not self._approx)
+
+    def _wrench_lazy(self) -> bool:
+        """Whether the last step ran without the contact + link wrench stage (one substep, no in-step reader)."""
+        if self.collision is None or not getattr(self, "has_constraint", False) or self._contact_owner is not None:
+            return False
+        s = getattr(self, "_wrench_on_since", -1)
+        return self._steps_done() > 0 and not (s is not None and self._steps_done() > s)
+
+    def _wrench_sync(self, parts=None) -> None:
+        """The contact + link wrench stage of the last step, computed now if the step skipped it: with one
+        substep it runs after the solve from the solve's rows and forces, the contacts and the link CoMs of
+        the substep start, all untouched until the next step, the kinematics stage (which moves the CoMs to
+        the end of the step) or a state write; so every host path that does one of those or reads the
+        wrenches calls this first (forward, kinematics, sync_links, state_arrays: reset, checkpoints,
+        get_state; the link wrench getter). The same launch as the substep's (RESTART: the impulse sum of a
+        one-substep step is h·wrench): the same numbers as a step that ran it."""
+        if not self._wrench_lazy():
+            return
+        done = self._steps_done()
+        parts = self.layout.partitions if parts is None else parts
+        todo = [p for p in parts if self._wrench_at.get(p.index) != done]
+        if not todo:
+            return
+        if len(todo) == len(self.layout.partitions):
+            contact_forces.contact_link_wrench(self.views["all"], contact_forces.RESTART)
         else:
-            factorization.ld_solve(v, v.d.qfrc_total, v.d.qacc)       # (M + h·D)⁻¹: factored in _smooth
-            integration.gyro_resolve(v, v.d.qfrc_total)
-        integration.integrate(v, last, v.d.qfrc_total)
+            for p in todo:
+                contact_forces.contact_link_wrench(self.views[p.index], contact_forces.RESTART)
+        for p in todo:
+            self._wrench_at[p.index] = done
+
+    def _wrench_keep_on(self) -> None:
+        """Run the wrench stage in every substep from the next step on (request_sensor_data: the readback and
+        the sensors read it inside the step); captured graphs lack it: capture again. The step before is still
+        synced on demand (_wrench_lazy: the switch counts from the next step)."""
+        if getattr(self, "_wrench_on_since", -1) is None:
+            self._wrench_on_since = self._steps_done()
+            sim = getattr(self.scene, "simulator", None)
+            if sim is not None:
+                sim.invalidate()
 
     def _free_substep(self, f, part) -> None:
         """No constraint rows: one (M + h·D) solve and the integration (+ collision detection). With
@@ -393,6 +435,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         continues bit for bit whether or not forward() ran (get_state and checkpoints call it)."""
         import warp as wp
 
+        self._wrench_sync()         # before the kinematics moves the link CoMs it reads
         v = self.views["all"]
         self._smooth(v, getattr(self, "_hd_solve", 0.0) if getattr(self, "has_constraint", False) else 0.0,
                      self.data.qacc_smooth)
@@ -436,6 +479,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         wp.copy(d.qacc_warmstart, self._qacc_keep)
 
     def kinematics(self):
+        self._wrench_sync()
         kinematics.kinematics(self.views["all"])
         self._kin_step = self._steps_done()
 
@@ -445,11 +489,16 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             self.kinematics()
 
     def on_reset(self, envs_idx):
+        # state_arrays() ran _wrench_sync before the write; the written impulse sums are the state now
+        if getattr(self, "_wrench_at", None) is not None:
+            self._wrench_at = {p.index: self._steps_done() for p in self.layout.partitions}
         self._written_at = self._steps_done()    # a state write: refresh only, forces stale (forward)
         self.forward()
 
     # -- state and checkpoints -------------------------------------------------------------------
     def state_arrays(self):
+        if getattr(self, "_wrench_at", None) is not None:
+            self._wrench_sync()     # the impulse sums are state: computed before a read or a write
         d = self.data
         out = {k: getattr(d, k) for k in STATE}
         if getattr(self, "collision", None) is not None and self.collision.welds:
@@ -742,5 +791,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         """Link frames of the end-of-step state for ``rigid_links(part)`` (inside the step they are
         those of the last substep's start): the kinematics stage from qpos, launches only. Nothing the
         next step reads changes (its first stage recomputes them; the getters run the same refresh,
-        ``sync_kinematics``)."""
+        ``sync_kinematics``). The wrench stage of the last step runs first when it was skipped (_wrench_sync;
+        never inside a step: a scene with in-step sensors runs it in every substep)."""
+        self._wrench_sync([part])
         kinematics.kinematics(self.views[part.index])

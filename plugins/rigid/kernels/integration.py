@@ -18,6 +18,12 @@ standalone free joint: the solve of its 6×6 block of M + h·D + h·∂qfrc_bias
 qfrc_constraint, qfrc_ext, qfrc_bias; writes ``d.qfrc_total`` =
 passive + actuator + control + (applied + constraint) + ext − bias (MuJoCo: qfrc_smooth +
 qfrc_constraint, summed in this order).
+
+``post_solve`` is the tail of a constrained substep in one launch: ``total_force``, then (solve = 1) the
+integration's (M + h·D)⁻¹ solve from the smooth pass's factor (kernels/factorization.py ``ld_solve_native``)
+and (gyro = 1) ``gyro_resolve``, or (solve = 0: approximate_implicitfast) d.qacc = d.qacc_warmstart, then
+``integrate`` with qfrc_in = d.qfrc_total: the same functions on the same arrays in the same order per env (each
+env's stages read only that env's rows), so the same numbers as the separate launches.
 """
 
 from typing import Any
@@ -26,6 +32,7 @@ import warp as wp
 
 from ..types import overload
 from . import native
+from .factorization import ld_solve_native
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
@@ -117,9 +124,8 @@ def midpoint_free_joint(env: int, qs: int, ds: int, h: Any, gravity: Any, mass: 
     qpos[env, qs + 6] = qn[2]
 
 
-@wp.kernel
-def integrate(m: Any, d: Any, clear_ext: int, qfrc_in: wp.array2d(dtype=Any)):
-    env = wp.tid()
+@wp.func
+def integrate_env(env: int, m: Any, d: Any, clear_ext: int, qfrc_in: wp.array2d(dtype=Any)):
     h = m.opt.timestep
     integrate_native(env, m.nv, m.nl, h, clear_ext, m.joint_midpoint, m.joint_type, m.joint_q_start,
                      m.joint_dof_start, m.dof_joint, m.dof_damping, m.dof_armature, d.dof_mode, d.qacc, d.qpos, d.qvel,
@@ -134,22 +140,54 @@ def integrate(m: Any, d: Any, clear_ext: int, qfrc_in: wp.array2d(dtype=Any)):
 
 
 @wp.kernel
-def gyro_resolve(m: Any, d: Any, qfrc_in: wp.array2d(dtype=Any)):
+def integrate(m: Any, d: Any, clear_ext: int, qfrc_in: wp.array2d(dtype=Any)):
     env = wp.tid()
+    integrate_env(env, m, d, clear_ext, qfrc_in)
+
+
+@wp.func
+def gyro_resolve_env(env: int, m: Any, d: Any, qfrc_in: wp.array2d(dtype=Any)):
     gyro_resolve_native(env, m.opt.timestep, m.joint_gyro, m.joint_q_start, m.joint_dof_start, m.dof_link, m.dof_madr,
                         m.dof_depth, m.m_col, m.link_parent, m.link_mass, m.link_com, m.link_inertia, d.mass, d.dof_dv,
                         d.link_pos, d.link_quat, d.link_xipos, d.qpos, d.qvel, qfrc_in, d.qacc)
 
 
 @wp.kernel
-def total_force(m: Any, d: Any):
+def gyro_resolve(m: Any, d: Any, qfrc_in: wp.array2d(dtype=Any)):
     env = wp.tid()
+    gyro_resolve_env(env, m, d, qfrc_in)
+
+
+@wp.func
+def total_force_env(env: int, m: Any, d: Any):
     for i in range(m.nv):
         applied = d.qfrc_applied[env, i] + d.qfrc_constraint[env, i]
         d.qfrc_total[env, i] = (d.qfrc_passive[env, i] + d.qfrc_actuator[env, i] + d.qfrc_control[env, i] + applied
                                 + d.qfrc_ext[env, i] - d.qfrc_bias[env, i])
 
 
+@wp.kernel
+def total_force(m: Any, d: Any):
+    env = wp.tid()
+    total_force_env(env, m, d)
+
+
+@wp.kernel
+def post_solve(m: Any, d: Any, clear_ext: int, solve: int, gyro: int, prefetch: int):
+    """total_force → (M + h·D)⁻¹ solve (+ gyro_resolve) or the solve's acceleration → integrate, per env."""
+    env = wp.tid()
+    total_force_env(env, m, d)
+    if solve != 0:
+        ld_solve_native(env, m.nv, prefetch, m.dof_madr, m.dof_depth, m.m_col, d.qld_int, d.qfrc_total, d.qacc)
+        if gyro != 0:
+            gyro_resolve_env(env, m, d, d.qfrc_total)
+    else:
+        for i in range(d.qacc.shape[1]):        # the whole row, as wp.copy(d.qacc, d.qacc_warmstart)
+            d.qacc[env, i] = d.qacc_warmstart[env, i]
+    integrate_env(env, m, d, clear_ext, d.qfrc_total)
+
+
 overload(integrate, qfrc_in=lambda s: wp.array2d(dtype=s))
 overload(gyro_resolve, qfrc_in=lambda s: wp.array2d(dtype=s))
 overload(total_force)
+overload(post_solve)
