@@ -4,8 +4,10 @@
 // crb(l) = cinert(l) + sum of crb(children); for dof i on link l: f = crb(l)·cdof_i (torque ft,
 // force ff), M[i, j] = cdof_j·f for j = i and its dof ancestors (the row's columns m_col,
 // tree-sparse: row i at dof_madr[i], dof_depth[i] + 1 entries, MuJoCo's layout), armature added on
-// the diagonal. The loop is the part ``crb`` (used by crb_native here and by the fused
-// crb_factor_native of kernels/factorization.cpp: one source).
+// the diagonal; a free joint on a root link (its cdof exactly (0, e_k) / (a_k, 0)) has its 6 × 6 block in
+// closed form, the same values (below; general != 0 in crb_native: every dof through the general loop).
+// The loop is the part ``crb`` (used by crb_native here and by the fused crb_factor_native of
+// kernels/factorization.cpp: one source).
 
 // @part crb
     typedef decltype(+*cinert_m.data) T;

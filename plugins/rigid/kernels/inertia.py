@@ -2,7 +2,8 @@
 armature included. One thread per env; native loop in kernels/inertia.cpp (why: kernels/native.py).
 
 Reads ``m``: link_parent, the dof tree, dof_armature; ``d``: cdof, cinert (after the kinematics stage).
-Writes ``d``: crb_m/mc/i, mass.
+Writes ``d``: crb_m/mc/i, mass. ``general`` = 1: every dof through the general loop (no closed-form block of
+a free joint; the reference of the block's test).
 """
 
 from typing import Any
