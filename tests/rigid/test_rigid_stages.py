@@ -180,6 +180,49 @@ def test_inertia_stage(model):
 
 
 @pytest.mark.parametrize("model", _models())
+def test_inertia_free_joint_block(model):
+    """inertia.crb's closed-form 6×6 block of a free joint on a root link (kernels/inertia.cpp: taken where the
+    dofs' cdof are exactly (0, e_k) / (a_k, 0)) against the general loop (``general=True``) with every output
+    NaN-filled first: the same values (the sign of an exact zero may differ) at the kinematics stage's cdof, and
+    the same bytes once one free body's cdof no longer has that pattern (the block is then not taken) or every
+    cdof is random (no block is)."""
+    from polyphys.plugins.rigid import inertia
+
+    c = Case(model)
+    m, d = c.m, c.s.data
+    outs = (d.crb_m, d.crb_mc, d.crb_i, d.mass)
+    free_roots = [j for j in range(m.njnt) if m.jnt_type[j] == 0]
+
+    def both():
+        got = []
+        for general in (False, True):
+            _nan(*outs)
+            inertia.crb(c.v, general=general)
+            got.append([a.numpy().copy() for a in outs])
+        return got
+
+    fast, general = both()
+    for a, b in zip(fast, general):
+        np.testing.assert_array_equal(a, b)
+    nnz = int(c.s.hm.nnz)
+    assert np.isfinite(fast[3][:, :nnz]).all()
+    if free_roots:
+        # the first free body's rotation dof 3 gets a cdof_v off zero: its block must take the general loop
+        cv = d.cdof_v.numpy()
+        cv[:, m.jnt_dofadr[free_roots[0]] + 3] += np.array([1e-3, -2e-3, 5e-4])
+        d.cdof_v.assign(cv)
+        fast, general = both()
+        for a, b in zip(fast, general):
+            assert a.tobytes() == b.tobytes()
+    rng = np.random.default_rng(9)
+    d.cdof_w.assign(rng.normal(size=d.cdof_w.numpy().shape))
+    d.cdof_v.assign(rng.normal(size=d.cdof_v.numpy().shape))
+    fast, general = both()
+    for a, b in zip(fast, general):
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("model", _models())
 def test_actuation_stage(model):
     """actuation.actuation vs mj_passive + mj_fwdActuation: spring + damper forces, actuator forces
     (per actuator and per dof) and qfrc_smooth = passive + actuator + ext − bias (MuJoCo's

@@ -257,6 +257,7 @@
 // @use factorization.prefetch_next
     }
     {
+        const bool crb_general = false;
 // @use inertia.crb
     }
     {

@@ -1,0 +1,122 @@
+"""The smooth stages (kinematics, bias/RNE, actuation, crb_factor_solve) in the step and alone:
+``python -m benchmarks.probe_smooth [--scenes boxes,humanoid,pile] [--rounds 3] [--n 1024]``.
+
+Per scene of profile_constraint (same settled state; the pile with 64 envs): (1) each stage's CPU time per
+env in the step (its host function wrapped by a timer, as profile_constraint does; least of ``rounds``
+rounds of 5 steps); (2) the stage relaunched alone over the whole batch ("1024"); (3) relaunched on the
+first 64 envs, whose data then stays in cache, less the launch's fixed cost (measured with one env) —
+"hot", the stage's arithmetic. In step ≫ hot means the batch's memory traffic, hot ≈ in step means the
+arithmetic (benchmarks/results/constraint.md, Round 12).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import time
+
+from . import bench_constraint as B
+from . import profile_constraint as P
+
+_STAGES = (("kinematics", "kinematics"), ("bias", "rne"), ("actuation", "actuation"),
+           ("factorization", "crb_factor_solve"))
+
+
+def in_step(scene, n, steps=5):
+    """{stage: µs of CPU per env-step} of the smooth stages over ``steps`` steps."""
+    import importlib
+
+    import warp as wp
+
+    acc = collections.defaultdict(float)
+    saved = []
+    for mod, attr in _STAGES:
+        mm = importlib.import_module(f"polyphys.plugins.rigid.{mod}")
+        fn = getattr(mm, attr)
+        saved.append((mm, attr, fn))
+
+        def timed(*a, _fn=fn, _k=attr, **k):
+            wp.synchronize()
+            t0 = time.process_time()
+            out = _fn(*a, **k)
+            wp.synchronize()
+            acc[_k] += time.process_time() - t0
+            return out
+
+        setattr(mm, attr, timed)
+    try:
+        for _ in range(steps):
+            scene.step()
+    finally:
+        for mm, attr, fn in saved:
+            setattr(mm, attr, fn)
+    return {k: v / (steps * n) * 1e6 for k, v in acc.items()}
+
+
+def alone(scene, n_hot=64, samples=7):
+    """{stage: (hot µs per env, whole-batch µs per env)} of each smooth stage relaunched on its own."""
+    import warp as wp
+    from polyphys.plugins.rigid import actuation, bias, factorization, kinematics
+    from polyphys.plugins.rigid.model import view
+
+    sol = scene.solver("rigid")
+    h = sol.layout.h
+    fns = {"kinematics": kinematics.kinematics, "rne": bias.rne, "actuation": actuation.actuation,
+           "crb_factor_solve": lambda v: factorization.crb_factor_solve(v, 0.0, v.d.qfrc_smooth, v.d.qacc_smooth, True,
+                                                                        hd_int=h)}
+    prec = "64" if sol.views["all"].scalar is wp.float64 else "32"
+    vall = sol.views["all"]
+    v1 = view(sol.model, sol.data, 0, 1, prec, "cpu")
+    vh = view(sol.model, sol.data, 0, min(n_hot, vall.n), prec, "cpu")
+
+    def best(fn, v, reps):
+        t = float("inf")
+        for _ in range(samples):
+            wp.synchronize()
+            t0 = time.process_time()
+            for _ in range(reps):
+                fn(v)
+            wp.synchronize()
+            t = min(t, (time.process_time() - t0) / reps)
+        return t * 1e6
+
+    out = {}
+    for k, fn in fns.items():
+        one = best(fn, v1, 100)
+        hot = (best(fn, vh, 20) - one) / max(vh.n - 1, 1)
+        out[k] = (hot, best(fn, vall, 3) / vall.n)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1024)
+    ap.add_argument("--pile-n", type=int, default=64)
+    ap.add_argument("--scenes", default="boxes,humanoid,pile")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    import warp as wp
+
+    wp.config.quiet = True
+    for name, path, settle, flags in P.scenes(args.scenes.split(",")):
+        m = B._mj_model(path)
+        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
+        n = args.pile_n if flags.get("pile") else args.n
+        extra = {}
+        if flags.get("pile"):
+            mc, _, _ = B._mj_stats(m, d)
+            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
+        scene = P.polyphys_scene(path, d, float(m.opt.timestep), n, constraint_islands=True, **extra)
+        step = collections.defaultdict(lambda: float("inf"))
+        for _ in range(args.rounds):
+            for k, x in in_step(scene, n).items():
+                step[k] = min(step[k], x)
+        lone = alone(scene)
+        print(f"{name} ({n} envs), load {os.getloadavg()[0]:.2f}: µs per env, hot / whole batch alone / in the step")
+        for k, (hot, full) in lone.items():
+            print(f"  {k:18s} {hot:6.2f} / {full:6.2f} / {step[k]:6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
