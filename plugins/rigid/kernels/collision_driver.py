@@ -137,7 +137,10 @@ def poses_aabb(
 ):
     """``geom_poses`` and ``aabb_update`` in one launch (CollisionPipeline.collide): each thread
     computes its geoms' world poses and then their rotation matrices and AABBs, the same operations
-    in the same order as the two kernels (bit-identical); one launch and one pass over the geoms."""
+    in the same order as the two kernels (bit-identical); one launch and one pass over the geoms. A geom
+    at its link's origin with the identity rotation (a free body's box or sphere) takes the link's
+    position and normalised rotation directly: rotating the zero offset and multiplying by the identity
+    quaternion add only zeros (exact, up to the sign of a zero)."""
     env, j = wp.tid()
     for g in range(j, geom_link.shape[0], slot_stride):
         lk = geom_link[g]
@@ -145,8 +148,14 @@ def poses_aabb(
         qg = geom_quat[g]
         if lk >= 0:
             q = link_xquat_in[env, lk]
-            c = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
-            qg = wp.normalize(q * geom_quat[g])
+            zero = c[0] - c[0]
+            if (c[0] == zero and c[1] == zero and c[2] == zero and qg[0] == zero and qg[1] == zero
+                    and qg[2] == zero and qg[3] == zero + type(zero)(1.0)):
+                c = link_xpos_in[env, lk]
+                qg = wp.normalize(q)
+            else:
+                c = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
+                qg = wp.normalize(q * geom_quat[g])
         geom_xpos_out[env, g] = c
         geom_xquat_out[env, g] = qg
         if g == 0:
