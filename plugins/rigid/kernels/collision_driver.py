@@ -464,8 +464,8 @@ def _reserve(env: int, cnt: int, cand_count_out: wp.array(dtype=wp.int32), cand_
     pool"): the env's count grows by ``cnt`` (its budget, max_candidate_contacts = pool size / envs, is
     checked on it, and it keeps counting past the budget for check()); a block within the budget is
     taken from the partition's pool, one array for all its envs filled in launch order (on the CPU grid
-    the envs' blocks follow each other, so an env's points share cache lines and pages instead of
-    lying one budget apart). stored = 0: no block (no points, or over the budget)."""
+    the envs' blocks of a family's launch follow each other, so the points share cache lines and pages
+    instead of lying one budget apart). stored = 0: no block (no points, or over the budget)."""
     start = int(0)
     stored = int(0)
     if cnt > 0:
