@@ -737,9 +737,11 @@ class CollisionPipeline:
         self.pairs_buf = z((n, P), wp.vec3i)
         self.pair_cand = z((n, P), wp.vec2i)
         self.cand_count = z(n, wp.int32)
-        self.cand_pos = z((n, C), V)
-        self.cand_normal = z((n, C), V)
-        self.cand_dist = z((n, C), S)
+        # the candidate pool (docs/collision.md, "The candidate pool"): C points per env, one array, each
+        # partition's envs fill their slice in launch order; pair_cand holds each pair's block in it
+        self.cand_pos = z(n * C, V)
+        self.cand_normal = z(n * C, V)
+        self.cand_dist = z(n * C, S)
         self.contact_raw = z(n, wp.int32)
         self.contact_count = z(n, wp.int32)
         self.contact_geom = z((n, K_), wp.vec2i)
@@ -752,15 +754,18 @@ class CollisionPipeline:
         if partitions is None:
             partitions = (Partition(0, 0, n_envs),)
         self._parts = {}
+        self._partitions = tuple(partitions)
         for part in partitions:
             v = SimpleNamespace()
             sl = slice(part.start, part.stop)
             for name in ("weld_active", "geom_xpos", "geom_xquat", "geom_xmat", "aabb_lo", "aabb_hi",
-                         "pair_count", "pairs_buf", "pair_cand", "cand_count", "cand_pos",
-                         "cand_normal", "cand_dist", "contact_raw", "contact_count",
+                         "pair_count", "pairs_buf", "pair_cand", "cand_count", "contact_raw", "contact_count",
                          "contact_geom", "contact_pos", "contact_frame", "contact_depth",
                          "contact_includemargin", "contact_pair", "contact_active"):
                 setattr(v, name, getattr(self, name)[sl])
+            for name in ("cand_pos", "cand_normal", "cand_dist"):
+                setattr(v, name, getattr(self, name)[part.start * C:part.stop * C])
+            v.cand_pool = z(1, wp.int32)             # the points taken from the partition's pool so far
             v.n = part.stop - part.start
             if self._sorted_bp:
                 v.sweep_order = f(np.tile(sweep_geoms, (v.n, 1)), wp.int32)
@@ -893,7 +898,7 @@ class CollisionPipeline:
         dim, st = self._slots(n, G)
         wp.launch(K.aabb_update, dim=dim, inputs=[m.geom_type, m.geom_half, m.geom_margin, st, xpos, xquat],
                   outputs=[v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count, v.cand_count,
-                           v.contact_raw], device=dev)
+                           v.contact_raw, v.cand_pool], device=dev)
         self._detect(part, xpos, None)
 
     def collide(self, part, link_xpos, link_xquat, export=None):
@@ -913,7 +918,7 @@ class CollisionPipeline:
                   inputs=[m.geom_link, m.geom_pos, m.geom_quat, m.geom_type, m.geom_half, m.geom_margin, st,
                           link_xpos[part.start:part.stop], link_xquat[part.start:part.stop]],
                   outputs=[v.geom_xpos, v.geom_xquat, v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count,
-                           v.cand_count, v.contact_raw], device=self.device)
+                           v.cand_count, v.contact_raw, v.cand_pool], device=self.device)
         self._detect(part, v.geom_xpos, export)
 
     def _detect(self, part, xpos, export):
@@ -973,7 +978,8 @@ class CollisionPipeline:
             wp.launch(kernel, dim=dim,
                       inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum, m.mesh_vert, st,
                               xpos, v.geom_xmat, v.pairs_buf, v.pair_count],
-                      outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count], device=dev)
+                      outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count, v.cand_pool],
+                      device=dev)
         if self._needs_convex:
             from .kernels import collision_gjk
 
@@ -982,7 +988,7 @@ class CollisionPipeline:
                               m.mesh_vert, m.geom_prism, m.prism_nrm, m.prism_vcone, m.cone_nrm,
                               m.cone_cnt, xpos,
                               v.geom_xmat, v.pairs_buf, v.pair_count],
-                      outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count],
+                      outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count, v.cand_pool],
                       device=dev)
         if export is not None and self._cpu and not self._split:
             s = slice(part.start, part.stop)
@@ -1098,7 +1104,9 @@ class CollisionPipeline:
         npairs = min(int(self.pair_count.numpy()[env]), self.max_pairs)
         pairs = self.pairs_buf.numpy()[env]
         pc = self.pair_cand.numpy()[env]
-        pos, nrm, dist = (a.numpy()[env] for a in (self.cand_pos, self.cand_normal, self.cand_dist))
+        # the blocks are positions in the pool of env's partition
+        base = next(p.start for p in self._partitions if p.start <= env < p.stop) * self.max_cand
+        pos, nrm, dist = (a.numpy()[base:] for a in (self.cand_pos, self.cand_normal, self.cand_dist))
         out = []
         for k in range(npairs):
             s, c = int(pc[k, 0]), int(pc[k, 1])

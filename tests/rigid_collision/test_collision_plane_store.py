@@ -73,6 +73,7 @@ def test_plane_sphere_capsule_candidates(kind, precision):
     cpos, cnrm, cdist = pipe.cand_pos.numpy(), pipe.cand_normal.numpy(), pipe.cand_dist.numpy()
     blocks, counts = pipe.pair_cand.numpy(), pipe.cand_count.numpy()
     seen = 0
+    written = np.zeros(cdist.shape[0], dtype=bool)
     for e, (c, q) in enumerate(poses):
         ax = _rot(q)[:, 2]
         ends = [c + ax * hl, c - ax * hl] if kind == "capsule" else [c]
@@ -83,12 +84,15 @@ def test_plane_sphere_capsule_candidates(kind, precision):
         start, cnt = blocks[e, 0]
         assert cnt == len(want) and counts[e] == cnt
         seen += cnt
-        for i, (x, d) in enumerate(want):
-            np.testing.assert_allclose(cpos[e, start + i], x, atol=tol)
-            np.testing.assert_allclose(cnrm[e, start + i], n, atol=tol)
-            np.testing.assert_allclose(cdist[e, start + i], d, atol=tol)
-        assert np.isnan(cdist[e, cnt:]).all()
+        for i, (x, d) in enumerate(want):         # the block: positions in the candidate pool
+            np.testing.assert_allclose(cpos[start + i], x, atol=tol)
+            np.testing.assert_allclose(cnrm[start + i], n, atol=tol)
+            np.testing.assert_allclose(cdist[start + i], d, atol=tol)
+        assert not written[start:start + cnt].any()
+        written[start:start + cnt] = True
     assert seen == (5 if kind == "capsule" else 4)
+    # the blocks follow each other from the pool's start, and nothing else is written
+    assert written[:seen].all() and np.isnan(cdist[~written]).all() and np.isnan(cpos[~written]).all()
 
 
 def _quat_from_z(t):

@@ -34,10 +34,11 @@ def narrowphase_box(
     pair_count_in: wp.array(dtype=wp.int32),
     # Data out:
     pair_cand_out: wp.array2d(dtype=wp.vec2i),
-    cand_pos_out: wp.array2d(dtype=Any),
-    cand_normal_out: wp.array2d(dtype=Any),
-    cand_dist_out: wp.array2d(dtype=Any),
+    cand_pos_out: wp.array(dtype=Any),
+    cand_normal_out: wp.array(dtype=Any),
+    cand_dist_out: wp.array(dtype=Any),
     cand_count_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
 ):
     """The stored pairs of a capsule or a box with a box; each routine stores from its own branch
     (collision_plane._plane_store)."""
@@ -53,12 +54,12 @@ def narrowphase_box(
                 c11, n11, q11, d11 = capsule_box(geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
                                                  geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2], margin)
                 _store(env, k, c11, n11, q11, d11, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                       cand_count_out)
+                       cand_count_out, cand_pool_out)
             else:
                 c12, n12, q12, d12 = box_box(geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
                                              geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2], margin)
                 _store(env, k, c12, n12, q12, d12, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                       cand_count_out)
+                       cand_count_out, cand_pool_out)
 
 
 @wp.kernel
@@ -78,10 +79,11 @@ def narrowphase_box_mujoco(
     pair_count_in: wp.array(dtype=wp.int32),
     # Data out:
     pair_cand_out: wp.array2d(dtype=wp.vec2i),
-    cand_pos_out: wp.array2d(dtype=Any),
-    cand_normal_out: wp.array2d(dtype=Any),
-    cand_dist_out: wp.array2d(dtype=Any),
+    cand_pos_out: wp.array(dtype=Any),
+    cand_normal_out: wp.array(dtype=Any),
+    cand_dist_out: wp.array(dtype=Any),
     cand_count_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
 ):
     """narrowphase_box in MuJoCo-compatible mode: box–box is MuJoCo 4.0's collider (every point it
     gives is kept: prune leaves box–box pairs whole in this mode), capsule–box as narrowphase_box."""
@@ -97,13 +99,13 @@ def narrowphase_box_mujoco(
                 c11, n11, q11, d11 = capsule_box(geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
                                                  geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2], margin)
                 _store(env, k, c11, n11, q11, d11, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                       cand_count_out)
+                       cand_count_out, cand_pool_out)
             else:
                 c12, n12, q12, d12 = box_box_mujoco(geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
                                                     geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2],
                                                     margin)
                 _store(env, k, c12, n12, q12, d12, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                       cand_count_out)
+                       cand_count_out, cand_pool_out)
 
 
 @overloads
@@ -114,9 +116,9 @@ def _overloads(s):
     A2 = wp.array2d
     wp.overload(narrowphase_box, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s), "pair_margin": A(dtype=s),
                                   "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V), "geom_xmat_in": A2(dtype=M),
-                                  "cand_pos_out": A2(dtype=V), "cand_normal_out": A2(dtype=V),
-                                  "cand_dist_out": A2(dtype=s)})
+                                  "cand_pos_out": A(dtype=V), "cand_normal_out": A(dtype=V),
+                                  "cand_dist_out": A(dtype=s)})
     wp.overload(narrowphase_box_mujoco, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s), "pair_margin": A(dtype=s),
                                          "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V),
-                                         "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
-                                         "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
+                                         "geom_xmat_in": A2(dtype=M), "cand_pos_out": A(dtype=V),
+                                         "cand_normal_out": A(dtype=V), "cand_dist_out": A(dtype=s)})

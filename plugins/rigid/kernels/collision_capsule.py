@@ -31,10 +31,11 @@ def narrowphase_capsule(
     pair_count_in: wp.array(dtype=wp.int32),
     # Data out:
     pair_cand_out: wp.array2d(dtype=wp.vec2i),
-    cand_pos_out: wp.array2d(dtype=Any),
-    cand_normal_out: wp.array2d(dtype=Any),
-    cand_dist_out: wp.array2d(dtype=Any),
+    cand_pos_out: wp.array(dtype=Any),
+    cand_normal_out: wp.array(dtype=Any),
+    cand_dist_out: wp.array(dtype=Any),
     cand_count_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
 ):
     """The stored pairs of two capsules."""
     env, j = wp.tid()
@@ -47,7 +48,7 @@ def narrowphase_capsule(
             c10, n10, q10, d10 = capsule_capsule(geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
                                                  geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2], margin)
             _store(env, k, c10, n10, q10, d10, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                   cand_count_out)
+                   cand_count_out, cand_pool_out)
 
 
 @overloads
@@ -58,5 +59,5 @@ def _overloads(s):
     A2 = wp.array2d
     wp.overload(narrowphase_capsule, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s), "pair_margin": A(dtype=s),
                                       "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V), "geom_xmat_in": A2(dtype=M),
-                                      "cand_pos_out": A2(dtype=V), "cand_normal_out": A2(dtype=V),
-                                      "cand_dist_out": A2(dtype=s)})
+                                      "cand_pos_out": A(dtype=V), "cand_normal_out": A(dtype=V),
+                                      "cand_dist_out": A(dtype=s)})

@@ -84,15 +84,18 @@ def aabb_update(
     pair_count_out: wp.array(dtype=wp.int32),
     cand_count_out: wp.array(dtype=wp.int32),
     contact_raw_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
 ):
     """Rotation matrix and world AABB (inflated by the geom margin) of each geom; the thread of an
-    env's geom 0 also clears that env's stage counters."""
+    env's geom 0 also clears that env's stage counters (env 0's: the partition's candidate pool too)."""
     env, j = wp.tid()
     for g in range(j, geom_type.shape[0], slot_stride):
         if g == 0:
             pair_count_out[env] = 0
             cand_count_out[env] = 0
             contact_raw_out[env] = 0
+            if env == 0:
+                cand_pool_out[0] = 0
         R = wp.quat_to_matrix(geom_xquat_in[env, g])
         geom_xmat_out[env, g] = R
         c = geom_xpos_in[env, g]
@@ -134,10 +137,14 @@ def poses_aabb(
     pair_count_out: wp.array(dtype=wp.int32),
     cand_count_out: wp.array(dtype=wp.int32),
     contact_raw_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
 ):
     """``geom_poses`` and ``aabb_update`` in one launch (CollisionPipeline.collide): each thread
     computes its geoms' world poses and then their rotation matrices and AABBs, the same operations
-    in the same order as the two kernels (bit-identical); one launch and one pass over the geoms."""
+    in the same order as the two kernels (bit-identical); one launch and one pass over the geoms. A geom
+    at its link's origin with the identity rotation (a free body's box or sphere) takes the link's
+    position and normalised rotation directly: rotating the zero offset and multiplying by the identity
+    quaternion add only zeros (exact, up to the sign of a zero)."""
     env, j = wp.tid()
     for g in range(j, geom_link.shape[0], slot_stride):
         lk = geom_link[g]
@@ -145,14 +152,22 @@ def poses_aabb(
         qg = geom_quat[g]
         if lk >= 0:
             q = link_xquat_in[env, lk]
-            c = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
-            qg = wp.normalize(q * geom_quat[g])
+            zero = c[0] - c[0]
+            if (c[0] == zero and c[1] == zero and c[2] == zero and qg[0] == zero and qg[1] == zero
+                    and qg[2] == zero and qg[3] == zero + type(zero)(1.0)):
+                c = link_xpos_in[env, lk]
+                qg = wp.normalize(q)
+            else:
+                c = link_xpos_in[env, lk] + wp.quat_rotate(q, geom_pos[g])
+                qg = wp.normalize(q * geom_quat[g])
         geom_xpos_out[env, g] = c
         geom_xquat_out[env, g] = qg
         if g == 0:
             pair_count_out[env] = 0
             cand_count_out[env] = 0
             contact_raw_out[env] = 0
+            if env == 0:
+                cand_pool_out[0] = 0
         R = wp.quat_to_matrix(qg)
         geom_xmat_out[env, g] = R
         h = geom_half[g]
@@ -443,20 +458,34 @@ def _is_convex(t1: int, t2: int):
 
 
 @wp.func
-def _store(env: int, k: int, cnt: int, n: Any, pts: Any, d: Any,
-           pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any, cand_normal_out: Any,
-           cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32)):
-    """Reserve a contiguous block of the env's candidate buffer and write the pair's points."""
+def _reserve(env: int, cnt: int, cand_count_out: wp.array(dtype=wp.int32), cand_pool_out: wp.array(dtype=wp.int32),
+             pool_size: int):
+    """(start, stored) of a pair's block of ``cnt`` candidate points (docs/collision.md, "The candidate
+    pool"): the env's count grows by ``cnt`` (its budget, max_candidate_contacts = pool size / envs, is
+    checked on it, and it keeps counting past the budget for check()); a block within the budget is
+    taken from the partition's pool, one array for all its envs filled in launch order (on the CPU grid
+    the envs' blocks of a family's launch follow each other, so the points share cache lines and pages
+    instead of lying one budget apart). stored = 0: no block (no points, or over the budget)."""
     start = int(0)
     stored = int(0)
     if cnt > 0:
-        start = wp.atomic_add(cand_count_out, env, cnt)
-        if start + cnt <= cand_pos_out.shape[1]:
+        used = wp.atomic_add(cand_count_out, env, cnt)
+        if used + cnt <= pool_size // cand_count_out.shape[0]:
+            start = wp.atomic_add(cand_pool_out, 0, cnt)
             stored = cnt
-            for i in range(cnt):
-                cand_pos_out[env, start + i] = pts[i]
-                cand_normal_out[env, start + i] = n
-                cand_dist_out[env, start + i] = d[i]
+    return start, stored
+
+
+@wp.func
+def _store(env: int, k: int, cnt: int, n: Any, pts: Any, d: Any,
+           pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any, cand_normal_out: Any,
+           cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32), cand_pool_out: wp.array(dtype=wp.int32)):
+    """Write the pair's points as a contiguous block of the partition's candidate pool (_reserve)."""
+    start, stored = _reserve(env, cnt, cand_count_out, cand_pool_out, cand_pos_out.shape[0])
+    for i in range(stored):
+        cand_pos_out[start + i] = pts[i]
+        cand_normal_out[start + i] = n
+        cand_dist_out[start + i] = d[i]
     pair_cand_out[env, k] = wp.vec2i(start, stored)
 
 
@@ -472,8 +501,8 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
               geom_gap: wp.array(dtype=Any), pair_margin: wp.array(dtype=Any), pair_gap: wp.array(dtype=Any),
               margin_sum: int, gap_outside: int, max_per_pair: int, pairs_in: wp.array2d(dtype=wp.vec3i),
               pair_count_in: wp.array(dtype=wp.int32), pair_cand_in: wp.array2d(dtype=wp.vec2i),
-              cand_pos_in: wp.array2d(dtype=Any), cand_normal_in: wp.array2d(dtype=Any),
-              cand_dist_in: wp.array2d(dtype=Any), contact_raw_out: wp.array(dtype=wp.int32),
+              cand_pos_in: wp.array(dtype=Any), cand_normal_in: wp.array(dtype=Any),
+              cand_dist_in: wp.array(dtype=Any), contact_raw_out: wp.array(dtype=wp.int32),
               contact_geom_out: wp.array2d(dtype=wp.vec2i), contact_pos_out: wp.array2d(dtype=Any),
               contact_frame_out: wp.array2d(dtype=Any), contact_depth_out: wp.array2d(dtype=Any),
               contact_includemargin_out: wp.array2d(dtype=Any), contact_pair_out: wp.array2d(dtype=wp.int32)):
@@ -508,7 +537,7 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
             eps = type(margin)(2.2e-16)
             if one + type(margin)(1e-10) == one:
                 eps = type(margin)(1.2e-7)          # float32
-            xa = cand_pos_in[env, start]
+            xa = cand_pos_in[start]
             # MuJoCo-compatible mode: MuJoCo's box-box set as it is (its own near-duplicate rule): no
             # duplicate search, every point kept
             whole = keep_boxbox != 0 and geom_type[g1] == BOX and geom_type[g2] == BOX
@@ -519,16 +548,16 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
             # tol is read only by the duplicate search and the picks below, which need two points or more
             if not whole and cnt > 1:
                 for i in range(cnt):
-                    x = cand_pos_in[env, start + i]
+                    x = cand_pos_in[start + i]
                     span = wp.max(span, wp.length(x - xa))
                     scale = wp.max(scale, wp.max(wp.abs(x[0]), wp.max(wp.abs(x[1]), wp.abs(x[2]))))
             tol = type(margin)(1e-6) * span + type(margin)(8.0) * eps * scale
             if not whole:
                 for i in range(1, cnt):
-                    xi = cand_pos_in[env, start + i]
+                    xi = cand_pos_in[start + i]
                     for j in range(i):
                         if not _pick(skip, j) and not _pick(skip, i):
-                            if wp.length(xi - cand_pos_in[env, start + j]) <= tol:
+                            if wp.length(xi - cand_pos_in[start + j]) <= tol:
                                 skip = skip | (1 << i)
                                 nu -= 1
             sel = int(0)
@@ -541,40 +570,40 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
                 # clipped polygon also has points along its edges, where an edge lies on a clip
                 # plane within round-off) the one farthest from the candidates' centroid, which
                 # is a corner of their hull
-                dmin = cand_dist_in[env, start]
+                dmin = cand_dist_in[start]
                 cen = xa * zero
                 for i in range(cnt):
                     if not _pick(skip, i):
-                        dmin = wp.min(dmin, cand_dist_in[env, start + i])
-                        cen = cen + cand_pos_in[env, start + i]
+                        dmin = wp.min(dmin, cand_dist_in[start + i])
+                        cen = cen + cand_pos_in[start + i]
                 cen = cen / type(margin)(nu)
                 i0 = int(0)
                 best = zero - one
                 for i in range(cnt):
-                    if not _pick(skip, i) and cand_dist_in[env, start + i] <= dmin + tol:
-                        v = wp.length(cand_pos_in[env, start + i] - cen)
+                    if not _pick(skip, i) and cand_dist_in[start + i] <= dmin + tol:
+                        v = wp.length(cand_pos_in[start + i] - cen)
                         if v > best:
                             best = v
                             i0 = i
                 sel = 1 << i0
-                x0 = cand_pos_in[env, start + i0]
+                x0 = cand_pos_in[start + i0]
                 i1 = int(-1)
                 i2 = int(-1)
                 if max_per_pair >= 2:
                     # 2) the farthest from it
                     best = zero - one
                     for i in range(cnt):
-                        v = wp.length(cand_pos_in[env, start + i] - x0)
+                        v = wp.length(cand_pos_in[start + i] - x0)
                         if not _pick(sel | skip, i) and v > best:
                             best = v
                             i1 = i
                     sel = sel | (1 << i1)
                 if max_per_pair >= 3:
                     # 3) the farthest from their line
-                    x1 = cand_pos_in[env, start + i1]
+                    x1 = cand_pos_in[start + i1]
                     best = zero - one
                     for i in range(cnt):
-                        v = wp.length(wp.cross(x1 - x0, cand_pos_in[env, start + i] - x0))
+                        v = wp.length(wp.cross(x1 - x0, cand_pos_in[start + i] - x0))
                         if not _pick(sel | skip, i) and v > best:
                             best = v
                             i2 = i
@@ -583,14 +612,14 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
                     # 4) the one adding the largest area to the triangle x0 x1 x2: the signed
                     # areas (against the triangle's normal) of the edges it lies outside of; a
                     # point inside the triangle or on a picked corner adds nothing
-                    x1 = cand_pos_in[env, start + i1]
-                    x2 = cand_pos_in[env, start + i2]
+                    x1 = cand_pos_in[start + i1]
+                    x2 = cand_pos_in[start + i2]
                     nt = wp.cross(x1 - x0, x2 - x0)
                     ln = wp.length(nt)
                     best = zero - one
                     i3 = int(-1)
                     for i in range(cnt):
-                        x = cand_pos_in[env, start + i]
+                        x = cand_pos_in[start + i]
                         v = zero
                         if ln > zero:
                             nh = nt / ln
@@ -612,11 +641,11 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
                     iq = int(-1)
                     for i in range(cnt):
                         if not _pick(sel | skip, i):
-                            x = cand_pos_in[env, start + i]
+                            x = cand_pos_in[start + i]
                             v = wp.length(x - x0)
                             for j in range(cnt):
                                 if _pick(sel, j):
-                                    v = wp.min(v, wp.length(x - cand_pos_in[env, start + j]))
+                                    v = wp.min(v, wp.length(x - cand_pos_in[start + j]))
                             if v > best:
                                 best = v
                                 iq = i
@@ -630,13 +659,13 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
                 m = int(0)
                 for i in range(cnt):
                     if _pick(sel, i):
-                        nrm = -cand_normal_in[env, start + i]
+                        nrm = -cand_normal_in[start + i]
                         t1 = _any_perp(nrm)
                         t2 = wp.cross(nrm, t1)
                         contact_frame_out[env, out + m] = wp.matrix_from_rows(nrm, t1, t2)
                         contact_geom_out[env, out + m] = wp.vec2i(geom_orig[g1], geom_orig[g2])
-                        contact_pos_out[env, out + m] = cand_pos_in[env, start + i]
-                        contact_depth_out[env, out + m] = -cand_dist_in[env, start + i]
+                        contact_pos_out[env, out + m] = cand_pos_in[start + i]
+                        contact_depth_out[env, out + m] = -cand_dist_in[start + i]
                         contact_includemargin_out[env, out + m] = incl
                         contact_pair_out[env, out + m] = p[2]
                         m += 1
@@ -660,9 +689,9 @@ def prune(
     pairs_in: wp.array2d(dtype=wp.vec3i),
     pair_count_in: wp.array(dtype=wp.int32),
     pair_cand_in: wp.array2d(dtype=wp.vec2i),
-    cand_pos_in: wp.array2d(dtype=Any),
-    cand_normal_in: wp.array2d(dtype=Any),
-    cand_dist_in: wp.array2d(dtype=Any),
+    cand_pos_in: wp.array(dtype=Any),
+    cand_normal_in: wp.array(dtype=Any),
+    cand_dist_in: wp.array(dtype=Any),
     # Data out:
     contact_raw_out: wp.array(dtype=wp.int32),
     contact_geom_out: wp.array2d(dtype=wp.vec2i),
@@ -710,9 +739,9 @@ def prune_export(
     pairs_in: wp.array2d(dtype=wp.vec3i),
     pair_count_in: wp.array(dtype=wp.int32),
     pair_cand_in: wp.array2d(dtype=wp.vec2i),
-    cand_pos_in: wp.array2d(dtype=Any),
-    cand_normal_in: wp.array2d(dtype=Any),
-    cand_dist_in: wp.array2d(dtype=Any),
+    cand_pos_in: wp.array(dtype=Any),
+    cand_normal_in: wp.array(dtype=Any),
+    cand_dist_in: wp.array(dtype=Any),
     # Data out:
     contact_raw_out: wp.array(dtype=wp.int32),
     contact_count_out: wp.array(dtype=wp.int32),
@@ -898,15 +927,15 @@ def _overloads(s):
                              "aabb_lo_out": A2(dtype=V), "aabb_hi_out": A2(dtype=V)})
     wp.overload(prune_export, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                                "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
-                               "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
-                               "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
+                               "cand_pos_in": A(dtype=V), "cand_normal_in": A(dtype=V),
+                               "cand_dist_in": A(dtype=s), "contact_pos_out": A2(dtype=V),
                                "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
                                "contact_includemargin_out": A2(dtype=s), "con_pos_out": A2(dtype=V),
                                "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
                                "con_margin_out": A2(dtype=s)})
     wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                         "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
-                        "cand_pos_in": A2(dtype=V), "cand_normal_in": A2(dtype=V),
-                        "cand_dist_in": A2(dtype=s), "contact_pos_out": A2(dtype=V),
+                        "cand_pos_in": A(dtype=V), "cand_normal_in": A(dtype=V),
+                        "cand_dist_in": A(dtype=s), "contact_pos_out": A2(dtype=V),
                         "contact_frame_out": A2(dtype=M), "contact_depth_out": A2(dtype=s),
                         "contact_includemargin_out": A2(dtype=s)})

@@ -41,10 +41,11 @@ def narrowphase_convex(
     pair_count_in: wp.array(dtype=wp.int32),
     # Data out:
     pair_cand_out: wp.array2d(dtype=wp.vec2i),
-    cand_pos_out: wp.array2d(dtype=Any),
-    cand_normal_out: wp.array2d(dtype=Any),
-    cand_dist_out: wp.array2d(dtype=Any),
+    cand_pos_out: wp.array(dtype=Any),
+    cand_normal_out: wp.array(dtype=Any),
+    cand_dist_out: wp.array(dtype=Any),
     cand_count_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
 ):
     """The GJK + EPA pairs (one contact each), same outputs as narrowphase. A pair with one
     heightfield prism (geom_prism >= 0) gets the internal-edge correction and, for a face contact
@@ -120,7 +121,7 @@ def narrowphase_convex(
                                                n, pts, d, margin, mesh_vert, prism_nrm,
                                                prism_vcone, cone_nrm, cone_cnt)
             _store(env, k, cnt, n, pts, d, pair_cand_out, cand_pos_out, cand_normal_out,
-                   cand_dist_out, cand_count_out)
+                   cand_dist_out, cand_count_out, cand_pool_out)
 
 
 @overloads
@@ -133,5 +134,5 @@ def _overloads(s):
                               "pair_margin": A(dtype=s), "mesh_vert": A(dtype=V),
                               "prism_nrm": A2(dtype=V), "cone_nrm": A2(dtype=V),
                               "geom_xpos_in": A2(dtype=V),
-                              "geom_xmat_in": A2(dtype=M), "cand_pos_out": A2(dtype=V),
-                              "cand_normal_out": A2(dtype=V), "cand_dist_out": A2(dtype=s)})
+                              "geom_xmat_in": A2(dtype=M), "cand_pos_out": A(dtype=V),
+                              "cand_normal_out": A(dtype=V), "cand_dist_out": A(dtype=s)})

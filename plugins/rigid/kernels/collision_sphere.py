@@ -17,21 +17,22 @@ wp.set_module_options({"enable_backward": False})
 @wp.func
 def _sphere_store(t2: int, p1: Any, R1: Any, s1: Any, p2: Any, R2: Any, s2: Any, margin: Any, env: int, k: int,
                   pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any, cand_normal_out: Any,
-                  cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32)):
+                  cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32),
+                  cand_pool_out: wp.array(dtype=wp.int32)):
     """The routine of a sphere against type ``t2`` and the store of its points, each from its own
     branch (collision_plane._plane_store)."""
     if t2 == SPHERE:
         c6, n6, q6, d6 = sphere_sphere(p1, R1, s1, p2, R2, s2, margin)
-        _store(env, k, c6, n6, q6, d6, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+        _store(env, k, c6, n6, q6, d6, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out, cand_pool_out)
     elif t2 == CAPSULE:
         c7, n7, q7, d7 = sphere_capsule(p1, R1, s1, p2, R2, s2, margin)
-        _store(env, k, c7, n7, q7, d7, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+        _store(env, k, c7, n7, q7, d7, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out, cand_pool_out)
     elif t2 == CYLINDER:
         c8, n8, q8, d8 = sphere_cylinder(p1, R1, s1, p2, R2, s2, margin)
-        _store(env, k, c8, n8, q8, d8, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+        _store(env, k, c8, n8, q8, d8, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out, cand_pool_out)
     elif t2 == BOX:
         c9, n9, q9, d9 = sphere_box(p1, R1, s1, p2, R2, s2, margin)
-        _store(env, k, c9, n9, q9, d9, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out)
+        _store(env, k, c9, n9, q9, d9, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out, cand_pool_out)
 
 
 @wp.kernel
@@ -51,10 +52,11 @@ def narrowphase_sphere(
     pair_count_in: wp.array(dtype=wp.int32),
     # Data out:
     pair_cand_out: wp.array2d(dtype=wp.vec2i),
-    cand_pos_out: wp.array2d(dtype=Any),
-    cand_normal_out: wp.array2d(dtype=Any),
-    cand_dist_out: wp.array2d(dtype=Any),
+    cand_pos_out: wp.array(dtype=Any),
+    cand_normal_out: wp.array(dtype=Any),
+    cand_dist_out: wp.array(dtype=Any),
     cand_count_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
 ):
     """The stored pairs whose geom 1 is a sphere and geom 2 a sphere, capsule, cylinder or box."""
     env, j = wp.tid()
@@ -67,7 +69,7 @@ def narrowphase_sphere(
             margin = _pair_margin(p, geom_margin, pair_margin, margin_sum)
             _sphere_store(t2, geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1], geom_xpos_in[env, g2],
                           geom_xmat_in[env, g2], geom_size[g2], margin, env, k, pair_cand_out, cand_pos_out,
-                          cand_normal_out, cand_dist_out, cand_count_out)
+                          cand_normal_out, cand_dist_out, cand_count_out, cand_pool_out)
 
 
 @overloads
@@ -78,5 +80,5 @@ def _overloads(s):
     A2 = wp.array2d
     wp.overload(narrowphase_sphere, {"geom_size": A(dtype=V), "geom_margin": A(dtype=s), "pair_margin": A(dtype=s),
                                      "mesh_vert": A(dtype=V), "geom_xpos_in": A2(dtype=V), "geom_xmat_in": A2(dtype=M),
-                                     "cand_pos_out": A2(dtype=V), "cand_normal_out": A2(dtype=V),
-                                     "cand_dist_out": A2(dtype=s)})
+                                     "cand_pos_out": A(dtype=V), "cand_normal_out": A(dtype=V),
+                                     "cand_dist_out": A(dtype=s)})
