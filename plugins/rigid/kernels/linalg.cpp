@@ -223,23 +223,52 @@
                 ++i2;
             }
             i = i2;
+            // per H row j: the group's nonzero factors D_b·J_bj first, then each entry of the row's segments
+            // (lower triangle only: j < hi) summed over them in a register, four entries at a time (the same
+            // products, each entry in ascending row order: the same sums as row by row, without an entry's
+            // store and reload between the rows; benchmarks/results/constraint.md, Round 12)
             for (int j = lo; j < hi; ++j) {
-                if (j == g0) { j = g1 - 1; continue; }   // over the rows' inner run of zeros
-                T* hr = (T*)(h0 + (size_t)j * hs);
-                const int kmid = g0 < j + 1 ? g0 : j + 1;
-                // the rows one after another, each over the whole row segment (independent entries: the
-                // compiler vectorizes across k; each entry still takes its products in ascending row order)
+                if (j == g0) { j = g1 - 1; continue; }
+                T jas[8];
+                const T* jbs[8];
+                int nz = 0;
                 for (int b = 0; b < nb; ++b) {
                     const T ja = jrs[b][j] * ws[b];
                     if (ja == T(0)) continue;
-                    const T* jb = jrs[b];
-                    for (int k = lo; k < kmid; ++k) {    // lower triangle only (j < hi)
-                        const T p = ja * jb[k];
-                        hr[k] = hr[k] + p;
+                    jas[nz] = ja;
+                    jbs[nz] = jrs[b];
+                    ++nz;
+                }
+                if (nz == 0) continue;
+                T* hr = (T*)(h0 + (size_t)j * hs);
+                const int kmid = g0 < j + 1 ? g0 : j + 1;
+                for (int part = 0; part < 2; ++part) {
+                    const int ka = part == 0 ? lo : g1;
+                    const int kb = part == 0 ? kmid : j + 1;
+                    int k = ka;
+                    for (; k + 4 <= kb; k += 4) {
+                        T a0 = hr[k], a1 = hr[k + 1], a2 = hr[k + 2], a3 = hr[k + 3];
+                        for (int c = 0; c < nz; ++c) {
+                            const T x = jas[c];
+                            const T* jb = jbs[c] + k;
+                            const T p0 = x * jb[0];
+                            const T p1 = x * jb[1];
+                            const T p2 = x * jb[2];
+                            const T p3 = x * jb[3];
+                            a0 = a0 + p0;
+                            a1 = a1 + p1;
+                            a2 = a2 + p2;
+                            a3 = a3 + p3;
+                        }
+                        hr[k] = a0; hr[k + 1] = a1; hr[k + 2] = a2; hr[k + 3] = a3;
                     }
-                    for (int k = g1; k <= j; ++k) {
-                        const T p = ja * jb[k];
-                        hr[k] = hr[k] + p;
+                    for (; k < kb; ++k) {
+                        T a0 = hr[k];
+                        for (int c = 0; c < nz; ++c) {
+                            const T p0 = jas[c] * jbs[c][k];
+                            a0 = a0 + p0;
+                        }
+                        hr[k] = a0;
                     }
                 }
             }
