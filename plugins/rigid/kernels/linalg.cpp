@@ -15,6 +15,7 @@
 // a row without them (efc_seg[r][0] < 0: written by another writer) is scanned here with `jseg`.
 //
 // jac_mul_native: out = J·x (− sub when use_sub).
+// jac_mul2_native: out_a = J·xa − sub and out_b = J·xb − sub in one pass over J (the warm start's pick).
 // jac_tmul_grad_native: qfrc_constraint = Jᵀf; with full = 1 also ma = M·(qacc − qacc_smooth);
 //   grad = ma − Jᵀf.
 // mat_mul_native: out = M·x.
@@ -108,6 +109,31 @@
                 s = s + p;
             }
             o[r] = use_sub != 0 ? s - sb[r] : s;
+        }
+    };
+    // oa = J·xa − sb and ob = J·xb − sb in one pass over J (each sum as la_jac_mul's)
+    auto la_jac_mul2 = [&](int nrow, int nv, const char* j0, size_t rs, const T* spc, const T* xa, const T* xb, const T* sb,
+                           T* oa, T* ob) {
+        for (int r = 0; r < nrow; ++r) {
+            const T* jr = (const T*)(j0 + (size_t)r * rs);
+            int lo, g0, g1, hi;
+            la_jspan(spc, nv, r, jr, lo, g0, g1, hi);
+            T sa = T(0);
+            T sb2 = T(0);
+            for (int k = lo; k < g0; ++k) {
+                const T pa = jr[k] * xa[k];
+                const T pb = jr[k] * xb[k];
+                sa = sa + pa;
+                sb2 = sb2 + pb;
+            }
+            for (int k = g1; k < hi; ++k) {
+                const T pa = jr[k] * xa[k];
+                const T pb = jr[k] * xb[k];
+                sa = sa + pa;
+                sb2 = sb2 + pb;
+            }
+            oa[r] = sa - sb[r];
+            ob[r] = sb2 - sb[r];
         }
     };
     // qc = Jᵀf; full = 1: ma = M·(qa − qs); g = ma − qc
@@ -386,7 +412,7 @@
         }
 #undef PP_L
     };
-    (void)la_spc; (void)la_jac_mul; (void)la_jac_tmul_grad; (void)la_mat_mul; (void)la_hess_copy;
+    (void)la_spc; (void)la_jac_mul; (void)la_jac_mul2; (void)la_jac_tmul_grad; (void)la_mat_mul; (void)la_hess_copy;
     (void)la_hess_add_pair; (void)la_hess_add_rows; (void)la_chol_factor; (void)la_chol_solve;
 
 // @func jac_mul_native
@@ -396,6 +422,15 @@
     la_jac_mul(nrow, nv, (const char*)J.data + e * J.strides[0], J.strides[1], la_spc(sc_a, sc_b, sc_mode, e),
                (const T*)((const char*)x.data + e * x.strides[0]), (const T*)((const char*)sub.data + e * sub.strides[0]),
                use_sub, (T*)((char*)out.data + e * out.strides[0]));
+
+// @func jac_mul2_native
+    typedef decltype(+*J.data) T;
+// @use linalg.ops
+    const size_t e = (size_t)env;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    la_jac_mul2(nrow, nv, (const char*)J.data + e * J.strides[0], J.strides[1], la_spc(sc_a, sc_b, sc_mode, e), PP_R(xa, const T),
+                PP_R(xb, const T), PP_R(sub, const T), PP_R(out_a, T), PP_R(out_b, T));
+#undef PP_R
 
 // @func jac_tmul_grad_native
     typedef decltype(+*J.data) T;
