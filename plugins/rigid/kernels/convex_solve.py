@@ -24,6 +24,7 @@ from .linalg import (
     cholesky_factor,
     cholesky_solve,
     jac_mul,
+    jac_mul2,
     jac_tmul_grad,
     mat_mul,
     spans_fill,
@@ -147,17 +148,16 @@ def update_constraint(
 ):
     """jar = J·qacc − aref, forces, states (1 quadratic, 2 cone middle zone), qfrc_constraint = Jᵀf,
     gradient g = M·(qacc − qacc_smooth) − Jᵀf; returns the total cost. full = 0: jar and ma were
-    updated incrementally by the caller (jar += α·J·p, ma += α·M·p, as MuJoCo does); full = 2: the
-    cost at qacc = qacc_smooth only (no Jᵀf, no gradient)."""
-    if full >= 1:
+    updated incrementally by the caller (jar += α·J·p, ma += α·M·p, as MuJoCo does); full = 3: as 1
+    with jar = J·qacc − aref already in jar (jac_mul2 wrote it with the smooth start's J·qacc_smooth − aref)."""
+    if full == 1:
         jac_mul(env, nrow, nv, efc_J, qacc, efc_aref, 1, jar, sc_a, sc_b, sc_mode)
     update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jar, efc_force, efc_state,
                        scratch)
-    cost = scratch[env, 2]
-    if full == 2:
-        # cost only, at qacc = qacc_smooth (the Gauss part is exactly 0 there); gradient not formed
-        return cost
-    jac_tmul_grad(env, nrow, nv, full, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad, sc_a, sc_b,
+    fm = full
+    if full == 3:
+        fm = 1
+    jac_tmul_grad(env, nrow, nv, fm, efc_J, efc_force, M, qacc, qacc_smooth, qfrc_constraint, ma, grad, sc_a, sc_b,
                   sc_mode)
     # Gauss part ½(a − a₀)ᵀM(a − a₀), added to the rows' sum in scratch[env, 2]
     gauss_cost(env, nv, qacc, qacc_smooth, ma, scratch)
@@ -399,20 +399,19 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
         if nrow == 0:
             qacc[env, j] = qacc_smooth[env, j]
     c2 = zero
+    full = int(1)
     if warm_pick_lower == 1:
-        # smooth first, then the warm start: when the warm start wins (the usual case) its
-        # evaluation is the one in place and no third evaluation is needed
-        for j in range(nv):
-            qacc[env, j] = qacc_smooth[env, j]
-        c2 = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
-                               qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
-                               qfrc_constraint, grad, ma, 2, solver_stat, LM, H, sc_mode)
-        for j in range(nv):
-            qacc[env, j] = search[env, j]
-            if nrow == 0:
-                qacc[env, j] = qacc_smooth[env, j]
+        # the cost at qacc_smooth first, then the warm start's evaluation: when the warm start wins (the usual
+        # case) its evaluation is the one in place and no third evaluation is needed. Both J products in one
+        # pass over J (J·qacc_smooth − aref into jv, scratch until the first line search; J·qacc − aref into
+        # jar); the smooth rows' forces and states are overwritten by the warm start's below
+        jac_mul2(env, nrow, nv, efc_J, qacc_smooth, qacc, efc_aref, jv, jar, LM, H, sc_mode)
+        update_rows_native(env, nrow, efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, jv, efc_force, efc_state,
+                           solver_stat)
+        c2 = solver_stat[env, 2]
+        full = 3
     cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow, qfrc_smooth,
-                             M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, 1,
+                             M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, full,
                              solver_stat, LM, H, sc_mode)
     if warm_pick_lower == 1:
         if not (cost < c2):

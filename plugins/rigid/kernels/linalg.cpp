@@ -15,6 +15,7 @@
 // a row without them (efc_seg[r][0] < 0: written by another writer) is scanned here with `jseg`.
 //
 // jac_mul_native: out = J·x (− sub when use_sub).
+// jac_mul2_native: out_a = J·xa − sub and out_b = J·xb − sub in one pass over J (the warm start's pick).
 // jac_tmul_grad_native: qfrc_constraint = Jᵀf; with full = 1 also ma = M·(qacc − qacc_smooth);
 //   grad = ma − Jᵀf.
 // mat_mul_native: out = M·x.
@@ -108,6 +109,31 @@
                 s = s + p;
             }
             o[r] = use_sub != 0 ? s - sb[r] : s;
+        }
+    };
+    // oa = J·xa − sb and ob = J·xb − sb in one pass over J (each sum as la_jac_mul's)
+    auto la_jac_mul2 = [&](int nrow, int nv, const char* j0, size_t rs, const T* spc, const T* xa, const T* xb, const T* sb,
+                           T* oa, T* ob) {
+        for (int r = 0; r < nrow; ++r) {
+            const T* jr = (const T*)(j0 + (size_t)r * rs);
+            int lo, g0, g1, hi;
+            la_jspan(spc, nv, r, jr, lo, g0, g1, hi);
+            T sa = T(0);
+            T sb2 = T(0);
+            for (int k = lo; k < g0; ++k) {
+                const T pa = jr[k] * xa[k];
+                const T pb = jr[k] * xb[k];
+                sa = sa + pa;
+                sb2 = sb2 + pb;
+            }
+            for (int k = g1; k < hi; ++k) {
+                const T pa = jr[k] * xa[k];
+                const T pb = jr[k] * xb[k];
+                sa = sa + pa;
+                sb2 = sb2 + pb;
+            }
+            oa[r] = sa - sb[r];
+            ob[r] = sb2 - sb[r];
         }
     };
     // qc = Jᵀf; full = 1: ma = M·(qa − qs); g = ma − qc
@@ -223,23 +249,52 @@
                 ++i2;
             }
             i = i2;
+            // per H row j: the group's nonzero factors D_b·J_bj first, then each entry of the row's segments
+            // (lower triangle only: j < hi) summed over them in a register, four entries at a time (the same
+            // products, each entry in ascending row order: the same sums as row by row, without an entry's
+            // store and reload between the rows; benchmarks/results/constraint.md, Round 12)
             for (int j = lo; j < hi; ++j) {
-                if (j == g0) { j = g1 - 1; continue; }   // over the rows' inner run of zeros
-                T* hr = (T*)(h0 + (size_t)j * hs);
-                const int kmid = g0 < j + 1 ? g0 : j + 1;
-                // the rows one after another, each over the whole row segment (independent entries: the
-                // compiler vectorizes across k; each entry still takes its products in ascending row order)
+                if (j == g0) { j = g1 - 1; continue; }
+                T jas[8];
+                const T* jbs[8];
+                int nz = 0;
                 for (int b = 0; b < nb; ++b) {
                     const T ja = jrs[b][j] * ws[b];
                     if (ja == T(0)) continue;
-                    const T* jb = jrs[b];
-                    for (int k = lo; k < kmid; ++k) {    // lower triangle only (j < hi)
-                        const T p = ja * jb[k];
-                        hr[k] = hr[k] + p;
+                    jas[nz] = ja;
+                    jbs[nz] = jrs[b];
+                    ++nz;
+                }
+                if (nz == 0) continue;
+                T* hr = (T*)(h0 + (size_t)j * hs);
+                const int kmid = g0 < j + 1 ? g0 : j + 1;
+                for (int part = 0; part < 2; ++part) {
+                    const int ka = part == 0 ? lo : g1;
+                    const int kb = part == 0 ? kmid : j + 1;
+                    int k = ka;
+                    for (; k + 4 <= kb; k += 4) {
+                        T a0 = hr[k], a1 = hr[k + 1], a2 = hr[k + 2], a3 = hr[k + 3];
+                        for (int c = 0; c < nz; ++c) {
+                            const T x = jas[c];
+                            const T* jb = jbs[c] + k;
+                            const T p0 = x * jb[0];
+                            const T p1 = x * jb[1];
+                            const T p2 = x * jb[2];
+                            const T p3 = x * jb[3];
+                            a0 = a0 + p0;
+                            a1 = a1 + p1;
+                            a2 = a2 + p2;
+                            a3 = a3 + p3;
+                        }
+                        hr[k] = a0; hr[k + 1] = a1; hr[k + 2] = a2; hr[k + 3] = a3;
                     }
-                    for (int k = g1; k <= j; ++k) {
-                        const T p = ja * jb[k];
-                        hr[k] = hr[k] + p;
+                    for (; k < kb; ++k) {
+                        T a0 = hr[k];
+                        for (int c = 0; c < nz; ++c) {
+                            const T p0 = jas[c] * jbs[c][k];
+                            a0 = a0 + p0;
+                        }
+                        hr[k] = a0;
                     }
                 }
             }
@@ -357,7 +412,7 @@
         }
 #undef PP_L
     };
-    (void)la_spc; (void)la_jac_mul; (void)la_jac_tmul_grad; (void)la_mat_mul; (void)la_hess_copy;
+    (void)la_spc; (void)la_jac_mul; (void)la_jac_mul2; (void)la_jac_tmul_grad; (void)la_mat_mul; (void)la_hess_copy;
     (void)la_hess_add_pair; (void)la_hess_add_rows; (void)la_chol_factor; (void)la_chol_solve;
 
 // @func jac_mul_native
@@ -367,6 +422,15 @@
     la_jac_mul(nrow, nv, (const char*)J.data + e * J.strides[0], J.strides[1], la_spc(sc_a, sc_b, sc_mode, e),
                (const T*)((const char*)x.data + e * x.strides[0]), (const T*)((const char*)sub.data + e * sub.strides[0]),
                use_sub, (T*)((char*)out.data + e * out.strides[0]));
+
+// @func jac_mul2_native
+    typedef decltype(+*J.data) T;
+// @use linalg.ops
+    const size_t e = (size_t)env;
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    la_jac_mul2(nrow, nv, (const char*)J.data + e * J.strides[0], J.strides[1], la_spc(sc_a, sc_b, sc_mode, e), PP_R(xa, const T),
+                PP_R(xb, const T), PP_R(sub, const T), PP_R(out_a, T), PP_R(out_b, T));
+#undef PP_R
 
 // @func jac_tmul_grad_native
     typedef decltype(+*J.data) T;

@@ -24,6 +24,11 @@ def jac_mul(env: int, nrow: int, nv: int, J: A3, x: A2, sub: A2, use_sub: int, o
             sc_mode: int): ...
 
 
+@wp.func_native(native.body(__file__, "jac_mul2_native"))
+def jac_mul2(env: int, nrow: int, nv: int, J: A3, xa: A2, xb: A2, sub: A2, out_a: A2, out_b: A2, sc_a: A3, sc_b: A3,
+             sc_mode: int): ...
+
+
 @wp.func_native(native.body(__file__, "jac_tmul_grad_native"))
 def jac_tmul_grad(env: int, nrow: int, nv: int, full: int, J: A3, efc_force: A2, M: A3, qacc: A2, qacc_smooth: A2,
                   qfrc_constraint: A2, ma: A2, grad: A2, sc_a: A3, sc_b: A3, sc_mode: int): ...
