@@ -503,7 +503,11 @@
         bool same = have_sol;
         for (int i = 0; i < 7 && same; ++i) {
             const T si = sol[(size_t)i * ss];
-            same = __builtin_memcmp(&si, &ps[i], sizeof(T)) == 0;     // bit for bit (±0, NaN)
+            // bit for bit (±0, NaN), as 32-bit words through a union (no memcmp builtin under NVRTC, CUDA)
+            union { T t; unsigned int w[sizeof(T) / 4]; } x, y;
+            x.t = si;
+            y.t = ps[i];
+            for (int k = 0; k < (int)(sizeof(T) / 4); ++k) same = same && x.w[k] == y.w[k];
         }
         if (!same) {
             for (int i = 0; i < 7; ++i) ps[i] = sol[(size_t)i * ss];
