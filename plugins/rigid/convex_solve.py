@@ -15,8 +15,17 @@ def label_islands(v: View, prefetch: int = 2) -> None:
     """Constraint islands of the rows built this substep into d.nisland, d.dof_island, d.efc_island and
     the island lists (kernels/convex_solve.py ``label_islands``). ``prefetch``: on CPU, prefetch the next
     env's rows and outputs while an env is labelled (no effect on the numbers): 0 nothing, 1 into L1, 2 into
-    L2 only (benchmarks/results/constraint.md, Round 11)."""
+    L2 only (benchmarks/results/constraint.md, Round 11). An env whose rows' (type, id) and contacts' links
+    equal those of its last relabelling keeps its labels (d.island_key_*; the same numbers by construction).
+    """
     wp.launch(K.label_islands, dim=v.n, inputs=[v.m, v.d, int(prefetch)], device=v.device)
+
+
+def invalidate_labels(d) -> None:
+    """Forget the inputs of the last relabelling (d.island_key_nefc = −1), so the next label_islands
+    relabels every env: a state write (reset, set_state, checkpoint restore) and forward() call it
+    (through RigidSolver.forward). A device fill, no host sync."""
+    d.island_key_nefc.fill_(-1)
 
 
 def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True) -> None:

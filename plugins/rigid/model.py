@@ -563,7 +563,7 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.solver_niter = z(n, I32)
     d.solver_stat = z((n, 3))
     d.solver_nhalf = z(n, I32)
-    _make_island_data(d, a, n, nv, R, islands)
+    _make_island_data(d, a, n, nv, R, C, islands)
     d.noslip_niter = z(n, I32)
     d.noslip_stat = z(n)
     d.con_wrench = z((n, C, 6))
@@ -574,7 +574,7 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
         setattr(d, k, z((n, nl), V))
 
 
-def _make_island_data(d, a: _Alloc, n: int, nv: int, R: int, islands: bool) -> None:
+def _make_island_data(d, a: _Alloc, n: int, nv: int, R: int, C: int, islands: bool) -> None:
     """The island labels and the gathered island problem of the convex solve (types.py, "constraint
     islands"); one element along each axis when islands are off (the solve never reads them then)."""
     I32 = a.wp.int32
@@ -589,6 +589,12 @@ def _make_island_data(d, a: _Alloc, n: int, nv: int, R: int, islands: bool) -> N
     for k in ("efc_island", "island_efcs", "iefc_type", "iefc_dim", "iefc_state"):
         setattr(d, k, z((n, R), I32))
     d.island_scratch = z((n, 3, nv + 1), I32)
+    # the inputs of the last relabelling (label_islands keeps the labels while they are unchanged); −1 rows:
+    # no labels yet
+    d.island_key_nefc = a.wp.full(n, -1, dtype=I32, device=a.device)
+    for k in ("island_key_type", "island_key_id"):
+        setattr(d, k, z((n, R), I32))
+    d.island_key_link = z((n, max(C, 1) if islands else 1, 2), I32)
     d.iM = z((n, nv, nv))
     d.iefc_J = z((n, R, nv))
     d.iefc_span = z((n, R, 4), I32)

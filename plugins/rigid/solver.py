@@ -437,6 +437,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
 
         self._wrench_sync()         # before the kinematics moves the link CoMs it reads
         v = self.views["all"]
+        convex_solve.invalidate_labels(self.data)    # a state write or query: relabel the islands
         self._smooth(v, getattr(self, "_hd_solve", 0.0) if getattr(self, "has_constraint", False) else 0.0,
                      self.data.qacc_smooth)
         wp.copy(self.data.qacc, self.data.qacc_smooth)

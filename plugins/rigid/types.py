@@ -299,6 +299,11 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         island_efcadr: (n, nv + 1) int: island k's rows are island_efcs[adr[k]:adr[k+1]]
         island_efcs: (n, max_rows) int: the rows of each island, ascending
         island_scratch: (n, 3, nv + 1) int: labelling scratch (union-find, counts, island of a tree)
+        island_key_nefc: (n,) int: rows of the last relabelling (−1: labels invalid, relabel); the labels are
+            kept while the inputs below are unchanged (label_islands)
+        island_key_type: (n, max_rows) int: each row's ConstraintType at the last relabelling
+        island_key_id: (n, max_rows) int: each row's efc_id at the last relabelling
+        island_key_link: (n, max_con, 2) int: con_link of the contacts with rows at the last relabelling
         iM: (n, nv, nv) float: M of the island being solved (its first nd × nd block)
         iefc_J: (n, max_rows, nv) float: its rows' J over its dofs
         iefc_span: (n, max_rows, 4) int: their nonzero segments over the island's dofs (lo, g0, g1, hi, as efc_seg)
@@ -602,6 +607,10 @@ def _data_struct(s):
         island_efcadr: I2
         island_efcs: I2
         island_scratch: I3
+        island_key_nefc: I1
+        island_key_type: I2
+        island_key_id: I2
+        island_key_link: I3
         iM: S3
         iefc_J: S3
         iefc_span: I3

@@ -271,6 +271,9 @@ class MjStage:
         for name in ("efc_island", "island_efcs", "iefc_type", "iefc_dim", "iefc_state"):
             setattr(d, name, z(E, R, dt=wp.int32))
         d.island_scratch = z(E, 3, nv + 1, dt=wp.int32)
+        d.island_key_nefc = wp.full(E, -1, dtype=wp.int32, device=device)     # no labels yet: the first labelling relabels
+        d.island_key_type, d.island_key_id = z(E, R, dt=wp.int32), z(E, R, dt=wp.int32)
+        d.island_key_link = z(E, max(C, 1), 2, dt=wp.int32)
         d.iM, d.iefc_J, d.iefc_span = z(E, nv, nv), z(E, R, nv), z(E, R, 4, dt=wp.int32)
         for name in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar"):
             setattr(d, name, z(E, R))

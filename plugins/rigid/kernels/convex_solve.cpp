@@ -198,6 +198,29 @@
     const size_t rs = efc_J.strides[1];
     const char* s0 = (const char*)efc_span.data + e * efc_span.strides[0];
     const size_t ss = efc_span.strides[1];
+    // the labels are kept when the inputs they are read from equal those of the env's last relabelling:
+    // each row's (type, id) and the links of each contact with rows (the model's arrays are fixed). Before
+    // anything is written (dof_island holds the trees while labelling)
+    int* kn = (int*)((char*)key_nefc.data + e * key_nefc.strides[0]);
+    int* kt = (int*)((char*)key_type.data + e * key_type.strides[0]);
+    int* ki = (int*)((char*)key_id.data + e * key_id.strides[0]);
+    char* kl0 = (char*)key_link.data + e * key_link.strides[0];
+    if (*kn == nrow) {
+        int same = 1;
+        for (int r = 0, pt = -1, pi = -1; r < nrow; ++r) {
+            const int tp = tp_[r], ob = id_[r];
+            if (tp != kt[r] || ob != ki[r]) { same = 0; break; }
+            if (tp >= EFC_CONTACT_FRICTIONLESS && (tp != pt || ob != pi)) {
+                const int* cl = (const int*)((const char*)con_link.data + e * con_link.strides[0] +
+                                             (size_t)ob * con_link.strides[1]);
+                const int* kl = (const int*)(kl0 + (size_t)ob * key_link.strides[1]);
+                if (cl[0] != kl[0] || cl[1] != kl[1]) { same = 0; break; }
+            }
+            pt = tp;
+            pi = ob;
+        }
+        if (same) return;
+    }
     for (int j = 0; j < nv; ++j) {
         const int p = *(const int*)((const char*)dof_parent.data + (size_t)j * dof_parent.strides[0]);
         root[j] = p >= 0 ? root[p] : j;
@@ -227,7 +250,7 @@
         else if (b < a) uf[a] = b;
     };
     const char* cl0 = (const char*)con_link.data + e * con_link.strides[0];
-    int degenerate = 0, gtree = -1, ptype = -1, pid = -1;
+    int degenerate = 0, scanned = 0, gtree = -1, ptype = -1, pid = -1;
     for (int r = 0; r < nrow; ++r) {
         const int tp = tp_[r], ob = id_[r];
         if (tp != ptype || ob != pid) {
@@ -260,6 +283,7 @@
             unite(tb, gtree);
             if (gtree < 0) {
                 // scan the rows of this constraint
+                scanned = 1;
                 for (int rr = r; rr < nrow && tp_[rr] == tp && id_[rr] == ob; ++rr) {
                     const int* sp = (const int*)(s0 + (size_t)rr * ss);
                     const int lo = sp[0] < 0 ? 0 : sp[0];
@@ -316,6 +340,23 @@
         for (int r = 0; r < nrow; ++r) { const int k = ei[r]; rl[radr[k] + cnt[k]++] = r; }
     }
     *(int*)((char*)nisland.data + e * nisland.strides[0]) = nisl;
+    // the inputs of these labels, for the next substep's compare (none when J was read: relabel then)
+    *kn = scanned ? -1 : nrow;
+    if (!scanned) {
+        for (int r = 0, pt = -1, pi = -1; r < nrow; ++r) {
+            const int tp = tp_[r], ob = id_[r];
+            kt[r] = tp;
+            ki[r] = ob;
+            if (tp >= EFC_CONTACT_FRICTIONLESS && (tp != pt || ob != pi)) {
+                const int* cl = (const int*)(cl0 + (size_t)ob * con_link.strides[1]);
+                int* kl = (int*)(kl0 + (size_t)ob * key_link.strides[1]);
+                kl[0] = cl[0];
+                kl[1] = cl[1];
+            }
+            pt = tp;
+            pi = ob;
+        }
+    }
 
 // island_label_next_native: after island_label_native, the island_niter entries past the env's count
 // cleared, and (prefetch = 1 into L1, 2 into L2 only; CPU) the next env's rows, contacts and label outputs

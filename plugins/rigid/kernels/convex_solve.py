@@ -56,7 +56,8 @@ def solve_prefetch_native(env: int, nv: int, n_efc: I1, efc_J: A3, efc_span: I3,
 def island_label_native(env: int, nv: int, nrow: int, dof_parent: I1, lim_dof: I1, link_dof_last: I1, eq_type: I1,
                         eq_obj: I2, con_link: I3, efc_J: A3, efc_span: I3, efc_type: I2, efc_id: I2, dof_island: I2,
                         efc_island: I2, island_dofadr: I2, island_dofs: I2, dof_idof: I2, island_efcadr: I2,
-                        island_efcs: I2, scratch: I3, nisland: I1): ...
+                        island_efcs: I2, scratch: I3, nisland: I1, key_nefc: I1, key_type: I2, key_id: I2,
+                        key_link: I3): ...
 
 
 @wp.func_native(native.body(__file__, "island_label_next_native"))
@@ -551,12 +552,17 @@ def label_islands(m: Any, d: Any, prefetch: int):
     island. Writes nisland, dof_island (−1: in no island), efc_island, island_dofadr /
     island_dofs, dof_idof (index inside the island), island_efcadr / island_efcs, and clears the
     island_niter entries past the count (island_label_next_native, which with ``prefetch`` = 1 (into L1) or
-    2 (into L2 only) also prefetches the next env's rows and outputs on CPU; no effect on the numbers)."""
+    2 (into L2 only) also prefetches the next env's rows and outputs on CPU; no effect on the numbers).
+    The labels are a function of the rows' (type, id), the contacts' links and the model; when these equal
+    the copies taken at the env's last relabelling (island_key_*), the labels are kept as they are (the
+    same numbers by construction); a relabelling that read J (a constraint with no tree from what it acts
+    on) takes no copy (island_key_nefc = −1), so the next substep relabels."""
     env = wp.tid()
     nv = m.nv
     island_label_native(env, nv, d.nefc[env], m.dof_parent, m.lim_dof, m.link_dof_last, m.eq_type, m.eq_obj, d.con_link,
                         d.efc_J, d.efc_span, d.efc_type, d.efc_id, d.dof_island, d.efc_island, d.island_dofadr,
-                        d.island_dofs, d.dof_idof, d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland)
+                        d.island_dofs, d.dof_idof, d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland,
+                        d.island_key_nefc, d.island_key_type, d.island_key_id, d.island_key_link)
     island_label_next_native(env, nv, prefetch, d.nefc, d.ncon, d.con_link, d.efc_type, d.efc_id, d.dof_island,
                              d.efc_island, d.island_dofadr, d.island_dofs, d.dof_idof, d.island_efcadr, d.island_efcs,
                              d.island_scratch, d.nisland, d.island_niter)
