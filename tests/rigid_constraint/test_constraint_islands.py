@@ -311,6 +311,7 @@ def test_label_islands_stage_alone_against_numpy():
         for k in outs:
             a = getattr(d, k)
             a.assign(np.full(a.numpy().shape, -7, np.int32))
+        convex_solve.invalidate_labels(d)     # a relabelling (unchanged rows would keep the labels)
         convex_solve.label_islands(v, prefetch=pf)
         got[pf] = {k: getattr(d, k).numpy().copy() for k in outs}
     for k in outs:

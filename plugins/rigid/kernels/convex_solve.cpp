@@ -367,7 +367,7 @@
         const size_t e = (size_t)env;
         const int nisl = *(const int*)((const char*)nisland.data + e * nisland.strides[0]);
         int* it = (int*)((char*)island_niter.data + e * island_niter.strides[0]);
-        for (int k = nisl; k < nv; ++k) it[k] = 0;
+        for (int k = nisl < 0 ? 0 : nisl; k < nv; ++k) it[k] = 0;    // (a kept count is never < 0; no write before the row)
     }
 #if !defined(__CUDA_ARCH__)
     if (prefetch && env + 1 < nefc.shape[0]) {
