@@ -7,6 +7,11 @@ rounds of 5 steps); (2) the stage relaunched alone over the whole batch ("1024")
 first 64 envs, whose data then stays in cache, less the launch's fixed cost (measured with one env) —
 "hot", the stage's arithmetic. In step ≫ hot means the batch's memory traffic, hot ≈ in step means the
 arithmetic (benchmarks/results/constraint.md, Round 12).
+
+``--ab``: instead, the solver's smooth pass (``RigidSolver._smooth``) as one launch (factorization.smooth,
+the default) against the four launches (``_fused_smooth = False``), alternated ABBA in one process: its CPU time
+per env in the step (least and median of ``rounds`` rounds of 5 steps), relaunched alone over the whole batch,
+and the whole step (Round 13).
 """
 
 from __future__ import annotations
@@ -89,12 +94,56 @@ def alone(scene, n_hot=64, samples=7):
     return out
 
 
+def fused_ab(scene, n, rounds):
+    """{variant: ([µs per env of _smooth in the step], [whole batch alone], [whole step])}, variants alternated ABBA."""
+    import warp as wp
+
+    sol = scene.solver("rigid")
+    h = sol.layout.h
+    vall = sol.views["all"]
+    inner = sol._smooth
+    acc = [0.0]
+
+    def timed(*a, **k):
+        wp.synchronize()
+        t0 = time.process_time()
+        inner(*a, **k)
+        wp.synchronize()
+        acc[0] += time.process_time() - t0
+
+    out = {True: ([], [], []), False: ([], [], [])}
+    for r in range(rounds):
+        for fused in ((True, False) if r % 2 == 0 else (False, True)):
+            sol._fused_smooth = fused
+            scene.step()
+            sol._smooth = timed
+            acc[0] = 0.0
+            t0 = time.process_time()
+            for _ in range(5):
+                scene.step()
+            wp.synchronize()
+            whole = time.process_time() - t0
+            del sol._smooth
+            out[fused][0].append(acc[0] / (5 * n) * 1e6)
+            out[fused][2].append((whole - acc[0]) / (5 * n) * 1e6)
+            wp.synchronize()
+            t0 = time.process_time()
+            for _ in range(3):
+                inner(vall, 0.0, vall.d.qacc_smooth, True, hd_int=h)
+            wp.synchronize()
+            out[fused][1].append((time.process_time() - t0) / (3 * n) * 1e6)
+            out[fused][2][-1] += out[fused][0][-1]
+    sol._fused_smooth = True
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1024)
     ap.add_argument("--pile-n", type=int, default=64)
     ap.add_argument("--scenes", default="boxes,humanoid,pile")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ab", action="store_true", help="fused smooth launch vs the four launches (Round 13)")
     args = ap.parse_args()
     import warp as wp
 
@@ -108,6 +157,17 @@ def main():
             mc, _, _ = B._mj_stats(m, d)
             extra["max_contacts"] = int(2 * max(mc, 1)) + 32
         scene = P.polyphys_scene(path, d, float(m.opt.timestep), n, constraint_islands=True, **extra)
+        if args.ab:
+            import statistics
+
+            ab = fused_ab(scene, n, args.rounds)
+            print(f"{name} ({n} envs), load {os.getloadavg()[0]:.2f}: µs per env, min / median, fused vs four launches")
+            for i, what in enumerate(("smooth in the step", "smooth alone, batch", "whole step")):
+                f, s4 = ab[True][i], ab[False][i]
+                print(f"  {what:20s} {min(f):7.2f} / {statistics.median(f):7.2f}  vs  {min(s4):7.2f} / "
+                      f"{statistics.median(s4):7.2f}", flush=True)
+            continue
+        scene.solver("rigid")._fused_smooth = False      # the four launches, so that each stage is timed in the step
         step = collections.defaultdict(lambda: float("inf"))
         for _ in range(args.rounds):
             for k, x in in_step(scene, n).items():

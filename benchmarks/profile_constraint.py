@@ -33,6 +33,7 @@ _STAGES = [
     ("factorization", "factor_solve", "factor + solve (M+hD)"),
     ("factorization", "mass_dense", "dense M for the solve"),
     ("factorization", "crb_factor_solve", "CRB + factor + solve (+ dense M), fused"),
+    ("factorization", "smooth", "kinematics + RNE + actuation + CRB + factor + solve (+ dense M), fused"),
     ("factorization", "ld_solve", "integration solve (M+hD) from the smooth pass's factor"),
     ("constraint_rows", "contact_params", "contact parameters"),
     ("constraint_rows", "connect_bias", "connect bias"),

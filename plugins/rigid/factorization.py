@@ -39,6 +39,17 @@ def crb_factor_solve(v: View, hd: float, qfrc, qacc_out, dense: bool, hd_int: fl
                       qfrc, qacc_out], device=v.device)
 
 
+def smooth(v: View, hd: float, qfrc, qacc_out, dense: bool, hd_int: float | None = None, prefetch: int = 2) -> None:
+    """kinematics.kinematics(v), bias.rne(v), actuation.actuation(v) and crb_factor_solve(v, hd, qfrc, qacc_out,
+    dense, hd_int, prefetch) in one launch (each stage's per-env function, so the same numbers; one launch
+    instead of four: benchmarks/results/constraint.md, Round 13). The solver's smooth pass."""
+    if hd_int is not None and not hd_int >= 0.0:
+        raise OptionError(f"factorization.smooth: hd_int={hd_int}; allowed: a step >= 0, or None for no second factor")
+    wp.launch(K.smooth, dim=v.n,
+              inputs=[v.m, v.d, v.scalar(hd), v.scalar(-1.0 if hd_int is None else hd_int), int(dense), int(prefetch),
+                      qfrc, qacc_out], device=v.device)
+
+
 def ld_solve(v: View, qfrc, qacc_out, prefetch: int = 1) -> None:
     """qacc_out = (M + hd_int·D)⁻¹·qfrc from the factor d.qld_int that crb_factor_solve(..., hd_int=...) wrote
     this substep (the same numbers as factor_solve(v, hd_int, qfrc, qacc_out) on the same M). ``prefetch``: on

@@ -157,8 +157,6 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         launched but not declared compiles at its first launch). Each module holds the overloads of
         the scene's precision only (types.declare_overloads) (the neutral-overlap
         probe at build runs in it too, on the collision modules listed)."""
-        from .kernels import actuation as k_actuation
-        from .kernels import bias as k_bias
         from .kernels import constraint_rows as k_rows
         from .kernels import contact_forces as k_forces
         from .kernels import convex_solve as k_convex
@@ -169,8 +167,13 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         from .kernels import readback as k_readback
         from .kernels import signorini_solve as k_signorini
 
-        # (the inertia stage runs inside factorization.crb_factor_solve: kernels/inertia.py is not launched)
-        mods = [k_kinematics, k_bias, k_actuation, k_factorization, k_integration]
+        # the smooth stages (kinematics, bias, actuation, inertia) run inside factorization's fused launch
+        # (factorization.smooth): kernels/bias.py, actuation.py and inertia.py are not launched, kernels/kinematics.py
+        # only where a coupler takes the link poses before the dynamics (substep_pre_coupling); the SAP
+        # hand-off declares the separate stages (handoff_kernel_modules)
+        mods = [k_factorization, k_integration]
+        if getattr(self.scene, "couplers", None):
+            mods.append(k_kinematics)
         o, _ = resolve_model_options(self.options, [(e.name, e.description.options) for e in self.entities],
                                      precision=layout.precision, h=layout.h, gravity=layout.gravity)
         descs = [e.description for e in self.entities]
@@ -264,7 +267,12 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         factorization.mass_dense; ``hd_int``: also the factor of M + hd_int·D for the integration's
         factorization.ld_solve). The mass matrix, its factors and the dense M are one launch
         (factorization.crb_factor_solve: inertia.crb + factor_solve + mass_dense, the same numbers); the
-        actuation stage reads none of them, so it runs before."""
+        actuation stage reads none of them, so it runs before. The four stages are one launch
+        (factorization.smooth: each stage's per-env function in turn, the same numbers as the four launches;
+        ``_fused_smooth`` False: the four launches, kept for the A/B of benchmarks/results/constraint.md)."""
+        if getattr(self, "_fused_smooth", True):
+            factorization.smooth(v, hd, v.d.qfrc_smooth, qacc_out, dense, hd_int=hd_int)
+            return
         kinematics.kinematics(v)
         bias.rne(v)
         actuation.actuation(v)
@@ -773,13 +781,19 @@ class RigidSolver(RigidSensorViewMixin, Solver):
     def handoff_kernel_modules(self, layout):
         """The module the hand-off stages launch beyond ``kernel_modules(layout)``: the contact Jacobian
         kernels (kernels/contact_handoff.py), in the scene's precision; called by the coupler that will
-        take the contacts, before build. The other hand-off stages launch the smooth, collision,
+        take the contacts, before build; and the kinematics, bias and actuation modules, which the hand-off
+        launches one by one (the solver's own pass runs them inside factorization.smooth). The other hand-off
+        stages launch the factorization, collision,
         constraint-row, contact-force and readback modules, which ``kernel_modules`` declares for a scene
         with collision (``cede_contacts`` refuses one without)."""
+        from .kernels import actuation as k_actuation
+        from .kernels import bias as k_bias
         from .kernels import contact_handoff as k_handoff
+        from .kernels import kinematics as k_kinematics
 
-        declare_overloads([k_handoff], layout.precision)
-        return [k_handoff]
+        mods = [k_handoff, k_kinematics, k_bias, k_actuation]     # the hand-off launches the smooth stages one by one
+        declare_overloads(mods, layout.precision)
+        return mods
 
     # -- RenderView (cameras and ray sensors, docs/cameras.md) --------------------------------------
     def render_geoms(self):

@@ -436,3 +436,76 @@ def test_integration_factor_and_ld_solve_stage(model):
         np.testing.assert_array_equal(qld_int, d.qld.numpy()[:, :nnz])
         same = np.all(qld_first == qld_int, axis=1)
         assert same.all() if hd == h else (same[0] and not same[1:].any())
+
+
+_SMOOTH_OUTS = ("link_pos", "link_quat", "link_vel", "link_ang", "link_xipos", "link_com_vel", "joint_anchor",
+                "joint_xaxis", "dof_ref", "cinert_m", "cinert_mc", "cinert_i", "cvel_w", "cvel_v", "cdof_w", "cdof_v",
+                "cdofdot_w", "cdofdot_v",                                                    # kinematics
+                "cacc_w", "cacc_v", "cfrc_t", "cfrc_f", "cext_t", "cext_f", "qfrc_bias", "qfrc_ext",   # bias
+                "qfrc_passive", "qfrc_actuator", "qfrc_control", "qfrc_smooth", "dof_dv", "act_force",  # actuation
+                "crb_m", "crb_mc", "crb_i", "mass", "qld", "qld_int", "qM")                  # crb_factor_solve
+
+
+def _smooth_models():
+    out = [pytest.param(ZOO, id="zoo-actuators"), pytest.param(FREE_BODIES, id="free-bodies-no-actuators")]
+    p = gym_asset("humanoid.xml")
+    if p:
+        out.append(pytest.param(p, id="gym-humanoid-actuators"))
+    return out
+
+
+@pytest.mark.parametrize("mujoco_compatible", [False, True], ids=["default-mode", "mujoco-mode"])
+@pytest.mark.parametrize("model", _smooth_models())
+def test_smooth_fused_launch_stage(model, mujoco_compatible):
+    """factorization.smooth (the solver's smooth pass: kinematics, bias, actuation and crb_factor_solve in one
+    launch) against the four stages launched one after the other, from the same generic state (3 envs, random
+    joint values, velocities, controls, link wrenches), every output of the four stages NaN-filled before each
+    run: bit for bit equal (NaN in the same places), with and without the dense M and the integration's second
+    factor, in polyphys' default mode and the MuJoCo-compatible one, on models with actuators (the zoo: every
+    actuator kind; the humanoid) and without (free bodies)."""
+    import polyphys
+    import warp as wp
+    from polyphys import morphs
+    from polyphys.plugins.rigid import actuation, bias, factorization, kinematics
+    from polyphys.plugins.rigid.materials import Rigid
+    from polyphys.plugins.rigid.options import RigidOptions
+    from rigid_mjref import desc_from_mjmodel
+
+    m = no_constraint_model(model, integrator=3)
+    n = 3
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=float(m.opt.timestep), precision="64", graph_capture=False),
+                           rigid=RigidOptions(mujoco_compatible=mujoco_compatible, enable_collision=False,
+                                              disable_constraint=True))
+    ent = scene.add_entity(morphs.Description(description=desc_from_mjmodel(m)), Rigid())
+    scene.build(n_envs=n)
+    s = scene.solver("rigid")
+    v, d = s.views["all"], s.data
+    rng = np.random.default_rng(17)
+    qs = np.tile(m.qpos0, (n, 1)) + rng.normal(size=(n, m.nq)) * 0.4
+    for j in range(m.njnt):
+        if m.jnt_type[j] in (0, 1):
+            a = m.jnt_qposadr[j] + (3 if m.jnt_type[j] == 0 else 0)
+            qs[:, a:a + 4] /= np.linalg.norm(qs[:, a:a + 4], axis=1, keepdims=True)
+    ent.set_qpos(qs)
+    ent.set_dofs_velocity(rng.normal(size=(n, m.nv)))
+    if m.nu:
+        ent.set_ctrl(rng.uniform(-1.0, 1.0, size=(n, m.nu)))
+    host_f = d.xfrc_force.numpy()
+    host_f[:, :m.nbody - 1] = rng.normal(size=(n, m.nbody - 1, 3))
+    d.xfrc_force.assign(host_f)
+    outs = [getattr(d, k) for k in _SMOOTH_OUTS]
+    qacc = wp.zeros_like(d.qacc)
+    h = float(m.opt.timestep)
+    for dense, hd_int in ((True, h), (False, None), (True, None)):
+        _nan(*outs, qacc)
+        kinematics.kinematics(v)
+        bias.rne(v)
+        actuation.actuation(v)
+        factorization.crb_factor_solve(v, h, d.qfrc_smooth, qacc, dense, hd_int=hd_int)
+        separate = [a.numpy().copy() for a in (*outs, qacc)]
+        _nan(*outs, qacc)
+        factorization.smooth(v, h, d.qfrc_smooth, qacc, dense, hd_int=hd_int)
+        fused = [a.numpy().copy() for a in (*outs, qacc)]
+        for name, a, b in zip((*_SMOOTH_OUTS, "qacc"), fused, separate):
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} (dense={dense}, hd_int={hd_int})")
+        assert not np.isnan(fused[-1][:, :m.nv]).any() and not np.isnan(fused[_SMOOTH_OUTS.index("qfrc_smooth")][:, :m.nv]).any()

@@ -32,15 +32,20 @@ def actuation_native(env: int, n: int, na: int, integrator: int, dof_joint: I1, 
                      qfrc_actuator: A2, qfrc_control: A2, qfrc_smooth: A2, dof_dv: A2, act_force: A2): ...
 
 
-@wp.kernel
-def actuation(m: Any, d: Any):
-    env = wp.tid()
+@wp.func
+def actuation_env(m: Any, d: Any, env: int):
+    """The stage for one env: run by ``actuation`` and by factorization's fused ``smooth``."""
     actuation_native(env, m.nv, m.na, m.opt.integrator, m.dof_joint, m.joint_type, m.joint_q_start, m.joint_ref,
                      m.joint_springref, m.act_dof, m.act_qadr, m.act_gear, m.act_gain, m.act_bias, m.act_ctrl_lo,
                      m.act_ctrl_hi, m.act_force_lo, m.act_force_hi, m.dof_damping, m.dof_stiffness, m.dof_kp,
                      m.dof_kv, m.dof_force_lo, m.dof_force_hi, d.ctrl, d.dof_mode, d.dof_target_pos,
                      d.dof_target_vel, d.dof_target_force, d.qfrc_applied, d.qpos, d.qvel, d.qfrc_bias, d.qfrc_ext,
                      d.qfrc_passive, d.qfrc_actuator, d.qfrc_control, d.qfrc_smooth, d.dof_dv, d.act_force)
+
+
+@wp.kernel
+def actuation(m: Any, d: Any):
+    actuation_env(m, d, wp.tid())
 
 
 overload(actuation)

@@ -29,14 +29,19 @@ def rne_native(env: int, nl: int, n: int, gravity: Any, link_parent: I1, link_ro
                cfrc_t: A2, cfrc_f: A2, cext_t: A2, cext_f: A2, qfrc_bias: A2, qfrc_ext: A2): ...
 
 
-@wp.kernel
-def rne(m: Any, d: Any):
-    env = wp.tid()
+@wp.func
+def rne_env(m: Any, d: Any, env: int):
+    """The stage for one env: run by ``rne`` and by factorization's fused ``smooth``."""
     rne_native(env, m.nl, m.nv, m.opt.gravity, m.link_parent, m.link_root, m.link_dof_adr, m.dof_link,
                m.link_gravcomp, d.qvel, d.cdof_w, d.cdof_v, d.cdofdot_w, d.cdofdot_v, d.cinert_m, d.cinert_mc,
                d.cinert_i, d.cvel_w, d.cvel_v, d.link_pos, d.link_xipos, d.xfrc_force, d.xfrc_torque,
                d.coupling_force, d.coupling_torque, d.cacc_w, d.cacc_v, d.cfrc_t, d.cfrc_f, d.cext_t, d.cext_f,
                d.qfrc_bias, d.qfrc_ext)
+
+
+@wp.kernel
+def rne(m: Any, d: Any):
+    rne_env(m, d, wp.tid())
 
 
 overload(rne)

@@ -19,6 +19,9 @@ import warp as wp
 
 from ..types import overload
 from . import native
+from .actuation import actuation_env
+from .bias import rne_env
+from .kinematics import kinematics_env
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
@@ -66,17 +69,37 @@ def ld_solve(m: Any, d: Any, prefetch: int, qfrc_in: wp.array2d(dtype=Any), qacc
     ld_solve_native(env, m.nv, prefetch, m.dof_madr, m.dof_depth, m.m_col, d.qld_int, qfrc_in, qacc_out)
 
 
-@wp.kernel
-def crb_factor_solve(m: Any, d: Any, hd: Any, hd_int: Any, dense: int, prefetch: int, qfrc_in: wp.array2d(dtype=Any),
-                     qacc_out: wp.array2d(dtype=Any)):
-    env = wp.tid()
+@wp.func
+def crb_factor_env(m: Any, d: Any, env: int, hd: Any, hd_int: Any, dense: int, prefetch: int, qfrc_in: wp.array2d(dtype=Any),
+                   qacc_out: wp.array2d(dtype=Any)):
+    """``crb_factor_solve`` for one env: run by that kernel and by the fused ``smooth``."""
     crb_factor_native(env, m.nl, m.nv, hd, hd_int, dense, prefetch, m.link_parent, m.dof_link, m.dof_madr, m.dof_depth, m.m_col,
                       m.dof_armature, d.cdof_w, d.cdof_v, d.cinert_m, d.cinert_mc, d.cinert_i, d.dof_dv, qfrc_in,
                       d.crb_m, d.crb_mc, d.crb_i, d.mass, d.qld, qacc_out, d.qld_int, d.qM)
+
+
+@wp.kernel
+def crb_factor_solve(m: Any, d: Any, hd: Any, hd_int: Any, dense: int, prefetch: int, qfrc_in: wp.array2d(dtype=Any),
+                     qacc_out: wp.array2d(dtype=Any)):
+    crb_factor_env(m, d, wp.tid(), hd, hd_int, dense, prefetch, qfrc_in, qacc_out)
+
+
+@wp.kernel
+def smooth(m: Any, d: Any, hd: Any, hd_int: Any, dense: int, prefetch: int, qfrc_in: wp.array2d(dtype=Any),
+           qacc_out: wp.array2d(dtype=Any)):
+    """The smooth stages of one env in one launch: kinematics, bias (RNE), actuation, crb_factor_solve (each
+    stage module's per-env function, so the same numbers as the four launches)."""
+    env = wp.tid()
+    kinematics_env(m, d, env)
+    rne_env(m, d, env)
+    actuation_env(m, d, env)
+    crb_factor_env(m, d, env, hd, hd_int, dense, prefetch, qfrc_in, qacc_out)
 
 
 overload(factor_solve, hd=lambda s: s, qfrc_in=lambda s: wp.array2d(dtype=s), qacc_out=lambda s: wp.array2d(dtype=s))
 overload(mass_dense, hd=lambda s: s)
 overload(ld_solve, qfrc_in=lambda s: wp.array2d(dtype=s), qacc_out=lambda s: wp.array2d(dtype=s))
 overload(crb_factor_solve, hd=lambda s: s, hd_int=lambda s: s, qfrc_in=lambda s: wp.array2d(dtype=s),
+         qacc_out=lambda s: wp.array2d(dtype=s))
+overload(smooth, hd=lambda s: s, hd_int=lambda s: s, qfrc_in=lambda s: wp.array2d(dtype=s),
          qacc_out=lambda s: wp.array2d(dtype=s))

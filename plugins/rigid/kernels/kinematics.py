@@ -31,15 +31,20 @@ def kinematics_native(env: int, nl: int, link_parent: I1, link_root: I1, link_po
                       cdofdot_w: A2, cdofdot_v: A2): ...
 
 
-@wp.kernel
-def kinematics(m: Any, d: Any):
-    env = wp.tid()
+@wp.func
+def kinematics_env(m: Any, d: Any, env: int):
+    """The stage for one env: run by ``kinematics`` and by factorization's fused ``smooth``."""
     kinematics_native(env, m.nl, m.link_parent, m.link_root, m.link_pos0, m.link_quat0, m.link_joint_adr,
                       m.link_dof_adr, m.joint_type, m.joint_q_start, m.joint_dof_start, m.joint_pos, m.joint_axis,
                       m.joint_ref, d.root_pos, d.root_quat, m.link_mass, m.link_com, m.link_inertia, d.qpos, d.qvel,
                       d.link_pos, d.link_quat, d.link_vel, d.link_ang, d.link_xipos, d.link_com_vel, d.joint_anchor,
                       d.joint_xaxis, d.dof_ref, d.cinert_m, d.cinert_mc, d.cinert_i, d.cvel_w, d.cvel_v, d.cdof_w,
                       d.cdof_v, d.cdofdot_w, d.cdofdot_v)
+
+
+@wp.kernel
+def kinematics(m: Any, d: Any):
+    kinematics_env(m, d, wp.tid())
 
 
 overload(kinematics)
