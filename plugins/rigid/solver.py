@@ -168,12 +168,12 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         from .kernels import signorini_solve as k_signorini
 
         # the smooth stages (kinematics, bias, actuation, inertia) run inside factorization's fused launch
-        # (factorization.smooth): kernels/bias.py, actuation.py and inertia.py are not launched, kernels/kinematics.py
-        # only where a coupler takes the link poses before the dynamics (substep_pre_coupling); the SAP
-        # hand-off declares the separate stages (handoff_kernel_modules)
-        mods = [k_factorization, k_integration]
-        if getattr(self.scene, "couplers", None):
-            mods.append(k_kinematics)
+        # (factorization.smooth): kernels/bias.py, actuation.py and inertia.py are not launched by a step;
+        # kernels/kinematics.py is, by the getters' refresh of the end-of-step link frames (sync_kinematics)
+        # and where a coupler takes the link poses before the dynamics (substep_pre_coupling): declared so
+        # a first run's getters do not compile it serially; the SAP hand-off declares the separate stages
+        # (handoff_kernel_modules)
+        mods = [k_factorization, k_integration, k_kinematics]
         o, _ = resolve_model_options(self.options, [(e.name, e.description.options) for e in self.entities],
                                      precision=layout.precision, h=layout.h, gravity=layout.gravity)
         descs = [e.description for e in self.entities]
