@@ -15,7 +15,6 @@ import argparse
 import os
 import time
 
-from . import bench_constraint as B
 from . import profile_constraint as P
 
 
@@ -63,14 +62,7 @@ def main():
     import warp as wp
 
     wp.config.quiet = True
-    for name, path, settle, flags in P.scenes(args.scenes.split(",")):
-        m = B._mj_model(path)
-        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
-        n = args.pile_n if flags.get("pile") else args.n
-        extra = {}
-        if flags.get("pile"):
-            mc, _, _ = B._mj_stats(m, d)
-            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
+    for name, path, m, d, n, extra in P.settled_scenes(args.scenes.split(","), args.n, args.pile_n):
         for isl in args.islands.split(","):
             us, it = probe(path, d, float(m.opt.timestep), n, isl == "on", args.reps, args.samples, **extra)
             print(f"{name} islands {isl}: solve stage {us:.2f} µs per env (mean niter {it:.2f}), "

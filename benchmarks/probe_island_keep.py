@@ -16,7 +16,6 @@ import os
 import statistics
 import time
 
-from . import bench_constraint as B
 from . import profile_constraint as P
 
 
@@ -76,14 +75,7 @@ def main():
     import warp as wp
 
     wp.config.quiet = True
-    for name, path, settle, flags in P.scenes(args.scenes.split(",")):
-        m = B._mj_model(path)
-        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
-        n = args.pile_n if flags.get("pile") else args.n
-        extra = {}
-        if flags.get("pile"):
-            mc, _, _ = B._mj_stats(m, d)
-            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
+    for name, path, m, d, n, extra in P.settled_scenes(args.scenes.split(","), args.n, args.pile_n):
         load0 = os.getloadavg()[0]
         res, kept = probe(path, d, float(m.opt.timestep), n, args.samples, args.reps, args.steps, **extra)
         load1 = os.getloadavg()[0]

@@ -36,7 +36,6 @@ import time
 import numpy as np
 import warp as wp
 
-from benchmarks import bench_constraint as B
 from benchmarks import profile_constraint as P
 
 wp.config.quiet = True
@@ -204,14 +203,7 @@ def t_step(scene, kind, steps, n):
 
 def main_steps(a):
     """Whole steps, two scenes of the same settled state in one process (``main`` vs ``here``), ABBA."""
-    for name, path, settle, flags in P.scenes(a.scenes.split(",")):
-        m = B._mj_model(path)
-        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
-        n = a.pile_n if flags.get("pile") else a.n
-        extra = {}
-        if flags.get("pile"):
-            mc, _, _ = B._mj_stats(m, d)
-            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
+    for name, path, m, d, n, extra in P.settled_scenes(a.scenes.split(","), a.n, a.pile_n):
         sc = {k: P.polyphys_scene(path, d, float(m.opt.timestep), n, constraint_islands=True, **extra)
               for k in ("main", "here")}
         res = {k: [] for k in sc}
@@ -240,14 +232,7 @@ def main():
     if a.steps > 0:
         return main_steps(a)
     kinds = a.kinds.split(",")
-    for name, path, settle, flags in P.scenes(a.scenes.split(",")):
-        m = B._mj_model(path)
-        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
-        n = a.pile_n if flags.get("pile") else a.n
-        extra = {}
-        if flags.get("pile"):
-            mc, _, _ = B._mj_stats(m, d)
-            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
+    for name, path, m, d, n, extra in P.settled_scenes(a.scenes.split(","), a.n, a.pile_n):
         scene, (v, h) = capture_rows_view(path, d, float(m.opt.timestep), n, **extra)
         prec = "64" if v.scalar == wp.float64 else "32"
         offs = {k: getattr(v.d, k).ptr % 4096 for k in WRITTEN}

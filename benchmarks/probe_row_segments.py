@@ -22,7 +22,6 @@ from functools import partial
 import numpy as np
 import warp as wp
 
-from benchmarks import bench_constraint as B
 from benchmarks import profile_constraint as P
 
 wp.config.quiet = True
@@ -127,14 +126,7 @@ def main():
     ap.add_argument("--what", default="rows,solve,step")
     a = ap.parse_args()
     what = a.what.split(",")
-    for name, path, settle, flags in P.scenes(a.scenes.split(",")):
-        m = B._mj_model(path)
-        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
-        n = a.pile_n if flags.get("pile") else a.n
-        extra = {}
-        if flags.get("pile"):
-            mc, _, _ = B._mj_stats(m, d)
-            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
+    for name, path, m, d, n, extra in P.settled_scenes(a.scenes.split(","), a.n, a.pile_n):
         for isl in a.islands.split(","):
             on = isl == "on"
             sA, gA = build(path, d, float(m.opt.timestep), n, on, False, **extra)

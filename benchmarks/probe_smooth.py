@@ -21,7 +21,6 @@ import collections
 import os
 import time
 
-from . import bench_constraint as B
 from . import profile_constraint as P
 
 _STAGES = (("kinematics", "kinematics"), ("bias", "rne"), ("actuation", "actuation"),
@@ -148,14 +147,7 @@ def main():
     import warp as wp
 
     wp.config.quiet = True
-    for name, path, settle, flags in P.scenes(args.scenes.split(",")):
-        m = B._mj_model(path)
-        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
-        n = args.pile_n if flags.get("pile") else args.n
-        extra = {}
-        if flags.get("pile"):
-            mc, _, _ = B._mj_stats(m, d)
-            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
+    for name, path, m, d, n, extra in P.settled_scenes(args.scenes.split(","), args.n, args.pile_n):
         scene = P.polyphys_scene(path, d, float(m.opt.timestep), n, constraint_islands=True, **extra)
         if args.ab:
             import statistics

@@ -188,6 +188,20 @@ def scenes(which):
     return out
 
 
+def settled_scenes(which, n, pile_n):
+    """For each scene of ``which``: (name, MJCF path, MuJoCo model, its settled MjData, the env count — ``pile_n``
+    for the pile, else ``n`` — and the polyphys scene options the probes add: the pile's contact budget, twice
+    MuJoCo's contact count at rest plus 32)."""
+    for name, path, settle, flags in scenes(which):
+        m = B._mj_model(path)
+        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
+        extra = {}
+        if flags.get("pile"):
+            mc, _, _ = B._mj_stats(m, d)
+            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
+        yield name, path, m, d, (pile_n if flags.get("pile") else n), extra
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1024)
@@ -201,15 +215,8 @@ def main():
 
     wp.config.quiet = True
     print("load:", os.getloadavg())
-    for name, path, settle, flags in scenes(args.scenes.split(",")):
-        m = B._mj_model(path)
-        d = B._settle("humanoid" if name == "humanoid" else name, m, settle)
+    for name, path, m, d, n, extra in settled_scenes(args.scenes.split(","), args.n, args.pile_n):
         dt = float(m.opt.timestep)
-        n = args.pile_n if flags.get("pile") else args.n
-        extra = {}
-        if flags.get("pile"):
-            mc, _, _ = B._mj_stats(m, d)
-            extra["max_contacts"] = int(2 * max(mc, 1)) + 32
         isl = args.islands.split(",")
         pp = {i: polyphys_scene(path, d, dt, n, constraint_islands=(i == "on"), **extra) for i in isl}
         # rounds alternating the engines and configurations; per stage the least of the rounds (the load of

@@ -95,6 +95,22 @@ def _plane_sphere_capsule_store(t2: int, p1: Any, R1: Any, p2: Any, R2: Any, s2:
 
 
 @wp.func
+def _box_corner(p2: Any, R2: Any, s2: Any, c8: int):
+    """Corner c8 of the box (center p2, rotation R2, half sizes s2): bit k of c8 set = the negative side along
+    axis k."""
+    sx = type(s2[0])(1.0)
+    sy = type(s2[0])(1.0)
+    sz = type(s2[0])(1.0)
+    if (c8 & 1) != 0:
+        sx = -sx
+    if (c8 & 2) != 0:
+        sy = -sy
+    if (c8 & 4) != 0:
+        sz = -sz
+    return p2 + R2 * wp.vector(sx * s2[0], sy * s2[1], sz * s2[2])
+
+
+@wp.func
 def _plane_box_store(p1: Any, R1: Any, p2: Any, R2: Any, s2: Any, margin: Any, env: int, k: int,
                      pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: Any, cand_normal_out: Any,
                      cand_dist_out: Any, cand_count_out: wp.array(dtype=wp.int32),
@@ -109,16 +125,7 @@ def _plane_box_store(p1: Any, R1: Any, p2: Any, R2: Any, s2: Any, margin: Any, e
     dv = wp.vector(length=8, dtype=type(half))
     cnt = int(0)
     for c8 in range(8):
-        sx = type(half)(1.0)
-        sy = type(half)(1.0)
-        sz = type(half)(1.0)
-        if (c8 & 1) != 0:
-            sx = -sx
-        if (c8 & 2) != 0:
-            sy = -sy
-        if (c8 & 4) != 0:
-            sz = -sz
-        c = p2 + R2 * wp.vector(sx * s2[0], sy * s2[1], sz * s2[2])
+        c = _box_corner(p2, R2, s2, c8)
         dist = wp.dot(c - p1, n)
         dv[c8] = dist
         if dist < margin:
@@ -128,16 +135,7 @@ def _plane_box_store(p1: Any, R1: Any, p2: Any, R2: Any, s2: Any, margin: Any, e
         i = int(0)
         for c8 in range(8):
             if dv[c8] < margin:
-                sx = type(half)(1.0)
-                sy = type(half)(1.0)
-                sz = type(half)(1.0)
-                if (c8 & 1) != 0:
-                    sx = -sx
-                if (c8 & 2) != 0:
-                    sy = -sy
-                if (c8 & 4) != 0:
-                    sz = -sz
-                c = p2 + R2 * wp.vector(sx * s2[0], sy * s2[1], sz * s2[2])
+                c = _box_corner(p2, R2, s2, c8)
                 cand_pos_out[start + i] = c - n * (half * dv[c8])
                 cand_normal_out[start + i] = n
                 cand_dist_out[start + i] = dv[c8]
