@@ -118,6 +118,18 @@ for _s in (wp.float32, wp.float64):
                             "R_out": wp.array2d(dtype=_s), "mu_out": wp.array2d(dtype=_s)})
 
 
+def _expected_rows(v, n):
+    """imp, aref, R and mu of every contact row by the Warp functions (_expected), NaN elsewhere."""
+    s = v.d.efc_R.dtype
+    exp = {k: wp.full(v.d.efc_R.shape, np.nan, dtype=s, device=v.device) for k in ("imp", "aref", "R", "mu")}
+    wp.launch(_expected, dim=n, device=v.device,
+              inputs=[n, s(v.m.opt.impratio), s(v.m.opt.tc_floor), int(v.m.opt.cone), v.d.con_dim, v.d.con_link,
+                      v.d.con_dist, v.d.con_margin, v.d.con_sol, v.d.con_friction, v.d.con_solreffriction,
+                      v.m.link_invweight, v.d.con_efc_adr, v.d.efc_vel],
+              outputs=[exp["imp"], exp["aref"], exp["R"], exp["mu"]])
+    return exp
+
+
 @pytest.mark.parametrize("precision", ["64", "32"])
 @pytest.mark.parametrize("cone,impratio,condim", [("pyramidal", 5.0, 6), ("elliptic", 30.0, 6), ("elliptic", 1.0, 3)])
 def test_contact_rows_native_equal_warp_functions(cone, impratio, condim, precision):
@@ -136,14 +148,8 @@ def test_contact_rows_native_equal_warp_functions(cone, impratio, condim, precis
     S.build(st, tree)
     st.check()
     v = st.v
-    s = v.d.efc_R.dtype
     nrows = int(v.d.nefc.numpy()[0])
-    exp = {k: wp.full(v.d.efc_R.shape, np.nan, dtype=s, device=v.device) for k in ("imp", "aref", "R", "mu")}
-    wp.launch(_expected, dim=n, device=v.device,
-              inputs=[n, s(v.m.opt.impratio), s(v.m.opt.tc_floor), int(v.m.opt.cone), v.d.con_dim, v.d.con_link,
-                      v.d.con_dist, v.d.con_margin, v.d.con_sol, v.d.con_friction, v.d.con_solreffriction,
-                      v.m.link_invweight, v.d.con_efc_adr, v.d.efc_vel],
-              outputs=[exp["imp"], exp["aref"], exp["R"], exp["mu"]])
+    exp = _expected_rows(v, n)
     tp = v.d.efc_type.numpy()[0, :nrows]
     rows = np.nonzero(tp >= 3)[0]                 # the contact rows (ConstraintType.CONTACT_*)
     assert len(rows) >= 3 * 2
@@ -193,13 +199,7 @@ def test_contact_rows_native_reuses_parameters_bit_for_bit(cone, impratio, condi
     S.build(st, tree)
     st.check()
     v = st.v
-    s = v.d.efc_R.dtype
-    exp = {k: wp.full(v.d.efc_R.shape, np.nan, dtype=s, device=v.device) for k in ("imp", "aref", "R", "mu")}
-    wp.launch(_expected, dim=n, device=v.device,
-              inputs=[n, s(v.m.opt.impratio), s(v.m.opt.tc_floor), int(v.m.opt.cone), v.d.con_dim, v.d.con_link,
-                      v.d.con_dist, v.d.con_margin, v.d.con_sol, v.d.con_friction, v.d.con_solreffriction,
-                      v.m.link_invweight, v.d.con_efc_adr, v.d.efc_vel],
-              outputs=[exp["imp"], exp["aref"], exp["R"], exp["mu"]])
+    exp = _expected_rows(v, n)
     nrows = int(v.d.nefc.numpy()[0])
     rows = np.nonzero(v.d.efc_type.numpy()[0, :nrows] >= 3)[0]
     assert len(rows) >= 2 * n
