@@ -7,7 +7,9 @@ more than a dry one's) or a worker's thread is descheduled by another process, t
 the slowest share. ``BlockQueue.stage`` runs such a stage so that the workers take blocks of items
 until none is left: every worker launches the stage's claiming kernel with one thread per env, which
 computes unclaimed blocks (``polyphys.kernels.blocks.next_block``, ``block_after``) until all are
-taken — exactly one claim per block and one more per worker. A block is computed by one worker with the same operations whichever
+taken — first the blocks of the worker's own contiguous home range, in order, then what is left of
+the others' (so equally fast workers each compute one contiguous run and keep its neighbour data in
+their own caches, instead of alternating blocks). A block is computed by one worker with the same operations whichever
 worker takes it, so the results are bit-identical for any number of workers (docs/architecture.md,
 "Threads within a partition"); only which worker computed what changes from run to run.
 
@@ -22,8 +24,9 @@ from __future__ import annotations
 
 
 class BlockQueue:
-    """The claim counters of a solver's claimed stages: one 64-byte row per env (the next block to
-    claim, the workers through the stage), zero between stages."""
+    """The claim counters of a solver's claimed stages: per env one 64-byte row per worker of its
+    partition (the blocks claimed from that worker's home range; the workers through the stage), zero
+    between stages."""
 
     def __init__(self, layout):
         import warp as wp
@@ -31,7 +34,8 @@ class BlockQueue:
         from .kernels import blocks as K
 
         self.device = layout.device
-        self.counters = wp.zeros((layout.n_envs, K.ROW), dtype=wp.int32, device=layout.device)
+        workers = max([part.workers for part in layout.partitions] + [1])
+        self.counters = wp.zeros((layout.n_envs, K.ROW * workers), dtype=wp.int32, device=layout.device)
         self._views = {part.index: self.counters[part.slice] for part in layout.partitions}
 
     def clear(self) -> None:
@@ -42,7 +46,8 @@ class BlockQueue:
         """One parallel stage of ``solver`` over ``part`` whose ``n_blocks`` blocks the workers claim:
         ``launch(threads, claim, counters)`` issues the stage's kernel over (part.n_envs, threads) with
         ``counters`` the partition's rows. One worker: a single launch with a thread per block and
-        ``claim`` 0. Several: every worker launches one thread per env with ``claim`` 1, then ``release``
+        ``claim`` 0. Several: worker w launches one thread per env with ``claim``
+        ``claim_code(w, workers)``, then ``release``
         (the last worker through resets the counters for the next claimed stage).
         ``then(w)``, when given, issues worker w's launches after its claimed one in the same stage (a
         fixed share of other work that needs nothing the claimed launch writes)."""
@@ -58,7 +63,7 @@ class BlockQueue:
             return
 
         def stage(w):
-            launch(1, 1, counters)
+            launch(1, K.claim_code(w, part.workers), counters)
             wp.launch(K.release, dim=part.n_envs, inputs=[part.workers], outputs=[counters], device=self.device)
             if then is not None:
                 then(w)

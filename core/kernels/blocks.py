@@ -1,14 +1,19 @@
 """Kernels of ``polyphys.blocks``: a stage's blocks of items claimed by the workers one at a time.
 
 A claiming kernel is launched by every worker of a partition with one thread per env, which takes
-the next unclaimed block of env from a counter (``next_block``, ``block_after``: an atomic
-fetch-and-add across the workers' threads) until every block is taken. Launched with a thread per
-block and ``claim`` 0 (one worker, or CUDA), thread c computes block c. Each block
-is computed by exactly one worker, with the same operations whoever takes it, so a gather stage's
-results do not depend on the number of workers or on which worker was faster. ``release`` (one
+unclaimed blocks of env (``next_block``, ``block_after``) until every block is taken. The blocks are
+split into one contiguous *home range* per worker (as ``Partition.chunk`` splits items); each range has
+a counter (an atomic fetch-and-add across the workers' threads). A worker claims the blocks of its own
+range in order, then those left in the other ranges (from the next worker's on), so that with equally
+fast workers each computes one contiguous run of blocks (the neighbour data a block reads stays in that
+core's caches for the next block) and a slower or descheduled worker's blocks are still taken by the
+others. Launched with a thread per block and ``claim`` 0 (one worker, or CUDA), thread c computes block
+c. Each block is computed by exactly one worker, with the same operations whoever takes it, so a gather
+stage's results do not depend on the number of workers or on which worker was faster. ``release`` (one
 thread per env, launched by each worker after its claiming launch) counts the workers through; the
 last one resets the counters for the next stage (the barrier after the stage publishes the reset).
 
+``claim`` is 0 (no claiming) or ``claim_code(w, workers)`` (worker w of ``workers``).
 Warp's own ``atomic_add`` is a plain read-modify-write on CPU (a CPU launch runs on one thread), so
 the claim is a native function: GCC/Clang's ``__atomic_fetch_add`` on CPU, ``atomicAdd`` on CUDA.
 """
@@ -18,15 +23,33 @@ import warp as wp
 # forward only: nothing here is differentiated
 wp.set_module_options({"enable_backward": False})
 
-# counters per env: [0] the next block to claim, [1] the workers through the stage; a row is 64
-# bytes (a cache line) so that two envs' counters do not share one
-ROW = 16
+# counters per env: a row of ROW int32 (64 bytes, a cache line) per worker of the partition: in row k,
+# [0] the blocks claimed so far from worker k's home range; in row 0 also [1] the workers through the
+# stage. Each range's counter on its own line, so that a worker's claims in its own range do not
+# contend with the others'.
+ROW = wp.constant(16)
+# ``claim`` = 1 + w + workers * CLAIM_STRIDE for worker w of ``workers`` (0: no claiming)
+CLAIM_STRIDE = wp.constant(65536)
+
+
+def claim_code(worker: int, workers: int) -> int:
+    """The ``claim`` argument of worker ``worker``'s claiming launch in a partition of ``workers``."""
+    return 1 + worker + workers * CLAIM_STRIDE
+
 
 _FETCH_ADD = """
 #if defined(__CUDA_ARCH__)
     return atomicAdd(wp::address(counters, env, slot), 1);
 #else
     return __atomic_fetch_add(wp::address(counters, env, slot), 1, __ATOMIC_ACQ_REL);
+#endif
+"""
+
+_LOAD = """
+#if defined(__CUDA_ARCH__)
+    return atomicAdd(wp::address(counters, env, slot), 0);
+#else
+    return __atomic_load_n(wp::address(counters, env, slot), __ATOMIC_ACQUIRE);
 #endif
 """
 
@@ -37,14 +60,39 @@ def fetch_add(counters: wp.array2d(dtype=wp.int32), env: int, slot: int) -> int:
     ...
 
 
+@wp.func_native(_LOAD)
+def load(counters: wp.array2d(dtype=wp.int32), env: int, slot: int) -> int:
+    """counters[env, slot], read atomically (another worker may be adding to it)."""
+    ...
+
+
 @wp.func
-def next_block(counters: wp.array2d(dtype=wp.int32), claim: int, env: int, c: int):
+def claim_block(counters: wp.array2d(dtype=wp.int32), claim: int, env: int, n_blocks: int):
+    """The next unclaimed block of env for the worker coded in ``claim`` (``claim_code``), or n_blocks
+    when none is left: from its own home range first, then from the others' in turn (a range whose
+    counter is past its size is skipped without a claim)."""
+    code = claim - 1
+    w = code % CLAIM_STRIDE
+    workers = code / CLAIM_STRIDE
+    for t in range(workers):
+        k = (w + t) % workers
+        a = (k * n_blocks) / workers
+        size = ((k + 1) * n_blocks) / workers - a
+        if load(counters, env, k * ROW) < size:
+            i = fetch_add(counters, env, k * ROW)
+            if i < size:
+                return a + i
+    return n_blocks
+
+
+@wp.func
+def next_block(counters: wp.array2d(dtype=wp.int32), claim: int, env: int, c: int, n_blocks: int):
     """The first block thread (env, c) computes: c itself when the launch does not claim (one
-    worker, a thread per block), else the next unclaimed block of env (>= the block count once all
-    are taken)."""
+    worker, a thread per block), else the first unclaimed block of env for the claiming worker
+    (``claim_block``; n_blocks once all are taken)."""
     if claim == 0:
         return c
-    return fetch_add(counters, env, 0)
+    return claim_block(counters, claim, env, n_blocks)
 
 
 @wp.func
@@ -54,7 +102,7 @@ def block_after(counters: wp.array2d(dtype=wp.int32), claim: int, env: int, n_bl
     b = block_after(...)``, so a worker's single thread takes blocks until none is left."""
     if claim == 0:
         return n_blocks
-    return fetch_add(counters, env, 0)
+    return claim_block(counters, claim, env, n_blocks)
 
 
 @wp.kernel
@@ -67,5 +115,6 @@ def release(
     """A worker is through its claiming launch; the last of the ``workers`` resets env's counters."""
     env = wp.tid()
     if fetch_add(counters_out, env, 1) == workers - 1:
-        counters_out[env, 0] = 0
+        for k in range(workers):
+            counters_out[env, k * ROW] = 0
         counters_out[env, 1] = 0

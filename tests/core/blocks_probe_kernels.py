@@ -24,7 +24,7 @@ def probe_claimed(
     shows as 2)."""
     env, c = wp.tid()
     n_blocks = (n + block - 1) / block
-    b = next_block(claims_inout, claim, env, c)
+    b = next_block(claims_inout, claim, env, c, n_blocks)
     while b < n_blocks:
         for i in range(b * block, wp.min((b + 1) * block, n)):
             s = float(0.0)  # noqa: UP018 - a Warp variable (a literal would be a constant)
@@ -34,6 +34,22 @@ def probe_claimed(
             who_out[env, i] = worker
             hits_out[env, i] = hits_out[env, i] + 1
         b = block_after(claims_inout, claim, env, n_blocks)
+
+
+@wp.kernel
+def probe_claims(
+    # Model:
+    claim: int,
+    n_blocks: int,
+    count: int,
+    # Data out:
+    blocks_out: wp.array(dtype=wp.int32),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """The first ``count`` blocks (of env 0) the worker coded in ``claim`` claims, in order."""
+    blocks_out[0] = next_block(claims_inout, claim, 0, 0, n_blocks)
+    for k in range(1, count):
+        blocks_out[k] = block_after(claims_inout, claim, 0, n_blocks)
 
 
 @wp.kernel

@@ -9,7 +9,7 @@ import warp as wp
 from polyphys.blocks import BlockQueue
 from polyphys.layout import Layout, split_envs
 
-from .blocks_probe_kernels import probe_claimed
+from .blocks_probe_kernels import probe_claimed, probe_claims
 
 N, BLOCK, WORK = 3001, 16, 60        # the last block is short
 
@@ -119,3 +119,26 @@ def test_workers_take_blocks_from_each_other():
     assert (hits.numpy() == 1).all()
     assert (who.numpy() == 0).all()                 # the early worker took every block
     assert (q.counters.numpy() == 0).all()
+
+
+def test_workers_claim_their_home_range_first_then_the_others():
+    """10 blocks on 2 workers: worker w's home range is blocks [5w, 5w + 5); each claims its own in
+    order, then what is left of the other's, from its front; the block count once none is left."""
+    from polyphys.kernels.blocks import claim_code
+
+    q = BlockQueue(_layout(1, 2))
+    counters = q.counters
+
+    def claims(w, count):
+        out = wp.full(count, -1, dtype=wp.int32, device="cpu")
+        wp.launch(probe_claims, dim=1, inputs=[claim_code(w, 2), 10, count], outputs=[out, counters], device="cpu")
+        return out.numpy().tolist()
+
+    assert claims(1, 3) == [5, 6, 7]
+    assert claims(0, 8) == [0, 1, 2, 3, 4, 8, 9, 10]
+    assert claims(1, 1) == [10]
+    # 3 workers, 10 blocks: home ranges [0, 3), [3, 6), [6, 10); worker 2 takes its own, then 0's, then 1's
+    q3 = BlockQueue(_layout(1, 3))
+    out = wp.full(11, -1, dtype=wp.int32, device="cpu")
+    wp.launch(probe_claims, dim=1, inputs=[claim_code(2, 3), 10, 11], outputs=[out, q3.counters], device="cpu")
+    assert out.numpy().tolist() == [6, 7, 8, 9, 0, 1, 2, 3, 4, 5, 10]

@@ -401,7 +401,7 @@ def explicit_forces_nh(
     thread takes unclaimed runs until none is left (polyphys.blocks)."""
     env, c0 = wp.tid()
     n_runs = (e_count + chunk - 1) / chunk
-    c = next_block(claims_inout, claim, env, c0)
+    c = next_block(claims_inout, claim, env, c0, n_runs)
     while c < n_runs:
         for q in range(c * chunk, wp.min((c + 1) * chunk, e_count)):
             nh_element_forces(tets, gram, nh_coef, corner_slot, env, e_first + q, pos_in, active_in, corner_out)
@@ -435,7 +435,7 @@ def explicit_velocity(
     explicit_forces_nh)."""
     env, c0 = wp.tid()
     n_runs = (i_count + chunk - 1) / chunk
-    c = next_block(claims_inout, claim, env, c0)
+    c = next_block(claims_inout, claim, env, c0, n_runs)
     while c < n_runs:
         for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
             i = i_first + q
@@ -507,7 +507,7 @@ def integrate_positions(
     explicit_velocity."""
     env, c0 = wp.tid()
     n_runs = (i_count + chunk - 1) / chunk
-    c = next_block(claims_inout, claim, env, c0)
+    c = next_block(claims_inout, claim, env, c0, n_runs)
     while c < n_runs:
         for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
             i = i_first + q
@@ -549,7 +549,7 @@ def explicit_vertex_step(
     as in explicit_forces_nh)."""
     env, c0 = wp.tid()
     n_runs = (i_count + chunk - 1) / chunk
-    c = next_block(claims_inout, claim, env, c0)
+    c = next_block(claims_inout, claim, env, c0, n_runs)
     while c < n_runs:
         for q in range(c * chunk, wp.min((c + 1) * chunk, i_count)):
             i = i_first + q

@@ -176,13 +176,13 @@ def grid_update_blocks(
     grid_pos_out: wp.array2d(dtype=Any),
     claims_inout: wp.array2d(dtype=wp.int32),
 ):
-    """The grid update over blocks of ``chunk`` nodes: with ``claim`` 1 (several workers, one thread each
+    """The grid update over blocks of ``chunk`` nodes: with ``claim`` non-zero (several workers, one thread each
     per env) the workers claim the blocks until none is left (polyphys.blocks: a node with material
     costs more than an empty one, and the material is not spread evenly in x); with ``claim`` 0 (one
     worker) thread c updates block c. A node has the same operations either way."""
     env, c0 = wp.tid()
     n_blocks = (n_nodes + chunk - 1) / chunk
-    c = next_block(claims_inout, claim, env, c0)
+    c = next_block(claims_inout, claim, env, c0, n_blocks)
     while c < n_blocks:
         for n in range(c * chunk, wp.min((c + 1) * chunk, n_nodes)):
             update_node(env, n, lo, dx, nx, ny, nz, pad, surface, boundary, friction, plane_pos, plane_nrm, gravity,

@@ -216,7 +216,7 @@ def build_neighbors(
     (polyphys.blocks)."""
     env, c = wp.tid()
     n_blocks = (n + ITEM_BLOCK - 1) / ITEM_BLOCK
-    b = next_block(claims_inout, claim, env, c)
+    b = next_block(claims_inout, claim, env, c, n_blocks)
     while b < n_blocks:
         for i in range(b * ITEM_BLOCK, wp.min((b + 1) * ITEM_BLOCK, n)):
             build_neighbors_at(reach2, cap, dense, dims, mask, lower, inv_cell, env, i, pos_in, cell_ijk_in,
@@ -478,7 +478,7 @@ def particle_gather(
     """``particle_gather_at`` for the particles of a block of ITEM_BLOCK (as ``build_neighbors``)."""
     env, c = wp.tid()
     n_blocks = (n + ITEM_BLOCK - 1) / ITEM_BLOCK
-    b = next_block(claims_inout, claim, env, c)
+    b = next_block(claims_inout, claim, env, c, n_blocks)
     while b < n_blocks:
         for i in range(b * ITEM_BLOCK, wp.min((b + 1) * ITEM_BLOCK, n)):
             particle_gather_at(kind, group, self_collide, rest_pos, radius, friction, mass, inv_mass0, rest_density,

@@ -343,7 +343,7 @@ def density(
     (polyphys.blocks)."""
     env, c = wp.tid()
     n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
-    b = next_block(claims_inout, claim, env, c)
+    b = next_block(claims_inout, claim, env, c, n_blocks)
     while b < n_blocks:
         for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
             density_at(m, wcsph, env, kk, mass_in, vel_in, active_in, start_in, sorted_in, spos_in, rho_out, pressure_out,
@@ -406,7 +406,7 @@ def boundary_pressure(
     p_b is the same whichever worker computes it."""
     env, c = wp.tid()
     n_blocks = (n_b + BP_BLOCK - 1) / BP_BLOCK
-    blk = next_block(claims_inout, claim, env, c)
+    blk = next_block(claims_inout, claim, env, c, n_blocks)
     while blk < n_blocks:
         for b in range(blk * BP_BLOCK, wp.min((blk + 1) * BP_BLOCK, n_b)):
             boundary_pressure_at(m, env, b, start_in, spos_in, rho_s_in, press_s_in, bp_out)
@@ -552,7 +552,7 @@ def accelerate(
     """``accelerate_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
     env, c = wp.tid()
     n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
-    b = next_block(claims_inout, claim, env, c)
+    b = next_block(claims_inout, claim, env, c, n_blocks)
     while b < n_blocks:
         for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
             accelerate_at(m, with_pressure, out_sorted, env, kk, active_in, start_in, sorted_in, spos_in, mass_s_in,
@@ -657,7 +657,7 @@ def solve_kappa(
     """``solve_kappa_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
     env, c = wp.tid()
     n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
-    b = next_block(claims_inout, claim, env, c)
+    b = next_block(claims_inout, claim, env, c, n_blocks)
     while b < n_blocks:
         for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
             solve_kappa_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, vel_s_in, nbrs_in, list_in,
@@ -756,7 +756,7 @@ def solve_update(
     """``solve_update_at`` for the sorted places of a block of PLACE_BLOCK (as ``density``)."""
     env, c = wp.tid()
     n_blocks = (n + PLACE_BLOCK - 1) / PLACE_BLOCK
-    b = next_block(claims_inout, claim, env, c)
+    b = next_block(claims_inout, claim, env, c, n_blocks)
     while b < n_blocks:
         for kk in range(b * PLACE_BLOCK, wp.min((b + 1) * PLACE_BLOCK, n)):
             solve_update_at(m, env, kk, done_in, active_in, start_in, sorted_in, spos_in, mass_s_in, nbrs_in, list_in, grad_in,
