@@ -120,7 +120,7 @@ def profile(case: str, steps: int = 6) -> None:
             else:
                 t2 = min(t2, dt)
     sim = sc2.simulator
-    prog, helpers = sim._graphs[0], sim._helpers[0]
+    prog, helpers = sim._graphs[0], sim._parked.get(0) or sim._helpers[0]
     # the 1-thread reference step (thread CPU) and the profiled 2-worker replays alternate, so both
     # describe the same stretch of the scene (the granular block's cost per step grows at its impact)
     best, c1, w1 = None, float("inf"), float("inf")
@@ -181,7 +181,7 @@ def per_segment(case: str, steps: int = 5) -> None:
     recs = []
     for _ in range(steps):
         rec = []
-        _walk(sim._graphs[0], sim._helpers[0], rec)
+        _walk(sim._graphs[0], sim._parked.get(0) or sim._helpers[0], rec)
         recs.append(rec)
     sim._after_step()
     from . import _untime

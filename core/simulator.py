@@ -17,7 +17,8 @@ between parallel stages as one serial graph, each parallel stage as one graph pe
 (``_replay``) runs each stretch without a host-condition loop as a ``_Plan``: one launch per worker
 (``polyphys.kernels.workers.run_plan``) that replays the worker's graph of each stage (worker 0: also
 the serial graphs) with a native barrier between two segments, so Python runs once per plan (per step,
-or per pass of a ``run_loop`` loop), never per stage or launch. A stage declared to follow another
+or per pass of a ``run_loop`` loop), never per stage or launch. The helpers stay in native code between
+plans (``_Parked``): worker 0's one launch posts their jobs and waits for them. A stage declared to follow another
 worker by worker (``parallel(..., after=tag)`` right after a stage tagged ``tag``, nothing launched in
 between) joins that stage's segment: each worker replays both graphs in turn and one barrier ends them.
 Solvers keep results independent of the worker count (docs/architecture.md).
@@ -366,6 +367,8 @@ class _Plan:
         self._bar = self.bar.numpy()
         self.status = [wp.zeros(1, dtype=wp.int32, device=device) for _ in range(workers)]
         self._status = [s.numpy() for s in self.status]
+        self._none64 = wp.zeros(0, dtype=wp.uint64, device=device)
+        self._none32 = wp.zeros(0, dtype=wp.int32, device=device)
         self.timed(False)
 
     def timed(self, on: bool) -> None:
@@ -377,9 +380,17 @@ class _Plan:
 
         n = [2 * (k + 1) if on else 0 for k in self.n_ops]
         self.times = [wp.zeros(m, dtype=wp.int64, device=self.device) for m in n]
-        self.cmds = [wp.launch(K.run_plan, dim=1, inputs=[self.ops[w], self.n_ops[w], self.workers, self.natives, K.SPIN,
-                                                          K.YIELDS, self.bar], outputs=[self.status[w], self.times[w]],
-                               device=self.device, record_cmd=True) for w in range(self.workers)]
+        self.cmds = [self._cmd(w, K.MODE_RUN, self._none64) for w in range(self.workers)]
+        self._lead = None          # (parked helpers, worker 0's lead launch, its job arrays): made at first use
+
+    def _cmd(self, w: int, mode: int, jobs):
+        import warp as wp
+
+        from .kernels import workers as K
+
+        return wp.launch(K.run_plan, dim=1, inputs=[self.ops[w], self.n_ops[w], self.workers, self.natives, K.SPIN, K.YIELDS,
+                                                    mode, jobs, self.bar, self._none32],
+                         outputs=[self.status[w], self.times[w]], device=self.device, record_cmd=True)
 
     def segment_times(self) -> dict:
         """After a timed run (``timed(True)``): ``busy`` per segment the (wall, thread CPU) seconds each
@@ -429,6 +440,11 @@ class _Plan:
         self._bar[K.BAR_ABORT] = 1       # the waiting workers see it within their futex timeout
 
     def run(self, helpers) -> None:
+        """Run the plan: on parked helpers (``_Parked``: one launch from this thread), or on Python
+        helpers (``_Helpers``: each worker's launch from its thread)."""
+        if isinstance(helpers, _Parked):
+            self._run_parked(helpers)
+            return
         from .kernels import workers as K
 
         try:
@@ -440,17 +456,145 @@ class _Plan:
                 self._bar[K.BAR_ABORT] = 0
 
 
+    def _run_parked(self, parked) -> None:
+        import warp as wp
+
+        from .kernels import workers as K
+
+        if self._lead is None or self._lead[0] is not parked:
+            recs = [wp.array(np.array([self.ops[w].ptr, self.n_ops[w], self.bar.ptr, self.times[w].ptr or 0,
+                                       self.times[w].shape[0], self.status[w].ptr], dtype=np.uint64), dtype=wp.uint64,
+                             device=self.device) for w in range(1, self.workers)]
+            jobs = wp.array(np.array([x for h, r in enumerate(recs) for x in (parked.mail[h].ptr, r.ptr)], dtype=np.uint64),
+                            dtype=wp.uint64, device=self.device)
+            self._lead = (parked, self._cmd(0, K.MODE_LEAD, jobs), jobs, recs)
+        parked.start()
+        for st in self._status:
+            st[0] = 0
+        try:
+            self._lead[1].launch()
+        finally:
+            if self._bar[K.BAR_ABORT]:    # every worker has left: ready for the next replay
+                self._bar[K.BAR_COUNT] = 0
+                self._bar[K.BAR_SLEEPERS] = 0
+                self._bar[K.BAR_ABORT] = 0
+        st = [int(x[0]) for x in self._status]
+        failed = next((w for w in range(self.workers) if st[w] > 0), None)
+        if failed is not None:
+            from warp._src.context import runtime
+
+            raise RuntimeError(f"CPU graph replay failed in worker {failed}'s plan (op {st[failed] - 1}): "
+                               f"{runtime.get_error_string()}")
+        if st[0] <= -3:
+            raise SimulationError(f"the threads of partition {parked.name}: helper {-3 - st[0] + 1} is not running "
+                                  f"(its thread left: {parked.error(-3 - st[0])}); the step was not completed — reset "
+                                  f"the scene (docs/architecture.md, 'Threads within a partition')")
+        if any(x < 0 for x in st):
+            raise _Aborted()
+
+
+class _Parked:
+    """A partition's workers but the first, parked in native code between plans (kernels/workers.py,
+    MODE_SERVE): each helper thread makes one launch that serves jobs from its mailbox until stopped,
+    so a plan costs worker 0's one launch (MODE_LEAD: post the jobs, run its own ops, wait for the
+    helpers) — no Python on the helpers and no semaphore per step. An idle helper spins briefly, then
+    sleeps on its mailbox (a futex wait with a 50 ms timeout to see a stop). Started at the first plan;
+    stopped by ``close`` (the simulator's close or collection, or interpreter exit: ``weakref.finalize``),
+    after which a helper leaves within the timeout. A helper whose thread left (an exception before or in
+    its launch) is seen by the lead, which then aborts the plan: a ``SimulationError``, never a wait."""
+
+    START_TIMEOUT = 30.0
+
+    def __init__(self, n: int, workers: int, name: str, device: str):
+        import warp as wp
+
+        from .kernels import workers as K
+
+        self.n, self.name, self.device = n, name, device
+        self.mail = [wp.zeros(K.MAIL_WORDS, dtype=wp.int32, device=device) for _ in range(n)]
+        self._mail = [m.numpy() for m in self.mail]
+        self._errors: list = [None] * n
+        none64 = wp.zeros(0, dtype=wp.uint64, device=device)
+        self._keep = [none64, wp.zeros(2, dtype=wp.uint64, device=device), wp.zeros(K.BAR_WORDS, dtype=wp.int32, device=device),
+                      wp.array(K.natives(), dtype=wp.uint64, device=device)]
+        self._status = [wp.zeros(1, dtype=wp.int32, device=device) for _ in range(n)]
+        self._cmds = [wp.launch(K.run_plan, dim=1, inputs=[self._keep[1], 0, workers, self._keep[3], K.SPIN, K.YIELDS,
+                                                           K.MODE_SERVE, none64, self._keep[2], self.mail[h]],
+                                outputs=[self._status[h], wp.zeros(0, dtype=wp.int64, device=device)],
+                                device=device, record_cmd=True) for h in range(n)]
+        self._threads: list | None = None
+
+    def _serve(self, h: int) -> None:
+        from .kernels import workers as K
+
+        try:
+            self._cmds[h].launch()
+        except BaseException as exc:
+            self._errors[h] = exc
+        finally:
+            self._mail[h][K.MAIL_STATE] = 2
+
+    def start(self) -> None:
+        """Start the helpers (once) and wait until each serves; raise if one does not."""
+        if self._threads is not None:
+            return
+        import time
+
+        from .kernels import workers as K
+
+        self._threads = [threading.Thread(target=self._serve, args=(h,), daemon=True, name=f"{self.name}-n{h + 1}")
+                         for h in range(self.n)]
+        for t in self._threads:
+            t.start()
+        t0 = time.monotonic()
+        while any(m[K.MAIL_STATE] == 0 for m in self._mail):
+            if time.monotonic() - t0 > self.START_TIMEOUT:
+                break
+            time.sleep(0.0001)
+        bad = next((h for h, m in enumerate(self._mail) if m[K.MAIL_STATE] != 1), None)
+        if bad is not None:
+            self.close()
+            raise SimulationError(f"the threads of partition {self.name}: helper {bad + 1} did not start serving "
+                                  f"({self.error(bad)})")
+
+    def error(self, h: int) -> str:
+        exc = self._errors[h]
+        return "no error recorded" if exc is None else f"{type(exc).__name__}: {exc}"
+
+    def close(self, join: float = 1.0) -> None:
+        """Ask every helper to stop (each leaves its launch within the idle timeout); wait up to ``join``
+        seconds for the threads."""
+        from .kernels import workers as K
+
+        for m in self._mail:
+            m[K.MAIL_STOP] = 1
+        threads, self._threads = self._threads, None
+        for t in threads or []:
+            t.join(join)
+
+
+def _parked_ok() -> bool:
+    """Plans run on parked helpers unless ``POLYPHYS_PLAN_HELPERS=python`` (the semaphore-driven helpers,
+    kept to compare against: benchmarks/results/fem.md)."""
+    import os
+
+    return os.environ.get("POLYPHYS_PLAN_HELPERS", "") != "python"
+
+
 def _run_program(program: list, helpers) -> None:
     import warp as wp
 
+    parked = None
+    if isinstance(helpers, tuple):          # (Python helpers, parked helpers or None)
+        helpers, parked = helpers
     for seg in program:
         if isinstance(seg, _Plan):
-            seg.run(helpers)
+            seg.run(parked or helpers)
         elif isinstance(seg, tuple):        # a parallel stage (POLYPHYS_STAGE_REPLAY=python)
             helpers.run(seg[1], seg[0])
         elif isinstance(seg, _Loop):
             while _flag(seg.cond):
-                _run_program(seg.body, helpers)
+                _run_program(seg.body, (helpers, parked))
         else:
             wp.capture_launch(seg)
 
@@ -475,6 +619,15 @@ def _launcher(graphs: list):
 def _close_helpers(helpers: list) -> None:
     for h in helpers:
         h.close()
+
+
+def _walk_plans(program: list):
+    """The plans of a prepared program, loops' bodies included."""
+    for seg in program:
+        if isinstance(seg, _Loop):
+            yield from _walk_plans(seg.body)
+        elif isinstance(seg, _Plan):
+            yield seg
 
 
 class Simulator:
@@ -504,7 +657,10 @@ class Simulator:
         self._pool = cf.ThreadPoolExecutor(len(self.parts)) if len(self.parts) > 1 else None
         # per partition with several workers: its workers but the first (the partition's own thread)
         self._helpers = {p.index: _Helpers(p.workers - 1, f"polyphys-p{p.index}") for p in self.parts if p.workers > 1}
-        self._finalizer = weakref.finalize(self, _close_helpers, list(self._helpers.values()))
+        # the captured steps' plans run on helpers parked in native code (made at the first replay)
+        self._parked = {}
+        self._all_helpers: list = list(self._helpers.values())
+        self._finalizer = weakref.finalize(self, _close_helpers, self._all_helpers)
         self.n_steps = 0
 
     # -- one partition's step: exactly the launches a graph records -----------------------------
@@ -554,7 +710,20 @@ class Simulator:
         if not isinstance(g, list):
             wp.capture_launch(g)
             return
-        _run_program(g, self._helpers[i])
+        _run_program(g, (self._helpers[i], self._parked_helpers(i)))
+
+    def _parked_helpers(self, i: int):
+        """Partition i's parked helpers for its plans (None: its plans use the Python helpers)."""
+        from .kernels import workers as K
+
+        if i not in self._parked:
+            part = self.parts[i]
+            ok = _parked_ok() and part.workers - 1 <= K.MAX_PARKED and any(True for _ in _walk_plans(self._graphs[i]))
+            name = f"polyphys-p{part.index}"
+            self._parked[i] = _Parked(part.workers - 1, part.workers, name, self.layout.device) if ok else None
+            if self._parked[i] is not None:
+                self._all_helpers.append(self._parked[i])
+        return self._parked[i]
 
     def invalidate(self) -> None:
         """Forget captured graphs (after a solver reallocated arrays)."""
@@ -642,3 +811,4 @@ class Simulator:
             self._pool = None
         self._finalizer()
         self._helpers = {}
+        self._parked = {}

@@ -1,8 +1,9 @@
 // Native body of kernels/workers.py: one worker's share of a captured multi-worker step (a *plan*,
 // core/simulator.py "_Plan"), replayed without returning to Python between stages.
 //
-// run_plan_native(plan, n_ops, bar, workers, natives, spin, yields, times): for k in [0, n_ops) the op
-// (plan[2k], plan[2k + 1]):
+// run_plan_native(plan, n_ops, bar, workers, natives, spin, yields, times, mode, mail, jobs):
+//
+// mode 0 (run): for k in [0, n_ops) the op (plan[2k], plan[2k + 1]):
 //   OP_REPLAY (1), state: replay the CPU graph `state` (an APIC state pointer) by calling Warp's own
 //     replay, wp_apic_cpu_replay_state, through its address natives[0] (it returns false on failure);
 //   OP_BARRIER (2), 0: wait until all `workers` workers of the partition have reached this barrier.
@@ -11,6 +12,21 @@
 // With times.shape[0] > 0, times[0] gets the monotonic clock (ns) at entry and times[k + 1] after op k,
 // times[n_ops + 1 + k] the thread's CPU clock likewise, through clock_gettime at natives[4]
 // (benchmarks/profile_threads).
+//
+// mode 2 (serve): a parked helper (core/simulator.py "_Parked"), which stays in this call between
+// plans. `mail` is its mailbox (int32, a 64-byte line per group of words): mail[0] the job generation,
+// mail[8..9] the job (a pointer to a record of uint64: ops, n_ops, bar, times, times' length, status),
+// mail[16] the generation of the last job done, mail[32] set while the helper sleeps on mail[0],
+// mail[33] while the lead sleeps on mail[16], mail[48] the helper's state (1 serving, 2 gone), mail[49]
+// the stop request. The helper waits for a new generation (or the stop request), runs the job's ops
+// as in mode 0, stores the result in the job's status word, then publishes the generation as done.
+// Returns 0 when stopped.
+//
+// mode 1 (lead): worker 0 of a plan run by parked helpers. jobs holds per helper (mailbox pointer,
+// job record pointer); each helper that serves gets its job (the record, then generation + 1, then a
+// futex wake when it sleeps); worker 0 runs its own ops (mode 0), then waits until every helper has
+// published that generation as done, or has left (state not 1). Returns its own result as mode 0 does,
+// or -3 - h when helper h did not serve (the barrier is then aborted: the others do not wait for it).
 //
 // The barrier (bar: one int32 array, each word on its own 64-byte line): bar[0] counts the arrivals,
 // bar[16] is the generation, bar[32] the sleepers, bar[48] the abort flag. The last worker to arrive
@@ -23,7 +39,8 @@
 // that an abort is seen without a wake-up; elsewhere more sched_yield. A long spin would starve the
 // other workers on a machine with fewer free cores than workers (measured: benchmarks/results/fem.md). The sleeper
 // count and the generation are both seq_cst: either the last worker sees the sleeper and wakes it,
-// or the sleeper's futex call sees the new generation and returns at once.
+// or the sleeper's futex call sees the new generation and returns at once. The mailbox's waits are the
+// same (spin, yields, then a futex wait with a timeout: 1 ms for the lead, 50 ms for an idle helper).
 // Atomics are GCC/Clang's __atomic builtins: Warp's atomic_add is a plain read-modify-write on CPU.
 
 // @func run_plan_native
@@ -34,18 +51,15 @@
     typedef wp::int32 (*yield_fn)(void);
     typedef bool (*replay_fn)(void*);
     typedef wp::int32 (*clock_fn)(wp::int32, void*);
+    typedef unsigned long long u64;
     struct ts_t { long sec; long nsec; };
-    int* cnt = wp::address(bar, 0);
-    int* gen = wp::address(bar, 16);
-    int* sleepers = wp::address(bar, 32);
-    int* abort_flag = wp::address(bar, 48);
-    const unsigned long long* nat = (const unsigned long long*)natives.data;
+    const u64* nat = (const u64*)natives.data;
     replay_fn replay = (replay_fn)nat[0];
     sys_fn sys = (sys_fn)nat[1];
     const long futex_nr = (long)nat[2];
     yield_fn yield = (yield_fn)nat[3];
     clock_fn clk = (clock_fn)nat[4];
-    const bool timed = times.shape[0] > 0;
+    const bool futex = sys != 0 && futex_nr != 0;
     auto pause = [&]() {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -53,66 +67,152 @@
         __asm__ __volatile__("yield");
 #endif
     };
-    auto abort_all = [&]() {
-        __atomic_store_n(abort_flag, 1, __ATOMIC_SEQ_CST);
-        if (sys != 0 && futex_nr != 0)
-            sys(futex_nr, gen, 129 /* FUTEX_WAKE_PRIVATE */, 0x7fffffff, 0, 0, 0);
+    auto wake = [&](int* word) {
+        if (futex)
+            sys(futex_nr, word, 129 /* FUTEX_WAKE_PRIVATE */, 0x7fffffff, 0, 0, 0);
     };
-    auto barrier = [&]() -> bool {
-        const int g = __atomic_load_n(gen, __ATOMIC_ACQUIRE);
-        if (__atomic_add_fetch(cnt, 1, __ATOMIC_ACQ_REL) == workers) {
-            __atomic_store_n(cnt, 0, __ATOMIC_RELAXED);
-            __atomic_store_n(gen, g + 1, __ATOMIC_SEQ_CST);
-            if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) > 0 && sys != 0 && futex_nr != 0)
-                sys(futex_nr, gen, 129 /* FUTEX_WAKE_PRIVATE */, 0x7fffffff, 0, 0, 0);
-            return __atomic_load_n(abort_flag, __ATOMIC_ACQUIRE) == 0;
-        }
+    // wait while *word == g and done() is false: spin, yield, then futex waits of timeout_ns on word
+    // (flagging `sleeping` around each, so that the writer knows to wake it)
+    auto wait_while = [&](int* word, int g, int* sleeping, long timeout_ns, auto done) {
         for (int i = 0; i < spin; ++i) {
-            if (__atomic_load_n(gen, __ATOMIC_ACQUIRE) != g || __atomic_load_n(abort_flag, __ATOMIC_RELAXED) != 0)
-                break;
+            if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != g || done())
+                return;
             pause();
         }
         for (int i = 0; i < yields && yield != 0; ++i) {
-            if (__atomic_load_n(gen, __ATOMIC_ACQUIRE) != g || __atomic_load_n(abort_flag, __ATOMIC_RELAXED) != 0)
-                break;
+            if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != g || done())
+                return;
             yield();
         }
-        while (__atomic_load_n(gen, __ATOMIC_ACQUIRE) == g && __atomic_load_n(abort_flag, __ATOMIC_ACQUIRE) == 0) {
-            if (sys != 0 && futex_nr != 0) {
-                ts_t timeout = {0, 1000000};
-                __atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
-                sys(futex_nr, gen, 128 /* FUTEX_WAIT_PRIVATE */, g, &timeout, 0, 0);
-                __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == g && !done()) {
+            if (futex) {
+                ts_t timeout = {0, timeout_ns};
+                __atomic_add_fetch(sleeping, 1, __ATOMIC_SEQ_CST);
+                sys(futex_nr, word, 128 /* FUTEX_WAIT_PRIVATE */, g, &timeout, 0, 0);
+                __atomic_sub_fetch(sleeping, 1, __ATOMIC_SEQ_CST);
             } else if (yield != 0) {
                 yield();
             } else {
                 pause();
             }
         }
-        return __atomic_load_n(abort_flag, __ATOMIC_ACQUIRE) == 0;
     };
-    auto stamp = [&](int k) {   // the clocks after op k - 1 (k = 0: at entry)
-        ts_t t;
-        clk(1 /* CLOCK_MONOTONIC */, &t);
-        *wp::address(times, k) = (long long)t.sec * 1000000000LL + t.nsec;
-        clk(3 /* CLOCK_THREAD_CPUTIME_ID */, &t);
-        *wp::address(times, n_ops + 1 + k) = (long long)t.sec * 1000000000LL + t.nsec;
-    };
-    if (timed)
-        stamp(0);
-    const unsigned long long* ops = (const unsigned long long*)plan.data;
-    for (int k = 0; k < n_ops; ++k) {
-        const unsigned long long kind = ops[2 * k];
-        if (kind == 1) {
-            if (!replay((void*)ops[2 * k + 1])) {
-                abort_all();
-                return k + 1;
+    // one worker's ops (mode 0): 0, k + 1 when op k's replay failed, -1 when aborted
+    auto run_ops = [&](const u64* ops, int n, int* bar, long long* times, long long n_times) -> int {
+        int* cnt = bar + 0;
+        int* gen = bar + 16;
+        int* sleepers = bar + 32;
+        int* abort_flag = bar + 48;
+        auto aborted = [&]() { return __atomic_load_n(abort_flag, __ATOMIC_ACQUIRE) != 0; };
+        auto abort_all = [&]() {
+            __atomic_store_n(abort_flag, 1, __ATOMIC_SEQ_CST);
+            wake(gen);
+        };
+        auto barrier = [&]() -> bool {
+            const int g = __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+            if (__atomic_add_fetch(cnt, 1, __ATOMIC_ACQ_REL) == workers) {
+                __atomic_store_n(cnt, 0, __ATOMIC_RELAXED);
+                __atomic_store_n(gen, g + 1, __ATOMIC_SEQ_CST);
+                if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) > 0)
+                    wake(gen);
+                return !aborted();
             }
-        } else if (!barrier()) {
-            return -1;
-        }
+            wait_while(gen, g, sleepers, 1000000L, aborted);
+            return !aborted();
+        };
+        const bool timed = n_times > 0;
+        auto stamp = [&](int k) {   // the clocks after op k - 1 (k = 0: at entry)
+            ts_t t;
+            clk(1 /* CLOCK_MONOTONIC */, &t);
+            times[k] = (long long)t.sec * 1000000000LL + t.nsec;
+            clk(3 /* CLOCK_THREAD_CPUTIME_ID */, &t);
+            times[n + 1 + k] = (long long)t.sec * 1000000000LL + t.nsec;
+        };
         if (timed)
-            stamp(k + 1);
+            stamp(0);
+        for (int k = 0; k < n; ++k) {
+            if (ops[2 * k] == 1) {
+                if (!replay((void*)ops[2 * k + 1])) {
+                    abort_all();
+                    return k + 1;
+                }
+            } else if (!barrier()) {
+                return -1;
+            }
+            if (timed)
+                stamp(k + 1);
+        }
+        return 0;
+    };
+    if (mode == 2) {
+        int* mail_p = wp::address(mail, 0);
+        int* job_gen = mail_p + 0;
+        long long* job_ptr = (long long*)(mail_p + 8);
+        int* done_gen = mail_p + 16;
+        int* helper_sleeps = mail_p + 32;
+        int* lead_sleeps = mail_p + 33;
+        int* state = mail_p + 48;
+        int* stop = mail_p + 49;
+        auto stopping = [&]() { return __atomic_load_n(stop, __ATOMIC_ACQUIRE) != 0; };
+        int last = __atomic_load_n(job_gen, __ATOMIC_ACQUIRE);
+        __atomic_store_n(state, 1, __ATOMIC_SEQ_CST);
+        while (true) {
+            wait_while(job_gen, last, helper_sleeps, 50000000L, stopping);
+            if (stopping())
+                break;
+            last = __atomic_load_n(job_gen, __ATOMIC_ACQUIRE);
+            const u64* job = (const u64*)__atomic_load_n(job_ptr, __ATOMIC_ACQUIRE);
+            const int st = run_ops((const u64*)job[0], (int)job[1], (int*)job[2], (long long*)job[3], (long long)job[4]);
+            *(int*)job[5] = st;
+            __atomic_store_n(done_gen, last, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(lead_sleeps, __ATOMIC_SEQ_CST) > 0)
+                wake(done_gen);
+        }
+        __atomic_store_n(state, 2, __ATOMIC_SEQ_CST);
+        wake(done_gen);
+        return 0;
     }
-    return 0;
+    long long* tp = times.shape[0] > 0 ? wp::address(times, 0) : (long long*)0;
+    int* bar_p = wp::address(bar, 0);
+    if (mode == 0)
+        return run_ops((const u64*)plan.data, n_ops, bar_p, tp, times.shape[0]);
+    // mode 1: post the helpers' jobs, run worker 0's ops, wait for the helpers
+    const u64* jb = (const u64*)jobs.data;
+    const int helpers = jobs.shape[0] / 2;
+    int missing = -1;
+    int posted[64];
+    for (int h = 0; h < helpers && h < 64; ++h) {
+        int* m = (int*)jb[2 * h];
+        posted[h] = 0;
+        if (__atomic_load_n(m + 48, __ATOMIC_SEQ_CST) != 1) {
+            if (missing < 0)
+                missing = h;
+            continue;
+        }
+        __atomic_store_n((long long*)(m + 8), (long long)jb[2 * h + 1], __ATOMIC_RELEASE);
+        posted[h] = __atomic_add_fetch(m + 0, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(m + 32, __ATOMIC_SEQ_CST) > 0)
+            wake(m + 0);
+    }
+    if (missing >= 0) {     // the helpers that got their job leave at their first barrier
+        __atomic_store_n(bar_p + 48, 1, __ATOMIC_SEQ_CST);
+        wake(bar_p + 16);
+    }
+    const int own = missing >= 0 ? -1 : run_ops((const u64*)plan.data, n_ops, bar_p, tp, times.shape[0]);
+    for (int h = 0; h < helpers && h < 64; ++h) {
+        if (posted[h] == 0)
+            continue;
+        int* m = (int*)jb[2 * h];
+        const int g = posted[h];
+        auto gone = [&]() { return __atomic_load_n(m + 48, __ATOMIC_ACQUIRE) != 1; };
+        while (__atomic_load_n(m + 16, __ATOMIC_ACQUIRE) != g && !gone()) {
+            const int d = __atomic_load_n(m + 16, __ATOMIC_ACQUIRE);
+            if (d == g)
+                break;
+            wait_while(m + 16, d, m + 33, 1000000L, gone);
+        }
+        if (__atomic_load_n(m + 16, __ATOMIC_ACQUIRE) != g && missing < 0)
+            missing = h;      // it left without finishing the job (stopped)
+    }
+    return missing >= 0 ? -3 - missing : own;
 #endif

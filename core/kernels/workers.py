@@ -3,7 +3,11 @@ its whole share of a stretch of the step in one launch, the stages separated by 
 
 ``run_plan`` (one thread) runs a worker's *plan*: a list of ops, each the replay of a captured CPU
 graph (Warp's own replay function, called through its address) or a barrier across the partition's
-workers. The body is C++ (``kernels/workers.cpp``): a barrier needs atomic read-modify-writes (Warp's
+workers. With ``mode`` MODE_SERVE it is a parked helper's whole life: it stays in the launch between
+plans, waiting on its mailbox for the next job (a plan's ops for this worker) until asked to stop; with
+MODE_LEAD worker 0 posts the helpers' jobs, runs its own ops and waits for the helpers to finish, so a
+plan costs one launch from Python and no semaphore (core/simulator.py, ``_Parked``).
+The body is C++ (``kernels/workers.cpp``): a barrier needs atomic read-modify-writes (Warp's
 ``atomic_add`` is a plain one on CPU, where a launch runs on one thread) and a wait that sleeps (a
 futex on Linux) after a bounded spin, so that a waiting worker does not take the core of the worker
 it waits for on a machine with fewer free cores than workers. CPU only.
@@ -22,6 +26,15 @@ wp.set_module_options({"enable_backward": False})
 
 OP_REPLAY = 1
 OP_BARRIER = 2
+MODE_RUN, MODE_LEAD, MODE_SERVE = 0, 1, 2
+# a parked helper's mailbox (int32 words; kernels/workers.cpp): the job generation, the job record's
+# address (two words), the generation done, the sleep flags, the state (1 serving, 2 gone), the stop request
+MAIL_WORDS = 64
+MAIL_GEN, MAIL_JOB, MAIL_DONE, MAIL_STATE, MAIL_STOP = 0, 8, 16, 48, 49
+# a job record (uint64): ops address, op count, barrier address, clocks address, clocks' length, status address
+JOB_WORDS = 6
+# helpers a lead posts to at most (kernels/workers.cpp): partitions with more workers use Python helpers
+MAX_PARKED = 64
 # barrier words (int32, a 64-byte line each): arrivals, generation, sleepers, abort flag
 BAR_WORDS = 64
 BAR_COUNT, BAR_GEN, BAR_SLEEPERS, BAR_ABORT = 0, 16, 32, 48
@@ -48,8 +61,12 @@ def run_plan_native(
     spin: int,
     yields: int,
     times: wp.array(dtype=wp.int64),
+    mode: int,
+    mail: wp.array(dtype=wp.int32),
+    jobs: wp.array(dtype=wp.uint64),
 ) -> int:
-    """One worker's plan (kernels/workers.cpp): 0, k + 1 when op k's replay failed, -1 when aborted."""
+    """One worker's plan (kernels/workers.cpp): 0, k + 1 when op k's replay failed, -1 when aborted,
+    -3 - h (MODE_LEAD) when helper h was not serving; MODE_SERVE: 0 once stopped."""
     ...
 
 
@@ -62,14 +79,19 @@ def run_plan(
     natives: wp.array(dtype=wp.uint64),
     spin: int,
     yields: int,
+    mode: int,
+    jobs: wp.array(dtype=wp.uint64),
     # Data in/out:
     bar: wp.array(dtype=wp.int32),
+    mail: wp.array(dtype=wp.int32),
     # Data out:
     status_out: wp.array(dtype=wp.int32),
     times_out: wp.array(dtype=wp.int64),
 ):
-    """Launched with one thread by each worker: its plan's ops in turn; the status in status_out[0]."""
-    status_out[0] = run_plan_native(plan, n_ops, bar, workers, natives, spin, yields, times_out)
+    """Launched with one thread by each worker: its plan's ops in turn (MODE_RUN; MODE_LEAD: with the
+    parked helpers' jobs in ``jobs``), or a parked helper's service (MODE_SERVE, its mailbox ``mail``);
+    the status in status_out[0]."""
+    status_out[0] = run_plan_native(plan, n_ops, bar, workers, natives, spin, yields, times_out, mode, mail, jobs)
 
 
 def _address(fn) -> int:

@@ -302,16 +302,22 @@ def _within(fn, seconds=120.0):
     return out["exc"]
 
 
+def _helpers(kind, workers):
+    from polyphys.simulator import _Helpers, _Parked
+
+    return _Helpers(workers - 1, "test") if kind == "python" else _Parked(workers - 1, workers, "test", "cpu")
+
+
+@pytest.mark.parametrize("kind", ["python", "parked"])
 @pytest.mark.parametrize("workers", [2, 3])
-def test_a_plan_orders_its_stages_with_barriers(workers):
+def test_a_plan_orders_its_stages_with_barriers(workers, kind):
     """A plan (core/simulator.py ``_Plan``: each worker replays its share of a stretch of parallel stages
     and serial graphs in one launch, kernels/workers.cpp's barrier between segments) gives the result
     of the same ops run one after another, replay after replay: every stage reads what another worker
-    wrote in the stage before, every serial graph what a helper wrote."""
-    from polyphys.simulator import _Helpers
-
+    wrote in the stage before, every serial graph what a helper wrote — with the helpers driven from
+    Python (``_Helpers``) or parked in native code between plans (``_Parked``)."""
     plan, (a, b), (ra, rb), start = _ring_plan(workers, 41)
-    helpers = _Helpers(workers - 1, "test")
+    helpers = _helpers(kind, workers)
     try:
         for _ in range(5):
             a.assign(start)
@@ -354,6 +360,52 @@ def test_a_failing_worker_aborts_the_plan_and_its_error_surfaces():
         assert np.array_equal(a.numpy(), ra) and np.array_equal(b.numpy(), rb)
     finally:
         helpers.close()
+
+
+def test_parked_helpers_surface_a_failing_share_and_a_helper_that_left():
+    """On parked helpers: a worker whose replay fails aborts the plan (the failure is raised, the plan
+    replays again afterwards); a helper whose thread leaves (stopped here) is seen by worker 0, which
+    aborts the plan with a SimulationError instead of waiting; a helper whose launch raises before it
+    serves fails the start with a SimulationError naming the error; close() stops the threads."""
+    from polyphys.errors import SimulationError
+    from polyphys.kernels import workers as K
+    from polyphys.simulator import _Parked
+
+    plan, (a, b), (ra, rb), start = _ring_plan(3, 12)
+    parked = _Parked(2, 3, "test", "cpu")
+    try:
+        good = plan.ops[2].numpy().copy()
+        bad = good.copy()
+        bad[1] = 0                            # worker 2's first replay: no graph
+        plan.ops[2].assign(bad)
+        for _ in range(2):
+            exc = _within(lambda: plan.run(parked))
+            assert isinstance(exc, RuntimeError) and "worker 2" in str(exc)
+        plan.ops[2].assign(good)
+        a.assign(start)
+        b.zero_()
+        assert _within(lambda: plan.run(parked)) is None
+        assert np.array_equal(a.numpy(), ra) and np.array_equal(b.numpy(), rb)
+        parked._mail[0][K.MAIL_STOP] = 1       # helper 1 leaves (within its idle timeout)
+        parked._threads[0].join(10)
+        assert not parked._threads[0].is_alive()
+        exc = _within(lambda: plan.run(parked))
+        assert isinstance(exc, SimulationError) and "helper 1 is not running" in str(exc)
+    finally:
+        parked.close()
+    assert parked._threads is None
+
+    class Raises:
+        def launch(self):
+            raise ValueError("launch refused")
+
+    parked = _Parked(2, 3, "test", "cpu")
+    parked._cmds[1] = Raises()
+    try:
+        exc = _within(lambda: plan.run(parked))
+        assert isinstance(exc, SimulationError) and "helper 2 did not start" in str(exc) and "launch refused" in str(exc)
+    finally:
+        parked.close()
 
 
 def test_without_warps_replay_parts_the_stages_replay_one_by_one_with_a_warning(monkeypatch):

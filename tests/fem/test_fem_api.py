@@ -364,3 +364,43 @@ def test_nan_check_split_over_the_workers_flags_a_value_in_any_share(monkeypatch
         sc.reset(envs_idx=[0])
         sc.step()           # clean again: nothing flagged
         assert np.all(np.isfinite(s.pos.numpy()))
+
+
+def test_two_threaded_scenes_in_two_threads_and_interpreter_exit():
+    """Two scenes with two workers each (their plans on helpers parked in native code between steps),
+    stepped at the same time from two Python threads, give the one-thread trajectory bit for bit; a
+    process that exits with such scenes alive (no close) ends at once — the parked helpers are stopped
+    at interpreter exit (run in a subprocess with a time limit)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys, threading, numpy as np
+        sys.path.insert(0, "tests/fem")
+        from test_fem_api import _build, _state
+        from polyphys.simulator import _Parked
+        ref = _build("explicit", n_envs=1, threads=1)
+        scenes = [_build("explicit", n_envs=1, threads=2) for _ in range(2)]
+        for _ in range(12):
+            ref.step()
+        out = {}
+        def run(i):
+            for _ in range(12):
+                scenes[i].step()
+            out[i] = _state(scenes[i])
+        ts = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        r = _state(ref)
+        assert all(isinstance(sc.simulator._parked.get(0), _Parked) for sc in scenes)
+        for i in range(2):
+            for k in r:
+                np.testing.assert_array_equal(out[i][k], r[k])
+        print("OK")
+    """)
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and "OK" in res.stdout, res.stdout + res.stderr
