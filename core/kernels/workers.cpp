@@ -40,7 +40,11 @@
 // other workers on a machine with fewer free cores than workers (measured: benchmarks/results/fem.md). The sleeper
 // count and the generation are both seq_cst: either the last worker sees the sleeper and wakes it,
 // or the sleeper's futex call sees the new generation and returns at once. The mailbox's waits are the
-// same (spin, yields, then a futex wait with a timeout: 1 ms for the lead, 50 ms for an idle helper).
+// same (the lead's: spin, yields, then a futex wait with a 1 ms timeout), except that an idle helper
+// does not yield: it spins, then sleeps (50 ms timeout) — between plans the calling thread runs Python
+// for tens of µs or more, and on a loaded machine a sched_yield can hand the core to another process
+// for a whole time slice, delaying the helper's start of the next plan (a woken sleeper is scheduled
+// sooner; measured: benchmarks/results/fem.md, round 14).
 // Atomics are GCC/Clang's __atomic builtins: Warp's atomic_add is a plain read-modify-write on CPU.
 
 // @func run_plan_native
@@ -71,15 +75,15 @@
         if (futex)
             sys(futex_nr, word, 129 /* FUTEX_WAKE_PRIVATE */, 0x7fffffff, 0, 0, 0);
     };
-    // wait while *word == g and done() is false: spin, yield, then futex waits of timeout_ns on word
-    // (flagging `sleeping` around each, so that the writer knows to wake it)
-    auto wait_while = [&](int* word, int g, int* sleeping, long timeout_ns, auto done) {
+    // wait while *word == g and done() is false: spin, `n_yields` yields, then futex waits of timeout_ns
+    // on word (flagging `sleeping` around each, so that the writer knows to wake it)
+    auto wait_while = [&](int* word, int g, int* sleeping, long timeout_ns, int n_yields, auto done) {
         for (int i = 0; i < spin; ++i) {
             if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != g || done())
                 return;
             pause();
         }
-        for (int i = 0; i < yields && yield != 0; ++i) {
+        for (int i = 0; i < n_yields && yield != 0; ++i) {
             if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != g || done())
                 return;
             yield();
@@ -117,7 +121,7 @@
                     wake(gen);
                 return !aborted();
             }
-            wait_while(gen, g, sleepers, 1000000L, aborted);
+            wait_while(gen, g, sleepers, 1000000L, yields, aborted);
             return !aborted();
         };
         const bool timed = n_times > 0;
@@ -157,7 +161,7 @@
         int last = __atomic_load_n(job_gen, __ATOMIC_ACQUIRE);
         __atomic_store_n(state, 1, __ATOMIC_SEQ_CST);
         while (true) {
-            wait_while(job_gen, last, helper_sleeps, 50000000L, stopping);
+            wait_while(job_gen, last, helper_sleeps, 50000000L, 0, stopping);
             if (stopping())
                 break;
             last = __atomic_load_n(job_gen, __ATOMIC_ACQUIRE);
@@ -209,7 +213,7 @@
             const int d = __atomic_load_n(m + 16, __ATOMIC_ACQUIRE);
             if (d == g)
                 break;
-            wait_while(m + 16, d, m + 33, 1000000L, gone);
+            wait_while(m + 16, d, m + 33, 1000000L, yields, gone);
         }
         if (__atomic_load_n(m + 16, __ATOMIC_ACQUIRE) != g && missing < 0)
             missing = h;      // it left without finishing the job (stopped)
