@@ -523,6 +523,7 @@ class _Parked:
                                 outputs=[self._status[h], wp.zeros(0, dtype=wp.int64, device=device)],
                                 device=device, record_cmd=True) for h in range(n)]
         self._threads: list | None = None
+        self._pid = 0
 
     def _serve(self, h: int) -> None:
         from .kernels import workers as K
@@ -535,12 +536,19 @@ class _Parked:
             self._mail[h][K.MAIL_STATE] = 2
 
     def start(self) -> None:
-        """Start the helpers (once) and wait until each serves; raise if one does not."""
-        if self._threads is not None:
+        """Start the helpers (once per process) and wait until each serves; raise if one does not."""
+        import os
+
+        if self._threads is not None and self._pid == os.getpid():
             return
         import time
 
         from .kernels import workers as K
+
+        # a forked child has none of the parent's threads: its mailboxes start afresh
+        for m in self._mail:
+            m[:] = 0
+        self._pid = os.getpid()
 
         self._threads = [threading.Thread(target=self._serve, args=(h,), daemon=True, name=f"{self.name}-n{h + 1}")
                          for h in range(self.n)]

@@ -368,9 +368,9 @@ def test_nan_check_split_over_the_workers_flags_a_value_in_any_share(monkeypatch
 
 def test_two_threaded_scenes_in_two_threads_and_interpreter_exit():
     """Two scenes with two workers each (their plans on helpers parked in native code between steps),
-    stepped at the same time from two Python threads, give the one-thread trajectory bit for bit; a
-    process that exits with such scenes alive (no close) ends at once — the parked helpers are stopped
-    at interpreter exit (run in a subprocess with a time limit)."""
+    stepped at the same time from two Python threads, give the one-thread trajectory bit for bit, and so
+    does a forked child that steps one of them; a process that exits with such scenes alive (no close)
+    ends at once — the parked helpers are stopped at interpreter exit (a subprocess with a time limit)."""
     import subprocess
     import sys
     import textwrap
@@ -397,6 +397,15 @@ def test_two_threaded_scenes_in_two_threads_and_interpreter_exit():
         for i in range(2):
             for k in r:
                 np.testing.assert_array_equal(out[i][k], r[k])
+        import os
+        pid = os.fork()          # a forked child starts its own parked helpers (the parent's threads are not in it)
+        if pid == 0:
+            for _ in range(3):
+                scenes[0].step()
+                ref.step()
+            a, b = _state(scenes[0]), _state(ref)
+            os._exit(0 if all(np.array_equal(a[k], b[k]) for k in a) else 3)
+        assert os.waitpid(pid, 0)[1] == 0
         print("OK")
     """)
     import pathlib
