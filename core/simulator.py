@@ -501,7 +501,8 @@ class _Parked:
     sleeps on its mailbox (a futex wait with a 50 ms timeout to see a stop). Started at the first plan;
     stopped by ``close`` (the simulator's close or collection, or interpreter exit: ``weakref.finalize``),
     after which a helper leaves within the timeout. A helper whose thread left (an exception before or in
-    its launch) is seen by the lead, which then aborts the plan: a ``SimulationError``, never a wait."""
+    its launch) is seen by the lead, which then aborts the plan: a ``SimulationError``, never a wait.
+    Used where the idle helper can sleep on a futex (``_parked_ok``); a forked child starts its own."""
 
     START_TIMEOUT = 30.0
 
@@ -582,11 +583,15 @@ class _Parked:
 
 
 def _parked_ok() -> bool:
-    """Plans run on parked helpers unless ``POLYPHYS_PLAN_HELPERS=python`` (the semaphore-driven helpers,
-    kept to compare against: benchmarks/results/fem.md)."""
+    """Plans run on parked helpers where an idle helper can sleep on a futex (Linux), unless
+    ``POLYPHYS_PLAN_HELPERS=python`` (the semaphore-driven helpers, kept to compare against:
+    benchmarks/results/fem.md); elsewhere an idle parked helper could only yield in a loop, taking a
+    core between steps, so the plans keep the Python helpers there."""
     import os
 
-    return os.environ.get("POLYPHYS_PLAN_HELPERS", "") != "python"
+    from .kernels import workers as K
+
+    return os.environ.get("POLYPHYS_PLAN_HELPERS", "") != "python" and K.natives()[2] != 0
 
 
 def _run_program(program: list, helpers) -> None:
