@@ -175,13 +175,15 @@ def per_segment(case: str, steps: int = 5) -> None:
         sc.step()
     sim = sc.simulator
     import os
-    if os.environ.get("PIN"):
+    helpers = sim._parked.get(0) or sim._helpers[0]
+    if os.environ.get("PIN"):      # pinned: the Python helpers (a parked helper runs no Python to pin itself)
         os.sched_setaffinity(0, {0})
         sim._helpers[0].run([lambda: os.sched_setaffinity(0, {1})], None)
+        helpers = sim._helpers[0]
     recs = []
     for _ in range(steps):
         rec = []
-        _walk(sim._graphs[0], sim._parked.get(0) or sim._helpers[0], rec)
+        _walk(sim._graphs[0], helpers, rec)
         recs.append(rec)
     sim._after_step()
     from . import _untime
