@@ -4,7 +4,7 @@
 mpm100k pbd100k fem100k``: builds the scene at ``cpu_threads`` 1 and 2 (n_envs 1), warms both up, then
 replays the 2-worker scene's program of segments (core/simulator.py) the way the simulator does, timing
 each segment: its wall time, each worker's busy time (wall and thread CPU) and the helper's wake-up
-latency (from the release of its semaphore to the start of its task). Prints per kind of segment (serial
+latency (its start after worker 0's, or after the barrier before a segment). Prints per kind of segment (serial
 graph, parallel stage) the count per step and the time, and the step's budget: the 1-thread step, the
 2-thread step, the sum of the slowest workers' busy times (the step on two free cores with free
 barriers), the serial graphs, the barrier overhead (segment wall less its slowest worker) and the
