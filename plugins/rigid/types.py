@@ -304,8 +304,9 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         island_key_type: (n, max_rows) int: each row's ConstraintType at the last relabelling
         island_key_id: (n, max_rows) int: each row's efc_id at the last relabelling
         island_key_link: (n, max_con, 2) int: con_link of the contacts with rows at the last relabelling
-        iM: (n, nv, nv) float: M of the island being solved (its first nd × nd block)
-        iefc_J: (n, max_rows, nv) float: its rows' J over its dofs
+        iM: (n, nv, nv) float: M of the island being solved (its first nd × nd block; Newton: packed, the block's
+            rows one after another at stride nd from the env's first entry)
+        iefc_J: (n, max_rows, nv) float: its rows' J over its dofs (Newton: packed at row stride nd, as iM)
         iefc_span: (n, max_rows, 4) int: their nonzero segments over the island's dofs (lo, g0, g1, hi, as efc_seg)
         iefc_type: (n, max_rows) int: their ConstraintType
         iefc_dim: (n, max_rows) int: their cone dimension

@@ -424,3 +424,109 @@ def test_island_solved_in_place_equals_gathered(cone, precision):
             if niter[e, k] > 0:
                 kinds.add(bool(dd[-1] - dd[0] == len(dd) - 1 and rr[-1] - rr[0] == len(rr) - 1))
     assert kinds == {True, False}
+
+
+_GATHER_XML = """
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body name="a" pos="0.05 -0.1 0.12" euler="0 0 17"><freejoint/><geom type="box" size="0.2 0.15 0.12" density="600"/></body>
+    <body name="t" pos="1.5 0.3 0.1" euler="0 0 -25"><freejoint/><geom type="box" size="0.3 0.2 0.1" density="500"/>
+      <body name="f1" pos="0.3 0 0"><joint type="hinge" axis="0 1 0"/>
+        <geom type="box" size="0.15 0.1 0.05" pos="0.15 0 0" density="300"/></body>
+      <body name="f2" pos="-0.3 0 0"><joint type="hinge" axis="0.2 1 0"/>
+        <geom type="box" size="0.15 0.1 0.05" pos="-0.15 0 0" density="300"/></body>
+    </body>
+    <body name="b" pos="0.07 -0.08 0.355" euler="0 0 40"><freejoint/><geom type="box" size="0.1 0.12 0.12" density="400"/></body>
+    <body name="c" pos="1.48 0.32 0.29" euler="0 0 10"><freejoint/><geom type="box" size="0.1 0.1 0.09" density="400"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def _segments(x):
+    """(lo, g0, g1, hi) of a row x: first / last + 1 nonzero and its longest inner run of zeros (the first of
+    equal ones; none: g0 = g1 = hi), as kernels/linalg.cpp `jseg`."""
+    nz = np.nonzero(x != 0)[0]
+    lo, hi = int(nz[0]), int(nz[-1]) + 1
+    g0 = g1 = hi
+    best, k = 0, lo
+    while k < hi:
+        if x[k] == 0:
+            z = k
+            while x[k] == 0:
+                k += 1
+            if k - z > best:
+                best, g0, g1 = k - z, z, k
+        else:
+            k += 1
+    return lo, g0, g1, hi
+
+
+@pytest.mark.parametrize("precision", ["64", "32"])
+def test_island_gather_packed_stage(tmp_path, precision):
+    """The gather of an island whose dofs and rows are not contiguous (kernels/convex_solve.cpp
+    island_gather_native, Newton: packed): with the island arrays and the span cache NaN-filled first, the
+    convex solve (iterations 0, tolerance 0: every island is gathered, none iterates) leaves the last island's
+    M block at row stride nd equal to d.qM at its dofs (a free body with two hinged flaps: sibling dofs whose
+    entry is zero, the ancestors' entries in both triangles), its J rows at row stride nd equal to efc_J at
+    its rows and dofs over each row's nonzero range, its row segments (iefc_span) and the span cache (M's rows'
+    spans, J's rows' packed segments) equal NumPy's, on 2 envs at different states. Fails with the gather at
+    the island arrays' own strides or without the transposed ancestor entries."""
+    from polyphys.plugins.rigid import convex_solve
+
+    path = tmp_path / "gather.xml"
+    path.write_text(_GATHER_XML.strip())
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision=precision, graph_capture=False),
+                           rigid=RigidOptions(constraint_islands=True, constraint_solver="Newton"))
+    ent = scene.add_entity(morphs.MJCF(file=str(path)), Rigid())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=2)
+    qvel = np.zeros((2, ent.n_dofs))
+    qvel[1, 12:14] = (0.8, -0.5)          # env 1: the flaps swing
+    qvel[1, 14:17] = (0.1, -0.2, 0.0)
+    ent.set_dofs_velocity(qvel)
+    for _ in range(25):
+        scene.step()
+    s = scene.solver("rigid")
+    d, v = s.data, s.views["all"]
+    for k in ("iM", "iefc_J", "solver_LM", "solver_H"):
+        a = getattr(d, k)
+        a.assign(np.full(a.shape, np.nan, a.numpy().dtype))
+    d.iefc_span.assign(np.full(d.iefc_span.shape, -7, np.int32))
+    it0, tol0 = int(v.m.opt.iterations), float(v.m.opt.tolerance)
+    v.m.opt.iterations = 0
+    v.m.opt.tolerance = 0.0
+    try:
+        convex_solve.solve(v, wp.clone(d.qacc_smooth), inplace=False)
+    finally:
+        v.m.opt.iterations = it0
+        v.m.opt.tolerance = tol0
+    qM, J = d.qM.numpy(), d.efc_J.numpy()
+    iM, iJ, ispan, LM = d.iM.numpy(), d.iefc_J.numpy(), d.iefc_span.numpy(), d.solver_LM.numpy()
+    nisl, dadr, dofs_all = d.nisland.numpy(), d.island_dofadr.numpy(), d.island_dofs.numpy()
+    radr, rows_all = d.island_efcadr.numpy(), d.island_efcs.numpy()
+    for e in range(2):
+        assert nisl[e] == 2
+        k = nisl[e] - 1
+        dofs = dofs_all[e, dadr[e, k]:dadr[e, k + 1]]
+        rows = rows_all[e, radr[e, k]:radr[e, k + 1]]
+        nd, nr = len(dofs), len(rows)
+        # what the test claims: the island holds the flapped body (siblings 12 and 13) and is not contiguous
+        assert {12, 13} <= set(dofs.tolist()) and dofs[-1] - dofs[0] != nd - 1 and nr > 0
+        want_m = qM[e][np.ix_(dofs, dofs)]
+        assert want_m[list(dofs).index(12), list(dofs).index(13)] == 0
+        np.testing.assert_array_equal(iM[e].ravel()[:nd * nd].reshape(nd, nd), want_m)
+        cj = iJ[e].ravel()[:nr * nd].reshape(nr, nd)
+        sc = LM[e].ravel()
+        for a in range(nd):
+            nz = np.nonzero(want_m[a] != 0)[0]
+            assert (sc[2 * a], sc[2 * a + 1]) == (nz[0], nz[-1] + 1)
+        for q in range(nr):
+            x = J[e, rows[q], dofs]
+            lo, g0, g1, hi = _segments(x)
+            np.testing.assert_array_equal(cj[q, lo:hi], x[lo:hi])
+            assert tuple(ispan[e, q]) == (lo, g0, g1, hi)
+            assert (sc[2 * nd + 2 * q], sc[2 * nd + 2 * q + 1]) == (lo + 4096 * g0, g1 + 4096 * hi)

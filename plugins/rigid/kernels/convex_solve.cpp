@@ -410,11 +410,11 @@
 
 // @func island_gather_native
     typedef decltype(+*M.data) T;
+// @use linalg.span
     const size_t e = (size_t)env;
 #define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
     const int* dofs = PP_R(island_dofs, const int) + d0;
     const int* rows = PP_R(island_efcs, const int) + r0;
-    const int* disl = PP_R(dof_island, const int);
     const int* didof = PP_R(dof_idof, const int);
     const T* qs = PP_R(qacc_smooth, const T);
     const T* qa = PP_R(qacc, const T);
@@ -449,6 +449,8 @@
 #undef PP_R
     const char* m0 = (const char*)M.data + e * M.strides[0];
     char* im0 = (char*)iM.data + e * iM.strides[0];
+    // packed (the Newton path): the island's M block and J rows at row stride nd
+    const size_t ims = packed != 0 ? (size_t)nd * sizeof(T) : (size_t)iM.strides[1], mms = M.strides[1];
     for (int a = 0; a < nd; ++a) {
         const int da = dofs[a];
         iqs[a] = qs[da];
@@ -456,9 +458,26 @@
         iqc_[a] = qc_[da];
         ig_[a] = g_[da];
         ima_[a] = ma_[da];
-        const T* mr = (const T*)(m0 + (size_t)da * M.strides[1]);
-        T* ir = (T*)(im0 + (size_t)a * iM.strides[1]);
-        for (int b = 0; b < nd; ++b) ir[b] = mr[dofs[b]];
+    }
+    // M's block: d.qM holds only M's tree pattern (each dof with its ancestors, both triangles; zeros elsewhere
+    // since allocation: factorization.mass_dense), so the block is zeros and, for each island dof, the entries
+    // with its ancestors (dof_parent chain; an ancestor is in the dof's island) in both triangles, read from M:
+    // the same entries as reading the whole block, without its cold zeros
+    for (int a = 0; a < nd; ++a) {
+        T* ir = (T*)(im0 + (size_t)a * ims);
+        for (int b = 0; b < nd; ++b) ir[b] = T(0);
+    }
+    const int* dpar = (const int*)dof_parent.data;
+    const size_t dps = (size_t)dof_parent.strides[0] / sizeof(int);
+    for (int a = 0; a < nd; ++a) {
+        const int da = dofs[a];
+        const T* mr = (const T*)(m0 + (size_t)da * mms);
+        T* ir = (T*)(im0 + (size_t)a * ims);
+        for (int p = da; p >= 0; p = dpar[(size_t)p * dps]) {
+            const int c = didof[p];
+            ir[c] = mr[p];
+            ((T*)(im0 + (size_t)c * ims))[a] = ((const T*)(m0 + (size_t)p * mms))[da];
+        }
     }
     const char* j0 = (const char*)J.data + e * J.strides[0];
     char* ij0 = (char*)iJ.data + e * iJ.strides[0];
@@ -466,6 +485,19 @@
     const char* g0p = (const char*)seg.data + e * seg.strides[0];
     const size_t g3 = (size_t)seg.strides[2] / sizeof(int);
     char* is0 = (char*)ispan.data + e * ispan.strides[0];
+    const size_t ijs = packed != 0 ? (size_t)nd * sizeof(T) : (size_t)iJ.strides[1];
+    T* scp = (T*)0;   // packed: the span cache (sc_mode 1) of the island's problem, as spans_fill writes it
+    if (packed != 0 && sc_mode != 0) scp = (T*)(sc_mode == 1 ? (char*)sc_a.data + e * sc_a.strides[0] : (char*)0);
+    if (scp) {
+        // M's rows scanned over the block (spans_fill, tree = 0)
+        for (int a = 0; a < nd; ++a) {
+            const T* mr = (const T*)(im0 + (size_t)a * ims);
+            int lo, hi;
+            PP_SPAN(mr, nd, lo, hi);
+            scp[2 * a] = T(lo);
+            scp[2 * a + 1] = T(hi);
+        }
+    }
     for (int q = 0; q < nr; ++q) {
         const int r = rows[q];
         itp[q] = tp[r];
@@ -489,21 +521,31 @@
             hi = sg[3 * g3];
         }
         const T* jr = (const T*)(j0 + (size_t)r * J.strides[1]);
-        T* ir = (T*)(ij0 + (size_t)q * iJ.strides[1]);
+        T* ir = (T*)(ij0 + (size_t)q * ijs);
         if (zero_rows != 0) for (int c = 0; c < nd; ++c) ir[c] = T(0);
-        // the compact row's segments as it is written (columns ascending: dof_idof keeps the dofs' order)
+        // the compact row's segments as it is written (columns ascending: dof_idof keeps the dofs' order).
+        // The island's dofs inside [lo, hi) are read from its ascending dof list (the first by bisection), not
+        // found by testing every column of [lo, hi) against dof_island: the same columns in the same order
+        // (compact column c = the dof's index in the list), so the same entries and segments
+        // (benchmarks/results/constraint.md, Round 14 (pile))
         int chi = 0, f = -1, l = -1, best = 0, a0 = 0, a1 = 0;
-        for (int kk = lo; kk < hi; ++kk) {
-            if (disl[kk] == k) {
-                const int c = didof[kk];
-                const T x = jr[kk];
-                ir[c] = x;
-                chi = c + 1;
-                if (!(x == T(0))) {
-                    if (f < 0) f = c;
-                    else if (c - l - 1 > best) { best = c - l - 1; a0 = l + 1; a1 = c; }
-                    l = c;
-                }
+        int c = 0;
+        {
+            int cn = nd;
+            while (c < cn) {
+                const int mid = (c + cn) >> 1;
+                if (dofs[mid] < lo) c = mid + 1;
+                else cn = mid;
+            }
+        }
+        for (; c < nd && dofs[c] < hi; ++c) {
+            const T x = jr[dofs[c]];
+            ir[c] = x;
+            chi = c + 1;
+            if (!(x == T(0))) {
+                if (f < 0) f = c;
+                else if (c - l - 1 > best) { best = c - l - 1; a0 = l + 1; a1 = c; }
+                l = c;
             }
         }
         int* isp = (int*)(is0 + (size_t)q * ispan.strides[1]);
@@ -516,6 +558,11 @@
             isp[i3] = best > 0 ? a0 : l + 1;
             isp[2 * i3] = best > 0 ? a1 : l + 1;
             isp[3 * i3] = l + 1;
+        }
+        if (scp) {
+            // J's row: its segments just found (spans_fill from ispan)
+            scp[2 * nd + 2 * q] = T(isp[0] + 4096 * isp[i3]);
+            scp[2 * nd + 2 * q + 1] = T(isp[2 * i3] + 4096 * isp[3 * i3]);
         }
     }
 
@@ -744,12 +791,13 @@
     T* mv_ = PP_R(mv, T) + dof0;
     T* o = PP_R(out, T);
 #undef PP_R
-    const size_t ms = M.strides[1];
+    // packed (an island gathered by island_gather_native with packed = 1): M, J and H at row stride nv
+    const size_t ms = packed != 0 ? (size_t)nv * sizeof(T) : (size_t)M.strides[1];
     const char* m0 = (const char*)M.data + e * M.strides[0] + (size_t)dof0 * ms + (size_t)dof0 * sizeof(T);
-    const size_t rs = efc_J.strides[1];
+    const size_t rs = packed != 0 ? (size_t)nv * sizeof(T) : (size_t)efc_J.strides[1];
     const char* j0 = (const char*)efc_J.data + e * efc_J.strides[0] + (size_t)row0 * rs + (size_t)dof0 * sizeof(T);
     char* h0 = (char*)H.data + e * H.strides[0];
-    const size_t hs = H.strides[1];
+    const size_t hs = packed != 0 ? (size_t)nv * sizeof(T) : (size_t)H.strides[1];
     const T* spc = la_spc(LM, H, sc_mode, e);
     const T zero = T(0);
     const T one = T(1);

@@ -68,8 +68,9 @@ def island_label_next_native(env: int, nv: int, prefetch: int, nefc: I1, ncon: I
 
 
 @wp.func_native(native.body(__file__, "island_gather_native"))
-def island_gather_native(env: int, nv: int, k: int, d0: int, nd: int, r0: int, nr: int, zero_rows: int, island_dofs: I2,
-                         island_efcs: I2, dof_island: I2, dof_idof: I2, M: A3, qacc_smooth: A2, qacc: A2, J: A3, span: I3,
+def island_gather_native(env: int, nv: int, k: int, d0: int, nd: int, r0: int, nr: int, zero_rows: int, packed: int,
+                         sc_mode: int, sc_a: A3, island_dofs: I2, island_efcs: I2, dof_island: I2, dof_idof: I2,
+                         dof_parent: I1, M: A3, qacc_smooth: A2, qacc: A2, J: A3, span: I3,
                          seg: I3, efc_type: I2, efc_dim: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2, efc_aref: A2,
                          iM: A3,
                          iacc_smooth: A2, iacc: A2, iJ: A3, ispan: I3, itype: I2, idim: I2, iD: A2, iR: A2, ifloss: A2,
@@ -115,7 +116,7 @@ def newton_solve_native(env: int, nv: int, nrow: int, dof0: int, row0: int, iter
                         ls_tolerance: Any, stop_needs_gradient: int, scale: Any, sc_mode: int, cost_in: Any, M: A3,
                         qacc_smooth: A2, efc_J: A3, efc_type: I2, efc_D: A2, efc_R: A2, efc_floss: A2, efc_mu: A2,
                         efc_dim: I2, qacc: A2, efc_force: A2, efc_state: I2, qfrc_constraint: A2, H: A3, LM: A3, jar: A2,
-                        jv: A2, grad: A2, search: A2, ma: A2, mv: A2, out: A2, niter_out: I1): ...
+                        jv: A2, grad: A2, search: A2, ma: A2, mv: A2, out: A2, niter_out: I1, packed: int): ...
 
 
 @wp.func
@@ -242,7 +243,7 @@ def solve_iterate(
         newton_solve_native(env, nv, nrow, dof0, row0, iterations, tolerance, ls_iterations, ls_tolerance,
                             stop_needs_gradient, scale, sc_mode, cost_in, M, qacc_smooth, efc_J, efc_type, efc_D, efc_R,
                             efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state, qfrc_constraint, H, LM, jar, jv, grad,
-                            search, ma, mv, solver_stat, niter_out)
+                            search, ma, mv, solver_stat, niter_out, 0)
         return wp.vector(solver_stat[env, 0], solver_stat[env, 1], solver_stat[env, 2], type(tolerance)(niter_out[env]))
     zero = tolerance * type(tolerance)(0.0)
     one = zero + type(tolerance)(1.0)
@@ -510,21 +511,36 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                 zero_rows = int(0)
                 if isc == 0:
                     zero_rows = 1
-                island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, dofs, rows, d.dof_island, d.dof_idof, M,
-                                     qacc_smooth, qacc, efc_J, d.efc_span, d.efc_seg, efc_type, efc_dim, efc_D, efc_R,
-                                     efc_floss, efc_mu, efc_aref, iM, iacc_smooth, iacc, iJ, ispan, itype, idim, iD, iR,
-                                     ifloss, imu, iaref, jar, efc_force, efc_state, qfrc_constraint, grad, ma, ijar,
-                                     iforce, istate, ifrc, igrad, ima)
-                # (the island's J segments: found by the gather while it wrote the rows, in ispan)
-                spans_fill(env, nr, nd, ispan, ispan, iJ, iM, LM, H, isc, m.dof_parent, 0)
+                # Newton: the island's M block, J rows and Hessian packed at row stride nd (its rows one after
+                # another: a few KB instead of a row per 8·nv bytes), the span cache filled by the gather; CG reads
+                # the island arrays at their own strides
+                packed = int(0)
+                if solver == SolverType.NEWTON:
+                    packed = 1
+                island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, packed, isc, LM, dofs, rows, d.dof_island,
+                                     d.dof_idof, m.dof_parent, M, qacc_smooth, qacc, efc_J, d.efc_span, d.efc_seg,
+                                     efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, efc_aref, iM, iacc_smooth, iacc,
+                                     iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref, jar, efc_force, efc_state,
+                                     qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad, ima)
+                if packed == 0:
+                    # (the island's J segments: found by the gather while it wrote the rows, in ispan)
+                    spans_fill(env, nr, nd, ispan, ispan, iJ, iM, LM, H, isc, m.dof_parent, 0)
                 # the island's cost at its start: its rows' costs and its Gauss term
                 update_rows_native(env, nr, itype, idim, iD, iR, ifloss, imu, ijar, iforce, istate, solver_stat)
                 gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)
                 c0 = solver_stat[env, 2]
-                res = solve_iterate(env, nd, nr, 0, 0, solver, iterations, tolerance, ls_iterations, ls_tolerance,
-                                    stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, qfrc_smooth, iJ, itype, iaref,
-                                    iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, mgrad,
-                                    mgrad_old, search, ima, mv, solver_stat, solver_niter)
+                if packed == 1:
+                    newton_solve_native(env, nd, nr, 0, 0, iterations, tolerance, ls_iterations, ls_tolerance,
+                                        stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, iJ, itype, iD, iR, ifloss,
+                                        imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, search, ima, mv,
+                                        solver_stat, solver_niter, 1)
+                    res = wp.vector(solver_stat[env, 0], solver_stat[env, 1], solver_stat[env, 2],
+                                    type(tolerance)(solver_niter[env]))
+                else:
+                    res = solve_iterate(env, nd, nr, 0, 0, solver, iterations, tolerance, ls_iterations, ls_tolerance,
+                                        stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, qfrc_smooth, iJ, itype,
+                                        iaref, iR, iD, ifloss, imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv,
+                                        igrad, mgrad, mgrad_old, search, ima, mv, solver_stat, solver_niter)
                 island_scatter_native(env, d0, nd, r0, nr, dofs, rows, qacc, qfrc_constraint, iacc, ifrc, efc_force,
                                       efc_state, iforce, istate)
             it = int(res[3])
