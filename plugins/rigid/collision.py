@@ -95,6 +95,12 @@ def collision_modules(pair_types, broadphase: str) -> list[str]:
     return names
 
 
+# prune_export's write prefetch of the next env's contact rows is used from this many envs: the humanoid at 1024
+# envs −0.5 to −0.6 µs per env of prune_export in the step (−30 to −37 %), the 8 boxes at 1024 no change, the pile
+# of 50 boxes at 64 envs (whose contact rows stay in cache) +4 % (benchmarks/results/constraint.md, Round 14)
+PREFETCH_MIN_ENVS = 256
+
+
 def import_kernel_modules(names) -> list:
     """The kernel modules (kernels/<name>.py) of these names, imported."""
     import importlib
@@ -622,6 +628,9 @@ class CollisionPipeline:
         M = wp.types.matrix((3, 3), S)
         self.n_envs, self.device, self.precision = n_envs, device, precision
         self._cpu = wp.get_device(device).is_cpu
+        # prune_export prefetches the next env's contact rows for writing (CPU, from PREFETCH_MIN_ENVS envs:
+        # kernels/collision_driver.cpp)
+        self._prefetch = 1 if self._cpu and n_envs >= PREFETCH_MIN_ENVS else 0
         self.scalar = S
         n_collide = int(self.geom_collide.sum())
         bp = o.broadphase
@@ -995,7 +1004,8 @@ class CollisionPipeline:
             wp.launch(K.prune_export, dim=n,
                       inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
                               m.pair_gap, self._msum, self._gap_out, self.options.max_contacts_per_pair,
-                              self.max_contacts, m.geom_link, self._copy_set(*export), v.pairs_buf, v.pair_count,
+                              self.max_contacts, m.geom_link, self._copy_set(*export), self._prefetch, v.pairs_buf,
+                              v.pair_count,
                               v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
                       outputs=[v.contact_raw, v.contact_count, v.contact_geom, v.contact_pos, v.contact_frame,
                                v.contact_depth, v.contact_includemargin, v.contact_pair]

@@ -445,3 +445,57 @@ def test_rigid_solver_reads_the_pipelines_contact_set():
         assert k == 4 and int(d.ncon.numpy()[e]) == k
         np.testing.assert_array_equal(d.con_dist.numpy()[e, :k], -con["depth"])
         np.testing.assert_array_equal(d.con_link.numpy()[e, :k], np.stack([lk[con["geom_a"]], lk[con["geom_b"]]], 1))
+
+
+def test_prune_export_prefetch_changes_nothing():
+    """prune_export's write prefetch of the next env's contact rows (kernels/collision_driver.cpp; on from
+    collision.PREFETCH_MIN_ENVS envs on CPU) moves no value: with the next envs' counts of the last call wrong
+    (the boxes are lifted off the plane in every third, then every second env between calls: envs lose and regain
+    their plane contacts) the contact set, the exported count,
+    dist and links (NaN / −7 / −9 filled first) equal the run without it byte for byte."""
+    from polyphys.plugins.rigid.collision import PREFETCH_MIN_ENVS
+
+    g = [geom("plane", (0, 0, 1), -1)] + [geom("box", (0.2, 0.15, 0.1), i) for i in range(3)]
+    E = PREFETCH_MIN_ENVS + 37
+    pipe = CollisionPipeline(g, [0] * 4, [-1] * 3, [True] * 3, RigidOptions(mujoco_compatible=True))
+    pipe.build(E, "cpu", "64")
+    small = CollisionPipeline(g, [0] * 4, [-1] * 3, [True] * 3, RigidOptions(mujoco_compatible=True))
+    small.build(2, "cpu", "64")
+    assert pipe._prefetch == 1 and small._prefetch == 0
+    rng = np.random.default_rng(5)
+    C = pipe.max_contacts
+    part = Partition(0, 0, E)
+
+    def poses(lift):
+        lpos = np.array([[[0.31, -0.2, 0.12], [0.62, 0.05, 0.09], [0.5, -0.1, 0.3]]] * E) + rng.uniform(-0.02, 0.02, (E, 3, 3))
+        lpos[:, :, 2] += lift[:, None]
+        lq = rng.normal(size=(E, 3, 4)) * [0.15, 0.15, 0.15, 1.0]
+        lq /= np.linalg.norm(lq, axis=-1, keepdims=True)
+        return wp.array(lpos, dtype=wp.vec3d), wp.array(lq, dtype=wp.quatd)
+
+    def run(prefetch, lp, lq):
+        pipe._prefetch = prefetch
+        n_con = wp.array(np.full(E, -7), dtype=wp.int32)
+        dist = wp.array(np.full((E, C), np.nan), dtype=wp.float64)
+        link = wp.array(np.full((E, C, 2), -9), dtype=wp.int32)
+        for a in (pipe.contact_pos, pipe.contact_frame, pipe.contact_depth, pipe.contact_includemargin):
+            a.fill_(float("nan"))
+        pipe.contact_geom.fill_(-5)
+        pipe.contact_pair.fill_(-5)
+        pipe.collide(part, lp, lq, (n_con, pipe.contact_pos, pipe.contact_frame, dist, pipe.contact_includemargin, link))
+        return [a.numpy().tobytes() for a in (n_con, dist, link, pipe.contact_count, pipe.contact_pos, pipe.contact_frame,
+                                               pipe.contact_depth, pipe.contact_includemargin, pipe.contact_geom,
+                                               pipe.contact_pair)]
+
+    before = None
+    for lift in (np.zeros(E), np.where(np.arange(E) % 3 == 0, 5.0, 0.0), np.where(np.arange(E) % 2 == 0, 0.0, 5.0)):
+        lp, lq = poses(lift)
+        outs = []
+        for prefetch in (1, 0, 1):
+            outs.append(run(prefetch, lp, lq))
+            counts = pipe.contact_count.numpy().copy()
+        assert outs[0] == outs[1] == outs[2]
+        assert counts.max() >= 8
+        if before is not None:
+            assert (counts != before).mean() > 0.3      # the stale counts the prefetch reads were wrong
+        before = counts

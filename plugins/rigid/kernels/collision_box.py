@@ -10,7 +10,7 @@ from typing import Any
 import warp as wp
 
 from ..types import overloads
-from .collision_boxbox import box_box_mujoco
+from .collision_boxbox import box_box_mujoco_native
 from .collision_driver import BOX, CAPSULE, _pair_margin, _store
 from .collision_primitive import box_box, capsule_box
 
@@ -101,11 +101,9 @@ def narrowphase_box_mujoco(
                 _store(env, k, c11, n11, q11, d11, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
                        cand_count_out, cand_pool_out)
             else:
-                c12, n12, q12, d12 = box_box_mujoco(geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
-                                                    geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2],
-                                                    margin)
-                _store(env, k, c12, n12, q12, d12, pair_cand_out, cand_pos_out, cand_normal_out, cand_dist_out,
-                       cand_count_out, cand_pool_out)
+                box_box_mujoco_native(env, k, geom_xpos_in[env, g1], geom_xmat_in[env, g1], geom_size[g1],
+                                      geom_xpos_in[env, g2], geom_xmat_in[env, g2], geom_size[g2], margin, pair_cand_out,
+                                      cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out, cand_pool_out)
 
 
 @overloads

@@ -24,6 +24,7 @@ from typing import Any
 import warp as wp
 
 from ..types import overloads
+from . import native
 from .collision_primitive import _any_perp
 
 PLANE = wp.constant(0)
@@ -719,6 +720,14 @@ def prune(
                   contact_depth_out, contact_includemargin_out, contact_pair_out)
 
 
+@wp.func_native(native.body(__file__, "prune_export_prefetch_native"))
+def prune_export_prefetch_native(env: int, prefetch: int, contact_count: wp.array(dtype=wp.int32),
+                                 contact_geom: wp.array2d(dtype=wp.vec2i), contact_pos: wp.array2d(dtype=Any),
+                                 contact_frame: wp.array2d(dtype=Any), contact_depth: wp.array2d(dtype=Any),
+                                 contact_includemargin: wp.array2d(dtype=Any), contact_pair: wp.array2d(dtype=wp.int32),
+                                 con_dist: wp.array2d(dtype=Any), con_link: wp.array3d(dtype=wp.int32)): ...
+
+
 @wp.kernel
 def prune_export(
     # Model:
@@ -735,6 +744,7 @@ def prune_export(
     max_contacts: int,
     geom_link: wp.array(dtype=wp.int32),
     copy_set: int,
+    prefetch: int,
     # Data in:
     pairs_in: wp.array2d(dtype=wp.vec3i),
     pair_count_in: wp.array(dtype=wp.int32),
@@ -765,8 +775,11 @@ def prune_export(
     one thread) and only without contacts in the gap (no ``split_inactive`` between prune and export:
     CollisionPipeline.collide). ``copy_set`` 0: con_pos / con_frame / con_margin are the contact set's
     own pos / frame / includemargin arrays (the rigid solver's, aliased at build), so only the count,
-    dist and links are written: each contact is written once."""
+    dist and links are written: each contact is written once. ``prefetch`` 1: the next env's contact rows are
+    prefetched for writing first (prune_export_prefetch_native; no value changes)."""
     env = wp.tid()
+    prune_export_prefetch_native(env, prefetch, contact_count_out, contact_geom_out, contact_pos_out, contact_frame_out,
+                                 contact_depth_out, contact_includemargin_out, contact_pair_out, con_dist_out, con_link_out)
     for k in range(wp.min(pair_count_in[env], pairs_in.shape[1])):
         _prune_at(env, k, geom_orig, geom_type, keep_boxbox, geom_margin, geom_gap, pair_margin, pair_gap, margin_sum,
                   gap_outside,
