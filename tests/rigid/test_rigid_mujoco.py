@@ -273,7 +273,12 @@ SPINNER_WELDED = SPINNER.replace("</body>", """<body pos="0.2 0.1 -0.05" euler="
     <inertial pos="0.03 0 0.02" mass="0.5" diaginertia="0.01 0.02 0.025"/></body></body>""")
 
 
-@pytest.mark.parametrize("xml", [pytest.param(SPINNER, id="single"), pytest.param(SPINNER_WELDED, id="welded-child")])
+# the CoM at the body origin (rotated principal axes): the re-solve's exact-zero branch (kernels/integration.cpp)
+SPINNER_CENTRED = SPINNER.replace('pos="0.07 -0.04 0.05"', 'pos="0 0 0"')
+
+
+@pytest.mark.parametrize("xml", [pytest.param(SPINNER, id="single"), pytest.param(SPINNER_WELDED, id="welded-child"),
+                                 pytest.param(SPINNER_CENTRED, id="centred")])
 @pytest.mark.parametrize("w", [pytest.param((4.0, -7.0, 9.0), id="tumbling"), pytest.param((0.3, 25.0, -0.4), id="fast")])
 def test_spinning_free_body_vs_mujoco(xml, w):
     """A standalone asymmetric free body (CoM off the body origin, rotated principal axes, generic pose, no

@@ -102,7 +102,8 @@
 // there. Dofs: v (origin velocity, world), w (body rates, link frame); with R the link rotation, c the
 // CoM (link frame), m, I the mass and inertia about the CoM (link frame), the velocity part of the bias is
 // F = m·R·(w × (w × c)) on v and w × I·w + m·c × (w × (w × c)) on w, so with G = (w·c)·1 + w·cᵀ − 2·c·wᵀ
-// (= ∂(w × (w × c))/∂w): ∂/∂v = 0, ∂F/∂w = m·R·G, ∂τ/∂w = [w]×·I − [I·w]× + m·[c]×·G.
+// (= ∂(w × (w × c))/∂w): ∂/∂v = 0, ∂F/∂w = m·R·G, ∂τ/∂w = [w]×·I − [I·w]× + m·[c]×·G. Exact zeros skipped (the same
+// values; docs/rigid.md, "Gyroscopic re-solve"): c = 0 (no G terms), a zero below the pivot (no row update).
     typedef decltype(+*qvel.data) T;
     typedef wp::vec_t<3, T> V;
     typedef wp::mat_t<3, 3, T> M3;
@@ -140,8 +141,6 @@
             a[r][r] += h * dv[i];
             b[r] = f[i];
         }
-        const Q qr = wp::normalize(Q(qp[qs + 4], qp[qs + 5], qp[qs + 6], qp[qs + 3]));
-        const M3 R = wp::quat_to_matrix(qr);
         const V w(qv[ds + 3], qv[ds + 4], qv[ds + 5]);
         V c = lc[lk];
         M3 I = li[lk];
@@ -180,15 +179,25 @@
             I = Ic;
             m = mt;
         }
-        const M3 G = wp::sub(wp::add(wp::mul(wp::identity<3, T>(), wp::dot(w, c)), wp::outer(w, c)),
-                             wp::mul(wp::outer(c, w), T(2)));
-        const M3 dF = wp::mul(wp::mul(R, G), m);
-        const M3 dT = wp::add(wp::sub(wp::mul(wp::skew(w), I), wp::skew(wp::mul(I, w))), wp::mul(wp::mul(wp::skew(c), G), m));
-        for (int r = 0; r < 3; ++r)
-            for (int k = 0; k < 3; ++k) {
-                a[r][3 + k] += h * dF.data[r][k];
-                a[3 + r][3 + k] += h * dT.data[r][k];
-            }
+        if (c.c[0] == T(0) && c.c[1] == T(0) && c.c[2] == T(0)) {
+            // the CoM at the link origin: G, ∂F/∂w and the m·[c]×·G term are exact (signed) zeros, so adding them
+            // changes no value (only, at most, the sign of an exact zero): ∂τ/∂w = [w]×·I − [I·w]× alone
+            const M3 dT = wp::sub(wp::mul(wp::skew(w), I), wp::skew(wp::mul(I, w)));
+            for (int r = 0; r < 3; ++r)
+                for (int k = 0; k < 3; ++k) a[3 + r][3 + k] += h * dT.data[r][k];
+        } else {
+            const Q qr = wp::normalize(Q(qp[qs + 4], qp[qs + 5], qp[qs + 6], qp[qs + 3]));
+            const M3 R = wp::quat_to_matrix(qr);
+            const M3 G = wp::sub(wp::add(wp::mul(wp::identity<3, T>(), wp::dot(w, c)), wp::outer(w, c)),
+                                 wp::mul(wp::outer(c, w), T(2)));
+            const M3 dF = wp::mul(wp::mul(R, G), m);
+            const M3 dT = wp::add(wp::sub(wp::mul(wp::skew(w), I), wp::skew(wp::mul(I, w))), wp::mul(wp::mul(wp::skew(c), G), m));
+            for (int r = 0; r < 3; ++r)
+                for (int k = 0; k < 3; ++k) {
+                    a[r][3 + k] += h * dF.data[r][k];
+                    a[3 + r][3 + k] += h * dT.data[r][k];
+                }
+        }
         // Gaussian elimination with partial pivoting
         for (int p = 0; p < 6; ++p) {
             int piv = p;
@@ -205,6 +214,9 @@
                 b[piv] = t;
             }
             for (int r = p + 1; r < 6; ++r) {
+                // an exact zero below the pivot (a free body's translation rows when its CoM is the link origin): the
+                // multiplier is ±0 and the update changes no value (only, at most, the sign of an exact zero)
+                if (a[r][p] == T(0)) continue;
                 const T l = a[r][p] / a[p][p];
                 for (int k = p; k < 6; ++k) a[r][k] -= l * a[p][k];
                 b[r] -= l * b[p];

@@ -21,7 +21,8 @@ qfrc_constraint, summed in this order).
 
 ``post_solve`` is the tail of a constrained substep in one launch: ``total_force``, then (solve = 1) the
 integration's (M + h·D)⁻¹ solve from the smooth pass's factor (kernels/factorization.py ``ld_solve_native``)
-and (gyro = 1) ``gyro_resolve``, or (solve = 0: approximate_implicitfast) d.qacc = d.qacc_warmstart, then
+and (gyro = 1) ``gyro_resolve`` (the solve skipped when gyro_resolve re-solves every dof: its result would be
+overwritten everywhere), or (solve = 0: approximate_implicitfast) d.qacc = d.qacc_warmstart, then
 ``integrate`` with qfrc_in = d.qfrc_total: the same functions on the same arrays in the same order per env (each
 env's stages read only that env's rows), so the same numbers as the separate launches.
 """
@@ -172,13 +173,26 @@ def total_force(m: Any, d: Any):
     total_force_env(env, m, d)
 
 
+@wp.func
+def all_dofs_gyro(m: Any):
+    """1 when every dof belongs to a joint that ``gyro_resolve`` re-solves (Model.joint_gyro != 0), else 0."""
+    for i in range(m.nv):
+        if m.joint_gyro[m.dof_joint[i]] == 0:
+            return 0
+    return 1
+
+
 @wp.kernel
 def post_solve(m: Any, d: Any, clear_ext: int, solve: int, gyro: int, prefetch: int):
     """total_force → (M + h·D)⁻¹ solve (+ gyro_resolve) or the solve's acceleration → integrate, per env."""
     env = wp.tid()
     total_force_env(env, m, d)
     if solve != 0:
-        ld_solve_native(env, m.nv, prefetch, m.dof_madr, m.dof_depth, m.m_col, d.qld_int, d.qfrc_total, d.qacc)
+        # where gyro_resolve re-solves every dof (only standalone free bodies, e.g. a pile of boxes), the (M + h·D)
+        # solve's result would be overwritten on every dof: skipped (each re-solved block is decoupled from the rest,
+        # so the numbers are the same)
+        if gyro == 0 or all_dofs_gyro(m) == 0:
+            ld_solve_native(env, m.nv, prefetch, m.dof_madr, m.dof_depth, m.m_col, d.qld_int, d.qfrc_total, d.qacc)
         if gyro != 0:
             gyro_resolve_env(env, m, d, d.qfrc_total)
     else:
