@@ -85,7 +85,7 @@ def main():
             built[label] = (scene, ent)
             rm = scene.solver("rigid").model
             print(f"{name}: {label}: max_rows {rm.max_rows}, max_con {rm.max_con}, build {build_s:.1f} s, "
-                  f"+{huge_mb} MB on huge pages", flush=True)
+                  f"the process's AnonHugePages {huge_mb:+d} MB over the build", flush=True)
         res = {k: [] for k in built}
         load0 = os.getloadavg()[0]
         order = list(built)
