@@ -300,8 +300,44 @@ def _place_free_joints_under_welded_links(t: JointTree) -> None:
 
 # ---------------------------------------------------------------- device arrays
 
+# Transparent huge pages for the large CPU arrays (docs/constraint.md, "Huge pages"): a per-env block sized by
+# the row / contact budget starts one budget after the previous env's, so the few rows or contacts in use of
+# consecutive envs lie on different 4 KiB pages; backing the arrays with 2 MiB pages keeps the step's page walks
+# off the budget. False: the allocator's pages as they come (in-process A/B: benchmarks/probe_huge_pages.py).
+_huge_pages = True
+_HUGE = 2 << 20
+_MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25     # Linux madvise(2) advice values
+_madvise = None
+
+
+def _advise_huge(arr) -> None:
+    """Ask Linux to back the 2 MiB-aligned interior of a CPU array with transparent huge pages: MADV_HUGEPAGE
+    (the THP mode "madvise" then serves the range from huge pages) and MADV_COLLAPSE (Linux ≥ 6.1: the pages
+    written by the zero fill are collapsed now, not later by khugepaged). A hint only: the array's address,
+    contents and layout are unchanged, and where the OS refuses (THP "never", an older kernel, no huge page
+    free) the array keeps its 4 KiB pages — the same numbers, only the step's page walks differ."""
+    global _madvise
+    import sys
+
+    if not _huge_pages or not sys.platform.startswith("linux") or not arr.device.is_cpu or not arr.ptr:
+        return
+    lo = (arr.ptr + _HUGE - 1) // _HUGE * _HUGE
+    hi = (arr.ptr + arr.capacity) // _HUGE * _HUGE
+    if hi <= lo:
+        return
+    if _madvise is None:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        libc.madvise.restype = ctypes.c_int
+        _madvise = libc.madvise
+    _madvise(lo, hi - lo, _MADV_HUGEPAGE)
+    _madvise(lo, hi - lo, _MADV_COLLAPSE)
+
+
 class _Alloc:
-    """Array makers for one precision and device."""
+    """Array makers for one precision and device (large CPU arrays on huge pages: ``_advise_huge``)."""
 
     def __init__(self, precision: str, device: str):
         import warp as wp
@@ -321,10 +357,14 @@ class _Alloc:
             a = a.astype(self.npf)
         elif dtype == self.wp.int32:
             a = a.astype(np.int32)
-        return self.wp.array(np.ascontiguousarray(a), dtype=dtype, device=self.device)
+        out = self.wp.array(np.ascontiguousarray(a), dtype=dtype, device=self.device)
+        _advise_huge(out)
+        return out
 
     def zeros(self, shape, dtype=None):
-        return self.wp.zeros(shape, dtype=self.s if dtype is None else dtype, device=self.device)
+        out = self.wp.zeros(shape, dtype=self.s if dtype is None else dtype, device=self.device)
+        _advise_huge(out)
+        return out
 
 
 def _option(o: RigidOptions, precision: str, h: float, gravity):
@@ -753,6 +793,10 @@ def set_const(m, d, hm: HostModel, layout, entities, pipe, mass_matrix0: np.ndar
         # the rows read the contact points, frames and margins from the pipeline's contact set itself
         # (aliases: the export writes each contact once, docs/collision.md "In the rigid solver (wired)")
         con_set = (pipe.contact_pos, pipe.contact_frame, pipe.contact_includemargin)
+        # the pipeline's per-env arrays (contacts, candidate pool, pairs) are read in the same step: huge pages too
+        for arr in vars(pipe).values():
+            if isinstance(arr, a.wp.array):
+                _advise_huge(arr)
     _make_constraint_data(d, hm, a, n, max_rows=max_rows, max_con=max_con, cone_elliptic=o.friction_cone == "elliptic",
                           signorini=o.effective_resolution() == "signorini", noslip=o.noslip_iterations > 0,
                           con_geom=con_geom, con_pair=con_pair, con_set=con_set, islands=o.effective_islands())
