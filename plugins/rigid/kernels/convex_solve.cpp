@@ -683,7 +683,11 @@
 // new point, and the stopping test. The statistics (scaled improvement, gradient, cost) go to
 // out[env, 0..2], the number of iterations to niter_out[env]. sc_mode: where the row spans are cached (1: LM, 0: none).
 // dof0 / row0: the problem is the block of dofs [dof0, dof0 + nv) and rows [row0, row0 + nrow) of the env's arrays
-// (an island solved in place, island_inplace_start_native; 0 / 0: the env, or an island gathered).
+// (an island solved in place, island_inplace_start_native; 0 / 0: the env, or an island gathered). sc_mode + 8:
+// when nv is 6 (a free body's island), the iterations are compiled once more with nv the constant 6 and run from
+// that copy: the same code, so the same operations in the same order (the same numbers), with the nv-bounded
+// loops (the Cholesky's envelope and passes, the vector loops) of a known trip count (benchmarks/results/
+// constraint.md, Round 14b).
 
 // @func solve_prefetch_native
 #if !defined(__CUDA_ARCH__)
@@ -775,9 +779,17 @@
     const char* j0 = (const char*)efc_J.data + e * efc_J.strides[0] + (size_t)row0 * rs + (size_t)dof0 * sizeof(T);
     char* h0 = (char*)H.data + e * H.strides[0];
     const size_t hs = H.strides[1];
-    const T* spc = la_spc(LM, H, sc_mode, e);
+    // sc_mode + 8 (bit 3): a 6-dof problem runs the iterations with nv a compile-time 6 (below)
+    const int fixed6 = sc_mode >> 3;
+    const T* spc = la_spc(LM, H, sc_mode & 7, e);
     const T zero = T(0);
     const T one = T(1);
+    // the iterations below run with nv a compile-time 6 for a 6-dof problem (a free body's island): the same
+    // operations in the same order, with every nv-bounded loop of the linear algebra of a known trip count
+    struct PPNv6 { constexpr int get() const { return 6; } };
+    struct PPNvAny { int v; int get() const { return v; } };
+    auto iterate = [&](auto nvc) {
+    const int nv = nvc.get();
     T cost = cost_in;
     int niter = 0;
     T improvement = zero;
@@ -890,3 +902,6 @@
     o[1] = gnorm;
     o[2] = cost;
     *(int*)((char*)niter_out.data + e * niter_out.strides[0]) = niter;
+    };
+    if (fixed6 && nv == 6) iterate(PPNv6{});
+    else iterate(PPNvAny{nv});

@@ -237,7 +237,7 @@ def solve_iterate(
     scratch for the count). Newton runs
     natively in one call (newton_solve_native, kernels/convex_solve.cpp); CG below. dof0 / row0 (Newton only; CG
     takes 0 / 0): the problem is the env arrays' dofs [dof0, dof0 + nv) and rows [row0, row0 + nrow) (an island
-    solved in place)."""
+    solved in place). sc_mode + 8 (Newton): a 6-dof problem runs the copy of the loop compiled for nv = 6."""
     if solver == SolverType.NEWTON:
         newton_solve_native(env, nv, nrow, dof0, row0, iterations, tolerance, ls_iterations, ls_tolerance,
                             stop_needs_gradient, scale, sc_mode, cost_in, M, qacc_smooth, efc_J, efc_type, efc_D, efc_R,
@@ -329,7 +329,8 @@ def solve_iterate(
 
 
 @wp.kernel
-def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int, inplace: int, pad_nt: int):
+def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int, inplace: int, pad_nt: int,
+                 fixed6: int):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -501,8 +502,12 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                                             efc_R, efc_floss, efc_mu, jar, efc_force, efc_state, qacc, qacc_smooth, ma,
                                             LM, H, solver_stat)
                 c0 = solver_stat[env, 2]
+                # fixed6: a 6-dof island's Newton iterations from their copy compiled for nv = 6 (sc_mode + 8)
+                isc_it = isc
+                if fixed6 == 1:
+                    isc_it = isc + 8
                 res = solve_iterate(env, nd, nr, fd, fr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
-                                    stop_needs_gradient, iscale, isc, c0, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
+                                    stop_needs_gradient, iscale, isc_it, c0, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
                                     efc_aref, efc_R, efc_D, efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state,
                                     qfrc_constraint, H, LM, jar, jv, grad, mgrad, mgrad_old, search, ma, mv, solver_stat,
                                     solver_niter)
