@@ -374,7 +374,9 @@ def test_island_solved_in_place_equals_gathered(cone, precision):
     three boxes (box A with a box stacked on it, and box B apart: the stack's dofs 0-5 and 12-17 are not
     contiguous, so it is gathered, while box B's island is solved in place; 2 envs at different poses; both
     cones, float64 and float32), and both paths were taken by an island that iterated. The next-env CPU prefetch
-    (off, into L1, into L2: kernels/convex_solve.cpp) leaves every output byte-identical as well."""
+    (off, into L1, into L2: kernels/convex_solve.cpp) leaves every output byte-identical as well, and so does
+    the in-place 6-dof island's Newton loop run from its copy compiled for nv = 6 or from the general one
+    (``fixed6``; box B's island has 6 dofs and iterates in place)."""
     from polyphys.plugins.rigid import convex_solve
 
     stacked = dict(size=(0.2, 0.25, 0.15), pos=(0.7, -0.4, 0.75), euler=(0.0, 0.0, 12.0), rho=500.0)
@@ -392,22 +394,22 @@ def test_island_solved_in_place_equals_gathered(cone, precision):
               "iefc_force", "iefc_jar", "ifrc_constraint")
     ints = ("efc_state", "solver_niter", "island_niter", "iefc_span", "iefc_state")
     got = {}
-    for inplace, pf in ((False, 2), (True, 2), (True, 1), (True, 0)):
+    for inplace, pf, fixed6 in ((False, 2, True), (True, 2, True), (True, 1, True), (True, 0, True), (True, 2, False)):
         for k in floats:
             a = getattr(d, k)
             a.assign(np.full(a.shape, np.nan, a.numpy().dtype))
         for k in ints:
             a = getattr(d, k)
             a.assign(np.full(a.shape, -7, np.int32))
-        convex_solve.solve(v, warm, prefetch=pf, inplace=inplace)
-        got[inplace, pf] = {k: getattr(d, k).numpy().copy() for k in ("qacc_warmstart", "efc_force", "efc_state",
+        convex_solve.solve(v, warm, prefetch=pf, inplace=inplace, fixed6=fixed6)
+        got[inplace, pf, fixed6] = {k: getattr(d, k).numpy().copy() for k in ("qacc_warmstart", "efc_force", "efc_state",
                                                                   "qfrc_constraint", "solver_niter", "island_niter",
                                                                   "solver_stat")}
     nefc = d.nefc.numpy()
-    for key in ((True, 2), (True, 1), (True, 0)):
+    for key in ((True, 2, True), (True, 1, True), (True, 0, True), (True, 2, False)):
         for k, a in got[key].items():
-            assert a.tobytes() == got[False, 2][k].tobytes(), (key, k)
-    got[True] = got[True, 2]
+            assert a.tobytes() == got[False, 2, True][k].tobytes(), (key, k)
+    got[True] = got[True, 2, True]
     for e in range(2):
         assert np.isfinite(got[True]["qacc_warmstart"][e]).all()
         assert np.isfinite(got[True]["efc_force"][e, :nefc[e]]).all()
@@ -422,7 +424,10 @@ def test_island_solved_in_place_equals_gathered(cone, precision):
             dd = dofs[e, dadr[e, k]:dadr[e, k + 1]]
             rr = rows[e, radr[e, k]:radr[e, k + 1]]
             if niter[e, k] > 0:
-                kinds.add(bool(dd[-1] - dd[0] == len(dd) - 1 and rr[-1] - rr[0] == len(rr) - 1))
+                contiguous = bool(dd[-1] - dd[0] == len(dd) - 1 and rr[-1] - rr[0] == len(rr) - 1)
+                kinds.add(contiguous)
+                if contiguous:
+                    assert len(dd) == 6          # the in-place island is a free body: the nv = 6 copy ran
     assert kinds == {True, False}
 
 

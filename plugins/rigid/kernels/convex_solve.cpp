@@ -684,6 +684,11 @@
     ((T*)((char*)out.data + e * out.strides[0]))[k] = cs_sumsq(nv, (const T*)((const char*)x.data + e * x.strides[0]));
 
 // pad_rows_native: the rows past the env's count (nrow .. the row budget) read as inactive with zero force.
+// On CPU (nt = 1) the whole 64-byte lines of that tail are written with non-temporal stores: the row budget's
+// unused tail (the humanoid: 824 of 866 rows, ≈ 10 KB per env) is written every solve and read by no stage, and
+// plain stores read each of its lines for ownership and leave it dirty in the cache (benchmarks/results/
+// constraint.md, Round 14). The line shared with the last row, if any, takes plain stores; a store fence ends
+// it. The same values (+0, STATE_INACTIVE) either way.
 
 // @func pad_rows_native
     typedef decltype(+*efc_force.data) T;
@@ -691,6 +696,26 @@
     T* f = (T*)((char*)efc_force.data + e * efc_force.strides[0]);
     int* st = (int*)((char*)efc_state.data + e * efc_state.strides[0]);
     const int n = (int)efc_force.shape[1];
+#if !defined(__CUDA_ARCH__)
+    if (nt == 1) {
+        int i = nrow < 0 ? 0 : nrow;
+        for (; i < n && ((size_t)(f + i) & 63) != 0; ++i) f[i] = T(0);
+        if (sizeof(T) == 8) {
+            long long* fb = (long long*)f;
+            for (; i < n; ++i) __builtin_nontemporal_store(0LL, fb + i);
+        } else {
+            int* fb = (int*)f;
+            for (; i < n; ++i) __builtin_nontemporal_store(0, fb + i);
+        }
+        i = nrow < 0 ? 0 : nrow;
+        for (; i < n && ((size_t)(st + i) & 63) != 0; ++i) st[i] = STATE_INACTIVE;
+        for (; i < n; ++i) __builtin_nontemporal_store((int)STATE_INACTIVE, st + i);
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_sfence();       // non-temporal stores are weakly ordered
+#endif
+        return;
+    }
+#endif
     for (int i = nrow; i < n; ++i) {
         f[i] = T(0);
         st[i] = STATE_INACTIVE;
@@ -705,7 +730,11 @@
 // new point, and the stopping test. The statistics (scaled improvement, gradient, cost) go to
 // out[env, 0..2], the number of iterations to niter_out[env]. sc_mode: where the row spans are cached (1: LM, 0: none).
 // dof0 / row0: the problem is the block of dofs [dof0, dof0 + nv) and rows [row0, row0 + nrow) of the env's arrays
-// (an island solved in place, island_inplace_start_native; 0 / 0: the env, or an island gathered).
+// (an island solved in place, island_inplace_start_native; 0 / 0: the env, or an island gathered). sc_mode + 8:
+// when nv is 6 (a free body's island), the iterations are compiled once more with nv the constant 6 and run from
+// that copy: the same code, so the same operations in the same order (the same numbers), with the nv-bounded
+// loops (the Cholesky's envelope and passes, the vector loops) of a known trip count (benchmarks/results/
+// constraint.md, Round 14b).
 
 // @func solve_prefetch_native
 #if !defined(__CUDA_ARCH__)
@@ -798,9 +827,17 @@
     const char* j0 = (const char*)efc_J.data + e * efc_J.strides[0] + (size_t)row0 * rs + (size_t)dof0 * sizeof(T);
     char* h0 = (char*)H.data + e * H.strides[0];
     const size_t hs = packed != 0 ? (size_t)nv * sizeof(T) : (size_t)H.strides[1];
-    const T* spc = la_spc(LM, H, sc_mode, e);
+    // sc_mode + 8 (bit 3): a 6-dof problem runs the iterations with nv a compile-time 6 (below)
+    const int fixed6 = sc_mode >> 3;
+    const T* spc = la_spc(LM, H, sc_mode & 7, e);
     const T zero = T(0);
     const T one = T(1);
+    // the iterations below run with nv a compile-time 6 for a 6-dof problem (a free body's island): the same
+    // operations in the same order, with every nv-bounded loop of the linear algebra of a known trip count
+    struct PPNv6 { constexpr int get() const { return 6; } };
+    struct PPNvAny { int v; int get() const { return v; } };
+    auto iterate = [&](auto nvc) {
+    const int nv = nvc.get();
     T cost = cost_in;
     int niter = 0;
     T improvement = zero;
@@ -913,3 +950,6 @@
     o[1] = gnorm;
     o[2] = cost;
     *(int*)((char*)niter_out.data + e * niter_out.strides[0]) = niter;
+    };
+    if (fixed6 && nv == 6) iterate(PPNv6{});
+    else iterate(PPNvAny{nv});

@@ -85,7 +85,7 @@ def island_scatter_native(env: int, d0: int, nd: int, r0: int, nr: int, island_d
 
 
 @wp.func_native(native.body(__file__, "pad_rows_native"))
-def pad_rows(env: int, nrow: int, efc_force: A2, efc_state: I2): ...
+def pad_rows(env: int, nrow: int, efc_force: A2, efc_state: I2, nt: int): ...
 
 
 @wp.func_native(native.body(__file__, "line_dots_native"))
@@ -238,7 +238,7 @@ def solve_iterate(
     scratch for the count). Newton runs
     natively in one call (newton_solve_native, kernels/convex_solve.cpp); CG below. dof0 / row0 (Newton only; CG
     takes 0 / 0): the problem is the env arrays' dofs [dof0, dof0 + nv) and rows [row0, row0 + nrow) (an island
-    solved in place)."""
+    solved in place). sc_mode + 8 (Newton): a 6-dof problem runs the copy of the loop compiled for nv = 6."""
     if solver == SolverType.NEWTON:
         newton_solve_native(env, nv, nrow, dof0, row0, iterations, tolerance, ls_iterations, ls_tolerance,
                             stop_needs_gradient, scale, sc_mode, cost_in, M, qacc_smooth, efc_J, efc_type, efc_D, efc_R,
@@ -330,7 +330,8 @@ def solve_iterate(
 
 
 @wp.kernel
-def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int, inplace: int):
+def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int, inplace: int, pad_nt: int,
+                 fixed6: int):
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -384,7 +385,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
         # CPU: the next env's rows and M while this one is solved (kernels/convex_solve.cpp; 2: into L2 only)
         solve_prefetch_native(env, nv, n_efc, efc_J, d.efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type,
                               d.efc_seg, prefetch)
-    pad_rows(env, nrow, efc_force, efc_state)   # padding rows read as inactive, zero force
+    pad_rows(env, nrow, efc_force, efc_state, pad_nt)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (kernels/linalg.cpp): M's from the dof
     # tree, J's the segments make_rows recorded (efc_seg)
@@ -502,8 +503,12 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                                             efc_R, efc_floss, efc_mu, jar, efc_force, efc_state, qacc, qacc_smooth, ma,
                                             LM, H, solver_stat)
                 c0 = solver_stat[env, 2]
+                # fixed6: a 6-dof island's Newton iterations from their copy compiled for nv = 6 (sc_mode + 8)
+                isc_it = isc
+                if fixed6 == 1:
+                    isc_it = isc + 8
                 res = solve_iterate(env, nd, nr, fd, fr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
-                                    stop_needs_gradient, iscale, isc, c0, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
+                                    stop_needs_gradient, iscale, isc_it, c0, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
                                     efc_aref, efc_R, efc_D, efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state,
                                     qfrc_constraint, H, LM, jar, jv, grad, mgrad, mgrad_old, search, ma, mv, solver_stat,
                                     solver_niter)
@@ -530,8 +535,12 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                 gauss_cost(env, nd, iacc, iacc_smooth, ima, solver_stat)
                 c0 = solver_stat[env, 2]
                 if packed == 1:
+                    # (a 6-dof island gathered runs the nv = 6 copy too: sc_mode + 8)
+                    isc_g = isc
+                    if fixed6 == 1:
+                        isc_g = isc + 8
                     newton_solve_native(env, nd, nr, 0, 0, iterations, tolerance, ls_iterations, ls_tolerance,
-                                        stop_needs_gradient, iscale, isc, c0, iM, iacc_smooth, iJ, itype, iD, iR, ifloss,
+                                        stop_needs_gradient, iscale, isc_g, c0, iM, iacc_smooth, iJ, itype, iD, iR, ifloss,
                                         imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, search, ima, mv,
                                         solver_stat, solver_niter, 1)
                     res = wp.vector(solver_stat[env, 0], solver_stat[env, 1], solver_stat[env, 2],
