@@ -50,17 +50,6 @@ def _build(path, d, dt, n, huge, **extra):
     return scene, ent, build_s, (_anon_huge_kb() - before) // 1024
 
 
-def _time(scene, n, steps):
-    import warp as wp
-
-    wp.synchronize()
-    t0 = time.process_time()
-    for _ in range(steps):
-        scene.step()
-    wp.synchronize()
-    return (time.process_time() - t0) / (steps * n) * 1e6
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1024)
@@ -93,7 +82,7 @@ def main():
             k = r % len(order)
             rot = order[k:] + order[:k]
             for label in (rot if r % 2 == 0 else rot[::-1]):
-                res[label].append(_time(built[label][0], n, args.steps))
+                res[label].append(P.step_cpu_us(built[label][0], n, args.steps))
         load1 = os.getloadavg()[0]
         q = [np.asarray(e.get_qpos()) for _, e in built.values()]
         same = all(np.array_equal(q[0], x) for x in q[1:])

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
 import warp as wp
@@ -58,15 +57,6 @@ def _mode(scene, variant: str, a: bool) -> None:
     scene.step()                    # recapture (not timed)
 
 
-def _time(scene, n, steps) -> float:
-    wp.synchronize()
-    t0 = time.process_time()
-    for _ in range(steps):
-        scene.step()
-    wp.synchronize()
-    return (time.process_time() - t0) / (steps * n) * 1e6
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--variant", default="wrench", choices=("wrench", "fuse"))
@@ -88,7 +78,7 @@ def main():
             loads.append(os.getloadavg()[0])
             for lazy in ((True, False) if k % 2 == 0 else (False, True)):
                 _mode(scene, args.variant, lazy)
-                res[lazy].append(_time(scene, args.n, args.steps))
+                res[lazy].append(P.step_cpu_us(scene, args.n, args.steps))
         a, b = np.array(res[True]), np.array(res[False])
         print(f"{name}, n_envs {args.n}, {args.samples} x {args.steps} steps, load {min(loads):.2f}-{max(loads):.2f}: "
               f"{args.variant} A min {a.min():.2f} med {np.median(a):.2f} | B min {b.min():.2f} "

@@ -202,6 +202,18 @@ def settled_scenes(which, n, pile_n):
         yield name, path, m, d, (pile_n if flags.get("pile") else n), extra
 
 
+def step_cpu_us(scene, n, steps) -> float:
+    """CPU µs per env-step of ``steps`` scene steps (the probes' in-process A/B sample)."""
+    import warp as wp
+
+    wp.synchronize()
+    t0 = time.process_time()
+    for _ in range(steps):
+        scene.step()
+    wp.synchronize()
+    return (time.process_time() - t0) / (steps * n) * 1e6
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1024)
