@@ -4,7 +4,9 @@ links and the next build zeroes their dof chains only while the chains' column s
 A pile of boxes falls and tumbles (contacts appear, vanish and change rows between steps; generic sizes,
 poses and velocities); every 10 steps its rows must equal, bit for bit, the rows the same build makes from rows that never
 held anything (J zero, spans empty, no links recorded), with every entry outside a row's span and every
-padding row exactly zero, and with the nonzero segments the builds recorded (efc_seg) equal to a scan of J."""
+padding row exactly zero, and with the nonzero segments the builds recorded (efc_seg) equal to a scan of J.
+A row of resting boxes with more than 128 rows per env checks that the next-env prefetch of up to 1024 rows leaves
+the rows unchanged."""
 
 import numpy as np
 from test_constraint_row_segments import scan_segments
@@ -92,3 +94,59 @@ def test_rows_equal_a_fresh_build(tmp_path):
         wide = (Sa[:, :, 1] - Sa[:, :, 0] > 6) & (np.arange(Sa.shape[1])[None] < na[:, None])
         checked += int(wide.sum())
     assert checked > 50           # box-box rows (spans wider than one box's 6 dofs) were among the checked
+
+
+def _row_xml():
+    """14 boxes of generic sizes, turned about z, resting on the plane a little apart (4 corner contacts each:
+    56 pyramidal condim-3 contacts, 224 rows, more than the 128 rows the row builder's next-env prefetch covered
+    before Round 14c), two of them carrying a third box (box-box contacts between bodies far apart in the tree)."""
+    rng = np.random.default_rng(11)
+    out = []
+    for i in range(14):
+        sx, sy, sz = rng.uniform(0.05, 0.08, 3)
+        x, y = -1.2 + 0.22 * (i % 7), -0.3 + 0.6 * (i // 7)
+        out.append(f'    <body pos="{x:.3f} {y:.3f} {sz - 0.001:.4f}" euler="0 0 {rng.uniform(0, 90):.1f}"><freejoint/>'
+                   f'<geom type="box" size="{sx:.3f} {sy:.3f} {sz:.3f}" mass="{0.4 + 0.05 * i}"/></body>')
+    for i in (0, 9):
+        x, y = -1.2 + 0.22 * (i % 7), -0.3 + 0.6 * (i // 7)
+        out.append(f'    <body pos="{x + 0.01:.3f} {y - 0.01:.3f} 0.19" euler="3 -2 17"><freejoint/>'
+                   f'<geom type="box" size="0.04 0.05 0.03" mass="0.3"/></body>')
+    return PILE.format(bodies="\n".join(out))
+
+
+def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
+    """make_rows' next-env prefetch of up to 1024 rows (kernels/constraint_rows.cpp, `prefetch` 2; mode 1 keeps 128,
+    mode 0 none) is a hint: on 3 envs (the first two prefetch the next) with more than 128 rows each, the per-row
+    outputs NaN-filled and the segment records garbage-filled first, every mode writes byte for byte the same rows."""
+    import warp as wp
+    from polyphys.plugins.rigid import constraint_rows
+    from test_constraint_row_segments import ROW_OUTPUTS
+
+    path = tmp_path / "row.xml"
+    path.write_text(_row_xml())
+    n = 3
+    scene, ent = _scene(str(path), n)
+    solver = scene.solver("rigid")
+    d = solver.data
+    qv = np.zeros((n, solver.n_dofs))
+    qv[1] = 0.05 * np.sin(np.arange(qv.shape[1]))
+    qv[2] = -0.03 * np.cos(np.arange(qv.shape[1]))
+    ent.set_dofs_velocity(qv)
+    for _ in range(3):
+        scene.step()
+    got = []
+    for pf in (0, 1, 2):
+        for name in ROW_OUTPUTS[4:16]:
+            a = getattr(d, name)
+            a.fill_(np.nan if a.dtype != wp.int32 else -7)
+        d.efc_seg.fill_(1 << 30)
+        for part in solver.layout.partitions:
+            constraint_rows.make_rows(solver.views[part.index], prefetch=pf)
+        na = d.nefc.numpy()
+        assert (na > 128).all(), na
+        for name in ROW_OUTPUTS[7:16]:      # every row of the build written (no NaN left)
+            x = getattr(d, name).numpy()
+            for e in range(n):
+                assert np.isfinite(x[e, :na[e]]).all(), name
+        got.append([getattr(d, k).numpy().tobytes() for k in ROW_OUTPUTS])
+    assert got[0] == got[1] == got[2]

@@ -312,7 +312,11 @@
     // when its turn comes; ask for the next env's first PP_PREFETCH_ROWS rows (its per-row outputs and
     // the J entries at the two ends of the spans its last build left, which the clears and walks write),
     // its kinematics and its first contacts now. Measured
-    // (docs/constraint.md, Round 8): −1.5 to −3 µs per env-step on 8 boxes; more rows gained nothing on the pile.
+    // (docs/constraint.md, Round 8): −1.5 to −3 µs per env-step on 8 boxes. PP_PREFETCH_ROWS was 128 until
+    // Round 14c: the pile of 50 boxes has 932 rows, and with the next env's rows all prefetched into L2 (≈ 400 B a
+    // row: 12 per-row outputs, 3 records, 4 J lines; 1024 rows ≈ 0.4 MB of the 2 MB L2) the rows stage dropped from
+    // ≈ 195 to ≈ 161 µs per env (median, caches flushed before each launch) and the whole captured step 4-6 % at 64
+    // envs (benchmarks/results/constraint.md, Round 14c). Scenes with ≤ 128 rows (8 boxes, the humanoid) are unchanged.
     // pf = 1 (Round 10): prefetchw / prefetcht0, i.e. into L1; pf = 2 (the default, Round 11): also the
     // next env's span / links / segment records and contact row addresses, all as prefetcht1 (into L2 only: L1 is
     // 48 KiB and the next env's lines pushed this env's out of it; a read prefetch of a line no other core holds
@@ -327,11 +331,12 @@
         else __builtin_prefetch(a, 0, 3);
     };
     if (pf > 0 && env + 1 < efc_J.shape[0]) {
-        enum { PP_PREFETCH_ROWS = 128 };
+        enum { PP_PREFETCH_ROWS = 1024 };
         const size_t e1 = (size_t)env + 1;
         int nr = *(const int*)((const char*)n_efc.data + e1 * n_efc.strides[0]);
         if (nr > max_rows) nr = max_rows;
-        if (nr > PP_PREFETCH_ROWS) nr = PP_PREFETCH_ROWS;
+        const int cap = pf >= 2 ? (int)PP_PREFETCH_ROWS : 128;     // pf = 1: Round 10's L1 prefetch as it was (A/B)
+        if (nr > cap) nr = cap;
         const size_t tb = (size_t)nr * sizeof(T);
         const char* outs[12] = {
             (const char*)efc_pos.data + e1 * efc_pos.strides[0], (const char*)efc_margin.data + e1 * efc_margin.strides[0],
