@@ -150,3 +150,42 @@ def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
                 assert np.isfinite(x[e, :na[e]]).all(), name
         got.append([getattr(d, k).numpy().tobytes() for k in ROW_OUTPUTS])
     assert got[0] == got[1] == got[2]
+
+
+def test_solve_next_env_prefetch_past_128_rows_leaves_the_solution_unchanged(tmp_path):
+    """The convex solve's next-env prefetch of up to 1024 rows (kernels/convex_solve.cpp solve_prefetch_native, 128
+    before Round 14d; `prefetch` 1 into L1, 2 into L2, 0 none) is a hint: on the 3 envs above (> 128 rows each, the
+    first two prefetch the next), cold-started from qacc_smooth with every output NaN-filled (int outputs −7) first,
+    every mode gives byte for byte the same solution, forces, states, Jᵀf, iteration counts and statistics."""
+    import warp as wp
+    from polyphys.plugins.rigid import convex_solve
+
+    path = tmp_path / "row.xml"
+    path.write_text(_row_xml())
+    n = 3
+    scene, ent = _scene(str(path), n)
+    solver = scene.solver("rigid")
+    d = solver.data
+    qv = np.zeros((n, solver.n_dofs))
+    qv[1] = 0.05 * np.sin(np.arange(qv.shape[1]))
+    qv[2] = -0.03 * np.cos(np.arange(qv.shape[1]))
+    ent.set_dofs_velocity(qv)
+    for _ in range(3):
+        scene.step()
+    assert (d.nefc.numpy() > 128).all(), d.nefc.numpy()
+    warm = wp.clone(d.qacc_smooth)
+    outs = ("qacc_warmstart", "efc_force", "efc_state", "qfrc_constraint", "solver_niter", "solver_stat")
+    got = []
+    for pf in (0, 1, 2):
+        for k in outs:
+            a = getattr(d, k)
+            a.fill_(np.nan if a.dtype != wp.int32 else -7)
+        for part in solver.layout.partitions:
+            convex_solve.solve(solver.views[part.index], warm, prefetch=pf)
+        nefc = d.nefc.numpy()
+        for e in range(n):
+            assert np.isfinite(d.qacc_warmstart.numpy()[e]).all()
+            assert np.isfinite(d.efc_force.numpy()[e, :nefc[e]]).all()
+        assert (d.solver_niter.numpy() > 0).all()
+        got.append([getattr(d, k).numpy().tobytes() for k in outs])
+    assert got[0] == got[1] == got[2]

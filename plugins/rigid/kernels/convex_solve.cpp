@@ -10,9 +10,9 @@
 // solve_prefetch_native (CPU; nothing on CUDA): the envs of a launch are solved one after another, and at
 // 1024 envs the next env's rows and M left the cache when the row builder and mass_dense wrote them; ask
 // for the next env's J entries over each row's recorded segments (efc_seg; else its span) (read), M (read)
-// and its per-row inputs and outputs now, while this env is solved; at most 128 rows, M only up to 32 KB
-// (benchmarks/results/constraint.md, Round 9). level 2 (the default): prefetcht1, into L2 only, as the row
-// builder's (Round 11: the next env's ~36 KB into the 48 KB L1 compete with this env's lines); level 1: into L1.
+// and its per-row inputs and outputs now, while this env is solved; at most 1024 rows, M only up to 32 KB
+// (benchmarks/results/constraint.md, Rounds 9 and 14d). level 2 (the default): prefetcht1, into L2 only, as the
+// row builder's (Round 11: the next env's ~36 KB into the 48 KB L1 compete with this env's lines); level 1: into L1.
 
 // @part rows
     // forces F, states S and the sum of the row costs at jar_ (returned)
@@ -741,8 +741,10 @@
     typedef decltype(+*efc_J.data) T;
     if (env + 1 < efc_J.shape[0]) {
         const size_t e1 = (size_t)env + 1;
-        // bounded (PP_PF_*): a large env (the pile: nv 300, M 720 KB) would evict the env being solved
-        enum { PP_PF_ROWS = 128, PP_PF_MBYTES = 32768 };
+        // bounded (PP_PF_*): a large env (the pile: nv 300, M 720 KB) would evict the env being solved (its whole
+        // M: +6 to +15 % on the pile's step, Round 14d); up to 1024 rows (≈ 0.3 MB of J lines and per-row arrays
+        // into L2; was 128): the pile's 932 rows, ≈ −1 % of its step (Round 14d)
+        enum { PP_PF_ROWS = 1024, PP_PF_MBYTES = 32768 };
         int nr = *(const int*)((const char*)n_efc.data + e1 * n_efc.strides[0]);
         if (nr > efc_J.shape[1]) nr = efc_J.shape[1];
         if (nr > PP_PF_ROWS) nr = PP_PF_ROWS;
