@@ -114,6 +114,21 @@ def _row_xml():
     return PILE.format(bodies="\n".join(out))
 
 
+def _moving_rows_scene(tmp_path, n):
+    """The scene of _row_xml with n envs, envs 1.. given different small velocities, after 3 steps."""
+    path = tmp_path / "row.xml"
+    path.write_text(_row_xml())
+    scene, ent = _scene(str(path), n)
+    solver = scene.solver("rigid")
+    qv = np.zeros((n, solver.n_dofs))
+    qv[1] = 0.05 * np.sin(np.arange(qv.shape[1]))
+    qv[2] = -0.03 * np.cos(np.arange(qv.shape[1]))
+    ent.set_dofs_velocity(qv)
+    for _ in range(3):
+        scene.step()
+    return solver, solver.data
+
+
 def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
     """make_rows' next-env prefetch of up to 1024 rows (kernels/constraint_rows.cpp, `prefetch` 2; mode 1 keeps 128,
     mode 0 none) is a hint: on 3 envs (the first two prefetch the next) with more than 128 rows each, the per-row
@@ -122,18 +137,8 @@ def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
     from polyphys.plugins.rigid import constraint_rows
     from test_constraint_row_segments import ROW_OUTPUTS
 
-    path = tmp_path / "row.xml"
-    path.write_text(_row_xml())
     n = 3
-    scene, ent = _scene(str(path), n)
-    solver = scene.solver("rigid")
-    d = solver.data
-    qv = np.zeros((n, solver.n_dofs))
-    qv[1] = 0.05 * np.sin(np.arange(qv.shape[1]))
-    qv[2] = -0.03 * np.cos(np.arange(qv.shape[1]))
-    ent.set_dofs_velocity(qv)
-    for _ in range(3):
-        scene.step()
+    solver, d = _moving_rows_scene(tmp_path, n)
     got = []
     for pf in (0, 1, 2):
         for name in ROW_OUTPUTS[4:16]:
@@ -160,18 +165,8 @@ def test_solve_next_env_prefetch_past_128_rows_leaves_the_solution_unchanged(tmp
     import warp as wp
     from polyphys.plugins.rigid import convex_solve
 
-    path = tmp_path / "row.xml"
-    path.write_text(_row_xml())
     n = 3
-    scene, ent = _scene(str(path), n)
-    solver = scene.solver("rigid")
-    d = solver.data
-    qv = np.zeros((n, solver.n_dofs))
-    qv[1] = 0.05 * np.sin(np.arange(qv.shape[1]))
-    qv[2] = -0.03 * np.cos(np.arange(qv.shape[1]))
-    ent.set_dofs_velocity(qv)
-    for _ in range(3):
-        scene.step()
+    solver, d = _moving_rows_scene(tmp_path, n)
     assert (d.nefc.numpy() > 128).all(), d.nefc.numpy()
     warm = wp.clone(d.qacc_smooth)
     outs = ("qacc_warmstart", "efc_force", "efc_state", "qfrc_constraint", "solver_niter", "solver_stat")
