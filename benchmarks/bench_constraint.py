@@ -21,7 +21,8 @@ number of copies in one process — ``mujoco.rollout`` with nthread 1 and 2 and 
 loop over one MjData per copy — measured in the same run; each polyphys ratio is against MuJoCo's
 best figure (> 1: polyphys faster). A CPU-time row (``time.process_time`` per env-step, one thread,
 n_envs 1024; 64 in quick mode) is the figure that survives a shared machine; it is measured with
-constraint islands on (the default) and off, in the same process, as are the pile's rows. The full run also
+constraint islands on (the default) and off, in the same process, the three (MuJoCo, islands on, off) timed
+in turn block by block so that a drift of the machine's speed does not enter the ratio; so are the pile's rows. The full run also
 keeps the frozen-stage rows of the first version (rows + solve of the constraint stage alone on the
 articulated test scene of tests/rigid_constraint, 64 envs, vs MuJoCo's constraint functions).
 
@@ -209,19 +210,45 @@ def _mujoco_rates(m, d, n, nstep, repeats):
     return out
 
 
-def _mujoco_cpu(m, d, n, nstep, repeats):
+def _mujoco_cpu_block(m, d, n, nstep):
+    """A timed block of MuJoCo (rollout, one thread): ``n`` copies from the settled state, ``nstep`` steps."""
     import mujoco
     from mujoco import rollout
 
     state0, warm0 = _mj_initial(m, d, n)
     datas = [mujoco.MjData(m)]
     rollout.rollout([m] * n, datas, state0, nstep=2, initial_warmstart=warm0)
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.process_time()
+
+    def block():
         rollout.rollout([m] * n, datas, state0, nstep=nstep, initial_warmstart=warm0)
-        best = min(best, (time.process_time() - t0) / (n * nstep))
-    return best
+    return block, n * nstep
+
+
+def _pp_cpu_block(scene, n, k):
+    """A timed block of polyphys: ``k`` steps of ``n`` envs (after 3 warm-up steps)."""
+    for _ in range(3):
+        scene.step()
+
+    def block():
+        for _ in range(k):
+            scene.step()
+    return block, n * k
+
+
+def _interleaved_cpu(blocks, rounds):
+    """CPU time per env-step of each named ``(block, env_steps)``, the blocks timed in turn round after round
+    (the order rotated each round) so that every engine sees the same stretches of the machine's load — timed
+    one after the other, a drift of the machine between them (seen here: the same code 30 % apart minutes
+    apart) would enter the ratio. Returns {name: (best, median)} in seconds per env-step."""
+    names = list(blocks)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            block, env_steps = blocks[name]
+            t0 = time.process_time()
+            block()
+            times[name].append((time.process_time() - t0) / env_steps)
+    return {name: (min(t), float(np.median(t))) for name, t in times.items()}
 
 
 def _mj_stats(m, d, steps=20):
@@ -285,31 +312,27 @@ def _stepping_rows(quick):
             # CPU time per env-step, one thread (robust against the other processes on the machine)
             n = 64 if quick else 1024
             k = 4 if quick else 10
-            mj = _mujoco_cpu(m, d, n, k, repeats)
+            rounds = 2 if quick else 6
+            blocks = {"mujoco": _mujoco_cpu_block(m, d, n, k)}
+            scenes = {}
             for islands in (True, False):
                 scene, ent = _pp_scene(path, dt, n, 1, constraint_islands=islands)
                 _pp_set(scene, ent, d, n)
-                best = _cpu_per_env_step(scene, n, k, repeats)
+                scenes[islands] = scene
+                blocks[islands] = _pp_cpu_block(scene, n, k)
+            cpu = _interleaved_cpu(blocks, rounds)
+            mj = cpu["mujoco"]
+            for islands, scene in scenes.items():
+                best, med = cpu[islands]
                 ni = float(np.mean(scene.solver("rigid").get_islands()["count"])) if islands else 0.0
                 rows.append(row(f"{label}, n_envs={n}", f"CPU time per env-step, 1 thread, islands {'on' if islands else 'off'}",
-                                "us", best * 1e6, mj * 1e6, "mujoco.rollout nthread=1 (CPU time)",
-                                notes=f"process_time: insensitive to other processes; {ni:.1f} islands per env; "
-                                      "ratio > 1: polyphys faster"))
-                del scene, ent
-                wp.synchronize()
+                                "us", best * 1e6, mj[0] * 1e6, "mujoco.rollout nthread=1 (CPU time)",
+                                notes=f"process_time, best of {rounds} blocks interleaved with MuJoCo's (medians "
+                                      f"{med * 1e6:.1f} vs {mj[1] * 1e6:.1f} us: {mj[1] / med:.2f}x); {ni:.1f} islands "
+                                      "per env; ratio > 1: polyphys faster"))
+            del scenes, scene, blocks
+            wp.synchronize()
     return rows
-
-
-def _cpu_per_env_step(scene, n, k, repeats):
-    for _ in range(3):
-        scene.step()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.process_time()
-        for _ in range(k):
-            scene.step()
-        best = min(best, (time.process_time() - t0) / (k * n))
-    return best
 
 
 def _pile_rows(quick, sizes=(1, 64), settle=2.0):
@@ -320,7 +343,7 @@ def _pile_rows(quick, sizes=(1, 64), settle=2.0):
     import warp as wp
 
     rows = []
-    repeats = 2 if quick else 3
+    rounds = 2 if quick else 5
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "pile.xml")
         with open(path, "w") as fh:
@@ -339,23 +362,31 @@ def _pile_rows(quick, sizes=(1, 64), settle=2.0):
         max_con = int(2 * max(mc, 1)) + 32
         for n in sizes:
             k = max(2, int((2 if quick else 8) * 64 / max(n, 8)))
-            mj = _mujoco_cpu(m, d, n, k, repeats)
+            blocks = {"mujoco": _mujoco_cpu_block(m, d, n, k)}
+            scenes = {}
             for islands in (True, False):
                 scene, ent = _pp_scene(path, dt, n, 1, max_contacts=max_con, constraint_islands=islands)
                 _pp_set(scene, ent, d, n)
-                best = _cpu_per_env_step(scene, n, k, repeats)
+                scenes[islands] = scene
+                blocks[islands] = _pp_cpu_block(scene, n, k)
+            cpu = _interleaved_cpu(blocks, rounds)
+            mj = cpu["mujoco"]
+            for islands, scene in scenes.items():
+                best, med = cpu[islands]
                 pc, pe, pi = _pp_stats(scene, steps=2)
                 isl = scene.solver("rigid").get_islands()
                 ni = float(np.mean(isl["count"])) if islands else 0.0
                 rows.append(row(f"pile of {PILE_N} boxes, n_envs={n}",
                                 f"CPU time per env-step, 1 thread, islands {'on' if islands else 'off'}", "us",
-                                best * 1e6, mj * 1e6, "mujoco.rollout nthread=1 (CPU time)",
-                                notes=f"polyphys per step: {pc:.1f} contacts, {pe:.0f} rows, {pi:.2f} Newton iterations"
+                                best * 1e6, mj[0] * 1e6, "mujoco.rollout nthread=1 (CPU time)",
+                                notes=f"best of {rounds} blocks interleaved with MuJoCo's (medians {med * 1e6:.0f} vs "
+                                      f"{mj[1] * 1e6:.0f} us: {mj[1] / med:.2f}x); polyphys per step: {pc:.1f} "
+                                      f"contacts, {pe:.0f} rows, {pi:.2f} Newton iterations"
                                       f" (most of an island), {ni:.1f} islands; MuJoCo: {mc:.1f} contacts, {me:.0f} rows,"
                                       f" {mi:.2f} iterations summed over {nisl} islands; settled {settle} s "
                                       f"(max |qvel| {vmax:.1e}); ratio > 1: polyphys faster"))
-                del scene, ent
-                wp.synchronize()
+            del scenes, scene, blocks
+            wp.synchronize()
     return rows
 
 
