@@ -47,7 +47,7 @@ import time
 
 import numpy as np
 
-from . import row, time_steps
+from . import row
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "rigid_constraint"))
 
@@ -177,21 +177,25 @@ def _mj_initial(m, d, n):
     return np.tile(s, (n, 1)), np.tile(d.qacc_warmstart, (n, 1))
 
 
-def _mujoco_rates(m, d, n, nstep, repeats):
+def _mujoco_rollout_block(m, d, n, nstep, threads):
+    """A timed block of ``mujoco.rollout`` with ``threads`` threads: ``n`` copies, ``nstep`` steps."""
     import mujoco
     from mujoco import rollout
 
     state0, warm0 = _mj_initial(m, d, n)
-    out = {}
-    for threads in (1, 2):
-        datas = [mujoco.MjData(m) for _ in range(threads)]
-        rollout.rollout([m] * n, datas, state0, nstep=2, initial_warmstart=warm0)   # warm-up
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            rollout.rollout([m] * n, datas, state0, nstep=nstep, initial_warmstart=warm0)
-            best = min(best, time.perf_counter() - t0)
-        out[f"mujoco.rollout nthread={threads}"] = n * nstep / best
+    datas = [mujoco.MjData(m) for _ in range(threads)]
+    rollout.rollout([m] * n, datas, state0, nstep=2, initial_warmstart=warm0)   # warm-up
+
+    def block():
+        rollout.rollout([m] * n, datas, state0, nstep=nstep, initial_warmstart=warm0)
+    return block, n * nstep
+
+
+def _mj_step_loop_rate(m, d, n, nstep, repeats):
+    """env-steps/s of a plain mj_step loop over one MjData per copy (the slowest way; never the best)."""
+    import mujoco
+
+    state0, _ = _mj_initial(m, d, 1)
     datas = []
     for _ in range(n):
         dd = mujoco.MjData(m)
@@ -206,25 +210,10 @@ def _mujoco_rates(m, d, n, nstep, repeats):
             for dd in datas:
                 mujoco.mj_step(m, dd)
         best = min(best, time.perf_counter() - t0)
-    out["mj_step loop"] = n * steps / best
-    return out
+    return n * steps / best
 
 
-def _mujoco_cpu_block(m, d, n, nstep):
-    """A timed block of MuJoCo (rollout, one thread): ``n`` copies from the settled state, ``nstep`` steps."""
-    import mujoco
-    from mujoco import rollout
-
-    state0, warm0 = _mj_initial(m, d, n)
-    datas = [mujoco.MjData(m)]
-    rollout.rollout([m] * n, datas, state0, nstep=2, initial_warmstart=warm0)
-
-    def block():
-        rollout.rollout([m] * n, datas, state0, nstep=nstep, initial_warmstart=warm0)
-    return block, n * nstep
-
-
-def _pp_cpu_block(scene, n, k):
+def _pp_block(scene, n, k):
     """A timed block of polyphys: ``k`` steps of ``n`` envs (after 3 warm-up steps)."""
     for _ in range(3):
         scene.step()
@@ -236,18 +225,22 @@ def _pp_cpu_block(scene, n, k):
 
 
 def _interleaved_cpu(blocks, rounds):
-    """CPU time per env-step of each named ``(block, env_steps)``, the blocks timed in turn round after round
-    (the order rotated each round) so that every engine sees the same stretches of the machine's load — timed
-    one after the other, a drift of the machine between them (seen here: the same code 30 % apart minutes
-    apart) would enter the ratio. Returns {name: (best, median)} in seconds per env-step."""
+    return _interleaved(blocks, rounds, time.process_time)
+
+
+def _interleaved(blocks, rounds, clock):
+    """``clock`` time (process CPU or wall) per env-step of each named ``(block, env_steps)``, the blocks
+    timed in turn round after round (the order rotated each round) so that every engine sees the same
+    stretches of the machine's load — timed one after the other, a drift of the machine between them (seen
+    here: the same code 30 % apart minutes apart) would enter the ratio. Returns {name: (best, median)}."""
     names = list(blocks)
     times = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             block, env_steps = blocks[name]
-            t0 = time.process_time()
+            t0 = clock()
             block()
-            times[name].append((time.process_time() - t0) / env_steps)
+            times[name].append((clock() - t0) / env_steps)
     return {name: (min(t), float(np.median(t))) for name, t in times.items()}
 
 
@@ -282,7 +275,7 @@ def _stepping_rows(quick):
 
     rows = []
     sizes = (64,) if quick else (64, 1024)
-    min_time, repeats = (0.1, 2) if quick else (0.4, 3)
+    repeats, rounds = (2, 2) if quick else (3, 5)
     with tempfile.TemporaryDirectory() as tmp:
         for label, which, path, settle in _scenes(tmp):
             m = _mj_model(path)
@@ -292,34 +285,43 @@ def _stepping_rows(quick):
             mc, me, mi = _mj_stats(m, d)
             for n in sizes:
                 nstep = max(4, int((0.05 if quick else 0.25) * 25000 / n))
-                ref = _mujoco_rates(m, d, n, nstep, repeats)
+                # MuJoCo's rollout (1 and 2 threads) and polyphys (1 and 2 threads) timed in turn, block by block,
+                # best wall time of each: a drift of the machine's speed between them does not enter the ratios
+                blocks = {f"mujoco.rollout nthread={t}": _mujoco_rollout_block(m, d, n, nstep, t) for t in (1, 2)}
+                scenes = {}
+                for threads in (1, 2):
+                    scene, ent = _pp_scene(path, dt, n, threads)
+                    _pp_set(scene, ent, d, n)
+                    scenes[threads] = scene
+                    blocks[threads] = _pp_block(scene, n, nstep)
+                wall = _interleaved(blocks, rounds, time.perf_counter)
+                ref = {name: 1.0 / wall[name][0] for name in blocks if isinstance(name, str)}
+                ref["mj_step loop"] = _mj_step_loop_rate(m, d, n, nstep, repeats)
                 best_name = max(ref, key=ref.get)
                 for name, rate in ref.items():
                     rows.append(row(f"{label}, {n} copies", f"env-steps/s, {name}", "env-steps/s", rate, None, "",
                                     notes=f"MuJoCo reference; per step: {mc:.1f} contacts, {me:.0f} rows, "
                                           f"{mi:.2f} Newton iterations (summed over its islands)"))
-                for threads in (1, 2):
-                    scene, ent = _pp_scene(path, dt, n, threads)
-                    _pp_set(scene, ent, d, n)
-                    t = time_steps(scene.step, min_time=min_time, repeats=repeats)
+                for threads, scene in scenes.items():
                     pc, pe, pi = _pp_stats(scene)
-                    rate = n / t
+                    rate = 1.0 / wall[threads][0]
                     rows.append(row(f"{label}, n_envs={n}", f"env-steps/s, capture=on, cpu_threads={threads}",
                                     "env-steps/s", rate, ref[best_name], best_name, ratio=rate / ref[best_name],
-                                    notes=f"per step: {pc:.1f} contacts, {pe:.0f} rows, {pi:.2f} Newton iterations; "
+                                    notes=f"best of {rounds} blocks interleaved with MuJoCo's; per step: {pc:.1f} "
+                                          f"contacts, {pe:.0f} rows, {pi:.2f} Newton iterations; "
                                           f"settled {settle} s (max |qvel| {vmax:.1e}); ratio > 1: polyphys faster"))
-                    del scene, ent
+                del scenes, scene, ent, blocks
             # CPU time per env-step, one thread (robust against the other processes on the machine)
             n = 64 if quick else 1024
             k = 4 if quick else 10
             rounds = 2 if quick else 6
-            blocks = {"mujoco": _mujoco_cpu_block(m, d, n, k)}
+            blocks = {"mujoco": _mujoco_rollout_block(m, d, n, k, 1)}
             scenes = {}
             for islands in (True, False):
                 scene, ent = _pp_scene(path, dt, n, 1, constraint_islands=islands)
                 _pp_set(scene, ent, d, n)
                 scenes[islands] = scene
-                blocks[islands] = _pp_cpu_block(scene, n, k)
+                blocks[islands] = _pp_block(scene, n, k)
             cpu = _interleaved_cpu(blocks, rounds)
             mj = cpu["mujoco"]
             for islands, scene in scenes.items():
@@ -362,13 +364,13 @@ def _pile_rows(quick, sizes=(1, 64), settle=2.0):
         max_con = int(2 * max(mc, 1)) + 32
         for n in sizes:
             k = max(2, int((2 if quick else 8) * 64 / max(n, 8)))
-            blocks = {"mujoco": _mujoco_cpu_block(m, d, n, k)}
+            blocks = {"mujoco": _mujoco_rollout_block(m, d, n, k, 1)}
             scenes = {}
             for islands in (True, False):
                 scene, ent = _pp_scene(path, dt, n, 1, max_contacts=max_con, constraint_islands=islands)
                 _pp_set(scene, ent, d, n)
                 scenes[islands] = scene
-                blocks[islands] = _pp_cpu_block(scene, n, k)
+                blocks[islands] = _pp_block(scene, n, k)
             cpu = _interleaved_cpu(blocks, rounds)
             mj = cpu["mujoco"]
             for islands, scene in scenes.items():
