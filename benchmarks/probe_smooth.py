@@ -8,6 +8,12 @@ first 64 envs, whose data then stays in cache, less the launch's fixed cost (mea
 "hot", the stage's arithmetic. In step ≫ hot means the batch's memory traffic, hot ≈ in step means the
 arithmetic (benchmarks/results/constraint.md, Round 12).
 
+``--dense-ab``: where the convex solve's dense M is written (Round 15): by the smooth pass (``dense=True``, the
+solve's next-env prefetch over M's whole rows: before Round 15) against by the solve itself at each env's start
+(``RigidSolver._dense_in_solve``, convex_solve.solve ``mass_hd``), with the prefetch over M's whole rows or tree by
+tree (the default); alternated in one process, ``rounds`` rounds of 3 steps: the smooth pass, the solve and the whole
+step in CPU µs per env-step (``time.thread_time``), least and median.
+
 ``--ab``: instead, the solver's smooth pass (``RigidSolver._smooth``) as one launch (factorization.smooth,
 the default) against the four launches (``_fused_smooth = False``), alternated ABBA in one process: its CPU time
 per env in the step (least and median of ``rounds`` rounds of 5 steps), relaunched alone over the whole batch,
@@ -136,6 +142,48 @@ def fused_ab(scene, n, rounds):
     return out
 
 
+def dense_ab(scene, n, rounds, steps=3):
+    """{variant: {what: [µs per env-step]}} of the dense M's writer (see the module docstring), alternated."""
+    import warp as wp
+    from polyphys.plugins.rigid import convex_solve
+
+    sol = scene.solver("rigid")
+    variants = {"smooth pass, whole rows": (False, 6), "solve, whole rows": (True, 6), "solve, tree by tree": (True, 2)}
+    out = {k: collections.defaultdict(list) for k in variants}
+    names = list(variants)
+    orig = convex_solve.solve
+    try:
+        for r in range(rounds):
+            order = names[r % 3:] + names[:r % 3]
+            for name in order[::-1] if r % 2 else order:
+                in_solve, pf = variants[name]
+                sol._dense_in_solve = in_solve
+                convex_solve.solve = lambda v, w, mass_hd=None, _pf=pf: orig(v, w, prefetch=_pf, mass_hd=mass_hd)
+                scene.step()
+                acc = collections.defaultdict(float)
+                for attr in ("_smooth", "_solve"):
+                    def timed(*a, _f=getattr(sol, attr), _k=attr, _acc=acc, **k):
+                        wp.synchronize()
+                        t0 = time.thread_time()
+                        _f(*a, **k)
+                        wp.synchronize()
+                        _acc[_k] += time.thread_time() - t0
+                    setattr(sol, attr, timed)
+                t0 = time.thread_time()
+                for _ in range(steps):
+                    scene.step()
+                wp.synchronize()
+                whole = time.thread_time() - t0
+                del sol._smooth, sol._solve
+                for k, x in (("smooth", acc["_smooth"]), ("solve", acc["_solve"]),
+                             ("smooth + solve", acc["_smooth"] + acc["_solve"]), ("whole step", whole)):
+                    out[name][k].append(x / (steps * n) * 1e6)
+    finally:
+        convex_solve.solve = orig
+        sol._dense_in_solve = True
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1024)
@@ -143,12 +191,22 @@ def main():
     ap.add_argument("--scenes", default="boxes,humanoid,pile")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ab", action="store_true", help="fused smooth launch vs the four launches (Round 13)")
+    ap.add_argument("--dense-ab", action="store_true", help="the dense M written by the smooth pass or the solve (Round 15)")
     args = ap.parse_args()
     import warp as wp
 
     wp.config.quiet = True
     for name, path, m, d, n, extra in P.settled_scenes(args.scenes.split(","), args.n, args.pile_n):
         scene = P.polyphys_scene(path, d, float(m.opt.timestep), n, constraint_islands=True, **extra)
+        if args.dense_ab:
+            import statistics
+
+            ab = dense_ab(scene, n, args.rounds)
+            print(f"{name} ({n} envs), load {os.getloadavg()[0]:.2f}: CPU µs per env-step, min / median")
+            for variant, res in ab.items():
+                print(f"  {variant:24s} " + "  ".join(f"{k} {min(x):7.2f} / {statistics.median(x):7.2f}"
+                                                      for k, x in res.items()), flush=True)
+            continue
         if args.ab:
             import statistics
 

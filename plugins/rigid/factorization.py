@@ -20,7 +20,8 @@ def factor_solve(v: View, hd: float, qfrc, qacc_out) -> None:
 
 def mass_dense(v: View, hd: float) -> None:
     """d.qM = M + hd·D (dense, for the constraint solve). Only M's tree pattern is written; the entries off it
-    are zero since d.qM was allocated (no other stage writes d.qM; docs/rigid.md)."""
+    are zero since d.qM was allocated (nothing writes them: this body is also the one the convex solve runs
+    with ``mass_hd`` and the smooth pass's with ``dense``; docs/rigid.md)."""
     wp.launch(K.mass_dense, dim=v.n, inputs=[v.m, v.d, v.scalar(hd)], device=v.device)
 
 

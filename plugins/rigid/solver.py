@@ -302,11 +302,18 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         # the contact parameters inside the rows' launch (constraint_rows.contact_params' body: the same numbers)
         constraint_rows.make_rows(v, params=self.collision is not None)
 
-    def _solve(self, v, qacc_warm) -> None:
+    def _m_in_solve(self) -> bool:
+        """Whether the substep's convex solve writes the dense M itself (convex_solve.solve ``mass_hd``) instead
+        of the smooth pass (the Signorini solve reads the smooth pass's)."""
+        return getattr(self, "_dense_in_solve", True) and self.options.effective_resolution() != "signorini"
+
+    def _solve(self, v, qacc_warm, dense: bool = False) -> None:
+        """The constraint solve of the view's envs; ``dense``: the convex solve writes the dense M + h·D first
+        (``_m_in_solve``)."""
         if self.options.effective_resolution() == "signorini":
             signorini_solve.solve(v, qacc_warm)
         else:
-            convex_solve.solve(v, qacc_warm)
+            convex_solve.solve(v, qacc_warm, mass_hd=self._hd_solve if dense else None)
         if self.options.noslip_iterations > 0:
             noslip.noslip(v)
 
@@ -318,11 +325,13 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         last = f == self.layout.substeps - 1
         v = self.views[part.index]
         # the integration's M + h·D is factored in the smooth pass too (unless the solve already used it)
-        self._smooth(v, self._hd_solve, v.d.qacc_smooth, dense=True, hd_int=None if self._approx else self.layout.h)
+        in_solve = self._m_in_solve()
+        self._smooth(v, self._hd_solve, v.d.qacc_smooth, dense=not in_solve,
+                     hd_int=None if self._approx else self.layout.h)
         if self.collision is not None:
             self._collide(part, export=True)
         self._constraint_rows(part, exported=True, dense_done=True)
-        self._solve(v, v.d.qacc_warmstart)
+        self._solve(v, v.d.qacc_warmstart, dense=in_solve)
         if self.collision is not None and self._wrench_on_since is not None:
             # per-contact wrenches, per-link net contact wrench about the link CoM (world; the
             # substep-start poses the contacts belong to) and Σ h·f over the step's substeps; with one

@@ -9,9 +9,11 @@
 
 // solve_prefetch_native (CPU; nothing on CUDA): the envs of a launch are solved one after another, and at
 // 1024 envs the next env's rows and M left the cache when the row builder and mass_dense wrote them; ask
-// for the next env's J entries over each row's recorded segments (efc_seg; else its span) (read), M (read)
-// and its per-row inputs and outputs now, while this env is solved; at most 1024 rows, M only up to 32 KB
-// (benchmarks/results/constraint.md, Rounds 9 and 14d). level 2 (the default): prefetcht1, into L2 only, as the
+// for the next env's J entries over each row's recorded segments (efc_seg; else its span) (read), M (read;
+// mtree: its lines tree by tree, each row over its tree's columns — the lines off the trees hold zeros the
+// solve never reads —, else whole rows; with mdense, where the solve writes the dense M itself, also the
+// tree-sparse M and D it is written from) and its per-row inputs and outputs now, while this env is solved;
+// at most 1024 rows, M only up to 32 KB (benchmarks/results/constraint.md, Rounds 9, 14d and 15). level 2 (the default): prefetcht1, into L2 only, as the
 // row builder's (Round 11: the next env's ~36 KB into the 48 KB L1 compete with this env's lines); level 1: into L1.
 
 // @part rows
@@ -779,9 +781,33 @@
             pf(jr, lo, hi);
         }
         const char* mb = (const char*)qM.data + e1 * qM.strides[0];
-        for (int j = 0; (size_t)nv * nv * sizeof(T) <= PP_PF_MBYTES && j < nv; ++j) {
-            const char* mr = mb + (size_t)j * qM.strides[1];
-            for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) hint(mr + l, 0);
+        if (mdense) {
+            // the next env's tree-sparse M and D, from which its dense M is written at its start
+            const size_t ts = sizeof(T);
+            const char* s1 = (const char*)mass.data + e1 * mass.strides[0];
+            for (size_t l = 0; l < (size_t)mass.shape[1] * ts; l += 64) hint(s1 + l, 0);
+            const char* v1 = (const char*)dof_dv.data + e1 * dof_dv.strides[0];
+            for (size_t l = 0; l < (size_t)nv * ts; l += 64) hint(v1 + l, 0);
+        }
+        if (mtree) {
+            // M's lines tree by tree: row j of a tree [s, t) over columns [s, t) (a tree's dofs are contiguous —
+            // a dof's parent precedes it, a subtree is contiguous — and M is zero between trees, so the lines
+            // outside are zeros the solve never reads: the boxes' 8 trees of 6 dofs are 72 of M's 288 lines),
+            // up to the same 32 KB
+            size_t mbytes = 0;
+            for (int s0 = 0; s0 < nv;) {
+                int t0 = s0 + 1;
+                while (t0 < nv && *(const int*)((const char*)dof_parent.data + (size_t)t0 * dof_parent.strides[0]) >= 0) ++t0;
+                mbytes += (size_t)(t0 - s0) * (size_t)(t0 - s0) * sizeof(T);
+                if (mbytes > PP_PF_MBYTES) break;
+                for (int j = s0; j < t0; ++j) pf(mb + (size_t)j * qM.strides[1], s0, t0);
+                s0 = t0;
+            }
+        } else {
+            for (int j = 0; (size_t)nv * nv * sizeof(T) <= PP_PF_MBYTES && j < nv; ++j) {
+                const char* mr = mb + (size_t)j * qM.strides[1];
+                for (size_t l = 0; l < (size_t)nv * sizeof(T); l += 64) hint(mr + l, 0);
+            }
         }
         const size_t tb = (size_t)nr * sizeof(T);
         const char* ins[4] = {

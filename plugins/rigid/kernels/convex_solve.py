@@ -11,7 +11,9 @@ kernels/linalg.py.
 Reads ``m.opt``; ``d``: qM, qacc_smooth, the rows (nefc, efc_J, efc_type, efc_aref, efc_R, efc_D,
 efc_frictionloss, efc_mu, efc_dim) and the warm start ``qacc_warm``. Writes ``d``: qacc_warmstart
 (the solution, next warm start), efc_force, efc_state, qfrc_constraint, solver_niter, solver_stat
-and the solver_* scratch.
+and the solver_* scratch. With ``mdense`` = 1 it first writes ``d.qM`` = M + hd·D itself, per env, from ``d``:
+mass and dof_dv (factorization.mass_dense's body: the same entries), so that the env's M lines are fetched once,
+right before the solve reads them (benchmarks/results/constraint.md, Round 15 (smooth)).
 """
 
 from typing import Any
@@ -20,6 +22,7 @@ import warp as wp
 
 from ..types import SolverType, overload
 from . import native
+from .factorization import mass_dense_native
 from .linalg import (
     cholesky_factor,
     cholesky_solve,
@@ -49,7 +52,8 @@ A3 = wp.array3d(dtype=Any)
 
 @wp.func_native(native.body(__file__, "solve_prefetch_native"))
 def solve_prefetch_native(env: int, nv: int, n_efc: I1, efc_J: A3, efc_span: I3, qM: A3, efc_aref: A2, efc_D: A2,
-                          efc_R: A2, jar: A2, efc_force: A2, efc_type: I2, efc_seg: I3, level: int): ...
+                          efc_R: A2, jar: A2, efc_force: A2, efc_type: I2, efc_seg: I3, level: int, mtree: int,
+                          dof_parent: I1, mdense: int, mass: A2, dof_dv: A2): ...
 
 
 @wp.func_native(native.body(__file__, "island_label_native"))
@@ -331,8 +335,13 @@ def solve_iterate(
 
 @wp.kernel
 def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int, inplace: int, pad_nt: int,
-                 fixed6: int):
+                 fixed6: int, mdense: int, hd: Any):
     env = wp.tid()
+    if mdense == 1:
+        # the dense M + hd·D of this env from the tree-sparse M (factorization.mass_dense's body: the same
+        # entries), written now that the solve reads it next (its lines are fetched once, not written by the
+        # smooth pass and fetched again here)
+        mass_dense_native(env, m.nv, hd, m.dof_madr, m.dof_depth, m.m_col, d.mass, d.dof_dv, d.qM)
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
     solver = m.opt.solver
@@ -384,7 +393,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
     if prefetch >= 1:
         # CPU: the next env's rows and M while this one is solved (kernels/convex_solve.cpp; 2: into L2 only)
         solve_prefetch_native(env, nv, n_efc, efc_J, d.efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type,
-                              d.efc_seg, prefetch)
+                              d.efc_seg, prefetch & 3, int(prefetch < 4), m.dof_parent, mdense, d.mass, d.dof_dv)
     pad_rows(env, nrow, efc_force, efc_state, pad_nt)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (kernels/linalg.cpp): M's from the dof
@@ -594,4 +603,4 @@ def label_islands(m: Any, d: Any, prefetch: int):
 
 
 overload(label_islands)
-overload(solve_convex, qacc_warm=lambda s: wp.array2d(dtype=s))
+overload(solve_convex, qacc_warm=lambda s: wp.array2d(dtype=s), hd=lambda s: s)
