@@ -70,6 +70,12 @@ def split_envs(n_envs: int, n_threads: int, per_thread: int = 1) -> tuple[Partit
     return tuple(parts)
 
 
+# the automatic split (benchmarks/results/constraint.md, round 15): a thread slowed by another process
+# takes fewer partitions, instead of holding up the step with half the envs
+AUTO_MAX = 8
+AUTO_MIN_ENVS = 64
+
+
 def partitions_per_thread(n_envs: int, n_threads: int, wanted: int | None) -> int:
     """Env partitions per thread (``SimOptions.cpu_partitions_per_thread``; None: ``AUTO_MAX`` while each
     partition keeps at least ``AUTO_MIN_ENVS`` envs, else 1)."""
@@ -78,12 +84,6 @@ def partitions_per_thread(n_envs: int, n_threads: int, wanted: int | None) -> in
     if n_threads < 2:
         return 1
     return max(1, min(AUTO_MAX, int(n_envs) // (int(n_threads) * AUTO_MIN_ENVS)))
-
-
-# the automatic split (benchmarks/results/constraint.md, round 15): a thread slowed by another process
-# takes fewer partitions, instead of holding up the step with half the envs
-AUTO_MAX = 8
-AUTO_MIN_ENVS = 64
 
 
 @attrs.frozen(kw_only=True)
