@@ -145,7 +145,7 @@ def _scenes(tmpdir):
     return out
 
 
-def _pp_scene(path, dt, n, threads, solver="Newton", capture=True, **extra):
+def _pp_scene(path, dt, n, threads, solver="Newton", capture=True, per_thread=None, **extra):
     import warnings
 
     import polyphys
@@ -153,7 +153,8 @@ def _pp_scene(path, dt, n, threads, solver="Newton", capture=True, **extra):
     from polyphys.plugins.rigid import RigidOptions
     from polyphys.plugins.rigid.materials import Rigid
 
-    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, precision="64", graph_capture=capture, cpu_threads=threads),
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=dt, precision="64", graph_capture=capture, cpu_threads=threads,
+                                                   cpu_partitions_per_thread=per_thread),
                            rigid=RigidOptions.mujoco(integrator="implicitfast", constraint_solver=solver,
                                                      friction_cone="pyramidal", **SOLVE, **extra))
     with warnings.catch_warnings():

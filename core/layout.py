@@ -51,11 +51,16 @@ def chunk_range(w: int, parts: int, n: int) -> tuple[int, int]:
     return start, start + base + (1 if w < extra else 0)
 
 
-def split_envs(n_envs: int, n_threads: int) -> tuple[Partition, ...]:
+def split_envs(n_envs: int, n_threads: int, per_thread: int = 1) -> tuple[Partition, ...]:
     """Split n_envs over n_threads threads: min(n_threads, n_envs) contiguous, near-equal env
     partitions (the first ones one larger), and the threads spread over them as workers (the first
-    partitions get one more when they do not divide evenly)."""
+    partitions get one more when they do not divide evenly). ``per_thread`` > 1 with at least as many
+    envs as threads: min(n_envs, n_threads · per_thread) partitions of one worker each, which the
+    threads take in turn during a step (a thread that runs faster takes more of them)."""
     n_threads = max(1, int(n_threads))
+    if int(per_thread) > 1 and n_envs >= n_threads > 1:
+        n_parts = min(n_envs, n_threads * int(per_thread))
+        return tuple(Partition(i, *chunk_range(i, n_parts, n_envs)) for i in range(n_parts))
     n_parts = max(1, min(n_threads, n_envs))
     parts = []
     for i in range(n_parts):
@@ -63,6 +68,22 @@ def split_envs(n_envs: int, n_threads: int) -> tuple[Partition, ...]:
         lo, hi = chunk_range(i, n_parts, n_threads)
         parts.append(Partition(i, start, stop, max(1, hi - lo)))
     return tuple(parts)
+
+
+# the automatic split (benchmarks/results/constraint.md, round 15): a thread slowed by another process
+# takes fewer partitions, instead of holding up the step with half the envs
+AUTO_MAX = 8
+AUTO_MIN_ENVS = 64
+
+
+def partitions_per_thread(n_envs: int, n_threads: int, wanted: int | None) -> int:
+    """Env partitions per thread (``SimOptions.cpu_partitions_per_thread``; None: ``AUTO_MAX`` while each
+    partition keeps at least ``AUTO_MIN_ENVS`` envs, else 1)."""
+    if wanted is not None:
+        return int(wanted)
+    if n_threads < 2:
+        return 1
+    return max(1, min(AUTO_MAX, int(n_envs) // (int(n_threads) * AUTO_MIN_ENVS)))
 
 
 @attrs.frozen(kw_only=True)
@@ -78,11 +99,13 @@ class Layout:
     substeps: int
     gravity: tuple
     partitions: tuple
+    thread_count: int = 0      # threads stepping the partitions (0: one per partition's worker)
 
     @property
     def threads(self) -> int:
-        """Worker threads of the whole scene (every partition's workers)."""
-        return sum(p.workers for p in self.partitions)
+        """Worker threads of the whole scene: ``thread_count`` when set (partitions taken in turn by that
+        many threads), else every partition's workers."""
+        return self.thread_count or sum(p.workers for p in self.partitions)
 
     @property
     def max_workers(self) -> int:

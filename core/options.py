@@ -265,6 +265,9 @@ class SimOptions(Options):
     into min(cpu_threads, n_envs) partitions stepped by worker threads, and threads left over work
     within a partition (solvers that split a stage's elements across workers, docs/architecture.md);
     results are bit-identical for any count;
+    cpu_partitions_per_thread: with at least as many envs as threads, the env partitions per thread
+    (None: up to 8 while each keeps 64 envs or more, else 1): the threads take the partitions in turn
+    during a step, so a thread slowed by another process takes fewer envs (results unchanged);
     nan_policy: "reset" (a non-finite env is reset and flagged, others untouched) or "raise".
     """
 
@@ -275,6 +278,7 @@ class SimOptions(Options):
     device: str = attrs.field(default="cpu")
     graph_capture: bool = attrs.field(default=True, validator=boolean)
     cpu_threads: int | None = attrs.field(default=None, validator=positive_int)
+    cpu_partitions_per_thread: int | None = attrs.field(default=None, validator=positive_int)
     nan_policy: str = attrs.field(default="reset", validator=one_of("reset", "raise"))
     seed: int = attrs.field(default=0, validator=seed_int)
 

@@ -31,7 +31,7 @@ from .errors import (
     SceneStateError,
 )
 from .interfaces import Entity, check_options
-from .layout import Layout, split_envs
+from .layout import Layout, partitions_per_thread, split_envs
 from .morphs import Morph
 from .options import SimOptions
 from .registry import registry
@@ -276,9 +276,11 @@ class Scene:
                               f"use device='cpu'")
         self._check_dt()
         n = max(1, n_envs)
+        threads = sim.threads_for(n)
+        parts = split_envs(n, threads, partitions_per_thread(n, threads, sim.cpu_partitions_per_thread))
         self.layout = Layout(n_envs=n, batched=n_envs > 0, device=sim.device, precision=sim.precision,
-                             dt=sim.dt, substeps=sim.substeps, gravity=sim.gravity,
-                             partitions=split_envs(n, sim.threads_for(n)))
+                             dt=sim.dt, substeps=sim.substeps, gravity=sim.gravity, partitions=parts,
+                             thread_count=threads if len(parts) > threads else 0)
         self.batched, self.n_envs = n_envs > 0, n_envs
         with wp.ScopedDevice(sim.device):
             # couplers are chosen (not built) before the solvers are built, so that every kernel

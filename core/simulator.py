@@ -6,8 +6,10 @@ coupler are active, otherwise ``coupler.preprocess -> solver.substep_pre_couplin
 coupler.couple -> solver.substep_post_coupling (each)``; then ``solver.end_step`` (clear external
 forces), the sensors (every group's ground truth, then the measurement models: a bounded number of
 launches however many envs and sensors, ``polyphys.sensors.SensorHub.evaluate``) and the NaN check.
-On CPU the envs are split into partitions, each stepped by a worker thread
-with its own captured graph (Warp releases the GIL while a launch or a replay runs).
+On CPU the envs are split into partitions, each with its own captured graph, which the
+scene's threads (the calling thread and a pool) take in turn (``_run_parts``; Warp releases the GIL
+while a launch or a replay runs); with more partitions than threads a thread slowed by another
+process takes fewer of them.
 
 Threads within a partition: a partition with more than one worker (fewer envs than threads) runs a
 solver's parallel stages (``Solver.parallel(part, stage)``: ``stage(w)`` issues worker ``w``'s
@@ -27,6 +29,7 @@ Solvers keep results independent of the worker count (docs/architecture.md).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import itertools
 import threading
 import warnings
 import weakref
@@ -667,7 +670,11 @@ class Simulator:
         self._checks += [c.check_after_step for c in couplers if hasattr(c, "check_after_step")]
         self._graphs: list | None = None      # per partition: a Graph, or a program of segments
         self._warm = False
-        self._pool = cf.ThreadPoolExecutor(len(self.parts)) if len(self.parts) > 1 else None
+        # the threads stepping the partitions: the calling thread and a pool; each takes the next partition
+        # not yet taken until none is left (``_run_parts``), so with more partitions than threads
+        # (SimOptions.cpu_partitions_per_thread) a thread slowed by another process takes fewer envs
+        self._n_threads = min(layout.thread_count or len(self.parts), len(self.parts))
+        self._pool = cf.ThreadPoolExecutor(self._n_threads) if self._n_threads > 1 else None
         # per partition with several workers: its workers but the first (the partition's own thread)
         self._helpers = {p.index: _Helpers(p.workers - 1, f"polyphys-p{p.index}") for p in self.parts if p.workers > 1}
         # the captured steps' plans run on helpers parked in native code (made at the first replay)
@@ -742,16 +749,38 @@ class Simulator:
         """Forget captured graphs (after a solver reallocated arrays)."""
         self._graphs = None
 
+    # the calling thread takes partitions too (False: it only waits for the pool's threads, as before
+    # round 15; kept for the A/B of benchmarks/probe_rigid_threads.py)
+    caller_takes = True
+
     def _run_parts(self, fn) -> None:
+        """``fn(i, part)`` for every partition: ``_n_threads`` threads (this one and the pool's) each take
+        the next partition not yet taken (a shared counter, in partition order) until none is left."""
+        parts = self.parts
         if self._pool is None:
-            for i, part in enumerate(self.parts):
+            for i, part in enumerate(parts):
                 fn(i, part)
             return
-        futures = [self._pool.submit(fn, i, part) for i, part in enumerate(self.parts)]
+        taken = itertools.count()        # next() is atomic under the GIL
+
+        def take():
+            while (i := next(taken)) < len(parts):
+                fn(i, parts[i])
+
+        own = self.caller_takes
+        futures = [self._pool.submit(take) for _ in range(self._n_threads - own)]
+        error = None
+        if own:
+            try:
+                take()
+            except BaseException as exc:
+                error = exc
         # wait for every partition before raising: no partition may still run into the next call
         cf.wait(futures)
         for fut in futures:
             fut.result()
+        if error is not None:
+            raise error
 
     def step(self) -> None:
         """One step of every partition, then the device-side checks. Locking (polyphys.concurrency):

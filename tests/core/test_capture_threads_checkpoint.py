@@ -38,6 +38,59 @@ def test_threads_equal_one_thread(rec):
     np.testing.assert_array_equal(a1.get_x(), a3.get_x())
 
 
+def test_more_partitions_than_threads_equal_one_thread(rec):
+    """cpu_partitions_per_thread: 2 threads take 5 one-env partitions in turn, captured and not."""
+    sc1, a1, b1 = _run(rec, graph_capture=True, cpu_threads=1)
+    for capture in (True, False):
+        sc, a, b = _run(rec, graph_capture=capture, cpu_threads=2, cpu_partitions_per_thread=3)
+        assert len(sc.layout.partitions) == 5 and sc.layout.threads == 2
+        assert all(p.workers == 1 for p in sc.layout.partitions)
+        np.testing.assert_array_equal(a1.get_x(), a.get_x())
+        np.testing.assert_array_equal(b1.get_x(), b.get_x())
+
+
+def test_split_envs_partitions_per_thread():
+    """Partitions per thread: tiles of the envs, one worker each; the automatic count keeps 64 envs or
+    more per partition, up to 8 per thread; fewer envs than threads keep the workers within partitions."""
+    from polyphys.layout import partitions_per_thread, split_envs
+
+    parts = split_envs(10, 2, 3)
+    assert [(p.start, p.stop, p.workers) for p in parts] == [(0, 2, 1), (2, 4, 1), (4, 6, 1), (6, 8, 1), (8, 9, 1),
+                                                            (9, 10, 1)]
+    assert len(split_envs(3, 2, 8)) == 3
+    assert [(p.start, p.stop, p.workers) for p in split_envs(1, 3, 4)] == [(0, 1, 3)]
+    assert [partitions_per_thread(n, t, None) for n, t in ((64, 2), (255, 2), (256, 2), (1024, 2), (4096, 2),
+                                                           (1024, 1))] == [1, 1, 2, 8, 8, 1]
+    assert partitions_per_thread(64, 2, 5) == 5
+
+
+def test_a_failing_partition_raises_after_every_partition_ran():
+    """The threads taking partitions in turn: every partition runs once, the calling thread takes some,
+    and a partition's error is raised once all have finished."""
+    import threading
+
+    from polyphys.layout import split_envs
+    from polyphys.simulator import Simulator
+
+    sim = Simulator.__new__(Simulator)
+    sim.parts, sim._n_threads = split_envs(12, 3, 4), 3
+    import concurrent.futures as cf
+
+    sim._pool = cf.ThreadPoolExecutor(3)
+    seen, lock = [], threading.Lock()
+
+    def fn(i, part):
+        with lock:
+            seen.append((i, threading.get_ident()))
+        if i == 4:
+            raise ValueError("partition 4")
+
+    with pytest.raises(ValueError, match="partition 4"):
+        sim._run_parts(fn)
+    assert sorted(i for i, _ in seen) == list(range(12))
+    sim._pool.shutdown()
+
+
 def test_replay_issues_no_python_launch(rec, monkeypatch):
     sc, a, b = _run(rec, steps=3, graph_capture=True, cpu_threads=2)
     calls = {"n": 0}

@@ -314,3 +314,25 @@ def test_mass_off_tree_pattern_stays_zero(tmp_path):
     other.step()
     M = other.solver("rigid").data.qM.numpy()
     assert np.all(M[:, ~on] == 0)
+
+
+def test_more_partitions_than_threads_bit_identical_with_contacts():
+    """cpu_partitions_per_thread: 2 threads taking 8 partitions of 4 envs in turn (core/simulator.py
+    ``_run_parts``) give the states and contacts of one thread stepping all 32 envs, bit for bit."""
+    runs = []
+    for threads, per in ((1, None), (2, 4)):
+        scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, gravity=(0, 0, -9.81), precision="64",
+                                                       cpu_threads=threads, cpu_partitions_per_thread=per),
+                               rigid=RigidOptions())
+        box = scene.add_entity(morphs.Box(size=(2 * HALF,) * 3, pos=(0, 0, 0.5)), Rigid(), name="box")
+        scene.add_entity(morphs.Plane(), Rigid(), name="ground")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolyphysWarning)
+            scene.build(n_envs=32)
+        assert len(scene.layout.partitions) == (1 if threads == 1 else 8) and scene.layout.threads == threads
+        _start(box, np.random.default_rng(11), 32)
+        runs.append(_drive(scene, box, 10, None))
+        if threads == 2:
+            assert len({int(c) for r in runs[-1] for c in r[1]}) > 1     # envs differ in their contacts
+    assert sum(int(r[1].sum()) for r in runs[0]) > 0
+    _same(runs[0], runs[1])
