@@ -38,9 +38,10 @@ class MPMSolver(Solver):
     # nodes per block of the grid update (polyphys.blocks: several workers claim the blocks, one
     # worker runs a thread per block; docs/mpm.md "Threads")
     claim_nodes = 512
-    # CPU: P2G's stress stage over blocks of particles that the workers claim (kernels/transfer.py
-    # p2g_stress_blocks: each block also sorts its particles by slab for the scatter), instead of a fixed
-    # share per worker; read at build (False: the shares, kept to compare against; benchmarks/results/mpm.md)
+    # CPU: P2G's stress stage and G2P over blocks of particles that the workers claim (kernels/transfer.py
+    # p2g_stress_blocks — each block also sorts its particles by slab for the scatter — and g2p_blocks),
+    # instead of a fixed share per worker; read at build (False: the shares, kept to compare against;
+    # benchmarks/results/mpm.md, round 15)
     claim_stress = True
 
     def __init__(self, scene, options, spec):
@@ -336,13 +337,24 @@ class MPMSolver(Solver):
             outputs=[p.grid_v, p.grid_active, p.grid_pos, counters]))
 
     def substep_post_coupling(self, f, part):
-        """G2P and advection over each worker's share of the particles."""
+        """G2P and advection over claimed blocks of the particles (CPU, ``claim_stress``) or each worker's
+        share."""
         import warp as wp
 
         from .kernels import transfer
 
         p, k = self._parts[part.index], self._consts
         nx, ny, nz = self.n_nodes_axis
+
+        if self._claim_stress:
+            # blocks of particles claimed by the workers, as the stress stage (nothing follows G2P worker by
+            # worker on this path); a particle's speed goes to the slot of the worker that claimed it
+            self.blocks.stage(self, part, self.n_stress_blocks, lambda threads, claim, counters: wp.launch(
+                transfer.g2p_blocks, dim=(p.n, threads),
+                inputs=[k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, k.wall_lo, k.wall_hi, self.n_particles,
+                        VMAX_STRIDE, claim, p.grid_v, p.active],
+                outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax, counters]))
+            return
 
         def g2p(w):
             a, b = part.chunk(w, self.n_particles)

@@ -27,7 +27,7 @@ adds one precision's overloads before the first launch.
 from typing import Any
 
 import warp as wp
-from polyphys.kernels.blocks import block_after, next_block
+from polyphys.kernels.blocks import CLAIM_STRIDE, block_after, next_block
 
 from .constitutive import LIQUID, SAND, SNOW, kirchhoff, project_sigma
 
@@ -461,9 +461,10 @@ def p2g_scatter(
                      grid_mx_out)
 
 
-@wp.kernel
-def g2p(
-    # Model:
+@wp.func
+def g2p_particle(
+    env: int,
+    p: int,
     lo: Any,
     inv_dx: Any,
     dx: Any,
@@ -474,25 +475,22 @@ def g2p(
     x_max: Any,
     wall_lo: Any,
     wall_hi: Any,
-    p0: int,
-    w: int,
-    # Data in:
+    slot: int,
     grid_v_in: wp.array2d(dtype=Any),
     active_in: wp.array2d(dtype=wp.int32),
-    # Data out:
     pos_out: wp.array2d(dtype=Any),
     vel_out: wp.array2d(dtype=Any),
     C_out: wp.array2d(dtype=Any),
     flags_out: wp.array(dtype=wp.int32),
     vmax_out: wp.array2d(dtype=Any),
 ):
-    env, q = wp.tid()
-    p = p0 + q
+    """G2P and advection of particle p (0: inactive or off the grid, skipped); its speed into the
+    env's maximum at ``slot`` (the worker's own slot)."""
     if active_in[env, p] == 0:
-        return
+        return 0
     x = pos_out[env, p]
     if not grid_inside(x, lo, inv_dx, grid_v_in.shape[1], ny, nz):
-        return                       # P2G made this env's F NaN: it is flagged after the step
+        return 0                     # P2G made this env's F NaN: it is flagged after the step
     b = grid_base(x, lo, inv_dx)
     fx = grid_offset(x, lo, inv_dx, b)
     v = type(x)()
@@ -527,7 +525,80 @@ def g2p(
     vel_out[env, p] = v
     C_out[env, p] = (type(h)(4.0) * inv_dx * inv_dx) * B
     # the fastest particle of each worker's share (its own slot: workers never write the same one)
-    wp.atomic_max(vmax_out, env, w, wp.length(v))
+    wp.atomic_max(vmax_out, env, slot, wp.length(v))
+    return 1
+
+
+@wp.kernel
+def g2p(
+    # Model:
+    lo: Any,
+    inv_dx: Any,
+    dx: Any,
+    ny: int,
+    nz: int,
+    h: Any,
+    x_min: Any,
+    x_max: Any,
+    wall_lo: Any,
+    wall_hi: Any,
+    p0: int,
+    w: int,
+    # Data in:
+    grid_v_in: wp.array2d(dtype=Any),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    pos_out: wp.array2d(dtype=Any),
+    vel_out: wp.array2d(dtype=Any),
+    C_out: wp.array2d(dtype=Any),
+    flags_out: wp.array(dtype=wp.int32),
+    vmax_out: wp.array2d(dtype=Any),
+):
+    env, q = wp.tid()
+    g2p_particle(env, p0 + q, lo, inv_dx, dx, ny, nz, h, x_min, x_max, wall_lo, wall_hi, w, grid_v_in, active_in, pos_out,
+                 vel_out, C_out, flags_out, vmax_out)
+
+
+@wp.kernel
+def g2p_blocks(
+    # Model:
+    lo: Any,
+    inv_dx: Any,
+    dx: Any,
+    ny: int,
+    nz: int,
+    h: Any,
+    x_min: Any,
+    x_max: Any,
+    wall_lo: Any,
+    wall_hi: Any,
+    n_p: int,
+    slot_stride: int,
+    claim: int,
+    # Data in:
+    grid_v_in: wp.array2d(dtype=Any),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    pos_out: wp.array2d(dtype=Any),
+    vel_out: wp.array2d(dtype=Any),
+    C_out: wp.array2d(dtype=Any),
+    flags_out: wp.array(dtype=wp.int32),
+    vmax_out: wp.array2d(dtype=Any),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """G2P over blocks of STRESS_BLOCK particles that the workers claim (polyphys.blocks; thread (env, c)
+    block c without claiming); a particle's speed goes to the claiming worker's slot (w · slot_stride)."""
+    env, c = wp.tid()
+    slot = int(0)
+    if claim > 0:
+        slot = ((claim - 1) % CLAIM_STRIDE) * slot_stride
+    n_blocks = (n_p + STRESS_BLOCK - 1) / STRESS_BLOCK
+    b = next_block(claims_inout, claim, env, c, n_blocks)
+    while b < n_blocks:
+        for p in range(b * STRESS_BLOCK, wp.min((b + 1) * STRESS_BLOCK, n_p)):
+            g2p_particle(env, p, lo, inv_dx, dx, ny, nz, h, x_min, x_max, wall_lo, wall_hi, slot, grid_v_in, active_in,
+                         pos_out, vel_out, C_out, flags_out, vmax_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
 
 
 _declared: set = set()
@@ -549,6 +620,8 @@ def declare_overloads(precision: str) -> None:
                "grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2}
     wp.overload(p2g_scatter, scatter)
     wp.overload(p2g_scatter_slabs, scatter)
-    wp.overload(g2p, {"lo": V, "inv_dx": s, "dx": s, "h": s, "x_min": V, "x_max": V, "wall_lo": V, "wall_hi": V,
-                      "grid_v_in": v2, "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a2})
+    gather = {"lo": V, "inv_dx": s, "dx": s, "h": s, "x_min": V, "x_max": V, "wall_lo": V, "wall_hi": V, "grid_v_in": v2,
+              "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a2}
+    wp.overload(g2p, gather)
+    wp.overload(g2p_blocks, gather)
     _declared.add(precision)
