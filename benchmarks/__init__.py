@@ -174,12 +174,79 @@ def _untime(sim) -> None:
             walk(prog)
 
 
+def off_cpu_counters(tids=()) -> dict:
+    """What takes a core from this process's threads, cumulative (differences between two calls measure
+    a stretch): ``steal`` the seconds the hypervisor ran something else on this virtual machine's CPUs
+    (``/proc/stat``, all CPUs summed; a KVM guest's thread CPU time does not count them), ``run_delay``
+    per thread id in ``tids`` the seconds it was runnable but waiting for a core of this machine (another
+    process or thread had it: ``/proc/self/task/TID/schedstat``). Zeros where Linux does not say."""
+    out = {"steal": 0.0, "run_delay": {}}
+    try:
+        with open("/proc/stat") as fh:
+            cpu = fh.readline().split()
+        out["steal"] = int(cpu[8]) / os.sysconf("SC_CLK_TCK") if cpu[0] == "cpu" and len(cpu) > 8 else 0.0
+    except (OSError, ValueError, IndexError):
+        pass
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as fh:
+                out["run_delay"][tid] = int(fh.read().split()[1]) * 1e-9
+        except (OSError, ValueError, IndexError):
+            out["run_delay"][tid] = 0.0
+    return out
+
+
+def steal_ticks() -> tuple[int, int]:
+    """(steal, busy) clock ticks of all this machine's CPUs so far (``/proc/stat``): steal the time the
+    hypervisor ran something else while a virtual CPU wanted to run, busy the time they ran anything
+    (user, nice, system, irq, softirq) plus the steal; (0, 0) where Linux does not say. Over a stretch,
+    Δsteal / Δbusy is the share of the time wanted on a core that the host took: wall time lost that no
+    thread CPU clock counts."""
+    try:
+        with open("/proc/stat") as fh:
+            f = fh.readline().split()
+        if f[0] != "cpu" or len(f) < 9:
+            return 0, 0
+        v = [int(x) for x in f[1:9]]
+        return v[7], v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+
+
+def off_cpu_since(before: dict) -> dict:
+    """``off_cpu_counters`` now less ``before`` (same thread ids)."""
+    now = off_cpu_counters(before["run_delay"].keys())
+    return {"steal": now["steal"] - before["steal"],
+            "run_delay": {t: now["run_delay"][t] - v for t, v in before["run_delay"].items()}}
+
+
+def worker_tids(scene) -> list[int]:
+    """Native thread ids of partition 0's workers: the calling thread, then its helpers (parked ones where
+    the plans run on them, else the Python helpers started so far)."""
+    import threading
+
+    sim = scene.simulator
+    helpers = (sim._parked.get(0) if hasattr(sim, "_parked") else None) or sim._helpers.get(0)
+    threads = getattr(helpers, "_threads", None) or []
+    return [threading.get_native_id()] + [t.native_id for t in threads if t.native_id is not None]
+
+
 def threads_note(scene) -> str:
     """How many threads a scene's step uses: partitions × workers (core/layout.py)."""
     parts = scene.layout.partitions
     workers = sorted({p.workers for p in parts})
     return (f"polyphys {scene.layout.threads} thread(s): {len(parts)} env partition(s) × "
             f"{'/'.join(map(str, workers))} worker(s)")
+
+
+def _steal_note(lo: list, hi: list, ratio: float, t_lo: int, t_hi: int) -> str:
+    """The hypervisor's steal during the timed blocks of each scene, and the wall ratio with it taken out."""
+    if not lo[1] or not hi[1]:
+        return "hypervisor steal: not reported by this machine"
+    s_lo, s_hi = lo[0] / lo[1], hi[0] / hi[1]
+    return (f"hypervisor steal {100 * s_lo:.1f} % / {100 * s_hi:.1f} % of the busy CPU time during the "
+            f"cpu_threads={t_lo} / {t_hi} blocks (all their rounds), the wall ratio without it "
+            f"{ratio * (1 - s_lo) / (1 - s_hi):.2f}x")
 
 
 def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), quick: bool = False,
@@ -205,20 +272,27 @@ def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), 
     # At least 3 (quick) or 5 rounds, more while the rounds so far took under ``min_time`` seconds (at
     # most 40): a scene of a few ms per step (FEM explicit 100k: a block of ~7 ms on 2 threads) gets enough
     # blocks that one of each scene misses the other processes' bursts (benchmarks/results/fem.md, round 12)
+    # the hypervisor's steal over each scene's timed blocks (``steal_ticks``): wall time no CPU clock counts
+    steal = {t: [0, 0] for t in scenes}
     t_start, rounds = time.perf_counter(), 0
     while rounds < (3 if quick else 5) or (rounds < 40 and time.perf_counter() - t_start < min_time):
         rounds += 1
         for t, sc in scenes.items():
+            s0 = steal_ticks()
             t0 = time.perf_counter()
             for _ in range(n):
                 sc.step()
             best[t] = min(best[t], (time.perf_counter() - t0) / n)
+            s1 = steal_ticks()
+            steal[t][0] += s1[0] - s0[0]
+            steal[t][1] += s1[1] - s0[1]
             r = critical_path(sc, 2)
             crit[t], cpu[t] = min(crit[t], r["critical"]), min(cpu[t], r["cpu"])
     rows = [row(f"{case}, thread scaling {lo} -> {hi}", f"{unit_name}, wall clock, cpu_threads={hi}", "1/s",
                 items / best[hi], items / best[lo], f"polyphys cpu_threads={lo}", best[lo] / best[hi],
                 f"{threads_note(scenes[hi])}; wall time: on a machine shared with other process groups the "
-                f"scheduler caps this process's share of the cores, so this ratio understates the scaling"),
+                f"scheduler caps this process's share of the cores, so this ratio understates the scaling; "
+                f"{_steal_note(steal[lo], steal[hi], best[lo] / best[hi], lo, hi)}"),
             row(f"{case}, thread scaling {lo} -> {hi}", f"{unit_name}, critical path, cpu_threads={hi}", "1/s",
                 items / crit[hi], items / crit[lo], f"polyphys cpu_threads={lo}", crit[lo] / crit[hi],
                 f"critical path: per stage the slowest worker's thread CPU time, summed (the wall time on "

@@ -8,7 +8,12 @@ latency (its start after worker 0's, or after the barrier before a segment). Pri
 graph, parallel stage) the count per step and the time, and the step's budget: the 1-thread step, the
 2-thread step, the sum of the slowest workers' busy times (the step on two free cores with free
 barriers), the serial graphs, the barrier overhead (segment wall less its slowest worker) and the
-imbalance (slowest worker less the mean).
+imbalance (slowest worker less the mean). Then the off-CPU budget of the same steps (means): the 1-thread
+step's wall as its thread CPU plus its off-CPU time, split into run-queue wait (runnable while another thread
+of this machine had the core: ``/proc/self/task/TID/schedstat``) and the rest (in a KVM guest the hypervisor's
+steal, which no thread CPU clock counts); the 2-worker step's wall as its CPU critical path plus the off-CPU
+time on it (the slowest worker's wall less its CPU, per segment) plus barriers, wake-ups and the plan's start
+and end; and the machine's steal (``/proc/stat``) over each.
 
 ``--segments``: per segment of the 2-worker program, its wall time and each worker's busy time. ``--kernels``:
 per kernel, the thread CPU time per substep of the uncaptured step (``bench_sph.stage_times``) on 1 worker,
@@ -123,15 +128,40 @@ def profile(case: str, steps: int = 6) -> None:
     prog, helpers = sim._graphs[0], sim._parked.get(0) or sim._helpers[0]
     # the 1-thread reference step (thread CPU) and the profiled 2-worker replays alternate, so both
     # describe the same stretch of the scene (the granular block's cost per step grows at its impact)
+    from . import off_cpu_counters, off_cpu_since, worker_tids
+
     best, c1, w1 = None, float("inf"), float("inf")
+    tids = worker_tids(sc2)
+    # the off-CPU budget, summed over the steps (means of the same steps, so the parts add up)
+    acc = {k: 0.0 for k in ("w1", "c1", "rd1", "st1", "w2", "crit", "busy", "st2")}
+    acc["rd2"], acc["off2"] = [0.0] * len(tids), [0.0] * sim.parts[0].workers
     for _ in range(steps):
+        oc = off_cpu_counters(tids[:1])
         c0, t0 = time.thread_time(), time.perf_counter()
         sc1.step()
-        c1, w1 = min(c1, time.thread_time() - c0), min(w1, time.perf_counter() - t0)
+        dc, dw = time.thread_time() - c0, time.perf_counter() - t0
+        d = off_cpu_since(oc)
+        acc["w1"] += dw
+        acc["c1"] += dc
+        acc["rd1"] += d["run_delay"][tids[0]]
+        acc["st1"] += d["steal"]
+        c1, w1 = min(c1, dc), min(w1, dw)
         rec = []
+        oc = off_cpu_counters(tids)
         t0 = time.perf_counter()
         _walk(prog, helpers, rec)
         wall = time.perf_counter() - t0
+        d = off_cpu_since(oc)
+        acc["w2"] += wall
+        acc["st2"] += d["steal"]
+        for j, t in enumerate(tids):
+            acc["rd2"][j] += d["run_delay"][t]
+        for r in rec:
+            acc["crit"] += max(b[1] for b in r[2])
+            acc["busy"] += max(b[0] for b in r[2])
+            for j, b in enumerate(r[2]):
+                if j < len(acc["off2"]):
+                    acc["off2"][j] += b[0] - b[1]
         if best is None or wall < best[0]:
             best = (wall, rec)
         sim._after_step()
@@ -164,6 +194,16 @@ def profile(case: str, steps: int = 6) -> None:
     print(f"  critical path (slowest worker, wall) {crit * 1e3:.2f} ms -> {w1 / crit:.2f}x of the 1-thread step "
           f"at the same steps ({w1 * 1e3:.2f} ms); "
           f"busy CPU both workers {sum(b[1] for r in rec for b in r[2]) * 1e3:.2f} ms")
+    m = {k: (v / steps * 1e3 if not isinstance(v, list) else [x / steps * 1e3 for x in v]) for k, v in acc.items()}
+    print(f"  off-CPU budget (ms per step, mean of {steps}; run-queue wait: runnable, another thread of this machine "
+          f"had the core; the rest of a thread's off-CPU time while it replays: the hypervisor's steal): "
+          f"1 thread: wall {m['w1']:.2f} = CPU {m['c1']:.2f} + off-CPU {m['w1'] - m['c1']:.2f} (run-queue wait "
+          f"{m['rd1']:.2f}, rest {m['w1'] - m['c1'] - m['rd1']:.2f}); machine's steal {m['st1']:.2f} (all cores)")
+    print(f"  2 workers: wall {m['w2']:.2f} = CPU critical path {m['crit']:.2f} + off-CPU on it "
+          f"{m['busy'] - m['crit']:.2f} + barriers, wake-ups, plan start/end {m['w2'] - m['busy']:.2f}; per worker "
+          f"off-CPU while replaying " + " / ".join(f"{x:.2f}" for x in m["off2"]) + ", run-queue wait (whole step) "
+          + " / ".join(f"{x:.2f}" for x in m["rd2"]) + f"; machine's steal {m['st2']:.2f} (all cores)")
+    print(f"  wall ratio {m['w1'] / m['w2']:.2f}x, CPU critical-path ratio {m['c1'] / m['crit']:.2f}x (same steps)")
 
 
 

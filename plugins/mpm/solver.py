@@ -38,6 +38,11 @@ class MPMSolver(Solver):
     # nodes per block of the grid update (polyphys.blocks: several workers claim the blocks, one
     # worker runs a thread per block; docs/mpm.md "Threads")
     claim_nodes = 512
+    # CPU: P2G's stress stage and G2P over blocks of particles that the workers claim (kernels/transfer.py
+    # p2g_stress_blocks — each block also sorts its particles by slab for the scatter — and g2p_blocks),
+    # instead of a fixed share per worker; read at build (False: the shares, kept to compare against;
+    # benchmarks/results/mpm.md, round 15)
+    claim_stress = True
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
@@ -164,12 +169,21 @@ class MPMSolver(Solver):
         self.n_slabs = (nx - 3) // 2 + 1           # slab = base x-layer // SLAB (2 cells)
         self.affine = wp.zeros((n, n_p), dtype=mat33, device=dev)
         self.slab = wp.zeros((n, n_p), dtype=wp.int32, device=dev)
-        self.slab_counts = wp.zeros((n, n_w, self.n_slabs), dtype=wp.int32, device=dev)
+        # the slab-sorted lists come per claimed block of the stress stage (CPU, claim_stress) or per
+        # worker's share: a list's slab counts and run ends per row, where each list starts (``lists_lo``)
+        from .kernels import transfer
+
+        self._claim_stress = bool(self.claim_stress) and wp.get_device(dev).is_cpu
+        if self._claim_stress:
+            self.n_stress_blocks = -(-n_p // transfer.STRESS_BLOCK)
+            lists_lo = [b * transfer.STRESS_BLOCK for b in range(self.n_stress_blocks)]
+        n_lists = self.n_stress_blocks if self._claim_stress else n_w
+        self.slab_counts = wp.zeros((n, n_lists, self.n_slabs), dtype=wp.int32, device=dev)
         self.slab_ranges = wp.zeros((n, n_w), dtype=wp.vec2i, device=dev)
         # each worker's share of the particles sorted by slab (order[a:b] for the share [a, b)) and,
         # per share and slab, where its run ends in that list (CPU: the scatter reads only its slabs)
         self.slab_order = wp.zeros((n, n_p), dtype=wp.int32, device=dev)
-        self.slab_cursor = wp.zeros((n, n_w, self.n_slabs), dtype=wp.int32, device=dev)
+        self.slab_cursor = wp.zeros((n, n_lists, self.n_slabs), dtype=wp.int32, device=dev)
         # the scatter's colours: even slabs, then odd ones (a fixed order on CPU); one pass on CUDA,
         # whose float atomics have no fixed order anyway
         self._colours = (0, 1) if wp.get_device(dev).is_cpu else (-1,)
@@ -200,8 +214,8 @@ class MPMSolver(Solver):
                 slab_counts=self.slab_counts[s], slab_ranges=self.slab_ranges[s], slab_order=self.slab_order[s],
                 slab_cursor=self.slab_cursor[s],
                 # where each worker's share of the particles (and so its slab-sorted list) starts
-                share_lo=wp.array(np.array([part.chunk(q, n_p)[0] for q in range(n_w)], np.int32), dtype=wp.int32,
-                                  device=dev),
+                share_lo=wp.array(np.array(lists_lo if self._claim_stress else [part.chunk(q, n_p)[0] for q in range(n_w)],
+                                           np.int32), dtype=wp.int32, device=dev),
                 clamp_flags=self.clamp_flags[s], vmax=self.vmax[s])
 
     def _check_resolution(self) -> None:
@@ -276,10 +290,25 @@ class MPMSolver(Solver):
                     wp.launch(transfer.slab_place, dim=(p.n, b - a), inputs=[a, w, p.slab],
                               outputs=[p.slab_cursor, p.slab_order])
 
-        # after G2P (tagged G2P) worker by worker: the stress stage reads the positions and C of the
-        # same particles, which G2P wrote on this worker; G2P reads neither the grid masses and
-        # momenta nor the slab counts and stress outputs this stage writes (docs/mpm.md "Threads")
-        self.parallel(part, clear_and_stress, after=G2P)
+        if self._claim_stress:
+            # CPU: the stress stage's blocks claimed by the workers (a worker on a slower or busier core
+            # takes fewer), each block also sorted by slab for the scatter; then worker w's share of the
+            # grid clear. Claimed blocks read any particle G2P moved: a barrier after G2P.
+            def clear(w):
+                a, b = part.chunk(w, n_nodes)
+                if b > a:
+                    wp.launch(grid.clear_grid, dim=(p.n, b - a), inputs=[a], outputs=[p.grid_mv, p.grid_m, mx])
+
+            self.blocks.stage(self, part, self.n_stress_blocks, lambda threads, claim, counters: wp.launch(
+                transfer.p2g_stress_blocks, dim=(p.n, threads),
+                inputs=[m.p_type, m.p_mu, m.p_lam, m.p_par, m.p_mass, m.p_vol, k.lo, k.inv_dx, ny, nz, n_nodes, k.h,
+                        n_p, claim, p.pos, p.C, p.active],
+                outputs=[p.F, p.Jp, p.affine, p.slab, p.slab_counts, p.slab_cursor, p.slab_order, counters]), then=clear)
+        else:
+            # after G2P (tagged G2P) worker by worker: the stress stage reads the positions and C of the
+            # same particles, which G2P wrote on this worker; G2P reads neither the grid masses and
+            # momenta nor the slab counts and stress outputs this stage writes (docs/mpm.md "Threads")
+            self.parallel(part, clear_and_stress, after=G2P)
         for colour in self._colours:
             def scatter(w, colour=colour):
                 if colour < 0:
@@ -289,7 +318,10 @@ class MPMSolver(Solver):
                                   outputs=[p.grid_mv, p.grid_m, mx])
                     return
                 if colour == self._colours[0]:
-                    wp.launch(transfer.slab_ranges, dim=p.n, inputs=[w, p.slab_counts], outputs=[p.slab_ranges])
+                    # the ranges of the partition's workers (the shares' path: one row of counts per worker
+                    # of the layout's largest partition, as before)
+                    n_ranges = part.workers if self._claim_stress else p.slab_counts.shape[1]
+                    wp.launch(transfer.slab_ranges, dim=p.n, inputs=[w, n_ranges, p.slab_counts], outputs=[p.slab_ranges])
                 wp.launch(transfer.p2g_scatter_slabs, dim=(p.n, (self.n_slabs + 1 - colour) // 2),
                           inputs=[m.p_mass, k.lo, k.inv_dx, k.dx, ny, nz, w, colour, p.share_lo, p.slab_ranges,
                                   p.slab_counts, p.slab_cursor, p.slab_order, p.pos, p.vel, p.affine],
@@ -305,13 +337,24 @@ class MPMSolver(Solver):
             outputs=[p.grid_v, p.grid_active, p.grid_pos, counters]))
 
     def substep_post_coupling(self, f, part):
-        """G2P and advection over each worker's share of the particles."""
+        """G2P and advection over claimed blocks of the particles (CPU, ``claim_stress``) or each worker's
+        share."""
         import warp as wp
 
         from .kernels import transfer
 
         p, k = self._parts[part.index], self._consts
         nx, ny, nz = self.n_nodes_axis
+
+        if self._claim_stress:
+            # blocks of particles claimed by the workers, as the stress stage (nothing follows G2P worker by
+            # worker on this path); a particle's speed goes to the slot of the worker that claimed it
+            self.blocks.stage(self, part, self.n_stress_blocks, lambda threads, claim, counters: wp.launch(
+                transfer.g2p_blocks, dim=(p.n, threads),
+                inputs=[k.lo, k.inv_dx, k.dx, ny, nz, k.h, k.x_min, k.x_max, k.wall_lo, k.wall_hi, self.n_particles,
+                        VMAX_STRIDE, claim, p.grid_v, p.active],
+                outputs=[p.pos, p.vel, p.C, p.clamp_flags, p.vmax, counters]))
+            return
 
         def g2p(w):
             a, b = part.chunk(w, self.n_particles)

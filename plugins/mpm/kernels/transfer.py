@@ -15,9 +15,10 @@ x-layer b belongs to slab b // SLAB; the nodes of slabs two apart never overlap,
 are scattered first, then the odd ones, each slab's particles in index order. A node then sums
 the particles of its (at most two) slabs in an order fixed by the geometry alone, whichever
 worker scatters a slab: results do not depend on the worker count. Each worker scatters a
-contiguous range of slabs holding about its share of the particles (``slab_ranges``, from the
-per-worker slab counts of ``p2g_stress``), and reads only those slabs' particles: each worker's share
-of the particles is sorted by slab after ``p2g_stress`` (``slab_starts``, ``slab_place``).
+contiguous range of slabs holding about its share of the particles (``slab_ranges``, from the slab
+counts of the stress stage), and reads only those slabs' particles from slab-sorted lists: on CPU each
+claimed block's particles, sorted by the worker that computed the block (``p2g_stress_blocks``), or
+with fixed shares each worker's share, sorted after ``p2g_stress`` (``slab_starts``, ``slab_place``).
 Launch grids are (n_envs, n) with an element offset (a worker's share); every env has its own grid
 rows, so envs never interact. Kernels are generic over float32/float64: ``declare_overloads(precision)``
 adds one precision's overloads before the first launch.
@@ -26,6 +27,7 @@ adds one precision's overloads before the first launch.
 from typing import Any
 
 import warp as wp
+from polyphys.kernels.blocks import CLAIM_STRIDE, block_after, next_block
 
 from .constitutive import LIQUID, SAND, SNOW, kirchhoff, project_sigma
 
@@ -92,9 +94,10 @@ def clear_counts(
     counts_out[env, w, s] = 0
 
 
-@wp.kernel
-def p2g_stress(
-    # Model:
+@wp.func
+def stress_particle(
+    env: int,
+    p: int,
     p_type: wp.array(dtype=int),
     p_mu: wp.array(dtype=Any),
     p_lam: wp.array(dtype=Any),
@@ -107,24 +110,19 @@ def p2g_stress(
     nz: int,
     n_nodes: int,
     h: Any,
-    p0: int,
-    w: int,
-    # Data in:
     pos_in: wp.array2d(dtype=Any),
     C_in: wp.array2d(dtype=Any),
     active_in: wp.array2d(dtype=wp.int32),
-    # Data out:
     F_out: wp.array2d(dtype=Any),
     Jp_out: wp.array2d(dtype=Any),
     affine_out: wp.array2d(dtype=Any),
     slab_out: wp.array2d(dtype=wp.int32),
-    counts_out: wp.array3d(dtype=wp.int32),
 ):
-    env, i = wp.tid()
-    p = p0 + i
+    """P2G's stress stage for particle p: F, Jp, the affine matrix and the slab (returned; -1: no
+    scatter, the particle inactive or off the grid)."""
     if active_in[env, p] == 0:
         slab_out[env, p] = -1
-        return
+        return -1
     x = pos_in[env, p]
     C = C_in[env, p]
     one = type(h)(1.0)
@@ -163,39 +161,145 @@ def p2g_stress(
         # env's NaN check flags it after the step (docs/mpm.md, "Bad values")
         F_out[env, p] = F * type(h)(wp.nan)
         slab_out[env, p] = -1
-        return
+        return -1
     F_out[env, p] = F
     Jp_out[env, p] = Jp
     affine_out[env, p] = (-h * p_vol[p] * type(h)(4.0) * inv_dx * inv_dx) * tau + p_mass[p] * C
     s = slab_of(grid_base(x, lo, inv_dx))
     slab_out[env, p] = s
-    wp.atomic_add(counts_out, env, w, s, 1)
+    return s
+
+
+@wp.kernel
+def p2g_stress(
+    # Model:
+    p_type: wp.array(dtype=int),
+    p_mu: wp.array(dtype=Any),
+    p_lam: wp.array(dtype=Any),
+    p_par: wp.array(dtype=Any),
+    p_mass: wp.array(dtype=Any),
+    p_vol: wp.array(dtype=Any),
+    lo: Any,
+    inv_dx: Any,
+    ny: int,
+    nz: int,
+    n_nodes: int,
+    h: Any,
+    p0: int,
+    w: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=Any),
+    C_in: wp.array2d(dtype=Any),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    F_out: wp.array2d(dtype=Any),
+    Jp_out: wp.array2d(dtype=Any),
+    affine_out: wp.array2d(dtype=Any),
+    slab_out: wp.array2d(dtype=wp.int32),
+    counts_out: wp.array3d(dtype=wp.int32),
+):
+    env, i = wp.tid()
+    p = p0 + i
+    s = stress_particle(env, p, p_type, p_mu, p_lam, p_par, p_mass, p_vol, lo, inv_dx, ny, nz, n_nodes, h, pos_in,
+                        C_in, active_in, F_out, Jp_out, affine_out, slab_out)
+    if s >= 0:
+        wp.atomic_add(counts_out, env, w, s, 1)
+
+
+STRESS_BLOCK = wp.constant(256)   # particles per block of the claimed stress stage (CPU; docs/mpm.md "Threads")
+
+
+@wp.kernel
+def p2g_stress_blocks(
+    # Model:
+    p_type: wp.array(dtype=int),
+    p_mu: wp.array(dtype=Any),
+    p_lam: wp.array(dtype=Any),
+    p_par: wp.array(dtype=Any),
+    p_mass: wp.array(dtype=Any),
+    p_vol: wp.array(dtype=Any),
+    lo: Any,
+    inv_dx: Any,
+    ny: int,
+    nz: int,
+    n_nodes: int,
+    h: Any,
+    n_p: int,
+    claim: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=Any),
+    C_in: wp.array2d(dtype=Any),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    F_out: wp.array2d(dtype=Any),
+    Jp_out: wp.array2d(dtype=Any),
+    affine_out: wp.array2d(dtype=Any),
+    slab_out: wp.array2d(dtype=wp.int32),
+    counts_out: wp.array3d(dtype=wp.int32),
+    cursor_out: wp.array3d(dtype=wp.int32),
+    order_out: wp.array2d(dtype=wp.int32),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """The stress stage over blocks of STRESS_BLOCK particles that the workers claim (polyphys.blocks;
+    thread (env, c) block c without claiming): per block the particles' stress (``stress_particle``),
+    then the block's particles sorted by slab into order[first particle of the block : ...] — each slab's
+    in index order, counts_out[env, block, slab] and cursor_out the end of each slab's run (as
+    ``slab_starts`` and ``slab_place`` do for a worker's share). A block's lists are written by the
+    worker that computed it alone, so the scatter (``p2g_scatter_slabs`` with the blocks as its shares)
+    reads each slab's particles in index order whoever computed which block."""
+    env, c = wp.tid()
+    n_blocks = (n_p + STRESS_BLOCK - 1) / STRESS_BLOCK
+    n_slabs = counts_out.shape[2]
+    b = next_block(claims_inout, claim, env, c, n_blocks)
+    while b < n_blocks:
+        p0 = b * STRESS_BLOCK
+        p1 = wp.min(p0 + STRESS_BLOCK, n_p)
+        for s0 in range(n_slabs):
+            counts_out[env, b, s0] = 0
+        for p in range(p0, p1):
+            s1 = stress_particle(env, p, p_type, p_mu, p_lam, p_par, p_mass, p_vol, lo, inv_dx, ny, nz, n_nodes, h,
+                                 pos_in, C_in, active_in, F_out, Jp_out, affine_out, slab_out)
+            if s1 >= 0:
+                counts_out[env, b, s1] = counts_out[env, b, s1] + 1
+        run = int(0)
+        for s2 in range(n_slabs):
+            cursor_out[env, b, s2] = run
+            run += counts_out[env, b, s2]
+        for q in range(p0, p1):
+            s3 = slab_out[env, q]
+            if s3 >= 0:
+                k = cursor_out[env, b, s3]
+                order_out[env, p0 + k] = q
+                cursor_out[env, b, s3] = k + 1
+        b = block_after(claims_inout, claim, env, n_blocks)
 
 
 @wp.kernel
 def slab_ranges(
     # Model:
     w: int,
+    n_workers: int,
     # Data in:
     counts_in: wp.array3d(dtype=wp.int32),
     # Data out:
     ranges_out: wp.array2d(dtype=wp.vec2i),
 ):
-    """Worker w's contiguous range of slabs [lo, hi): slab s goes to the worker whose share of the
-    particles holds the middle of s (cumulative counts over all workers' slab counts)."""
+    """Worker w's contiguous range of slabs [lo, hi) of ``n_workers``' ranges: slab s goes to the worker
+    whose share of the particles holds the middle of s (cumulative counts over all the slab counts' rows:
+    the workers' shares, or the stress stage's claimed blocks)."""
     env = wp.tid()
-    n_workers = counts_in.shape[1]
+    n_rows = counts_in.shape[1]
     n_slabs = counts_in.shape[2]
     total = wp.int64(0)
     for s in range(n_slabs):
-        for q in range(n_workers):
+        for q in range(n_rows):
             total += wp.int64(counts_in[env, q, s])
     lo = n_slabs
     hi = n_slabs
     before = wp.int64(0)
     for s in range(n_slabs):
         c = wp.int64(0)
-        for q in range(n_workers):
+        for q in range(n_rows):
             c += wp.int64(counts_in[env, q, s])
         owner = 0
         if total > wp.int64(0):
@@ -357,9 +461,10 @@ def p2g_scatter(
                      grid_mx_out)
 
 
-@wp.kernel
-def g2p(
-    # Model:
+@wp.func
+def g2p_particle(
+    env: int,
+    p: int,
     lo: Any,
     inv_dx: Any,
     dx: Any,
@@ -370,25 +475,22 @@ def g2p(
     x_max: Any,
     wall_lo: Any,
     wall_hi: Any,
-    p0: int,
-    w: int,
-    # Data in:
+    slot: int,
     grid_v_in: wp.array2d(dtype=Any),
     active_in: wp.array2d(dtype=wp.int32),
-    # Data out:
     pos_out: wp.array2d(dtype=Any),
     vel_out: wp.array2d(dtype=Any),
     C_out: wp.array2d(dtype=Any),
     flags_out: wp.array(dtype=wp.int32),
     vmax_out: wp.array2d(dtype=Any),
 ):
-    env, q = wp.tid()
-    p = p0 + q
+    """G2P and advection of particle p (0: inactive or off the grid, skipped); its speed into the
+    env's maximum at ``slot`` (the worker's own slot)."""
     if active_in[env, p] == 0:
-        return
+        return 0
     x = pos_out[env, p]
     if not grid_inside(x, lo, inv_dx, grid_v_in.shape[1], ny, nz):
-        return                       # P2G made this env's F NaN: it is flagged after the step
+        return 0                     # P2G made this env's F NaN: it is flagged after the step
     b = grid_base(x, lo, inv_dx)
     fx = grid_offset(x, lo, inv_dx, b)
     v = type(x)()
@@ -423,7 +525,80 @@ def g2p(
     vel_out[env, p] = v
     C_out[env, p] = (type(h)(4.0) * inv_dx * inv_dx) * B
     # the fastest particle of each worker's share (its own slot: workers never write the same one)
-    wp.atomic_max(vmax_out, env, w, wp.length(v))
+    wp.atomic_max(vmax_out, env, slot, wp.length(v))
+    return 1
+
+
+@wp.kernel
+def g2p(
+    # Model:
+    lo: Any,
+    inv_dx: Any,
+    dx: Any,
+    ny: int,
+    nz: int,
+    h: Any,
+    x_min: Any,
+    x_max: Any,
+    wall_lo: Any,
+    wall_hi: Any,
+    p0: int,
+    w: int,
+    # Data in:
+    grid_v_in: wp.array2d(dtype=Any),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    pos_out: wp.array2d(dtype=Any),
+    vel_out: wp.array2d(dtype=Any),
+    C_out: wp.array2d(dtype=Any),
+    flags_out: wp.array(dtype=wp.int32),
+    vmax_out: wp.array2d(dtype=Any),
+):
+    env, q = wp.tid()
+    g2p_particle(env, p0 + q, lo, inv_dx, dx, ny, nz, h, x_min, x_max, wall_lo, wall_hi, w, grid_v_in, active_in, pos_out,
+                 vel_out, C_out, flags_out, vmax_out)
+
+
+@wp.kernel
+def g2p_blocks(
+    # Model:
+    lo: Any,
+    inv_dx: Any,
+    dx: Any,
+    ny: int,
+    nz: int,
+    h: Any,
+    x_min: Any,
+    x_max: Any,
+    wall_lo: Any,
+    wall_hi: Any,
+    n_p: int,
+    slot_stride: int,
+    claim: int,
+    # Data in:
+    grid_v_in: wp.array2d(dtype=Any),
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    pos_out: wp.array2d(dtype=Any),
+    vel_out: wp.array2d(dtype=Any),
+    C_out: wp.array2d(dtype=Any),
+    flags_out: wp.array(dtype=wp.int32),
+    vmax_out: wp.array2d(dtype=Any),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """G2P over blocks of STRESS_BLOCK particles that the workers claim (polyphys.blocks; thread (env, c)
+    block c without claiming); a particle's speed goes to the claiming worker's slot (w · slot_stride)."""
+    env, c = wp.tid()
+    slot = int(0)
+    if claim > 0:
+        slot = ((claim - 1) % CLAIM_STRIDE) * slot_stride
+    n_blocks = (n_p + STRESS_BLOCK - 1) / STRESS_BLOCK
+    b = next_block(claims_inout, claim, env, c, n_blocks)
+    while b < n_blocks:
+        for p in range(b * STRESS_BLOCK, wp.min((b + 1) * STRESS_BLOCK, n_p)):
+            g2p_particle(env, p, lo, inv_dx, dx, ny, nz, h, x_min, x_max, wall_lo, wall_hi, slot, grid_v_in, active_in,
+                         pos_out, vel_out, C_out, flags_out, vmax_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
 
 
 _declared: set = set()
@@ -437,13 +612,16 @@ def declare_overloads(precision: str) -> None:
     s = wp.float64 if precision == "64" else wp.float32
     V, V4, M = wp.types.vector(3, s), wp.types.vector(4, s), wp.types.matrix((3, 3), s)
     a1, a2, v2, m2 = wp.array(dtype=s), wp.array2d(dtype=s), wp.array2d(dtype=V), wp.array2d(dtype=M)
-    wp.overload(p2g_stress, {"p_mu": a1, "p_lam": a1, "p_par": wp.array(dtype=V4), "p_mass": a1, "p_vol": a1,
-                             "lo": V, "inv_dx": s, "h": s, "pos_in": v2, "C_in": m2, "F_out": m2, "Jp_out": a2,
-                             "affine_out": m2})
+    stress = {"p_mu": a1, "p_lam": a1, "p_par": wp.array(dtype=V4), "p_mass": a1, "p_vol": a1, "lo": V, "inv_dx": s,
+              "h": s, "pos_in": v2, "C_in": m2, "F_out": m2, "Jp_out": a2, "affine_out": m2}
+    wp.overload(p2g_stress, stress)
+    wp.overload(p2g_stress_blocks, stress)
     scatter = {"p_mass": a1, "lo": V, "inv_dx": s, "dx": s, "pos_in": v2, "vel_in": v2, "affine_in": m2,
                "grid_mv_out": v2, "grid_m_out": a2, "grid_mx_out": v2}
     wp.overload(p2g_scatter, scatter)
     wp.overload(p2g_scatter_slabs, scatter)
-    wp.overload(g2p, {"lo": V, "inv_dx": s, "dx": s, "h": s, "x_min": V, "x_max": V, "wall_lo": V, "wall_hi": V,
-                      "grid_v_in": v2, "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a2})
+    gather = {"lo": V, "inv_dx": s, "dx": s, "h": s, "x_min": V, "x_max": V, "wall_lo": V, "wall_hi": V, "grid_v_in": v2,
+              "pos_out": v2, "vel_out": v2, "C_out": m2, "vmax_out": a2}
+    wp.overload(g2p, gather)
+    wp.overload(g2p_blocks, gather)
     _declared.add(precision)
