@@ -29,7 +29,7 @@ def invalidate_labels(d) -> None:
 
 
 def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: bool = True, fixed6: bool = True,
-          mass_hd: float | None = None) -> None:
+          blocks: int = 16, mass_hd: float | None = None) -> None:
     """Solution into d.qacc_warmstart (the next warm start), forces into d.efc_force, Jᵀf into
     d.qfrc_constraint. qacc_warm: (n, nv) start (d.qacc_warmstart itself, or d.qacc_smooth for a
     cold start). ``prefetch``: on CPU, prefetch the next env's rows and M while an env is solved (no
@@ -40,8 +40,14 @@ def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: b
     force, inactive) are written with non-temporal stores, whole cache lines of the unused row budget bypassing
     the cache (no effect on the numbers; benchmarks/results/constraint.md, Round 14). ``fixed6``: a 6-dof island
     solved in place (a free body's) runs its Newton iterations from a copy of the loop compiled for nv = 6 (the
-    same operations in the same order: no effect on the numbers; Round 14b). ``mass_hd`` (not None): the solve
-    first writes d.qM = M + mass_hd·D of each env from d.mass and d.dof_dv (factorization.mass_dense's body: the
+    same operations in the same order: no effect on the numbers; Round 14b). ``blocks``: a Newton problem whose
+    M splits into at least ``blocks`` diagonal blocks (free bodies, kinematic trees; at most 64, at most 1024
+    dofs) builds and factors its Hessian over the block pattern, the envelope factor's sums less the terms of
+    zero blocks (no effect on the numbers but the sign of an exact zero; kernels/linalg.cpp la_blk_*); 0: never.
+    16 (the default): the pile of 50 boxes without islands (one 300-dof problem of 50 blocks) takes it, its
+    islands (at most 8 blocks) and the boxes and the humanoid do not — below ≈ 16 blocks the pattern's
+    bookkeeping costs what its skipped terms save (benchmarks/results/constraint.md,
+    Round 15 (pile)). ``mass_hd`` (not None): the solve first writes d.qM = M + mass_hd·D of each env from d.mass and d.dof_dv (factorization.mass_dense's body: the
     same entries; only M's tree pattern, the entries off it stay zero from allocation), right before it reads it
     (the solver's substep: its smooth pass then writes no dense M; Round 15). The CPU prefetch of the next env's
     M covers its lines tree by tree (its rows over their tree's columns; ``prefetch`` + 4: the whole rows, as
@@ -50,5 +56,5 @@ def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: b
     if int(v.m.opt.islands):
         label_islands(v, prefetch & 3)
     wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(prefetch), int(inplace), int(pad_nt),
-                                               int(fixed6), int(mass_hd is not None),
+                                               int(fixed6), int(blocks), int(mass_hd is not None),
                                                v.scalar(0.0 if mass_hd is None else mass_hd)], device=v.device)

@@ -736,7 +736,9 @@
 // when nv is 6 (a free body's island), the iterations are compiled once more with nv the constant 6 and run from
 // that copy: the same code, so the same operations in the same order (the same numbers), with the nv-bounded
 // loops (the Cholesky's envelope and passes, the vector loops) of a known trip count (benchmarks/results/
-// constraint.md, Round 14b).
+// constraint.md, Round 14b). sc_mode + 16·b: a problem whose M has at least b (and 2) diagonal blocks builds and
+// factors H over its block pattern (kernels/linalg.cpp la_blk_*; the same numbers but the sign of an exact zero;
+// Round 15 (pile)).
 
 // @func solve_prefetch_native
 #if !defined(__CUDA_ARCH__)
@@ -856,8 +858,20 @@
     char* h0 = (char*)H.data + e * H.strides[0];
     const size_t hs = packed != 0 ? (size_t)nv * sizeof(T) : (size_t)H.strides[1];
     // sc_mode + 8 (bit 3): a 6-dof problem runs the iterations with nv a compile-time 6 (below)
-    const int fixed6 = sc_mode >> 3;
+    const int fixed6 = (sc_mode >> 3) & 1;
     const T* spc = la_spc(LM, H, sc_mode & 7, e);
+    // sc_mode + 16·b (b = sc_mode >> 4 >= 1): with the span cache and M in at least max(b, 2) and at most PP_NB
+    // diagonal blocks (free bodies, trees), H is built and factored over its block pattern (la_blk_*,
+    // kernels/linalg.cpp); nb = 0: the envelope factor
+    int bs[PP_NB + 1];
+    unsigned char cb[PP_NBCOL];
+    unsigned long long bpat[PP_NB];
+    int nb = 0;
+    const int nb_min = sc_mode >> 4;
+    if (nb_min != 0 && spc != (const T*)0) {
+        nb = la_blk_bounds(nv, spc, bs, cb);
+        if (nb < 2 || nb < nb_min) nb = 0;
+    }
     const T zero = T(0);
     const T one = T(1);
     // the iterations below run with nv a compile-time 6 for a 6-dof problem (a free body's island): the same
@@ -877,7 +891,12 @@
     }
     for (int it = 0; it < iterations && done == 0; ++it) {
         // H = M + Jᵀ D J over quadratic rows + cone middle-zone block Hessians
-        la_hess_copy(nv, m0, ms, h0, hs);
+        if (nb != 0) {
+            la_blk_pattern(nv, nrow, tp_, dim_, st_, spc, cb, nb, bpat);
+            la_blk_hess_copy(m0, ms, h0, hs, bs, nb, bpat);
+        } else {
+            la_hess_copy(nv, m0, ms, h0, hs);
+        }
         int i = 0;
         while (i < nrow) {
             // the quadratic rows up to the next elliptic contact in the cone's middle zone, in one call
@@ -945,8 +964,13 @@
                 i = i + dim;
             }
         }
-        la_chol_factor(nv, h0, hs);
-        la_chol_solve(nv, h0, hs, g, p);
+        if (nb != 0) {
+            la_blk_chol_factor(h0, hs, bs, nb, bpat);
+            la_blk_chol_solve(h0, hs, bs, nb, bpat, g, p);
+        } else {
+            la_chol_factor(nv, h0, hs);
+            la_chol_solve(nv, h0, hs, g, p);
+        }
         for (int j = 0; j < nv; ++j) p[j] = -p[j];
         // ---- exact line search along p: derivative root of the convex 1-D cost
         la_mat_mul(nv, m0, ms, spc, p, mv_);

@@ -242,7 +242,8 @@ def solve_iterate(
     scratch for the count). Newton runs
     natively in one call (newton_solve_native, kernels/convex_solve.cpp); CG below. dof0 / row0 (Newton only; CG
     takes 0 / 0): the problem is the env arrays' dofs [dof0, dof0 + nv) and rows [row0, row0 + nrow) (an island
-    solved in place). sc_mode + 8 (Newton): a 6-dof problem runs the copy of the loop compiled for nv = 6."""
+    solved in place). sc_mode + 8 (Newton): a 6-dof problem runs the copy of the loop compiled for nv = 6; + 16·b:
+    a problem of at least b diagonal blocks of M factors H over its block pattern (kernels/linalg.cpp la_blk_*)."""
     if solver == SolverType.NEWTON:
         newton_solve_native(env, nv, nrow, dof0, row0, iterations, tolerance, ls_iterations, ls_tolerance,
                             stop_needs_gradient, scale, sc_mode, cost_in, M, qacc_smooth, efc_J, efc_type, efc_D, efc_R,
@@ -335,7 +336,7 @@ def solve_iterate(
 
 @wp.kernel
 def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int, inplace: int, pad_nt: int,
-                 fixed6: int, mdense: int, hd: Any):
+                 fixed6: int, blocks: int, mdense: int, hd: Any):
     env = wp.tid()
     if mdense == 1:
         # the dense M + hd·D of this env from the tree-sparse M (factorization.mass_dense's body: the same
@@ -432,9 +433,17 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
             cost = update_constraint(nv, env, efc_J, efc_type, efc_D, efc_R, efc_floss, efc_mu, efc_dim, nrow,
                                      qfrc_smooth, M, qacc_smooth, qacc, efc_aref, jar, efc_force, efc_state,
                                      qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
+    # blocks: Newton builds and factors the Hessian over its block pattern when M has at least `blocks` diagonal
+    # blocks (sc_mode + 16·blocks; kernels/linalg.cpp la_blk_*)
+    blk = int(0)
+    if solver == SolverType.NEWTON:
+        blk = 16 * blocks
     if whole == 1:
+        sc_w = sc_mode
+        if sc_mode != 0:
+            sc_w = sc_mode + blk
         res = solve_iterate(env, nv, nrow, 0, 0, solver, iterations, tolerance, ls_iterations, ls_tolerance,
-                            stop_needs_gradient, scale, sc_mode, cost, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
+                            stop_needs_gradient, scale, sc_w, cost, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
                             efc_aref, efc_R, efc_D, efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state,
                             qfrc_constraint, H, LM, jar, jv, grad, mgrad, mgrad_old, search, ma, mv, solver_stat,
                             solver_niter)
@@ -513,9 +522,9 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                                             LM, H, solver_stat)
                 c0 = solver_stat[env, 2]
                 # fixed6: a 6-dof island's Newton iterations from their copy compiled for nv = 6 (sc_mode + 8)
-                isc_it = isc
+                isc_it = isc + blk
                 if fixed6 == 1:
-                    isc_it = isc + 8
+                    isc_it = isc_it + 8
                 res = solve_iterate(env, nd, nr, fd, fr, solver, iterations, tolerance, ls_iterations, ls_tolerance,
                                     stop_needs_gradient, iscale, isc_it, c0, M, qacc_smooth, qfrc_smooth, efc_J, efc_type,
                                     efc_aref, efc_R, efc_D, efc_floss, efc_mu, efc_dim, qacc, efc_force, efc_state,
@@ -545,9 +554,9 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                 c0 = solver_stat[env, 2]
                 if packed == 1:
                     # (a 6-dof island gathered runs the nv = 6 copy too: sc_mode + 8)
-                    isc_g = isc
+                    isc_g = isc + blk
                     if fixed6 == 1:
-                        isc_g = isc + 8
+                        isc_g = isc_g + 8
                     newton_solve_native(env, nd, nr, 0, 0, iterations, tolerance, ls_iterations, ls_tolerance,
                                         stop_needs_gradient, iscale, isc_g, c0, iM, iacc_smooth, iJ, itype, iD, iR, ifloss,
                                         imu, idim, iacc, iforce, istate, ifrc, H, LM, ijar, jv, igrad, search, ima, mv,

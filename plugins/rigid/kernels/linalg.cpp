@@ -25,6 +25,8 @@
 // chol_factor_native: in-place dense Cholesky (lower triangle); the row envelope is kept in row 0's
 //   upper triangle for the solve.
 // chol_solve_native: x = (L Lᵀ)⁻¹ b.
+// hess_factor_solve_native: Newton's linear step over the quadratic rows, the block path (la_blk_*: H over the
+//   block pattern of M's diagonal blocks and the rows' couplings, with fill) or the envelope one (stage tests).
 //
 // The operations themselves are the lambdas of the part `ops` (la_*, over one env's raw pointers: a
 // matrix as its first row's bytes and its row stride; spc: the env's span cache or null); the bodies
@@ -72,6 +74,14 @@
 
 // @part ops
 // @use linalg.span
+#ifndef PP_CTZ
+// index of the lowest set bit of a nonzero 64-bit mask
+#if defined(__CUDA_ARCH__)
+#define PP_CTZ(x) (__ffsll((long long)(x)) - 1)
+#else
+#define PP_CTZ(x) __builtin_ctzll(x)
+#endif
+#endif
     // the span cache of sc_mode (1: LM, 2: H, 0: none) of env e
     auto la_spc = [&](const auto& sc_a, const auto& sc_b, int sc_mode, size_t e) -> const T* {
         return sc_mode == 1 ? (const T*)((const char*)sc_a.data + e * sc_a.strides[0])
@@ -412,8 +422,217 @@
         }
 #undef PP_L
     };
+    // ---- the block-sparse factor of a Newton Hessian (la_blk_*; benchmarks/results/constraint.md, Round 15
+    // (pile)). Blocks: the diagonal blocks of M (a cut at column c where no M row before c reaches c: each
+    // kinematic tree, a free body's 6 dofs), found from M's row spans in the span cache; at most PP_NB of
+    // them. Pattern: R[I] bit J (J < I) when block (I, J) of the factor L can be nonzero — a row in H (the
+    // quadratic rows, the cones in the middle zone) whose nonzero segments touch both blocks, or fill from
+    // an earlier block both rows have; built per Newton iteration (the rows' states change). The factor and
+    // the solve run the envelope Cholesky's sums over the pattern's blocks only: each entry's products in
+    // the same ascending column order, less terms whose factor lies in a zero block (exact zeros: x − 0 =
+    // x; only the sign of an exact zero result can differ). H outside the pattern is neither written nor
+    // read.
+    enum { PP_NB = 64, PP_NBCOL = 1024 };
+    // the blocks' starts bs[0..nb] and each column's block cb[0..nv) (nv <= PP_NBCOL); returns nb, 0 past
+    // PP_NB blocks or PP_NBCOL columns
+    auto la_blk_bounds = [&](int nv, const T* spc, int* bs, unsigned char* cb) -> int {
+        if (nv > PP_NBCOL) return 0;
+        int nb = 0, hmax = 0;
+        bs[0] = 0;
+        for (int j = 0; j < nv; ++j) {
+            if (j > 0 && hmax <= j) {
+                if (nb + 1 >= PP_NB) return 0;
+                bs[++nb] = j;
+            }
+            cb[j] = (unsigned char)nb;
+            const int hi = (int)spc[2 * j + 1];
+            hmax = hi > hmax ? hi : hmax;
+        }
+        bs[nb + 1] = nv;
+        return nb + 1;
+    };
+    // the blocks of a row's nonzero segments [lo, g0) and [g1, hi) (span cache words c0, c1) as a bit mask
+    auto la_blk_rowmask = [&](int c0, int c1, const unsigned char* cb) -> unsigned long long {
+        const int lo = c0 & 4095, g0 = c0 >> 12, g1 = c1 & 4095, hi = c1 >> 12;
+        unsigned long long m = 0ull;
+        if (g0 > lo) m |= (~0ull >> (63 - cb[g0 - 1])) & (~0ull << cb[lo]);
+        if (hi > g1) m |= (~0ull >> (63 - cb[hi - 1])) & (~0ull << cb[g1]);
+        return m;
+    };
+    // the factor's block pattern R[0..nb) for the rows in H (as the Hessian loop selects them)
+    auto la_blk_pattern = [&](int nv, int nrow, const int* tp_, const int* dim_, const int* st_, const T* spc,
+                              const unsigned char* cb, int nb, unsigned long long* R) {
+        for (int b = 0; b < nb; ++b) R[b] = 0ull;
+        int i = 0;
+        int l0 = -1, l1 = -1;
+        unsigned long long lm = 0ull, last = 0ull;
+        // a row's mask from its span cache words (a contact's rows: the same words, the mask reused)
+        auto rmask = [&](int r) -> unsigned long long {
+            const int c0 = (int)spc[2 * nv + 2 * r], c1 = (int)spc[2 * nv + 2 * r + 1];
+            if (c0 != l0 || c1 != l1) {
+                l0 = c0;
+                l1 = c1;
+                lm = la_blk_rowmask(c0, c1, cb);
+            }
+            return lm;
+        };
+        while (i < nrow) {
+            unsigned long long m = 0ull;
+            if (tp_[i] == EFC_CONTACT_ELLIPTIC && st_[i] == STATE_CONE) {
+                const int dim = dim_[i];
+                for (int a = 0; a < dim; ++a) m |= rmask(i + a);
+                i += dim;
+            } else {
+                if (st_[i] == STATE_QUADRATIC) m = rmask(i);
+                i += 1;
+            }
+            // one block (or none): no coupling; the mask of the row before (a contact's next row): already in
+            if ((m & (m - 1ull)) == 0ull || m == last) continue;
+            last = m;
+            unsigned long long mm = m;
+            while (mm) {
+                const int b = PP_CTZ(mm);
+                mm &= mm - 1ull;
+                R[b] |= m & ((1ull << b) - 1ull);
+            }
+        }
+        // fill: L(I, J) != 0 when some K < J has L(I, K) and L(J, K) != 0 (R[J] holds only K < J, final here)
+        for (int J = 0; J < nb; ++J) {
+            const unsigned long long rj = R[J];
+            if (rj == 0ull) continue;
+            for (int I = J + 1; I < nb; ++I)
+                if ((R[I] & rj) != 0ull) R[I] |= 1ull << J;
+        }
+    };
+    // H = M over the pattern: M's diagonal blocks (lower triangle), the pattern's off-diagonal blocks zero
+    auto la_blk_hess_copy = [&](const char* m0, size_t ms, char* h0, size_t hs, const int* bs, int nb,
+                                const unsigned long long* R) {
+        for (int I = 0; I < nb; ++I) {
+            for (int j = bs[I]; j < bs[I + 1]; ++j) {
+                const T* mr = (const T*)(m0 + (size_t)j * ms);
+                T* hr = (T*)(h0 + (size_t)j * hs);
+                unsigned long long mm = R[I];
+                while (mm) {
+                    const int K = PP_CTZ(mm);
+                    mm &= mm - 1ull;
+                    for (int k = bs[K]; k < bs[K + 1]; ++k) hr[k] = T(0);
+                }
+                for (int k = bs[I]; k <= j; ++k) hr[k] = mr[k];
+            }
+        }
+    };
+    // s − Σ a[k]·b[k] over the blocks of mask, ascending, then [k0, k1)
+    auto la_blk_dot = [&](T s, const T* a, const T* b, unsigned long long mask, const int* bs, int k0, int k1) -> T {
+        while (mask) {
+            const int K = PP_CTZ(mask);
+            mask &= mask - 1ull;
+            for (int k = bs[K]; k < bs[K + 1]; ++k) {
+                const T p = a[k] * b[k];
+                s = s - p;
+            }
+        }
+        for (int k = k0; k < k1; ++k) {
+            const T p = a[k] * b[k];
+            s = s - p;
+        }
+        return s;
+    };
+    // rows i0 <= i < i1 of column j (lj: row j; s: the diagonal L[j][j]): L[i][j] = (H[i][j] − Σ L[i][k]·L[j][k]) / s
+    // over the blocks of mask, then [k0, j); four rows at a time (four independent sums, each in ascending k:
+    // the same numbers as one row at a time, with the adds' latencies overlapped)
+    auto la_blk_col = [&](char* l0, size_t ls, int i0, int i1, int j, const T* lj, T s, unsigned long long mask,
+                          const int* bs, int k0) {
+        int i = i0;
+        for (; i + 4 <= i1; i += 4) {
+            T* la = (T*)(l0 + (size_t)i * ls);
+            T* lb = (T*)(l0 + (size_t)(i + 1) * ls);
+            T* lc = (T*)(l0 + (size_t)(i + 2) * ls);
+            T* ld = (T*)(l0 + (size_t)(i + 3) * ls);
+            T ta = la[j], tb = lb[j], tc = lc[j], td = ld[j];
+            auto run = [&](int k, int ke) {
+                for (; k < ke; ++k) {
+                    const T x = lj[k];
+                    const T pa = la[k] * x;
+                    const T pb = lb[k] * x;
+                    const T pc = lc[k] * x;
+                    const T pd = ld[k] * x;
+                    ta = ta - pa;
+                    tb = tb - pb;
+                    tc = tc - pc;
+                    td = td - pd;
+                }
+            };
+            unsigned long long mm = mask;
+            while (mm) {
+                const int K = PP_CTZ(mm);
+                mm &= mm - 1ull;
+                run(bs[K], bs[K + 1]);
+            }
+            run(k0, j);
+            la[j] = ta / s;
+            lb[j] = tb / s;
+            lc[j] = tc / s;
+            ld[j] = td / s;
+        }
+        for (; i < i1; ++i) {
+            T* li = (T*)(l0 + (size_t)i * ls);
+            li[j] = la_blk_dot(li[j], li, lj, mask, bs, k0, j) / s;
+        }
+    };
+    // in-place Cholesky (lower triangle) over the pattern (la_chol_factor's sums less the zero blocks' terms)
+    auto la_blk_chol_factor = [&](char* l0, size_t ls, const int* bs, int nb, const unsigned long long* R) {
+#define PP_L(i) ((T*)(l0 + (size_t)(i) * ls))
+        for (int J = 0; J < nb; ++J) {
+            const unsigned long long rj = R[J];
+            const int b0 = bs[J], b1 = bs[J + 1];
+            for (int j = b0; j < b1; ++j) {
+                T* lj = PP_L(j);
+                T s = la_blk_dot(lj[j], lj, lj, rj, bs, b0, j);
+                s = wp::sqrt(wp::max(s, T(1.0e-30)));
+                lj[j] = s;
+                la_blk_col(l0, ls, j + 1, b1, j, lj, s, rj, bs, b0);
+                for (int I = J + 1; I < nb; ++I) {
+                    if (((R[I] >> J) & 1ull) == 0ull) continue;
+                    la_blk_col(l0, ls, bs[I], bs[I + 1], j, lj, s, R[I] & rj, bs, b0);
+                }
+            }
+        }
+#undef PP_L
+    };
+    // xx = (L Lᵀ)⁻¹ bb over the pattern (la_chol_solve's sums less the zero blocks' terms)
+    auto la_blk_chol_solve = [&](const char* l0, size_t ls, const int* bs, int nb, const unsigned long long* R,
+                                 const T* bb, T* xx) {
+#define PP_L(i) ((const T*)(l0 + (size_t)(i) * ls))
+        for (int I = 0; I < nb; ++I) {
+            for (int i = bs[I]; i < bs[I + 1]; ++i) {
+                const T* li = PP_L(i);
+                xx[i] = la_blk_dot(bb[i], li, xx, R[I], bs, bs[I], i) / li[i];
+            }
+        }
+        for (int JJ = 0; JJ < nb; ++JJ) {
+            const int J = nb - 1 - JJ;
+            for (int ii = bs[J + 1] - 1; ii >= bs[J]; --ii) {
+                T s = xx[ii];
+                for (int k = ii + 1; k < bs[J + 1]; ++k) {
+                    const T p = PP_L(k)[ii] * xx[k];
+                    s = s - p;
+                }
+                for (int I = J + 1; I < nb; ++I) {
+                    if (((R[I] >> J) & 1ull) == 0ull) continue;
+                    for (int k = bs[I]; k < bs[I + 1]; ++k) {
+                        const T p = PP_L(k)[ii] * xx[k];
+                        s = s - p;
+                    }
+                }
+                xx[ii] = s / PP_L(ii)[ii];
+            }
+        }
+#undef PP_L
+    };
     (void)la_spc; (void)la_jac_mul; (void)la_jac_mul2; (void)la_jac_tmul_grad; (void)la_mat_mul; (void)la_hess_copy;
     (void)la_hess_add_pair; (void)la_hess_add_rows; (void)la_chol_factor; (void)la_chol_solve;
+    (void)la_blk_bounds; (void)la_blk_rowmask; (void)la_blk_pattern; (void)la_blk_hess_copy;
+    (void)la_blk_dot; (void)la_blk_col; (void)la_blk_chol_factor; (void)la_blk_chol_solve;
 
 // @func jac_mul_native
     typedef decltype(+*J.data) T;
@@ -519,3 +738,48 @@
     const size_t e = (size_t)env;
     la_chol_solve(nv, (const char*)L.data + e * L.strides[0], L.strides[1], (const T*)((const char*)b.data + e * b.strides[0]),
                   (T*)((char*)x.data + e * x.strides[0]));
+
+// hess_factor_solve_native: Newton's linear step over one env's quadratic rows, as newton_solve_native runs it
+// for a problem without cones in the middle zone: H = M + Σ D_i·J_iᵀJ_i (rows in STATE_QUADRATIC), its
+// Cholesky factor in H, x = H⁻¹b. blocks = 1: over the block pattern (la_blk_*; nb_out[env] = the number of
+// M's diagonal blocks, 0 when the envelope path ran: no span cache, one block or more than PP_NB); 0: the
+// envelope factor. The span cache (sc_mode 1: sc) must hold the spans (spans_fill). For the stage tests.
+
+// @func hess_factor_solve_native
+    typedef decltype(+*M.data) T;
+// @use linalg.ops
+    const size_t e = (size_t)env;
+    const T* spc = la_spc(sc, sc, sc_mode, e);
+    const char* m0 = (const char*)M.data + e * M.strides[0];
+    const char* j0 = (const char*)J.data + e * J.strides[0];
+    char* h0 = (char*)H.data + e * H.strides[0];
+    const size_t ms = M.strides[1], rs = J.strides[1], hs = H.strides[1];
+#define PP_R(a, t) ((t*)((char*)a.data + e * a.strides[0]))
+    const int* tp_ = PP_R(efc_type, const int);
+    const int* dim_ = PP_R(efc_dim, const int);
+    const int* st_ = PP_R(efc_state, const int);
+    const T* D_ = PP_R(efc_D, const T);
+    const T* bb = PP_R(b, const T);
+    T* xx = PP_R(x, T);
+#undef PP_R
+    int bs[PP_NB + 1];
+    unsigned char cb[PP_NBCOL];
+    unsigned long long bpat[PP_NB];
+    int nb = 0;
+    if (blocks != 0 && spc != (const T*)0) {
+        nb = la_blk_bounds(nv, spc, bs, cb);
+        if (nb < 2) nb = 0;
+    }
+    if (nb != 0) {
+        la_blk_pattern(nv, nrow, tp_, dim_, st_, spc, cb, nb, bpat);
+        la_blk_hess_copy(m0, ms, h0, hs, bs, nb, bpat);
+        la_hess_add_rows(nv, 0, nrow, st_, D_, j0, rs, h0, hs, spc);
+        la_blk_chol_factor(h0, hs, bs, nb, bpat);
+        la_blk_chol_solve(h0, hs, bs, nb, bpat, bb, xx);
+    } else {
+        la_hess_copy(nv, m0, ms, h0, hs);
+        la_hess_add_rows(nv, 0, nrow, st_, D_, j0, rs, h0, hs, spc);
+        la_chol_factor(nv, h0, hs);
+        la_chol_solve(nv, h0, hs, bb, xx);
+    }
+    *(int*)((char*)nb_out.data + e * nb_out.strides[0]) = nb;

@@ -1,6 +1,7 @@
 """Dense per-env linear algebra of the constraint solvers (native loops in kernels/linalg.cpp; why:
 kernels/native.py): J·x, Jᵀf with the gradient, M·x, row spans and a dense Cholesky factor/solve (the
-Newton Hessian M + Σ w·JᵀJ is built inside the native Newton solve, kernels/convex_solve.cpp). @wp.funcs
+Newton Hessian M + Σ w·JᵀJ is built inside the native Newton solve, kernels/convex_solve.cpp, over its block
+pattern for a problem of many blocks; `hess_factor_solve` runs that linear step alone for the stage tests). @wp.funcs
 over one env's rows (``env``), called by the solve kernels.
 """
 
@@ -61,3 +62,8 @@ def cholesky_factor(nv: int, env: int, L: wp.array3d(dtype=Any)):
 def cholesky_solve(nv: int, env: int, L: wp.array3d(dtype=Any), b: wp.array2d(dtype=Any), x: wp.array2d(dtype=Any)):
     """x = (L Lᵀ)⁻¹ b (L: the factor of cholesky_factor)."""
     cholesky_solve_native(env, nv, L, b, x)
+
+
+@wp.func_native(native.body(__file__, "hess_factor_solve_native"))
+def hess_factor_solve(env: int, nv: int, nrow: int, M: A3, J: A3, efc_type: I2, efc_dim: I2, efc_state: I2, efc_D: A2,
+                      sc: A3, sc_mode: int, blocks: int, H: A3, b: A2, x: A2, nb_out: I1): ...
