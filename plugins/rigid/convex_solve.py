@@ -46,12 +46,13 @@ def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: b
     zero blocks (no effect on the numbers but the sign of an exact zero; kernels/linalg.cpp la_blk_*); 0: never.
     16 (the default): the pile of 50 boxes without islands (one 300-dof problem of 50 blocks) takes it, its
     islands (at most 8 blocks) and the boxes and the humanoid do not — below ≈ 16 blocks the pattern's
-    bookkeeping costs what its skipped terms save (benchmarks/results/constraint.md,
-    Round 15 (pile)). ``mass_hd`` (not None): the solve first writes d.qM = M + mass_hd·D of each env from d.mass and d.dof_dv (factorization.mass_dense's body: the
-    same entries; only M's tree pattern, the entries off it stay zero from allocation), right before it reads it
-    (the solver's substep: its smooth pass then writes no dense M; Round 15). The CPU prefetch of the next env's
-    M covers its lines tree by tree (its rows over their tree's columns; ``prefetch`` + 4: the whole rows, as
-    before Round 15, kept for the A/B of benchmarks/probe_smooth.py ``--dense-ab``), and with ``mass_hd`` its
+    bookkeeping costs what its skipped terms save (benchmarks/results/constraint.md, Round 15 (pile)).
+    ``mass_hd`` (not None): the solve first writes d.qM = M + mass_hd·D of each env from d.mass and d.dof_dv
+    (factorization.mass_dense's body: the same entries; only M's tree pattern, the entries off it stay zero from
+    allocation), right before it reads it (the solver's substep: its smooth pass then writes no dense M; Round 15).
+    The CPU prefetch of the next env's M covers its lines tree by tree (its rows over their tree's columns;
+    ``prefetch`` + 4: the whole rows, as before Round 15, kept for the A/B of benchmarks/probe_smooth.py
+    ``--dense-ab``), and with ``mass_hd`` its
     tree-sparse M and D."""
     if int(v.m.opt.islands):
         label_islands(v, prefetch & 3)
