@@ -1,0 +1,89 @@
+"""The solve's scratch, one block per View against one block per env, in-process A/B: ``python -m
+benchmarks.probe_scratch [--scenes boxes,humanoid,pile] [--rounds 20] [--steps 10] [--n 1024] [--pile-n 64]
+[--stages]``.
+
+Per scene of profile_constraint (the settled states of bench_constraint; the pile with 64 envs; graph capture on,
+one thread, islands on): the same scene built twice in one process, the View's solve scratch (plugins/rigid/model.py
+``SCRATCH_FIELDS``) one block for all its envs (``_shared_scratch``, the default) and one block per env. Rounds of
+``steps`` captured steps alternate the variants (rotated, reversed every other round); least and median CPU µs per
+env-step over the rounds, the load with them. Each variant's qpos after the last round is checked equal to the
+first's (the same numbers). ``--stages``: graph capture off, each round the stage profile of
+profile_constraint (``polyphys_profile``); least and median per stage that reads the scratch (solve, labels) and of
+the step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+import numpy as np
+
+from . import bench_constraint as B
+from . import profile_constraint as P
+
+
+def _build(path, d, dt, n, shared, capture=True, **extra):
+    from polyphys.plugins.rigid import model as M
+
+    M._shared_scratch = shared
+    try:
+        scene, ent = B._pp_scene(path, dt, n, 1, capture=capture, constraint_islands=True, **extra)
+        B._pp_set(scene, ent, d, n)
+        for _ in range(3):
+            scene.step()
+    finally:
+        M._shared_scratch = True
+    return scene, ent
+
+
+_STAGE_KEYS = ("convex solve", "island labels", "noslip", "signorini solve", "constraint rows")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1024)
+    ap.add_argument("--pile-n", type=int, default=64)
+    ap.add_argument("--scenes", default="boxes,humanoid,pile")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--stages", action="store_true", help="capture off, stage profile per round")
+    args = ap.parse_args()
+    import warp as wp
+
+    wp.config.quiet = True
+    for name, path, m, d, n, extra in P.settled_scenes(args.scenes.split(","), args.n, args.pile_n):
+        dt = float(m.opt.timestep)
+        built = {label: _build(path, d, dt, n, shared, capture=not args.stages, **extra)
+                 for label, shared in (("per env", False), ("one block", True))}
+        res = {k: [] for k in built}
+        stages = {k: {} for k in built}
+        load0 = os.getloadavg()[0]
+        order = list(built)
+        for r in range(args.rounds):
+            k = r % len(order)
+            rot = order[k:] + order[:k]
+            for label in (rot if r % 2 == 0 else rot[::-1]):
+                if args.stages:
+                    per, total = P.polyphys_profile(built[label][0], n, args.steps)
+                    res[label].append(total)
+                    for key in _STAGE_KEYS:
+                        if key in per:
+                            stages[label].setdefault(key, []).append(per[key])
+                else:
+                    res[label].append(P.step_cpu_us(built[label][0], n, args.steps))
+        load1 = os.getloadavg()[0]
+        q = [np.asarray(e.get_qpos()) for _, e in built.values()]
+        same = all(np.array_equal(q[0], x) for x in q[1:])
+        print(f"== {name} n_envs={n}, {args.rounds} rounds of {args.steps} captured steps, load {load0:.2f}-{load1:.2f}; "
+              f"qpos equal across variants: {same}")
+        for label, xs in res.items():
+            print(f"   {label:12s} {min(xs):9.2f} / {statistics.median(xs):9.2f} µs per env-step (min / median)", flush=True)
+            for key, ys in stages[label].items():
+                print(f"      {key:18s} {min(ys):9.2f} / {statistics.median(ys):9.2f}", flush=True)
+        del built
+
+
+if __name__ == "__main__":
+    main()
