@@ -633,6 +633,7 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
         setattr(d, k, z((n, R)))
     for k in ("solver_jar", "solver_jv"):
         setattr(d, k, a.scratch((n, R)))
+    d.efc_pad = z(n, I32)         # the zero fill is the padding: (0, INACTIVE = 0) from row 0
     Rs = R if signorini else 1
     d.efc_load = z((n, Rs))
     d.efc_dload = z((n, Rs))

@@ -274,6 +274,9 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
             scratch"), so after a launch it holds the View's last env's values:
         efc_force: (n, max_rows) float [N or N·m]: row forces
         efc_state: (n, max_rows) int: EfcState
+        efc_pad: (n,) int: the row from which the env's efc_force / efc_state hold the padding (0, INACTIVE) the
+            convex solve leaves past the count: the solve writes only the rows from its count up to it, then sets
+            it to its count (a writer of those rows past the count that is not the solve sets it to max_rows)
         efc_load: (n, max_rows) float [N]: signorini: latched normal load (elliptic normal rows)
         efc_dload: (n, max_rows) float [N]: signorini: its last change
         efc_MiJ: (n, max_rows, nv) float: noslip: M⁻¹Jᵀ of each row
@@ -584,6 +587,7 @@ def _data_struct(s):
         efc_mu: S2
         efc_force: S2
         efc_state: I2
+        efc_pad: I1
         efc_load: S2
         efc_dload: S2
         efc_MiJ: S3
