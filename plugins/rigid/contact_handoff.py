@@ -87,6 +87,7 @@ def cede(solver, owner: str) -> None:
     solver.data.nefc.zero_()
     solver.data.con_efc_adr.fill_(-1)
     solver.data.efc_force.zero_()
+    solver.data.efc_pad.fill_(solver.model.max_rows)     # rows written outside the convex solve: it pads them all next
     solver._query_at = None
     solver._forward_at = solver._steps_done()
     solver._dyn = {}

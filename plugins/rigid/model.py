@@ -336,6 +336,39 @@ def _advise_huge(arr) -> None:
     _madvise(lo, hi - lo, _MADV_COLLAPSE)
 
 
+# The solve's scratch (types.py, "The solve's scratch"; docs/constraint.md, "The solve's scratch"): arrays that an
+# env's solve (convex, signorini, noslip) or island labelling writes before it reads them and that no later stage,
+# step or getter reads. On CPU, where a View's envs run one after another on the partition's thread, all the View's
+# envs use one env's block: the array is a zero-stride view of it (strides[0] = 0: an env's `data + env·strides[0]`
+# is the block), so the block stays in cache from env to env instead of each env's scratch starting a new stream of
+# misses one row budget (or nv² values) after the previous env's. Each View gets its own block (partitions run at
+# once); the Data struct's arrays are one block too (no kernel reads them on CPU: every launch takes a View's).
+# False: one block per env, as every other per-env array (the in-process A/B of benchmarks/probe_scratch.py).
+SCRATCH_FIELDS = ("solver_jar", "solver_jv", "solver_H", "solver_LM", "solver_grad", "solver_mgrad",
+                  "solver_mgrad_old", "solver_search", "solver_ma", "solver_mv", "solver_ma0", "efc_MiJ",
+                  "island_scratch", "iM", "iefc_J", "iefc_span", "iefc_type", "iefc_dim", "iefc_state", "iefc_D",
+                  "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar", "iacc_smooth",
+                  "iacc", "ifrc_constraint", "igrad", "ima")
+_shared_scratch = True
+
+
+def _one_env_block(shape, dtype, device):
+    """A zero-stride ``shape`` view of a new zero-filled block of one env (shape[1:]); the view keeps the block
+    (``scratch_block``)."""
+    import warp as wp
+
+    blk = wp.zeros((1,) + tuple(shape[1:]), dtype=dtype, device=device)
+    _advise_huge(blk)
+    out = wp.array(ptr=blk.ptr, shape=tuple(shape), strides=(0,) + tuple(blk.strides[1:]), dtype=dtype, device=device)
+    out._pp_block = blk
+    return out
+
+
+def scratch_block(arr):
+    """The array holding ``arr``'s memory: its one-env block for a shared scratch array, else ``arr``."""
+    return getattr(arr, "_pp_block", arr)
+
+
 class _Alloc:
     """Array makers for one precision and device (large CPU arrays on huge pages: ``_advise_huge``)."""
 
@@ -365,6 +398,14 @@ class _Alloc:
         out = self.wp.zeros(shape, dtype=self.s if dtype is None else dtype, device=self.device)
         _advise_huge(out)
         return out
+
+    def scratch(self, shape, dtype=None):
+        """A per-env array of the solve's scratch (SCRATCH_FIELDS): on CPU (``_shared_scratch``) one env's
+        block seen by every env, else zeros(shape)."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if _shared_scratch and self.wp.get_device(self.device).is_cpu:
+            return _one_env_block(shape, self.s if dtype is None else dtype, self.device)
+        return self.zeros(shape, dtype)
 
 
 def _option(o: RigidOptions, precision: str, h: float, gravity):
@@ -588,18 +629,22 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     for k in ("efc_type", "efc_id", "efc_dim", "efc_state"):
         setattr(d, k, z((n, R), I32))
     for k in ("efc_pos", "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss",
-              "efc_mu", "efc_force", "solver_jar", "solver_jv"):
+              "efc_mu", "efc_force"):
         setattr(d, k, z((n, R)))
+    for k in ("solver_jar", "solver_jv"):
+        setattr(d, k, a.scratch((n, R)))
+    d.efc_pad = z(n, I32)         # the zero fill is the padding: (0, INACTIVE = 0) from row 0
     Rs = R if signorini else 1
     d.efc_load = z((n, Rs))
     d.efc_dload = z((n, Rs))
-    d.efc_MiJ = z((n, R, nv) if noslip else (n, 1, 1))
+    d.efc_MiJ = a.scratch((n, R, nv) if noslip else (n, 1, 1))
     d.qM = z((n, nv, nv))
-    d.solver_H = z((n, nv, nv))
-    d.solver_LM = z((n, nv, nv))
-    for k in ("qfrc_constraint", "solver_grad", "solver_mgrad", "solver_mgrad_old", "solver_search", "solver_ma",
-              "solver_mv", "solver_ma0"):
-        setattr(d, k, z((n, nv)))
+    d.solver_H = a.scratch((n, nv, nv))
+    d.solver_LM = a.scratch((n, nv, nv))
+    d.qfrc_constraint = z((n, nv))
+    for k in ("solver_grad", "solver_mgrad", "solver_mgrad_old", "solver_search", "solver_ma", "solver_mv",
+              "solver_ma0"):
+        setattr(d, k, a.scratch((n, nv)))
     d.solver_niter = z(n, I32)
     d.solver_stat = z((n, 3))
     d.solver_nhalf = z(n, I32)
@@ -626,22 +671,24 @@ def _make_island_data(d, a: _Alloc, n: int, nv: int, R: int, C: int, islands: bo
         setattr(d, k, z((n, nv), I32))
     for k in ("island_dofadr", "island_efcadr"):
         setattr(d, k, z((n, nv + 1), I32))
-    for k in ("efc_island", "island_efcs", "iefc_type", "iefc_dim", "iefc_state"):
+    for k in ("efc_island", "island_efcs"):
         setattr(d, k, z((n, R), I32))
-    d.island_scratch = z((n, 3, nv + 1), I32)
+    for k in ("iefc_type", "iefc_dim", "iefc_state"):
+        setattr(d, k, a.scratch((n, R), I32))
+    d.island_scratch = a.scratch((n, 3, nv + 1), I32)
     # the inputs of the last relabelling (label_islands keeps the labels while they are unchanged); −1 rows:
     # no labels yet
     d.island_key_nefc = a.wp.full(n, -1, dtype=I32, device=a.device)
     for k in ("island_key_type", "island_key_id"):
         setattr(d, k, z((n, R), I32))
     d.island_key_link = z((n, max(C, 1) if islands else 1, 2), I32)
-    d.iM = z((n, nv, nv))
-    d.iefc_J = z((n, R, nv))
-    d.iefc_span = z((n, R, 4), I32)
+    d.iM = a.scratch((n, nv, nv))
+    d.iefc_J = a.scratch((n, R, nv))
+    d.iefc_span = a.scratch((n, R, 4), I32)
     for k in ("iefc_D", "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar"):
-        setattr(d, k, z((n, R)))
+        setattr(d, k, a.scratch((n, R)))
     for k in ("iacc_smooth", "iacc", "ifrc_constraint", "igrad", "ima"):
-        setattr(d, k, z((n, nv)))
+        setattr(d, k, a.scratch((n, nv)))
 
 
 # ---------------------------------------------------------------- constants at qpos0 (mj_setConst)
@@ -823,14 +870,19 @@ class View:
 
 def view(m, d, start: int, stop: int, precision: str, device: str) -> View:
     """A View of envs [start, stop): per-env arrays sliced (contiguous rows, as the native stage
-    bodies require), shared arrays as they are."""
+    bodies require), shared arrays as they are; the solve's shared scratch (SCRATCH_FIELDS on CPU) one new block
+    for all the View's envs."""
     vm, vd = MODEL[precision](), DATA[precision]()
     sl = slice(start, stop)
     for name in MODEL[precision].vars:
         v = getattr(m, name)
         setattr(vm, name, v[sl] if name in PER_ENV_MODEL_FIELDS else v)
     for name in DATA[precision].vars:
-        setattr(vd, name, getattr(d, name)[sl])
+        arr = getattr(d, name)
+        if scratch_block(arr) is not arr:      # shared scratch: the View's own block (Views run at once)
+            setattr(vd, name, _one_env_block((stop - start,) + tuple(arr.shape[1:]), arr.dtype, arr.device))
+        else:
+            setattr(vd, name, arr[sl])
     for name in PER_ENV_MODEL_FIELDS:
         if not getattr(vm, name).is_contiguous:
             raise BuildError(f"rigid solver: Model.{name} of envs {start}..{stop} is not contiguous")

@@ -313,7 +313,10 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         if self.options.effective_resolution() == "signorini":
             signorini_solve.solve(v, qacc_warm)
         else:
-            convex_solve.solve(v, qacc_warm, mass_hd=self._hd_solve if dense else None)
+            # the padding rows past the count only where previous solves wrote (d.efc_pad); with a contact owner
+            # (the SAP hand-off writes efc_force outside the solve) over the whole budget
+            convex_solve.solve(v, qacc_warm, mass_hd=self._hd_solve if dense else None,
+                               pad_mark=self._pad_mark and self._contact_owner is None)
         if self.options.noslip_iterations > 0:
             noslip.noslip(v)
 
@@ -774,6 +777,7 @@ class RigidSolver(RigidSensorViewMixin, Solver):
 
     # -- RigidDynamicsView (a coupler's own contact solve: SAP, docs/sap.md) -------------------------
     _contact_owner = None       # the coupler that solves this solver's contacts (cede_contacts)
+    _pad_mark = True            # convex_solve.solve(pad_mark=): False pads the whole row budget (in-process A/B)
     _dyn = None                 # per partition: the RigidDynamics handed to it
 
     def cede_contacts(self, owner: str) -> None:

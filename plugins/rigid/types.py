@@ -269,9 +269,16 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         efc_imp: (n, max_rows) float: impedance
         efc_frictionloss: (n, max_rows) float [N or N·m]: friction loss of a FRICTION row
         efc_mu: (n, max_rows) float: elliptic normal row: regularized cone slope; friction rows: coefficient
-        -- convex / signorini / noslip solve (stages convex_solve.py, signorini_solve.py, noslip.py):
+        -- convex / signorini / noslip solve (stages convex_solve.py, signorini_solve.py, noslip.py). The solve's
+            scratch (model.SCRATCH_FIELDS: efc_MiJ, solver_H … solver_ma0 here, island_scratch and the island problem
+            iM … ifrc_constraint below) is written by an env's solve before it is read and read by nothing after it:
+            on CPU one env's block per View, seen by all its envs (strides[0] = 0; docs/constraint.md, "The solve's
+            scratch"), so after a launch it holds the View's last env's values:
         efc_force: (n, max_rows) float [N or N·m]: row forces
         efc_state: (n, max_rows) int: EfcState
+        efc_pad: (n,) int: the row from which the env's efc_force / efc_state hold the padding (0, INACTIVE) the
+            convex solve leaves past the count: the solve writes only the rows from its count up to it, then sets
+            it to its count (a writer of those rows past the count that is not the solve sets it to max_rows)
         efc_load: (n, max_rows) float [N]: signorini: latched normal load (elliptic normal rows)
         efc_dload: (n, max_rows) float [N]: signorini: its last change
         efc_MiJ: (n, max_rows, nv) float: noslip: M⁻¹Jᵀ of each row
@@ -582,6 +589,7 @@ def _data_struct(s):
         efc_mu: S2
         efc_force: S2
         efc_state: I2
+        efc_pad: I1
         efc_load: S2
         efc_dload: S2
         efc_MiJ: S3

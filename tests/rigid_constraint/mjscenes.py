@@ -246,6 +246,7 @@ class MjStage:
         d.con_force_world, d.con_torque_world = z(E, C, dt=self.V), z(E, C, dt=self.V)
         d.con_valid = z(E, C, dt=wp.int32)
         d.nefc, d.efc_overflow = z(E, dt=wp.int32), z(E, dt=wp.int32)
+        d.efc_pad = z(E, dt=wp.int32)
         d.efc_J = z(E, R, nv)
         # rows assigned here from MuJoCo's efc_J: every column may be nonzero (make_rows narrows them)
         d.efc_span = arr(np.tile(np.array([0, nv]), (E, R, 1)), wp.int32)

@@ -20,6 +20,7 @@ import warp as wp
 from polyphys import morphs
 from polyphys.errors import PolyphysWarning
 from polyphys.plugins.rigid import RigidOptions
+from polyphys.plugins.rigid import model as M
 from polyphys.plugins.rigid.materials import Rigid
 
 # box A lands flat on a face, box B tilted onto an edge; 2.5 m apart
@@ -395,11 +396,12 @@ def test_island_solved_in_place_equals_gathered(cone, precision):
     ints = ("efc_state", "solver_niter", "island_niter", "iefc_span", "iefc_state")
     got = {}
     for inplace, pf, fixed6 in ((False, 2, True), (True, 2, True), (True, 1, True), (True, 0, True), (True, 2, False)):
+        # (the View's arrays: its scratch (model.SCRATCH_FIELDS) is its own one-env block on CPU)
         for k in floats:
-            a = getattr(d, k)
+            a = M.scratch_block(getattr(v.d, k))
             a.assign(np.full(a.shape, np.nan, a.numpy().dtype))
         for k in ints:
-            a = getattr(d, k)
+            a = M.scratch_block(getattr(v.d, k))
             a.assign(np.full(a.shape, -7, np.int32))
         convex_solve.solve(v, warm, prefetch=pf, inplace=inplace, fixed6=fixed6)
         got[inplace, pf, fixed6] = {k: getattr(d, k).numpy().copy() for k in ("qacc_warmstart", "efc_force", "efc_state",
@@ -496,21 +498,27 @@ def test_island_gather_packed_stage(tmp_path, precision):
     for _ in range(25):
         scene.step()
     s = scene.solver("rigid")
-    d, v = s.data, s.views["all"]
-    for k in ("iM", "iefc_J", "solver_LM", "solver_H"):
-        a = getattr(d, k)
-        a.assign(np.full(a.shape, np.nan, a.numpy().dtype))
-    d.iefc_span.assign(np.full(d.iefc_span.shape, -7, np.int32))
-    it0, tol0 = int(v.m.opt.iterations), float(v.m.opt.tolerance)
-    v.m.opt.iterations = 0
-    v.m.opt.tolerance = 0.0
-    try:
-        convex_solve.solve(v, wp.clone(d.qacc_smooth), inplace=False)
-    finally:
-        v.m.opt.iterations = it0
-        v.m.opt.tolerance = tol0
+    d = s.data
+    # each env solved alone in a View of its own, its island arrays read from that View's scratch block (on CPU one
+    # block for all a View's envs: model.SCRATCH_FIELDS)
+    iM, iJ, ispan, LM = [], [], [], []
+    for e in range(2):
+        v = M.view(s.model, d, e, e + 1, precision, "cpu")
+        blk = {k: M.scratch_block(getattr(v.d, k)) for k in ("iM", "iefc_J", "solver_LM", "solver_H", "iefc_span")}
+        for k in ("iM", "iefc_J", "solver_LM", "solver_H"):
+            blk[k].assign(np.full(blk[k].shape, np.nan, blk[k].numpy().dtype))
+        blk["iefc_span"].assign(np.full(blk["iefc_span"].shape, -7, np.int32))
+        it0, tol0 = int(v.m.opt.iterations), float(v.m.opt.tolerance)
+        v.m.opt.iterations = 0
+        v.m.opt.tolerance = 0.0
+        try:
+            convex_solve.solve(v, wp.clone(d.qacc_smooth[e:e + 1]), inplace=False)
+        finally:
+            v.m.opt.iterations = it0
+            v.m.opt.tolerance = tol0
+        for out, k in ((iM, "iM"), (iJ, "iefc_J"), (ispan, "iefc_span"), (LM, "solver_LM")):
+            out.append(blk[k].numpy()[0].copy())
     qM, J = d.qM.numpy(), d.efc_J.numpy()
-    iM, iJ, ispan, LM = d.iM.numpy(), d.iefc_J.numpy(), d.iefc_span.numpy(), d.solver_LM.numpy()
     nisl, dadr, dofs_all = d.nisland.numpy(), d.island_dofadr.numpy(), d.island_dofs.numpy()
     radr, rows_all = d.island_efcadr.numpy(), d.island_efcs.numpy()
     for e in range(2):
@@ -533,5 +541,5 @@ def test_island_gather_packed_stage(tmp_path, precision):
             x = J[e, rows[q], dofs]
             lo, g0, g1, hi = _segments(x)
             np.testing.assert_array_equal(cj[q, lo:hi], x[lo:hi])
-            assert tuple(ispan[e, q]) == (lo, g0, g1, hi)
+            assert tuple(ispan[e][q]) == (lo, g0, g1, hi)
             assert (sc[2 * nd + 2 * q], sc[2 * nd + 2 * q + 1]) == (lo + 4096 * g0, g1 + 4096 * hi)

@@ -690,7 +690,10 @@
 // unused tail (the humanoid: 824 of 866 rows, ≈ 10 KB per env) is written every solve and read by no stage, and
 // plain stores read each of its lines for ownership and leave it dirty in the cache (benchmarks/results/
 // constraint.md, Round 14). The line shared with the last row, if any, takes plain stores; a store fence ends
-// it. The same values (+0, STATE_INACTIVE) either way.
+// it. The same values (+0, STATE_INACTIVE) either way. nt = 2 (the default): only the rows from nrow up to the
+// env's efc_pad (the row from which the padding is already there: the rows the previous solves wrote past this
+// count), with plain stores, then efc_pad = nrow; the zero-filled arrays are the padding from row 0 at the build.
+// The same values again, without a store over the unused budget per solve (Round 15).
 
 // @func pad_rows_native
     typedef decltype(+*efc_force.data) T;
@@ -698,6 +701,19 @@
     T* f = (T*)((char*)efc_force.data + e * efc_force.strides[0]);
     int* st = (int*)((char*)efc_state.data + e * efc_state.strides[0]);
     const int n = (int)efc_force.shape[1];
+    int* pm = (int*)((char*)efc_pad.data + e * efc_pad.strides[0]);
+    {
+        const int lo = nrow < 0 ? 0 : (nrow > n ? n : nrow);
+        const int hi = *pm > n ? n : *pm;
+        *pm = lo;         // every mode leaves the padding from the count on
+        if (nt == 2) {
+            for (int i = lo; i < hi; ++i) {
+                f[i] = T(0);
+                st[i] = STATE_INACTIVE;
+            }
+            return;
+        }
+    }
 #if !defined(__CUDA_ARCH__)
     if (nt == 1) {
         int i = nrow < 0 ? 0 : nrow;

@@ -89,7 +89,7 @@ def island_scatter_native(env: int, d0: int, nd: int, r0: int, nr: int, island_d
 
 
 @wp.func_native(native.body(__file__, "pad_rows_native"))
-def pad_rows(env: int, nrow: int, efc_force: A2, efc_state: I2, nt: int): ...
+def pad_rows(env: int, nrow: int, efc_force: A2, efc_state: I2, efc_pad: I1, nt: int): ...
 
 
 @wp.func_native(native.body(__file__, "line_dots_native"))
@@ -395,7 +395,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
         # CPU: the next env's rows and M while this one is solved (kernels/convex_solve.cpp; 2: into L2 only)
         solve_prefetch_native(env, nv, n_efc, efc_J, d.efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type,
                               d.efc_seg, prefetch & 3, int(prefetch < 4), m.dof_parent, mdense, d.mass, d.dof_dv)
-    pad_rows(env, nrow, efc_force, efc_state, pad_nt)   # padding rows read as inactive, zero force
+    pad_rows(env, nrow, efc_force, efc_state, d.efc_pad, pad_nt)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (kernels/linalg.cpp): M's from the dof
     # tree, J's the segments make_rows recorded (efc_seg)
