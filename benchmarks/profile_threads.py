@@ -321,6 +321,8 @@ def claim_ab(case: str, rounds: int = 8, busy: bool = False) -> None:
             os.sched_setaffinity(tids[0], {0})
             for t in tids[1:]:
                 os.sched_setaffinity(t, {1})
+            print("  pinned worker threads (tid: cpus): " + ", ".join(f"{t}: {sorted(os.sched_getaffinity(t))}"
+                                                                 for t in tids))
         loop = subprocess.Popen([sys.executable, "-c", "import os; os.sched_setaffinity(0, {1})\nwhile True: pass"])
     res = {k: {"wall": [], "small": [], "segs": []} for k in variants}
     loads = []
