@@ -286,9 +286,85 @@ def per_kernel(case: str, rounds: int = 6) -> None:
         print(f"  round totals, {m}: " + ", ".join(f"{sum(t for t, _ in d.values()):.1f}" for d in res[m]))
 
 
+def claim_ab(case: str, rounds: int = 8, busy: bool = False) -> None:
+    """In-process A/B of SPHSolver's claimed sort scatter and integration (``claim_sort``,
+    ``claim_integrate``) against their fixed shares: two 2-worker scenes, one step of each per round
+    (order rotated), each segment of the replayed program timed (``_walk``). Prints per variant the
+    step wall and the sum of the parallel segments other than the three claimed neighbour stages per
+    substep (the sort's stages and the integration: all but the 3 · substeps longest segments, which are
+    density, accelerate and wall pressure), min and median over the rounds, and the first segments. ``busy``: the
+    calling worker pinned to cpu0, the helper to cpu1, and a busy loop pinned to cpu1 while the
+    rounds run (one core shared: the unequal-core case)."""
+    import os
+    import subprocess
+
+    from polyphys.plugins.sph.solver import SPHSolver
+
+    from . import _untime, worker_tids
+
+    variants = {"fixed": False, "claimed": True}
+    scenes = {}
+    try:
+        for name, on in variants.items():
+            SPHSolver.claim_sort = SPHSolver.claim_integrate = on
+            scenes[name] = _make(case, 2)
+    finally:
+        SPHSolver.claim_sort = SPHSolver.claim_integrate = True
+    for sc in scenes.values():
+        for _ in range(2):
+            sc.step()
+    substeps = scenes["fixed"].simulator.layout.substeps
+    loop = None
+    if busy:
+        for sc in scenes.values():
+            tids = worker_tids(sc)
+            os.sched_setaffinity(tids[0], {0})
+            for t in tids[1:]:
+                os.sched_setaffinity(t, {1})
+            print("  pinned worker threads (tid: cpus): " + ", ".join(f"{t}: {sorted(os.sched_getaffinity(t))}"
+                                                                 for t in tids))
+        loop = subprocess.Popen([sys.executable, "-c", "import os; os.sched_setaffinity(0, {1})\nwhile True: pass"])
+    res = {k: {"wall": [], "small": [], "segs": []} for k in variants}
+    loads = []
+    try:
+        for r in range(rounds):
+            names = list(variants) if r % 2 == 0 else list(variants)[::-1]
+            for name in names:
+                sim = scenes[name].simulator
+                helpers = sim._parked.get(0) or sim._helpers[0]
+                rec = []
+                t0 = time.perf_counter()
+                _walk(sim._graphs[0], helpers, rec)
+                res[name]["wall"].append(time.perf_counter() - t0)
+                sim._after_step()
+                par = sorted(x[1] for x in rec if x[0] == "parallel")
+                res[name]["small"].append(sum(par[:-3 * substeps]))
+                res[name]["segs"].append([x[1] for x in rec[:10]])
+            loads.append(os.getloadavg()[0])
+    finally:
+        if loop is not None:
+            loop.kill()
+            loop.wait()
+        for sc in scenes.values():
+            _untime(sc.simulator)
+    print(f"== {case} claimed vs fixed sort scatter + integration, 2 workers{' (cpu1 busy)' if busy else ''}: "
+          f"{rounds} rounds, load {min(loads):.2f}-{max(loads):.2f}")
+    for name in variants:
+        w, sm = np.array(res[name]["wall"]) * 1e3, np.array(res[name]["small"]) * 1e3
+        print(f"  {name:8s} step wall min {w.min():8.2f} median {np.median(w):8.2f} ms; sort + integration "
+              f"segments min {sm.min():6.2f} median {np.median(sm):6.2f} ms")
+        segs = np.median(np.array(res[name]["segs"]), axis=0) * 1e6
+        print("    first segments (median us): " + " ".join(f"{x:.0f}" for x in segs))
+
+
 if __name__ == "__main__":
     threading.current_thread().name = "profile"
+    # ``--claim [--busy] [--rounds=N]``: claim_ab (SPH cases)
     args = sys.argv[1:] or ["wcsph20k"]
     detail, kernels = "--segments" in args, "--kernels" in args
     for c in [a for a in args if not a.startswith("--")]:
-        per_kernel(c) if kernels else per_segment(c) if detail else profile(c)
+        if "--claim" in args:
+            rounds = [int(a.split("=")[1]) for a in args if a.startswith("--rounds=")]
+            claim_ab(c, *rounds[:1], busy="--busy" in args)
+        else:
+            per_kernel(c) if kernels else per_segment(c) if detail else profile(c)

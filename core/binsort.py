@@ -48,6 +48,8 @@ class BinSort:
         self.counts = wp.zeros((n, w, self.n_keys), dtype=wp.int32, device=dev)
         self.blocks = z((n, self.n_blocks))
         self.block_counts = wp.zeros((n, w, self.n_blocks), dtype=wp.int32, device=dev)
+        # the payload arguments of a claimed scatter without payload (not read)
+        self._no_payload = wp.zeros((1, 1), dtype=wp.vec3, device=dev)
         self._views = {}
         for part in layout.partitions:
             s = part.slice
@@ -63,7 +65,7 @@ class BinSort:
         key, _, order, start, _, _, _ = self._views[part.index]
         return key, order, start
 
-    def sort(self, solver, part, keys=None, payload=None, after=None) -> None:
+    def sort(self, solver, part, keys=None, payload=None, after=None, blocks=None) -> None:
         """Sort the partition's items by key. ``keys(w, a, b)``, when given, launches worker w's
         key computation for items [a, b) first (in the same stage as its counting). ``payload``
         (src, dst): vec3 rows (the partition's views) also copied in sorted order, dst[k] =
@@ -71,12 +73,15 @@ class BinSort:
         solver's stage that may directly precede the counting stage worker by worker
         (``Solver.parallel``): the caller vouches that worker w's keys need only what worker w
         wrote in that stage (over the same shares ``part.chunk(w, n_items)``); the counting writes
-        only its own keys, ranks and row of counts."""
+        only its own keys, ranks and row of counts. ``blocks``: a ``polyphys.blocks.BlockQueue`` (CPU):
+        the scatter is then a claimed stage over blocks of ``SCATTER_BLOCK`` items (each item's
+        offset read from the row of the worker that counted it), so that a slower core's share of
+        it goes to the other workers; the same places as the fixed shares."""
         import warp as wp
 
         from .kernels import binsort as K
 
-        key, rank, order, start, counts, blocks, bcounts = self._views[part.index]
+        key, rank, order, start, counts, block_offsets, bcounts = self._views[part.index]
         ne, n, nk, nb = part.n_envs, self.n_items, self.n_keys, self.n_blocks
 
         def count(w):
@@ -97,8 +102,8 @@ class BinSort:
             if b > a:
                 # this share's block offsets first (the items of the blocks before it summed again by
                 # each worker: O(n_blocks) per worker, no serial launch and no barrier for it)
-                wp.launch(K.scan_blocks, dim=ne, inputs=[a, b, bcounts], outputs=[blocks])
-                wp.launch(K.scan_local, dim=(ne, b - a), inputs=[nk, a, blocks, bcounts], outputs=[counts, start])
+                wp.launch(K.scan_blocks, dim=ne, inputs=[a, b, bcounts], outputs=[block_offsets])
+                wp.launch(K.scan_local, dim=(ne, b - a), inputs=[nk, a, block_offsets, bcounts], outputs=[counts, start])
 
         def scatter(w):
             a, b = part.chunk(w, n)
@@ -112,7 +117,14 @@ class BinSort:
 
         solver.parallel(part, count, after=after)
         solver.parallel(part, offsets)
-        solver.parallel(part, scatter)
+        if blocks is not None and not self.cuda:
+            src, dst = payload if payload is not None else (self._no_payload, self._no_payload)
+            flag = 0 if payload is None else 1
+            blocks.stage(solver, part, -(-n // K.SCATTER_BLOCK), lambda threads, claim, claims: wp.launch(
+                K.scatter_claimed, dim=(ne, threads), inputs=[part.workers, n, claim, key, rank, counts, flag, src],
+                outputs=[claims, order, dst]))
+        else:
+            solver.parallel(part, scatter)
         if self.cuda:
             wp.launch(K.sort_bins, dim=(ne, nk), inputs=[start], outputs=[order])
             if payload is not None:

@@ -12,10 +12,14 @@ order inside each key there.
 
 import warp as wp
 
+from .blocks import block_after, next_block
+
 # forward only: nothing here is differentiated
 wp.set_module_options({"enable_backward": False})
 
 BLOCK = 256      # keys per block of the two-level scan
+# items per block of the claimed scatter (``scatter_claimed``): 100k items make ~200 blocks, two claims each
+SCATTER_BLOCK = wp.constant(512)
 
 
 @wp.kernel
@@ -179,6 +183,53 @@ def scatter_items_vec3(
     k = offsets_in[env, w, key_in[env, i]] + rank_in[env, i]
     order_out[env, k] = i
     payload_out[env, k] = payload_in[env, i]
+
+
+@wp.func
+def counting_worker(i: int, workers: int, n: int):
+    """The worker whose counting share (``Partition.chunk(w, n)``: near-equal contiguous shares, the
+    first ones one larger) holds item i: the row of counts its offset is in."""
+    k = wp.min(workers, n)
+    base = n / k
+    extra = n - base * k
+    if i < extra * (base + 1):
+        return i / (base + 1)
+    return extra + (i - extra * (base + 1)) / base
+
+
+@wp.kernel
+def scatter_claimed(
+    # Model:
+    workers: int,
+    n: int,
+    claim: int,
+    # Data in:
+    key_in: wp.array2d(dtype=wp.int32),
+    rank_in: wp.array2d(dtype=wp.int32),
+    offsets_in: wp.array3d(dtype=wp.int32),
+    with_payload: int,
+    payload_in: wp.array2d(dtype=wp.vec3),
+    # Data out:
+    claims_inout: wp.array2d(dtype=wp.int32),
+    order_out: wp.array2d(dtype=wp.int32),
+    payload_out: wp.array2d(dtype=wp.vec3),
+):
+    """``scatter_items_vec3`` over blocks of SCATTER_BLOCK items that the workers claim
+    (polyphys.blocks): thread (env, c) block c, or with ``claim`` unclaimed blocks until none is left.
+    An item's offset is in the row of the worker that counted it (``counting_worker``), whoever
+    scatters it; every item lands on its own place, so the blocks may go in any order. The payload
+    (``with_payload`` 1) is copied as ``scatter_items_vec3`` does."""
+    env, c = wp.tid()
+    n_blocks = (n + SCATTER_BLOCK - 1) / SCATTER_BLOCK
+    b = next_block(claims_inout, claim, env, c, n_blocks)
+    while b < n_blocks:
+        for i in range(b * SCATTER_BLOCK, wp.min((b + 1) * SCATTER_BLOCK, n)):
+            w = counting_worker(i, workers, n)
+            k = offsets_in[env, w, key_in[env, i]] + rank_in[env, i]
+            order_out[env, k] = i
+            if with_payload != 0:
+                payload_out[env, k] = payload_in[env, i]
+        b = block_after(claims_inout, claim, env, n_blocks)
 
 
 @wp.kernel

@@ -50,6 +50,11 @@ ROWS = "sph.rows"
 
 class SPHSolver(Solver):
     options_type = SPHOptions
+    # CPU: the neighbour sort's scatter and the integration as claimed stages (polyphys.blocks: a
+    # slower or descheduled core's share goes to the other workers) instead of fixed shares; the
+    # switches (read at build) are there for in-process A/B (benchmarks/results/sph.md, round 15b)
+    claim_sort = True
+    claim_integrate = True
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
@@ -225,6 +230,8 @@ class SPHSolver(Solver):
         # the neighbour grid: the core's counting sort of the particles by cell (key n_cells: inactive)
         self.binsort = BinSort(layout, N, self.n_cells + 1)
         self.blocks = BlockQueue(layout)
+        cpu = wp.get_device(dev).is_cpu
+        self._claim_sort, self._claim_integrate = bool(self.claim_sort) and cpu, bool(self.claim_integrate) and cpu
         self.cell, self.sorted, self.start = self.binsort.key, self.binsort.order, self.binsort.start
         self.pos_sorted = z((n_envs, N), wp.vec3)      # positions in cell order (the scans read them)
         self.rho = z((n_envs, N))
@@ -354,11 +361,13 @@ class SPHSolver(Solver):
         from .kernels import grid as G
 
         m = self.model
-        # the cell keys of worker w's particles read only their positions, which the integration
-        # (tagged ROWS, the same shares of the N particles) wrote on worker w: no barrier between
+        # the cell keys of worker w's particles read only their positions, which the fixed-share
+        # integration (tagged ROWS, the same shares of the N particles) wrote on worker w: no barrier
+        # between (a claimed integration writes any worker's particles: a barrier)
         self.binsort.sort(self, part, lambda w, a, b: self._launch(
             G.cell_keys, (p.n, b - a), [m.lower, m.inv_cell, m.dims, self.n_cells, a, p.pos, p.active, p.cell])
-            if b > a else None, payload=(p.pos, p.pos_sorted), after=ROWS)
+            if b > a else None, payload=(p.pos, p.pos_sorted), after=None if self._claim_integrate else ROWS,
+            blocks=self.blocks if self._claim_sort else None)
 
     def _places(self, part, kernel, head, arrays, then=None):
         """A neighbour stage over the N sorted places in blocks of PLACE_BLOCK that the workers claim
@@ -489,9 +498,14 @@ class SPHSolver(Solver):
     def _integrate(self, part, p):
         from .kernels import fluid as F
 
-        self._rows(part, self.N, lambda a, b: self._launch(
-            F.integrate, (p.n, b - a), [self.model, 0.5 * self.options.support, a, p.active, p.pos, p.vel, p.cfl_flag]),
-            tag=ROWS)
+        cfl = 0.5 * self.options.support
+        if self._claim_integrate:
+            self.blocks.stage(self, part, -(-self.N // F.INTEGRATE_BLOCK), lambda threads, claim, counters: self._launch(
+                F.integrate_blocks, (p.n, threads), [self.model, cfl, self.N, claim, p.active, p.pos, p.vel, p.cfl_flag,
+                                                     counters]))
+        else:
+            self._rows(part, self.N, lambda a, b: self._launch(
+                F.integrate, (p.n, b - a), [self.model, cfl, a, p.active, p.pos, p.vel, p.cfl_flag]), tag=ROWS)
 
     def substep_pre_coupling(self, f, part):
         """Stages (each split over the partition's workers, docs/sph.md "Neighbour search"): the grid, the

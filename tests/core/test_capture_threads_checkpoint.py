@@ -260,12 +260,15 @@ def test_a_stage_after_its_tagged_predecessor_joins_its_segment():
     assert [type(s).__name__ for s in prog] == ["_Stage", "Graph", "_Stage", "_Stage", "_Stage"]
 
 
+@pytest.mark.parametrize("claimed", [False, True])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_binsort_repeated_sorts_with_keys_match_a_stable_argsort(threads):
+def test_binsort_repeated_sorts_with_keys_match_a_stable_argsort(threads, claimed):
     """BinSort with a keys launch clears only the counts its items' last keys left (core/binsort.py):
     sort after sort, with keys that move, clustered or spread, and after ``clear()``, ``order`` and
-    ``start`` equal NumPy's stable argsort and bin edges, for 1, 2 and 3 workers."""
+    ``start`` equal NumPy's stable argsort and bin edges, for 1, 2 and 3 workers, with the scatter in
+    fixed shares or claimed blocks (``blocks``; the payload then too, NaN-filled before each sort)."""
     from polyphys.binsort import BinSort
+    from polyphys.blocks import BlockQueue
     from polyphys.layout import Layout, split_envs
     from polyphys.simulator import run_stage
 
@@ -275,6 +278,10 @@ def test_binsort_repeated_sorts_with_keys_match_a_stable_argsort(threads):
     part = lay.partitions[0]
     assert part.workers == threads
     bs = BinSort(lay, n_items, n_keys)
+    blocks = BlockQueue(lay) if claimed else None
+    pay = np.random.default_rng(5).normal(size=(1, n_items, 3)).astype(np.float32)
+    pay_in = wp.array(pay, dtype=wp.vec3, device="cpu")
+    pay_out = wp.zeros((1, n_items), dtype=wp.vec3, device="cpu")
     src = wp.zeros(n_items, dtype=wp.int32, device="cpu")
     key, order, start = bs.views(part)
 
@@ -292,8 +299,12 @@ def test_binsort_repeated_sorts_with_keys_match_a_stable_argsort(threads):
         if t == 3:
             bs.clear()
         src.assign(k.astype(np.int32))
-        bs.sort(Runner(), part, keys)
+        order.fill_(-1)
+        pay_out.fill_(wp.vec3(np.nan, np.nan, np.nan))
+        bs.sort(Runner(), part, keys, payload=(pay_in, pay_out) if t % 2 == 0 else None, blocks=blocks)
         np.testing.assert_array_equal(order.numpy()[0], np.argsort(k, kind="stable"))
+        if t % 2 == 0:
+            np.testing.assert_array_equal(pay_out.numpy()[0], pay[0][np.argsort(k, kind="stable")])
         np.testing.assert_array_equal(start.numpy()[0], np.searchsorted(np.sort(k), np.arange(n_keys + 1)))
 
 

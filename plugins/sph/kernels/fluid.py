@@ -793,20 +793,15 @@ def zero_rows(
     values_out[env, i] = 0.0
 
 
-@wp.kernel
-def integrate(
-    # Model:
-    m: Model, cfl_dist: float, i0: int,
-    # Data in:
+@wp.func
+def integrate_at(
+    m: Model, cfl_dist: float, env: int, i: int,
     active_in: wp.array2d(dtype=wp.int32),
-    # Data out:
     pos_inout: wp.array2d(dtype=wp.vec3), vel_inout: wp.array2d(dtype=wp.vec3),
     cfl_out: wp.array(dtype=wp.int32),
 ):
-    """x += h·v and the safety clamps into the domain and above static planes (particle order). A
+    """x += h·v and the safety clamps into the domain and above static planes for particle i. A
     particle that travels more than ``cfl_dist`` in one substep flags its env."""
-    env, q = wp.tid()
-    i = i0 + q
     if active_in[env, i] == 0:
         return
     v = vel_inout[env, i]
@@ -832,3 +827,43 @@ def integrate(
                 v[ax] = 0.0
     pos_inout[env, i] = x
     vel_inout[env, i] = v
+
+
+@wp.kernel
+def integrate(
+    # Model:
+    m: Model, cfl_dist: float, i0: int,
+    # Data in:
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    pos_inout: wp.array2d(dtype=wp.vec3), vel_inout: wp.array2d(dtype=wp.vec3),
+    cfl_out: wp.array(dtype=wp.int32),
+):
+    """``integrate_at`` for the particles from i0 on (particle order; a worker's share)."""
+    env, q = wp.tid()
+    integrate_at(m, cfl_dist, env, i0 + q, active_in, pos_inout, vel_inout, cfl_out)
+
+
+INTEGRATE_BLOCK = wp.constant(512)    # particles per block of the claimed integration
+
+
+@wp.kernel
+def integrate_blocks(
+    # Model:
+    m: Model, cfl_dist: float, n: int, claim: int,
+    # Data in:
+    active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    pos_inout: wp.array2d(dtype=wp.vec3), vel_inout: wp.array2d(dtype=wp.vec3),
+    cfl_out: wp.array(dtype=wp.int32),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``integrate_at`` over blocks of INTEGRATE_BLOCK particles that the workers claim (polyphys.blocks):
+    thread (env, c) block c, or with ``claim`` unclaimed blocks until none is left."""
+    env, c = wp.tid()
+    n_blocks = (n + INTEGRATE_BLOCK - 1) / INTEGRATE_BLOCK
+    b = next_block(claims_inout, claim, env, c, n_blocks)
+    while b < n_blocks:
+        for i in range(b * INTEGRATE_BLOCK, wp.min((b + 1) * INTEGRATE_BLOCK, n)):
+            integrate_at(m, cfl_dist, env, i, active_in, pos_inout, vel_inout, cfl_out)
+        b = block_after(claims_inout, claim, env, n_blocks)
