@@ -472,7 +472,7 @@ def _segments(x):
 
 
 @pytest.mark.parametrize("precision", ["64", "32"])
-def test_island_gather_packed_stage(tmp_path, precision):
+def test_island_gather_packed_stage(tmp_path, precision, monkeypatch):
     """The gather of an island whose dofs and rows are not contiguous (kernels/convex_solve.cpp
     island_gather_native, Newton: packed): with the island arrays and the span cache NaN-filled first, the
     convex solve (iterations 0, tolerance 0: every island is gathered, none iterates) leaves the last island's
@@ -485,6 +485,9 @@ def test_island_gather_packed_stage(tmp_path, precision):
 
     path = tmp_path / "gather.xml"
     path.write_text(_GATHER_XML.strip())
+    from polyphys.plugins.rigid import model as M
+
+    monkeypatch.setattr(M, "_qm_scratch", False)   # d.qM per env: the solve below reads each env's after the step
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision=precision, graph_capture=False),
                            rigid=RigidOptions(constraint_islands=True, constraint_solver="Newton"))
     ent = scene.add_entity(morphs.MJCF(file=str(path)), Rigid())
