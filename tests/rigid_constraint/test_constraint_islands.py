@@ -403,7 +403,8 @@ def test_island_solved_in_place_equals_gathered(cone, precision):
         for k in ints:
             a = M.scratch_block(getattr(v.d, k))
             a.assign(np.full(a.shape, -7, np.int32))
-        convex_solve.solve(v, warm, prefetch=pf, inplace=inplace, fixed6=fixed6)
+        # each env's dense M written by the solve, as in the step (d.qM is one block per View: model._qm_scratch)
+        convex_solve.solve(v, warm, prefetch=pf, inplace=inplace, fixed6=fixed6, mass_hd=s._hd_solve)
         got[inplace, pf, fixed6] = {k: getattr(d, k).numpy().copy() for k in ("qacc_warmstart", "efc_force", "efc_state",
                                                                   "qfrc_constraint", "solver_niter", "island_niter",
                                                                   "solver_stat")}
