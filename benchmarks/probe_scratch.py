@@ -13,6 +13,8 @@ no scene-to-scene placement noise), each sample the stage profile of profile_con
 least and median per stage that reads the scratch (solve, labels), of the row builder (a control: it reads none)
 and of the step. ``--pad`` (with ``--stages``): the same one-scene A/B of the convex solve's padding rows instead,
 from d.efc_pad (``RigidSolver._pad_mark``, the default) against the whole row budget with non-temporal stores.
+``--qm``: the dense M d.qM one block per View (``model._qm_scratch``, the default) against one block per env
+instead of the scratch (the scratch shared in both), two scenes captured or (``--stages``) swapped in one scene.
 """
 
 from __future__ import annotations
@@ -27,10 +29,13 @@ from . import bench_constraint as B
 from . import profile_constraint as P
 
 
-def _build(path, d, dt, n, shared, capture=True, **extra):
+def _build(path, d, dt, n, shared, capture=True, qm=None, **extra):
+    """``shared``: the solve's scratch one block per View; ``qm`` (not None): d.qM one block per View
+    (model._qm_scratch) or per env, the scratch shared."""
     from polyphys.plugins.rigid import model as M
 
     M._shared_scratch = shared
+    M._qm_scratch = shared if qm is None else qm
     try:
         scene, ent = B._pp_scene(path, dt, n, 1, capture=capture, constraint_islands=True, **extra)
         B._pp_set(scene, ent, d, n)
@@ -38,6 +43,7 @@ def _build(path, d, dt, n, shared, capture=True, **extra):
             scene.step()
     finally:
         M._shared_scratch = True
+        M._qm_scratch = True
     return scene, ent
 
 
@@ -62,11 +68,27 @@ def _swap_sets(scene):
     return {"per env": per_env, "one block": shared}
 
 
+def _qm_sets(scene):
+    """{label: [(view struct, "qM", array)]}: the Views' dense M as built (one block per env) and as one block per
+    View (the convex solve writes each env's M at its start and nothing after it in the step reads it)."""
+    from polyphys.plugins.rigid import model as M
+
+    s = scene.solver("rigid")
+    per_env, block = [], []
+    for v in s.views.values():
+        a = v.d.qM
+        per_env.append((v.d, "qM", a))
+        block.append((v.d, "qM", M._one_env_block(a.shape, a.dtype, a.device)))
+    return {"qM per env": per_env, "qM one block": block}
+
+
 def _stages_in_one_scene(args, name, path, d, dt, n, extra):
     scene, ent = _build(path, d, dt, n, True, capture=False, **extra)
     if args.pad:
         s = scene.solver("rigid")
         sets = {"pad budget": [(s, "_pad_mark", False)], "pad from mark": [(s, "_pad_mark", True)]}
+    elif args.qm:
+        sets = _qm_sets(scene)
     else:
         sets = _swap_sets(scene)
     res = {k: [] for k in sets}
@@ -102,6 +124,8 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--stages", action="store_true", help="capture off, stage profile per round")
     ap.add_argument("--pad", action="store_true", help="with --stages: the padding rows' A/B instead")
+    ap.add_argument("--qm", action="store_true", help="the dense M d.qM per env against one block per View "
+                    "(model._qm_scratch; with --stages: swapped in one scene)")
     args = ap.parse_args()
     import warp as wp
 
@@ -111,8 +135,12 @@ def main():
         if args.stages:
             _stages_in_one_scene(args, name, path, d, dt, n, extra)
             continue
-        built = {label: _build(path, d, dt, n, shared, **extra)
-                 for label, shared in (("per env", False), ("one block", True))}
+        if args.qm:
+            built = {label: _build(path, d, dt, n, True, qm=qm, **extra)
+                     for label, qm in (("qM per env", False), ("qM one block", True))}
+        else:
+            built = {label: _build(path, d, dt, n, shared, **extra)
+                     for label, shared in (("per env", False), ("one block", True))}
         res = {k: [] for k in built}
         load0 = os.getloadavg()[0]
         order = list(built)

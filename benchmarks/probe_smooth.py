@@ -197,7 +197,15 @@ def main():
 
     wp.config.quiet = True
     for name, path, m, d, n, extra in P.settled_scenes(args.scenes.split(","), args.n, args.pile_n):
-        scene = P.polyphys_scene(path, d, float(m.opt.timestep), n, constraint_islands=True, **extra)
+        from polyphys.plugins.rigid import model as M
+
+        # --dense-ab switches the dense M's writer per step: d.qM per env (one block per View, model._qm_scratch,
+        # leaves it to the solve)
+        M._qm_scratch = not args.dense_ab
+        try:
+            scene = P.polyphys_scene(path, d, float(m.opt.timestep), n, constraint_islands=True, **extra)
+        finally:
+            M._qm_scratch = True
         if args.dense_ab:
             import statistics
 

@@ -38,7 +38,7 @@ from polyphys.views import ROW_EQUALITY, ROW_FRICTION, ROW_LIMIT, RigidDynamics
 from . import actuation, bias, constraint_rows, contact_forces, factorization, integration, kinematics, readback
 from .codes import ConstraintType, EqType
 from .kernels import contact_handoff as K
-from .model import EQ_ROWS
+from .model import EQ_ROWS, scratch_block
 
 # the row codes core's RigidDynamics names are the rigid solver's own ConstraintType values
 assert (ROW_EQUALITY, ROW_FRICTION, ROW_LIMIT) == (ConstraintType.EQUALITY, ConstraintType.FRICTION, ConstraintType.LIMIT)
@@ -90,6 +90,13 @@ def cede(solver, owner: str) -> None:
     solver.data.efc_pad.fill_(solver.model.max_rows)     # rows written outside the convex solve: it pads them all next
     solver._query_at = None
     solver._forward_at = solver._steps_done()
+    qm = solver.data.qM
+    if scratch_block(qm) is not qm:
+        # the hand-off reads each env's dense M after the smooth pass wrote all of them: per env again
+        # (model._qm_scratch gave the convex solve one block per View)
+        solver.data.qM = qm = wp.zeros(qm.shape, dtype=qm.dtype, device=qm.device)
+        for v in solver.views.values():
+            v.d.qM = qm[v.start:v.stop]
     solver._dyn = {}
     # b: the non-contact rows of the substep (rows 0 .. b−1; the contacts follow), per env
     solver._handoff_rows = bool(hm.has_constraint_rows)

@@ -350,6 +350,12 @@ SCRATCH_FIELDS = ("solver_jar", "solver_jv", "solver_H", "solver_LM", "solver_gr
                   "iefc_R", "iefc_frictionloss", "iefc_mu", "iefc_aref", "iefc_force", "iefc_jar", "iacc_smooth",
                   "iacc", "ifrc_constraint", "igrad", "ima")
 _shared_scratch = True
+# The dense M d.qM (n, nv, nv) as the solve's scratch too where the convex solve writes it at each env's start
+# (RigidSolver._m_in_solve) and no later reader needs it per env: the convex resolution without noslip (noslip reads
+# M after the solve, in its own launch; the Signorini solve reads the smooth pass's). The SAP hand-off
+# (contact_handoff.cede_contacts) gives it back a per-env array. False: per env always (the A/B and tests that read
+# d.qM after a step).
+_qm_scratch = True
 
 
 def _one_env_block(shape, dtype, device):
@@ -588,7 +594,7 @@ def make_data(hm: HostModel, layout):
 
 def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, max_con: int, cone_elliptic: bool,
                           signorini: bool, noslip: bool, con_geom=None, con_pair=None, con_set=None,
-                          islands: bool = False) -> None:
+                          islands: bool = False, qm_scratch: bool = False) -> None:
     """The contact, row and solver arrays (one element each along unused axes: signorini and noslip
     scratch only when used). con_geom / con_pair and con_set = (pos, frame, includemargin): the
     collision pipeline's arrays (aliased)."""
@@ -638,7 +644,8 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.efc_load = z((n, Rs))
     d.efc_dload = z((n, Rs))
     d.efc_MiJ = a.scratch((n, R, nv) if noslip else (n, 1, 1))
-    d.qM = z((n, nv, nv))
+    # the convex solve writes each env's M at its start and nothing else reads it: one block per View (_qm_scratch)
+    d.qM = a.scratch((n, nv, nv)) if qm_scratch else z((n, nv, nv))
     d.solver_H = a.scratch((n, nv, nv))
     d.solver_LM = a.scratch((n, nv, nv))
     d.qfrc_constraint = z((n, nv))
@@ -846,7 +853,8 @@ def set_const(m, d, hm: HostModel, layout, entities, pipe, mass_matrix0: np.ndar
                 _advise_huge(arr)
     _make_constraint_data(d, hm, a, n, max_rows=max_rows, max_con=max_con, cone_elliptic=o.friction_cone == "elliptic",
                           signorini=o.effective_resolution() == "signorini", noslip=o.noslip_iterations > 0,
-                          con_geom=con_geom, con_pair=con_pair, con_set=con_set, islands=o.effective_islands())
+                          con_geom=con_geom, con_pair=con_pair, con_set=con_set, islands=o.effective_islands(),
+                          qm_scratch=_qm_scratch and o.effective_resolution() != "signorini" and o.noslip_iterations == 0)
 
 
 # ---------------------------------------------------------------- views

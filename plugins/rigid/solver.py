@@ -54,7 +54,7 @@ from . import (
 from .codes import IntegratorType
 from .entity import RigidEntity
 from .materials import Rigid
-from .model import HostModel, make_data, put_model, set_const, view
+from .model import HostModel, make_data, put_model, scratch_block, set_const, view
 from .options import RigidOptions, resolve_model_options
 from .sensor_view import RigidSensorViewMixin
 from .types import declare_overloads
@@ -304,8 +304,11 @@ class RigidSolver(RigidSensorViewMixin, Solver):
 
     def _m_in_solve(self) -> bool:
         """Whether the substep's convex solve writes the dense M itself (convex_solve.solve ``mass_hd``) instead
-        of the smooth pass (the Signorini solve reads the smooth pass's)."""
-        return getattr(self, "_dense_in_solve", True) and self.options.effective_resolution() != "signorini"
+        of the smooth pass (the Signorini solve reads the smooth pass's). Always where d.qM is one block per View
+        (model._qm_scratch): an env's M exists only inside its solve there."""
+        if self.options.effective_resolution() == "signorini":
+            return False
+        return getattr(self, "_dense_in_solve", True) or scratch_block(self.data.qM) is not self.data.qM
 
     def _solve(self, v, qacc_warm, dense: bool = False) -> None:
         """The constraint solve of the view's envs; ``dense``: the convex solve writes the dense M + h·D first
@@ -489,8 +492,9 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         wp.copy(self._qacc_keep, d.qacc_warmstart)
         for part in self.layout.partitions:
             v = self.views[part.index]
-            self._constraint_rows(part)
-            self._solve(v, v.d.qacc_smooth)
+            in_solve = self._m_in_solve()       # the convex solve writes the dense M (a scratch block: per env)
+            self._constraint_rows(part, dense_done=in_solve)
+            self._solve(v, v.d.qacc_smooth, dense=in_solve)
             if self.collision is not None:
                 contact_forces.contact_link_wrench(v, contact_forces.NONE)
             if self._readback_on:

@@ -223,7 +223,10 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         qacc: (n, nv) float [m/s², rad/s²]: acceleration of the last step's integration (or forward's M⁻¹f)
         qM: (n, nv, nv) float: dense mass matrix the constraint solve uses (approximate_implicitfast: M + h·D)
             (M's tree pattern, zeros off it; written by the convex solve at each env's start, for the signorini
-            solve by the smooth pass, factorization.mass_dense's body either way)
+            solve by the smooth pass, factorization.mass_dense's body either way). On CPU with the convex resolution
+            and no noslip it is the solve's scratch too (model._qm_scratch, docs/constraint.md "The solve's
+            scratch"): one block per View (strides[0] = 0) holding the View's last solved env's M; per env otherwise
+            and after the SAP hand-off. The mass matrix getters read ``mass``, not qM
         -- integration (stage integration.py):
         qfrc_total: (n, nv) float [N·m or N]: the force the integrating solve used (smooth + constraint)
         joint_mid_active: (n, nj) int: 1 = the free joint took the implicit midpoint branch this substep

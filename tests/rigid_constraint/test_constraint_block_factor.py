@@ -151,7 +151,8 @@ def test_solve_with_block_factor_equals_envelope(cone, precision, islands):
         for k in ("efc_state", "solver_niter", "island_niter", "iefc_span", "iefc_state"):
             a = getattr(d, k)
             a.assign(np.full(a.shape, -7, np.int32))
-        convex_solve.solve(v, warm, blocks=blocks)
+        # each env's dense M written by the solve, as in the step (d.qM is one block per View: model._qm_scratch)
+        convex_solve.solve(v, warm, blocks=blocks, mass_hd=s._hd_solve)
         got[blocks] = {k: getattr(d, k).numpy().copy() for k in outs}
     for k in outs:
         assert got[2][k].tobytes() == got[0][k].tobytes(), k

@@ -10,7 +10,8 @@ the solve reads it.
 - the step: the substep with the dense M written by the solve and by the smooth pass (``_dense_in_solve``) gives
   byte-identical states, d.qM and contact forces step by step (three trees of 6, 8 and 3 dofs: a free box, a free
   body with two hinged flaps, a hinge chain; Newton and CG, pyramidal and elliptic, approximate_implicitfast
-  (h_D = h) and implicitfast (h_D = 0), islands on and off).
+  (h_D = h) and implicitfast (h_D = 0), islands on and off); and with d.qM one block per View (model._qm_scratch,
+  the default: the solve's scratch) the same states and forces, step by step and in forward()'s query.
 """
 
 import warnings
@@ -74,9 +75,11 @@ _OUTS = ("qacc_warmstart", "efc_force", "efc_state", "qfrc_constraint", "solver_
 
 @pytest.mark.parametrize("integrator", ["approximate_implicitfast", "implicitfast"])
 @pytest.mark.parametrize("solver", ["Newton", "CG"])
-def test_solve_writes_dense_m_stage(tmp_path, integrator, solver):
+def test_solve_writes_dense_m_stage(tmp_path, integrator, solver, monkeypatch):
     from polyphys.plugins.rigid import convex_solve, factorization
+    from polyphys.plugins.rigid import model as M
 
+    monkeypatch.setattr(M, "_qm_scratch", False)   # d.qM per env: each env's M is read back below
     scene, _ = _scene(tmp_path, integrator=integrator, constraint_solver=solver)
     for _ in range(30):
         scene.step()
@@ -120,15 +123,32 @@ def test_solve_writes_dense_m_stage(tmp_path, integrator, solver):
 def test_dense_m_in_solve_step_bit_identical(tmp_path, solver, cone, integrator, islands):
     opts = dict(constraint_solver=solver, friction_cone=cone, integrator=integrator, constraint_islands=islands,
                 contact_resolution="convex")
-    a, ea = _scene(tmp_path, **opts)
-    b, eb = _scene(tmp_path, **opts)
-    sb = b.solver("rigid")
+    from polyphys.plugins.rigid import model as M
+
+    c, ec = _scene(tmp_path, **opts)      # the default: d.qM one block per View (model._qm_scratch)
+    M._qm_scratch = False                 # a, b: d.qM per env, so that it can be compared
+    try:
+        a, ea = _scene(tmp_path, **opts)
+        b, eb = _scene(tmp_path, **opts)
+    finally:
+        M._qm_scratch = True
+    sa, sb, sc = a.solver("rigid"), b.solver("rigid"), c.solver("rigid")
     sb._dense_in_solve = False            # the smooth pass writes the dense M (before Round 15)
-    sa = a.solver("rigid")
-    assert sa._m_in_solve() and not sb._m_in_solve()
+    sc._dense_in_solve = False            # no effect where d.qM is a block: the solve must write it
+    assert M.scratch_block(sc.data.qM) is not sc.data.qM and M.scratch_block(sa.data.qM) is sa.data.qM
+    assert all(v.d.qM.strides[0] == 0 for v in sc.views.values())
+    assert sa._m_in_solve() and not sb._m_in_solve() and sc._m_in_solve()
     for step in range(60):
         a.step()
         b.step()
+        c.step()
         for k in ("qpos", "qvel", "qM", "efc_force", "qfrc_constraint"):
             assert getattr(sa.data, k).numpy().tobytes() == getattr(sb.data, k).numpy().tobytes(), (step, k)
+        for k in ("qpos", "qvel", "efc_force", "qfrc_constraint", "qacc_warmstart"):
+            assert getattr(sa.data, k).numpy().tobytes() == getattr(sc.data, k).numpy().tobytes(), (step, k)
     assert int(sa.data.nefc.numpy().min()) > 0
+    # forward()'s constraint query (the solve writes each env's M there too): the same forces
+    a.solver("rigid").forward()
+    c.solver("rigid").forward()
+    for k in ("efc_force", "qfrc_constraint"):
+        assert getattr(sa.data, k).numpy().tobytes() == getattr(sc.data, k).numpy().tobytes(), k

@@ -403,7 +403,8 @@ def test_island_solved_in_place_equals_gathered(cone, precision):
         for k in ints:
             a = M.scratch_block(getattr(v.d, k))
             a.assign(np.full(a.shape, -7, np.int32))
-        convex_solve.solve(v, warm, prefetch=pf, inplace=inplace, fixed6=fixed6)
+        # each env's dense M written by the solve, as in the step (d.qM is one block per View: model._qm_scratch)
+        convex_solve.solve(v, warm, prefetch=pf, inplace=inplace, fixed6=fixed6, mass_hd=s._hd_solve)
         got[inplace, pf, fixed6] = {k: getattr(d, k).numpy().copy() for k in ("qacc_warmstart", "efc_force", "efc_state",
                                                                   "qfrc_constraint", "solver_niter", "island_niter",
                                                                   "solver_stat")}
@@ -472,7 +473,7 @@ def _segments(x):
 
 
 @pytest.mark.parametrize("precision", ["64", "32"])
-def test_island_gather_packed_stage(tmp_path, precision):
+def test_island_gather_packed_stage(tmp_path, precision, monkeypatch):
     """The gather of an island whose dofs and rows are not contiguous (kernels/convex_solve.cpp
     island_gather_native, Newton: packed): with the island arrays and the span cache NaN-filled first, the
     convex solve (iterations 0, tolerance 0: every island is gathered, none iterates) leaves the last island's
@@ -485,6 +486,9 @@ def test_island_gather_packed_stage(tmp_path, precision):
 
     path = tmp_path / "gather.xml"
     path.write_text(_GATHER_XML.strip())
+    from polyphys.plugins.rigid import model as M
+
+    monkeypatch.setattr(M, "_qm_scratch", False)   # d.qM per env: the solve below reads each env's after the step
     scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision=precision, graph_capture=False),
                            rigid=RigidOptions(constraint_islands=True, constraint_solver="Newton"))
     ent = scene.add_entity(morphs.MJCF(file=str(path)), Rigid())

@@ -176,7 +176,8 @@ def test_solve_next_env_prefetch_past_128_rows_leaves_the_solution_unchanged(tmp
             a = getattr(d, k)
             a.fill_(np.nan if a.dtype != wp.int32 else -7)
         for part in solver.layout.partitions:
-            convex_solve.solve(solver.views[part.index], warm, prefetch=pf)
+            # each env's dense M written by the solve, as in the step (d.qM one block per View: model._qm_scratch)
+            convex_solve.solve(solver.views[part.index], warm, prefetch=pf, mass_hd=solver._hd_solve)
         nefc = d.nefc.numpy()
         for e in range(n):
             assert np.isfinite(d.qacc_warmstart.numpy()[e]).all()
