@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 import time
 from importlib import metadata
 
@@ -256,7 +257,9 @@ def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), 
     scenes stepped alternately in the same process (best of several blocks), and the critical-path
     rate (``critical_path``: each stage's slowest worker, by thread CPU time) — the figure that
     survives a machine whose scheduler gives each process group a fixed share of the cores. Rounds
-    (one block of each scene): 5 (3 quick), more up to 40 while they took under ``min_time`` seconds."""
+    (one block of each scene): 10 (3 quick), more up to 40 while they took under ``min_time`` seconds.
+    The wall row's note also gives the median of the rounds' paired ratios (the two scenes' blocks of
+    the same round), which one lucky block does not move."""
     lo, hi = min(threads), max(threads)
     scenes = {t: make(t) for t in (lo, hi)}
     for sc in scenes.values():
@@ -273,16 +276,20 @@ def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), 
     # most 40): a scene of a few ms per step (FEM explicit 100k: a block of ~7 ms on 2 threads) gets enough
     # blocks that one of each scene misses the other processes' bursts (benchmarks/results/fem.md, round 12)
     # the hypervisor's steal over each scene's timed blocks (``steal_ticks``): wall time no CPU clock counts
+    # 10 rounds at least (5 before 2026-12-02: the best of 5 blocks still missed the 100k scenes' 1 -> 2 thread
+    # ratio by ±10 % between two idle runs, benchmarks/results/sph.md round 16)
     steal = {t: [0, 0] for t in scenes}
+    walls = {t: [] for t in scenes}
     t_start, rounds = time.perf_counter(), 0
-    while rounds < (3 if quick else 5) or (rounds < 40 and time.perf_counter() - t_start < min_time):
+    while rounds < (3 if quick else 10) or (rounds < 40 and time.perf_counter() - t_start < min_time):
         rounds += 1
         for t, sc in scenes.items():
             s0 = steal_ticks()
             t0 = time.perf_counter()
             for _ in range(n):
                 sc.step()
-            best[t] = min(best[t], (time.perf_counter() - t0) / n)
+            walls[t].append((time.perf_counter() - t0) / n)
+            best[t] = min(best[t], walls[t][-1])
             s1 = steal_ticks()
             steal[t][0] += s1[0] - s0[0]
             steal[t][1] += s1[1] - s0[1]
@@ -292,7 +299,8 @@ def scaling_rows(make, case: str, items: float, unit_name: str, threads=(1, 2), 
                 items / best[hi], items / best[lo], f"polyphys cpu_threads={lo}", best[lo] / best[hi],
                 f"{threads_note(scenes[hi])}; wall time: on a machine shared with other process groups the "
                 f"scheduler caps this process's share of the cores, so this ratio understates the scaling; "
-                f"{_steal_note(steal[lo], steal[hi], best[lo] / best[hi], lo, hi)}"),
+                f"{_steal_note(steal[lo], steal[hi], best[lo] / best[hi], lo, hi)}; best of {rounds} rounds, the "
+                f"median of the rounds' paired ratios {statistics.median(a / b for a, b in zip(walls[lo], walls[hi])):.2f}x"),
             row(f"{case}, thread scaling {lo} -> {hi}", f"{unit_name}, critical path, cpu_threads={hi}", "1/s",
                 items / crit[hi], items / crit[lo], f"polyphys cpu_threads={lo}", crit[lo] / crit[hi],
                 f"critical path: per stage the slowest worker's thread CPU time, summed (the wall time on "
