@@ -42,6 +42,11 @@ class BlockQueue:
         """Zero the counters (outside a step; after a step that failed midway: ``Solver.on_reset``)."""
         self.counters.zero_()
 
+    def views(self, part):
+        """The partition's rows of counters (for a claiming stage a caller issues itself:
+        ``BinSort.sort``'s claimed count)."""
+        return self._views[part.index]
+
     def stage(self, solver, part, n_blocks: int, launch, then=None) -> None:
         """One parallel stage of ``solver`` over ``part`` whose ``n_blocks`` blocks the workers claim:
         ``launch(threads, claim, counters)`` issues the stage's kernel over (part.n_envs, threads) with
