@@ -17,8 +17,9 @@ Rules for a claimed stage: the items' results must not depend on the order in wh
 are computed (no sum across blocks, no write another block reads in the same stage), and it
 cannot follow another stage worker by worker (``parallel(..., after=tag)``): its shares are not
 fixed. A stage that depends on the order of its items within a worker claims two-ended instead
-(``polyphys.kernels.blocks.claim_two_ended``, issued by its owner: ``BinSort.sort``'s claimed count). With one worker the kernel computes block c in thread c (no claiming, no extra launch; on CUDA
-a thread per block is what the device needs).
+(``polyphys.kernels.blocks.claim_two_ended``, issued by its owner: ``BinSort.sort``'s claimed count).
+With one worker the kernel computes block c in thread c (no claiming, no extra launch; on CUDA a thread
+per block is what the device needs).
 """
 
 from __future__ import annotations
