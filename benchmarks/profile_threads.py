@@ -286,9 +286,11 @@ def per_kernel(case: str, rounds: int = 6) -> None:
         print(f"  round totals, {m}: " + ", ".join(f"{sum(t for t, _ in d.values()):.1f}" for d in res[m]))
 
 
-def claim_ab(case: str, rounds: int = 8, busy: bool = False) -> None:
+def claim_ab(case: str, rounds: int = 8, busy: bool = False, what: str = "sort") -> None:
     """In-process A/B of SPHSolver's claimed sort scatter and integration (``claim_sort``,
-    ``claim_integrate``) against their fixed shares: two 2-worker scenes, one step of each per round
+    ``claim_integrate``) against their fixed shares (``what`` "sort"), or of the claimed cell keys and
+    counts (``claim_count``) against theirs, both with the scatter and integration claimed (``what``
+    "count"): two 2-worker scenes, one step of each per round
     (order rotated), each segment of the replayed program timed (``_walk``). Prints per variant the
     step wall and the sum of the parallel segments other than the three claimed neighbour stages per
     substep (the sort's stages and the integration: all but the 3 · substeps longest segments, which are
@@ -306,10 +308,14 @@ def claim_ab(case: str, rounds: int = 8, busy: bool = False) -> None:
     scenes = {}
     try:
         for name, on in variants.items():
-            SPHSolver.claim_sort = SPHSolver.claim_integrate = on
+            if what == "count":
+                SPHSolver.claim_count = on
+            else:
+                SPHSolver.claim_sort = SPHSolver.claim_integrate = on
+                SPHSolver.claim_count = False
             scenes[name] = _make(case, 2)
     finally:
-        SPHSolver.claim_sort = SPHSolver.claim_integrate = True
+        SPHSolver.claim_sort = SPHSolver.claim_integrate = SPHSolver.claim_count = True
     for sc in scenes.values():
         for _ in range(2):
             sc.step()
@@ -347,7 +353,8 @@ def claim_ab(case: str, rounds: int = 8, busy: bool = False) -> None:
             loop.wait()
         for sc in scenes.values():
             _untime(sc.simulator)
-    print(f"== {case} claimed vs fixed sort scatter + integration, 2 workers{' (cpu1 busy)' if busy else ''}: "
+    print(f"== {case} claimed vs fixed {'cell keys + counts' if what == 'count' else 'sort scatter + integration'}, "
+          f"2 workers{' (cpu1 busy)' if busy else ''}: "
           f"{rounds} rounds, load {min(loads):.2f}-{max(loads):.2f}")
     for name in variants:
         w, sm = np.array(res[name]["wall"]) * 1e3, np.array(res[name]["small"]) * 1e3
@@ -359,12 +366,13 @@ def claim_ab(case: str, rounds: int = 8, busy: bool = False) -> None:
 
 if __name__ == "__main__":
     threading.current_thread().name = "profile"
-    # ``--claim [--busy] [--rounds=N]``: claim_ab (SPH cases)
+    # ``--claim[=count] [--busy] [--rounds=N]``: claim_ab (SPH cases)
     args = sys.argv[1:] or ["wcsph20k"]
     detail, kernels = "--segments" in args, "--kernels" in args
     for c in [a for a in args if not a.startswith("--")]:
-        if "--claim" in args:
+        claim = [a for a in args if a.startswith("--claim")]
+        if claim:
             rounds = [int(a.split("=")[1]) for a in args if a.startswith("--rounds=")]
-            claim_ab(c, *rounds[:1], busy="--busy" in args)
+            claim_ab(c, *rounds[:1], busy="--busy" in args, what=claim[0].partition("=")[2] or "sort")
         else:
             per_kernel(c) if kernels else per_segment(c) if detail else profile(c)

@@ -19,6 +19,16 @@ come from ``sort``'s ``keys`` launch: then the row is non-zero only at the keys 
 written only where a worker has items), and the worker zeroes just those before writing the new
 keys — O(items) per worker, the keys of the last sort kept in ``key`` (``clear()`` after anything
 that may have left a sort half done: ``Solver.on_reset``).
+
+Claimed (CPU, ``blocks``): the scatter is a stage of blocks the workers claim, and with ``count`` the
+keys and counts too. A count's ranks depend on the order its row counts the items in, so a claimed
+count takes its blocks two-ended (``polyphys.kernels.blocks.claim_two_ended``): each worker's home range
+has a front row, which its worker counts in ascending index, and a back row, which the worker before
+it (w − 1 mod workers for range w) counts from the range's end down once its own range is done; the
+rows are scanned in index order (range 0 front, range 0 back, range 1 front, ...), a back row's offset
+being its run's end. Every key's items so land in ascending index whoever counted which block, and a
+worker on a slower or busier core leaves the end of its range to the worker before it. Each worker
+clears its two rows itself, where its last sort's block counts say it had items.
 """
 
 from __future__ import annotations
@@ -45,9 +55,13 @@ class BinSort:
         self.rank = z((n, max(self.n_items, 1)))
         self.order = z((n, max(self.n_items, 1)))
         self.start = z((n, self.n_keys + 1))
-        self.counts = wp.zeros((n, w, self.n_keys), dtype=wp.int32, device=dev)
+        # a row of counts per worker (a count in fixed shares), or two (a claimed count: ``count_block``)
+        rows = 2 * w if w > 1 else 1
+        self.counts = wp.zeros((n, rows, self.n_keys), dtype=wp.int32, device=dev)
         self.blocks = z((n, self.n_blocks))
-        self.block_counts = wp.zeros((n, w, self.n_blocks), dtype=wp.int32, device=dev)
+        self.block_counts = wp.zeros((n, rows, self.n_blocks), dtype=wp.int32, device=dev)
+        # a claimed count takes at most ENDS / 2 - 1 blocks per home range (kernels/blocks.py)
+        self._count_blocks = -(-self.n_items // K.SCATTER_BLOCK)
         # the payload arguments of a claimed scatter without payload (not read)
         self._no_payload = wp.zeros((1, 1), dtype=wp.vec3, device=dev)
         self._views = {}
@@ -65,7 +79,14 @@ class BinSort:
         key, _, order, start, _, _, _ = self._views[part.index]
         return key, order, start
 
-    def sort(self, solver, part, keys=None, payload=None, after=None, blocks=None) -> None:
+    def claims_count(self, part, blocks, count) -> bool:
+        """Whether ``sort(part, ..., blocks=blocks, count=count)`` counts in claimed blocks."""
+        from .kernels import blocks as B
+
+        return (count is not None and blocks is not None and not self.cuda and part.workers > 1
+                and self._count_blocks // part.workers < B.ENDS // 2 - 1)
+
+    def sort(self, solver, part, keys=None, payload=None, after=None, blocks=None, count=None) -> None:
         """Sort the partition's items by key. ``keys(w, a, b)``, when given, launches worker w's
         key computation for items [a, b) first (in the same stage as its counting). ``payload``
         (src, dst): vec3 rows (the partition's views) also copied in sorted order, dst[k] =
@@ -76,15 +97,25 @@ class BinSort:
         only its own keys, ranks and row of counts. ``blocks``: a ``polyphys.blocks.BlockQueue`` (CPU):
         the scatter is then a claimed stage over blocks of ``SCATTER_BLOCK`` items (each item's
         offset read from the row of the worker that counted it), so that a slower core's share of
-        it goes to the other workers; the same places as the fixed shares."""
+        it goes to the other workers; the same places as the fixed shares. ``count`` (kernel, model,
+        data), with ``blocks`` on CPU and several workers: the keys and counts too are a claimed stage
+        (``claims_count``), the caller's ``kernel`` writing the keys of the blocks it claims and counting
+        them (``polyphys.kernels.binsort.count_block``; ``count_claimed`` is the one for keys already
+        in ``key``), launched with one thread per env as kernel(model..., n_items, claim, data...,
+        outputs key, rank, counts, block counts, claim counters). Blocks of SCATTER_BLOCK items are
+        taken two-ended: worker w the front of its home range, then the back of the next worker's, so
+        each row of counts is one worker's, in ascending or in descending index (a back row's ranks
+        count down from its run's end): the same order of every key's items whoever took what. ``keys``
+        and ``after`` are then not used."""
         import warp as wp
 
         from .kernels import binsort as K
+        from .kernels import blocks as B
 
         key, rank, order, start, counts, block_offsets, bcounts = self._views[part.index]
         ne, n, nk, nb = part.n_envs, self.n_items, self.n_keys, self.n_blocks
 
-        def count(w):
+        def count_share(w):
             a, b = part.chunk(w, n)
             if keys is None:
                 wp.launch(K.zero_counts, dim=(ne, nk), inputs=[w, 0], outputs=[counts])
@@ -97,14 +128,6 @@ class BinSort:
             if b > a:
                 wp.launch(K.count_keys, dim=(ne, b - a), inputs=[w, a, key], outputs=[rank, counts, bcounts])
 
-        def offsets(w):
-            a, b = part.chunk(w, nb)
-            if b > a:
-                # this share's block offsets first (the items of the blocks before it summed again by
-                # each worker: O(n_blocks) per worker, no serial launch and no barrier for it)
-                wp.launch(K.scan_blocks, dim=ne, inputs=[a, b, bcounts], outputs=[block_offsets])
-                wp.launch(K.scan_local, dim=(ne, b - a), inputs=[nk, a, block_offsets, bcounts], outputs=[counts, start])
-
         def scatter(w):
             a, b = part.chunk(w, n)
             if b <= a:
@@ -115,13 +138,38 @@ class BinSort:
                 wp.launch(K.scatter_items_vec3, dim=(ne, b - a), inputs=[w, a, key, rank, counts, payload[0]],
                           outputs=[order, payload[1]])
 
-        solver.parallel(part, count, after=after)
+        two_ended = self.claims_count(part, blocks, count)
+
+        def offsets(w):
+            a, b = part.chunk(w, nb)
+            if b > a:
+                # this share's block offsets first (the items of the blocks before it summed again by
+                # each worker: O(n_blocks) per worker, no serial launch and no barrier for it)
+                wp.launch(K.scan_blocks, dim=ne, inputs=[a, b, bcounts], outputs=[block_offsets])
+                wp.launch(K.scan_local, dim=(ne, b - a), inputs=[nk, a, int(two_ended), block_offsets, bcounts],
+                          outputs=[counts, start])
+
+        if two_ended:
+            kernel, model, data = count
+            claims = blocks.views(part)
+
+            def claimed_count(w):
+                # worker w's two rows are written by it alone: it clears them where its last sort left counts
+                wp.launch(K.clear_rows, dim=ne, inputs=[w, part.workers], outputs=[counts, bcounts])
+                wp.launch(kernel, dim=ne, inputs=[*model, n, B.claim_code(w, part.workers), *data],
+                          outputs=[key, rank, counts, bcounts, claims])
+                wp.launch(B.release, dim=ne, inputs=[part.workers], outputs=[claims])
+
+            solver.parallel(part, claimed_count)
+        else:
+            solver.parallel(part, count_share, after=after)
         solver.parallel(part, offsets)
         if blocks is not None and not self.cuda:
             src, dst = payload if payload is not None else (self._no_payload, self._no_payload)
             flag = 0 if payload is None else 1
             blocks.stage(solver, part, -(-n // K.SCATTER_BLOCK), lambda threads, claim, claims: wp.launch(
-                K.scatter_claimed, dim=(ne, threads), inputs=[part.workers, n, claim, key, rank, counts, flag, src],
+                K.scatter_claimed, dim=(ne, threads),
+                inputs=[part.workers, n, int(two_ended), claim, key, rank, counts, flag, src],
                 outputs=[claims, order, dst]))
         else:
             solver.parallel(part, scatter)

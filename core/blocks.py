@@ -16,8 +16,10 @@ worker takes it, so the results are bit-identical for any number of workers (doc
 Rules for a claimed stage: the items' results must not depend on the order in which the blocks
 are computed (no sum across blocks, no write another block reads in the same stage), and it
 cannot follow another stage worker by worker (``parallel(..., after=tag)``): its shares are not
-fixed. With one worker the kernel computes block c in thread c (no claiming, no extra launch; on CUDA
-a thread per block is what the device needs).
+fixed. A stage that depends on the order of its items within a worker claims two-ended instead
+(``polyphys.kernels.blocks.claim_two_ended``, issued by its owner: ``BinSort.sort``'s claimed count).
+With one worker the kernel computes block c in thread c (no claiming, no extra launch; on CUDA a thread
+per block is what the device needs).
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ class BlockQueue:
     def clear(self) -> None:
         """Zero the counters (outside a step; after a step that failed midway: ``Solver.on_reset``)."""
         self.counters.zero_()
+
+    def views(self, part):
+        """The partition's rows of counters (for a claiming stage a caller issues itself:
+        ``BinSort.sort``'s claimed count)."""
+        return self._views[part.index]
 
     def stage(self, solver, part, n_blocks: int, launch, then=None) -> None:
         """One parallel stage of ``solver`` over ``part`` whose ``n_blocks`` blocks the workers claim:

@@ -12,13 +12,14 @@ order inside each key there.
 
 import warp as wp
 
-from .blocks import block_after, next_block
+from .blocks import block_after, claim_two_ended, next_block
 
 # forward only: nothing here is differentiated
 wp.set_module_options({"enable_backward": False})
 
 BLOCK = 256      # keys per block of the two-level scan
-# items per block of the claimed scatter (``scatter_claimed``): 100k items make ~200 blocks, two claims each
+# items per block of the claimed scatter (``scatter_claimed``) and count (``count_claimed``): 100k items make
+# ~200 blocks, two claims each
 SCATTER_BLOCK = wp.constant(512)
 
 
@@ -71,6 +72,79 @@ def count_keys(
 
 
 @wp.kernel
+def clear_rows(
+    # Model:
+    w: int,
+    workers: int,
+    # Data out:
+    counts_out: wp.array3d(dtype=wp.int32),
+    block_counts_out: wp.array3d(dtype=wp.int32),
+):
+    """Zero the two rows worker w counts into in a claimed count (``count_block``: the front of its own
+    range, the back of the next one), only in the blocks of keys its last sort's block counts say it
+    had items in: elsewhere the rows are zero already (``scan_local`` writes where there are counts)."""
+    env = wp.tid()
+    n_keys = counts_out.shape[2]
+    for t in range(2):
+        row = wp.where(t == 0, 2 * w, 2 * ((w + 1) % workers) + 1)
+        for kb in range(block_counts_out.shape[2]):
+            if block_counts_out[env, row, kb] != 0:
+                for k in range(kb * BLOCK, wp.min((kb + 1) * BLOCK, n_keys)):
+                    counts_out[env, row, k] = 0
+                block_counts_out[env, row, kb] = 0
+
+
+@wp.func
+def count_block(
+    env: int,
+    block: wp.vec2i,
+    n: int,
+    key_in: wp.array2d(dtype=wp.int32),
+    rank_out: wp.array2d(dtype=wp.int32),
+    counts_out: wp.array3d(dtype=wp.int32),
+    block_counts_out: wp.array3d(dtype=wp.int32),
+):
+    """Count the items of a claimed block (``claim_two_ended``: (block, row)) of SCATTER_BLOCK items in its row:
+    a front row's block in ascending index (rank: the row's count of the key before the item), a back
+    row's in descending index (rank −1 − the count of the key among the row's items after it); the row
+    is written by this thread alone in the stage, so plain increments."""
+    row = block[1]
+    i0 = block[0] * SCATTER_BLOCK
+    i1 = wp.min(i0 + SCATTER_BLOCK, n)
+    back = row % 2
+    for t in range(i1 - i0):
+        i = wp.where(back == 0, i0 + t, i1 - 1 - t)
+        k = key_in[env, i]
+        c = counts_out[env, row, k]
+        counts_out[env, row, k] = c + 1
+        block_counts_out[env, row, k / BLOCK] = block_counts_out[env, row, k / BLOCK] + 1
+        rank_out[env, i] = wp.where(back == 0, c, -1 - c)
+
+
+@wp.kernel
+def count_claimed(
+    # Model:
+    n: int,
+    claim: int,
+    # Data out:
+    key_inout: wp.array2d(dtype=wp.int32),
+    rank_out: wp.array2d(dtype=wp.int32),
+    counts_out: wp.array3d(dtype=wp.int32),
+    block_counts_out: wp.array3d(dtype=wp.int32),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """The claimed count (``BinSort.sort(..., count=(count_claimed, [], []))``) of items whose keys the
+    caller wrote in ``key`` before the sort (read only here; one thread per env and worker): blocks of
+    SCATTER_BLOCK items taken two-ended (``claim_two_ended``) and counted (``count_block``)."""
+    env = wp.tid()
+    n_blocks = (n + SCATTER_BLOCK - 1) / SCATTER_BLOCK
+    block = claim_two_ended(claims_inout, claim, env, n_blocks)
+    while block[0] < n_blocks:
+        count_block(env, block, n, key_inout, rank_out, counts_out, block_counts_out)
+        block = claim_two_ended(claims_inout, claim, env, n_blocks)
+
+
+@wp.kernel
 def scan_blocks(
     # Model:
     b0: int,
@@ -100,6 +174,7 @@ def scan_local(
     # Model:
     n_keys: int,
     b0: int,
+    two_ended: int,
     # Data in:
     block_in: wp.array2d(dtype=wp.int32),
     block_counts_in: wp.array3d(dtype=wp.int32),
@@ -107,10 +182,12 @@ def scan_local(
     counts_inout: wp.array3d(dtype=wp.int32),
     start_out: wp.array2d(dtype=wp.int32),
 ):
-    """start[key] = items of smaller keys; each worker's non-zero count becomes its offset
-    start[key] + the counts of the workers before it (a zero count stays zero: no item of that
-    worker has that key, and the row stays zero but for the keys of its items). A worker with no
-    item in the block (its block count is zero) has only zeros there: its row is not read."""
+    """start[key] = items of smaller keys; each row's non-zero count becomes its offset
+    start[key] + the counts of the rows before it (a zero count stays zero: no item of that
+    row has that key, and the row stays zero but for the keys of its items). A row with no
+    item in the block (its block count is zero) has only zeros there: it is not read. ``two_ended``
+    (a claimed count, ``count_block``): the odd rows are back rows, whose offset is the end of their
+    run (their ranks count down from it)."""
     env, q = wp.tid()
     b = b0 + q
     run = block_in[env, b]
@@ -131,7 +208,7 @@ def scan_local(
             start_out[env, k] = run
             c = counts_inout[env, w1, k]
             if c != 0:
-                counts_inout[env, w1, k] = run
+                counts_inout[env, w1, k] = wp.where(two_ended * (w1 % 2) != 0, run + c, run)
                 run += c
     else:
         for k in range(k0, k1):
@@ -140,7 +217,7 @@ def scan_local(
                 if block_counts_in[env, w, b] != 0:
                     c = counts_inout[env, w, k]
                     if c != 0:
-                        counts_inout[env, w, k] = run
+                        counts_inout[env, w, k] = wp.where(two_ended * (w % 2) != 0, run + c, run)
                         run += c
     if b == block_in.shape[1] - 1:
         start_out[env, n_keys] = run
@@ -197,11 +274,21 @@ def counting_worker(i: int, workers: int, n: int):
     return extra + (i - extra * (base + 1)) / base
 
 
+@wp.func
+def count_range(b: int, workers: int, n_blocks: int):
+    """The home range (``claim_two_ended``) that block b of n_blocks is in."""
+    r = int(0)
+    while ((r + 1) * n_blocks) / workers <= b:
+        r += 1
+    return r
+
+
 @wp.kernel
 def scatter_claimed(
     # Model:
     workers: int,
     n: int,
+    two_ended: int,
     claim: int,
     # Data in:
     key_in: wp.array2d(dtype=wp.int32),
@@ -216,16 +303,24 @@ def scatter_claimed(
 ):
     """``scatter_items_vec3`` over blocks of SCATTER_BLOCK items that the workers claim
     (polyphys.blocks): thread (env, c) block c, or with ``claim`` unclaimed blocks until none is left.
-    An item's offset is in the row of the worker that counted it (``counting_worker``), whoever
-    scatters it; every item lands on its own place, so the blocks may go in any order. The payload
+    An item's offset is in the row that counted it, whoever scatters it: its counting worker's
+    (``counting_worker``) after a count in fixed shares, or (``two_ended`` 1: a claimed count over
+    the same blocks, ``count_claimed``) its block's home range's front row, or back row where its rank
+    is negative; every item lands on its own place, so the blocks may go in any order. The payload
     (``with_payload`` 1) is copied as ``scatter_items_vec3`` does."""
     env, c = wp.tid()
     n_blocks = (n + SCATTER_BLOCK - 1) / SCATTER_BLOCK
     b = next_block(claims_inout, claim, env, c, n_blocks)
     while b < n_blocks:
+        front = int(0)
+        if two_ended != 0:
+            front = 2 * count_range(b, workers, n_blocks)
         for i in range(b * SCATTER_BLOCK, wp.min((b + 1) * SCATTER_BLOCK, n)):
-            w = counting_worker(i, workers, n)
-            k = offsets_in[env, w, key_in[env, i]] + rank_in[env, i]
+            rank = rank_in[env, i]
+            row = front + wp.where(rank < 0, 1, 0)
+            if two_ended == 0:
+                row = counting_worker(i, workers, n)
+            k = offsets_in[env, row, key_in[env, i]] + rank
             order_out[env, k] = i
             if with_payload != 0:
                 payload_out[env, k] = payload_in[env, i]

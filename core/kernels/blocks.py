@@ -54,6 +54,21 @@ _LOAD = """
 """
 
 
+_FETCH_ADD_N = """
+#if defined(__CUDA_ARCH__)
+    return atomicAdd(wp::address(counters, env, slot), value);
+#else
+    return __atomic_fetch_add(wp::address(counters, env, slot), value, __ATOMIC_ACQ_REL);
+#endif
+"""
+
+
+@wp.func_native(_FETCH_ADD_N)
+def fetch_add_n(counters: wp.array2d(dtype=wp.int32), env: int, slot: int, value: int) -> int:
+    """counters[env, slot] += value atomically across threads; the value before."""
+    ...
+
+
 @wp.func_native(_FETCH_ADD)
 def fetch_add(counters: wp.array2d(dtype=wp.int32), env: int, slot: int) -> int:
     """counters[env, slot] += 1 atomically across threads; the value before."""
@@ -103,6 +118,38 @@ def block_after(counters: wp.array2d(dtype=wp.int32), claim: int, env: int, n_bl
     if claim == 0:
         return n_blocks
     return claim_block(counters, claim, env, n_blocks)
+
+
+# a two-ended range's counter: the blocks claimed from its front in the low 16 bits, from its back above
+ENDS = wp.constant(65536)
+
+
+@wp.func
+def claim_two_ended(counters: wp.array2d(dtype=wp.int32), claim: int, env: int, n_blocks: int):
+    """The next block of env for the worker coded in ``claim`` in a two-ended claim, as (block, row):
+    worker w takes the blocks of its own home range from the front (row 2w), then those left of the
+    next worker's range (w + 1 mod workers) from the back (row 2(w + 1) + 1); (n_blocks, 0) when none
+    is left. One counter per range holds both ends' claims (front + ENDS · back), so a block is taken
+    once: a claim is valid while the claims before it, from either end, are fewer than the range's
+    blocks. Each row is thus written by one worker, front rows in ascending blocks and back rows in
+    descending ones: what an order-dependent stage (a counting sort's ranks, ``polyphys.binsort``)
+    needs to give the same result whoever took what. At most ENDS / 2 − 1 blocks per range."""
+    code = claim - 1
+    w = code % CLAIM_STRIDE
+    workers = code / CLAIM_STRIDE
+    for t in range(2):
+        k = (w + t) % workers
+        a = (k * n_blocks) / workers
+        size = ((k + 1) * n_blocks) / workers - a
+        v = load(counters, env, k * ROW)
+        if v % ENDS + v / ENDS < size:
+            old = fetch_add_n(counters, env, k * ROW, wp.where(t == 0, 1, ENDS))
+            taken = old % ENDS + old / ENDS
+            if taken < size:
+                if t == 0:
+                    return wp.vec2i(a + old % ENDS, 2 * k)
+                return wp.vec2i(a + size - 1 - old / ENDS, 2 * k + 1)
+    return wp.vec2i(n_blocks, 0)
 
 
 @wp.kernel

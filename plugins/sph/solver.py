@@ -55,6 +55,9 @@ class SPHSolver(Solver):
     # switches (read at build) are there for in-process A/B (benchmarks/results/sph.md, round 15b)
     claim_sort = True
     claim_integrate = True
+    # CPU, with claim_sort: the cell keys and the sort's count as a claimed stage too (BinSort.sort(...,
+    # count=...): blocks taken two-ended, so the ranks keep their order; benchmarks/results/sph.md, round 16)
+    claim_count = True
 
     def __init__(self, scene, options, spec):
         super().__init__(scene, options, spec)
@@ -232,6 +235,7 @@ class SPHSolver(Solver):
         self.blocks = BlockQueue(layout)
         cpu = wp.get_device(dev).is_cpu
         self._claim_sort, self._claim_integrate = bool(self.claim_sort) and cpu, bool(self.claim_integrate) and cpu
+        self._claim_count = self._claim_sort and bool(self.claim_count)
         self.cell, self.sorted, self.start = self.binsort.key, self.binsort.order, self.binsort.start
         self.pos_sorted = z((n_envs, N), wp.vec3)      # positions in cell order (the scans read them)
         self.rho = z((n_envs, N))
@@ -363,11 +367,14 @@ class SPHSolver(Solver):
         m = self.model
         # the cell keys of worker w's particles read only their positions, which the fixed-share
         # integration (tagged ROWS, the same shares of the N particles) wrote on worker w: no barrier
-        # between (a claimed integration writes any worker's particles: a barrier)
+        # between (a claimed integration writes any worker's particles: a barrier). Claimed (claim_count),
+        # the keys and counts are one stage of blocks (``cell_keys_claimed``), after a barrier either way.
+        count = ((G.cell_keys_claimed, [m.lower, m.inv_cell, m.dims, self.n_cells], [p.pos, p.active])
+                 if self._claim_count else None)
         self.binsort.sort(self, part, lambda w, a, b: self._launch(
             G.cell_keys, (p.n, b - a), [m.lower, m.inv_cell, m.dims, self.n_cells, a, p.pos, p.active, p.cell])
             if b > a else None, payload=(p.pos, p.pos_sorted), after=None if self._claim_integrate else ROWS,
-            blocks=self.blocks if self._claim_sort else None)
+            blocks=self.blocks if self._claim_sort else None, count=count)
 
     def _places(self, part, kernel, head, arrays, then=None):
         """A neighbour stage over the N sorted places in blocks of PLACE_BLOCK that the workers claim

@@ -260,19 +260,23 @@ def test_a_stage_after_its_tagged_predecessor_joins_its_segment():
     assert [type(s).__name__ for s in prog] == ["_Stage", "Graph", "_Stage", "_Stage", "_Stage"]
 
 
-@pytest.mark.parametrize("claimed", [False, True])
+@pytest.mark.parametrize("claimed", [False, True, "count"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_binsort_repeated_sorts_with_keys_match_a_stable_argsort(threads, claimed):
     """BinSort with a keys launch clears only the counts its items' last keys left (core/binsort.py):
     sort after sort, with keys that move, clustered or spread, and after ``clear()``, ``order`` and
     ``start`` equal NumPy's stable argsort and bin edges, for 1, 2 and 3 workers, with the scatter in
-    fixed shares or claimed blocks (``blocks``; the payload then too, NaN-filled before each sort)."""
+    fixed shares or claimed blocks (``blocks``; the payload then too, NaN-filled before each sort), and
+    with the count claimed too ("count": ``count_claimed``, blocks taken two-ended; 2100 items make 5
+    blocks of 512, so the home ranges differ in size). Run worker after worker here (the first worker
+    takes its range and the back of the next); concurrent claims: tests/sph/test_sph_stages.py."""
     from polyphys.binsort import BinSort
     from polyphys.blocks import BlockQueue
+    from polyphys.kernels import binsort as K
     from polyphys.layout import Layout, split_envs
     from polyphys.simulator import run_stage
 
-    n_items, n_keys = 1000, 600                 # 3 blocks of 256 keys
+    n_items, n_keys = (2100 if claimed == "count" else 1000), 600                 # 3 blocks of 256 keys
     lay = Layout(n_envs=1, batched=False, device="cpu", precision="32", dt=0.01, substeps=1, gravity=(0, 0, 0),
                  partitions=split_envs(1, threads))
     part = lay.partitions[0]
@@ -292,6 +296,9 @@ def test_binsort_repeated_sorts_with_keys_match_a_stable_argsort(threads, claime
     def keys(w, a, b):
         wp.copy(key, src, dest_offset=a, src_offset=a, count=b - a)
 
+    count = (K.count_claimed, [], []) if claimed == "count" else None
+    assert bs.claims_count(part, blocks, count) == (claimed == "count" and threads > 1)
+
     rng = np.random.default_rng(3)
     draws = [rng.integers(0, n_keys, n_items), rng.integers(0, 5, n_items) * 97, np.full(n_items, n_keys - 1),
              rng.integers(0, n_keys, n_items), np.sort(rng.integers(0, n_keys, n_items))[::-1].copy()]
@@ -300,8 +307,11 @@ def test_binsort_repeated_sorts_with_keys_match_a_stable_argsort(threads, claime
             bs.clear()
         src.assign(k.astype(np.int32))
         order.fill_(-1)
+        bs.rank.fill_(-12345)                   # every item's rank is written by the count
         pay_out.fill_(wp.vec3(np.nan, np.nan, np.nan))
-        bs.sort(Runner(), part, keys, payload=(pay_in, pay_out) if t % 2 == 0 else None, blocks=blocks)
+        if count is not None and threads > 1:
+            key.assign(k.astype(np.int32)[None])       # count_claimed reads the keys written before the sort
+        bs.sort(Runner(), part, keys, payload=(pay_in, pay_out) if t % 2 == 0 else None, blocks=blocks, count=count)
         np.testing.assert_array_equal(order.numpy()[0], np.argsort(k, kind="stable"))
         if t % 2 == 0:
             np.testing.assert_array_equal(pay_out.numpy()[0], pay[0][np.argsort(k, kind="stable")])

@@ -171,17 +171,18 @@ def test_scans_skip_only_cells_beyond_the_support(make_scene, solver):
 
 @pytest.mark.parametrize("solver", ["wcsph", "dfsph"])
 def test_claimed_sort_scatter_and_integration_equal_fixed_shares_for_1_2_3_threads(solver):
-    """The sort's scatter and the integration as claimed blocks (``claim_sort``, ``claim_integrate``)
-    give the same state bit for bit as their fixed shares, for 1, 2 and 3 worker threads (a block of
-    1300 particles: 3 blocks of 512, so the workers' home ranges differ and blocks may be taken from
-    another's range)."""
+    """The sort's scatter and the integration as claimed blocks (``claim_sort``, ``claim_integrate``),
+    and the cell keys and counts too (``claim_count``: blocks taken two-ended), give the same state bit
+    for bit as their fixed shares, for 1, 2 and 3 worker threads (a block of 1300 particles: 3 blocks of
+    512, so the workers' home ranges differ and blocks may be taken from another's range)."""
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.sph import Liquid, SPHOptions
     from polyphys.plugins.sph.solver import SPHSolver
 
     def run(threads, claim):
-        SPHSolver.claim_sort = SPHSolver.claim_integrate = claim
+        SPHSolver.claim_sort = SPHSolver.claim_integrate = claim != "fixed"
+        SPHSolver.claim_count = claim == "count"
         try:
             scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.002, substeps=4, cpu_threads=threads),
                                    sph=SPHOptions(pressure_solver=solver, particle_size=0.015, lower_bound=(0, 0, 0),
@@ -191,17 +192,21 @@ def test_claimed_sort_scatter_and_integration_equal_fixed_shares_for_1_2_3_threa
                                      material=Liquid(gamma=0.0, stiffness=2000.0), name="water")
             scene.build()
         finally:
-            SPHSolver.claim_sort = SPHSolver.claim_integrate = True
+            SPHSolver.claim_sort = SPHSolver.claim_integrate = SPHSolver.claim_count = True
         assert water.n_particles > 2 * 512
+        s = scene.solver("sph")
+        part = scene.layout.partitions[0]
+        assert s.binsort.claims_count(part, s.blocks if s._claim_sort else None,
+                                      () if s._claim_count else None) == (claim == "count" and threads > 1)
         random_velocities(scene, water, seed=4)
         for _ in range(3):
             scene.step()
         return water.get_particles_pos(), water.get_particles_vel()
 
-    ref = run(1, False)
+    ref = run(1, "fixed")
     for threads in (1, 2, 3):
-        for claim in (False, True):
-            if (threads, claim) == (1, False):
+        for claim in ("fixed", "scatter", "count"):
+            if (threads, claim) == (1, "fixed"):
                 continue
             got = run(threads, claim)
             for a, b in zip(ref, got):

@@ -15,6 +15,8 @@ contiguous range of the sorted list (``row_range`` in fluid.py).
 """
 
 import warp as wp
+from polyphys.kernels.binsort import SCATTER_BLOCK, count_block
+from polyphys.kernels.blocks import claim_two_ended
 
 # forward only: no adjoint code (this solver is not differentiable); halves the compile time
 wp.set_module_options({"enable_backward": False})
@@ -53,6 +55,32 @@ def cell_keys(
     if active_in[env, i] != 0:
         c = cell_index(cell_of(pos_in[env, i], lower, inv_cell, dims), dims)
     key_out[env, i] = c
+
+
+@wp.kernel
+def cell_keys_claimed(
+    # Model:
+    lower: wp.vec3, inv_cell: float, dims: wp.vec3i, n_cells: int, n: int, claim: int,
+    # Data in:
+    pos_in: wp.array2d(dtype=wp.vec3), active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    key_out: wp.array2d(dtype=wp.int32), rank_out: wp.array2d(dtype=wp.int32),
+    counts_out: wp.array3d(dtype=wp.int32), block_counts_out: wp.array3d(dtype=wp.int32),
+    claims_inout: wp.array2d(dtype=wp.int32),
+):
+    """``cell_keys`` and the sort's count as one claimed stage (``BinSort.sort(..., count=...)``): per
+    block of SCATTER_BLOCK particles the worker claims (two-ended), their cells, then their count."""
+    env = wp.tid()
+    n_blocks = (n + SCATTER_BLOCK - 1) / SCATTER_BLOCK
+    block = claim_two_ended(claims_inout, claim, env, n_blocks)
+    while block[0] < n_blocks:
+        for i in range(block[0] * SCATTER_BLOCK, wp.min((block[0] + 1) * SCATTER_BLOCK, n)):
+            c = n_cells
+            if active_in[env, i] != 0:
+                c = cell_index(cell_of(pos_in[env, i], lower, inv_cell, dims), dims)
+            key_out[env, i] = c
+        count_block(env, block, n, key_out, rank_out, counts_out, block_counts_out)
+        block = claim_two_ended(claims_inout, claim, env, n_blocks)
 
 
 @wp.kernel
