@@ -300,7 +300,7 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         solver_search: (n, nv) float: search direction
         solver_ma: (n, nv) float: M·(qacc − qacc_smooth)
         solver_mv: (n, nv) float: M·search
-        solver_ma0: (n, nv) float: M·qacc_smooth
+        solver_ma0: (n, nv) float: unused (M·qacc_smooth until Round 16 of benchmarks/results/constraint.md: no reader)
         solver_niter: (n,) int: iterations of the last solve
         solver_stat: (n, 3) float: (scaled improvement, scaled gradient, cost) of the last iteration
         solver_nhalf: (n,) int: signorini: halved load changes of the last solve
