@@ -15,6 +15,9 @@ and of the step. ``--pad`` (with ``--stages``): the same one-scene A/B of the co
 from d.efc_pad (``RigidSolver._pad_mark``, the default) against the whole row budget with non-temporal stores.
 ``--qm``: the dense M d.qM one block per View (``model._qm_scratch``, the default) against one block per env
 instead of the scratch (the scratch shared in both), two scenes captured or (``--stages``) swapped in one scene.
+``--smooth``: the smooth pass's intermediates (``model.SMOOTH_SCRATCH_FIELDS``: joint anchors and axes, composite
+inertias, the RNE's accelerations and subtree wrenches) one block per View (``model._smooth_scratch``, the default)
+against one block per env, two scenes captured or (``--stages``) swapped in one scene (the smooth pass's stage).
 """
 
 from __future__ import annotations
@@ -29,13 +32,15 @@ from . import bench_constraint as B
 from . import profile_constraint as P
 
 
-def _build(path, d, dt, n, shared, capture=True, qm=None, **extra):
+def _build(path, d, dt, n, shared, capture=True, qm=None, smooth=None, **extra):
     """``shared``: the solve's scratch one block per View; ``qm`` (not None): d.qM one block per View
-    (model._qm_scratch) or per env, the scratch shared."""
+    (model._qm_scratch) or per env, the scratch shared; ``smooth`` (not None): the smooth pass's intermediates
+    one block per View (model._smooth_scratch) or per env."""
     from polyphys.plugins.rigid import model as M
 
     M._shared_scratch = shared
     M._qm_scratch = shared if qm is None else qm
+    M._smooth_scratch = shared if smooth is None else smooth
     try:
         scene, ent = B._pp_scene(path, dt, n, 1, capture=capture, constraint_islands=True, **extra)
         B._pp_set(scene, ent, d, n)
@@ -44,10 +49,12 @@ def _build(path, d, dt, n, shared, capture=True, qm=None, **extra):
     finally:
         M._shared_scratch = True
         M._qm_scratch = True
+        M._smooth_scratch = True
     return scene, ent
 
 
-_STAGE_KEYS = ("convex solve", "island labels", "noslip", "signorini solve", "constraint rows")
+_SMOOTH_KEY = "kinematics + RNE + actuation + CRB + factor + solve (+ dense M), fused"
+_STAGE_KEYS = ("convex solve", "island labels", "noslip", "signorini solve", "constraint rows", _SMOOTH_KEY)
 
 
 def _swap_sets(scene):
@@ -82,6 +89,24 @@ def _qm_sets(scene):
     return {"qM per env": per_env, "qM one block": block}
 
 
+def _smooth_sets(scene):
+    """{label: [(view struct, field, array)]}: the Views' smooth-pass intermediates as built (one block per View)
+    and as arrays of one block per env (new, zero-filled)."""
+    import warp as wp
+    from polyphys.plugins.rigid import model as M
+
+    s = scene.solver("rigid")
+    per_env, block = [], []
+    for v in s.views.values():
+        for name in M.SMOOTH_SCRATCH_FIELDS:
+            a = getattr(v.d, name)
+            block.append((v.d, name, a))
+            b = wp.zeros(a.shape, dtype=a.dtype, device=a.device)
+            M._advise_huge(b)
+            per_env.append((v.d, name, b))
+    return {"smooth per env": per_env, "smooth block": block}
+
+
 def _stages_in_one_scene(args, name, path, d, dt, n, extra):
     scene, ent = _build(path, d, dt, n, True, capture=False, **extra)
     if args.pad:
@@ -89,6 +114,8 @@ def _stages_in_one_scene(args, name, path, d, dt, n, extra):
         sets = {"pad budget": [(s, "_pad_mark", False)], "pad from mark": [(s, "_pad_mark", True)]}
     elif args.qm:
         sets = _qm_sets(scene)
+    elif args.smooth:
+        sets = _smooth_sets(scene)
     else:
         sets = _swap_sets(scene)
     res = {k: [] for k in sets}
@@ -112,7 +139,8 @@ def _stages_in_one_scene(args, name, path, d, dt, n, extra):
     for label, xs in res.items():
         print(f"   {label:12s} {min(xs):9.2f} / {statistics.median(xs):9.2f} µs per env-step (min / median)", flush=True)
         for key, ys in stages[label].items():
-            print(f"      {key:18s} {min(ys):9.2f} / {statistics.median(ys):9.2f}", flush=True)
+            lab = "smooth pass" if key == _SMOOTH_KEY else key
+            print(f"      {lab:18s} {min(ys):9.2f} / {statistics.median(ys):9.2f}", flush=True)
 
 
 def main():
@@ -126,6 +154,8 @@ def main():
     ap.add_argument("--pad", action="store_true", help="with --stages: the padding rows' A/B instead")
     ap.add_argument("--qm", action="store_true", help="the dense M d.qM per env against one block per View "
                     "(model._qm_scratch; with --stages: swapped in one scene)")
+    ap.add_argument("--smooth", action="store_true", help="the smooth pass's intermediates per env against one "
+                    "block per View (model._smooth_scratch; with --stages: swapped in one scene)")
     args = ap.parse_args()
     import warp as wp
 
@@ -138,6 +168,9 @@ def main():
         if args.qm:
             built = {label: _build(path, d, dt, n, True, qm=qm, **extra)
                      for label, qm in (("qM per env", False), ("qM one block", True))}
+        elif args.smooth:
+            built = {label: _build(path, d, dt, n, True, smooth=sm, **extra)
+                     for label, sm in (("smooth per env", False), ("smooth block", True))}
         else:
             built = {label: _build(path, d, dt, n, shared, **extra)
                      for label, shared in (("per env", False), ("one block", True))}

@@ -356,6 +356,15 @@ _shared_scratch = True
 # (contact_handoff.cede_contacts) gives it back a per-env array. False: per env always (the A/B and tests that read
 # d.qM after a step).
 _qm_scratch = True
+# The smooth pass's intermediates that no later stage, step, getter or sensor reads (grep; docs/rigid.md "The smooth
+# pass's intermediates"): the joint anchors and axes (kinematics), the composite inertias (CRB) and the RNE's link
+# accelerations and subtree wrenches (bias). Each env's pass writes them before it reads them, within its own pass,
+# so on CPU they are one env's block per View too (the same numbers; ≈ 15 % of the pass's per-env bytes no longer
+# written to memory per env). False: per env (the stage tests that read them per env; benchmarks/probe_scratch.py
+# --smooth).
+SMOOTH_SCRATCH_FIELDS = ("joint_anchor", "joint_xaxis", "crb_m", "crb_mc", "crb_i", "cacc_w", "cacc_v", "cfrc_t",
+                         "cfrc_f", "cext_t", "cext_f")
+_smooth_scratch = True
 
 
 def _one_env_block(shape, dtype, device):
@@ -561,18 +570,21 @@ def make_data(hm: HostModel, layout):
         setattr(d, k, z((n, nl), V))
     d.root_pos = a.arr(np.broadcast_to(t.root_pos, (n, nl, 3)), V)
     d.root_quat = a.arr(np.broadcast_to(xyzw(t.root_quat), (n, nl, 4)), Q)
-    for k in ("link_pos", "link_vel", "link_ang", "link_xipos", "link_com_vel", "cinert_mc", "cvel_w", "cvel_v",
-              "crb_mc", "cacc_w", "cacc_v", "cfrc_t", "cfrc_f", "cext_t", "cext_f"):
+    for k in ("link_pos", "link_vel", "link_ang", "link_xipos", "link_com_vel", "cinert_mc", "cvel_w", "cvel_v"):
         setattr(d, k, z((n, nl), V))
+    # the smooth pass's intermediates (SMOOTH_SCRATCH_FIELDS): one block per View on CPU (_smooth_scratch)
+    sz = a.scratch if _smooth_scratch else z
+    for k in ("crb_mc", "cacc_w", "cacc_v", "cfrc_t", "cfrc_f", "cext_t", "cext_f"):
+        setattr(d, k, sz((n, nl), V))
     d.link_quat = z((n, nl), Q)
-    d.joint_anchor = z((n, nj), V)
-    d.joint_xaxis = z((n, nj), V)
+    d.joint_anchor = sz((n, nj), V)
+    d.joint_xaxis = sz((n, nj), V)
     for k in ("dof_ref", "cdof_w", "cdof_v", "cdofdot_w", "cdofdot_v"):
         setattr(d, k, z((n, ndp), V))
     d.cinert_m = z((n, nl))
-    d.crb_m = z((n, nl))
+    d.crb_m = sz((n, nl))
     d.cinert_i = z((n, nl), M33)
-    d.crb_i = z((n, nl), M33)
+    d.crb_i = sz((n, nl), M33)
     d.mass = z((n, nnz))
     d.qld = z((n, nnz))
     d.qld_int = z((n, nnz))

@@ -182,8 +182,8 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         link_ang: (n, nl) vec3 [rad/s]: angular velocity, world
         link_xipos: (n, nl) vec3 [m]: link CoM, world
         link_com_vel: (n, nl) vec3 [m/s]: velocity of the link CoM, world
-        joint_anchor: (n, nj) vec3 [m]: joint anchor, world
-        joint_xaxis: (n, nj) vec3: hinge/slide axis, world
+        joint_anchor: (n, nj) vec3 [m]: joint anchor, world (*)
+        joint_xaxis: (n, nj) vec3: hinge/slide axis, world (*)
         dof_ref: (n, nv) vec3 [m]: reference point of the dof's motion subspace (its tree root's origin)
         cinert_m: (n, nl) float [kg]: link mass (spatial inertia)
         cinert_mc: (n, nl) vec3 [kg·m]: mass × CoM offset from the reference point
@@ -195,17 +195,21 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         cdofdot_w: (n, nv) vec3: time derivative of cdof_w (cvel × cdof)
         cdofdot_v: (n, nv) vec3: time derivative of cdof_v
         -- inertia (stage inertia.py):
-        crb_m: (n, nl) float [kg]: composite (subtree) mass
-        crb_mc: (n, nl) vec3 [kg·m]: composite first moment
-        crb_i: (n, nl) mat33 [kg·m²]: composite rotational inertia about the reference point
+        crb_m: (n, nl) float [kg]: composite (subtree) mass (*)
+        crb_mc: (n, nl) vec3 [kg·m]: composite first moment (*)
+        crb_i: (n, nl) mat33 [kg·m²]: composite rotational inertia about the reference point (*)
         mass: (n, nnz) float: mass matrix with armature, tree-sparse (row i at dof_madr[i])
         -- bias (stage bias.py):
-        cacc_w: (n, nl) vec3 [rad/s²]: bias acceleration (qacc = 0) of the link, angular part, with −g at the roots
-        cacc_v: (n, nl) vec3 [m/s²]: linear part
-        cfrc_t: (n, nl) vec3 [N·m]: subtree bias force, torque part (RNE backward pass)
-        cfrc_f: (n, nl) vec3 [N]: force part
-        cext_t: (n, nl) vec3 [N·m]: subtree external wrench (gravity compensation, xfrc, coupling), torque
-        cext_f: (n, nl) vec3 [N]: force part
+        cacc_w: (n, nl) vec3 [rad/s²]: bias acceleration (qacc = 0) of the link, angular part, with −g at the roots (*)
+        cacc_v: (n, nl) vec3 [m/s²]: linear part (*)
+        cfrc_t: (n, nl) vec3 [N·m]: subtree bias force, torque part (RNE backward pass) (*)
+        cfrc_f: (n, nl) vec3 [N]: force part (*)
+        cext_t: (n, nl) vec3 [N·m]: subtree external wrench (gravity compensation, xfrc, coupling), torque (*)
+        cext_f: (n, nl) vec3 [N]: force part (*)
+        (*) the smooth pass's intermediates (model.SMOOTH_SCRATCH_FIELDS): written and read inside each env's pass,
+            read by no later stage, getter or sensor; on CPU one env's block per View (strides[0] = 0, as the
+            solve's scratch; model._smooth_scratch = False before the build: per env), so after a launch they hold
+            the View's last env's values (docs/rigid.md "The smooth pass's intermediates")
         qfrc_bias: (n, nv) float [N·m or N]: Coriolis, centrifugal and gravity forces (MuJoCo's qfrc_bias)
         qfrc_ext: (n, nv) float [N·m or N]: gravity compensation and link wrenches
         -- actuation (stage actuation.py):
@@ -296,7 +300,7 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         solver_search: (n, nv) float: search direction
         solver_ma: (n, nv) float: M·(qacc − qacc_smooth)
         solver_mv: (n, nv) float: M·search
-        solver_ma0: (n, nv) float: M·qacc_smooth
+        solver_ma0: (n, nv) float: unused (M·qacc_smooth until Round 16 of benchmarks/results/constraint.md: no reader)
         solver_niter: (n,) int: iterations of the last solve
         solver_stat: (n, 3) float: (scaled improvement, scaled gradient, cost) of the last iteration
         solver_nhalf: (n,) int: signorini: halved load changes of the last solve

@@ -29,6 +29,15 @@ from rigid_mjref import make_scene as _make_scene  # noqa: E402
 TOL = 1e-10
 
 
+@pytest.fixture(autouse=True)
+def _smooth_intermediates_per_env(monkeypatch):
+    """These tests read the smooth pass's intermediates (joint anchors, composite inertias, RNE accelerations and
+    wrenches) per env after a stage: built per env here (model._smooth_scratch, one block per View by default)."""
+    from polyphys.plugins.rigid import model as M
+
+    monkeypatch.setattr(M, "_smooth_scratch", False)
+
+
 def _models():
     out = [pytest.param(ZOO, id="zoo"), pytest.param(FREE_BODIES, id="free-bodies")]
     for name in ("humanoid.xml", "ant.xml"):

@@ -373,7 +373,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
     search = d.solver_search
     ma = d.solver_ma
     mv = d.solver_mv
-    qfrc_smooth = d.solver_ma0
+    qfrc_smooth = d.solver_ma0    # (update_constraint's and solve_iterate's unused argument)
     qacc = d.qacc_warmstart
     efc_force = d.efc_force
     efc_state = d.efc_state
@@ -401,7 +401,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
     # tree, J's the segments make_rows recorded (efc_seg)
     sc_mode = span_mode(nrow, nv, solver, nv * nv)
     spans_fill(env, nrow, nv, d.efc_span, d.efc_seg, efc_J, M, LM, H, sc_mode, m.dof_parent, 1)
-    mat_mul(env, nv, M, qacc_smooth, qfrc_smooth, LM, H, sc_mode)
+    # (no M·qacc_smooth: nothing reads it — update_constraint forms M·(a − a₀) from qacc − qacc_smooth; Round 16)
 
     # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule: for the whole env, as
     # MuJoCo does with islands too); no rows: qacc_smooth
