@@ -131,7 +131,7 @@ def test_next_env_prefetch_leaves_the_rows_unchanged(cone):
     m, d = S.make(cone=cone, impratio=1.0, condim=3)
     st, tree = S.stage_for(m, d, n_envs=3)
     got = []
-    for pf in (0, 1, 2):
+    for pf in (0, 1, 2, 3):
         S.build(st, tree)
         v = st._view(None)
         for name in ROW_OUTPUTS[4:16]:
@@ -143,4 +143,4 @@ def test_next_env_prefetch_leaves_the_rows_unchanged(cone):
         for name in ROW_OUTPUTS[7:16]:      # every row of the build written (no NaN left)
             assert np.isfinite(getattr(v.d, name).numpy()[:, :d.nefc]).all(), name
         got.append([getattr(v.d, k).numpy().tobytes() for k in ROW_OUTPUTS])
-    assert got[0] == got[1] == got[2]
+    assert got[0] == got[1] == got[2] == got[3]

@@ -130,9 +130,10 @@ def _moving_rows_scene(tmp_path, n):
 
 
 def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
-    """make_rows' next-env prefetch of up to 1024 rows (kernels/constraint_rows.cpp, `prefetch` 2; mode 1 keeps 128,
-    mode 0 none) is a hint: on 3 envs (the first two prefetch the next) with more than 128 rows each, the per-row
-    outputs NaN-filled and the segment records garbage-filled first, every mode writes byte for byte the same rows."""
+    """make_rows' next-env prefetch of up to 1024 rows (kernels/constraint_rows.cpp, `prefetch` 3; mode 1 keeps 128,
+    mode 0 none) and its lookahead in the env (mode 2, the default since Round 16) are hints: on 3 envs (the first two
+    prefetch the next) with more than 128 rows each, the per-row outputs NaN-filled and the segment records
+    garbage-filled first, every mode writes byte for byte the same rows."""
     import warp as wp
     from polyphys.plugins.rigid import constraint_rows
     from test_constraint_row_segments import ROW_OUTPUTS
@@ -140,7 +141,7 @@ def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
     n = 3
     solver, d = _moving_rows_scene(tmp_path, n)
     got = []
-    for pf in (0, 1, 2):
+    for pf in (0, 1, 2, 3):
         for name in ROW_OUTPUTS[4:16]:
             a = getattr(d, name)
             a.fill_(np.nan if a.dtype != wp.int32 else -7)
@@ -154,7 +155,7 @@ def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
             for e in range(n):
                 assert np.isfinite(x[e, :na[e]]).all(), name
         got.append([getattr(d, k).numpy().tobytes() for k in ROW_OUTPUTS])
-    assert got[0] == got[1] == got[2]
+    assert got[0] == got[1] == got[2] == got[3]
 
 
 def test_solve_next_env_prefetch_past_128_rows_leaves_the_solution_unchanged(tmp_path):

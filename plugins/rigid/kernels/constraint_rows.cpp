@@ -36,7 +36,8 @@
 //   two nonzero chain columns (the columns outside the chains are exact zeros), the bounds `jseg` finds over
 //   the span — an entry of a chain column that is exactly 0.0 counts as a zero in both; a row zeroed after
 //   its finish gets the empty row's segments. Writes the row count to n_efc[env] and the overflow flag to
-//   overflow[env] (make_rows reads both back); CPU: prefetches the next env's rows (see there).
+//   overflow[env] (make_rows reads both back); CPU: prefetches the next env's kinematics and first contacts and
+//   (pf = 2) the env's own rows and contacts ahead of the contact loop, or (pf = 1, 3) the next env's rows (see there).
 
 // @func point_jac_native
     typedef decltype(+*efc_J.data) T;
@@ -322,6 +323,8 @@
     // 48 KiB and the next env's lines pushed this env's out of it; a read prefetch of a line no other core holds
     // comes exclusive, so the later store needs no second request). Measured, in-process: pf 2 vs 1 −10 to −14 %
     // of make_rows on 8 boxes and the humanoid (docs/constraint.md, benchmarks/results/constraint.md Round 11).
+    // Since Round 16 that mode is pf = 3 (kept for A/Bs) and pf = 2 leaves out the next env's rows for a lookahead
+    // in the env (below). (The L2 of this machine's cores is 512 KB, its L1 32 KB.)
     auto pfw = [=](const char* a) {
         if (pf >= 2) __builtin_prefetch(a, 0, 2);
         else __builtin_prefetch(a, 1, 3);
@@ -335,7 +338,9 @@
         const size_t e1 = (size_t)env + 1;
         int nr = *(const int*)((const char*)n_efc.data + e1 * n_efc.strides[0]);
         if (nr > max_rows) nr = max_rows;
-        const int cap = pf >= 2 ? (int)PP_PREFETCH_ROWS : 128;     // pf = 1: Round 10's L1 prefetch as it was (A/B)
+        // pf = 1: Round 10's L1 prefetch of 128 rows as it was; pf = 3: Round 14c's 1024 rows (both kept for A/Bs);
+        // pf = 2: none of the next env's rows (this env's own rows come by the lookahead below)
+        const int cap = pf == 1 ? 128 : pf == 2 ? 0 : (int)PP_PREFETCH_ROWS;
         if (nr > cap) nr = cap;
         const size_t tb = (size_t)nr * sizeof(T);
         const char* outs[12] = {
@@ -403,6 +408,71 @@
             pfw(jr + (size_t)(hi - 1) * sizeof(T));
         }
     }
+    // pf = 2 (the default since Round 16): a lookahead in this env instead of the next env's rows. Ahead of the
+    // contact loop, this env's rows PP_AHEAD rows on (their per-row outputs and records PP_AHEAD + 16 rows on, in
+    // chunks of 8 rows, then the J lines at the two ends of each row's last span, read from those records) and its
+    // contacts 8 on, all as pfw. The next env's 932 rows of the pile (≈ 400 KB) prefetched at once into the 512 KB L2
+    // of this machine's cores evicted this env's rows before their use; the lookahead keeps only ≈ 50 rows in flight.
+    // Measured in the step, in process (benchmarks/probe_pile_rows.py, benchmarks/results/constraint.md Round 16):
+    // the rows stage −23 to −31 % (medians) on the pile at 64 envs, −12 to −14 % at 1 env, −12 to −19 % on 8 boxes,
+    // −11 to −18 % on the humanoid.
+    enum { PP_AHEAD = 32 };
+    const bool ahead = pf == 2;
+    const char* la_out[15];
+    size_t la_osz[15];
+    const char* la_con[10];
+    size_t la_csz[10];
+    int la_nr = 0, la_rec = 0, la_j = 0, la_c = 0;
+    if (ahead) {
+        const char* o[15] = {
+            (const char*)o_pos, (const char*)o_margin, (const char*)o_vel, (const char*)o_aref, (const char*)o_R,
+            (const char*)o_D, (const char*)o_imp, (const char*)o_floss, (const char*)o_mu, (const char*)o_type,
+            (const char*)o_id, (const char*)o_dim, Sb, Cb, Gb};
+        const size_t os[15] = {tp_ * sizeof(T), tm * sizeof(T), tv * sizeof(T), ta * sizeof(T), tR * sizeof(T),
+                               tD * sizeof(T), ti * sizeof(T), tf * sizeof(T), tmu * sizeof(T), it * sizeof(int),
+                               ii * sizeof(int), idm * sizeof(int), Ss, Cs, Gs};
+        for (int k = 0; k < 15; ++k) { la_out[k] = o[k]; la_osz[k] = os[k]; }
+        const char* cb[10] = {(const char*)c_pos, (const char*)c_frame, (const char*)c_dist, (const char*)c_marg, c_link,
+                              (const char*)c_dim, c_fric, c_sol, c_srf, (const char*)c_adr};
+        const size_t cs[10] = {c_pos_s * sizeof(V), c_frame_s * sizeof(M3), c_dist_s * sizeof(T), c_marg_s * sizeof(T),
+                               c_link_s1, c_dim_s * sizeof(int), c_fric_s1, c_sol_s1, c_srf_s1, c_adr_s * sizeof(int)};
+        for (int k = 0; k < 10; ++k) { la_con[k] = cb[k]; la_csz[k] = cs[k]; }
+        la_nr = *(const int*)((const char*)n_efc.data + e * n_efc.strides[0]);      // the last build's rows
+        if (la_nr > max_rows) la_nr = max_rows;
+        la_rec = row - row % 8;
+        la_j = row;
+    }
+    // the lines of [a, a + nb)
+    auto pf_lines = [&](const char* a, size_t nb) {
+        for (const char* p = (const char*)((size_t)a & ~(size_t)63); p < a + nb; p += 64) pfw(p);
+    };
+    auto look_ahead = [&](int r_at, int c_at) {
+        int rt = r_at + PP_AHEAD + 16;
+        if (rt > la_nr) rt = la_nr;
+        for (; la_rec < rt; la_rec += 8) {
+            const int r1 = la_rec + 8 < la_nr ? la_rec + 8 : la_nr;
+            for (int k = 0; k < 15; ++k)
+                pf_lines(la_out[k] + (size_t)la_rec * la_osz[k], (size_t)(r1 - la_rec) * la_osz[k]);
+        }
+        int jt = r_at + PP_AHEAD;
+        if (jt > rt) jt = rt;
+        for (; la_j < jt; ++la_j) {
+            const int* sp = span(la_j);
+            const int lo = sp[0] < 0 ? 0 : sp[0];
+            const int hi = sp[Ss2] > nv ? nv : sp[Ss2];
+            if (hi <= lo) continue;
+            const char* jr = (const char*)jrow(la_j);
+            pfw(jr + (size_t)lo * sizeof(T));
+            pfw(jr + (size_t)(lo + 7 < hi ? lo + 7 : hi - 1) * sizeof(T));
+            pfw(jr + (size_t)(hi - 8 > lo ? hi - 8 : lo) * sizeof(T));
+            pfw(jr + (size_t)(hi - 1) * sizeof(T));
+        }
+        const int ct = c_at + 8 < n_con ? c_at + 8 : n_con;
+        for (; la_c < ct; la_c += 4) {
+            const int c1 = la_c + 4 < n_con ? la_c + 4 : n_con;
+            for (int k = 0; k < 10; ++k) pf_lines(la_con[k] + (size_t)la_c * la_csz[k], (size_t)(c1 - la_c) * la_csz[k]);
+        }
+    };
 #endif
     auto chain_cols = [&](int la, int lb) {
         int da = la >= 0 ? dlast[la] : -1;
@@ -462,6 +532,9 @@
         return wp::add(dmin, wp::mul(y, wp::sub(dmax, dmin)));
     };
     for (int c = 0; c < n_con; ++c) {
+#if !defined(__CUDA_ARCH__)
+        if (ahead) look_ahead(row, c);
+#endif
         const int dim = c_dim[c * c_dim_s];
         int nrow = dim;
         if (dim > 1 && cone == CONE_PYRAMIDAL) nrow = 2 * (dim - 1);
