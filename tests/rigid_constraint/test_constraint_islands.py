@@ -479,9 +479,11 @@ def test_island_gather_packed_stage(tmp_path, precision, monkeypatch):
     convex solve (iterations 0, tolerance 0: every island is gathered, none iterates) leaves the last island's
     M block at row stride nd equal to d.qM at its dofs (a free body with two hinged flaps: sibling dofs whose
     entry is zero, the ancestors' entries in both triangles), its J rows at row stride nd equal to efc_J at
-    its rows and dofs over each row's nonzero range, its row segments (iefc_span) and the span cache (M's rows'
-    spans, J's rows' packed segments) equal NumPy's, on 2 envs at different states. Fails with the gather at
-    the island arrays' own strides or without the transposed ancestor entries."""
+    its rows and dofs over each row's two nonzero segments, its row segments (iefc_span) and the span cache (M's rows'
+    spans, J's rows' packed segments) equal NumPy's, on 2 envs at different states, with J NaN inside each row's
+    recorded inner run of zeros (efc_seg: the gather skips the island's dofs there; some rows have them). Fails
+    with the gather at the island arrays' own strides, without the transposed ancestor entries, or reading J
+    inside the run (before Round 16)."""
     from polyphys.plugins.rigid import convex_solve
 
     path = tmp_path / "gather.xml"
@@ -503,6 +505,18 @@ def test_island_gather_packed_stage(tmp_path, precision, monkeypatch):
         scene.step()
     s = scene.solver("rigid")
     d = s.data
+    # J inside each row's recorded inner run of zeros (efc_seg [g0, g1): exact zeros no product reads) set to NaN:
+    # the gather must not read it (it skips the island's dofs there), so everything below is as with the zeros
+    J = d.efc_J.numpy().copy()
+    seg = d.efc_seg.numpy()
+    Jn = J.copy()
+    for e in range(2):
+        for r in range(int(d.nefc.numpy()[e])):
+            lo_, g0_, g1_, hi_ = seg[e, r]
+            if lo_ >= 0:
+                assert not J[e, r, g0_:g1_].any()
+                Jn[e, r, g0_:g1_] = np.nan
+    d.efc_J.assign(Jn)
     # each env solved alone in a View of its own, its island arrays read from that View's scratch block (on CPU one
     # block for all a View's envs: model.SCRATCH_FIELDS)
     iM, iJ, ispan, LM = [], [], [], []
@@ -522,7 +536,7 @@ def test_island_gather_packed_stage(tmp_path, precision, monkeypatch):
             v.m.opt.tolerance = tol0
         for out, k in ((iM, "iM"), (iJ, "iefc_J"), (ispan, "iefc_span"), (LM, "solver_LM")):
             out.append(blk[k].numpy()[0].copy())
-    qM, J = d.qM.numpy(), d.efc_J.numpy()
+    qM = d.qM.numpy()
     nisl, dadr, dofs_all = d.nisland.numpy(), d.island_dofadr.numpy(), d.island_dofs.numpy()
     radr, rows_all = d.island_efcadr.numpy(), d.island_efcs.numpy()
     for e in range(2):
@@ -541,9 +555,14 @@ def test_island_gather_packed_stage(tmp_path, precision, monkeypatch):
         for a in range(nd):
             nz = np.nonzero(want_m[a] != 0)[0]
             assert (sc[2 * a], sc[2 * a + 1]) == (nz[0], nz[-1] + 1)
+        skipped = 0
         for q in range(nr):
             x = J[e, rows[q], dofs]
             lo, g0, g1, hi = _segments(x)
-            np.testing.assert_array_equal(cj[q, lo:hi], x[lo:hi])
+            np.testing.assert_array_equal(cj[q, lo:g0], x[lo:g0])
+            np.testing.assert_array_equal(cj[q, g1:hi], x[g1:hi])
             assert tuple(ispan[e][q]) == (lo, g0, g1, hi)
             assert (sc[2 * nd + 2 * q], sc[2 * nd + 2 * q + 1]) == (lo + 4096 * g0, g1 + 4096 * hi)
+            s0, s1 = seg[e, rows[q], 1], seg[e, rows[q], 2]
+            skipped += any(s0 <= dof < s1 for dof in dofs)
+        assert skipped > 0

@@ -405,7 +405,9 @@
 // island_gather_native: island k of env e into the island arrays: its M block, qacc_smooth and qacc, and
 // its rows (type, dim, D, R, frictionloss, mu, aref; J over the island's dofs, each row's nonzero segments
 // over them in ispan: lo, g0, g1, hi, found while the row is written, the bounds kernels/linalg.cpp `jseg`
-// finds on the compact row; the row is read over its recorded segments' [lo, hi) in seg, else its span),
+// finds on the compact row; the row is read over its recorded segments' [lo, hi) in seg, else its span; packed
+// with the span cache, less the island's dofs in the recorded inner run of zeros [g0, g1): not written either
+// where the products skip them),
 // and the state of the env's evaluation at the start point (jar, forces, states, Jᵀf, gradient, M·(a − a₀):
 // exact for the island, which no row outside it touches and whose M block has no coupling outside).
 // With zero_rows the compact J rows are cleared first (the products scan whole rows: no span cache).
@@ -516,11 +518,13 @@
         const int* sg = (const int*)(g0p + (size_t)r * seg.strides[1]);
         int lo = sp[0] < 0 ? 0 : sp[0];
         int hi = sp[1] > nv ? nv : sp[1];
+        int sg0 = hi, sg1 = hi;     // with the span cache: the recorded inner run of zeros [sg0, sg1) (none: empty)
         if (sg[0] >= 0) {
             // the recorded segments' first and last nonzero: the island's columns outside are zeros (never
             // read: the products run over the segments below; without a span cache the row was zeroed)
             lo = sg[0];
             hi = sg[3 * g3];
+            if (scp) { sg0 = sg[g3]; sg1 = sg[2 * g3]; }
         }
         const T* jr = (const T*)(j0 + (size_t)r * J.strides[1]);
         T* ir = (T*)(ij0 + (size_t)q * ijs);
@@ -540,15 +544,42 @@
                 else cn = mid;
             }
         }
-        for (; c < nd && dofs[c] < hi; ++c) {
-            const T x = jr[dofs[c]];
-            ir[c] = x;
-            chi = c + 1;
-            if (!(x == T(0))) {
-                if (f < 0) f = c;
-                else if (c - l - 1 > best) { best = c - l - 1; a0 = l + 1; a1 = c; }
-                l = c;
+        // packed, with the span cache: the island's dofs inside the row's recorded inner run of zeros [sg0, sg1) (a contact's two bodies'
+        // chains: the island's bodies numbered between them) are skipped, not read from J — lines of the env's J
+        // that nothing else of the solve touches (its products and prefetch read the recorded segments): the
+        // compact bounds below follow the nonzeros' compact columns, so they are the same; the skipped columns are
+        // one run of zeros, copied after all when the compact row's longest run is another (they then lie in a
+        // segment the products read; benchmarks/results/constraint.md, Round 16 (pile solve))
+        int cs0 = 0, cs1 = 0;   // the compact columns skipped: [cs0, cs1)
+        for (int part = 0; part < 2; ++part) {
+            const int ce = part == 0 ? (sg0 < sg1 ? sg0 : hi) : hi;
+            if (part == 1) {
+                if (!(sg0 < sg1)) break;
+                cs0 = c;
+                int cn = nd;
+                while (c < cn) {
+                    const int mid = (c + cn) >> 1;
+                    if (dofs[mid] < sg1) c = mid + 1;
+                    else cn = mid;
+                }
+                cs1 = c;
             }
+            for (; c < nd && dofs[c] < ce; ++c) {
+                const T x = jr[dofs[c]];
+                ir[c] = x;
+                chi = c + 1;
+                if (!(x == T(0))) {
+                    if (f < 0) f = c;
+                    else if (c - l - 1 > best) { best = c - l - 1; a0 = l + 1; a1 = c; }
+                    l = c;
+                }
+            }
+        }
+        if (cs1 > cs0) {
+            if (cs1 > chi) chi = cs1;
+            // inside the compact row's longest run of zeros (the usual case), never read; else copied now
+            if (!(best > 0 && a0 <= cs0 && cs1 <= a1))
+                for (int cc = cs0; cc < cs1; ++cc) ir[cc] = jr[dofs[cc]];
         }
         int* isp = (int*)(is0 + (size_t)q * ispan.strides[1]);
         const size_t i3 = (size_t)ispan.strides[2] / sizeof(int);
