@@ -10,7 +10,9 @@ the stage profile of profile_constraint (``polyphys_profile``); least and median
 that read the rows (rows, labels, solve, contact wrenches, integration; the smooth pass: a control) and of
 the step, the load with them.
 ``--captured``: two scenes instead, each captured with its variant (graph capture on), ``steps`` captured steps per
-sample; qpos after the last round checked equal across the variants (the same numbers).
+sample; qpos after the last round checked equal across the variants (the same numbers). ``--slack 0,16``: one pool
+variant per slack (make_rows keeps an env's last address while it lies at most that many rows past the previous
+env's new end; ``RigidSolver._row_slack``).
 """
 
 from __future__ import annotations
@@ -46,13 +48,15 @@ def _order(r, labels):
 def _one_scene(args, name, path, d, dt, n, extra):
     scene, _ = _build(path, d, dt, n, True, False, **extra)
     s = scene.solver("rigid")
-    variants = {"block per env": False, "pool": True}
+    variants = {"block per env": (False, 0)}
+    for k in args.slack.split(","):
+        variants[f"pool slack {k}"] = (True, int(k))
     res = {k: [] for k in variants}
     stages = {k: {} for k in variants}
     load0 = os.getloadavg()[0]
     for r in range(args.rounds):
         for label in _order(r, list(variants)):
-            s._row_pool = variants[label]
+            s._row_pool, s._row_slack = variants[label]
             scene.step()        # one step to settle the layout (the rows move), not timed
             per, total = P.polyphys_profile(scene, n, args.steps)
             res[label].append(total)
@@ -63,7 +67,7 @@ def _one_scene(args, name, path, d, dt, n, extra):
     print(f"== {name} n_envs={n}, one scene, {args.rounds} rounds of {args.steps} steps (capture off), "
           f"load {load0:.2f}-{load1:.2f}; efc_off nonzero in the pool: {bool(s.data.efc_off.numpy().any())}")
     for label, xs in res.items():
-        print(f"   {label:14s} step {min(xs):9.2f} / {statistics.median(xs):9.2f} µs per env-step (min / median)",
+        print(f"   {label:16s} step {min(xs):9.2f} / {statistics.median(xs):9.2f} µs per env-step (min / median)",
               flush=True)
         for key, ys in sorted(stages[label].items()):
             print(f"      {key:34s} {min(ys):9.2f} / {statistics.median(ys):9.2f}", flush=True)
@@ -94,6 +98,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--captured", action="store_true", help="two captured scenes instead of one swapped")
+    ap.add_argument("--slack", default="0", help="one-scene: the pool's variants, make_rows' slack in rows (comma list)")
     args = ap.parse_args()
     import warp as wp
 

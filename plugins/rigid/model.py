@@ -371,6 +371,9 @@ ROW_POOL_FIELDS = ("efc_J", "efc_span", "efc_chain", "efc_seg", "efc_type", "efc
                    "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss", "efc_mu",
                    "efc_force", "efc_state", "efc_load", "efc_dload")
 _row_pool = True
+# make_rows' slack in the pool (rows): an env keeps its last address while it lies at most this far past the previous
+# env's new end (RigidSolver._row_slack overrides it; the A/B of benchmarks/probe_row_pool.py --slack)
+_row_pool_slack = 0
 
 
 def pool_rows_host(arr: np.ndarray, off: np.ndarray) -> np.ndarray:

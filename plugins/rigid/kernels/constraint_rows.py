@@ -374,9 +374,16 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, param
     # are built one after another in order) from where the previous env's rows end, adr[e] = adr[e − 1] +
     # count[e − 1], kept as the offset from the env's own block of the arrays' R rows (R = max_rows as allocated),
     # efc_off[e] = adr[e] − e·R; pool = 0 (CUDA, the SAP hand-off, the A/B's reference) at the env's own block, 0
+    # pool − 1 (≥ 0) is the slack: an env keeps its last address while that lies at most `slack` rows past where the
+    # previous env's rows end now (its rows then stay in the slots that held them, row for row, when an env before
+    # it changes its count by a few rows; the slots' records then hold the same rows, which make_rows rewrites
+    # without clearing them first: Round 12)
     off = int(0)
-    if pool == 1 and env > 0:
+    old = d.efc_off[env]
+    if pool >= 1 and env > 0:
         off = d.efc_off[env - 1] + d.nefc[env - 1] - d.efc_type.shape[1]
+        if old >= off and old <= off + pool - 1:
+            off = old
     d.efc_off[env] = off
     rows_prefetch_native(env, prefetch, d.qpos, m.dof_frictionloss, m.lim_sol)
     if params != 0:
@@ -459,8 +466,10 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, param
     # the CPU prefetch of the next env's rows (contact_rows_native): in the pool they will start where this env's
     # rows end, at its count (its last count: the estimate), i.e. prev − R rows on from the next env's own block
     pf_doff = int(0)
-    if pool == 1:
+    if pool >= 1:
         pf_doff = prev - d.efc_type.shape[1]
+        if pool > 1 and env + 1 < n_efc.shape[0]:
+            pf_doff = d.efc_off[env + 1] - off      # with slack: the next env most likely keeps its last address
 
     # ---- equality: connect (3 rows), joint (1 row)
     for e in range(eq_type.shape[0]):
