@@ -22,7 +22,8 @@ def connect_bias(v: View, neq: int) -> None:
         wp.launch(K.connect_bias, dim=(v.n, neq), inputs=[v.m, v.d], device=v.device)
 
 
-def make_rows(v: View, lim_window_h: float = 0.0, segs: bool = True, prefetch: int = 2, params: bool = False) -> None:
+def make_rows(v: View, lim_window_h: float = 0.0, segs: bool = True, prefetch: int = 2, params: bool = False,
+              pool: bool = False, slack: int = 0) -> None:
     """The rows; ``lim_window_h`` = h > 0 adds Drake's limit activation window (the SAP hand-off,
     docs/sap.md "Which rows SAP takes over"), 0 (the solver's own solve): the joint margin only.
     ``segs``: record each row's nonzero segments in d.efc_seg while it is written (the convex solve reads
@@ -32,7 +33,14 @@ def make_rows(v: View, lim_window_h: float = 0.0, segs: bool = True, prefetch: i
     into L1 (Round 10), 3 also its row records (span, links, segments), up to 1024 rows, and the inputs of the
     equality, frictionloss and limit rows (qpos, per-env frictionloss and limit parameters), all into L2 (Rounds 11
     and 14c), 2 (default, Round 16) as 3 without the next env's rows: instead the env's own rows and contacts a few
-    dozen rows ahead of the contact loop (benchmarks/results/constraint.md). ``params``: first the contact parameters of ``contact_params`` (the same
-    native body and numbers) in the same launch, while each env's contacts are in cache."""
-    wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d, v.scalar(lim_window_h), int(segs), int(prefetch), int(params)],
-              device=v.device)
+    dozen rows ahead of the contact loop (benchmarks/results/constraint.md). ``params``: first the contact
+    parameters of ``contact_params`` (the same native body and numbers) in the same launch, while each env's
+    contacts are in cache. ``pool`` (CPU only: a View's envs are built in order): each env's rows right after the
+    previous env's in the View's pool (d.efc_off; docs/constraint.md, "The row pool"), no padding rows; False: each
+    env's rows in its own block of the row budget (d.efc_off = 0), the rows past its count back to the cleared
+    state. ``slack`` (with the pool): an env keeps its last address while that lies at most ``slack`` rows past the
+    previous env's new end (0: always right after it)."""
+    if pool and not wp.get_device(v.device).is_cpu:
+        raise ValueError(f"make_rows: pool=True needs a CPU View (envs built in order), got device {v.device!r}")
+    wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d, v.scalar(lim_window_h), int(segs), int(prefetch), int(params),
+                                            int(pool) * (1 + int(slack))], device=v.device)

@@ -29,7 +29,7 @@ def invalidate_labels(d) -> None:
 
 
 def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: bool = True, fixed6: bool = True,
-          blocks: int = 16, mass_hd: float | None = None, pad_mark: bool = True) -> None:
+          blocks: int = 16, mass_hd: float | None = None, pad_mark: bool = True, pool: bool = False) -> None:
     """Solution into d.qacc_warmstart (the next warm start), forces into d.efc_force, Jᵀf into
     d.qfrc_constraint. qacc_warm: (n, nv) start (d.qacc_warmstart itself, or d.qacc_smooth for a
     cold start). ``prefetch``: on CPU, prefetch the next env's rows and M while an env is solved (no
@@ -41,6 +41,8 @@ def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: b
     the cache (no effect on the numbers; benchmarks/results/constraint.md, Round 14). ``pad_mark`` (the default;
     then ``pad_nt`` is not used): only the rows from the count up to d.efc_pad, the rows previous solves wrote past
     it (the rest already hold the padding), then d.efc_pad = the count (no effect on the numbers; Round 15).
+    ``pool``: the rows were built into the row pool (constraint_rows.make_rows(pool=True)): the rows past an env's
+    count are the next env's, so no padding is written (``pad_mark`` and ``pad_nt`` not used); d.efc_pad = the count.
     ``fixed6``: a 6-dof island
     solved in place (a free body's) runs its Newton iterations from a copy of the loop compiled for nv = 6 (the
     same operations in the same order: no effect on the numbers; Round 14b). ``blocks``: a Newton problem whose
@@ -59,7 +61,7 @@ def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: b
     tree-sparse M and D."""
     if int(v.m.opt.islands):
         label_islands(v, prefetch & 3)
-    pad = 2 if pad_mark else int(pad_nt)
+    pad = 3 if pool else 2 if pad_mark else int(pad_nt)
     wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(prefetch), int(inplace), pad,
                                                int(fixed6), int(blocks), int(mass_hd is not None),
                                                v.scalar(0.0 if mass_hd is None else mass_hd)], device=v.device)

@@ -367,6 +367,38 @@ SMOOTH_SCRATCH_FIELDS = ("joint_anchor", "joint_xaxis", "crb_m", "crb_mc", "crb_
 _smooth_scratch = True
 
 
+# The row pool (docs/constraint.md, "The row pool"; types.py Data.efc_off): the row arrays that live across launches
+# (built by make_rows, read by the labels, the solve, noslip, the contact wrenches, the readback, the
+# integration's prefetch and the getters). On CPU a View's envs are built in order on its thread, so make_rows puts
+# each env's rows right after the previous env's (d.efc_off[e] = adr[e] − e·max_rows) instead of at the start of
+# the env's own max_rows block: the rows in use of consecutive envs are consecutive, not one row budget apart
+# (the boxes use 128 of 544 rows, the humanoid 42 of 866). The allocation is unchanged (n · max_rows rows): only
+# an env over its own budget can overflow, flagged as before. False: each env's rows in its own block
+# (d.efc_off = 0, today's layout: the in-process A/B of benchmarks/probe_row_pool.py); CUDA and the SAP hand-off
+# always take that. The island labels and their keys stay per env (indexed by the env's row, not the pool's).
+ROW_POOL_FIELDS = ("efc_J", "efc_span", "efc_chain", "efc_seg", "efc_type", "efc_id", "efc_dim", "efc_pos",
+                   "efc_margin", "efc_vel", "efc_aref", "efc_R", "efc_D", "efc_imp", "efc_frictionloss", "efc_mu",
+                   "efc_force", "efc_state", "efc_load", "efc_dload")
+_row_pool = True
+# make_rows' slack in the pool (rows): an env keeps its last address while it lies at most this far past the previous
+# env's new end (RigidSolver._row_slack overrides it; the A/B of benchmarks/probe_row_pool.py --slack)
+_row_pool_slack = 0
+
+
+def pool_rows_host(arr: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """The host copy ``arr`` (n, max_rows[, k]) of a pooled row array (ROW_POOL_FIELDS) with each env's rows
+    moved to its own block (row r of env e from row e·max_rows + off[e] + r of the pool): the (n, max_rows[, k])
+    arrays users see, valid up to each env's count (the rows past it belong to the next env in the pool: the
+    getters mask them). off: d.efc_off (n,) on the host."""
+    n, R = arr.shape[:2]
+    off = np.asarray(off, np.int64)
+    if not off.any():
+        return arr
+    flat = arr.reshape((n * R,) + arr.shape[2:])
+    idx = np.arange(n, dtype=np.int64)[:, None] * R + off[:, None] + np.arange(R, dtype=np.int64)[None, :]
+    return flat[np.clip(idx, 0, n * R - 1)]
+
+
 def _one_env_block(shape, dtype, device):
     """A zero-stride ``shape`` view of a new zero-filled block of one env (shape[1:]); the view keeps the block
     (``scratch_block``)."""
@@ -639,6 +671,7 @@ def _make_constraint_data(d, hm: HostModel, a: _Alloc, n: int, max_rows: int, ma
     d.con_efc_adr = z((n, C), I32)
     d.nefc = z(n, I32)
     d.efc_overflow = z(n, I32)
+    d.efc_off = z(n, I32)         # each env's rows in its own block until a pooled build (make_rows(pool=True))
     d.eq_acc_bias = z((n, neq, 6))
     d.efc_J = z((n, R, nv))
     d.efc_span = z((n, R, 2), I32)

@@ -10,6 +10,7 @@ from .kernels import signorini_solve as K
 from .model import View
 
 
-def solve(v: View, qacc_warm) -> None:
-    """As convex_solve.solve (solution in d.qacc_warmstart, d.efc_force, d.qfrc_constraint)."""
-    wp.launch(K.solve_signorini, dim=v.n, inputs=[v.m, v.d, qacc_warm], device=v.device)
+def solve(v: View, qacc_warm, pool: bool = False) -> None:
+    """As convex_solve.solve (solution in d.qacc_warmstart, d.efc_force, d.qfrc_constraint; ``pool``: the rows
+    were built into the row pool, no padding rows)."""
+    wp.launch(K.solve_signorini, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(pool)], device=v.device)

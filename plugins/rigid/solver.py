@@ -51,10 +51,11 @@ from . import (
     readback,
     signorini_solve,
 )
+from . import model as _model
 from .codes import IntegratorType
 from .entity import RigidEntity
 from .materials import Rigid
-from .model import HostModel, make_data, put_model, scratch_block, set_const, view
+from .model import HostModel, make_data, pool_rows_host, put_model, scratch_block, set_const, view
 from .options import RigidOptions, resolve_model_options
 from .sensor_view import RigidSensorViewMixin
 from .types import declare_overloads
@@ -300,7 +301,16 @@ class RigidSolver(RigidSensorViewMixin, Solver):
         if self._n_connect:
             constraint_rows.connect_bias(v, len(self.hm.eq_type))
         # the contact parameters inside the rows' launch (constraint_rows.contact_params' body: the same numbers)
-        constraint_rows.make_rows(v, params=self.collision is not None)
+        constraint_rows.make_rows(v, params=self.collision is not None, pool=self._row_pool_on(),
+                                  slack=getattr(self, "_row_slack", _model._row_pool_slack))
+
+    def _row_pool_on(self) -> bool:
+        """Whether make_rows builds into the row pool (model._row_pool; docs/constraint.md, "The row pool"): on CPU
+        (a View's envs built in order) while the solver solves its own contacts (the SAP hand-off's coupler writes
+        each env's rows in its own block). ``_row_pool`` on the solver overrides the module's switch (the A/B)."""
+        on = getattr(self, "_row_pool", None)
+        on = _model._row_pool if on is None else on
+        return bool(on) and self._contact_owner is None and str(self.layout.device).startswith("cpu")
 
     def _m_in_solve(self) -> bool:
         """Whether the substep's convex solve writes the dense M itself (convex_solve.solve ``mass_hd``) instead
@@ -313,13 +323,14 @@ class RigidSolver(RigidSensorViewMixin, Solver):
     def _solve(self, v, qacc_warm, dense: bool = False) -> None:
         """The constraint solve of the view's envs; ``dense``: the convex solve writes the dense M + h·D first
         (``_m_in_solve``)."""
+        pool = self._row_pool_on()
         if self.options.effective_resolution() == "signorini":
-            signorini_solve.solve(v, qacc_warm)
+            signorini_solve.solve(v, qacc_warm, pool=pool)
         else:
             # the padding rows past the count only where previous solves wrote (d.efc_pad); with a contact owner
-            # (the SAP hand-off writes efc_force outside the solve) over the whole budget
+            # (the SAP hand-off writes efc_force outside the solve) over the whole budget; none in the row pool
             convex_solve.solve(v, qacc_warm, mass_hd=self._hd_solve if dense else None,
-                               pad_mark=self._pad_mark and self._contact_owner is None)
+                               pad_mark=self._pad_mark and self._contact_owner is None, pool=pool)
         if self.options.noslip_iterations > 0:
             noslip.noslip(v)
 
@@ -724,16 +735,18 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             cnt = d.nefc.numpy()[envs].astype(np.int32)
             R = d.efc_type.shape[1]
             valid = np.arange(R)[None, :] < cnt[:, None]
-            tp = np.where(valid, d.efc_type.numpy()[envs], -1).astype(np.int32)
-            ident = d.efc_id.numpy()[envs]
+            off = d.efc_off.numpy()
+            rows = lambda a: pool_rows_host(a.numpy(), off)[envs]      # noqa: E731 (each env's rows, row pool)
+            tp = np.where(valid, rows(d.efc_type), -1).astype(np.int32)
+            ident = rows(d.efc_id)
             lim_joint = np.append(self.hm.lim_joint, -1)
             obj = np.where(tp == ConstraintType.LIMIT, lim_joint[np.clip(ident, 0, len(lim_joint) - 1)], ident)
             obj = np.where(valid, obj, -1).astype(np.int32)
             is_con = valid & (tp >= ConstraintType.CONTACT_FRICTIONLESS)
             out = dict(count=cnt, valid=valid, type=tp, object=obj,
                        contact=np.where(is_con, ident, -1).astype(np.int32),
-                       force=np.where(valid, d.efc_force.numpy()[envs].astype(float), 0.0),
-                       state=np.where(valid, d.efc_state.numpy()[envs], 0).astype(np.int32),
+                       force=np.where(valid, rows(d.efc_force).astype(float), 0.0),
+                       state=np.where(valid, rows(d.efc_state), 0).astype(np.int32),
                        qfrc_constraint=d.qfrc_constraint.numpy()[envs][:, :self.n_dofs].astype(float))
         return out if self.scene.batched else {k: v[0] for k, v in out.items()}
 

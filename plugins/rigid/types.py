@@ -252,6 +252,12 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         -- constraint rows (stage constraint_rows.py):
         nefc: (n,) int: rows built
         efc_overflow: (n,) int: 1 = the row budget was exceeded this substep
+        efc_off: (n,) int: where the env's rows lie in the row pool: its row r of every row array below that is
+            sized by max_rows (model.ROW_POOL_FIELDS) is row r + efc_off of its own block — on CPU (the row
+            pool, model._row_pool) right after the previous env's rows in the View (efc_off[e] = adr[e] − e·max_rows,
+            adr[e] = adr[e − 1] + nefc[e − 1]), so rows past an env's count are the next env's; 0 (CUDA, the SAP
+            hand-off): each env's own block. Kernels read the rows through kernels/row_pool.py ``pool_rows``,
+            host readers through model.pool_rows_host (docs/constraint.md, "The row pool")
         eq_acc_bias: (n, neq, 6) float [m/s², rad/s²]: J̇·q̇ of connect/weld rows
         efc_J: (n, max_rows, nv) float: row Jacobians
         efc_span: (n, max_rows, 2) int: dof columns [lo, hi) holding every nonzero of the row (built
@@ -577,6 +583,7 @@ def _data_struct(s):
         con_efc_adr: I2
         nefc: I1
         efc_overflow: I1
+        efc_off: I1
         eq_acc_bias: S3
         efc_J: S3
         efc_span: I3

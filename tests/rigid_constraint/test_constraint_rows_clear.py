@@ -6,9 +6,12 @@ poses and velocities); every 10 steps its rows must equal, bit for bit, the rows
 held anything (J zero, spans empty, no links recorded), with every entry outside a row's span and every
 padding row exactly zero, and with the nonzero segments the builds recorded (efc_seg) equal to a scan of J.
 A row of resting boxes with more than 128 rows per env checks that the next-env prefetch of up to 1024 rows leaves
-the rows unchanged."""
+the rows unchanged. Each test runs with the row pool (docs/constraint.md, "The row pool": the rows read through
+model.pool_rows_host; no padding rows) and with a block per env (RigidSolver._row_pool = False: padding rows zero)."""
 
 import numpy as np
+import pytest
+from polyphys.plugins.rigid.model import pool_rows_host
 from test_constraint_row_segments import scan_segments
 
 PILE = """<mujoco>
@@ -33,7 +36,12 @@ def _xml():
     return PILE.format(bodies="\n".join(out))
 
 
-def _scene(path, n):
+def _rows(d, name):
+    """d.<name> (n, max_rows[, k]) with each env's rows in its own block (the row pool: gathered by d.efc_off)."""
+    return pool_rows_host(getattr(d, name).numpy(), d.efc_off.numpy())
+
+
+def _scene(path, n, pool=True):
     import polyphys
     from polyphys import morphs
     from polyphys.plugins.rigid import RigidOptions
@@ -44,16 +52,18 @@ def _scene(path, n):
                                                      constraint_islands=False))
     ent = scene.add_entity(morphs.MJCF(file=path), Rigid())
     scene.build(n_envs=n)
+    scene.solver("rigid")._row_pool = pool
     return scene, ent
 
 
-def test_rows_equal_a_fresh_build(tmp_path):
+@pytest.mark.parametrize("pool", [True, False], ids=["pool", "block-per-env"])
+def test_rows_equal_a_fresh_build(tmp_path, pool):
     from polyphys.plugins.rigid import constraint_rows
 
     path = tmp_path / "pile.xml"
     path.write_text(_xml())
     n = 2
-    scene, ent = _scene(str(path), n)
+    scene, ent = _scene(str(path), n, pool)
     solver = scene.solver("rigid")
     d = solver.data
     qv = np.zeros((n, solver.n_dofs))
@@ -66,9 +76,9 @@ def test_rows_equal_a_fresh_build(tmp_path):
         if step % 10 != 9:
             continue
         # the rows the step built over the scene's history ...
-        na, Ja, Sa = d.nefc.numpy().copy(), d.efc_J.numpy().copy(), d.efc_span.numpy().copy()     # CPU: numpy() is a view
+        na, Ja, Sa = d.nefc.numpy().copy(), _rows(d, "efc_J").copy(), _rows(d, "efc_span").copy()  # CPU: a view
         # the segments the build recorded (efc_seg) are the scan's of its rows (test_constraint_row_segments.py)
-        Ga = d.efc_seg.numpy()
+        Ga = _rows(d, "efc_seg")
         for e in range(n):
             np.testing.assert_array_equal(Ga[e, :na[e]], scan_segments(Ja[e], Sa[e], int(na[e]), nv))
         # ... and the same build (the substep's kinematics and contacts are still in place) from rows
@@ -78,16 +88,21 @@ def test_rows_equal_a_fresh_build(tmp_path):
         sp[..., 0], sp[..., 1] = nv, 0
         d.efc_span.assign(sp)
         d.efc_chain.fill_(-2)
-        d.nefc.zero_()
+        # (the pool's addresses come from the counts of the envs before: the rebuild's are this build's)
+        off = d.efc_off.numpy().copy()
+        if not pool:
+            d.nefc.zero_()
         for part in solver.layout.partitions:
-            constraint_rows.make_rows(solver.views[part.index])
-        nb, Jb, Sb = d.nefc.numpy(), d.efc_J.numpy(), d.efc_span.numpy()
+            constraint_rows.make_rows(solver.views[part.index], pool=pool)
+        assert np.array_equal(d.efc_off.numpy(), off)
+        nb, Jb, Sb = d.nefc.numpy(), _rows(d, "efc_J"), _rows(d, "efc_span")
         assert np.array_equal(na, nb)
         for e in range(n):
             r = int(na[e])
             assert np.array_equal(Ja[e, :r].view(np.uint64), Jb[e, :r].view(np.uint64)), (step, e)
             assert np.array_equal(Sa[e, :r], Sb[e, :r])
-            assert not Ja[e, r:].any(), "padding rows must be zero"
+            if not pool:        # (in the pool the rows past the count are the next env's)
+                assert not Ja[e, r:].any(), "padding rows must be zero"
             cols = np.arange(nv)
             outside = (cols[None] < Sa[e, :r, :1]) | (cols[None] >= Sa[e, :r, 1:])
             assert not Ja[e, :r][outside].any(), "entries outside a row's span must be zero"
@@ -114,11 +129,11 @@ def _row_xml():
     return PILE.format(bodies="\n".join(out))
 
 
-def _moving_rows_scene(tmp_path, n):
+def _moving_rows_scene(tmp_path, n, pool=True):
     """The scene of _row_xml with n envs, envs 1.. given different small velocities, after 3 steps."""
     path = tmp_path / "row.xml"
     path.write_text(_row_xml())
-    scene, ent = _scene(str(path), n)
+    scene, ent = _scene(str(path), n, pool)
     solver = scene.solver("rigid")
     qv = np.zeros((n, solver.n_dofs))
     qv[1] = 0.05 * np.sin(np.arange(qv.shape[1]))
@@ -129,7 +144,8 @@ def _moving_rows_scene(tmp_path, n):
     return solver, solver.data
 
 
-def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
+@pytest.mark.parametrize("pool", [True, False], ids=["pool", "block-per-env"])
+def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path, pool):
     """make_rows' next-env prefetch of up to 1024 rows (kernels/constraint_rows.cpp, `prefetch` 3; mode 1 keeps 128,
     mode 0 none) and its lookahead in the env (mode 2, the default since Round 16) are hints: on 3 envs (the first two
     prefetch the next) with more than 128 rows each, the per-row outputs NaN-filled and the segment records
@@ -139,7 +155,7 @@ def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
     from test_constraint_row_segments import ROW_OUTPUTS
 
     n = 3
-    solver, d = _moving_rows_scene(tmp_path, n)
+    solver, d = _moving_rows_scene(tmp_path, n, pool)
     got = []
     for pf in (0, 1, 2, 3):
         for name in ROW_OUTPUTS[4:16]:
@@ -147,18 +163,19 @@ def test_next_env_prefetch_past_128_rows_leaves_the_rows_unchanged(tmp_path):
             a.fill_(np.nan if a.dtype != wp.int32 else -7)
         d.efc_seg.fill_(1 << 30)
         for part in solver.layout.partitions:
-            constraint_rows.make_rows(solver.views[part.index], prefetch=pf)
+            constraint_rows.make_rows(solver.views[part.index], prefetch=pf, pool=pool)
         na = d.nefc.numpy()
         assert (na > 128).all(), na
         for name in ROW_OUTPUTS[7:16]:      # every row of the build written (no NaN left)
-            x = getattr(d, name).numpy()
+            x = _rows(d, name)
             for e in range(n):
                 assert np.isfinite(x[e, :na[e]]).all(), name
         got.append([getattr(d, k).numpy().tobytes() for k in ROW_OUTPUTS])
     assert got[0] == got[1] == got[2] == got[3]
 
 
-def test_solve_next_env_prefetch_past_128_rows_leaves_the_solution_unchanged(tmp_path):
+@pytest.mark.parametrize("pool", [True, False], ids=["pool", "block-per-env"])
+def test_solve_next_env_prefetch_past_128_rows_leaves_the_solution_unchanged(tmp_path, pool):
     """The convex solve's next-env prefetch of up to 1024 rows (kernels/convex_solve.cpp solve_prefetch_native, 128
     before Round 14d; `prefetch` 1 into L1, 2 into L2, 0 none) is a hint: on the 3 envs above (> 128 rows each, the
     first two prefetch the next), cold-started from qacc_smooth with every output NaN-filled (int outputs −7) first,
@@ -167,7 +184,7 @@ def test_solve_next_env_prefetch_past_128_rows_leaves_the_solution_unchanged(tmp
     from polyphys.plugins.rigid import convex_solve
 
     n = 3
-    solver, d = _moving_rows_scene(tmp_path, n)
+    solver, d = _moving_rows_scene(tmp_path, n, pool)
     assert (d.nefc.numpy() > 128).all(), d.nefc.numpy()
     warm = wp.clone(d.qacc_smooth)
     outs = ("qacc_warmstart", "efc_force", "efc_state", "qfrc_constraint", "solver_niter", "solver_stat")
@@ -178,11 +195,11 @@ def test_solve_next_env_prefetch_past_128_rows_leaves_the_solution_unchanged(tmp
             a.fill_(np.nan if a.dtype != wp.int32 else -7)
         for part in solver.layout.partitions:
             # each env's dense M written by the solve, as in the step (d.qM one block per View: model._qm_scratch)
-            convex_solve.solve(solver.views[part.index], warm, prefetch=pf, mass_hd=solver._hd_solve)
+            convex_solve.solve(solver.views[part.index], warm, prefetch=pf, mass_hd=solver._hd_solve, pool=pool)
         nefc = d.nefc.numpy()
         for e in range(n):
             assert np.isfinite(d.qacc_warmstart.numpy()[e]).all()
-            assert np.isfinite(d.efc_force.numpy()[e, :nefc[e]]).all()
+            assert np.isfinite(_rows(d, "efc_force")[e, :nefc[e]]).all()
         assert (d.solver_niter.numpy() > 0).all()
         got.append([getattr(d, k).numpy().tobytes() for k in outs])
     assert got[0] == got[1] == got[2]

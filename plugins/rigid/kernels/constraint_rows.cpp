@@ -336,6 +336,9 @@
     if (pf > 0 && env + 1 < efc_J.shape[0]) {
         enum { PP_PREFETCH_ROWS = 1024 };
         const size_t e1 = (size_t)env + 1;
+        // the next env's rows: pf_doff rows on from its own block as seen from here (the row pool: this env's previous
+        // count − max_rows, where its rows will start if this env's count holds; 0 without the pool)
+        const long long dn = (long long)pf_doff;
         int nr = *(const int*)((const char*)n_efc.data + e1 * n_efc.strides[0]);
         if (nr > max_rows) nr = max_rows;
         // pf = 1: Round 10's L1 prefetch of 128 rows as it was; pf = 3: Round 14c's 1024 rows (both kept for A/Bs);
@@ -343,21 +346,20 @@
         const int cap = pf == 1 ? 128 : pf == 2 ? 0 : (int)PP_PREFETCH_ROWS;
         if (nr > cap) nr = cap;
         const size_t tb = (size_t)nr * sizeof(T);
+        // (PP_NX: the next env's row 0 of a row array)
+#define PP_NX(a) ((const char*)(a).data + (long long)e1 * (a).strides[0] + dn * (a).strides[1])
         const char* outs[12] = {
-            (const char*)efc_pos.data + e1 * efc_pos.strides[0], (const char*)efc_margin.data + e1 * efc_margin.strides[0],
-            (const char*)efc_vel.data + e1 * efc_vel.strides[0], (const char*)efc_aref.data + e1 * efc_aref.strides[0],
-            (const char*)efc_R.data + e1 * efc_R.strides[0], (const char*)efc_D.data + e1 * efc_D.strides[0],
-            (const char*)efc_imp.data + e1 * efc_imp.strides[0], (const char*)efc_floss.data + e1 * efc_floss.strides[0],
-            (const char*)efc_mu.data + e1 * efc_mu.strides[0], (const char*)efc_type.data + e1 * efc_type.strides[0],
-            (const char*)efc_id.data + e1 * efc_id.strides[0], (const char*)efc_dim.data + e1 * efc_dim.strides[0]};
+            PP_NX(efc_pos), PP_NX(efc_margin), PP_NX(efc_vel), PP_NX(efc_aref),
+            PP_NX(efc_R), PP_NX(efc_D), PP_NX(efc_imp), PP_NX(efc_floss),
+            PP_NX(efc_mu), PP_NX(efc_type), PP_NX(efc_id), PP_NX(efc_dim)};
         for (int a = 0; a < 12; ++a)
             for (size_t l = 0; l < tb; l += 64) pfw(outs[a] + l);
         if (pf >= 2) {
             // the per-row records the clears read (links) and the finish writes (segments), and the
             // contacts' first-row addresses
-            const char* recs[3] = {(const char*)efc_span.data + e1 * efc_span.strides[0],
-                                   (const char*)efc_chain.data + e1 * efc_chain.strides[0],
-                                   (const char*)efc_seg.data + e1 * efc_seg.strides[0]};
+            const char* recs[3] = {PP_NX(efc_span),
+                                   PP_NX(efc_chain),
+                                   PP_NX(efc_seg)};
             const size_t rb[3] = {(size_t)nr * efc_span.strides[1], (size_t)nr * efc_chain.strides[1],
                                   (size_t)nr * efc_seg.strides[1]};
             for (int a = 0; a < 3; ++a)
@@ -393,8 +395,9 @@
             for (int a = 0; a < 9; ++a)
                 for (size_t l = 0; l < (size_t)nc * cs[a]; l += 64) pfr(cb[a] + l);
         }
-        const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
-        const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
+        const char* sb = PP_NX(efc_span);
+        const char* jb = PP_NX(efc_J);
+#undef PP_NX
         for (int r = 0; r < nr; ++r) {
             const int* sp = (const int*)(sb + (size_t)r * efc_span.strides[1]);
             const int lo = sp[0] < 0 ? 0 : sp[0];

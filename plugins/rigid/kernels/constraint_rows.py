@@ -34,6 +34,7 @@ import warp as wp
 
 from ..types import ConstraintType, EqType, overload
 from . import native
+from .row_pool import pool_rows2, pool_rows3
 
 wp.set_module_options({"enable_backward": False})
 
@@ -61,7 +62,7 @@ def contact_rows_native(nv: int, max_rows: int, cone: int, impratio: Any, tc_flo
                         con_margin: A2, con_friction: A3, con_sol: A3, con_solreffriction: A3, con_efc_adr: I2,
                         efc_J: A3, efc_span: I3, efc_chain: I3, efc_type: I2, efc_id: I2, efc_dim: I2, efc_pos: A2,
                         efc_margin: A2, efc_vel: A2, efc_aref: A2, efc_R: A2, efc_D: A2, efc_imp: A2, efc_floss: A2, efc_mu: A2,
-                        n_efc: I1, overflow: I1, efc_seg: I3, segs: int, pf: int): ...
+                        n_efc: I1, overflow: I1, efc_seg: I3, segs: int, pf: int, pf_doff: int): ...
 
 
 @wp.func_native(native.body(__file__, "row_clear_native"))
@@ -367,8 +368,23 @@ def connect_bias(m: Any, d: Any):
 
 
 @wp.kernel
-def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, params: int):
+def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, params: int, pool: int):
     env = wp.tid()
+    # the env's rows in the View's pool (docs/constraint.md, "The row pool"): pool = 1 (CPU, where a View's envs
+    # are built one after another in order) from where the previous env's rows end, adr[e] = adr[e − 1] +
+    # count[e − 1], kept as the offset from the env's own block of the arrays' R rows (R = max_rows as allocated),
+    # efc_off[e] = adr[e] − e·R; pool = 0 (CUDA, the SAP hand-off, the A/B's reference) at the env's own block, 0
+    # pool − 1 (≥ 0) is the slack: an env keeps its last address while that lies at most `slack` rows past where the
+    # previous env's rows end now (its rows then stay in the slots that held them, row for row, when an env before
+    # it changes its count by a few rows; the slots' records then hold the same rows, which make_rows rewrites
+    # without clearing them first: Round 12)
+    off = int(0)
+    old = d.efc_off[env]
+    if pool >= 1 and env > 0:
+        off = d.efc_off[env - 1] + d.nefc[env - 1] - d.efc_type.shape[1]
+        if old >= off and old <= off + pool - 1:
+            off = old
+    d.efc_off[env] = off
     rows_prefetch_native(env, prefetch, d.qpos, m.dof_frictionloss, m.lim_sol)
     if params != 0:
         # the contact parameters first (the kernel contact_params' body, the same numbers), so the contact rows
@@ -422,22 +438,22 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, param
     con_efc_adr = d.con_efc_adr
     n_efc = d.nefc
     overflow = d.efc_overflow
-    efc_J = d.efc_J
-    efc_span = d.efc_span
-    efc_chain = d.efc_chain
-    efc_seg = d.efc_seg
-    efc_type = d.efc_type
-    efc_id = d.efc_id
-    efc_dim = d.efc_dim
-    efc_pos = d.efc_pos
-    efc_margin = d.efc_margin
-    efc_vel = d.efc_vel
-    efc_aref = d.efc_aref
-    efc_R = d.efc_R
-    efc_D = d.efc_D
-    efc_imp = d.efc_imp
-    efc_floss = d.efc_frictionloss
-    efc_mu = d.efc_mu
+    efc_J = pool_rows3(d.efc_J, off)
+    efc_span = pool_rows3(d.efc_span, off)
+    efc_chain = pool_rows3(d.efc_chain, off)
+    efc_seg = pool_rows3(d.efc_seg, off)
+    efc_type = pool_rows2(d.efc_type, off)
+    efc_id = pool_rows2(d.efc_id, off)
+    efc_dim = pool_rows2(d.efc_dim, off)
+    efc_pos = pool_rows2(d.efc_pos, off)
+    efc_margin = pool_rows2(d.efc_margin, off)
+    efc_vel = pool_rows2(d.efc_vel, off)
+    efc_aref = pool_rows2(d.efc_aref, off)
+    efc_R = pool_rows2(d.efc_R, off)
+    efc_D = pool_rows2(d.efc_D, off)
+    efc_imp = pool_rows2(d.efc_imp, off)
+    efc_floss = pool_rows2(d.efc_frictionloss, off)
+    efc_mu = pool_rows2(d.efc_mu, off)
     zero = impratio * type(impratio)(0.0)
     one = zero + type(impratio)(1.0)
     half = type(impratio)(0.5)
@@ -447,6 +463,13 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, param
     # build beyond this one's count at the end, not all max_rows × nv entries of J every time
     prev = wp.min(n_efc[env], max_rows)
     clr = int(0)
+    # the CPU prefetch of the next env's rows (contact_rows_native): in the pool they will start where this env's
+    # rows end, at its count (its last count: the estimate), i.e. prev − R rows on from the next env's own block
+    pf_doff = int(0)
+    if pool >= 1:
+        pf_doff = prev - d.efc_type.shape[1]
+        if pool > 1 and env + 1 < n_efc.shape[0]:
+            pf_doff = d.efc_off[env + 1] - off      # with slack: the next env most likely keeps its last address
 
     # ---- equality: connect (3 rows), joint (1 row)
     for e in range(eq_type.shape[0]):
@@ -643,7 +666,7 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, param
                         cdof_w, cdof_v, dof_ref, qvel, n_con[env], con_dim, con_link, con_pos, con_frame, con_dist,
                         con_margin, con_friction, con_sol, d.con_solreffriction, con_efc_adr, efc_J, efc_span, efc_chain,
                         efc_type, efc_id, efc_dim, efc_pos, efc_margin, efc_vel, efc_aref, efc_R, efc_D, efc_imp, efc_floss,
-                        efc_mu, n_efc, overflow, efc_seg, segs, prefetch)
+                        efc_mu, n_efc, overflow, efc_seg, segs, prefetch, pf_doff)
     row_c0 = row
     row = n_efc[env]
     row_c1 = row
@@ -729,9 +752,11 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, param
         efc_D[env, i] = one / efc_R[env, i]
     for i in range(row_c1, row):
         efc_D[env, i] = one / efc_R[env, i]
-    # the last build's rows beyond this one's: back to the cleared state (padding reads as empty)
-    init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
-              efc_R, efc_aref, env, row, prev, nv)
+    # the last build's rows beyond this one's: back to the cleared state (padding reads as empty). In the pool
+    # those slots are the next env's (it clears each slot it takes by the slot's own record, as here): no padding
+    if pool == 0:
+        init_rows(efc_J, efc_span, efc_chain, dof_parent, link_dof_last, efc_floss, efc_mu, efc_dim, efc_D,
+                  efc_R, efc_aref, env, row, prev, nv)
     n_efc[env] = row
     overflow[env] = over
 

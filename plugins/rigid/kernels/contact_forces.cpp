@@ -167,7 +167,9 @@
             size_t tb = (size_t)(nc1 < C ? (nc1 < 64 ? nc1 : 64) : C) * 4 * ts;
             const size_t room = (size_t)(efc_force.shape[1] - a0) * ts;
             if (tb > room) tb = room;
-            const char* fb = (const char*)efc_force.data + e1 * efc_force.strides[0] + (size_t)a0 * ts;
+            // (doff: the next env's rows' offset from this env's in the row pool, efc_off[e + 1] − efc_off[e]; 0 without)
+            const char* fb = (const char*)efc_force.data + (long long)e1 * efc_force.strides[0]
+                             + (long long)doff * efc_force.strides[1] + (size_t)a0 * ts;
             for (size_t l = 0; l < tb; l += 64) {
                 if (prefetch >= 2) __builtin_prefetch(fb + l, 0, 2);
                 else __builtin_prefetch(fb + l, 0, 3);

@@ -16,6 +16,7 @@ import warp as wp
 
 from ..types import overload
 from . import native
+from .row_pool import pool_rows2
 
 wp.set_module_options({"enable_backward": False})
 
@@ -45,7 +46,7 @@ def contact_link_wrench_native(env: int, C: int, nl: int, ncon: I1, h: Any, accu
                                con_valid: I2, con_wrench: A3, con_efc_adr: I2, con_frame: A2, con_dim: I2,
                                con_friction: A3, efc_type: I2, efc_force: A2, con_force_world: A2, con_torque_world: A2,
                                link_xipos: A2, con_pos: A2, con_link: I3, link_contact_force: A2,
-                               link_contact_torque: A2, link_impulse_force: A2, link_impulse_torque: A2): ...
+                               link_contact_torque: A2, link_impulse_force: A2, link_impulse_torque: A2, doff: int): ...
 
 
 @wp.kernel
@@ -57,8 +58,10 @@ def contact_wrench(m: Any, d: Any):
     d.ncon whose valid flag is already 0 was cleared by an earlier call and is skipped). Native body:
     kernels/contact_forces.cpp."""
     env = wp.tid()
+    off = d.efc_off[env]      # the env's rows at its address in the row pool (kernels/row_pool.py)
     contact_wrench_native(env, d.con_dim.shape[1], d.ncon[env], d.con_valid, d.con_wrench, d.con_efc_adr, d.con_frame,
-                          d.con_dim, d.con_friction, d.efc_type, d.efc_force, d.con_force_world, d.con_torque_world)
+                          d.con_dim, d.con_friction, pool_rows2(d.efc_type, off), pool_rows2(d.efc_force, off),
+                          d.con_force_world, d.con_torque_world)
 
 
 @wp.kernel
@@ -79,11 +82,16 @@ def contact_link_wrench(m: Any, d: Any, accumulate: int, prefetch: int):
     numbers), the link sums reading the world wrenches while they are in cache. Native body:
     kernels/contact_forces.cpp."""
     env = wp.tid()
+    off = d.efc_off[env]      # the env's rows at its address in the row pool (kernels/row_pool.py)
+    doff = int(0)             # (the next env's, for its prefetch)
+    if env + 1 < d.ncon.shape[0]:
+        doff = d.efc_off[env + 1] - off
     contact_link_wrench_native(env, d.con_dim.shape[1], d.link_xipos.shape[1], d.ncon, m.opt.timestep, accumulate,
                                prefetch, d.con_valid, d.con_wrench, d.con_efc_adr, d.con_frame, d.con_dim, d.con_friction,
-                               d.efc_type, d.efc_force, d.con_force_world, d.con_torque_world, d.link_xipos,
+                               pool_rows2(d.efc_type, off), pool_rows2(d.efc_force, off), d.con_force_world,
+                               d.con_torque_world, d.link_xipos,
                                d.con_pos, d.con_link, d.link_contact_force, d.link_contact_torque,
-                               d.link_impulse_force, d.link_impulse_torque)
+                               d.link_impulse_force, d.link_impulse_torque, doff)
 
 
 overload(contact_wrench)

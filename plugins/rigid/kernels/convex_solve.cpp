@@ -724,7 +724,8 @@
 // it. The same values (+0, STATE_INACTIVE) either way. nt = 2 (the default): only the rows from nrow up to the
 // env's efc_pad (the row from which the padding is already there: the rows the previous solves wrote past this
 // count), with plain stores, then efc_pad = nrow; the zero-filled arrays are the padding from row 0 at the build.
-// The same values again, without a store over the unused budget per solve (Round 15).
+// The same values again, without a store over the unused budget per solve (Round 15). nt = 3 (the row pool,
+// docs/constraint.md "The row pool"): no store, efc_pad = nrow — the rows past the count belong to the next env.
 
 // @func pad_rows_native
     typedef decltype(+*efc_force.data) T;
@@ -737,6 +738,7 @@
         const int lo = nrow < 0 ? 0 : (nrow > n ? n : nrow);
         const int hi = *pm > n ? n : *pm;
         *pm = lo;         // every mode leaves the padding from the count on
+        if (nt == 3) return;   // the row pool: the rows past the count are the next env's (no padding)
         if (nt == 2) {
             for (int i = lo; i < hi; ++i) {
                 f[i] = T(0);
@@ -792,6 +794,9 @@
     typedef decltype(+*efc_J.data) T;
     if (env + 1 < efc_J.shape[0]) {
         const size_t e1 = (size_t)env + 1;
+        // the next env's rows: doff = efc_off[e + 1] − efc_off[e] rows on from its own block (the row pool; 0 without)
+        const long long dn = (long long)doff;
+#define PP_NX(a) ((const char*)(a).data + (long long)e1 * (a).strides[0] + dn * (a).strides[1])
         // bounded (PP_PF_*): a large env (the pile: nv 300, M 720 KB) would evict the env being solved (its whole
         // M: +6 to +15 % on the pile's step, Round 14d); up to 1024 rows (≈ 0.3 MB of J lines and per-row arrays
         // into L2; was 128): the pile's 932 rows, ≈ −1 % of its step (Round 14d)
@@ -799,10 +804,10 @@
         int nr = *(const int*)((const char*)n_efc.data + e1 * n_efc.strides[0]);
         if (nr > efc_J.shape[1]) nr = efc_J.shape[1];
         if (nr > PP_PF_ROWS) nr = PP_PF_ROWS;
-        const char* sb = (const char*)efc_span.data + e1 * efc_span.strides[0];
-        const char* jb = (const char*)efc_J.data + e1 * efc_J.strides[0];
+        const char* sb = PP_NX(efc_span);
+        const char* jb = PP_NX(efc_J);
         const size_t ss = efc_span.strides[2];
-        const char* gb = (const char*)efc_seg.data + e1 * efc_seg.strides[0];
+        const char* gb = PP_NX(efc_seg);
         const size_t gs = efc_seg.strides[2];
         // level 2: prefetcht1 (L2 only), level 1: prefetcht0 / prefetchw (into L1; Round 9)
         auto hint = [&](const char* a, int rw) {
@@ -860,14 +865,15 @@
         }
         const size_t tb = (size_t)nr * sizeof(T);
         const char* ins[4] = {
-            (const char*)efc_aref.data + e1 * efc_aref.strides[0], (const char*)efc_D.data + e1 * efc_D.strides[0],
-            (const char*)efc_R.data + e1 * efc_R.strides[0], (const char*)efc_type.data + e1 * efc_type.strides[0]};
+            PP_NX(efc_aref), PP_NX(efc_D),
+            PP_NX(efc_R), PP_NX(efc_type)};
         for (int a = 0; a < 4; ++a)
             for (size_t l = 0; l < tb; l += 64) hint(ins[a] + l, 0);
         const char* outs[2] = {(const char*)jar.data + e1 * jar.strides[0],
-                               (const char*)efc_force.data + e1 * efc_force.strides[0]};
+                               PP_NX(efc_force)};
         for (int a = 0; a < 2; ++a)
             for (size_t l = 0; l < tb; l += 64) hint(outs[a] + l, 1);
+#undef PP_NX
     }
 #endif
 

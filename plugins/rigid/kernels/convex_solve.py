@@ -33,6 +33,7 @@ from .linalg import (
     spans_fill,
 )
 from .line_search import exact_line_search
+from .row_pool import pool_rows2, pool_rows3
 
 wp.set_module_options({"enable_backward": False})
 
@@ -53,7 +54,7 @@ A3 = wp.array3d(dtype=Any)
 @wp.func_native(native.body(__file__, "solve_prefetch_native"))
 def solve_prefetch_native(env: int, nv: int, n_efc: I1, efc_J: A3, efc_span: I3, qM: A3, efc_aref: A2, efc_D: A2,
                           efc_R: A2, jar: A2, efc_force: A2, efc_type: I2, efc_seg: I3, level: int, mtree: int,
-                          dof_parent: I1, mdense: int, mass: A2, dof_dv: A2): ...
+                          dof_parent: I1, mdense: int, mass: A2, dof_dv: A2, doff: int): ...
 
 
 @wp.func_native(native.body(__file__, "island_label_native"))
@@ -355,14 +356,18 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
     M = d.qM
     qacc_smooth = d.qacc_smooth
     n_efc = d.nefc
-    efc_J = d.efc_J
-    efc_type = d.efc_type
-    efc_aref = d.efc_aref
-    efc_R = d.efc_R
-    efc_D = d.efc_D
-    efc_floss = d.efc_frictionloss
-    efc_mu = d.efc_mu
-    efc_dim = d.efc_dim
+    # the env's rows at its address in the row pool (kernels/row_pool.py; offset 0 without the pool)
+    off = d.efc_off[env]
+    efc_J = pool_rows3(d.efc_J, off)
+    efc_span = pool_rows3(d.efc_span, off)
+    efc_seg = pool_rows3(d.efc_seg, off)
+    efc_type = pool_rows2(d.efc_type, off)
+    efc_aref = pool_rows2(d.efc_aref, off)
+    efc_R = pool_rows2(d.efc_R, off)
+    efc_D = pool_rows2(d.efc_D, off)
+    efc_floss = pool_rows2(d.efc_frictionloss, off)
+    efc_mu = pool_rows2(d.efc_mu, off)
+    efc_dim = pool_rows2(d.efc_dim, off)
     H = d.solver_H
     LM = d.solver_LM
     jar = d.solver_jar
@@ -375,8 +380,8 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
     mv = d.solver_mv
     qfrc_smooth = d.solver_ma0    # (update_constraint's and solve_iterate's unused argument)
     qacc = d.qacc_warmstart
-    efc_force = d.efc_force
-    efc_state = d.efc_state
+    efc_force = pool_rows2(d.efc_force, off)
+    efc_state = pool_rows2(d.efc_state, off)
     qfrc_constraint = d.qfrc_constraint
     solver_niter = d.solver_niter
     solver_stat = d.solver_stat
@@ -393,14 +398,18 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
             whole = 0
     if prefetch >= 1:
         # CPU: the next env's rows and M while this one is solved (kernels/convex_solve.cpp; 2: into L2 only)
-        solve_prefetch_native(env, nv, n_efc, efc_J, d.efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type,
-                              d.efc_seg, prefetch & 3, int(prefetch < 4), m.dof_parent, mdense, d.mass, d.dof_dv)
+        # (the next env's rows: efc_off[env + 1] − efc_off[env] rows on from where its own block is seen from here)
+        doff = int(0)
+        if env + 1 < n_efc.shape[0]:
+            doff = d.efc_off[env + 1] - off
+        solve_prefetch_native(env, nv, n_efc, efc_J, efc_span, M, efc_aref, efc_D, efc_R, jar, efc_force, efc_type,
+                              efc_seg, prefetch & 3, int(prefetch < 4), m.dof_parent, mdense, d.mass, d.dof_dv, doff)
     pad_rows(env, nrow, efc_force, efc_state, d.efc_pad, pad_nt)   # padding rows read as inactive, zero force
     scale = mass_scale(env, nv, M, tolerance)
     # row spans cached in the scratch matrix this solver does not use (kernels/linalg.cpp): M's from the dof
     # tree, J's the segments make_rows recorded (efc_seg)
     sc_mode = span_mode(nrow, nv, solver, nv * nv)
-    spans_fill(env, nrow, nv, d.efc_span, d.efc_seg, efc_J, M, LM, H, sc_mode, m.dof_parent, 1)
+    spans_fill(env, nrow, nv, efc_span, efc_seg, efc_J, M, LM, H, sc_mode, m.dof_parent, 1)
     # (no M·qacc_smooth: nothing reads it — update_constraint forms M·(a − a₀) from qacc − qacc_smooth; Round 16)
 
     # warm start (optionally the lower-cost of warm and smooth, MuJoCo's rule: for the whole env, as
@@ -517,7 +526,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
             fr = rows[env, r0]
             if (inplace == 1 and solver == SolverType.NEWTON and isc != 0 and dofs[env, d0 + nd - 1] == fd + nd - 1
                     and rows[env, r0 + nr - 1] == fr + nr - 1):
-                island_inplace_start_native(env, fd, nd, fr, nr, isc, M, efc_J, d.efc_seg, efc_type, efc_dim, efc_D,
+                island_inplace_start_native(env, fd, nd, fr, nr, isc, M, efc_J, efc_seg, efc_type, efc_dim, efc_D,
                                             efc_R, efc_floss, efc_mu, jar, efc_force, efc_state, qacc, qacc_smooth, ma,
                                             LM, H, solver_stat)
                 c0 = solver_stat[env, 2]
@@ -541,7 +550,7 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                 if solver == SolverType.NEWTON:
                     packed = 1
                 island_gather_native(env, nv, k, d0, nd, r0, nr, zero_rows, packed, isc, LM, dofs, rows, d.dof_island,
-                                     d.dof_idof, m.dof_parent, M, qacc_smooth, qacc, efc_J, d.efc_span, d.efc_seg,
+                                     d.dof_idof, m.dof_parent, M, qacc_smooth, qacc, efc_J, efc_span, efc_seg,
                                      efc_type, efc_dim, efc_D, efc_R, efc_floss, efc_mu, efc_aref, iM, iacc_smooth, iacc,
                                      iJ, ispan, itype, idim, iD, iR, ifloss, imu, iaref, jar, efc_force, efc_state,
                                      qfrc_constraint, grad, ma, ijar, iforce, istate, ifrc, igrad, ima)
@@ -602,13 +611,20 @@ def label_islands(m: Any, d: Any, prefetch: int):
     on) takes no copy (island_key_nefc = −1), so the next substep relabels."""
     env = wp.tid()
     nv = m.nv
+    # the env's rows at its address in the row pool (kernels/row_pool.py); the labels and their keys are per env
+    off = d.efc_off[env]
     island_label_native(env, nv, d.nefc[env], m.dof_parent, m.lim_dof, m.link_dof_last, m.eq_type, m.eq_obj, d.con_link,
-                        d.efc_J, d.efc_span, d.efc_type, d.efc_id, d.dof_island, d.efc_island, d.island_dofadr,
-                        d.island_dofs, d.dof_idof, d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland,
-                        d.island_key_nefc, d.island_key_type, d.island_key_id, d.island_key_link)
-    island_label_next_native(env, nv, prefetch, d.nefc, d.ncon, d.con_link, d.efc_type, d.efc_id, d.dof_island,
-                             d.efc_island, d.island_dofadr, d.island_dofs, d.dof_idof, d.island_efcadr, d.island_efcs,
-                             d.island_scratch, d.nisland, d.island_niter)
+                        pool_rows3(d.efc_J, off), pool_rows3(d.efc_span, off), pool_rows2(d.efc_type, off),
+                        pool_rows2(d.efc_id, off), d.dof_island, d.efc_island, d.island_dofadr, d.island_dofs, d.dof_idof,
+                        d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland, d.island_key_nefc,
+                        d.island_key_type, d.island_key_id, d.island_key_link)
+    # (its rows here only for the next env's prefetch: at the next env's address)
+    off1 = off
+    if env + 1 < d.nefc.shape[0]:
+        off1 = d.efc_off[env + 1]
+    island_label_next_native(env, nv, prefetch, d.nefc, d.ncon, d.con_link, pool_rows2(d.efc_type, off1),
+                             pool_rows2(d.efc_id, off1), d.dof_island, d.efc_island, d.island_dofadr, d.island_dofs,
+                             d.dof_idof, d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland, d.island_niter)
 
 
 overload(label_islands)

@@ -34,6 +34,7 @@ import warp as wp
 from ..types import overload
 from . import native
 from .factorization import ld_solve_native
+from .row_pool import pool_rows3
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
@@ -131,7 +132,7 @@ def integrate_env(env: int, m: Any, d: Any, clear_ext: int, qfrc_in: wp.array2d(
     integrate_native(env, m.nv, m.nl, h, clear_ext, m.joint_midpoint, m.joint_type, m.joint_q_start,
                      m.joint_dof_start, m.dof_joint, m.dof_damping, m.dof_armature, d.dof_mode, d.qacc, d.qpos, d.qvel,
                      d.joint_mid_active, d.coupling_force, d.coupling_torque, d.xfrc_force, d.xfrc_torque,
-                     d.qfrc_applied, d.nefc, d.efc_J)
+                     d.qfrc_applied, d.nefc, pool_rows3(d.efc_J, d.efc_off[env]))
     for j in range(m.nj):
         if d.joint_mid_active[env, j] != 0:
             ds = m.joint_dof_start[j]

@@ -11,6 +11,7 @@ import warp as wp
 
 from ..types import ConstraintType, overload
 from .linalg import cholesky_factor
+from .row_pool import pool_rows2, pool_rows3
 
 wp.set_module_options({"enable_backward": False})
 
@@ -70,15 +71,17 @@ def noslip(m: Any, d: Any):
     M = d.qM
     qacc_smooth = d.qacc_smooth
     n_efc = d.nefc
-    efc_J = d.efc_J
-    efc_type = d.efc_type
-    efc_aref = d.efc_aref
-    efc_R = d.efc_R
-    efc_floss = d.efc_frictionloss
+    # the env's rows at its address in the row pool (kernels/row_pool.py; efc_MiJ is the solve's scratch, per env)
+    off = d.efc_off[env]
+    efc_J = pool_rows3(d.efc_J, off)
+    efc_type = pool_rows2(d.efc_type, off)
+    efc_aref = pool_rows2(d.efc_aref, off)
+    efc_R = pool_rows2(d.efc_R, off)
+    efc_floss = pool_rows2(d.efc_frictionloss, off)
     LM = d.solver_LM
     efc_MiJ = d.efc_MiJ
     qacc = d.qacc_warmstart
-    efc_force = d.efc_force
+    efc_force = pool_rows2(d.efc_force, off)
     qfrc_constraint = d.qfrc_constraint
     noslip_niter = d.noslip_niter
     noslip_stat = d.noslip_stat

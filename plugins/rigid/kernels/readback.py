@@ -22,6 +22,7 @@ import warp as wp
 
 from ..types import overload
 from . import native
+from .row_pool import pool_rows2
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
@@ -47,12 +48,14 @@ def rne_post_constraint_native(env: int, gravity: Any, link_parent: I1, link_roo
 @wp.kernel
 def rne_post_constraint(m: Any, d: Any, qacc_in: wp.array2d(dtype=Any)):
     env = wp.tid()
+    off = d.efc_off[env]      # the env's rows at its address in the row pool (kernels/row_pool.py)
     rne_post_constraint_native(
         env, m.opt.gravity, m.link_parent, m.link_root, m.link_dof_adr, m.eq_type, m.eq_obj, m.eq_data, m.neq, m.nv,
         m.na, d.qpos, d.qvel, qacc_in, d.qfrc_actuator, d.qfrc_constraint, d.act_force, d.cdof_w, d.cdof_v,
         d.cdofdot_w, d.cdofdot_v, d.cvel_w, d.cvel_v, d.cinert_m, d.cinert_mc, d.cinert_i, d.link_pos, d.link_quat,
         d.link_xipos, d.link_ang, d.link_com_vel, d.xfrc_force, d.xfrc_torque, d.coupling_force, d.coupling_torque,
-        d.link_contact_force, d.link_contact_torque, d.nefc, d.efc_type, d.efc_id, d.efc_force, d.snap_qpos,
+        d.link_contact_force, d.link_contact_torque, d.nefc, pool_rows2(d.efc_type, off), pool_rows2(d.efc_id, off),
+        pool_rows2(d.efc_force, off), d.snap_qpos,
         d.snap_qvel, d.snap_qacc, d.snap_qfrc_actuator, d.snap_qfrc_constraint, d.snap_act_force, d.link_acc_ang,
         d.link_acc, d.cfrc_int_force, d.cfrc_int_torque, d.cfrc_ext_force, d.cfrc_ext_torque)
 

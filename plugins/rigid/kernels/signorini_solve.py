@@ -21,6 +21,7 @@ import warp as wp
 from ..types import ConstraintType, EfcState, overload
 from .linalg import cholesky_factor, cholesky_solve
 from .line_search import exact_line_search, sig_block_size
+from .row_pool import pool_rows2, pool_rows3
 
 wp.set_module_options({"enable_backward": False})
 
@@ -182,7 +183,7 @@ def sig_relatch(env: int, nrow: int, efc_type: wp.array2d(dtype=wp.int32), efc_D
 
 
 @wp.kernel
-def solve_signorini(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
+def solve_signorini(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), pool: int):
     """Newton on the signorini problem (elliptic rows as built by make_rows (kernels/constraint_rows.py)): per iteration
     the Hessian M + Σ D JᵀJ (active quadratic rows, normal rows in contact, sticking blocks) +
     Σ (r/‖e‖) Jᵀ(I − êêᵀ)J (saturated blocks), Cholesky, exact line search at fixed loads, update,
@@ -190,7 +191,8 @@ def solve_signorini(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
     or when the line search cannot move and the loads did not change; ``iterations`` is a cap
     (in float32 the gradient test can sit on rounding for stiff stacks: the cap then ends the solve).
     solver_stat = (improvement, gradient, cost) as the convex kernel; sig_nhalf counts the halved
-    load changes of the solve."""
+    load changes of the solve. The rows at the env's address in the row pool (kernels/row_pool.py); ``pool`` = 1:
+    the rows past the count are the next env's, so they are not padded (0: zero force, inactive, no load)."""
     env = wp.tid()
     # the arrays under their short names (Model: m, Data: d)
     nv = m.nv
@@ -201,14 +203,15 @@ def solve_signorini(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
     M = d.qM
     qacc_smooth = d.qacc_smooth
     n_efc = d.nefc
-    efc_J = d.efc_J
-    efc_type = d.efc_type
-    efc_aref = d.efc_aref
-    efc_R = d.efc_R
-    efc_D = d.efc_D
-    efc_floss = d.efc_frictionloss
-    efc_mu = d.efc_mu
-    efc_dim = d.efc_dim
+    off = d.efc_off[env]
+    efc_J = pool_rows3(d.efc_J, off)
+    efc_type = pool_rows2(d.efc_type, off)
+    efc_aref = pool_rows2(d.efc_aref, off)
+    efc_R = pool_rows2(d.efc_R, off)
+    efc_D = pool_rows2(d.efc_D, off)
+    efc_floss = pool_rows2(d.efc_frictionloss, off)
+    efc_mu = pool_rows2(d.efc_mu, off)
+    efc_dim = pool_rows2(d.efc_dim, off)
     H = d.solver_H
     jar = d.solver_jar
     jv = d.solver_jv
@@ -216,11 +219,11 @@ def solve_signorini(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
     search = d.solver_search
     ma = d.solver_ma
     mv = d.solver_mv
-    efc_load = d.efc_load
-    efc_dload = d.efc_dload
+    efc_load = pool_rows2(d.efc_load, off)
+    efc_dload = pool_rows2(d.efc_dload, off)
     qacc = d.qacc_warmstart
-    efc_force = d.efc_force
-    efc_state = d.efc_state
+    efc_force = pool_rows2(d.efc_force, off)
+    efc_state = pool_rows2(d.efc_state, off)
     qfrc_constraint = d.qfrc_constraint
     solver_niter = d.solver_niter
     solver_stat = d.solver_stat
@@ -232,7 +235,10 @@ def solve_signorini(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any)):
     for j in range(nv):
         trace = trace + M[env, j, j]
     scale = one / wp.max(trace, type(tolerance)(1.0e-15))
-    for i in range(nrow, efc_force.shape[1]):
+    pad_hi = efc_force.shape[1]
+    if pool == 1:
+        pad_hi = nrow
+    for i in range(nrow, pad_hi):
         efc_force[env, i] = zero
         efc_state[env, i] = EfcState.INACTIVE
         efc_load[env, i] = zero

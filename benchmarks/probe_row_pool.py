@@ -1,0 +1,114 @@
+"""The row pool against one block per env, in-process A/B: ``python -m benchmarks.probe_row_pool [--scenes
+boxes,humanoid,pile] [--rounds 12] [--steps 3] [--n 1024] [--pile-n 64] [--captured]``.
+
+Per scene of profile_constraint (the settled states of bench_constraint; the pile with 64 envs; one thread, islands
+on): ONE scene (graph capture off) whose make_rows puts each env's rows right after the previous env's in its View
+(``RigidSolver._row_pool`` True, the default on CPU: d.efc_off; docs/constraint.md, "The row pool") or at the start
+of the env's own row-budget block (False, d.efc_off = 0), the switch flipped before each sample — the same memory,
+only the rows' addresses differ. Rounds alternate the variants (rotated, reversed every other round); each sample
+the stage profile of profile_constraint (``polyphys_profile``); least and median CPU µs per env-step of the stages
+that read the rows (rows, labels, solve, contact wrenches, integration; the smooth pass: a control) and of
+the step, the load with them.
+``--captured``: two scenes instead, each captured with its variant (graph capture on), ``steps`` captured steps per
+sample; qpos after the last round checked equal across the variants (the same numbers). ``--slack 0,16``: one pool
+variant per slack (make_rows keeps an env's last address while it lies at most that many rows past the previous
+env's new end; ``RigidSolver._row_slack``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+import numpy as np
+
+from . import bench_constraint as B
+from . import profile_constraint as P
+
+_STAGE_KEYS = ("constraint rows", "island labels", "convex solve", "noslip", "signorini solve", "contact",
+               "total force", "readback", "kinematics + RNE")
+
+
+def _build(path, d, dt, n, pool, capture, **extra):
+    scene, ent = B._pp_scene(path, dt, n, 1, capture=capture, constraint_islands=True, **extra)
+    scene.solver("rigid")._row_pool = pool
+    B._pp_set(scene, ent, d, n)
+    for _ in range(3):
+        scene.step()
+    return scene, ent
+
+
+def _order(r, labels):
+    k = r % len(labels)
+    rot = labels[k:] + labels[:k]
+    return rot if r % 2 == 0 else rot[::-1]
+
+
+def _one_scene(args, name, path, d, dt, n, extra):
+    scene, _ = _build(path, d, dt, n, True, False, **extra)
+    s = scene.solver("rigid")
+    variants = {"block per env": (False, 0)}
+    for k in args.slack.split(","):
+        variants[f"pool slack {k}"] = (True, int(k))
+    res = {k: [] for k in variants}
+    stages = {k: {} for k in variants}
+    moved = False
+    load0 = os.getloadavg()[0]
+    for r in range(args.rounds):
+        for label in _order(r, list(variants)):
+            s._row_pool, s._row_slack = variants[label]
+            scene.step()        # one step to settle the layout (the rows move), not timed
+            moved |= bool(s._row_pool and s.data.efc_off.numpy().any())
+            per, total = P.polyphys_profile(scene, n, args.steps)
+            res[label].append(total)
+            for key, v in per.items():
+                if any(key.startswith(k) for k in _STAGE_KEYS):
+                    stages[label].setdefault(key, []).append(v)
+    load1 = os.getloadavg()[0]
+    print(f"== {name} n_envs={n}, one scene, {args.rounds} rounds of {args.steps} steps (capture off), "
+          f"load {load0:.2f}-{load1:.2f}; efc_off nonzero in the pool: {moved}")
+    for label, xs in res.items():
+        print(f"   {label:16s} step {min(xs):9.2f} / {statistics.median(xs):9.2f} µs per env-step (min / median)",
+              flush=True)
+        for key, ys in sorted(stages[label].items()):
+            print(f"      {key:34s} {min(ys):9.2f} / {statistics.median(ys):9.2f}", flush=True)
+
+
+def _captured(args, name, path, d, dt, n, extra):
+    built = {label: _build(path, d, dt, n, pool, True, **extra) for label, pool in (("block per env", False),
+                                                                                     ("pool", True))}
+    res = {k: [] for k in built}
+    load0 = os.getloadavg()[0]
+    for r in range(args.rounds):
+        for label in _order(r, list(built)):
+            res[label].append(P.step_cpu_us(built[label][0], n, args.steps))
+    load1 = os.getloadavg()[0]
+    q = [np.asarray(e.get_qpos()) for _, e in built.values()]
+    same = all(np.array_equal(q[0], x) for x in q[1:])
+    print(f"== {name} n_envs={n}, two scenes, {args.rounds} rounds of {args.steps} captured steps, "
+          f"load {load0:.2f}-{load1:.2f}; qpos equal across variants: {same}")
+    for label, xs in res.items():
+        print(f"   {label:14s} {min(xs):9.2f} / {statistics.median(xs):9.2f} µs per env-step (min / median)", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1024)
+    ap.add_argument("--pile-n", type=int, default=64)
+    ap.add_argument("--scenes", default="boxes,humanoid,pile")
+    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--captured", action="store_true", help="two captured scenes instead of one swapped")
+    ap.add_argument("--slack", default="0", help="one-scene: the pool's variants, make_rows' slack in rows (comma list)")
+    args = ap.parse_args()
+    import warp as wp
+
+    wp.config.quiet = True
+    for name, path, m, d, n, extra in P.settled_scenes(args.scenes.split(","), args.n, args.pile_n):
+        dt = float(m.opt.timestep)
+        (_captured if args.captured else _one_scene)(args, name, path, d, dt, n, extra)
+
+
+if __name__ == "__main__":
+    main()
