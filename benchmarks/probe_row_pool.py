@@ -11,8 +11,8 @@ that read the rows (rows, labels, solve, contact wrenches, integration; the smoo
 the step, the load with them.
 ``--captured``: two scenes instead, each captured with its variant (graph capture on), ``steps`` captured steps per
 sample; qpos after the last round checked equal across the variants (the same numbers). ``--slack 0,16``: one pool
-variant per slack (make_rows keeps an env's last address while it lies at most that many rows past the previous
-env's new end; ``RigidSolver._row_slack``).
+variant per slack, one-scene and captured (make_rows keeps an env's last address while it lies at most that many
+rows past the previous env's new end; ``RigidSolver._row_slack``).
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ _STAGE_KEYS = ("constraint rows", "island labels", "convex solve", "noslip", "si
                "total force", "readback", "kinematics + RNE")
 
 
-def _build(path, d, dt, n, pool, capture, **extra):
+def _build(path, d, dt, n, pool, capture, slack=0, **extra):
     scene, ent = B._pp_scene(path, dt, n, 1, capture=capture, constraint_islands=True, **extra)
     scene.solver("rigid")._row_pool = pool
+    scene.solver("rigid")._row_slack = slack
     B._pp_set(scene, ent, d, n)
     for _ in range(3):
         scene.step()
@@ -76,8 +77,10 @@ def _one_scene(args, name, path, d, dt, n, extra):
 
 
 def _captured(args, name, path, d, dt, n, extra):
-    built = {label: _build(path, d, dt, n, pool, True, **extra) for label, pool in (("block per env", False),
-                                                                                     ("pool", True))}
+    variants = {"block per env": (False, 0)}
+    for k in args.slack.split(","):
+        variants[f"pool slack {k}"] = (True, int(k))
+    built = {label: _build(path, d, dt, n, pool, True, slack, **extra) for label, (pool, slack) in variants.items()}
     res = {k: [] for k in built}
     load0 = os.getloadavg()[0]
     for r in range(args.rounds):

@@ -381,8 +381,12 @@ ROW_POOL_FIELDS = ("efc_J", "efc_span", "efc_chain", "efc_seg", "efc_type", "efc
                    "efc_force", "efc_state", "efc_load", "efc_dload")
 _row_pool = True
 # make_rows' slack in the pool (rows): an env keeps its last address while it lies at most this far past the previous
-# env's new end (RigidSolver._row_slack overrides it; the A/B of benchmarks/probe_row_pool.py --slack)
-_row_pool_slack = 0
+# env's new end (RigidSolver._row_slack overrides it; the A/B of benchmarks/probe_row_pool.py --slack). 64 (Round
+# 17): a count that falls by up to 64 rows in an env before it leaves an env's rows in the slots that held them, so
+# they keep the "same two links, no clear" shortcut (the pile of 50: its counts change every few steps; captured
+# step −7 to −13 % by the medians, the boxes and the humanoid level). Every env's offset stays ≤ 0 (an env's rows
+# never start past its own block: a kept address is an earlier one), so the pool needs no more rows than before.
+_row_pool_slack = 64
 
 
 def pool_rows_host(arr: np.ndarray, off: np.ndarray) -> np.ndarray:

@@ -18,13 +18,15 @@ IDS = ["newton", "newton-elliptic", "cg", "noslip", "signorini"]
 GETTER_KEYS = ("count", "valid", "type", "object", "contact", "force", "state", "qfrc_constraint")
 
 
-def _run(pool, steps, n_envs=N_ENVS, threads=2, envs=None, slack=0, **opts):
+def _run(pool, steps, n_envs=N_ENVS, threads=2, envs=None, slack=None, **opts):
     """qpos / qvel of each entity, the getter's rows and the warm start after each step, and each step's efc_off,
-    with the row pool on or off (``RigidSolver._row_pool``; ``slack``: make_rows' slack, ``_row_slack``)."""
+    with the row pool on or off (``RigidSolver._row_pool``; ``slack``: make_rows' slack, ``_row_slack``; None: the
+    default, model._row_pool_slack)."""
     scene, ents = _scene(n_envs, threads=threads, **opts)
     s = scene.solver("rigid")
     s._row_pool = pool
-    s._row_slack = slack
+    if slack is not None:
+        s._row_slack = slack
     _start(ents, np.arange(N_ENVS) if envs is None else envs)
     out, offs = [], []
     for _ in range(steps):
@@ -38,7 +40,7 @@ def _run(pool, steps, n_envs=N_ENVS, threads=2, envs=None, slack=0, **opts):
     return out, offs, s
 
 
-@pytest.mark.parametrize("slack", [0, 8], ids=["slack0", "slack8"])
+@pytest.mark.parametrize("slack", [0, 8, 64], ids=["slack0", "slack8", "slack64"])
 @pytest.mark.parametrize("opts", OPTS, ids=IDS)
 def test_pool_equals_a_block_per_env(opts, slack):
     """Pooled against one block per env: every step's qpos, qvel, the getter's rows (count, type, object, contact,
