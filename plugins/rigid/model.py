@@ -389,9 +389,10 @@ _row_pool = True
 _row_pool_slack = 128
 # make_rows' head in the pool (rows, ≤ the slack): an env that has to move because the envs before it grew lands
 # past the previous env's new end by an eighth of that env's count, at most this many rows, so that a later growth
-# by as much moves it no more (RigidSolver._row_head overrides it). 64 (Round 17): the pile of 50 with envs whose
-# counts change independently −4 to −11 % of the captured step against slack 64 without a head; the boxes and the
-# humanoid level (an eighth of their 128 / 42 rows: a head of 64 rows cost them ≈ 0.5 µs per env-step)
+# by as much moves it no more (RigidSolver._row_head overrides it). 64 (Round 17): the pile of 50's captured step
+# −8 to −13 % (medians) against slack 0 and no head, the default before, −1 to −4 % against slack 64 alone where its
+# envs' counts change independently; the boxes and the humanoid level (an eighth of their 128 / 42 rows: a head of
+# 64 rows cost them ≈ 0.5 µs per env-step)
 _row_pool_head = 64
 
 
