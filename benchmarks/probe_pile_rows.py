@@ -30,6 +30,7 @@ WRITTEN = ("efc_J", "efc_span", "efc_chain", "efc_seg", "efc_type", "efc_id", "e
 def main():
     import warp as wp
     from polyphys.plugins.rigid import constraint_rows as CR
+    from polyphys.plugins.rigid import model as MD
 
     wp.config.quiet = True
     ap = argparse.ArgumentParser()
@@ -45,9 +46,9 @@ def main():
     orig = CR.make_rows
     cur = {"pf": kinds[0], "t": 0.0}
 
-    def rows(v, lim_window_h=0.0, segs=True, prefetch=2, params=False):
+    def rows(v, lim_window_h=0.0, segs=True, prefetch=2, params=False, **pool):
         t0 = time.thread_time()
-        orig(v, lim_window_h, segs, cur["pf"], params)
+        orig(v, lim_window_h, segs, cur["pf"], params, **pool)
         cur["t"] += time.thread_time() - t0
 
     for name, path, m, d, n, extra in P.settled_scenes(a.scenes.split(","), a.n, a.pile_n):
@@ -67,8 +68,12 @@ def main():
             CR.make_rows = orig
         ch1 = dd.efc_chain.numpy()
         ne = dd.nefc.numpy()
-        mask = np.arange(ch1.shape[1])[None] < ne[:, None]
-        con = mask & (ch1[..., 0] >= -1)
+        # in the row pool env e's row r is row e·R + efc_off[e] + r of the (n·R) rows (the same slot before and after)
+        adr = np.arange(ch1.shape[0]) * ch1.shape[1] + dd.efc_off.numpy()
+        ch0, ch1 = ch0.reshape(-1, 2), ch1.reshape(-1, 2)
+        rows_in_use = np.concatenate([np.arange(a0, a0 + k) for a0, k in zip(adr, ne)])
+        ch0, ch1 = ch0[rows_in_use], ch1[rows_in_use]
+        con = ch1[:, 0] >= -1
         same = con & (ch0 == ch1).all(-1)
         print(f"{name} n={n}: rows per env {ne.min()}-{ne.max()}, contact rows {con.sum()}, of them with the last "
               f"build's links {same.sum() / max(con.sum(), 1):.3f}", flush=True)
@@ -76,7 +81,8 @@ def main():
             ref = None
             for k in kinds:
                 for v in views:
-                    orig(v, 0.0, True, k, s.collision is not None)
+                    orig(v, 0.0, True, k, s.collision is not None, pool=s._row_pool_on(),
+                         slack=getattr(s, "_row_slack", MD._row_pool_slack), head=getattr(s, "_row_head", MD._row_pool_head))
                 wp.synchronize()
                 got = [getattr(dd, f).numpy().tobytes() for f in WRITTEN]
                 ref = got if ref is None else ref

@@ -11,8 +11,10 @@ that read the rows (rows, labels, solve, contact wrenches, integration; the smoo
 the step, the load with them.
 ``--captured``: two scenes instead, each captured with its variant (graph capture on), ``steps`` captured steps per
 sample; qpos after the last round checked equal across the variants (the same numbers). ``--slack 0,16``: one pool
-variant per slack (make_rows keeps an env's last address while it lies at most that many rows past the previous
-env's new end; ``RigidSolver._row_slack``).
+variant per slack, one-scene and captured (make_rows keeps an env's last address while it lies at most that many
+rows past the previous env's new end; ``RigidSolver._row_slack``); ``--variants 0:0,64:32``: slack:head pairs
+instead (``head``: where an env that has to move lands, ``RigidSolver._row_head``); ``--kick 0.2``: each env's
+velocities kicked by its own noise and 20 steps before timing (envs whose counts change independently).
 """
 
 from __future__ import annotations
@@ -30,13 +32,33 @@ _STAGE_KEYS = ("constraint rows", "island labels", "convex solve", "noslip", "si
                "total force", "readback", "kinematics + RNE")
 
 
-def _build(path, d, dt, n, pool, capture, **extra):
+def _build(path, d, dt, n, pool, capture, slack=0, head=0, kick=0.0, **extra):
     scene, ent = B._pp_scene(path, dt, n, 1, capture=capture, constraint_islands=True, **extra)
     scene.solver("rigid")._row_pool = pool
+    scene.solver("rigid")._row_slack = slack
+    scene.solver("rigid")._row_head = head
     B._pp_set(scene, ent, d, n)
-    for _ in range(3):
+    if kick:
+        # each env's velocities kicked by its own noise (the same in every variant): the envs' row counts then
+        # change independently from step to step, not all together as in the copies of one settled state
+        rng = np.random.default_rng(0)
+        ent.set_dofs_velocity(np.tile(d.qvel, (n, 1)) + kick * rng.standard_normal((n, len(d.qvel))))
+    for _ in range(20 if kick else 3):
         scene.step()
     return scene, ent
+
+
+def _variants(args):
+    """label -> (pool, slack, head): the block per env, then the pool's (``--slack`` or ``--variants``)."""
+    out = {"block per env": (False, 0, 0)}
+    if args.variants:
+        for v in args.variants.split(","):
+            k, h = (int(x) for x in v.split(":"))
+            out[f"pool slack {k} head {h}"] = (True, k, h)
+    else:
+        for k in args.slack.split(","):
+            out[f"pool slack {k}"] = (True, int(k), 0)
+    return out
 
 
 def _order(r, labels):
@@ -46,18 +68,16 @@ def _order(r, labels):
 
 
 def _one_scene(args, name, path, d, dt, n, extra):
-    scene, _ = _build(path, d, dt, n, True, False, **extra)
+    scene, _ = _build(path, d, dt, n, True, False, kick=args.kick, **extra)
     s = scene.solver("rigid")
-    variants = {"block per env": (False, 0)}
-    for k in args.slack.split(","):
-        variants[f"pool slack {k}"] = (True, int(k))
+    variants = _variants(args)
     res = {k: [] for k in variants}
     stages = {k: {} for k in variants}
     moved = False
     load0 = os.getloadavg()[0]
     for r in range(args.rounds):
         for label in _order(r, list(variants)):
-            s._row_pool, s._row_slack = variants[label]
+            s._row_pool, s._row_slack, s._row_head = variants[label]
             scene.step()        # one step to settle the layout (the rows move), not timed
             moved |= bool(s._row_pool and s.data.efc_off.numpy().any())
             per, total = P.polyphys_profile(scene, n, args.steps)
@@ -76,8 +96,8 @@ def _one_scene(args, name, path, d, dt, n, extra):
 
 
 def _captured(args, name, path, d, dt, n, extra):
-    built = {label: _build(path, d, dt, n, pool, True, **extra) for label, pool in (("block per env", False),
-                                                                                     ("pool", True))}
+    built = {label: _build(path, d, dt, n, pool, True, slack, head, args.kick, **extra)
+             for label, (pool, slack, head) in _variants(args).items()}
     res = {k: [] for k in built}
     load0 = os.getloadavg()[0]
     for r in range(args.rounds):
@@ -101,6 +121,10 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--captured", action="store_true", help="two captured scenes instead of one swapped")
     ap.add_argument("--slack", default="0", help="one-scene: the pool's variants, make_rows' slack in rows (comma list)")
+    ap.add_argument("--variants", default="", help="the pool's variants as slack:head pairs (comma list; instead of "
+                    "--slack)")
+    ap.add_argument("--kick", type=float, default=0.0, help="each env's velocities kicked by this much noise, then 20 "
+                    "steps: counts that change env by env")
     args = ap.parse_args()
     import warp as wp
 

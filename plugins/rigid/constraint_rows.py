@@ -23,7 +23,7 @@ def connect_bias(v: View, neq: int) -> None:
 
 
 def make_rows(v: View, lim_window_h: float = 0.0, segs: bool = True, prefetch: int = 2, params: bool = False,
-              pool: bool = False, slack: int = 0) -> None:
+              pool: bool = False, slack: int = 0, head: int = 0) -> None:
     """The rows; ``lim_window_h`` = h > 0 adds Drake's limit activation window (the SAP hand-off,
     docs/sap.md "Which rows SAP takes over"), 0 (the solver's own solve): the joint margin only.
     ``segs``: record each row's nonzero segments in d.efc_seg while it is written (the convex solve reads
@@ -39,8 +39,11 @@ def make_rows(v: View, lim_window_h: float = 0.0, segs: bool = True, prefetch: i
     previous env's in the View's pool (d.efc_off; docs/constraint.md, "The row pool"), no padding rows; False: each
     env's rows in its own block of the row budget (d.efc_off = 0), the rows past its count back to the cleared
     state. ``slack`` (with the pool): an env keeps its last address while that lies at most ``slack`` rows past the
-    previous env's new end (0: always right after it)."""
+    previous env's new end (0: always right after it); ``head`` (≤ ``slack``, larger is taken as ``slack``): an env that
+    has to move lands that many rows past the previous env's new end (at most at its own block's start), not right at
+    it, so that a later growth of the envs before it by up to ``head`` rows leaves it where it is."""
     if pool and not wp.get_device(v.device).is_cpu:
         raise ValueError(f"make_rows: pool=True needs a CPU View (envs built in order), got device {v.device!r}")
     wp.launch(K.make_rows, dim=v.n, inputs=[v.m, v.d, v.scalar(lim_window_h), int(segs), int(prefetch), int(params),
-                                            int(pool) * (1 + int(slack))], device=v.device)
+                                            int(pool) * (1 + int(slack)), int(pool) * min(int(head), int(slack))],
+              device=v.device)

@@ -381,8 +381,19 @@ ROW_POOL_FIELDS = ("efc_J", "efc_span", "efc_chain", "efc_seg", "efc_type", "efc
                    "efc_force", "efc_state", "efc_load", "efc_dload")
 _row_pool = True
 # make_rows' slack in the pool (rows): an env keeps its last address while it lies at most this far past the previous
-# env's new end (RigidSolver._row_slack overrides it; the A/B of benchmarks/probe_row_pool.py --slack)
-_row_pool_slack = 0
+# env's new end (RigidSolver._row_slack overrides it; the A/B of benchmarks/probe_row_pool.py --slack / --variants).
+# 128 (Round 17; 0 before): a count that falls by that much in the envs before it leaves an env's rows in the slots
+# that held them, so they keep the "same two links, no clear" shortcut (the pile of 50: its counts change every few
+# steps). Every env's offset stays ≤ 0 (an env's rows never start past its own block: a kept address is an earlier
+# one, a moved one at most its block's start), so the pool needs no more rows than before.
+_row_pool_slack = 128
+# make_rows' head in the pool (rows, ≤ the slack): an env that has to move because the envs before it grew lands
+# past the previous env's new end by an eighth of that env's count, at most this many rows, so that a later growth
+# by as much moves it no more (RigidSolver._row_head overrides it). 64 (Round 17): the pile of 50's captured step
+# −8 to −13 % (medians) against slack 0 and no head, the default before, −1 to −4 % against slack 64 alone where its
+# envs' counts change independently; the boxes and the humanoid level (an eighth of their 128 / 42 rows: a head of
+# 64 rows cost them ≈ 0.5 µs per env-step)
+_row_pool_head = 64
 
 
 def pool_rows_host(arr: np.ndarray, off: np.ndarray) -> np.ndarray:

@@ -302,7 +302,8 @@ class RigidSolver(RigidSensorViewMixin, Solver):
             constraint_rows.connect_bias(v, len(self.hm.eq_type))
         # the contact parameters inside the rows' launch (constraint_rows.contact_params' body: the same numbers)
         constraint_rows.make_rows(v, params=self.collision is not None, pool=self._row_pool_on(),
-                                  slack=getattr(self, "_row_slack", _model._row_pool_slack))
+                                  slack=getattr(self, "_row_slack", _model._row_pool_slack),
+                                  head=getattr(self, "_row_head", _model._row_pool_head))
 
     def _row_pool_on(self) -> bool:
         """Whether make_rows builds into the row pool (model._row_pool; docs/constraint.md, "The row pool"): on CPU

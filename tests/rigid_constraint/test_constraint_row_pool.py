@@ -18,13 +18,17 @@ IDS = ["newton", "newton-elliptic", "cg", "noslip", "signorini"]
 GETTER_KEYS = ("count", "valid", "type", "object", "contact", "force", "state", "qfrc_constraint")
 
 
-def _run(pool, steps, n_envs=N_ENVS, threads=2, envs=None, slack=0, **opts):
+def _run(pool, steps, n_envs=N_ENVS, threads=2, envs=None, slack=None, head=None, **opts):
     """qpos / qvel of each entity, the getter's rows and the warm start after each step, and each step's efc_off,
-    with the row pool on or off (``RigidSolver._row_pool``; ``slack``: make_rows' slack, ``_row_slack``)."""
+    with the row pool on or off (``RigidSolver._row_pool``; ``slack`` / ``head``: make_rows' slack and head,
+    ``_row_slack`` / ``_row_head``; None: the defaults, model._row_pool_slack / _row_pool_head)."""
     scene, ents = _scene(n_envs, threads=threads, **opts)
     s = scene.solver("rigid")
     s._row_pool = pool
-    s._row_slack = slack
+    if slack is not None:
+        s._row_slack = slack
+    if head is not None:
+        s._row_head = head
     _start(ents, np.arange(N_ENVS) if envs is None else envs)
     out, offs = [], []
     for _ in range(steps):
@@ -38,14 +42,21 @@ def _run(pool, steps, n_envs=N_ENVS, threads=2, envs=None, slack=0, **opts):
     return out, offs, s
 
 
-@pytest.mark.parametrize("slack", [0, 8], ids=["slack0", "slack8"])
+@pytest.mark.parametrize("slack_head", [(0, 0), (8, 0), (8, 8), (None, None)],
+                         ids=["slack0", "slack8", "slack8-head8", "default"])
 @pytest.mark.parametrize("opts", OPTS, ids=IDS)
-def test_pool_equals_a_block_per_env(opts, slack):
+def test_pool_equals_a_block_per_env(opts, slack_head):
     """Pooled against one block per env: every step's qpos, qvel, the getter's rows (count, type, object, contact,
     force, state, Jᵀf) and the warm start byte for byte; in the pool each partition's first env starts at its
     block (off 0) and every other env right after the previous env's rows (with make_rows' slack: at most that
-    many rows after, at its block or before it); without it every offset is 0."""
-    a, offs, s = _run(True, 60, slack=slack, **opts)
+    many rows after — an env that moved with a head: that far or an eighth of the previous env's count after —
+    at its block or before it); without it every offset is 0."""
+    from polyphys.plugins.rigid import model as _model
+
+    slack, head = slack_head
+    a, offs, s = _run(True, 60, slack=slack, head=head, **opts)
+    slack = _model._row_pool_slack if slack is None else slack
+    head = _model._row_pool_head if head is None else head
     b, offs0, _ = _run(False, 60, **opts)
     R = s.model.max_rows
     starts = {p.start for p in s.layout.partitions}
@@ -60,6 +71,18 @@ def test_pool_equals_a_block_per_env(opts, slack):
                 end = (e - 1) * R + off[e - 1] + nefc[e - 1]
                 assert end <= adr <= end + slack and off[e] <= 0
             moved |= bool(off[e] != 0)
+    # an env that moved because the envs before it grew lands min(head, count / 8) rows after their end (or at its
+    # block)
+    headed = False
+    for (off0, _), (off1, nefc) in zip(offs, offs[1:]):
+        for e in range(N_ENVS):
+            if e in starts:
+                continue
+            end = off1[e - 1] + nefc[e - 1] - R
+            if off0[e] < end:
+                assert off1[e] == min(end + min(head, nefc[e - 1] // 8), 0)
+                headed |= min(head, nefc[e - 1] // 8) > 0
+    assert headed or head == 0 or slack == 0
     assert moved
     assert all((off == 0).all() for off, _ in offs0)
     nefc = offs[-1][1]
