@@ -177,7 +177,9 @@
 // dof and row (`degenerate`, solved as without islands). Islands are numbered in the order
 // of their lowest tree; each island's dofs and rows are listed in ascending order (CSR lists).
 // scratch rows: [0] union-find parent, [1] constrained flag, then counts / cursors, [2] island of a
-// representative. dof_island holds the dof's tree until the labels are written.
+// representative. dof_island holds the dof's tree until the labels are written. Kept labels: see the compare
+// below (the rows' keys; a model of one tree: the row count alone). ``mode``: the labelling's prefetch argument;
+// its bit 16 selects the compare before Round 17 (A/B).
 
 // @func island_label_native
     typedef decltype(+*efc_J.data) T;
@@ -207,11 +209,27 @@
     int* kt = (int*)((char*)key_type.data + e * key_type.strides[0]);
     int* ki = (int*)((char*)key_id.data + e * key_id.strides[0]);
     char* kl0 = (char*)key_link.data + e * key_link.strides[0];
-    if (*kn == nrow) {
+    // a model of one kinematic tree (every dof but dof 0 has a parent; mode bit 16 off): its labels depend on the
+    // row count alone (rows: one island of every dof and row, whether each constraint joins the tree or, acting
+    // on none, makes the env `degenerate`: the same lists; no rows: none), so they are kept when the count is the
+    // last relabelling's, and that relabelling's count is the whole key (benchmarks/results/constraint.md,
+    // Round 17 (rigidhum))
+    bool one_tree = (mode & 16) == 0 && nv > 0 && *(const int*)dof_parent.data < 0;
+    for (int j = 1; one_tree && j < nv; ++j)
+        one_tree = *(const int*)((const char*)dof_parent.data + (size_t)j * dof_parent.strides[0]) >= 0;
+    if (one_tree && *kn == nrow) return;
+    if (!one_tree && *kn == nrow) {
+        // the rows' (type, id) against the keys in one branch-free pass (mode bit 16: row by row with the links, as
+        // before), then the links of each contact with rows
         int same = 1;
-        for (int r = 0, pt = -1, pi = -1; r < nrow; ++r) {
+        if ((mode & 16) == 0) {
+            int diff = 0;
+            for (int r = 0; r < nrow; ++r) diff |= (tp_[r] ^ kt[r]) | (id_[r] ^ ki[r]);
+            same = diff == 0;
+        }
+        for (int r = 0, pt = -1, pi = -1; same && r < nrow; ++r) {
             const int tp = tp_[r], ob = id_[r];
-            if (tp != kt[r] || ob != ki[r]) { same = 0; break; }
+            if ((mode & 16) != 0 && (tp != kt[r] || ob != ki[r])) { same = 0; break; }
             if (tp >= EFC_CONTACT_FRICTIONLESS && (tp != pt || ob != pi)) {
                 const int* cl = (const int*)((const char*)con_link.data + e * con_link.strides[0] +
                                              (size_t)ob * con_link.strides[1]);
@@ -343,8 +361,8 @@
     }
     *(int*)((char*)nisland.data + e * nisland.strides[0]) = nisl;
     // the inputs of these labels, for the next substep's compare (none when J was read: relabel then)
-    *kn = scanned ? -1 : nrow;
-    if (!scanned) {
+    *kn = scanned && !one_tree ? -1 : nrow;
+    if (!scanned && !one_tree) {
         for (int r = 0, pt = -1, pi = -1; r < nrow; ++r) {
             const int tp = tp_[r], ob = id_[r];
             kt[r] = tp;
@@ -372,7 +390,11 @@
         for (int k = nisl < 0 ? 0 : nisl; k < nv; ++k) it[k] = 0;    // (a kept count is never < 0; no write before the row)
     }
 #if !defined(__CUDA_ARCH__)
-    if (prefetch && env + 1 < nefc.shape[0]) {
+    // (a model of one tree keeps its labels unless the next env's row count changed: nothing of it to prefetch)
+    bool pf_one_tree = (prefetch & 16) == 0 && nv > 0 && *(const int*)dof_parent.data < 0;
+    for (int j = 1; pf_one_tree && j < nv; ++j)
+        pf_one_tree = *(const int*)((const char*)dof_parent.data + (size_t)j * dof_parent.strides[0]) >= 0;
+    if (prefetch && !pf_one_tree && env + 1 < nefc.shape[0]) {
         const size_t e1 = (size_t)env + 1;
         int nr = *(const int*)((const char*)nefc.data + e1 * nefc.strides[0]);
         if (nr > efc_type.shape[1]) nr = efc_type.shape[1];
