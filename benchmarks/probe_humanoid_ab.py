@@ -10,8 +10,9 @@ stage(s) under test (``--stage``), which selects the code before the round:
 First the outputs of each variant are compared byte for byte (factor: d.qld, d.qld_int, qacc_smooth, d.mass, d.qM
 after a relaunch of the smooth pass, NaN-filled before; labels: the label arrays after a relabelling with the keys
 invalidated and the outputs garbage-filled, then after a second launch that keeps them). Then rounds alternate the
-variants (rotated, reversed every other round): "stage" relaunches the stage over the whole batch (3 launches; CPU
-µs per env), "step" runs ``steps`` scene steps with the variant (CPU µs per env-step); least / median.
+variants (reversed every other round): "stage relaunched" relaunches the stage over the whole batch (3 launches; CPU
+µs per env), "step" runs ``steps`` scene steps with the variant (CPU µs per env-step) and "in the step" is the
+stage's share of them (thread time inside its launches); least / median.
 """
 
 from __future__ import annotations
@@ -48,13 +49,17 @@ def main():
     fac = a.stage in ("factor", "both")
     lab = a.stage in ("labels", "both")
     orig_smooth, orig_label = F.smooth, CS.label_islands
-    cur = {"old": False}
+    cur = {"old": False, "t": 0.0}
 
     def smooth(v, hd, qfrc, qacc_out, dense, hd_int=None, prefetch=2):
+        t0 = time.thread_time()
         orig_smooth(v, hd, qfrc, qacc_out, dense, hd_int=hd_int, prefetch=prefetch | (16 if cur["old"] and fac else 0))
+        cur["t"] += (time.thread_time() - t0) if fac else 0.0
 
     def label(v, prefetch=2):
+        t0 = time.thread_time()
         orig_label(v, prefetch | (16 if cur["old"] and lab else 0))
+        cur["t"] += (time.thread_time() - t0) if lab else 0.0
 
     for name, path, m, d, n, extra in P.settled_scenes(a.scenes.split(","), a.n, 64):
         scene, ent = B._pp_scene(path, float(m.opt.timestep), n, 1, capture=False, constraint_islands=True, **extra)
@@ -97,7 +102,7 @@ def main():
                 print(f"{name}: {k}: envs keeping labels {kept:.2f}, islands {np.unique(dd.nisland.numpy())}", flush=True)
             ref = got if ref is None else ref
             print(f"{name}: {k}: outputs byte-identical to {kinds[0]}: {got == ref}", flush=True)
-        res = {k: ([], []) for k in kinds}
+        res = {k: ([], [], []) for k in kinds}
         loads = [os.getloadavg()[0]]
         F.smooth, CS.label_islands = smooth, label
         try:
@@ -111,18 +116,21 @@ def main():
                         stage()
                     wp.synchronize()
                     res[k][0].append((time.thread_time() - t0) / (3 * n) * 1e6)
+                    cur["t"] = 0.0
                     t0 = time.thread_time()
                     for _ in range(a.steps):
                         scene.step()
                     wp.synchronize()
                     res[k][1].append((time.thread_time() - t0) / (a.steps * n) * 1e6)
+                    res[k][2].append(cur["t"] / (a.steps * n) * 1e6)
         finally:
             F.smooth, CS.label_islands = orig_smooth, orig_label
         loads.append(os.getloadavg()[0])
         for k in kinds:
-            ps, st = res[k]
-            print(f"  {a.stage} {k}: stage {min(ps):7.3f} / {statistics.median(ps):7.3f}   step {min(st):7.2f} / "
-                  f"{statistics.median(st):7.2f}  µs/env (min / med of {a.rounds})", flush=True)
+            ps, st, ins = res[k]
+            print(f"  {a.stage} {k}: stage relaunched {min(ps):7.3f} / {statistics.median(ps):7.3f}   in the step "
+                  f"{min(ins):7.3f} / {statistics.median(ins):7.3f}   step {min(st):7.2f} / {statistics.median(st):7.2f}"
+                  f"  µs/env (min / med of {a.rounds})", flush=True)
         print(f"  load {loads[0]:.2f}-{loads[1]:.2f}", flush=True)
 
 
