@@ -6,7 +6,8 @@ ONE scene; variant "new" runs the landed code, variant "old" sets bit 16 of the 
 stage(s) under test (``--stage``), which selects the code before the round:
 - factor: factorization.smooth's two factors (M + hd·D for qacc_smooth, M + hd_int·D for the integration) one after
   the other instead of in one pass over the tree;
-- labels: convex_solve.label_islands without the one-tree keep (the rows' keys compared; the next env prefetched).
+- labels: convex_solve.label_islands as before the round: no one-tree keep (the rows' keys compared row by row), the
+  next env's label outputs prefetched (not its keys).
 First the outputs of each variant are compared byte for byte (factor: d.qld, d.qld_int, qacc_smooth, d.mass, d.qM
 after a relaunch of the smooth pass, NaN-filled before; labels: the label arrays after a relabelling with the keys
 invalidated and the outputs garbage-filled, then after a second launch that keeps them). Then rounds alternate the

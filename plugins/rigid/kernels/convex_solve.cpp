@@ -217,6 +217,7 @@
     bool one_tree = (mode & 16) == 0 && nv > 0 && *(const int*)dof_parent.data < 0;
     for (int j = 1; one_tree && j < nv; ++j)
         one_tree = *(const int*)((const char*)dof_parent.data + (size_t)j * dof_parent.strides[0]) >= 0;
+    uf[nv] = 1;      // (scratch row 0's last entry, unused by the labelling: kept, for the next env's prefetch)
     if (one_tree && *kn == nrow) return;
     if (!one_tree && *kn == nrow) {
         // the rows' (type, id) against the keys in one branch-free pass (mode bit 16: row by row with the links, as
@@ -241,6 +242,7 @@
         }
         if (same) return;
     }
+    uf[nv] = 0;
     for (int j = 0; j < nv; ++j) {
         const int p = *(const int*)((const char*)dof_parent.data + (size_t)j * dof_parent.strides[0]);
         root[j] = p >= 0 ? root[p] : j;
@@ -411,13 +413,24 @@
         const size_t rb = (size_t)(nr > 0 ? nr : 0) * sizeof(int), vb = (size_t)(nv + 1) * sizeof(int);
         pf(efc_type.data, efc_type.strides[0], rb, 0);
         pf(efc_id.data, efc_id.strides[0], rb, 0);
+        pf(con_link.data, con_link.strides[0], (size_t)(nc > 0 ? nc : 0) * con_link.strides[1], 0);
+        pf(island_niter.data, island_niter.strides[0], vb, 1);
+        const int kn1 = *(const int*)((const char*)key_nefc.data + e1 * key_nefc.strides[0]);
+        if ((prefetch & 16) == 0 && kn1 == nr) {
+            // the next env compares its rows with its keys: its keys, and its label outputs only when this env
+            // relabelled (a kept env writes none; Round 17, rigidhum; mode bit 16: the outputs alone, as before)
+            pf(key_type.data, key_type.strides[0], rb, 0);
+            pf(key_id.data, key_id.strides[0], rb, 0);
+            pf(key_link.data, key_link.strides[0], (size_t)(nc > 0 ? nc : 0) * key_link.strides[1], 0);
+            const int kept = *(const int*)((const char*)scratch.data + (size_t)env * scratch.strides[0] +
+                                           (size_t)nv * scratch.strides[2]);
+            if (kept) return;
+        }
         pf(efc_island.data, efc_island.strides[0], rb, 1);
         pf(island_efcs.data, island_efcs.strides[0], rb, 1);
-        pf(con_link.data, con_link.strides[0], (size_t)(nc > 0 ? nc : 0) * con_link.strides[1], 0);
         pf(dof_island.data, dof_island.strides[0], vb, 1);
         pf(island_dofs.data, island_dofs.strides[0], vb, 1);
         pf(dof_idof.data, dof_idof.strides[0], vb, 1);
-        pf(island_niter.data, island_niter.strides[0], vb, 1);
         pf(island_dofadr.data, island_dofadr.strides[0], vb, 1);
         pf(island_efcadr.data, island_efcadr.strides[0], vb, 1);
         pf(scratch.data, scratch.strides[0], 3 * scratch.strides[1], 1);
