@@ -1,6 +1,6 @@
 """The solve's scratch, one block per View against one block per env, in-process A/B: ``python -m
 benchmarks.probe_scratch [--scenes boxes,humanoid,pile] [--rounds 20] [--steps 10] [--n 1024] [--pile-n 64]
-[--stages] [--pad]``.
+[--stages] [--pad] [--qm] [--smooth] [--qld]``.
 
 Per scene of profile_constraint (the settled states of bench_constraint; the pile with 64 envs; graph capture on,
 one thread, islands on): the same scene built twice in one process, the View's solve scratch (plugins/rigid/model.py
@@ -18,6 +18,8 @@ instead of the scratch (the scratch shared in both), two scenes captured or (``-
 ``--smooth``: the smooth pass's intermediates (``model.SMOOTH_SCRATCH_FIELDS``: joint anchors and axes, composite
 inertias, the RNE's accelerations and subtree wrenches) one block per View (``model._smooth_scratch``, the default)
 against one block per env, two scenes captured or (``--stages``) swapped in one scene (the smooth pass's stage).
+``--qld --stages``: the smooth pass's factor d.qld alone (a smooth-pass intermediate since Round 17) one block per
+View against one block per env, swapped in one scene.
 """
 
 from __future__ import annotations
@@ -107,6 +109,23 @@ def _smooth_sets(scene):
     return {"smooth per env": per_env, "smooth block": block}
 
 
+def _qld_sets(scene):
+    """{label: [(view struct, "qld", array)]}: the Views' factor d.qld as built (one block per View, Round 17) and as
+    one block per env (new, zero-filled): the smooth pass's solve reads it in the same env's pass, nothing later."""
+    import warp as wp
+    from polyphys.plugins.rigid import model as M
+
+    s = scene.solver("rigid")
+    per_env, block = [], []
+    for v in s.views.values():
+        a = v.d.qld
+        block.append((v.d, "qld", a))
+        b = wp.zeros(a.shape, dtype=a.dtype, device=a.device)
+        M._advise_huge(b)
+        per_env.append((v.d, "qld", b))
+    return {"qld per env": per_env, "qld one block": block}
+
+
 def _stages_in_one_scene(args, name, path, d, dt, n, extra):
     scene, ent = _build(path, d, dt, n, True, capture=False, **extra)
     if args.pad:
@@ -116,6 +135,8 @@ def _stages_in_one_scene(args, name, path, d, dt, n, extra):
         sets = _qm_sets(scene)
     elif args.smooth:
         sets = _smooth_sets(scene)
+    elif args.qld:
+        sets = _qld_sets(scene)
     else:
         sets = _swap_sets(scene)
     res = {k: [] for k in sets}
@@ -156,7 +177,11 @@ def main():
                     "(model._qm_scratch; with --stages: swapped in one scene)")
     ap.add_argument("--smooth", action="store_true", help="the smooth pass's intermediates per env against one "
                     "block per View (model._smooth_scratch; with --stages: swapped in one scene)")
+    ap.add_argument("--qld", action="store_true", help="with --stages: the smooth pass's factor d.qld per env against "
+                    "one block per View (Round 17), swapped in one scene")
     args = ap.parse_args()
+    if args.qld and not args.stages:
+        ap.error("--qld needs --stages")
     import warp as wp
 
     wp.config.quiet = True

@@ -361,9 +361,10 @@ _qm_scratch = True
 # accelerations and subtree wrenches (bias). Each env's pass writes them before it reads them, within its own pass,
 # so on CPU they are one env's block per View too (the same numbers; ≈ 15 % of the pass's per-env bytes no longer
 # written to memory per env). False: per env (the stage tests that read them per env; benchmarks/probe_scratch.py
-# --smooth).
+# --smooth). Since Round 17 (rigidhum) also the factor d.qld of M + h_D·D: read only by the solve of the same env's
+# pass (the integration's factor d.qld_int, read after the constraint solve, stays per env; probe_scratch --qld).
 SMOOTH_SCRATCH_FIELDS = ("joint_anchor", "joint_xaxis", "crb_m", "crb_mc", "crb_i", "cacc_w", "cacc_v", "cfrc_t",
-                         "cfrc_f", "cext_t", "cext_f")
+                         "cfrc_f", "cext_t", "cext_f", "qld")
 _smooth_scratch = True
 
 
@@ -629,7 +630,7 @@ def make_data(hm: HostModel, layout):
     d.cinert_i = z((n, nl), M33)
     d.crb_i = sz((n, nl), M33)
     d.mass = z((n, nnz))
-    d.qld = z((n, nnz))
+    d.qld = sz((n, nnz))       # the factor of M + h_D·D: read only by its own pass's solve (Round 17, rigidhum)
     d.qld_int = z((n, nnz))
     for k in ("qfrc_bias", "qfrc_ext", "qfrc_passive", "qfrc_actuator", "qfrc_control", "qfrc_smooth", "dof_dv",
               "qacc_smooth", "qacc", "qfrc_total"):

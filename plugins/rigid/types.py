@@ -220,7 +220,8 @@ _DATA_DOC = """Per-env device arrays: state, per-substep derived quantities, con
         dof_dv: (n, nv) float: velocity derivative D of the dof forces (damping, actuator/PD kv) for the integrator
         act_force: (n, na) float [N or N·m]: actuator force
         -- factorization (stage factorization.py):
-        qld: (n, nnz) float: LᵀDL factor of M + h_D·D (unit L off the diagonal, D on it)
+        qld: (n, nnz) float: LᵀDL factor of M + h_D·D (unit L off the diagonal, D on it) (*: read only by the solve
+            of the pass that factors it)
         qld_int: (n, nnz) float: LᵀDL factor of M + h·D for the integration's solve after the constraint solve
             (MuJoCo-compatible implicitfast / Euler; written by the smooth pass, factorization.crb_factor_solve)
         qacc_smooth: (n, nv) float [m/s², rad/s²]: the unconstrained acceleration the constraint solve starts from

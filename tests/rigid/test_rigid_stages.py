@@ -436,10 +436,22 @@ def test_integration_factor_and_ld_solve_stage(model):
     dv = rng.uniform(0.5, 2.0, size=d.dof_dv.shape)
     dv[0] = 0.0
     d.dof_dv.assign(dv)
+    # where both are computed they are factored in one pass (the part factor_pair; prefetch bit 16: one after the
+    # other, as before): the same bits as each alone — the first factor and its solve those of factor_solve(v, hd)
     for hd in (0.0, h):
-        _nan(d.qld, d.qld_int, out)
-        factorization.crb_factor_solve(c.v, hd, fw, out, dense=False, hd_int=h)
-        qld_first, qld_int = d.qld.numpy()[:, :nnz].copy(), d.qld_int.numpy()[:, :nnz].copy()
+        res = {}
+        for pf in (2, 18, 16):
+            _nan(d.qld, d.qld_int, out)
+            factorization.crb_factor_solve(c.v, hd, fw, out, dense=False, hd_int=h, prefetch=pf)
+            res[pf] = (d.qld.numpy()[:, :nnz].copy(), d.qld_int.numpy()[:, :nnz].copy(), out.numpy().copy())
+        for pf in (18, 16):
+            for a, b in zip(res[2], res[pf]):
+                np.testing.assert_array_equal(a, b)
+        qld_first, qld_int, acc = res[2]
+        _nan(d.qld, out)
+        factorization.factor_solve(c.v, hd, fw, out)
+        np.testing.assert_array_equal(qld_first, d.qld.numpy()[:, :nnz])
+        np.testing.assert_array_equal(acc, out.numpy())
         _nan(d.qld, out)
         factorization.factor_solve(c.v, h, fw, out)
         np.testing.assert_array_equal(qld_int, d.qld.numpy()[:, :nnz])

@@ -121,3 +121,83 @@ def test_state_writes_and_queries_invalidate(path, tmp_path):
     scene.step()
     got = _labels(rs)
     _assert_same(got, _fresh(rs))
+
+
+# one kinematic tree (a free torso, two hinged legs with limits, an arm): its labels depend on the row count alone
+_TREE_XML = """
+<mujoco>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body pos="0 0 0.45" euler="0 20 10">
+      <freejoint/>
+      <geom type="box" size="0.2 0.1 0.05"/>
+      <body pos="0.15 0 -0.05">
+        <joint type="hinge" axis="0 1 0" range="-40 40" damping="0.3"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.25" size="0.04"/>
+        <body pos="0 0 -0.25"><joint type="hinge" axis="0 1 0" range="-10 60"/>
+          <geom type="capsule" fromto="0 0 0 0.1 0 -0.2" size="0.035"/></body>
+      </body>
+      <body pos="-0.15 0 -0.05">
+        <joint type="hinge" axis="1 0 0" range="-30 30"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.04"/>
+      </body>
+      <body pos="0 0.1 0.05">
+        <joint type="hinge" axis="0 0 1"/>
+        <geom type="capsule" fromto="0 0 0 0 0.3 0" size="0.03"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def _tree_scene(tmp_path, n_envs=2):
+    path = tmp_path / "tree.xml"
+    path.write_text(_TREE_XML.strip())
+    scene = polyphys.Scene(sim=polyphys.SimOptions(dt=0.005, precision="64", graph_capture=False),
+                           rigid=RigidOptions(constraint_islands=True))
+    ent = scene.add_entity(morphs.MJCF(file=str(path)), Rigid())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolyphysWarning)
+        scene.build(n_envs=n_envs)
+    qvel = np.zeros((n_envs, ent.n_dofs))
+    qvel[:, 6:9] = (2.0, -1.5, 1.0)
+    qvel[1:, 3:6] = (0.5, -0.8, 0.3)
+    ent.set_dofs_velocity(qvel)
+    return scene, scene.solver("rigid")
+
+
+def test_one_tree_keeps_labels_by_row_count(tmp_path):
+    """A model of one kinematic tree compares only the row count with its last relabelling's (Round 17): the kept
+    labels equal a fresh relabelling by the general code (keys invalidated, garbage outputs; and with mode bit 16,
+    the code before the round) after each step of a landing in which the row count and the rows' (type, id) change;
+    with an unchanged count the labels are kept (garbage stays), with another count they are relabelled."""
+    scene, rs = _tree_scene(tmp_path)
+    d, v = rs.data, rs.views["all"]
+    assert int((rs.model.dof_parent.numpy() < 0).sum()) == 1
+    counts, kept, types = set(), 0, set()
+    for _ in range(100):
+        key = d.island_key_nefc.numpy().copy()
+        scene.step()
+        nefc = d.nefc.numpy().copy()
+        counts.update(int(x) for x in nefc)
+        types.add(d.efc_type.numpy()[0, :nefc[0]].tobytes())
+        kept += int(np.sum(key == nefc))
+        got = _labels(rs)
+        assert np.all(d.island_key_nefc.numpy() == nefc)        # the count is the whole key, always taken
+        _assert_same(got, _fresh(rs))
+        _garbage(rs)
+        convex_solve.invalidate_labels(d)
+        convex_solve.label_islands(v, 2 | 16)
+        _assert_same(got, _labels(rs))
+    assert len(counts) > 3 and len(types) > 3 and 0 < kept < 200 and 0 in counts
+    # an unchanged count keeps the labels (garbage written over them stays), another count relabels
+    _fresh(rs)
+    _garbage(rs)
+    convex_solve.label_islands(v)
+    assert np.all(d.dof_island.numpy() == -7)
+    ref = _fresh(rs)
+    _garbage(rs)
+    d.island_key_nefc.assign(d.nefc.numpy() + 1)
+    convex_solve.label_islands(v)
+    _assert_same(_labels(rs), ref)

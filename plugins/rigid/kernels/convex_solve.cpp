@@ -177,7 +177,9 @@
 // dof and row (`degenerate`, solved as without islands). Islands are numbered in the order
 // of their lowest tree; each island's dofs and rows are listed in ascending order (CSR lists).
 // scratch rows: [0] union-find parent, [1] constrained flag, then counts / cursors, [2] island of a
-// representative. dof_island holds the dof's tree until the labels are written.
+// representative. dof_island holds the dof's tree until the labels are written. Kept labels: see the compare
+// below (the rows' keys; a model of one tree: the row count alone). ``mode``: the labelling's prefetch argument;
+// its bit 16 selects the compare before Round 17 (A/B).
 
 // @func island_label_native
     typedef decltype(+*efc_J.data) T;
@@ -207,11 +209,28 @@
     int* kt = (int*)((char*)key_type.data + e * key_type.strides[0]);
     int* ki = (int*)((char*)key_id.data + e * key_id.strides[0]);
     char* kl0 = (char*)key_link.data + e * key_link.strides[0];
-    if (*kn == nrow) {
+    // a model of one kinematic tree (every dof but dof 0 has a parent; mode bit 16 off): its labels depend on the
+    // row count alone (rows: one island of every dof and row, whether each constraint joins the tree or, acting
+    // on none, makes the env `degenerate`: the same lists; no rows: none), so they are kept when the count is the
+    // last relabelling's, and that relabelling's count is the whole key (benchmarks/results/constraint.md,
+    // Round 17 (rigidhum))
+    bool one_tree = (mode & 16) == 0 && nv > 0 && *(const int*)dof_parent.data < 0;
+    for (int j = 1; one_tree && j < nv; ++j)
+        one_tree = *(const int*)((const char*)dof_parent.data + (size_t)j * dof_parent.strides[0]) >= 0;
+    uf[nv] = 1;      // (scratch row 0's last entry, unused by the labelling: kept, for the next env's prefetch)
+    if (one_tree && *kn == nrow) return;
+    if (!one_tree && *kn == nrow) {
+        // the rows' (type, id) against the keys in one branch-free pass (mode bit 16: row by row with the links, as
+        // before), then the links of each contact with rows
         int same = 1;
-        for (int r = 0, pt = -1, pi = -1; r < nrow; ++r) {
+        if ((mode & 16) == 0) {
+            int diff = 0;
+            for (int r = 0; r < nrow; ++r) diff |= (tp_[r] ^ kt[r]) | (id_[r] ^ ki[r]);
+            same = diff == 0;
+        }
+        for (int r = 0, pt = -1, pi = -1; same && r < nrow; ++r) {
             const int tp = tp_[r], ob = id_[r];
-            if (tp != kt[r] || ob != ki[r]) { same = 0; break; }
+            if ((mode & 16) != 0 && (tp != kt[r] || ob != ki[r])) { same = 0; break; }
             if (tp >= EFC_CONTACT_FRICTIONLESS && (tp != pt || ob != pi)) {
                 const int* cl = (const int*)((const char*)con_link.data + e * con_link.strides[0] +
                                              (size_t)ob * con_link.strides[1]);
@@ -223,6 +242,7 @@
         }
         if (same) return;
     }
+    uf[nv] = 0;
     for (int j = 0; j < nv; ++j) {
         const int p = *(const int*)((const char*)dof_parent.data + (size_t)j * dof_parent.strides[0]);
         root[j] = p >= 0 ? root[p] : j;
@@ -343,8 +363,8 @@
     }
     *(int*)((char*)nisland.data + e * nisland.strides[0]) = nisl;
     // the inputs of these labels, for the next substep's compare (none when J was read: relabel then)
-    *kn = scanned ? -1 : nrow;
-    if (!scanned) {
+    *kn = scanned && !one_tree ? -1 : nrow;
+    if (!scanned && !one_tree) {
         for (int r = 0, pt = -1, pi = -1; r < nrow; ++r) {
             const int tp = tp_[r], ob = id_[r];
             kt[r] = tp;
@@ -372,7 +392,11 @@
         for (int k = nisl < 0 ? 0 : nisl; k < nv; ++k) it[k] = 0;    // (a kept count is never < 0; no write before the row)
     }
 #if !defined(__CUDA_ARCH__)
-    if (prefetch && env + 1 < nefc.shape[0]) {
+    // (a model of one tree keeps its labels unless the next env's row count changed: nothing of it to prefetch)
+    bool pf_one_tree = (prefetch & 16) == 0 && nv > 0 && *(const int*)dof_parent.data < 0;
+    for (int j = 1; pf_one_tree && j < nv; ++j)
+        pf_one_tree = *(const int*)((const char*)dof_parent.data + (size_t)j * dof_parent.strides[0]) >= 0;
+    if (prefetch && !pf_one_tree && env + 1 < nefc.shape[0]) {
         const size_t e1 = (size_t)env + 1;
         int nr = *(const int*)((const char*)nefc.data + e1 * nefc.strides[0]);
         if (nr > efc_type.shape[1]) nr = efc_type.shape[1];
@@ -389,13 +413,24 @@
         const size_t rb = (size_t)(nr > 0 ? nr : 0) * sizeof(int), vb = (size_t)(nv + 1) * sizeof(int);
         pf(efc_type.data, efc_type.strides[0], rb, 0);
         pf(efc_id.data, efc_id.strides[0], rb, 0);
+        pf(con_link.data, con_link.strides[0], (size_t)(nc > 0 ? nc : 0) * con_link.strides[1], 0);
+        pf(island_niter.data, island_niter.strides[0], vb, 1);
+        const int kn1 = *(const int*)((const char*)key_nefc.data + e1 * key_nefc.strides[0]);
+        if ((prefetch & 16) == 0 && kn1 == nr) {
+            // the next env compares its rows with its keys: its keys, and its label outputs only when this env
+            // relabelled (a kept env writes none; Round 17, rigidhum; mode bit 16: the outputs alone, as before)
+            pf(key_type.data, key_type.strides[0], rb, 0);
+            pf(key_id.data, key_id.strides[0], rb, 0);
+            pf(key_link.data, key_link.strides[0], (size_t)(nc > 0 ? nc : 0) * key_link.strides[1], 0);
+            const int kept = *(const int*)((const char*)scratch.data + (size_t)env * scratch.strides[0] +
+                                           (size_t)nv * scratch.strides[2]);
+            if (kept) return;
+        }
         pf(efc_island.data, efc_island.strides[0], rb, 1);
         pf(island_efcs.data, island_efcs.strides[0], rb, 1);
-        pf(con_link.data, con_link.strides[0], (size_t)(nc > 0 ? nc : 0) * con_link.strides[1], 0);
         pf(dof_island.data, dof_island.strides[0], vb, 1);
         pf(island_dofs.data, island_dofs.strides[0], vb, 1);
         pf(dof_idof.data, dof_idof.strides[0], vb, 1);
-        pf(island_niter.data, island_niter.strides[0], vb, 1);
         pf(island_dofadr.data, island_dofadr.strides[0], vb, 1);
         pf(island_efcadr.data, island_efcadr.strides[0], vb, 1);
         pf(scratch.data, scratch.strides[0], 3 * scratch.strides[1], 1);

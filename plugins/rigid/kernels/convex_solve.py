@@ -62,14 +62,15 @@ def island_label_native(env: int, nv: int, nrow: int, dof_parent: I1, lim_dof: I
                         eq_obj: I2, con_link: I3, efc_J: A3, efc_span: I3, efc_type: I2, efc_id: I2, dof_island: I2,
                         efc_island: I2, island_dofadr: I2, island_dofs: I2, dof_idof: I2, island_efcadr: I2,
                         island_efcs: I2, scratch: I3, nisland: I1, key_nefc: I1, key_type: I2, key_id: I2,
-                        key_link: I3): ...
+                        key_link: I3, mode: int): ...
 
 
 @wp.func_native(native.body(__file__, "island_label_next_native"))
-def island_label_next_native(env: int, nv: int, prefetch: int, nefc: I1, ncon: I1, con_link: I3, efc_type: I2,
-                             efc_id: I2, dof_island: I2, efc_island: I2, island_dofadr: I2, island_dofs: I2,
-                             dof_idof: I2, island_efcadr: I2, island_efcs: I2, scratch: I3, nisland: I1,
-                             island_niter: I2): ...
+def island_label_next_native(env: int, nv: int, prefetch: int, dof_parent: I1, nefc: I1, ncon: I1, con_link: I3,
+                             efc_type: I2, efc_id: I2, dof_island: I2, efc_island: I2, island_dofadr: I2,
+                             island_dofs: I2, dof_idof: I2, island_efcadr: I2, island_efcs: I2, scratch: I3,
+                             nisland: I1, island_niter: I2, key_nefc: I1, key_type: I2, key_id: I2,
+                             key_link: I3): ...
 
 
 @wp.func_native(native.body(__file__, "island_gather_native"))
@@ -617,14 +618,15 @@ def label_islands(m: Any, d: Any, prefetch: int):
                         pool_rows3(d.efc_J, off), pool_rows3(d.efc_span, off), pool_rows2(d.efc_type, off),
                         pool_rows2(d.efc_id, off), d.dof_island, d.efc_island, d.island_dofadr, d.island_dofs, d.dof_idof,
                         d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland, d.island_key_nefc,
-                        d.island_key_type, d.island_key_id, d.island_key_link)
+                        d.island_key_type, d.island_key_id, d.island_key_link, prefetch)
     # (its rows here only for the next env's prefetch: at the next env's address)
     off1 = off
     if env + 1 < d.nefc.shape[0]:
         off1 = d.efc_off[env + 1]
-    island_label_next_native(env, nv, prefetch, d.nefc, d.ncon, d.con_link, pool_rows2(d.efc_type, off1),
+    island_label_next_native(env, nv, prefetch, m.dof_parent, d.nefc, d.ncon, d.con_link, pool_rows2(d.efc_type, off1),
                              pool_rows2(d.efc_id, off1), d.dof_island, d.efc_island, d.island_dofadr, d.island_dofs,
-                             d.dof_idof, d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland, d.island_niter)
+                             d.dof_idof, d.island_efcadr, d.island_efcs, d.island_scratch, d.nisland, d.island_niter,
+                             d.island_key_nefc, d.island_key_type, d.island_key_id, d.island_key_link)
 
 
 overload(label_islands)

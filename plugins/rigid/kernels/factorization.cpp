@@ -13,7 +13,8 @@
 // first prefetches the next env's factor, force and result into L1 / L2.
 //
 // crb_factor_native: one env's inertia stage (inertia.cpp's part ``crb``), then ldl_solve_native, (hd_int
-// >= 0) the factor of M + hd_int·D into qld_int for the integration's ld_solve_native, and (dense = 1)
+// >= 0) the factor of M + hd_int·D into qld_int for the integration's ld_solve_native (copied from the first
+// where it is the same matrix, else factored in the same pass as the first: the part ``factor_pair``), and (dense = 1)
 // mass_dense_native: the same parts in one pass while the env's values are in cache; on CPU it first
 // prefetches the next env's inputs and outputs (its M's tree pattern included).
 
@@ -60,6 +61,76 @@
             T* dst = q + (madr[col[aki]] - aki);
             for (int s = aki; s < kend; ++s) dst[s] -= q[s] * tmp;
             q[aki] = tmp;
+        }
+    }
+
+// @part factor_pair
+    // The factors of M + hd·D into qld and of M + hd_int·D into qld_int in one pass over the tree: the same
+    // operations in the same order on each matrix as the part ``factor`` run twice (so the same numbers), with
+    // the index work (row addresses, depths, the root-chain test) done once and the two matrices' independent
+    // dependency chains interleaved
+    typedef decltype(+*mass.data) T;
+    const int* madr = dof_madr.data;
+    const int* dep = dof_depth.data;
+    const int* col = m_col.data;
+    const int nnz = (int)m_col.shape[0];
+    T* q = (T*)((char*)qld.data + (size_t)env * qld.strides[0]);
+    T* p = (T*)((char*)qld_int.data + (size_t)env * qld_int.strides[0]);
+    const T* mm = (const T*)((const char*)mass.data + (size_t)env * mass.strides[0]);
+    const T* dv = (const T*)((const char*)dof_dv.data + (size_t)env * dof_dv.strides[0]);
+    for (int a = 0; a < nnz; ++a) {
+        q[a] = mm[a];
+        p[a] = mm[a];
+    }
+    for (int i = 0; i < n; ++i) {
+        q[madr[i]] += hd * dv[i];
+        p[madr[i]] += hd_int * dv[i];
+    }
+    for (int k = n - 1; k >= 0; --k) {
+        bool chain6 = k >= 5 && dep[k] == 5 && dep[k - 5] == 0;
+        for (int j = 0; chain6 && j < 5; ++j) chain6 = dep[k - j] == 5 - j && col[madr[k - j] + 1] == k - j - 1;
+        if (chain6) {
+            T* b = q + madr[k - 5];
+            T* c2 = p + madr[k - 5];
+            for (int r = 5; r >= 0; --r) {
+                const int akk = r * (r + 1) / 2;
+                const int kend = akk + 1 + r;
+                const T inv = T(1) / b[akk];
+                const T inv2 = T(1) / c2[akk];
+                for (int aki = akk + 1; aki < kend; ++aki) {
+                    const T tmp = b[aki] * inv;
+                    const T tmp2 = c2[aki] * inv2;
+                    const int c = r - (aki - akk);
+                    const int o = c * (c + 1) / 2 - aki;
+                    T* dst = b + o;
+                    T* dst2 = c2 + o;
+                    for (int s = aki; s < kend; ++s) {
+                        dst[s] -= b[s] * tmp;
+                        dst2[s] -= c2[s] * tmp2;
+                    }
+                    b[aki] = tmp;
+                    c2[aki] = tmp2;
+                }
+            }
+            k -= 5;
+            continue;
+        }
+        const int akk = madr[k];
+        const int kend = akk + 1 + dep[k];
+        const T inv = T(1) / q[akk];
+        const T inv2 = T(1) / p[akk];
+        for (int aki = akk + 1; aki < kend; ++aki) {
+            const T tmp = q[aki] * inv;
+            const T tmp2 = p[aki] * inv2;
+            const int o = madr[col[aki]] - aki;
+            T* dst = q + o;
+            T* dst2 = p + o;
+            for (int s = aki; s < kend; ++s) {
+                dst[s] -= q[s] * tmp;
+                dst2[s] -= p[s] * tmp2;
+            }
+            q[aki] = tmp;
+            p[aki] = tmp2;
         }
     }
 
@@ -260,24 +331,33 @@
         const bool crb_general = false;
 // @use inertia.crb
     }
-    {
+    // the integration's M + hd_int·D (hd_int >= 0) factored now too, while M is in cache (ld_solve_native solves
+    // with it). When hd_int == hd, or D is zero on every dof of this env (hd, hd_int >= 0: both products are then
+    // the same signed zero), M + hd_int·D is M + hd·D bit for bit, and so is its factor: copied, not recomputed;
+    // else both factors in one pass (the part factor_pair; prefetch bit 16: one after the other, the A/B of
+    // benchmarks/results/constraint.md, Round 17 (rigidhum))
+    bool int_same = false;
+    if (hd_int >= decltype(hd_int)(0)) {
+        typedef decltype(+*mass.data) T;
+        const T* dv_e = (const T*)((const char*)dof_dv.data + (size_t)env * dof_dv.strides[0]);
+        int_same = hd_int == hd;
+        if (!int_same) {
+            int_same = true;
+            for (int i = 0; i < n; ++i) int_same = int_same && dv_e[i] == T(0);
+        }
+    }
+    const bool int_pair = hd_int >= decltype(hd_int)(0) && !int_same && (prefetch & 16) == 0;
+    if (int_pair) {
+// @use factorization.factor_pair
+    } else {
 // @use factorization.factor
     }
     {
 // @use factorization.solve
     }
-    if (hd_int >= decltype(hd_int)(0)) {
-        // the integration's M + hd_int·D factored now too, while M is in cache (ld_solve_native solves with it).
-        // When hd_int == hd, or D is zero on every dof of this env (hd, hd_int >= 0: both products are then the
-        // same signed zero), M + hd_int·D is M + hd·D bit for bit, and so is its factor: copied, not recomputed
+    if (hd_int >= decltype(hd_int)(0) && !int_pair) {
         typedef decltype(+*mass.data) T;
-        const T* dv_e = (const T*)((const char*)dof_dv.data + (size_t)env * dof_dv.strides[0]);
-        bool same = hd_int == hd;
-        if (!same) {
-            same = true;
-            for (int i = 0; i < n; ++i) same = same && dv_e[i] == T(0);
-        }
-        if (same) {
+        if (int_same) {
             const T* q0 = (const T*)((const char*)qld.data + (size_t)env * qld.strides[0]);
             T* q1 = (T*)((char*)qld_int.data + (size_t)env * qld_int.strides[0]);
             for (int a = 0; a < (int)m_col.shape[0]; ++a) q1[a] = q0[a];
