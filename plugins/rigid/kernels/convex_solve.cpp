@@ -411,6 +411,8 @@
 // and the state of the env's evaluation at the start point (jar, forces, states, Jᵀf, gradient, M·(a − a₀):
 // exact for the island, which no row outside it touches and whose M block has no coupling outside).
 // With zero_rows the compact J rows are cleared first (the products scan whole rows: no span cache).
+// The compact column where a row's segments start (and where its inner run of zeros ends) is found by
+// bisection in the island's dof list, once per distinct bound: a contact's consecutive rows reuse it.
 
 // @func island_gather_native
     typedef decltype(+*M.data) T;
@@ -502,6 +504,10 @@
             scp[2 * a + 1] = T(hi);
         }
     }
+    // the two bisections below depend only on a row's recorded bounds (lo, sg1): a contact's rows (the same two
+    // bodies) share them, so the last results are kept and reused for equal bounds (the same integers;
+    // benchmarks/results/constraint.md, Round 17 (rigidsolve))
+    int pk_lo = -1, pk_c = 0, pk_g1 = -1, pk_cs1 = 0;
     for (int q = 0; q < nr; ++q) {
         const int r = rows[q];
         itp[q] = tp[r];
@@ -536,13 +542,17 @@
         // (benchmarks/results/constraint.md, Round 14 (pile))
         int chi = 0, f = -1, l = -1, best = 0, a0 = 0, a1 = 0;
         int c = 0;
-        {
+        if (lo == pk_lo) {
+            c = pk_c;
+        } else {
             int cn = nd;
             while (c < cn) {
                 const int mid = (c + cn) >> 1;
                 if (dofs[mid] < lo) c = mid + 1;
                 else cn = mid;
             }
+            pk_lo = lo;
+            pk_c = c;
         }
         // packed, with the span cache: the island's dofs inside the row's recorded inner run of zeros [sg0, sg1) (a contact's two bodies'
         // chains: the island's bodies numbered between them) are skipped, not read from J — lines of the env's J
@@ -556,11 +566,18 @@
             if (part == 1) {
                 if (!(sg0 < sg1)) break;
                 cs0 = c;
-                int cn = nd;
-                while (c < cn) {
-                    const int mid = (c + cn) >> 1;
-                    if (dofs[mid] < sg1) c = mid + 1;
-                    else cn = mid;
+                if (sg1 == pk_g1) {
+                    c = pk_cs1;
+                } else {
+                    // (the first island dof >= sg1 from c: c <= that dof's index, as sg0 <= sg1)
+                    int cn = nd;
+                    while (c < cn) {
+                        const int mid = (c + cn) >> 1;
+                        if (dofs[mid] < sg1) c = mid + 1;
+                        else cn = mid;
+                    }
+                    pk_g1 = sg1;
+                    pk_cs1 = c;
                 }
                 cs1 = c;
             }
