@@ -937,7 +937,13 @@
     unsigned char cb[PP_NBCOL];
     unsigned long long bpat[PP_NB];
     int nb = 0;
-    const int nb_min = sc_mode >> 4;
+    const int nb_min = (sc_mode >> 4) & 255;
+    // sc_mode + 4096: incremental factor (MuJoCo's rank-1 updates): after the first iteration, the rows whose
+    // state entered or left the quadratic zone update / downdate the last factor instead of a new H and factor
+    // (the envelope path only, without elliptic rows, nv and nrow <= 256; not the same numbers)
+    int incr = (sc_mode >> 12) & 1;
+    if (nv > 256 || nrow > 256) incr = 0;
+    for (int r = 0; incr && r < nrow; ++r) if (tp_[r] == EFC_CONTACT_ELLIPTIC) incr = 0;
     if (nb_min != 0 && spc != (const T*)0) {
         nb = la_blk_bounds(nv, spc, bs, cb);
         if (nb < 2 || nb < nb_min) nb = 0;
@@ -959,7 +965,62 @@
         const T sg = scale * gnorm;
         if (sg < tolerance) done = 1;
     }
+    int st_fac[256];
+    int have_fac = 0;
     for (int it = 0; it < iterations && done == 0; ++it) {
+        // incremental: the factor of the last iteration, updated by the rows that changed state
+        int upd = 0;
+        if (incr && nb == 0 && have_fac) {
+            upd = 1;
+            int nch = 0;
+            for (int r = 0; r < nrow; ++r) nch += ((st_fac[r] == STATE_QUADRATIC) != (st_[r] == STATE_QUADRATIC)) ? 1 : 0;
+            if (4 * nch > nv) upd = 0;       // many changes: a new factor costs less
+            T vb[256];
+            int kmin_all = nv;
+            for (int r = 0; upd && r < nrow; ++r) {
+                const int was = st_fac[r] == STATE_QUADRATIC, now = st_[r] == STATE_QUADRATIC;
+                if (was == now) continue;
+                const T* jr = (const T*)(j0 + (size_t)r * rs);
+                int lo, g0, g1, hi;
+                la_jspan(spc, nv, r, jr, lo, g0, g1, hi);
+                for (int k = 0; k < nv; ++k) vb[k] = zero;
+                const T sd = wp::sqrt(D_[r]);
+                for (int k = lo; k < hi; ++k) {
+                    if (k == g0) { k = g1 - 1; continue; }
+                    vb[k] = sd * jr[k];
+                }
+                const T sg = now ? one : -one;
+                int k0 = lo;
+                while (k0 < nv && vb[k0] == zero) ++k0;
+                kmin_all = k0 < kmin_all ? k0 : kmin_all;
+                for (int k = k0; k < nv; ++k) {
+                    const T vk = vb[k];
+                    if (vk == zero) continue;
+                    T* lk = (T*)(h0 + (size_t)k * hs);
+                    const T lkk = lk[k];
+                    const T r2 = lkk * lkk + sg * vk * vk;
+                    if (!(r2 > T(1.0e-30))) { upd = 0; break; }
+                    const T rr = wp::sqrt(r2);
+                    const T c = rr / lkk;
+                    const T sn = vk / lkk;
+                    lk[k] = rr;
+                    for (int i = k + 1; i < nv; ++i) {
+                        T* li = (T*)(h0 + (size_t)i * hs);
+                        const T lik = (li[k] + sg * sn * vb[i]) / c;
+                        li[k] = lik;
+                        vb[i] = c * vb[i] - sn * lik;
+                    }
+                }
+            }
+            if (upd) {
+                // the rows' envelopes (L[0][i], i >= 1): each row reached by an update may now start at kmin_all
+                T* l0r = (T*)h0;
+                for (int i = kmin_all + 1; i < nv; ++i)
+                    if (i >= 1 && l0r[i] > T(kmin_all)) l0r[i] = T(kmin_all);
+                la_chol_solve(nv, h0, hs, g, p);
+            }
+        }
+        if (!upd) {
         // H = M + Jᵀ D J over quadratic rows + cone middle-zone block Hessians
         if (nb != 0) {
             la_blk_pattern(nv, nrow, tp_, dim_, st_, spc, cb, nb, bpat);
@@ -1040,6 +1101,11 @@
         } else {
             la_chol_factor(nv, h0, hs);
             la_chol_solve(nv, h0, hs, g, p);
+        }
+        }
+        if (incr) {
+            for (int r = 0; r < nrow; ++r) st_fac[r] = st_[r];
+            have_fac = 1;
         }
         for (int j = 0; j < nv; ++j) p[j] = -p[j];
         // ---- exact line search along p: derivative root of the convex 1-D cost
