@@ -805,6 +805,9 @@
 // constraint.md, Round 14b). sc_mode + 16·b: a problem whose M has at least b (and 2) diagonal blocks builds and
 // factors H over its block pattern (kernels/linalg.cpp la_blk_*; the same numbers but the sign of an exact zero;
 // Round 15 (pile)).
+// sc_mode + 4096: the incremental factor (convex_solve.solve(incremental=True); not the same numbers): after the
+// first iteration, the rows whose state entered / left the quadratic zone update / downdate the last envelope
+// factor by rank-1 steps instead of a new H and factor (Round 17 (rigidsolve)).
 
 // @func solve_prefetch_native
 #if !defined(__CUDA_ARCH__)
