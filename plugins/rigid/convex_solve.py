@@ -29,7 +29,8 @@ def invalidate_labels(d) -> None:
 
 
 def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: bool = True, fixed6: bool = True,
-          blocks: int = 16, mass_hd: float | None = None, pad_mark: bool = True, pool: bool = False) -> None:
+          blocks: int = 48, mass_hd: float | None = None, pad_mark: bool = True, pool: bool = False,
+          incremental: bool = False) -> None:
     """Solution into d.qacc_warmstart (the next warm start), forces into d.efc_force, Jᵀf into
     d.qfrc_constraint. qacc_warm: (n, nv) start (d.qacc_warmstart itself, or d.qacc_smooth for a
     cold start). ``prefetch``: on CPU, prefetch the next env's rows and M while an env is solved (no
@@ -49,9 +50,16 @@ def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: b
     M splits into at least ``blocks`` diagonal blocks (free bodies, kinematic trees; at most 64, at most 1024
     dofs) builds and factors its Hessian over the block pattern, the envelope factor's sums less the terms of
     zero blocks (no effect on the numbers but the sign of an exact zero; kernels/linalg.cpp la_blk_*); 0: never.
-    16 (the default): the pile of 50 boxes without islands (one 300-dof problem of 50 blocks) takes it, its
-    islands (at most 8 blocks) and the boxes and the humanoid do not — below ≈ 16 blocks the pattern's
-    bookkeeping costs what its skipped terms save (benchmarks/results/constraint.md, Round 15 (pile)).
+    48 (the default): the pile of 50 boxes without islands (one 300-dof problem of 50 blocks, from the dof tree)
+    takes it; its islands do not — their blocks come from the gathered M's scanned row spans, where a free box
+    with a diagonal M splits into 4 blocks (its 3 translations and its rotation block): 32 for the 8-box island,
+    which the block path solved slower than the envelope factor (16, the default until Round 17: −6 µs per env
+    on the pile's solve with 48, outputs byte-equal; benchmarks/results/constraint.md, Rounds 15 (pile) and 17);
+    the boxes and the humanoid do not either. ``incremental`` (Newton, not the default): after an island's
+    (or env's) first iteration, the rows whose state entered or left the quadratic zone update / downdate the
+    last Cholesky factor by rank-1 steps (MuJoCo's incremental Hessian) instead of a new H and factor — only on
+    the envelope path (not the block pattern), without elliptic rows, up to 256 dofs and rows, while at most
+    nv/4 rows changed (else, or when a downdate fails, a new factor): not the same numbers (rounding).
     ``mass_hd`` (not None): the solve first writes d.qM = M + mass_hd·D of each env from d.mass and d.dof_dv
     (factorization.mass_dense's body: the same entries; only M's tree pattern, the entries off it stay zero from
     allocation), right before it reads it (the solver's substep: its smooth pass then writes no dense M; Round 15).
@@ -64,4 +72,5 @@ def solve(v: View, qacc_warm, prefetch: int = 2, inplace: bool = True, pad_nt: b
     pad = 3 if pool else 2 if pad_mark else int(pad_nt)
     wp.launch(K.solve_convex, dim=v.n, inputs=[v.m, v.d, qacc_warm, int(prefetch), int(inplace), pad,
                                                int(fixed6), int(blocks), int(mass_hd is not None),
-                                               v.scalar(0.0 if mass_hd is None else mass_hd)], device=v.device)
+                                               v.scalar(0.0 if mass_hd is None else mass_hd), int(incremental)],
+               device=v.device)

@@ -338,7 +338,7 @@ def solve_iterate(
 
 @wp.kernel
 def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int, inplace: int, pad_nt: int,
-                 fixed6: int, blocks: int, mdense: int, hd: Any):
+                 fixed6: int, blocks: int, mdense: int, hd: Any, incremental: int):
     env = wp.tid()
     if mdense == 1:
         # the dense M + hd·D of this env from the tree-sparse M (factorization.mass_dense's body: the same
@@ -445,9 +445,11 @@ def solve_convex(m: Any, d: Any, qacc_warm: wp.array2d(dtype=Any), prefetch: int
                                      qfrc_constraint, grad, ma, 1, solver_stat, LM, H, sc_mode)
     # blocks: Newton builds and factors the Hessian over its block pattern when M has at least `blocks` diagonal
     # blocks (sc_mode + 16·blocks; kernels/linalg.cpp la_blk_*)
+    # incremental: the Newton factor updated by the rows that changed state after the first iteration (sc_mode
+    # + 4096; kernels/convex_solve.cpp newton_solve_native)
     blk = int(0)
     if solver == SolverType.NEWTON:
-        blk = 16 * blocks
+        blk = 16 * blocks + 4096 * incremental
     if whole == 1:
         sc_w = sc_mode
         if sc_mode != 0:
