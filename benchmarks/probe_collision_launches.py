@@ -2,16 +2,17 @@
 boxes,humanoid,pile] [--rounds 10] [--steps 3] [--n 1024] [--pile-n 64] [--captured]``.
 
 Per scene of profile_constraint (the settled states of bench_constraint; the pile with 64 envs; one thread, islands
-on), three variants of ``CollisionPipeline`` (docs/collision.md, "Launch replay"): "separate" (poses + AABBs and the
-broadphase in two launches, every launch packed each call: ``fused_broadphase = cache_launches = False``, the code
-before round 17), "fused" (``fused_broadphase`` only) and "fused + replay" (both, the default).
+on), four variants of ``CollisionPipeline`` (docs/collision.md, "Launch replay"): "separate" (poses + AABBs and the
+broadphase in two launches, every launch packed each call, the duplicate search of every plane–box pair:
+``fused_broadphase = cache_launches = corners_apart = False``, the code before round 17), "fused"
+(``fused_broadphase``), "fused + replay" (and ``cache_launches``), "+ corners apart" (all three, the default).
 Default: ONE scene, graph capture off, the switches flipped before each sample; rounds alternate the variants
 (rotated, reversed every other round); each sample the stage profile of profile_constraint (``polyphys_profile``):
 least and median CPU µs per env-step of the collision stage (Python included, as the profile counts it) and of the
 step. Also: each variant's launches recorded once and replayed inside the step (``--stage``), timed launch by launch
 (what a captured graph runs), and MuJoCo's ``mj_collision`` on the settled state (one MjData, hot), with its
 COL_BROAD / COL_NARROW / POS_COLLISION timers of profile_constraint.mujoco_profile (wall, least of 2).
-``--captured``: two scenes instead (separate / fused: the replay is the graph's own), each captured with its
+``--captured``: two scenes instead (separate / all three: the replay is the graph's own), each captured with its
 variant, ``steps`` captured steps per sample; qpos after the last round checked equal across the variants.
 """
 
@@ -28,13 +29,20 @@ import numpy as np
 from . import bench_constraint as B
 from . import profile_constraint as P
 
-VARIANTS = {"separate": (False, False), "fused": (True, False), "fused + replay": (True, True)}
+# (fused_broadphase, cache_launches, corners_apart)
+VARIANTS = {"separate": (False, False, False), "fused": (True, False, False), "fused + replay": (True, True, False),
+            "+ corners apart": (True, True, True)}
+_SWITCHES = ("fused_broadphase", "cache_launches", "corners_apart")
 
 
-def _build(path, d, dt, n, capture, fused=True, cached=True, **extra):
+def _set(col, values):
+    for name, v in zip(_SWITCHES, values):
+        setattr(col, name, v)
+
+
+def _build(path, d, dt, n, capture, values=(True, True, True), **extra):
     scene, ent = B._pp_scene(path, dt, n, 1, capture=capture, constraint_islands=True, **extra)
-    col = scene.solver("rigid").collision
-    col.fused_broadphase, col.cache_launches = fused, cached
+    _set(scene.solver("rigid").collision, values)
     B._pp_set(scene, ent, d, n)
     for _ in range(3):
         scene.step()
@@ -107,7 +115,7 @@ def _in_step(scene, n, variants, rounds):
         for r in range(rounds):
             for label in _order(r, list(variants)):
                 cur[0] = label
-                col.fused_broadphase = variants[label][0]
+                _set(col, variants[label][:1] + (False,) + variants[label][2:])
                 for _ in range(3 if n >= 256 else 12):
                     scene.step()
     finally:
@@ -124,7 +132,7 @@ def _one_scene(args, name, path, m, d, dt, n, extra):
     load0 = os.getloadavg()[0]
     for r in range(args.rounds):
         for label in _order(r, list(VARIANTS)):
-            col.fused_broadphase, col.cache_launches = VARIANTS[label]
+            _set(col, VARIANTS[label])
             scene.step()        # the variant's first call records (not timed)
             per, total = P.polyphys_profile(scene, n, args.steps)
             res[label].append(total)
@@ -150,8 +158,8 @@ def _one_scene(args, name, path, m, d, dt, n, extra):
 
 
 def _captured(args, name, path, m, d, dt, n, extra):
-    built = {label: _build(path, d, dt, n, True, fused=f, cached=c, **extra)
-             for label, (f, c) in VARIANTS.items() if label != "fused"}
+    built = {label: _build(path, d, dt, n, True, values, **extra)
+             for label, values in VARIANTS.items() if label in ("separate", "+ corners apart")}
     res = {k: [] for k in built}
     load0 = os.getloadavg()[0]
     for r in range(args.rounds):

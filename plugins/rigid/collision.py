@@ -378,6 +378,9 @@ class CollisionPipeline:
     fused_broadphase = True
     # collide() records its launches and replays them when called again with the same arrays (A/B switch)
     cache_launches = True
+    # pruning skips the duplicate search of a plane–box pair whose corners are provably apart (collision_driver._prune_at;
+    # the same contacts) (A/B switch)
+    corners_apart = True
 
     def __init__(self, geoms, geom_entity, link_parent, link_moves, options=None, *,
                  local_masks=None, global_masks=None, excludes=(), pairs=(), welds=()):
@@ -938,7 +941,7 @@ class CollisionPipeline:
         not a recorded launch)."""
         key = None
         if self.cache_launches and self.broadphase != "sweep_and_prune":
-            key = (part.index, part.start, part.stop, self.fused_broadphase) + tuple(
+            key = (part.index, part.start, part.stop, self.fused_broadphase, self.corners_apart) + tuple(
                 (a.ptr, a.shape, a.strides) for a in (link_xpos, link_xquat) + (tuple(export) if export else ()))
             cmds = self._launches.get(key)
             if cmds is not None:
@@ -1077,8 +1080,8 @@ class CollisionPipeline:
             self._launch(K.prune_export, dim=n,
                          inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
                                  m.pair_gap, self._msum, self._gap_out, self.options.max_contacts_per_pair,
-                                 self.max_contacts, m.geom_link, self._copy_set(*export), self._prefetch, v.pairs_buf,
-                                 v.pair_count,
+                                 self.max_contacts, m.geom_link, self._copy_set(*export), self._prefetch,
+                                 1 if self.corners_apart else 0, m.geom_size, xpos, v.pairs_buf, v.pair_count,
                                  v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
                          outputs=[v.contact_raw, v.contact_count, v.contact_geom, v.contact_pos, v.contact_frame,
                                   v.contact_depth, v.contact_includemargin, v.contact_pair]
@@ -1087,7 +1090,8 @@ class CollisionPipeline:
         self._launch(K.prune, dim=dim,
                      inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
                              m.pair_gap, self._msum,
-                             self._gap_out, self.options.max_contacts_per_pair, st, v.pairs_buf, v.pair_count,
+                             self._gap_out, self.options.max_contacts_per_pair, st, 1 if self.corners_apart else 0,
+                             m.geom_size, xpos, v.pairs_buf, v.pair_count,
                              v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
                      outputs=[v.contact_raw, v.contact_geom, v.contact_pos, v.contact_frame,
                               v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)

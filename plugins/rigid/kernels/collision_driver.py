@@ -700,7 +700,8 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
               cand_dist_in: wp.array(dtype=Any), contact_raw_out: wp.array(dtype=wp.int32),
               contact_geom_out: wp.array2d(dtype=wp.vec2i), contact_pos_out: wp.array2d(dtype=Any),
               contact_frame_out: wp.array2d(dtype=Any), contact_depth_out: wp.array2d(dtype=Any),
-              contact_includemargin_out: wp.array2d(dtype=Any), contact_pair_out: wp.array2d(dtype=wp.int32)):
+              contact_includemargin_out: wp.array2d(dtype=Any), contact_pair_out: wp.array2d(dtype=wp.int32),
+              corners_apart: int, geom_size: wp.array(dtype=Any), geom_xpos_in: wp.array2d(dtype=Any)):
     npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
     if k < npairs:
         pc = pair_cand_in[env, k]
@@ -736,18 +737,33 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
             # MuJoCo-compatible mode: MuJoCo's box-box set as it is (its own near-duplicate rule): no
             # duplicate search, every point kept
             whole = keep_boxbox != 0 and geom_type[g1] == BOX and geom_type[g2] == BOX
+            # plane–box with at most max_per_pair corners (``corners_apart``): the points of two corners lie at least
+            # the box's smallest half size apart (x = c − n (c − p1)·n / 2, so |x_i − x_j|² = |v|² − ¾ (v·n)² ≥ |v|² / 4,
+            # v = c_i − c_j, |v| ≥ 2 min |s|), and tol ≤ 2e-6 of the box's size plus 16 ulps of the coordinates; a box
+            # that is not tiny against both (by a factor ≥ 5 over the rounding of the points) has no duplicate, so the
+            # search and its tolerance (read nowhere else below max_per_pair points) are skipped: the same contacts
+            apart = bool(False)
+            if corners_apart != 0 and cnt <= max_per_pair and geom_type[g1] == PLANE and geom_type[g2] == BOX:
+                sz = geom_size[g2]
+                hmin = wp.min(wp.abs(sz[0]), wp.min(wp.abs(sz[1]), wp.abs(sz[2])))
+                hsum = wp.abs(sz[0]) + wp.abs(sz[1]) + wp.abs(sz[2])
+                p1 = geom_xpos_in[env, g1]
+                p2 = geom_xpos_in[env, g2]
+                reach = (wp.max(wp.abs(p1[0]), wp.max(wp.abs(p1[1]), wp.abs(p1[2])))
+                         + wp.max(wp.abs(p2[0]), wp.max(wp.abs(p2[1]), wp.abs(p2[2]))) + hsum)
+                apart = hmin > type(margin)(1.0e-5) * hsum + type(margin)(512.0) * eps * reach
             span = zero
             scale = zero
             skip = int(0)
             nu = cnt
             # tol is read only by the duplicate search and the picks below, which need two points or more
-            if not whole and cnt > 1:
+            if not whole and not apart and cnt > 1:
                 for i in range(cnt):
                     x = cand_pos_in[start + i]
                     span = wp.max(span, wp.length(x - xa))
                     scale = wp.max(scale, wp.max(wp.abs(x[0]), wp.max(wp.abs(x[1]), wp.abs(x[2]))))
             tol = type(margin)(1e-6) * span + type(margin)(8.0) * eps * scale
-            if not whole:
+            if not whole and not apart:
                 for i in range(1, cnt):
                     xi = cand_pos_in[start + i]
                     for j in range(i):
@@ -880,7 +896,10 @@ def prune(
     gap_outside: int,
     max_per_pair: int,
     slot_stride: int,
+    corners_apart: int,
+    geom_size: wp.array(dtype=Any),
     # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
     pairs_in: wp.array2d(dtype=wp.vec3i),
     pair_count_in: wp.array(dtype=wp.int32),
     pair_cand_in: wp.array2d(dtype=wp.vec2i),
@@ -911,7 +930,7 @@ def prune(
                   gap_outside,
                   max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in,
                   cand_dist_in, contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out,
-                  contact_depth_out, contact_includemargin_out, contact_pair_out)
+                  contact_depth_out, contact_includemargin_out, contact_pair_out, corners_apart, geom_size, geom_xpos_in)
 
 
 @wp.func_native(native.body(__file__, "prune_export_prefetch_native"))
@@ -939,7 +958,10 @@ def prune_export(
     geom_link: wp.array(dtype=wp.int32),
     copy_set: int,
     prefetch: int,
+    corners_apart: int,
+    geom_size: wp.array(dtype=Any),
     # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
     pairs_in: wp.array2d(dtype=wp.vec3i),
     pair_count_in: wp.array(dtype=wp.int32),
     pair_cand_in: wp.array2d(dtype=wp.vec2i),
@@ -979,7 +1001,7 @@ def prune_export(
                   gap_outside,
                   max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in,
                   cand_dist_in, contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out,
-                  contact_depth_out, contact_includemargin_out, contact_pair_out)
+                  contact_depth_out, contact_includemargin_out, contact_pair_out, corners_apart, geom_size, geom_xpos_in)
     count = wp.min(contact_raw_out[env], max_contacts)
     contact_count_out[env] = count
     n = wp.min(count, con_pos_out.shape[1])
@@ -1143,7 +1165,8 @@ def _overloads(s):
         "sweep_key_out": A2(dtype=s), "sweep_lo_out": A2(dtype=V), "sweep_hi_out": A2(dtype=V),
         "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q), "geom_xmat_out": A2(dtype=M),
         "aabb_lo_out": A2(dtype=V), "aabb_hi_out": A2(dtype=V)})
-    wp.overload(prune_export, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+    wp.overload(prune_export, {"geom_size": A(dtype=V), "geom_xpos_in": A2(dtype=V),
+                               "geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                                "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                                "cand_pos_in": A(dtype=V), "cand_normal_in": A(dtype=V),
                                "cand_dist_in": A(dtype=s), "contact_pos_out": A2(dtype=V),
@@ -1151,7 +1174,8 @@ def _overloads(s):
                                "contact_includemargin_out": A2(dtype=s), "con_pos_out": A2(dtype=V),
                                "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
                                "con_margin_out": A2(dtype=s)})
-    wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+    wp.overload(prune, {"geom_size": A(dtype=V), "geom_xpos_in": A2(dtype=V),
+                        "geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                         "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                         "cand_pos_in": A(dtype=V), "cand_normal_in": A(dtype=V),
                         "cand_dist_in": A(dtype=s), "contact_pos_out": A2(dtype=V),
