@@ -35,6 +35,7 @@ dynamic pair of the same two geoms.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from collections import Counter
 from types import SimpleNamespace
@@ -99,6 +100,11 @@ def collision_modules(pair_types, broadphase: str) -> list[str]:
 # envs −0.5 to −0.6 µs per env of prune_export in the step (−30 to −37 %), the 8 boxes at 1024 no change, the pile
 # of 50 boxes at 64 envs (whose contact rows stay in cache) +4 % (benchmarks/results/constraint.md, Round 14)
 PREFETCH_MIN_ENVS = 256
+
+# CollisionPipeline.collide's recorded launches: the calls (partition and arrays) kept per pipeline (a caller passing
+# new arrays each call starts over), and the list the calling thread is recording into (None: not recording)
+MAX_RECORDED_CALLS = 64
+_RECORDING = threading.local()
 
 
 def import_kernel_modules(names) -> list:
@@ -366,6 +372,15 @@ class CollisionPipeline:
     per-env device array ``weld_active``, set with ``set_weld_active`` or written by the solver),
     the two welded links' groups do not collide in that env.
     """
+
+    # collide() on the CPU grid with the all-vs-all broadphase: the geom poses, AABBs and broadphase of each env in
+    # one launch (kernels/collision_driver.poses_aabb_broadphase[_sorted]); False: two launches (A/B switch)
+    fused_broadphase = True
+    # collide() records its launches and replays them when called again with the same arrays (A/B switch)
+    cache_launches = True
+    # pruning skips the duplicate search of a plane–box pair whose corners are provably apart (collision_driver._prune_at;
+    # the same contacts) (A/B switch)
+    corners_apart = True
 
     def __init__(self, geoms, geom_entity, link_parent, link_moves, options=None, *,
                  local_masks=None, global_masks=None, excludes=(), pairs=(), welds=()):
@@ -789,6 +804,7 @@ class CollisionPipeline:
                 v.seg_start = f(np.arange(v.n, dtype=np.int32) * G, wp.int32)
                 v.seg_end = f(np.arange(1, v.n + 1, dtype=np.int32) * G, wp.int32)
             self._parts[part.index] = v
+        self._launches = {}                 # collide's recorded launches per (partition, arrays)
         self.built = True
         return self
 
@@ -913,26 +929,85 @@ class CollisionPipeline:
     def collide(self, part, link_xpos, link_xquat, export=None):
         """``update_poses`` + ``run`` (+ ``export`` into ``export`` = (n_con, con_pos, con_frame,
         con_dist, con_margin, con_link), the arguments of ``export``) in fewer launches, with the
-        same results bit for bit: the geom poses and the AABBs in one kernel (``poses_aabb``); on
-        the CPU launch grid without contacts in the gap, pruning, the counts and the export in one
-        (``prune_export``), elsewhere the separate launches. Kernels only (graph-capturable)."""
+        same results bit for bit: the geom poses and the AABBs in one kernel (``poses_aabb``; on the
+        CPU grid with the all-vs-all broadphase also the broadphase: ``poses_aabb_broadphase[_sorted]``);
+        on the CPU launch grid without contacts in the gap, pruning, the counts and the export in one
+        (``prune_export``), elsewhere the separate launches. Kernels only (graph-capturable).
+
+        The launches of a call are recorded (``wp.launch(..., record_cmd=True)``) and replayed by the
+        next call with the same partition and the same arrays (their pointers, shapes and strides),
+        without packing the arguments again (≈ 0.1 ms per launch on the CPU: docs/collision.md, "Launch
+        replay"); ``cache_launches = False`` launches each time. Not with sweep-and-prune (its sort is
+        not a recorded launch)."""
+        key = None
+        if self.cache_launches and self.broadphase != "sweep_and_prune":
+            key = (part.index, part.start, part.stop, self.fused_broadphase, self.corners_apart) + tuple(
+                (a.ptr, a.shape, a.strides) for a in (link_xpos, link_xquat) + (tuple(export) if export else ()))
+            cmds = self._launches.get(key)
+            if cmds is not None:
+                for c in cmds:
+                    c.launch()
+                return
+            if len(self._launches) >= MAX_RECORDED_CALLS:      # a caller passing new arrays each call
+                self._launches.clear()
+            _RECORDING.cmds = []
+        try:
+            self._collide_launches(part, link_xpos, link_xquat, export)
+        finally:
+            rec, _RECORDING.cmds = getattr(_RECORDING, "cmds", None), None
+        if key is not None:
+            self._launches[key] = rec
+
+    def _launch(self, kernel, **kw):
+        """``wp.launch`` of collide's kernels (and run's / export's): while collide records (in this thread: the
+        partitions of a step may run in several), as a recorded command launched at once and kept for the replay."""
         import warp as wp
 
+        rec = getattr(_RECORDING, "cmds", None)
+        if rec is None:
+            wp.launch(kernel, **kw)
+            return
+        cmd = wp.launch(kernel, record_cmd=True, **kw)
+        cmd.launch()
+        rec.append(cmd)
+
+    def _collide_launches(self, part, link_xpos, link_xquat, export):
+        """collide's launches (recorded when collide records)."""
         from .kernels import collision_driver as K
 
         v = self._parts[part.index]
         m = self.model
+        lp, lq = link_xpos[part.start:part.stop], link_xquat[part.start:part.stop]
+        if self.fused_broadphase and self._cpu and self.n_geoms and self.broadphase == "all_vs_all":
+            # CPU grid: the poses, the AABBs and the all-vs-all broadphase of each env in one launch
+            if self._sorted_bp:
+                self._launch(K.poses_aabb_broadphase_sorted, dim=v.n,
+                             inputs=[m.geom_link, m.geom_pos, m.geom_quat, m.geom_type, m.geom_half, m.geom_margin,
+                                     m.pair_list, self._n_dyn, m.pair_index, m.pair_margin, self._msum, m.geom_weld,
+                                     m.weld_pairs, lp, lq, v.weld_active],
+                             outputs=[v.sweep_order, v.sweep_key, v.sweep_found, v.sweep_lo, v.sweep_hi, v.geom_xpos,
+                                      v.geom_xquat, v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count, v.cand_count,
+                                      v.contact_raw, v.cand_pool, v.pairs_buf, v.pair_cand], device=self.device)
+            else:
+                self._launch(K.poses_aabb_broadphase, dim=v.n,
+                             inputs=[m.geom_link, m.geom_pos, m.geom_quat, m.geom_type, m.geom_half, m.geom_margin,
+                                     m.pair_list, m.pair_margin, self._msum, m.geom_weld, m.weld_pairs, lp, lq,
+                                     v.weld_active],
+                             outputs=[v.geom_xpos, v.geom_xquat, v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count,
+                                      v.cand_count, v.contact_raw, v.cand_pool, v.pairs_buf, v.pair_cand],
+                             device=self.device)
+            self._detect(part, v.geom_xpos, export, broadphase=False)
+            return
         dim, st = self._slots(v.n, self.n_geoms)
-        wp.launch(K.poses_aabb, dim=dim,
-                  inputs=[m.geom_link, m.geom_pos, m.geom_quat, m.geom_type, m.geom_half, m.geom_margin, st,
-                          link_xpos[part.start:part.stop], link_xquat[part.start:part.stop]],
-                  outputs=[v.geom_xpos, v.geom_xquat, v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count,
-                           v.cand_count, v.contact_raw, v.cand_pool], device=self.device)
+        self._launch(K.poses_aabb, dim=dim,
+                     inputs=[m.geom_link, m.geom_pos, m.geom_quat, m.geom_type, m.geom_half, m.geom_margin, st, lp, lq],
+                     outputs=[v.geom_xpos, v.geom_xquat, v.geom_xmat, v.aabb_lo, v.aabb_hi, v.pair_count,
+                              v.cand_count, v.contact_raw, v.cand_pool], device=self.device)
         self._detect(part, v.geom_xpos, export)
 
-    def _detect(self, part, xpos, export):
-        """The stages after the AABBs: broadphase, narrowphase, pruning, counts (and the export when
-        ``export`` is given)."""
+    def _detect(self, part, xpos, export, broadphase: bool = True):
+        """The stages after the AABBs: broadphase (unless ``broadphase`` is False: collide's fused launch
+        ran it), narrowphase, pruning, counts (and the export when ``export`` is given)."""
         import warp as wp
 
         from .kernels import collision_driver as K
@@ -941,89 +1016,91 @@ class CollisionPipeline:
         m = self.model
         G, n, dev = self.n_geoms, v.n, self.device
         if G == 0:
-            wp.launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
-                      outputs=[v.contact_count], device=dev)
+            self._launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
+                         outputs=[v.contact_count], device=dev)
             if export is not None:
                 self.export(part, *export)
             return
         if self._sorted_bp:
-            wp.launch(K.broadphase_list_sorted, dim=n,
-                      inputs=[m.pair_list, self._n_dyn, m.pair_index, m.geom_type, m.geom_margin, m.pair_margin,
-                              self._msum, m.geom_weld, m.weld_pairs, v.weld_active, xpos, v.geom_xmat, v.aabb_lo,
-                              v.aabb_hi],
-                      outputs=[v.sweep_order, v.sweep_key, v.sweep_found, v.sweep_lo, v.sweep_hi, v.pairs_buf, v.pair_count,
-                               v.pair_cand],
-                      device=dev)
+            if broadphase:
+                self._launch(K.broadphase_list_sorted, dim=n,
+                             inputs=[m.pair_list, self._n_dyn, m.pair_index, m.geom_type, m.geom_margin, m.pair_margin,
+                                     self._msum, m.geom_weld, m.weld_pairs, v.weld_active, xpos, v.geom_xmat, v.aabb_lo,
+                                     v.aabb_hi],
+                             outputs=[v.sweep_order, v.sweep_key, v.sweep_found, v.sweep_lo, v.sweep_hi, v.pairs_buf,
+                                      v.pair_count, v.pair_cand],
+                             device=dev)
         elif self.broadphase == "all_vs_all":
-            if m.pair_list.shape[0]:
+            if broadphase and m.pair_list.shape[0]:
                 dim, st = self._slots(n, m.pair_list.shape[0])
-                wp.launch(K.broadphase_list, dim=dim,
-                          inputs=[m.pair_list, m.geom_type, m.geom_margin, m.pair_margin, self._msum, m.geom_weld,
-                                  m.weld_pairs, st, v.weld_active, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
-                          outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
+                self._launch(K.broadphase_list, dim=dim,
+                             inputs=[m.pair_list, m.geom_type, m.geom_margin, m.pair_margin, self._msum, m.geom_weld,
+                                     m.weld_pairs, st, v.weld_active, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
+                             outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
         else:
             from .kernels import collision_sap as S
 
             ax = self.options.sap_axis
-            wp.launch(S.sap_keys, dim=(n, G), inputs=[v.aabb_lo, ax], outputs=[v.keys, v.values],
-                      device=dev)
+            self._launch(S.sap_keys, dim=(n, G), inputs=[v.aabb_lo, ax], outputs=[v.keys, v.values],
+                         device=dev)
             wp.utils.segmented_sort_pairs(v.keys, v.values, n * G, v.seg_start, v.seg_end)
-            wp.launch(S.sap_sweep, dim=(n, G),
-                      inputs=[m.geom_type, m.geom_collide, m.geom_contype, m.geom_conaffinity,
-                              m.geom_local_contype, m.geom_local_conaffinity, m.geom_entity,
-                              m.geom_weld, m.geom_weld_parent, m.flags, self.weld_base,
-                              m.exclude_keys, m.explicit_keys, ax, m.weld_pairs, m.geom_margin, self._msum,
-                              v.weld_active, v.keys, v.values, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
-                      outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
+            self._launch(S.sap_sweep, dim=(n, G),
+                         inputs=[m.geom_type, m.geom_collide, m.geom_contype, m.geom_conaffinity,
+                                 m.geom_local_contype, m.geom_local_conaffinity, m.geom_entity,
+                                 m.geom_weld, m.geom_weld_parent, m.flags, self.weld_base,
+                                 m.exclude_keys, m.explicit_keys, ax, m.weld_pairs, m.geom_margin, self._msum,
+                                 v.weld_active, v.keys, v.values, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
+                         outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
             if m.explicit_list.shape[0]:
                 dim, st = self._slots(n, m.explicit_list.shape[0])
-                wp.launch(K.broadphase_list, dim=dim,
-                          inputs=[m.explicit_list, m.geom_type, m.geom_margin, m.pair_margin, self._msum, m.geom_weld,
-                                  m.weld_pairs, st, v.weld_active, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
-                          outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
+                self._launch(K.broadphase_list, dim=dim,
+                             inputs=[m.explicit_list, m.geom_type, m.geom_margin, m.pair_margin, self._msum, m.geom_weld,
+                                     m.weld_pairs, st, v.weld_active, xpos, v.geom_xmat, v.aabb_lo, v.aabb_hi],
+                             outputs=[v.pairs_buf, v.pair_count, v.pair_cand], device=dev)
         # the narrowphase: one launch per pair family the scene has (each handles its own pairs)
         dim, st = self._slots(n, self.max_pairs)
         for kernel in self._narrowphase:
-            wp.launch(kernel, dim=dim,
-                      inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum, m.mesh_vert, st,
-                              xpos, v.geom_xmat, v.pairs_buf, v.pair_count],
-                      outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count, v.cand_pool],
-                      device=dev)
+            self._launch(kernel, dim=dim,
+                         inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum, m.mesh_vert, st,
+                                 xpos, v.geom_xmat, v.pairs_buf, v.pair_count],
+                         outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count, v.cand_pool],
+                         device=dev)
         if self._needs_convex:
             from .kernels import collision_gjk
 
-            wp.launch(collision_gjk.narrowphase_convex, dim=(n, self.max_pairs),
-                      inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum,
-                              m.mesh_vert, m.geom_prism, m.prism_nrm, m.prism_vcone, m.cone_nrm,
-                              m.cone_cnt, xpos,
-                              v.geom_xmat, v.pairs_buf, v.pair_count],
-                      outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count, v.cand_pool],
-                      device=dev)
+            self._launch(collision_gjk.narrowphase_convex, dim=(n, self.max_pairs),
+                         inputs=[m.geom_type, m.geom_size, m.geom_margin, m.pair_margin, self._msum,
+                                 m.mesh_vert, m.geom_prism, m.prism_nrm, m.prism_vcone, m.cone_nrm,
+                                 m.cone_cnt, xpos,
+                                 v.geom_xmat, v.pairs_buf, v.pair_count],
+                         outputs=[v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist, v.cand_count, v.cand_pool],
+                         device=dev)
         if export is not None and self._cpu and not self._split:
             s = slice(part.start, part.stop)
-            wp.launch(K.prune_export, dim=n,
-                      inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
-                              m.pair_gap, self._msum, self._gap_out, self.options.max_contacts_per_pair,
-                              self.max_contacts, m.geom_link, self._copy_set(*export), self._prefetch, v.pairs_buf,
-                              v.pair_count,
-                              v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
-                      outputs=[v.contact_raw, v.contact_count, v.contact_geom, v.contact_pos, v.contact_frame,
-                               v.contact_depth, v.contact_includemargin, v.contact_pair]
-                      + [a[s] for a in export], device=dev)
+            self._launch(K.prune_export, dim=n,
+                         inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
+                                 m.pair_gap, self._msum, self._gap_out, self.options.max_contacts_per_pair,
+                                 self.max_contacts, m.geom_link, self._copy_set(*export), self._prefetch,
+                                 1 if self.corners_apart else 0, m.geom_size, xpos, v.pairs_buf, v.pair_count,
+                                 v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
+                         outputs=[v.contact_raw, v.contact_count, v.contact_geom, v.contact_pos, v.contact_frame,
+                                  v.contact_depth, v.contact_includemargin, v.contact_pair]
+                         + [a[s] for a in export], device=dev)
             return
-        wp.launch(K.prune, dim=dim,
-                  inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
-                          m.pair_gap, self._msum,
-                          self._gap_out, self.options.max_contacts_per_pair, st, v.pairs_buf, v.pair_count,
-                          v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
-                  outputs=[v.contact_raw, v.contact_geom, v.contact_pos, v.contact_frame,
-                           v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
-        wp.launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
-                  outputs=[v.contact_count], device=dev)
+        self._launch(K.prune, dim=dim,
+                     inputs=[m.geom_orig, m.geom_type, self._boxbox_mujoco, m.geom_fmargin, m.geom_gap, m.pair_fmargin,
+                             m.pair_gap, self._msum,
+                             self._gap_out, self.options.max_contacts_per_pair, st, 1 if self.corners_apart else 0,
+                             m.geom_size, xpos, v.pairs_buf, v.pair_count,
+                             v.pair_cand, v.cand_pos, v.cand_normal, v.cand_dist],
+                     outputs=[v.contact_raw, v.contact_geom, v.contact_pos, v.contact_frame,
+                              v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
+        self._launch(K.finalize_counts, dim=n, inputs=[v.contact_raw, self.max_contacts],
+                     outputs=[v.contact_count], device=dev)
         if self._split:
-            wp.launch(K.split_inactive, dim=n, inputs=[v.contact_count],
-                      outputs=[v.contact_active, v.contact_geom, v.contact_pos, v.contact_frame,
-                               v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
+            self._launch(K.split_inactive, dim=n, inputs=[v.contact_count],
+                         outputs=[v.contact_active, v.contact_geom, v.contact_pos, v.contact_frame,
+                                  v.contact_depth, v.contact_includemargin, v.contact_pair], device=dev)
         if export is not None:
             self.export(part, *export)
 
@@ -1033,19 +1110,17 @@ class CollisionPipeline:
         n_con, pos, frame (rows: normal B→A, t1, t2), dist = −depth, margin = includemargin, and
         the links of geoms A and B (−1: world); only the active contacts (``contact_active``: with
         MuJoCo-compatible mode the contacts in the gap make no rows). Kernels only (graph-capturable)."""
-        import warp as wp
-
         from .kernels import collision_driver as K
 
         v = self._parts[part.index]
         s = slice(part.start, part.stop)
         dim, st = self._slots(v.n, self.max_contacts)
-        wp.launch(K.export_contacts, dim=dim,
-                  inputs=[self.model.geom_link, st, self._copy_set(n_con, con_pos, con_frame, con_dist, con_margin,
-                                                                   con_link), v.contact_active, v.contact_geom, v.contact_pos,
-                          v.contact_frame, v.contact_depth, v.contact_includemargin],
-                  outputs=[n_con[s], con_pos[s], con_frame[s], con_dist[s], con_margin[s],
-                           con_link[s]], device=self.device)
+        self._launch(K.export_contacts, dim=dim,
+                     inputs=[self.model.geom_link, st, self._copy_set(n_con, con_pos, con_frame, con_dist, con_margin,
+                                                                      con_link), v.contact_active, v.contact_geom, v.contact_pos,
+                             v.contact_frame, v.contact_depth, v.contact_includemargin],
+                     outputs=[n_con[s], con_pos[s], con_frame[s], con_dist[s], con_margin[s],
+                              con_link[s]], device=self.device)
 
     def _copy_set(self, n_con, con_pos, con_frame, con_dist, con_margin, con_link) -> int:
         """0 when the export's pos / frame / margin arrays are this pipeline's contact_pos /

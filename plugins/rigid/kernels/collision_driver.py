@@ -116,8 +116,10 @@ def aabb_update(
             aabb_hi_out[env, g] = c + e
 
 
-@wp.kernel
-def poses_aabb(
+@wp.func
+def _poses_aabb_env(
+    env: int,
+    j: int,
     # Model:
     geom_link: wp.array(dtype=wp.int32),
     geom_pos: wp.array(dtype=Any),
@@ -140,13 +142,7 @@ def poses_aabb(
     contact_raw_out: wp.array(dtype=wp.int32),
     cand_pool_out: wp.array(dtype=wp.int32),
 ):
-    """``geom_poses`` and ``aabb_update`` in one launch (CollisionPipeline.collide): each thread
-    computes its geoms' world poses and then their rotation matrices and AABBs, the same operations
-    in the same order as the two kernels (bit-identical); one launch and one pass over the geoms. A geom
-    at its link's origin with the identity rotation (a free body's box or sphere) takes the link's
-    position and normalised rotation directly: rotating the zero offset and multiplying by the identity
-    quaternion add only zeros (exact, up to the sign of a zero)."""
-    env, j = wp.tid()
+    """One thread's geoms of ``poses_aabb`` (also the first part of ``poses_aabb_broadphase``)."""
     for g in range(j, geom_link.shape[0], slot_stride):
         lk = geom_link[g]
         c = geom_pos[g]
@@ -185,6 +181,42 @@ def poses_aabb(
                 e[i] = e[i] + wp.abs(R[i, 0]) * h[0] + wp.abs(R[i, 1]) * h[1] + wp.abs(R[i, 2]) * h[2]
             aabb_lo_out[env, g] = c - e
             aabb_hi_out[env, g] = c + e
+
+
+@wp.kernel
+def poses_aabb(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    geom_pos: wp.array(dtype=Any),
+    geom_quat: wp.array(dtype=Any),
+    geom_type: wp.array(dtype=wp.int32),
+    geom_half: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    slot_stride: int,
+    # Data in:
+    link_xpos_in: wp.array2d(dtype=Any),
+    link_xquat_in: wp.array2d(dtype=Any),
+    # Data out:
+    geom_xpos_out: wp.array2d(dtype=Any),
+    geom_xquat_out: wp.array2d(dtype=Any),
+    geom_xmat_out: wp.array2d(dtype=Any),
+    aabb_lo_out: wp.array2d(dtype=Any),
+    aabb_hi_out: wp.array2d(dtype=Any),
+    pair_count_out: wp.array(dtype=wp.int32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    contact_raw_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
+):
+    """``geom_poses`` and ``aabb_update`` in one launch (CollisionPipeline.collide): each thread
+    computes its geoms' world poses and then their rotation matrices and AABBs, the same operations
+    in the same order as the two kernels (bit-identical); one launch and one pass over the geoms. A geom
+    at its link's origin with the identity rotation (a free body's box or sphere) takes the link's
+    position and normalised rotation directly: rotating the zero offset and multiplying by the identity
+    quaternion add only zeros (exact, up to the sign of a zero)."""
+    env, j = wp.tid()
+    _poses_aabb_env(env, j, geom_link, geom_pos, geom_quat, geom_type, geom_half, geom_margin, slot_stride,
+                    link_xpos_in, link_xquat_in, geom_xpos_out, geom_xquat_out, geom_xmat_out, aabb_lo_out,
+                    aabb_hi_out, pair_count_out, cand_count_out, contact_raw_out, cand_pool_out)
 
 
 @wp.func
@@ -275,6 +307,47 @@ def _plane_apart(env: int, ga: int, gb: int, margin: Any, geom_type: wp.array(dt
     return apart
 
 
+@wp.func
+def _broadphase_list_env(
+    env: int,
+    j: int,
+    # Model:
+    pair_list: wp.array(dtype=wp.vec3i),
+    geom_type: wp.array(dtype=wp.int32),
+    geom_margin: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
+    geom_weld: wp.array(dtype=wp.int32),
+    weld_pairs: wp.array(dtype=wp.vec2i),
+    slot_stride: int,
+    # Data in:
+    weld_active_in: wp.array2d(dtype=wp.int32),
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
+    aabb_lo_in: wp.array2d(dtype=Any),
+    aabb_hi_in: wp.array2d(dtype=Any),
+    # Data out:
+    pairs_out: wp.array2d(dtype=wp.vec3i),
+    pair_count_out: wp.array(dtype=wp.int32),
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
+):
+    """One thread's pairs of ``broadphase_list`` (also the second part of ``poses_aabb_broadphase``)."""
+    for k in range(j, pair_list.shape[0], slot_stride):
+        p = pair_list[k]
+        lo = aabb_lo_in[env, p[0]]
+        hi = aabb_hi_in[env, p[0]]
+        if p[2] >= 0:
+            m = pair_margin[p[2]]
+            e = wp.vector(m, m, m)
+            lo = lo - e
+            hi = hi + e
+        if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
+            if not _plane_apart(env, p[0], p[1], _pair_margin(p, geom_margin, pair_margin, margin_sum), geom_type,
+                                geom_xpos_in, geom_xmat_in, aabb_lo_in, aabb_hi_in):
+                if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
+                    _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
+
+
 @wp.kernel
 def broadphase_list(
     # Model:
@@ -301,20 +374,9 @@ def broadphase_list(
     own margin inflates the AABB test); a plane pair also passes the half-space test (_plane_apart,
     with the narrowphase's detection margin)."""
     env, j = wp.tid()
-    for k in range(j, pair_list.shape[0], slot_stride):
-        p = pair_list[k]
-        lo = aabb_lo_in[env, p[0]]
-        hi = aabb_hi_in[env, p[0]]
-        if p[2] >= 0:
-            m = pair_margin[p[2]]
-            e = wp.vector(m, m, m)
-            lo = lo - e
-            hi = hi + e
-        if _overlap(lo, hi, aabb_lo_in[env, p[1]], aabb_hi_in[env, p[1]]):
-            if not _plane_apart(env, p[0], p[1], _pair_margin(p, geom_margin, pair_margin, margin_sum), geom_type,
-                                geom_xpos_in, geom_xmat_in, aabb_lo_in, aabb_hi_in):
-                if p[2] >= 0 or not _welded(env, p[0], p[1], geom_weld, weld_pairs, weld_active_in):
-                    _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
+    _broadphase_list_env(env, j, pair_list, geom_type, geom_margin, pair_margin, margin_sum, geom_weld, weld_pairs,
+                         slot_stride, weld_active_in, geom_xpos_in, geom_xmat_in, aabb_lo_in, aabb_hi_in, pairs_out,
+                         pair_count_out, pair_cand_out)
 
 
 @wp.func
@@ -332,8 +394,9 @@ def _low_bit(w: int):
     return i
 
 
-@wp.kernel
-def broadphase_list_sorted(
+@wp.func
+def _broadphase_sorted_env(
+    env: int,
     # Model:
     pair_list: wp.array(dtype=wp.vec3i),
     n_dyn: int,
@@ -361,17 +424,7 @@ def broadphase_list_sorted(
     pair_count_out: wp.array(dtype=wp.int32),
     pair_cand_out: wp.array2d(dtype=wp.vec2i),
 ):
-    """``broadphase_list`` with the AABB overlaps found by sort-and-sweep (CPU grid: one thread per
-    env; docs/collision.md, "Broadphase"). The collidable geoms are kept sorted by their AABB's lower
-    bound along the axis of the largest spread of the (non-plane) geom centres (insertion sort of the
-    previous launch's order: nearly sorted from one substep to the next); a geom is swept against the
-    following ones while their lower bound does not exceed its upper bound (exact comparisons of the
-    stored bounds, so no overlapping pair is missed), and each AABB-overlapping dynamic pair of the
-    list (``pair_index``: its list index) is marked in a per-env bitmap, 16 list entries per word.
-    The marked pairs are then emitted in list order, then the explicit pairs, with the same tests as
-    ``broadphase_list`` (the AABB test, the plane half-space test, the welds): the same pairs in the
-    same order, bit for bit."""
-    env = wp.tid()
+    """One env of ``broadphase_list_sorted`` (also the second part of ``poses_aabb_broadphase_sorted``)."""
     ns = sweep_order_out.shape[1]
     # the sweep axis: the largest spread of the geom centres (planes have no finite extent)
     lo_c = wp.vec3d(1.0e300, 1.0e300, 1.0e300)
@@ -449,6 +502,147 @@ def broadphase_list_sorted(
                 _emit_pair(env, p[0], p[1], p[2], geom_type, pairs_out, pair_count_out, pair_cand_out)
 
 
+@wp.kernel
+def broadphase_list_sorted(
+    # Model:
+    pair_list: wp.array(dtype=wp.vec3i),
+    n_dyn: int,
+    pair_index: wp.array2d(dtype=wp.int32),
+    geom_type: wp.array(dtype=wp.int32),
+    geom_margin: wp.array(dtype=Any),
+    pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
+    geom_weld: wp.array(dtype=wp.int32),
+    weld_pairs: wp.array(dtype=wp.vec2i),
+    # Data in:
+    weld_active_in: wp.array2d(dtype=wp.int32),
+    geom_xpos_in: wp.array2d(dtype=Any),
+    geom_xmat_in: wp.array2d(dtype=Any),
+    aabb_lo_in: wp.array2d(dtype=Any),
+    aabb_hi_in: wp.array2d(dtype=Any),
+    # Data in/out (scratch kept between launches):
+    sweep_order_out: wp.array2d(dtype=wp.int32),
+    sweep_key_out: wp.array2d(dtype=Any),
+    sweep_found_out: wp.array2d(dtype=wp.int32),
+    sweep_lo_out: wp.array2d(dtype=Any),
+    sweep_hi_out: wp.array2d(dtype=Any),
+    # Data out:
+    pairs_out: wp.array2d(dtype=wp.vec3i),
+    pair_count_out: wp.array(dtype=wp.int32),
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
+):
+    """``broadphase_list`` with the AABB overlaps found by sort-and-sweep (CPU grid: one thread per
+    env; docs/collision.md, "Broadphase"). The collidable geoms are kept sorted by their AABB's lower
+    bound along the axis of the largest spread of the (non-plane) geom centres (insertion sort of the
+    previous launch's order: nearly sorted from one substep to the next); a geom is swept against the
+    following ones while their lower bound does not exceed its upper bound (exact comparisons of the
+    stored bounds, so no overlapping pair is missed), and each AABB-overlapping dynamic pair of the
+    list (``pair_index``: its list index) is marked in a per-env bitmap, 16 list entries per word.
+    The marked pairs are then emitted in list order, then the explicit pairs, with the same tests as
+    ``broadphase_list`` (the AABB test, the plane half-space test, the welds): the same pairs in the
+    same order, bit for bit."""
+    env = wp.tid()
+    _broadphase_sorted_env(env, pair_list, n_dyn, pair_index, geom_type, geom_margin, pair_margin, margin_sum,
+                           geom_weld, weld_pairs, weld_active_in, geom_xpos_in, geom_xmat_in, aabb_lo_in, aabb_hi_in,
+                           sweep_order_out, sweep_key_out, sweep_found_out, sweep_lo_out, sweep_hi_out, pairs_out,
+                           pair_count_out, pair_cand_out)
+
+
+@wp.kernel
+def poses_aabb_broadphase(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    geom_pos: wp.array(dtype=Any),
+    geom_quat: wp.array(dtype=Any),
+    geom_type: wp.array(dtype=wp.int32),
+    geom_half: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    pair_list: wp.array(dtype=wp.vec3i),
+    pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
+    geom_weld: wp.array(dtype=wp.int32),
+    weld_pairs: wp.array(dtype=wp.vec2i),
+    # Data in:
+    link_xpos_in: wp.array2d(dtype=Any),
+    link_xquat_in: wp.array2d(dtype=Any),
+    weld_active_in: wp.array2d(dtype=wp.int32),
+    # Data out:
+    geom_xpos_out: wp.array2d(dtype=Any),
+    geom_xquat_out: wp.array2d(dtype=Any),
+    geom_xmat_out: wp.array2d(dtype=Any),
+    aabb_lo_out: wp.array2d(dtype=Any),
+    aabb_hi_out: wp.array2d(dtype=Any),
+    pair_count_out: wp.array(dtype=wp.int32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    contact_raw_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
+    pairs_out: wp.array2d(dtype=wp.vec3i),
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
+):
+    """``poses_aabb`` and then ``broadphase_list`` in one launch on the CPU grid (one thread per env,
+    CollisionPipeline.collide): the env's geom poses and AABBs, then its pairs, with the same functions
+    in the same order as the two launches (bit-identical), while the env's AABBs are still in L1 and
+    with one launch less (docs/collision.md, "Kernel modules")."""
+    env = wp.tid()
+    _poses_aabb_env(env, 0, geom_link, geom_pos, geom_quat, geom_type, geom_half, geom_margin, 1, link_xpos_in,
+                    link_xquat_in, geom_xpos_out, geom_xquat_out, geom_xmat_out, aabb_lo_out, aabb_hi_out,
+                    pair_count_out, cand_count_out, contact_raw_out, cand_pool_out)
+    _broadphase_list_env(env, 0, pair_list, geom_type, geom_margin, pair_margin, margin_sum, geom_weld, weld_pairs, 1,
+                         weld_active_in, geom_xpos_out, geom_xmat_out, aabb_lo_out, aabb_hi_out, pairs_out,
+                         pair_count_out, pair_cand_out)
+
+
+@wp.kernel
+def poses_aabb_broadphase_sorted(
+    # Model:
+    geom_link: wp.array(dtype=wp.int32),
+    geom_pos: wp.array(dtype=Any),
+    geom_quat: wp.array(dtype=Any),
+    geom_type: wp.array(dtype=wp.int32),
+    geom_half: wp.array(dtype=Any),
+    geom_margin: wp.array(dtype=Any),
+    pair_list: wp.array(dtype=wp.vec3i),
+    n_dyn: int,
+    pair_index: wp.array2d(dtype=wp.int32),
+    pair_margin: wp.array(dtype=Any),
+    margin_sum: int,
+    geom_weld: wp.array(dtype=wp.int32),
+    weld_pairs: wp.array(dtype=wp.vec2i),
+    # Data in:
+    link_xpos_in: wp.array2d(dtype=Any),
+    link_xquat_in: wp.array2d(dtype=Any),
+    weld_active_in: wp.array2d(dtype=wp.int32),
+    # Data in/out (scratch kept between launches):
+    sweep_order_out: wp.array2d(dtype=wp.int32),
+    sweep_key_out: wp.array2d(dtype=Any),
+    sweep_found_out: wp.array2d(dtype=wp.int32),
+    sweep_lo_out: wp.array2d(dtype=Any),
+    sweep_hi_out: wp.array2d(dtype=Any),
+    # Data out:
+    geom_xpos_out: wp.array2d(dtype=Any),
+    geom_xquat_out: wp.array2d(dtype=Any),
+    geom_xmat_out: wp.array2d(dtype=Any),
+    aabb_lo_out: wp.array2d(dtype=Any),
+    aabb_hi_out: wp.array2d(dtype=Any),
+    pair_count_out: wp.array(dtype=wp.int32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    contact_raw_out: wp.array(dtype=wp.int32),
+    cand_pool_out: wp.array(dtype=wp.int32),
+    pairs_out: wp.array2d(dtype=wp.vec3i),
+    pair_cand_out: wp.array2d(dtype=wp.vec2i),
+):
+    """``poses_aabb`` and then ``broadphase_list_sorted`` in one launch (CPU grid, one thread per env), as
+    ``poses_aabb_broadphase``: the same functions in the same order (bit-identical), one launch less."""
+    env = wp.tid()
+    _poses_aabb_env(env, 0, geom_link, geom_pos, geom_quat, geom_type, geom_half, geom_margin, 1, link_xpos_in,
+                    link_xquat_in, geom_xpos_out, geom_xquat_out, geom_xmat_out, aabb_lo_out, aabb_hi_out,
+                    pair_count_out, cand_count_out, contact_raw_out, cand_pool_out)
+    _broadphase_sorted_env(env, pair_list, n_dyn, pair_index, geom_type, geom_margin, pair_margin, margin_sum, geom_weld,
+                           weld_pairs, weld_active_in, geom_xpos_out, geom_xmat_out, aabb_lo_out, aabb_hi_out,
+                           sweep_order_out, sweep_key_out, sweep_found_out, sweep_lo_out, sweep_hi_out, pairs_out,
+                           pair_count_out, pair_cand_out)
+
+
 # -- narrowphase helpers (the pair-family modules and collision_gjk.py) ---------------------------------
 @wp.func
 def _is_convex(t1: int, t2: int):
@@ -506,7 +700,8 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
               cand_dist_in: wp.array(dtype=Any), contact_raw_out: wp.array(dtype=wp.int32),
               contact_geom_out: wp.array2d(dtype=wp.vec2i), contact_pos_out: wp.array2d(dtype=Any),
               contact_frame_out: wp.array2d(dtype=Any), contact_depth_out: wp.array2d(dtype=Any),
-              contact_includemargin_out: wp.array2d(dtype=Any), contact_pair_out: wp.array2d(dtype=wp.int32)):
+              contact_includemargin_out: wp.array2d(dtype=Any), contact_pair_out: wp.array2d(dtype=wp.int32),
+              corners_apart: int, geom_size: wp.array(dtype=Any), geom_xpos_in: wp.array2d(dtype=Any)):
     npairs = wp.min(pair_count_in[env], pairs_in.shape[1])
     if k < npairs:
         pc = pair_cand_in[env, k]
@@ -542,18 +737,33 @@ def _prune_at(env: int, k: int, geom_orig: wp.array(dtype=wp.int32), geom_type: 
             # MuJoCo-compatible mode: MuJoCo's box-box set as it is (its own near-duplicate rule): no
             # duplicate search, every point kept
             whole = keep_boxbox != 0 and geom_type[g1] == BOX and geom_type[g2] == BOX
+            # plane–box with at most max_per_pair corners (``corners_apart``): the points of two corners lie at least
+            # the box's smallest half size apart (x = c − n (c − p1)·n / 2, so |x_i − x_j|² = |v|² − ¾ (v·n)² ≥ |v|² / 4,
+            # v = c_i − c_j, |v| ≥ 2 min |s|), and tol ≤ 2e-6 of the box's size plus 16 ulps of the coordinates; a box
+            # that is not tiny against both (by a factor ≥ 5 over the rounding of the points) has no duplicate, so the
+            # search and its tolerance (read nowhere else below max_per_pair points) are skipped: the same contacts
+            apart = bool(False)
+            if corners_apart != 0 and cnt <= max_per_pair and geom_type[g1] == PLANE and geom_type[g2] == BOX:
+                sz = geom_size[g2]
+                hmin = wp.min(wp.abs(sz[0]), wp.min(wp.abs(sz[1]), wp.abs(sz[2])))
+                hsum = wp.abs(sz[0]) + wp.abs(sz[1]) + wp.abs(sz[2])
+                p1 = geom_xpos_in[env, g1]
+                p2 = geom_xpos_in[env, g2]
+                reach = (wp.max(wp.abs(p1[0]), wp.max(wp.abs(p1[1]), wp.abs(p1[2])))
+                         + wp.max(wp.abs(p2[0]), wp.max(wp.abs(p2[1]), wp.abs(p2[2]))) + hsum)
+                apart = hmin > type(margin)(1.0e-5) * hsum + type(margin)(512.0) * eps * reach
             span = zero
             scale = zero
             skip = int(0)
             nu = cnt
             # tol is read only by the duplicate search and the picks below, which need two points or more
-            if not whole and cnt > 1:
+            if not whole and not apart and cnt > 1:
                 for i in range(cnt):
                     x = cand_pos_in[start + i]
                     span = wp.max(span, wp.length(x - xa))
                     scale = wp.max(scale, wp.max(wp.abs(x[0]), wp.max(wp.abs(x[1]), wp.abs(x[2]))))
             tol = type(margin)(1e-6) * span + type(margin)(8.0) * eps * scale
-            if not whole:
+            if not whole and not apart:
                 for i in range(1, cnt):
                     xi = cand_pos_in[start + i]
                     for j in range(i):
@@ -686,7 +896,10 @@ def prune(
     gap_outside: int,
     max_per_pair: int,
     slot_stride: int,
+    corners_apart: int,
+    geom_size: wp.array(dtype=Any),
     # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
     pairs_in: wp.array2d(dtype=wp.vec3i),
     pair_count_in: wp.array(dtype=wp.int32),
     pair_cand_in: wp.array2d(dtype=wp.vec2i),
@@ -717,7 +930,7 @@ def prune(
                   gap_outside,
                   max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in,
                   cand_dist_in, contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out,
-                  contact_depth_out, contact_includemargin_out, contact_pair_out)
+                  contact_depth_out, contact_includemargin_out, contact_pair_out, corners_apart, geom_size, geom_xpos_in)
 
 
 @wp.func_native(native.body(__file__, "prune_export_prefetch_native"))
@@ -745,7 +958,10 @@ def prune_export(
     geom_link: wp.array(dtype=wp.int32),
     copy_set: int,
     prefetch: int,
+    corners_apart: int,
+    geom_size: wp.array(dtype=Any),
     # Data in:
+    geom_xpos_in: wp.array2d(dtype=Any),
     pairs_in: wp.array2d(dtype=wp.vec3i),
     pair_count_in: wp.array(dtype=wp.int32),
     pair_cand_in: wp.array2d(dtype=wp.vec2i),
@@ -785,7 +1001,7 @@ def prune_export(
                   gap_outside,
                   max_per_pair, pairs_in, pair_count_in, pair_cand_in, cand_pos_in, cand_normal_in,
                   cand_dist_in, contact_raw_out, contact_geom_out, contact_pos_out, contact_frame_out,
-                  contact_depth_out, contact_includemargin_out, contact_pair_out)
+                  contact_depth_out, contact_includemargin_out, contact_pair_out, corners_apart, geom_size, geom_xpos_in)
     count = wp.min(contact_raw_out[env], max_contacts)
     contact_count_out[env] = count
     n = wp.min(count, con_pos_out.shape[1])
@@ -938,7 +1154,19 @@ def _overloads(s):
                              "geom_margin": A(dtype=s), "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
                              "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q), "geom_xmat_out": A2(dtype=M),
                              "aabb_lo_out": A2(dtype=V), "aabb_hi_out": A2(dtype=V)})
-    wp.overload(prune_export, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+    wp.overload(poses_aabb_broadphase, {
+        "geom_pos": A(dtype=V), "geom_quat": A(dtype=Q), "geom_half": A(dtype=V), "geom_margin": A(dtype=s),
+        "pair_margin": A(dtype=s), "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
+        "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q), "geom_xmat_out": A2(dtype=M),
+        "aabb_lo_out": A2(dtype=V), "aabb_hi_out": A2(dtype=V)})
+    wp.overload(poses_aabb_broadphase_sorted, {
+        "geom_pos": A(dtype=V), "geom_quat": A(dtype=Q), "geom_half": A(dtype=V), "geom_margin": A(dtype=s),
+        "pair_margin": A(dtype=s), "link_xpos_in": A2(dtype=V), "link_xquat_in": A2(dtype=Q),
+        "sweep_key_out": A2(dtype=s), "sweep_lo_out": A2(dtype=V), "sweep_hi_out": A2(dtype=V),
+        "geom_xpos_out": A2(dtype=V), "geom_xquat_out": A2(dtype=Q), "geom_xmat_out": A2(dtype=M),
+        "aabb_lo_out": A2(dtype=V), "aabb_hi_out": A2(dtype=V)})
+    wp.overload(prune_export, {"geom_size": A(dtype=V), "geom_xpos_in": A2(dtype=V),
+                               "geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                                "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                                "cand_pos_in": A(dtype=V), "cand_normal_in": A(dtype=V),
                                "cand_dist_in": A(dtype=s), "contact_pos_out": A2(dtype=V),
@@ -946,7 +1174,8 @@ def _overloads(s):
                                "contact_includemargin_out": A2(dtype=s), "con_pos_out": A2(dtype=V),
                                "con_frame_out": A2(dtype=M), "con_dist_out": A2(dtype=s),
                                "con_margin_out": A2(dtype=s)})
-    wp.overload(prune, {"geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
+    wp.overload(prune, {"geom_size": A(dtype=V), "geom_xpos_in": A2(dtype=V),
+                        "geom_margin": A(dtype=s), "geom_gap": A(dtype=s),
                         "pair_margin": A(dtype=s), "pair_gap": A(dtype=s),
                         "cand_pos_in": A(dtype=V), "cand_normal_in": A(dtype=V),
                         "cand_dist_in": A(dtype=s), "contact_pos_out": A2(dtype=V),
