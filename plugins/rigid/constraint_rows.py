@@ -31,9 +31,12 @@ def make_rows(v: View, lim_window_h: float = 0.0, segs: bool = True, prefetch: i
     same numbers, the reference of the tests and benchmarks). ``prefetch`` (CPU; no effect on the numbers): while
     an env's contact rows are built, 0 prefetches nothing, 1 the next env's first 128 rows, kinematics and contacts
     into L1 (Round 10), 3 also its row records (span, links, segments), up to 1024 rows, and the inputs of the
-    equality, frictionloss and limit rows (qpos, per-env frictionloss and limit parameters), all into L2 (Rounds 11
-    and 14c), 2 (default, Round 16) as 3 without the next env's rows: instead the env's own rows and contacts a few
-    dozen rows ahead of the contact loop (benchmarks/results/constraint.md). ``params``: first the contact
+    equality, frictionloss and limit rows (qpos, per-env frictionloss and limit parameters) and, with ``params``, what
+    the contact parameters read (its per-env geom friction and friction_ratio, its contacts' geoms and pairs: Round
+    17b), all into L2 (Rounds 11 and 14c), 2 (default, Round 16) as 3 without the next env's rows: instead the env's
+    own rows and contacts a few dozen rows ahead of the contact loop (benchmarks/results/constraint.md); bits 16
+    and 32 (A/Bs of Round 17b, the same numbers): the general per-axis loop for a condim-3 pyramidal contact's values,
+    and none of the contact parameters' prefetch. ``params``: first the contact
     parameters of ``contact_params`` (the same native body and numbers) in the same launch, while each env's
     contacts are in cache. ``pool`` (CPU only: a View's envs are built in order): each env's rows right after the
     previous env's in the View's pool (d.efc_off; docs/constraint.md, "The row pool"), no padding rows; False: each

@@ -144,3 +144,48 @@ def test_next_env_prefetch_leaves_the_rows_unchanged(cone):
             assert np.isfinite(getattr(v.d, name).numpy()[:, :d.nefc]).all(), name
         got.append([getattr(v.d, k).numpy().tobytes() for k in ROW_OUTPUTS])
     assert got[0] == got[1] == got[2] == got[3]
+
+
+
+def test_next_env_prefetch_of_the_contact_parameters_leaves_the_rows_unchanged(tmp_path):
+    """With the contact parameters in the launch (make_rows ``params``, the solver's own path) the next env's prefetch
+    also asks for its per-env geom friction rows and its contacts' geoms and pairs (Round 17b; `prefetch` bit 32 leaves
+    them out, the A/B). A pile of boxes (3 envs, different velocities) after some steps: from the same state, with the
+    per-row outputs and the contact parameters NaN- or garbage-filled first, every mode (0, 2, 2 + 32, 3) writes the
+    same rows and contact parameters byte for byte."""
+    import warp as wp
+    from polyphys.plugins.rigid import constraint_rows
+    from polyphys.plugins.rigid import model as MD
+    from test_constraint_rows_clear import _scene, _xml
+
+    path = tmp_path / "pile.xml"
+    path.write_text(_xml())
+    n = 3
+    scene, ent = _scene(str(path), n)
+    s = scene.solver("rigid")
+    qv = np.zeros((n, s.n_dofs))
+    qv[1] = 0.3 * np.sin(np.arange(s.n_dofs))
+    qv[2] = -0.2 * np.cos(np.arange(s.n_dofs))
+    ent.set_dofs_velocity(qv)
+    for _ in range(60):
+        scene.step()
+    d = s.data
+    params = ("con_friction", "con_sol", "con_solreffriction", "con_dim")
+    keep = ROW_OUTPUTS + params + ("efc_off",)
+    state = {k: getattr(d, k).numpy().copy() for k in keep}
+    assert (state["nefc"] > 0).all() and len(set(state["nefc"].tolist())) > 1
+    got = []
+    for pf in (0, 2, 34, 3):
+        for k in keep:
+            getattr(d, k).assign(state[k])
+        for name in ROW_OUTPUTS[7:16] + params:
+            a = getattr(d, name)
+            a.fill_(np.nan if a.dtype != wp.int32 else -7)
+        for part in s.layout.partitions:
+            constraint_rows.make_rows(s.views[part.index], prefetch=pf, params=True, pool=s._row_pool_on(),
+                                      slack=MD._row_pool_slack, head=MD._row_pool_head)
+        got.append([getattr(d, k).numpy().tobytes() for k in keep])
+    assert got[0] == got[1] == got[2] == got[3]
+    nc = d.ncon.numpy()
+    for e in range(n):
+        assert np.isfinite(d.con_friction.numpy()[e, :nc[e]]).all()

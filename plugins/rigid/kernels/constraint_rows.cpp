@@ -138,6 +138,10 @@
 // @use constraint_rows.clear
 // @use linalg.jseg
     const size_t e = (size_t)env;
+    // prefetch bit 16 (A/B only, Round 17b): a condim-3 pyramidal contact's three axis values per dof by the general loop
+    // over the axes (as before) instead of three dot products in registers; bit 32: rows_prefetch_native's A/B switch
+    const bool pyr3 = (pf & 16) == 0;
+    pf = pf & 15;
     // this env's rows of every array as plain pointers with element strides (locals: no reloads of the
     // array descriptors after each store)
 #define PP_BASE(a, TY) ((TY*)((char*)(a).data + e * (a).strides[0]))
@@ -704,11 +708,14 @@
                         }
                         const V w = cw[d];
                         const V pv = wp::add(cv[d], wp::cross(w, wp::sub(p_cur, rf[d])));
-                        for (int kk = 0; kk < dim; ++kk) val[kk] = isrot[kk] ? wp::dot(ax[kk], w) : wp::dot(ax[kk], pv);
+                        // (condim 3, pyr3: the same three dot products as the loop, without its per-axis choice of
+                        // w or pv and its stack array: below)
+                        if (!(pyr3 && nrow == 4))
+                            for (int kk = 0; kk < dim; ++kk) val[kk] = isrot[kk] ? wp::dot(ax[kk], w) : wp::dot(ax[kk], pv);
                         const bool shared = common >= 0 && d <= common && side == 0;
                         // each entry starts from the cleared row's +0 (no chain dof is written twice: b's pass skips
                         // the shared dofs), so it is computed from +0 and stored, not loaded
-#define PP_PYR_DOF(NR)                                                              \
+#define PP_PYR_DOF(NR, val)                                                         \
                         for (int r = 0; r < (NR); ++r) {                            \
                             const int kk = 1 + r / 2;                               \
                             T x = T(0);                                             \
@@ -723,7 +730,13 @@
                             }                                                       \
                             jr[r][d] = x;                                           \
                         }
-                        if (nrow == 4) { PP_PYR_DOF(4) } else { PP_PYR_DOF(nrow) }
+                        if (pyr3 && nrow == 4) {
+                            T v3[3];
+                            v3[0] = wp::dot(ax[0], pv);
+                            v3[1] = wp::dot(ax[1], pv);
+                            v3[2] = wp::dot(ax[2], pv);
+                            PP_PYR_DOF(4, v3)
+                        } else if (nrow == 4) { PP_PYR_DOF(4, val) } else { PP_PYR_DOF(nrow, val) }
 #undef PP_PYR_DOF
                         d = par[d];
                     }
@@ -779,6 +792,24 @@
                              (size_t)lim_sol.shape[1] * lim_sol.strides[1]};
         for (int k = 0; k < 3; ++k)
             for (size_t l = 0; l < b[k]; l += 64) __builtin_prefetch(a[k] + l, 0, 2);
+        // params = 1 (the contact parameters in the launch) and not prefetch bit 32 (Round 17b's A/B): also what the
+        // parameters read of the next env that contact_rows_native's next-env prefetch leaves out — its per-env geom
+        // friction and friction_ratio rows (read at the contacts' geoms) and its contacts' geoms and pairs (at most 64)
+        if (params != 0 && (pf & 32) == 0) {
+            int nc1 = *(const int*)((const char*)ncon.data + e1 * ncon.strides[0]);
+            if (nc1 > con_geom.shape[1]) nc1 = con_geom.shape[1];
+            if (nc1 > 64) nc1 = 64;
+            const size_t c1 = (size_t)(nc1 > 0 ? nc1 : 0);
+            const char* g[4] = {(const char*)geom_friction.data + e1 * geom_friction.strides[0],
+                                (const char*)geom_friction_ratio.data + e1 * geom_friction_ratio.strides[0],
+                                (const char*)con_geom.data + e1 * con_geom.strides[0],
+                                (const char*)con_pair.data + e1 * con_pair.strides[0]};
+            const size_t gb[4] = {(size_t)geom_friction.shape[1] * geom_friction.strides[1],
+                                  (size_t)geom_friction_ratio.shape[1] * geom_friction_ratio.strides[1],
+                                  c1 * con_geom.strides[1], c1 * con_pair.strides[1]};
+            for (int k = 0; k < 4; ++k)
+                for (size_t l = 0; l < gb[k]; l += 64) __builtin_prefetch(g[k] + l, 0, 2);
+        }
     }
 #endif
 

@@ -259,7 +259,8 @@ def init_rows(
 
 
 @wp.func_native(native.body(__file__, "rows_prefetch_native"))
-def rows_prefetch_native(env: int, pf: int, qpos: A2, dof_frictionloss: A2, lim_sol: A3): ...
+def rows_prefetch_native(env: int, pf: int, qpos: A2, dof_frictionloss: A2, lim_sol: A3, params: int, ncon: I1,
+                         con_geom: I3, con_pair: I2, geom_friction: A3, geom_friction_ratio: A2): ...
 
 
 @wp.func_native(native.body(__file__, "contact_params_native"))
@@ -392,7 +393,8 @@ def make_rows(m: Any, d: Any, lim_window_h: Any, segs: int, prefetch: int, param
         elif old < off and head > 0:
             off = wp.min(off + wp.min(head, d.nefc[env - 1] / 8), 0)
     d.efc_off[env] = off
-    rows_prefetch_native(env, prefetch, d.qpos, m.dof_frictionloss, m.lim_sol)
+    rows_prefetch_native(env, prefetch, d.qpos, m.dof_frictionloss, m.lim_sol, params, d.ncon, d.con_geom, d.con_pair,
+                         m.geom_friction, m.geom_friction_ratio)
     if params != 0:
         # the contact parameters first (the kernel contact_params' body, the same numbers), so the contact rows
         # read them while they are in cache (make_rows' own next-env prefetch covers their outputs)
