@@ -1,0 +1,83 @@
+"""WCSPH per core against the Taichi reference, in one process (issue 25, round 17).
+
+``python -m benchmarks.probe_sph_core [N] [--rounds=R] [--steps=K]``: builds polyphys' dam break
+(``bench_sph._pp_scene``, WCSPH, n_envs 1, ``cpu_threads`` 1) and the Taichi WCSPH reference on one CPU
+thread (``cpu_max_num_threads=1``), warms both up, then alternates them R rounds (order rotated), each
+round K steps of each; per engine the process CPU time and the wall time per step, min and median over
+the rounds, and their ratio (Taichi / polyphys: above 1 polyphys is faster). Then per stage, ms per
+substep: polyphys' kernels (``bench_sph.stage_times``, thread CPU, uncaptured) and Taichi's four kernels
+(process CPU around each call, a CPU launch returns when done), best of the rounds. The load
+(``/proc/loadavg``) is printed at the start and the end.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+
+def _load() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def _taichi_stages(step, rounds: int = 3) -> dict:
+    import taichi as ti
+
+    best = {}
+    for _ in range(rounds):
+        acc = dict.fromkeys(step.stages, 0.0)
+        for _ in range(6):
+            for name, k in step.stages.items():
+                t0 = time.process_time()
+                k()
+                ti.sync()
+                acc[name] += time.process_time() - t0
+        for name, t in acc.items():
+            best[name] = min(best.get(name, 1e9), 1e3 * t / 6)
+    return best
+
+
+def main(argv) -> None:
+    from .bench_sph import _pp_scene, _taichi, stage_times
+
+    n = int(next((a for a in argv if a.isdigit()), 20000))
+    rounds = int(next((a.split("=")[1] for a in argv if a.startswith("--rounds=")), 8))
+    steps = int(next((a.split("=")[1] for a in argv if a.startswith("--steps=")), 2))
+    print(f"load at start {_load()}  n={n} rounds={rounds} steps/round={steps}", flush=True)
+    scene, pps = _pp_scene(n, 1, "wcsph", 1)
+    tstep, tps = _taichi(n, 1)
+    engines = {"polyphys": scene.step, "taichi": tstep}
+    for f in engines.values():
+        for _ in range(3):
+            f()
+    cpu = {k: [] for k in engines}
+    wall = {k: [] for k in engines}
+    names = list(engines)
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            f = engines[name]
+            c0, w0 = time.process_time(), time.perf_counter()
+            for _ in range(steps):
+                f()
+            cpu[name].append((time.process_time() - c0) / steps)
+            wall[name].append((time.perf_counter() - w0) / steps)
+    for what, d in (("CPU", cpu), ("wall", wall)):
+        pp, ti_ = np.array(d["polyphys"]), np.array(d["taichi"])
+        print(f"{what} ms/step min/median: polyphys {1e3 * pp.min():.1f} / {1e3 * np.median(pp):.1f}, "
+              f"taichi {1e3 * ti_.min():.1f} / {1e3 * np.median(ti_):.1f}; ratio taichi/polyphys "
+              f"{ti_.min() / pp.min():.3f} (min) / {np.median(ti_) / np.median(pp):.3f} (median); "
+              f"paired median {np.median(ti_ / pp):.3f}; polyphys {pps / pp.min():.3g} particle-substeps/s")
+    st = stage_times(scene, 3)
+    print("polyphys per substep (thread CPU, uncaptured): total %.2f ms: " % sum(t for t, _ in st.values())
+          + ", ".join(f"{k} {t:.2f}" + (f" ({c:.0f}x)" if c > 1.05 else "") for k, (t, c) in st.items()))
+    ts = _taichi_stages(tstep)
+    print("taichi per substep (process CPU, best of 3): total %.2f ms: " % sum(ts.values())
+          + ", ".join(f"{k} {t:.2f}" for k, t in ts.items()))
+    print(f"load at end {_load()}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
