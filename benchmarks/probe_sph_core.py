@@ -71,10 +71,11 @@ def main(argv) -> None:
               f"{ti_.min() / pp.min():.3f} (min) / {np.median(ti_) / np.median(pp):.3f} (median); "
               f"paired median {np.median(ti_ / pp):.3f}; polyphys {pps / pp.min():.3g} particle-substeps/s")
     st = stage_times(scene, 3)
-    print("polyphys per substep (thread CPU, uncaptured): total %.2f ms: " % sum(t for t, _ in st.values())
+    total = sum(t for t, _ in st.values())
+    print(f"polyphys per substep (thread CPU, uncaptured): total {total:.2f} ms: "
           + ", ".join(f"{k} {t:.2f}" + (f" ({c:.0f}x)" if c > 1.05 else "") for k, (t, c) in st.items()))
     ts = _taichi_stages(tstep)
-    print("taichi per substep (process CPU, best of 3): total %.2f ms: " % sum(ts.values())
+    print(f"taichi per substep (process CPU, best of 3): total {sum(ts.values()):.2f} ms: "
           + ", ".join(f"{k} {t:.2f}" for k, t in ts.items()))
     print(f"load at end {_load()}", flush=True)
 

@@ -1,11 +1,14 @@
 """SPH kernel variants against the solver's kernels on a live scene's arrays (issue 25, round 17).
 
-``python -m benchmarks.probe_sph_kernels [N] [--rounds=R] [--variant=NAME ...]``: builds the WCSPH dam
-break (``bench_sph._pp_scene``, n_envs 1, ``cpu_threads`` 1), runs a few steps, records the launches of one
+``python -m benchmarks.probe_sph_kernels [N] [--rounds=R] [--variant=NAME ...]``: builds the WCSPH dam break
+(a variant ``*-dfsph``: DFSPH; ``bench_sph._pp_scene``, n_envs 1, ``cpu_threads`` 1), runs a few steps, records
+the launches of one
 uncaptured substep, then for each variant (a copy of plugins/sph/kernels/fluid.py with a change, loaded as
 its own Warp module, ``VARIANTS``) relaunches the recorded launch of each kernel the variant changes with
 the same inputs, alternating the solver's kernel and the variant's R rounds (thread CPU time; a CPU launch
 runs on the calling thread), and checks that every array the launch writes ends bit for bit the same.
+Variant ``main``: the kernels as on the main branch (the A/B of this branch's kernels). The solves' recorded
+launches are those of an env whose solve had converged (their figures are not the solves' cost).
 """
 
 from __future__ import annotations
@@ -93,8 +96,14 @@ _WHILE_DENSITY = _chain(_sub("""            for k in range(start_in[env, row[0]]
 """))
 
 
+_NONNEG = _chain(_sub("k = int(start_in[env, row[0]])", "k = wp.max(start_in[env, row[0]], 0)"),
+                 _sub("k = int(m.b_start[row[0]])", "k = wp.max(m.b_start[row[0]], 0)"))
+
+
 VARIANTS = {"main": (_main_source, ("density", "accelerate", "boundary_pressure")),
+            "main-dfsph": (_main_source, ("density", "accelerate", "solve_kappa", "solve_update")),
             "while": (_WHILE_DENSITY, ("density",)),
+            "nonneg": (_NONNEG, ("density", "boundary_pressure")),
             "o3": (_o3, ("density", "accelerate", "boundary_pressure")),
             "nolist": (_NOLIST, ("density",)),
             "massdirect": (_MASSDIRECT, ("density",)),
@@ -159,7 +168,8 @@ def main(argv) -> None:
     names = [a.split("=")[1] for a in argv if a.startswith("--variant=")] or list(VARIANTS)
     with open("/proc/loadavg") as f:
         print("load at start", " ".join(f.read().split()[:3]), flush=True)
-    scene, _ = _pp_scene(n, 1, "wcsph", 1)
+    solver = "dfsph" if any(v.endswith("dfsph") for v in names) else "wcsph"
+    scene, _ = _pp_scene(n, 1, solver, 1)
     for _ in range(10):
         scene.step()
     first = _record(scene)

@@ -260,7 +260,7 @@ def density_at(
     for dz in range(-1, 2):
         for dy in range(-1, 2):
             row = row_near(xi, ci, dy, dz, m)
-            k = int(start_in[env, row[0]])
+            k = wp.max(start_in[env, row[0]], 0)     # ≥ 0 as it is: lets the compiler drop the index wrap
             k_end = start_in[env, row[1] + 1]
             while k < k_end:
                 d = xi - spos_in[env, k]            # positions in cell order: a streaming read
@@ -281,7 +281,7 @@ def density_at(
                             grad_out[env, base + nl] = f
                         nl += 1
                 k += 1
-            k = int(m.b_start[row[0]])
+            k = wp.max(m.b_start[row[0]], 0)
             k_end = m.b_start[row[1] + 1]
             while k < k_end:
                 d = xi - m.b_pos[k]
@@ -377,7 +377,7 @@ def boundary_pressure_at(
     for dz in range(-1, 2):
         for dy in range(-1, 2):
             row = row_near(xb, ci, dy, dz, m)
-            k = int(start_in[env, row[0]])
+            k = wp.max(start_in[env, row[0]], 0)     # ≥ 0 as it is: lets the compiler drop the index wrap
             k_end = start_in[env, row[1] + 1]
             while k < k_end:
                 d = xb - spos_in[env, k]
@@ -510,10 +510,11 @@ def accelerate_at(
     nl = nbrs_in[env, kk]
     if nl >= 0:
         base = kk * m.nbr_cap
-        t = int(0)
-        while t < nl:
-            q = list_in[env, base + t]
-            f = grad_in[env, base + t]
+        t = wp.max(base, 0)                     # ≥ 0 as it is (see density_at)
+        t_end = t + nl
+        while t < t_end:
+            q = list_in[env, t]
+            f = grad_in[env, t]
             if q >= 0:
                 a, xs = accel_liquid(m, env, q, xi - spos_in[env, q], f, with_pressure, vi, rhoi, rho0, pi, nu10, gam,
                                      eps, a, xs, mass_s_in, vel_s_in, rho_s_in, pr2_s_in)
@@ -614,10 +615,11 @@ def solve_kappa_at(
     nl = nbrs_in[env, kk]
     if nl >= 0:
         base = kk * m.nbr_cap
-        t = int(0)
-        while t < nl:
-            nb = list_in[env, base + t]
-            f = grad_in[env, base + t]
+        t = wp.max(base, 0)                     # ≥ 0 as it is (see density_at)
+        t_end = t + nl
+        while t < t_end:
+            nb = list_in[env, t]
+            f = grad_in[env, t]
             if nb >= 0:
                 drho += mass_s_in[env, nb] * wp.dot(vi - vel_s_in[env, nb], (xi - spos_in[env, nb]) * f)
             else:
@@ -726,10 +728,11 @@ def solve_update_at(
     nl = nbrs_in[env, kk]
     if nl >= 0:
         base = kk * m.nbr_cap
-        t = int(0)
-        while t < nl:
-            nb = list_in[env, base + t]
-            f = grad_in[env, base + t]
+        t = wp.max(base, 0)                     # ≥ 0 as it is (see density_at)
+        t_end = t + nl
+        while t < t_end:
+            nb = list_in[env, t]
+            f = grad_in[env, t]
             if nb >= 0:
                 dv -= mass_s_in[env, nb] * (ki + kr_s_in[env, nb]) * ((xi - spos_in[env, nb]) * f)
             else:
