@@ -1,12 +1,13 @@
 """WCSPH per core against the Taichi reference, in one process (issue 25, round 17).
 
-``python -m benchmarks.probe_sph_core [N] [--rounds=R] [--steps=K]``: builds polyphys' dam break
-(``bench_sph._pp_scene``, WCSPH, n_envs 1, ``cpu_threads`` 1) and the Taichi WCSPH reference on one CPU
+``python -m benchmarks.probe_sph_core [N] [--rounds=R] [--steps=K] [--dfsph]``: builds polyphys' dam break
+(``bench_sph._pp_scene``, WCSPH or DFSPH, n_envs 1, ``cpu_threads`` 1) and the Taichi reference on one CPU
 thread (``cpu_max_num_threads=1``), warms both up, then alternates them R rounds (order rotated), each
 round K steps of each; per engine the process CPU time and the wall time per step, min and median over
 the rounds, and their ratio (Taichi / polyphys: above 1 polyphys is faster). Then per stage, ms per
 substep: polyphys' kernels (``bench_sph.stage_times``, thread CPU, uncaptured) and Taichi's four kernels
-(process CPU around each call, a CPU launch returns when done), best of the rounds. The load
+(process CPU around each call, a CPU launch returns when done; WCSPH only), best of the rounds. DFSPH:
+the Jacobi iterations per substep of both engines' timed steps (polyphys' from ``solve_iters``). The load
 (``/proc/loadavg``) is printed at the start and the end.
 """
 
@@ -41,14 +42,16 @@ def _taichi_stages(step, rounds: int = 3) -> dict:
 
 
 def main(argv) -> None:
-    from .bench_sph import _pp_scene, _taichi, stage_times
+    from .bench_sph import _pp_scene, _taichi, _taichi_dfsph, stage_times
 
     n = int(next((a for a in argv if a.isdigit()), 20000))
     rounds = int(next((a.split("=")[1] for a in argv if a.startswith("--rounds=")), 8))
     steps = int(next((a.split("=")[1] for a in argv if a.startswith("--steps=")), 2))
     print(f"load at start {_load()}  n={n} rounds={rounds} steps/round={steps}", flush=True)
-    scene, pps = _pp_scene(n, 1, "wcsph", 1)
-    tstep, tps = _taichi(n, 1)
+    solver = "dfsph" if "--dfsph" in argv else "wcsph"
+    print(f"solver {solver}", flush=True)
+    scene, pps = _pp_scene(n, 1, solver, 1)
+    tstep, tps = (_taichi_dfsph if solver == "dfsph" else _taichi)(n, 1)
     engines = {"polyphys": scene.step, "taichi": tstep}
     for f in engines.values():
         for _ in range(3):
@@ -70,10 +73,17 @@ def main(argv) -> None:
               f"taichi {1e3 * ti_.min():.1f} / {1e3 * np.median(ti_):.1f}; ratio taichi/polyphys "
               f"{ti_.min() / pp.min():.3f} (min) / {np.median(ti_) / np.median(pp):.3f} (median); "
               f"paired median {np.median(ti_ / pp):.3f}; polyphys {pps / pp.min():.3g} particle-substeps/s")
+    if solver == "dfsph":
+        k = max(tstep.n_substeps, 1)
+        print(f"taichi iterations per substep over all its steps: {tstep.div_iters / k:.2f} divergence + "
+              f"{tstep.density_iters / k:.2f} density")
     st = stage_times(scene, 3)
     total = sum(t for t, _ in st.values())
     print(f"polyphys per substep (thread CPU, uncaptured): total {total:.2f} ms: "
           + ", ".join(f"{k} {t:.2f}" + (f" ({c:.0f}x)" if c > 1.05 else "") for k, (t, c) in st.items()))
+    if solver == "dfsph":
+        print(f"load at end {_load()}", flush=True)
+        return
     ts = _taichi_stages(tstep)
     print(f"taichi per substep (process CPU, best of 3): total {sum(ts.values()):.2f} ms: "
           + ", ".join(f"{k} {t:.2f}" for k, t in ts.items()))

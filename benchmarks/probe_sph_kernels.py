@@ -100,10 +100,27 @@ _NONNEG = _chain(_sub("k = int(start_in[env, row[0]])", "k = wp.max(start_in[env
                  _sub("k = int(m.b_start[row[0]])", "k = wp.max(m.b_start[row[0]], 0)"))
 
 
+_NOBRANCH_W = _sub("""    else:
+        if q <= 0.5:
+            w = s * (6.0 * q * q * q - 6.0 * q * q + 1.0)
+            dw = s_h * (18.0 * q * q - 12.0 * q)
+        else:
+            a = 1.0 - q
+            w = s * 2.0 * a * a * a
+            dw = s_h * (-6.0 * a * a)
+""", """    else:
+        a = 1.0 - q
+        inner = q <= 0.5
+        w = wp.where(inner, s * (6.0 * q * q * q - 6.0 * q * q + 1.0), s * 2.0 * a * a * a)
+        dw = wp.where(inner, s_h * (18.0 * q * q - 12.0 * q), s_h * (-6.0 * a * a))
+""")
+
+
 VARIANTS = {"main": (_main_source, ("density", "accelerate", "boundary_pressure")),
             "main-dfsph": (_main_source, ("density", "accelerate", "solve_kappa", "solve_update")),
             "while": (_WHILE_DENSITY, ("density",)),
             "nonneg": (_NONNEG, ("density", "boundary_pressure")),
+            "nobranch_w": (_NOBRANCH_W, ("density",)),
             "o3": (_o3, ("density", "accelerate", "boundary_pressure")),
             "nolist": (_NOLIST, ("density",)),
             "massdirect": (_MASSDIRECT, ("density",)),
