@@ -7,8 +7,8 @@ uncaptured substep, then for each variant (a copy of plugins/sph/kernels/fluid.p
 its own Warp module, ``VARIANTS``) relaunches the recorded launch of each kernel the variant changes with
 the same inputs, alternating the solver's kernel and the variant's R rounds (thread CPU time; a CPU launch
 runs on the calling thread), and checks that every array the launch writes ends bit for bit the same.
-Variant ``main``: the kernels as on the main branch (the A/B of this branch's kernels). The solves' recorded
-launches are those of an env whose solve had converged (their figures are not the solves' cost).
+Variant ``main``: the kernels as on the main branch (the A/B of this branch's kernels). The solves' launches
+are replayed with the env's ``done`` flag cleared (the recorded one is that of a converged solve).
 """
 
 from __future__ import annotations
@@ -116,11 +116,17 @@ _NOBRANCH_W = _sub("""    else:
 """)
 
 
+# diagnostic: XSPH's kernel value from a stored per-pair value (here the gradient factor: timing only)
+_W_STORED = _sub("xs -= (2.0 * mj / (rhoi + rhoj)) * kernel_w(r, m.H, m.kernel) * vij",
+                 "xs -= (2.0 * mj / (rhoi + rhoj)) * f * vij")
+
+
 VARIANTS = {"main": (_main_source, ("density", "accelerate", "boundary_pressure")),
             "main-dfsph": (_main_source, ("density", "accelerate", "solve_kappa", "solve_update")),
             "while": (_WHILE_DENSITY, ("density",)),
             "nonneg": (_NONNEG, ("density", "boundary_pressure")),
             "nobranch_w": (_NOBRANCH_W, ("density",)),
+            "w_stored": (_W_STORED, ("accelerate",)),
             "o3": (_o3, ("density", "accelerate", "boundary_pressure")),
             "nolist": (_NOLIST, ("density",)),
             "massdirect": (_MASSDIRECT, ("density",)),
@@ -196,6 +202,8 @@ def main(argv) -> None:
         for kname in kernels:
             k0, dim, inputs, dev = first[kname]
             k1 = getattr(mod, kname)
+            if kname.startswith("solve_"):
+                inputs[3].zero_()                   # done_in: the env's solve not converged, so the launch works
             arrs = _arrays(inputs)
             before = [a.numpy().copy() for a in arrs]
             outs = {}
