@@ -121,12 +121,26 @@ _W_STORED = _sub("xs -= (2.0 * mj / (rhoi + rhoj)) * kernel_w(r, m.H, m.kernel) 
                  "xs -= (2.0 * mj / (rhoi + rhoj)) * f * vij")
 
 
+# diagnostic: density specialised to WCSPH and the cubic spline (the run-time switches as constants)
+_SPECIAL = _chain(_sub("""                    if wcsph == 0:                  # α (DFSPH only) needs the gradients""",
+                       """                    if wp.static(False):"""),
+                  _sub("""                    if wcsph == 0:
+                        gb += psi * (d * f)""", """                    if wp.static(False):
+                        gb += psi * (d * f)"""),
+                  _sub("""    w = float(0.0)
+    dw = float(0.0)
+    if kind == KERNEL_WENDLAND:""", """    w = float(0.0)
+    dw = float(0.0)
+    if wp.static(False):"""))
+
+
 VARIANTS = {"main": (_main_source, ("density", "accelerate", "boundary_pressure")),
             "main-dfsph": (_main_source, ("density", "accelerate", "solve_kappa", "solve_update")),
             "while": (_WHILE_DENSITY, ("density",)),
             "nonneg": (_NONNEG, ("density", "boundary_pressure")),
             "nobranch_w": (_NOBRANCH_W, ("density",)),
             "w_stored": (_W_STORED, ("accelerate",)),
+            "special": (_SPECIAL, ("density",)),
             "o3": (_o3, ("density", "accelerate", "boundary_pressure")),
             "nolist": (_NOLIST, ("density",)),
             "massdirect": (_MASSDIRECT, ("density",)),
