@@ -134,6 +134,10 @@ _SPECIAL = _chain(_sub("""                    if wcsph == 0:                  # 
     if wp.static(False):"""))
 
 
+# the mass through the sorted index, that index from max(., 0) too (drops its wrap)
+_MASS_MAX = _sub("mj = mass_in[env, sorted_in[env, k]]", "mj = mass_in[env, wp.max(sorted_in[env, k], 0)]")
+
+
 VARIANTS = {"main": (_main_source, ("density", "accelerate", "boundary_pressure")),
             "main-dfsph": (_main_source, ("density", "accelerate", "solve_kappa", "solve_update")),
             "while": (_WHILE_DENSITY, ("density",)),
@@ -141,6 +145,7 @@ VARIANTS = {"main": (_main_source, ("density", "accelerate", "boundary_pressure"
             "nobranch_w": (_NOBRANCH_W, ("density",)),
             "w_stored": (_W_STORED, ("accelerate",)),
             "special": (_SPECIAL, ("density",)),
+            "mass_max": (_MASS_MAX, ("density",)),
             "o3": (_o3, ("density", "accelerate", "boundary_pressure")),
             "nolist": (_NOLIST, ("density",)),
             "massdirect": (_MASSDIRECT, ("density",)),
