@@ -1,10 +1,11 @@
 """WCSPH per core against the Taichi reference, in one process (issue 25, round 17).
 
-``python -m benchmarks.probe_sph_core [N] [--rounds=R] [--steps=K] [--dfsph]``: builds polyphys' dam break
-(``bench_sph._pp_scene``, WCSPH or DFSPH, n_envs 1, ``cpu_threads`` 1) and the Taichi reference on one CPU
+``python -m benchmarks.probe_sph_core [N] [--rounds=R] [--steps=K] [--dfsph] [--envs=E]``: builds polyphys' dam
+break (``bench_sph._pp_scene``, WCSPH or DFSPH, n_envs E (1), ``cpu_threads`` 1) and the Taichi reference on one CPU
 thread (``cpu_max_num_threads=1``), warms both up, then alternates them R rounds (order rotated), each
 round K steps of each; per engine the process CPU time and the wall time per step, min and median over
-the rounds, and their ratio (Taichi / polyphys: above 1 polyphys is faster). Then per stage, ms per
+the rounds, and their ratio (Taichi / polyphys: above 1 polyphys is faster; with E envs Taichi's time per step
+is counted E times, one scene after the other). Then per stage, ms per
 substep: polyphys' kernels (``bench_sph.stage_times``, thread CPU, uncaptured) and Taichi's four kernels
 (process CPU around each call, a CPU launch returns when done; WCSPH only), best of the rounds. DFSPH:
 the Jacobi iterations per substep of both engines' timed steps (polyphys' from ``solve_iters``). The load
@@ -47,10 +48,11 @@ def main(argv) -> None:
     n = int(next((a for a in argv if a.isdigit()), 20000))
     rounds = int(next((a.split("=")[1] for a in argv if a.startswith("--rounds=")), 8))
     steps = int(next((a.split("=")[1] for a in argv if a.startswith("--steps=")), 2))
-    print(f"load at start {_load()}  n={n} rounds={rounds} steps/round={steps}", flush=True)
+    print(f"load at start {_load()}  n={n} rounds={rounds} steps/round={steps} {' '.join(argv)}", flush=True)
     solver = "dfsph" if "--dfsph" in argv else "wcsph"
     print(f"solver {solver}", flush=True)
-    scene, pps = _pp_scene(n, 1, solver, 1)
+    envs = int(next((a.split("=")[1] for a in argv if a.startswith("--envs=")), 1))
+    scene, pps = _pp_scene(n, envs, solver, 1)
     tstep, tps = (_taichi_dfsph if solver == "dfsph" else _taichi)(n, 1)
     engines = {"polyphys": scene.step, "taichi": tstep}
     for f in engines.values():
@@ -68,7 +70,7 @@ def main(argv) -> None:
             cpu[name].append((time.process_time() - c0) / steps)
             wall[name].append((time.perf_counter() - w0) / steps)
     for what, d in (("CPU", cpu), ("wall", wall)):
-        pp, ti_ = np.array(d["polyphys"]), np.array(d["taichi"])
+        pp, ti_ = np.array(d["polyphys"]), envs * np.array(d["taichi"])
         print(f"{what} ms/step min/median: polyphys {1e3 * pp.min():.1f} / {1e3 * np.median(pp):.1f}, "
               f"taichi {1e3 * ti_.min():.1f} / {1e3 * np.median(ti_):.1f}; ratio taichi/polyphys "
               f"{ti_.min() / pp.min():.3f} (min) / {np.median(ti_) / np.median(pp):.3f} (median); "
