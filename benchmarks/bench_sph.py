@@ -211,6 +211,7 @@ def _taichi(n_target: int, threads: int | None = None):
             integrate()
         ti.sync()
 
+    step.stages = {"build": build, "density": density, "forces": forces, "integrate": integrate}
     return step, n * 6
 
 

@@ -260,7 +260,9 @@ def density_at(
     for dz in range(-1, 2):
         for dy in range(-1, 2):
             row = row_near(xi, ci, dy, dz, m)
-            for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
+            k = wp.max(start_in[env, row[0]], 0)     # ≥ 0 as it is: lets the compiler drop the index wrap
+            k_end = start_in[env, row[1] + 1]
+            while k < k_end:
                 d = xi - spos_in[env, k]            # positions in cell order: a streaming read
                 r2 = wp.dot(d, d)
                 if r2 < H2:
@@ -278,7 +280,10 @@ def density_at(
                             list_out[env, base + nl] = k
                             grad_out[env, base + nl] = f
                         nl += 1
-            for k in range(m.b_start[row[0]], m.b_start[row[1] + 1]):
+                k += 1
+            k = wp.max(m.b_start[row[0]], 0)
+            k_end = m.b_start[row[1] + 1]
+            while k < k_end:
                 d = xi - m.b_pos[k]
                 r2 = wp.dot(d, d)
                 if r2 < H2:
@@ -293,6 +298,7 @@ def density_at(
                         list_out[env, base + nl] = -k - 1
                         grad_out[env, base + nl] = f
                     nl += 1
+                k += 1
     rho_out[env, i] = rho
     rho_s_out[env, kk] = rho
     if nl > cap:
@@ -371,7 +377,9 @@ def boundary_pressure_at(
     for dz in range(-1, 2):
         for dy in range(-1, 2):
             row = row_near(xb, ci, dy, dz, m)
-            for k in range(start_in[env, row[0]], start_in[env, row[1] + 1]):
+            k = wp.max(start_in[env, row[0]], 0)     # ≥ 0 as it is: lets the compiler drop the index wrap
+            k_end = start_in[env, row[1] + 1]
+            while k < k_end:
                 d = xb - spos_in[env, k]
                 r2 = wp.dot(d, d)
                 if r2 < H2:
@@ -379,6 +387,7 @@ def boundary_pressure_at(
                     sw += w
                     sp += w * rho_s_in[env, k] * wp.dot(m.gravity, d)
                     sp += w * press_s_in[env, k]
+                k += 1
     p = float(0.0)
     if sw > 0.0:
         p = wp.max(sp / sw, 0.0)
@@ -501,15 +510,18 @@ def accelerate_at(
     nl = nbrs_in[env, kk]
     if nl >= 0:
         base = kk * m.nbr_cap
-        for t in range(nl):
-            q = list_in[env, base + t]
-            f = grad_in[env, base + t]
+        t = wp.max(base, 0)                     # ≥ 0 as it is (see density_at)
+        t_end = t + nl
+        while t < t_end:
+            q = list_in[env, t]
+            f = grad_in[env, t]
             if q >= 0:
                 a, xs = accel_liquid(m, env, q, xi - spos_in[env, q], f, with_pressure, vi, rhoi, rho0, pi, nu10, gam,
                                      eps, a, xs, mass_s_in, vel_s_in, rho_s_in, pr2_s_in)
             elif walls:
                 wb = -q - 1
                 a = accel_wall(m, env, wb, xi - m.b_pos[wb], f, with_pressure, xi, rhoi, rho0, pi, kest, a, bp_in)
+            t += 1
     else:
         ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
         for dz in range(-1, 2):
@@ -603,14 +615,17 @@ def solve_kappa_at(
     nl = nbrs_in[env, kk]
     if nl >= 0:
         base = kk * m.nbr_cap
-        for t in range(nl):
-            nb = list_in[env, base + t]
-            f = grad_in[env, base + t]
+        t = wp.max(base, 0)                     # ≥ 0 as it is (see density_at)
+        t_end = t + nl
+        while t < t_end:
+            nb = list_in[env, t]
+            f = grad_in[env, t]
             if nb >= 0:
                 drho += mass_s_in[env, nb] * wp.dot(vi - vel_s_in[env, nb], (xi - spos_in[env, nb]) * f)
             else:
                 wb = -nb - 1
                 drho += m.b_press * rho0 * m.b_vol[wb] * wp.dot(vi, (xi - m.b_pos[wb]) * f)
+            t += 1
     else:
         ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
         for dz in range(-1, 2):
@@ -713,14 +728,17 @@ def solve_update_at(
     nl = nbrs_in[env, kk]
     if nl >= 0:
         base = kk * m.nbr_cap
-        for t in range(nl):
-            nb = list_in[env, base + t]
-            f = grad_in[env, base + t]
+        t = wp.max(base, 0)                     # ≥ 0 as it is (see density_at)
+        t_end = t + nl
+        while t < t_end:
+            nb = list_in[env, t]
+            f = grad_in[env, t]
             if nb >= 0:
                 dv -= mass_s_in[env, nb] * (ki + kr_s_in[env, nb]) * ((xi - spos_in[env, nb]) * f)
             else:
                 wb = -nb - 1
                 dv -= m.b_press * rho0 * m.b_vol[wb] * ki * ((xi - m.b_pos[wb]) * f)
+            t += 1
     else:
         ci = cell_of(xi, m.lower, m.inv_cell, m.dims)
         for dz in range(-1, 2):
