@@ -27,19 +27,19 @@ from .probe_collision_launches import _build, _order
 KDIR = pathlib.Path(__file__).resolve().parent.parent / "plugins" / "rigid" / "kernels"
 
 
-def _off_module(precision):
+def _off_module(precision, flag, tag):
     cpp = (KDIR / "collision_boxbox.cpp").read_text()
-    assert "constexpr bool EDGE_SKIP = true;" in cpp
-    (KDIR / "_ab_boxbox_off.cpp").write_text(cpp.replace("constexpr bool EDGE_SKIP = true;",
-                                                         "constexpr bool EDGE_SKIP = false;"))
-    (KDIR / "_ab_boxbox_off.py").write_text((KDIR / "collision_boxbox.py").read_text())
-    (KDIR / "_ab_box_off.py").write_text((KDIR / "collision_box.py").read_text().replace(
-        "from .collision_boxbox import", "from ._ab_boxbox_off import"))
-    for f in ("_ab_boxbox_off.cpp", "_ab_boxbox_off.py", "_ab_box_off.py"):
+    assert f"constexpr bool {flag} = true;" in cpp
+    (KDIR / f"_ab_boxbox_{tag}.cpp").write_text(cpp.replace(f"constexpr bool {flag} = true;",
+                                                            f"constexpr bool {flag} = false;"))
+    (KDIR / f"_ab_boxbox_{tag}.py").write_text((KDIR / "collision_boxbox.py").read_text())
+    (KDIR / f"_ab_box_{tag}.py").write_text((KDIR / "collision_box.py").read_text().replace(
+        "from .collision_boxbox import", f"from ._ab_boxbox_{tag} import"))
+    for f in (f"_ab_boxbox_{tag}.cpp", f"_ab_boxbox_{tag}.py", f"_ab_box_{tag}.py"):
         atexit.register(lambda p=KDIR / f: p.unlink(missing_ok=True))
     from plugins.rigid.types import declare_overloads
 
-    mod = importlib.import_module("plugins.rigid.kernels._ab_box_off")
+    mod = importlib.import_module(f"plugins.rigid.kernels._ab_box_{tag}")
     declare_overloads([mod], precision)
     return mod.narrowphase_box_mujoco
 
@@ -120,7 +120,8 @@ def main():
         prec = "64" if scene.solver("rigid").collision.model.geom_size.dtype == wp.vec3d else "32"
         col = scene.solver("rigid").collision
         on = col._narrowphase[[k.key for k in col._narrowphase].index("narrowphase_box_mujoco")]
-        kernels = {"skip off": _off_module(prec), "skip on": on}
+        kernels = {"skip off": _off_module(prec, "EDGE_SKIP", "off"), "linear skip": _off_module(prec, "EDGE_SKIP2", "lin"),
+                   "+ squared skip": on}
         load0 = os.getloadavg()[0]
         st = _replayed(scene, n, kernels, args.rounds)
         print(f"== {name} n_envs={n}: launches replayed in uncaptured steps (µs per env, min / median), "

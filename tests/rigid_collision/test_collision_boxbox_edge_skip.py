@@ -1,12 +1,14 @@
 """Box–box's edge-axis skip (kernels/collision_boxbox.cpp, ``EDGE_SKIP``; docs/collision.md, "Box–box in
 MuJoCo-compatible mode"): an edge-cross axis whose unnormalised separation (plus a round-off bound) is below
-both 0 and the best face separation is passed over without its square root and division. The collider with the
+0 and the best face separation — directly, or divided by the axis' length (tested squared) — is passed over
+without its square root and division. The collider with the
 skip (the shipped body) and the same body compiled with ``EDGE_SKIP = false`` run on the same pairs: every output
 (the pair's block, the candidate points, normals, distances, the counters; NaN / −7 filled first) is equal byte
 for byte. Poses: resting stacks (yawed, slightly tilted, sunk or inside the margin band), exactly aligned and
 near-parallel boxes (the edge axes that nearly coincide with a face axis), free rotations at various reaches
 (edge–edge points, face manifolds, apart), a flat and an elongated box, a tiny pair 1 km out; float64 and float32.
-A third variant that skips every edge axis differs on these poses (the test can see a wrong skip).
+Variants that skip every edge axis, or whose squared test is off by 2x, differ on these poses (the test can
+see a wrong skip).
 """
 
 from typing import Any
@@ -22,7 +24,8 @@ _BODY = native.body(BB.__file__, "box_box_mujoco_native")
 _ON = "constexpr bool EDGE_SKIP = true;"
 assert _ON in _BODY
 _SKIP = "if (su < zero && su < sep_face) continue;"
-assert _SKIP in _BODY
+_SQ = "wp::add(one, wp::mul(T(64.0), ulp))"
+assert _SKIP in _BODY and _SQ in _BODY
 
 
 def _stub(env: int, k: int, pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any, margin: Any,
@@ -34,6 +37,7 @@ def _stub(env: int, k: int, pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: A
 
 _off = wp.func_native(_BODY.replace(_ON, "constexpr bool EDGE_SKIP = false;"))(_stub)
 _all = wp.func_native(_BODY.replace(_SKIP, "continue;"))(_stub)
+_loose = wp.func_native(_BODY.replace(_SQ, "T(0.25)"))(_stub)
 
 
 @wp.kernel
@@ -49,9 +53,12 @@ def _collide(variant: int, pos: wp.array2d(dtype=Any), rot: wp.array2d(dtype=Any
     elif variant == 1:
         _off(e, 0, pos[e, 0], rot[e, 0], size[e, 0], pos[e, 1], rot[e, 1], size[e, 1], margin[e], pair_cand_out,
              cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out, cand_pool_out)
-    else:
+    elif variant == 2:
         _all(e, 0, pos[e, 0], rot[e, 0], size[e, 0], pos[e, 1], rot[e, 1], size[e, 1], margin[e], pair_cand_out,
              cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out, cand_pool_out)
+    else:
+        _loose(e, 0, pos[e, 0], rot[e, 0], size[e, 0], pos[e, 1], rot[e, 1], size[e, 1], margin[e], pair_cand_out,
+               cand_pos_out, cand_normal_out, cand_dist_out, cand_count_out, cand_pool_out)
 
 
 for _s in (wp.float32, wp.float64):
@@ -128,10 +135,11 @@ def _run_all(variant, poses, precision):
 @pytest.mark.parametrize("precision", ["64", "32"])
 def test_edge_skip_keeps_box_box_byte_for_byte(precision):
     poses = _poses(np.random.default_rng(31))
-    on, off, every = (_run_all(v, poses, precision) for v in (0, 1, 2))
+    on, off, every, loose = (_run_all(v, poses, precision) for v in (0, 1, 2, 3))
     for a, b in zip(on, off):
         assert a.tobytes() == b.tobytes()
     pc, cnt = on[0][:, 0], on[0][:, 0, 1]
     assert (cnt == 1).sum() >= 10 and (cnt >= 4).sum() >= 40 and (cnt == 0).sum() >= 20   # points, manifolds, apart
     assert (pc[:, 0] >= 0).all()
     assert any(a.tobytes() != b.tobytes() for a, b in zip(on, every))      # an always-skip would be seen
+    assert any(a.tobytes() != b.tobytes() for a, b in zip(on, loose))      # ...and a squared test off by 2x

@@ -10,7 +10,8 @@
     // plain arrays here instead of 12x3 matrices passed and returned by value (benchmarks/results/constraint.md,
     // Round 14 (collision)).
     typedef decltype(+margin) T;
-    constexpr bool EDGE_SKIP = true;  // EDGE_SKIP_SWITCH
+    constexpr bool EDGE_SKIP = true;   // the edge-axis skip below (false: every axis normalised, as before)
+    constexpr bool EDGE_SKIP2 = true;  // its squared test (benchmarks/probe_boxbox_skip.py compiles each out)
     typedef wp::vec_t<3, T> V;
     typedef wp::mat_t<3, 3, T> M;
     const int MAXV = 12;              // a quadrilateral clipped by 4 half-planes has at most 8 vertices; slack for round-off
@@ -77,6 +78,13 @@
                     const T ru2 = wp::add(wp::mul(size2.c[j1], wp::abs(bu1)), wp::mul(size2.c[j2], wp::abs(bu2)));
                     const T su = wp::add(wp::sub(wp::sub(wp::abs(wp::add(wp::mul(a1, p21.c[i1]), wp::mul(a2, p21.c[i2]))), ru1), ru2), err);
                     if (su < zero && su < sep_face) continue;
+                    // sep <= su / |a| (su < 0): below sep_face also where su / |a| <= sep_face - err, tested squared
+                    // (no square root): su^2 >= (sep_face - err)^2 n2 with 64 ulps for the squares' and |a|'s
+                    // round-off; su kept away from underflow
+                    const T w = wp::sub(sep_face, err);
+                    if (EDGE_SKIP2 && w < zero && su < (f32 ? T(-1e-18) : T(-1e-150)) &&
+                        wp::mul(su, su) >= wp::mul(wp::mul(wp::mul(w, w), n2), wp::add(one, wp::mul(T(64.0), ulp))))
+                        continue;
                 }
                 if (n2 >= T(1e-16)) {
                     const T inv = wp::div(one, wp::sqrt(n2));
