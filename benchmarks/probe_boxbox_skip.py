@@ -1,11 +1,13 @@
-"""Box–box's edge-axis skip (collision_boxbox.cpp, EDGE_SKIP), in-process A/B: ``python -m
-benchmarks.probe_boxbox_skip [--scenes pile] [--rounds 10] [--steps 5] [--pile-n 64] [--n 1024]``.
+"""Box–box's edge-axis skip and clip pointer swap (collision_boxbox.cpp, round 17b), in-process A/B: ``python -m
+benchmarks.probe_boxbox_skip [--scenes pile] [--rounds 10] [--steps 5] [--pile-n 64] [--n 1024] [--skips]``.
 
-A throw-away copy of the box narrowphase with the skip compiled out (``EDGE_SKIP = false``; modules
-``kernels/_ab_box_off.py`` / ``_ab_boxbox_off.*`` written next to the originals and removed at exit) stands in
-for ``narrowphase_box_mujoco`` in the "off" variant. Per scene of profile_constraint (settled states, one
+Throw-away copies of the box narrowphase with switches of the body compiled out (modules
+``kernels/_ab_box_<tag>.py`` / ``_ab_boxbox_<tag>.*`` written next to the originals and removed at exit) stand in
+for ``narrowphase_box_mujoco``: "before" (``EDGE_SKIP`` and ``CLIP_SWAP`` false: the body before round 17b),
+"+ edge skip" (``CLIP_SWAP`` false), "+ clip swap" (the shipped body); ``--skips``: the edge skip off, its linear
+test only (``EDGE_SKIP2`` false), both. Per scene of profile_constraint (settled states, one
 thread, islands on): (1) the collide launches of each variant recorded once and replayed inside uncaptured steps,
-``narrowphase_box_mujoco`` and the stage timed (µs per env, min / median); (2) two captured scenes, one per
+``narrowphase_box_mujoco`` and the stage timed (µs per env, min / median); (2) one captured scene per
 variant, alternated: CPU µs per env-step, min / median, and qpos equal across the variants at the end.
 """
 
@@ -27,11 +29,13 @@ from .probe_collision_launches import _build, _order
 KDIR = pathlib.Path(__file__).resolve().parent.parent / "plugins" / "rigid" / "kernels"
 
 
-def _off_module(precision, flag, tag):
+def _off_module(precision, flags, tag):
+    """A copy of the box narrowphase with the body's switches ``flags`` (one name or several) compiled out."""
     cpp = (KDIR / "collision_boxbox.cpp").read_text()
-    assert f"constexpr bool {flag} = true;" in cpp
-    (KDIR / f"_ab_boxbox_{tag}.cpp").write_text(cpp.replace(f"constexpr bool {flag} = true;",
-                                                            f"constexpr bool {flag} = false;"))
+    for flag in (flags,) if isinstance(flags, str) else flags:
+        assert f"constexpr bool {flag} = true;" in cpp
+        cpp = cpp.replace(f"constexpr bool {flag} = true;", f"constexpr bool {flag} = false;")
+    (KDIR / f"_ab_boxbox_{tag}.cpp").write_text(cpp)
     (KDIR / f"_ab_boxbox_{tag}.py").write_text((KDIR / "collision_boxbox.py").read_text())
     (KDIR / f"_ab_box_{tag}.py").write_text((KDIR / "collision_box.py").read_text().replace(
         "from .collision_boxbox import", f"from ._ab_boxbox_{tag} import"))
@@ -110,6 +114,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--no-captured", action="store_true")
+    ap.add_argument("--skips", action="store_true", help="the edge skip's two tests (clip swap on in all three)")
     args = ap.parse_args()
     import warp as wp
 
@@ -120,8 +125,12 @@ def main():
         prec = "64" if scene.solver("rigid").collision.model.geom_size.dtype == wp.vec3d else "32"
         col = scene.solver("rigid").collision
         on = col._narrowphase[[k.key for k in col._narrowphase].index("narrowphase_box_mujoco")]
-        kernels = {"skip off": _off_module(prec, "EDGE_SKIP", "off"), "linear skip": _off_module(prec, "EDGE_SKIP2", "lin"),
-                   "+ squared skip": on}
+        if args.skips:
+            kernels = {"skip off": _off_module(prec, "EDGE_SKIP", "off"),
+                       "linear skip": _off_module(prec, "EDGE_SKIP2", "lin"), "+ squared skip": on}
+        else:
+            kernels = {"before": _off_module(prec, ("EDGE_SKIP", "CLIP_SWAP"), "before"),
+                       "+ edge skip": _off_module(prec, "CLIP_SWAP", "copy"), "+ clip swap": on}
         load0 = os.getloadavg()[0]
         st = _replayed(scene, n, kernels, args.rounds)
         print(f"== {name} n_envs={n}: launches replayed in uncaptured steps (µs per env, min / median), "
@@ -139,7 +148,7 @@ def main():
                 res[label].append(P.step_cpu_us(built[label][0], n, args.steps))
         q = [np.asarray(e.get_qpos()) for _, e in built.values()]
         same = all(np.array_equal(q[0], x) for x in q[1:])
-        print(f"   captured, two scenes, {args.rounds} rounds of {args.steps} steps, load {load0:.2f}-"
+        print(f"   captured, one scene per variant, {args.rounds} rounds of {args.steps} steps, load {load0:.2f}-"
               f"{os.getloadavg()[0]:.2f}; qpos equal: {same}")
         for label, xs in res.items():
             print(f"   {label:10s} {min(xs):9.2f} / {statistics.median(xs):9.2f} µs per env-step", flush=True)

@@ -2,7 +2,8 @@
 MuJoCo-compatible mode"): an edge-cross axis whose unnormalised separation (plus a round-off bound) is below
 0 and the best face separation — directly, or divided by the axis' length (tested squared) — is passed over
 without its square root and division. The collider with the
-skip (the shipped body) and the same body compiled with ``EDGE_SKIP = false`` run on the same pairs: every output
+skip (the shipped body) and the same body compiled with ``EDGE_SKIP = false`` and ``CLIP_SWAP = false`` (the
+clipped polygon copied back after each clip instead of the buffers' pointers swapped) run on the same pairs: every output
 (the pair's block, the candidate points, normals, distances, the counters; NaN / −7 filled first) is equal byte
 for byte. Poses: resting stacks (yawed, slightly tilted, sunk or inside the margin band), exactly aligned and
 near-parallel boxes (the edge axes that nearly coincide with a face axis), free rotations at various reaches
@@ -35,7 +36,11 @@ def _stub(env: int, k: int, pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: A
     ...
 
 
-_off = wp.func_native(_BODY.replace(_ON, "constexpr bool EDGE_SKIP = false;"))(_stub)
+_SWAP = "constexpr bool CLIP_SWAP = true;"
+assert _SWAP in _BODY
+# the body as before round 17b: no edge skip, the clipped polygon copied back after each clip
+_off = wp.func_native(_BODY.replace(_ON, "constexpr bool EDGE_SKIP = false;")
+                      .replace(_SWAP, "constexpr bool CLIP_SWAP = false;"))(_stub)
 _all = wp.func_native(_BODY.replace(_SKIP, "continue;"))(_stub)
 _loose = wp.func_native(_BODY.replace(_SQ, "T(0.25)"))(_stub)
 

@@ -12,6 +12,7 @@
     typedef decltype(+margin) T;
     constexpr bool EDGE_SKIP = true;   // the edge-axis skip below (false: every axis normalised, as before)
     constexpr bool EDGE_SKIP2 = true;  // its squared test (benchmarks/probe_boxbox_skip.py compiles each out)
+    constexpr bool CLIP_SWAP = true;   // a clip's output becomes the polygon by a pointer swap (false: copied back)
     typedef wp::vec_t<3, T> V;
     typedef wp::mat_t<3, 3, T> M;
     const int MAXV = 12;              // a quadrilateral clipped by 4 half-planes has at most 8 vertices; slack for round-off
@@ -228,7 +229,9 @@
         cx.c[2] = wp::sub(wp::mul(sgn, cx.c[2]), sref.c[a]);
         du.c[2] = wp::mul(du.c[2], sgn);
         dv.c[2] = wp::mul(dv.c[2], sgn);
-        V poly[MAXV], out[MAXV];
+        V buf_a[MAXV], buf_b[MAXV];
+        V* poly = buf_a;                  // the polygon; out: the clip's output, then the polygon (pointers swapped)
+        V* out = buf_b;
         for (int k2 = 0; k2 < 4; ++k2) {
             const T su = (k2 == 1 || k2 == 2) ? wp::neg(one) : one;
             const T sv = k2 >= 2 ? wp::neg(one) : one;
@@ -257,7 +260,13 @@
                     out[nout++] = wp::add(p, wp::mul(wp::sub(q, p), t));
                 }
             }
-            for (int k2 = 0; k2 < nout; ++k2) poly[k2] = out[k2];
+            if (CLIP_SWAP) {
+                V* const t = poly;
+                poly = out;
+                out = t;
+            } else {
+                for (int k2 = 0; k2 < nout; ++k2) poly[k2] = out[k2];
+            }
             nv = nout;
         };
         clip(0, one, sref.c[axx]);
