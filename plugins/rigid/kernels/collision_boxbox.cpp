@@ -10,6 +10,9 @@
     // plain arrays here instead of 12x3 matrices passed and returned by value (benchmarks/results/constraint.md,
     // Round 14 (collision)).
     typedef decltype(+margin) T;
+    constexpr bool EDGE_SKIP = true;   // the edge-axis skip below (false: every axis normalised, as before)
+    constexpr bool EDGE_SKIP2 = true;  // its squared test (benchmarks/probe_boxbox_skip.py compiles each out)
+    constexpr bool CLIP_SWAP = true;   // a clip's output becomes the polygon by a pointer swap (false: copied back)
     typedef wp::vec_t<3, T> V;
     typedef wp::mat_t<3, 3, T> M;
     const int MAXV = 12;              // a quadrilateral clipped by 4 half-planes has at most 8 vertices; slack for round-off
@@ -51,12 +54,39 @@
         }
         const T sep_face = sep_best;
         const int code_face = code;
+        // EDGE_SKIP: an edge axis whose separation is provably <= sep_face (<= margin) neither separates nor
+        // wins; its unnormalised separation su = |a.p| - rr1 - rr2 (a not unit: sep = su / |a|, |a| <= 1 up to
+        // round-off, so sep <= su where su < 0) decides that without the square root and the division. err bounds
+        // the round-off of both evaluations (< 30 ulps of the terms' magnitudes; 64 taken) plus an absolute term for
+        // underflow; inf / NaN never skip. Skipped or not, the result is the same (collision_boxbox.py).
+        const T ulp = f32 ? T(1.1920928955078125e-07) : T(2.220446049250313e-16);
+        const T err = wp::add(wp::mul(wp::mul(T(64.0), ulp),
+                                      wp::add(wp::add(wp::add(wp::abs(p21.c[0]), wp::abs(p21.c[1])), wp::abs(p21.c[2])),
+                                              wp::mul(T(2.0), wp::add(wp::add(wp::add(size1.c[0], size1.c[1]), size1.c[2]),
+                                                                      wp::add(wp::add(size2.c[0], size2.c[1]), size2.c[2]))))),
+                              f32 ? T(1e-30) : T(1e-300));
         for (int i = 0; i < 3; ++i) {
             for (int j = 0; j < 3; ++j) {
                 const int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
                 T a1 = wp::neg(rot.data[i2][j]);
                 T a2 = rot.data[i1][j];
                 const T n2 = wp::add(wp::mul(a1, a1), wp::mul(a2, a2));
+                if (EDGE_SKIP && n2 >= T(1e-16)) {
+                    const int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+                    const T ru1 = wp::add(wp::mul(size1.c[i1], wp::abs(a1)), wp::mul(size1.c[i2], wp::abs(a2)));
+                    const T bu1 = wp::add(wp::mul(a1, rot.data[i1][j1]), wp::mul(a2, rot.data[i2][j1]));
+                    const T bu2 = wp::add(wp::mul(a1, rot.data[i1][j2]), wp::mul(a2, rot.data[i2][j2]));
+                    const T ru2 = wp::add(wp::mul(size2.c[j1], wp::abs(bu1)), wp::mul(size2.c[j2], wp::abs(bu2)));
+                    const T su = wp::add(wp::sub(wp::sub(wp::abs(wp::add(wp::mul(a1, p21.c[i1]), wp::mul(a2, p21.c[i2]))), ru1), ru2), err);
+                    if (su < zero && su < sep_face) continue;
+                    // sep <= su / |a| (su < 0): below sep_face also where su / |a| <= sep_face - err, tested squared
+                    // (no square root): su^2 >= (sep_face - err)^2 n2 with 64 ulps for the squares' and |a|'s
+                    // round-off; su kept away from underflow
+                    const T w = wp::sub(sep_face, err);
+                    if (EDGE_SKIP2 && w < zero && su < (f32 ? T(-1e-18) : T(-1e-150)) &&
+                        wp::mul(su, su) >= wp::mul(wp::mul(wp::mul(w, w), n2), wp::add(one, wp::mul(T(64.0), ulp))))
+                        continue;
+                }
                 if (n2 >= T(1e-16)) {
                     const T inv = wp::div(one, wp::sqrt(n2));
                     a1 = wp::mul(a1, inv);
@@ -199,7 +229,9 @@
         cx.c[2] = wp::sub(wp::mul(sgn, cx.c[2]), sref.c[a]);
         du.c[2] = wp::mul(du.c[2], sgn);
         dv.c[2] = wp::mul(dv.c[2], sgn);
-        V poly[MAXV], out[MAXV];
+        V buf_a[MAXV], buf_b[MAXV];
+        V* poly = buf_a;                  // the polygon; out: the clip's output, then the polygon (pointers swapped)
+        V* out = buf_b;
         for (int k2 = 0; k2 < 4; ++k2) {
             const T su = (k2 == 1 || k2 == 2) ? wp::neg(one) : one;
             const T sv = k2 >= 2 ? wp::neg(one) : one;
@@ -228,7 +260,13 @@
                     out[nout++] = wp::add(p, wp::mul(wp::sub(q, p), t));
                 }
             }
-            for (int k2 = 0; k2 < nout; ++k2) poly[k2] = out[k2];
+            if (CLIP_SWAP) {
+                V* const t = poly;
+                poly = out;
+                out = t;
+            } else {
+                for (int k2 = 0; k2 < nout; ++k2) poly[k2] = out[k2];
+            }
             nv = nout;
         };
         clip(0, one, sref.c[axx]);

@@ -10,7 +10,10 @@ Stage 1, separating axes: the 3 face axes of each box, then the 9 edge-cross axe
 only when its separation beats the best face axis by a relative bias (1e-6), and a winning edge axis
 within ~8° of the best face axis (|cos| > 0.99) that is not 5 % deeper gives way to the face. The first
 axis separating the boxes by more than the margin ends the test (no contact; the axes after it cannot
-change that).
+change that). An edge axis whose unnormalised separation plus a round-off bound is below 0 and below the best
+face separation, directly or divided by the axis' length (compared squared), can do neither (its separation is
+at most that) and is passed over before its square root and division (EDGE_SKIP in the body; docs/collision.md:
+the result is the same).
 Stage 2, face axis: the incident face (the face of the other box most opposed to the reference normal)
 is clipped against the four side planes of the reference face (Sutherland–Hodgman, depth carried as
 an attribute); every clipped vertex within the margin is a contact (near-duplicates within 1e-7 of
