@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.probe_loop_kernels SOLVER [--profile] [--rounds=R] [--variant=NAME ...]``, SOLVER one of
 ``pbd`` (granular 37^3), ``mpm`` (elastic box), ``fem`` (explicit box): builds the scene (n_envs 1, ``cpu_threads``
-1), runs a few steps and records the launches of one uncaptured step. ``--profile``: replays every recorded launch
+1, or ``--threads=T`` for pbd), runs a few steps and records the launches of one uncaptured step. ``--profile``: replays every recorded launch
 in order, twice, and prints each kernel's thread CPU time per step (which kernel dominates). A variant (a copy of
 a kernel file with an edit, loaded as its own Warp module, ``VARIANTS``) relaunches the first recorded launch of
 each kernel it changes with the same inputs, alternating the solver's kernel and the variant's R rounds, and checks
@@ -151,6 +151,17 @@ _BINSORT_SCAN = _chain(_sub("""    if n_busy == 0:
             k += 1
 """))
 
+_BINSORT_SCAN_MANY = _sub("""        for k in range(k0, k1):
+            start_out[env, k] = run
+            for w in range(n_w):""", """        k = wp.max(k0, 0)
+        while k < k1:
+            start_out[env, k] = run
+            for w in range(n_w):""")
+_BINSORT_SCAN_ALL = _chain(_BINSORT_SCAN, _BINSORT_SCAN_MANY, _sub("""                        run += c
+    if b == block_in.shape[1] - 1:""", """                        run += c
+            k += 1
+    if b == block_in.shape[1] - 1:"""))
+
 VARIANTS: dict = {
     "pbd_build_while": ("plugins/pbd/kernels/neighbors.py", _sub(_PBD_BUILD_OLD, _PBD_BUILD_WHILE), ("build_neighbors",)),
     "pbd_gather_while": ("plugins/pbd/kernels/neighbors.py", _sub(_PBD_GATHER_OLD, _PBD_GATHER_WHILE), ("particle_gather",)),
@@ -159,13 +170,14 @@ VARIANTS: dict = {
     "mpm_stress_while": ("plugins/mpm/kernels/transfer.py", _MPM_STRESS, ("p2g_stress_blocks",)),
     "fem_corner_while": ("plugins/fem/kernels/elastic.py", _FEM_CORNER, ("explicit_vertex_step",)),
     "binsort_scan_while": ("core/kernels/binsort.py", _BINSORT_SCAN, ("scan_local",)),
+    "binsort_scan_all": ("core/kernels/binsort.py", _BINSORT_SCAN_ALL, ("scan_local",)),
 }
 
 
-def _scene(solver):
+def _scene(solver, threads=1):
     if solver == "pbd":
         from .bench_pbd import _pp_granular_scene
-        return _pp_granular_scene(37, 1, 1)
+        return _pp_granular_scene(37, 1, threads)
     if solver == "mpm":
         from .bench_mpm import _polyphys
         return _polyphys(48, 1, threads=1)[0]
@@ -218,13 +230,13 @@ def main(argv) -> None:
     names = [a.split("=")[1] for a in argv if a.startswith("--variant=")]
     with open("/proc/loadavg") as f:
         print("load at start", " ".join(f.read().split()[:3]), flush=True)
-    scene = _scene(solver)
+    scene = _scene(solver, int(next((a.split("=")[1] for a in argv if a.startswith("--threads=")), 1)))
     for _ in range(5):
         scene.step()
     rec = _record(scene)
     if "--profile" in argv:
         t = defaultdict(list)
-        for rep in range(3):
+        for _ in range(3):
             tot = defaultdict(float)
             for k, dim, inputs, dev in rec:
                 t0 = time.thread_time()
