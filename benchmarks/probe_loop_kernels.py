@@ -1,12 +1,13 @@
 """Loop-form A/B of the particle solvers' kernels on a live scene's arrays (issue 25, round 17b).
 
-``python -m benchmarks.probe_loop_kernels SOLVER [--profile] [--rounds=R] [--variant=NAME ...]``, SOLVER one of
-``pbd`` (granular 37^3), ``mpm`` (elastic box), ``fem`` (explicit box): builds the scene (n_envs 1, ``cpu_threads``
-1, or ``--threads=T`` for pbd), runs a few steps and records the launches of one uncaptured step. ``--profile``: replays every recorded launch
-in order, twice, and prints each kernel's thread CPU time per step (which kernel dominates). A variant (a copy of
-a kernel file with an edit, loaded as its own Warp module, ``VARIANTS``) relaunches the first recorded launch of
-each kernel it changes with the same inputs, alternating the solver's kernel and the variant's R rounds, and checks
-that every array the launch writes ends bit for bit the same (the method of ``probe_sph_kernels``).
+``python -m benchmarks.probe_loop_kernels SOLVER [--profile] [--threads=T] [--rounds=R] [--variant=NAME ...]``,
+SOLVER one of ``pbd`` (granular 37^3), ``mpm`` (elastic box 48 cells), ``fem`` (explicit box 40x10x10),
+``fem-implicit`` (neo-Hookean 20x5x5): builds the scene (n_envs 1, ``cpu_threads`` 1, or T for pbd), runs a few
+steps and records the launches of one uncaptured step. ``--profile``: replays every recorded launch in order, three
+times, and prints each kernel's thread CPU time per step (which kernel dominates). A variant (a copy of a kernel
+file with an edit, loaded as its own Warp module, ``VARIANTS``) relaunches the first recorded launch of each kernel it changes with the same inputs, alternating the
+solver's kernel and the variant's R rounds, and checks that every array the launch writes ends bit for bit the
+same (the method of ``probe_sph_kernels``). Run on the branch where a variant landed, its edit no longer applies.
 """
 
 from __future__ import annotations
@@ -162,6 +163,34 @@ _BINSORT_SCAN_ALL = _chain(_BINSORT_SCAN, _BINSORT_SCAN_MANY, _sub("""          
             k += 1
     if b == block_in.shape[1] - 1:"""))
 
+
+def _before(path):
+    """The file as before round 17b (commit ca9496e): the A/B of the landed loops (variant/base = before/now)."""
+    import subprocess
+
+    def edit(src):
+        return subprocess.run(["git", "show", f"ca9496e:{path}"], cwd=ROOT, check=True, capture_output=True,
+                              text=True).stdout
+    return edit
+
+
+
+def _implicit_before(src):
+    """implicit.py with corner_sum as before round 17b (a for-range loop), defined locally."""
+    old = """
+
+@wp.func
+def corner_sum_range(env: int, i: int, v_start: wp.array(dtype=wp.int32), corner_in: wp.array2d(dtype=vec3),
+                     acc: vec3):
+    for q in range(v_start[i], v_start[i + 1]):
+        acc = acc + corner_in[env, q]
+    return acc
+"""
+    src = src.replace("corner_sum(env, i, v_start, corner_in,", "corner_sum_range(env, i, v_start, corner_in,")
+    at = src.index("\n\n@wp.")
+    return src[:at] + old + src[at:]
+
+
 VARIANTS: dict = {
     "pbd_build_while": ("plugins/pbd/kernels/neighbors.py", _sub(_PBD_BUILD_OLD, _PBD_BUILD_WHILE), ("build_neighbors",)),
     "pbd_gather_while": ("plugins/pbd/kernels/neighbors.py", _sub(_PBD_GATHER_OLD, _PBD_GATHER_WHILE), ("particle_gather",)),
@@ -171,6 +200,13 @@ VARIANTS: dict = {
     "fem_corner_while": ("plugins/fem/kernels/elastic.py", _FEM_CORNER, ("explicit_vertex_step",)),
     "binsort_scan_while": ("core/kernels/binsort.py", _BINSORT_SCAN, ("scan_local",)),
     "binsort_scan_all": ("core/kernels/binsort.py", _BINSORT_SCAN_ALL, ("scan_local",)),
+    # the landed loops against the files before them (the variants above apply to those files only)
+    "pbd_before": ("plugins/pbd/kernels/neighbors.py", _before("plugins/pbd/kernels/neighbors.py"),
+                   ("build_neighbors", "particle_gather")),
+    "fem_before": ("plugins/fem/kernels/elastic.py", _before("plugins/fem/kernels/elastic.py"),
+                   ("explicit_vertex_step",)),
+    "fem_implicit_before": ("plugins/fem/kernels/implicit.py", _implicit_before, ("gather_gradient", "cg_curvature")),
+    "binsort_before": ("core/kernels/binsort.py", _before("core/kernels/binsort.py"), ("scan_local",)),
 }
 
 
@@ -181,8 +217,10 @@ def _scene(solver, threads=1):
     if solver == "mpm":
         from .bench_mpm import _polyphys
         return _polyphys(48, 1, threads=1)[0]
-    if solver == "fem":
+    if solver in ("fem", "fem-implicit"):
         from .bench_fem import _scene as fem_scene
+        if solver == "fem-implicit":
+            return fem_scene((20, 5, 5), "implicit", 1, model="neo")[0]
         return fem_scene((40, 10, 10), "explicit", 1)[0]
     raise SystemExit(f"unknown solver {solver}")
 
