@@ -5,9 +5,10 @@ SOLVER one of ``pbd`` (granular 37^3), ``mpm`` (elastic box 48 cells), ``fem`` (
 ``fem-implicit`` (neo-Hookean 20x5x5): builds the scene (n_envs 1, ``cpu_threads`` 1, or T for pbd), runs a few
 steps and records the launches of one uncaptured step. ``--profile``: replays every recorded launch in order, three
 times, and prints each kernel's thread CPU time per step (which kernel dominates). A variant (a copy of a kernel
-file with an edit, loaded as its own Warp module, ``VARIANTS``) relaunches the first recorded launch of each kernel it changes with the same inputs, alternating the
-solver's kernel and the variant's R rounds, and checks that every array the launch writes ends bit for bit the
-same (the method of ``probe_sph_kernels``). Run on the branch where a variant landed, its edit no longer applies.
+file with an edit, loaded as its own Warp module, ``VARIANTS``) relaunches the first recorded launch of each kernel
+it changes with the same inputs, alternating the solver's kernel and the variant's R rounds, and checks that every
+array the launch writes ends bit for bit the same (the method of ``probe_sph_kernels``). Run on the branch where a
+variant landed, its edit no longer applies.
 """
 
 from __future__ import annotations
