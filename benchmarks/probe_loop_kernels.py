@@ -1,6 +1,6 @@
 """Loop-form A/B of the particle solvers' kernels on a live scene's arrays (issue 25, round 17b).
 
-``python -m benchmarks.probe_loop_kernels SOLVER [--profile] [--threads=T] [--rounds=R] [--variant=NAME ...]``,
+``python -m benchmarks.probe_loop_kernels SOLVER [--profile] [--step] [--threads=T] [--rounds=R] [--variant=NAME ...]``,
 SOLVER one of ``pbd`` (granular 37^3), ``mpm`` (elastic box 48 cells), ``fem`` (explicit box 40x10x10),
 ``fem-implicit`` (neo-Hookean 20x5x5): builds the scene (n_envs 1, ``cpu_threads`` 1, or T for pbd), runs a few
 steps and records the launches of one uncaptured step. ``--profile``: replays every recorded launch in order, three
@@ -112,9 +112,18 @@ _MPM_G2P = _sub("""        for p in range(b * STRESS_BLOCK, wp.min((b + 1) * STR
             p += 1
 """)
 _MPM_STRESS = _sub("""        for p in range(p0, p1):
-            s1 = stress_particle(""", """        p = wp.max(p0, 0)
+            s1 = stress_particle(env, p, p_type, p_mu, p_lam, p_par, p_mass, p_vol, lo, inv_dx, ny, nz, n_nodes, h,
+                                 pos_in, C_in, active_in, F_out, Jp_out, affine_out, slab_out)
+            if s1 >= 0:
+                counts_out[env, b, s1] = counts_out[env, b, s1] + 1
+""", """        p = wp.max(p0, 0)
         while p < p1:
-            s1 = stress_particle(""")
+            s1 = stress_particle(env, p, p_type, p_mu, p_lam, p_par, p_mass, p_vol, lo, inv_dx, ny, nz, n_nodes, h,
+                                 pos_in, C_in, active_in, F_out, Jp_out, affine_out, slab_out)
+            if s1 >= 0:
+                counts_out[env, b, s1] = counts_out[env, b, s1] + 1
+            p += 1
+""")
 
 _FEM_CORNER = _sub("""    for q in range(v_start[i], v_start[i + 1]):
         acc = acc + corner_in[env, q]
@@ -319,8 +328,36 @@ def main(argv) -> None:
             print(f"{name:12s} {kname:24s} base {b.min():7.2f} / {np.median(b):7.2f}  variant {v.min():7.2f} / "
                   f"{np.median(v):7.2f} ms (min / median)  variant/base {v.min() / b.min():.3f} / "
                   f"{np.median(v) / np.median(b):.3f}  bit-identical: {same}", flush=True)
+    if "--step" in argv and names:
+        _step_ab(rec, names, rounds)
     with open("/proc/loadavg") as f:
         print("load at end", " ".join(f.read().split()[:3]), flush=True)
+
+
+def _step_ab(rec, names, rounds):
+    """``--step``: the recorded step replayed whole, launch by launch, with the solver's kernels and with every
+    named variant's kernels in their place, alternated ``rounds`` times (thread CPU time per step)."""
+    import warp as wp
+
+    swap = {}
+    for name in names:
+        path, edit, kernels = VARIANTS[name]
+        mod = _load_variant(name, path, edit)
+        for kname in kernels:
+            swap[kname] = getattr(mod, kname)
+    t = {"base": [], "variant": []}
+    for r in range(rounds):
+        for tag in (("base", "variant") if r % 2 == 0 else ("variant", "base")):
+            t0 = time.thread_time()
+            for k, dim, inputs, dev in rec:
+                if tag == "variant":
+                    k = swap.get(k.key, k)
+                wp.launch(k, dim=dim, inputs=inputs, device=dev)
+            t[tag].append(1e3 * (time.thread_time() - t0))
+    b, v = np.array(t["base"]), np.array(t["variant"])
+    print(f"whole step {'+'.join(names)}: base {b.min():7.2f} / {np.median(b):7.2f}  variant {v.min():7.2f} / "
+          f"{np.median(v):7.2f} ms (min / median)  variant/base {v.min() / b.min():.3f} / "
+          f"{np.median(v) / np.median(b):.3f}", flush=True)
 
 
 if __name__ == "__main__":
