@@ -1,14 +1,15 @@
 """Loop-form A/B of the particle solvers' kernels on a live scene's arrays (issue 25, round 17b).
 
-``python -m benchmarks.probe_loop_kernels SOLVER [--profile] [--step] [--threads=T] [--rounds=R] [--variant=NAME ...]``,
-SOLVER one of ``pbd`` (granular 37^3), ``mpm`` (elastic box 48 cells), ``fem`` (explicit box 40x10x10),
-``fem-implicit`` (neo-Hookean 20x5x5): builds the scene (n_envs 1, ``cpu_threads`` 1, or T for pbd), runs a few
-steps and records the launches of one uncaptured step. ``--profile``: replays every recorded launch in order, three
-times, and prints each kernel's thread CPU time per step (which kernel dominates). A variant (a copy of a kernel
-file with an edit, loaded as its own Warp module, ``VARIANTS``) relaunches the first recorded launch of each kernel
-it changes with the same inputs, alternating the solver's kernel and the variant's R rounds, and checks that every
-array the launch writes ends bit for bit the same (the method of ``probe_sph_kernels``). Run on the branch where a
-variant landed, its edit no longer applies.
+``python -m benchmarks.probe_loop_kernels SOLVER [--profile] [--step] [--restore] [--threads=T] [--rounds=R]
+[--variant=NAME ...]``, SOLVER one of ``pbd`` (granular 37^3), ``mpm`` (elastic box 48 cells), ``fem`` (explicit
+box 40x10x10), ``fem-implicit`` (neo-Hookean 20x5x5): builds the scene (n_envs 1, ``cpu_threads`` 1, or T for pbd),
+runs a few steps and records the launches of one uncaptured step. ``--profile``: replays every recorded launch in
+order, three times, and prints each kernel's thread CPU time per step (which kernel dominates). A variant (a copy
+of a kernel file with an edit, loaded as its own Warp module, ``VARIANTS``) relaunches the first recorded launch of
+each kernel it changes with the same inputs, alternating the solver's kernel and the variant's R rounds, and checks
+that every array the launch writes ends bit for bit the same (the method of ``probe_sph_kernels``). Run on the
+branch where a variant landed, its edit no longer applies. ``--restore``: every array restored before each timed
+launch (a claimed launch: the claims as recorded).
 """
 
 from __future__ import annotations
@@ -276,6 +277,7 @@ def main(argv) -> None:
     solver = argv[0]
     rounds = int(next((a.split("=")[1] for a in argv if a.startswith("--rounds=")), 10))
     names = [a.split("=")[1] for a in argv if a.startswith("--variant=")]
+    restore = "--restore" in argv
     with open("/proc/loadavg") as f:
         print("load at start", " ".join(f.read().split()[:3]), flush=True)
     scene = _scene(solver, int(next((a.split("=")[1] for a in argv if a.startswith("--threads=")), 1)))
@@ -321,6 +323,9 @@ def main(argv) -> None:
             t = {"base": [], "variant": []}
             for r in range(rounds):
                 for tag, k in ((("base", k0), ("variant", k1)) if r % 2 == 0 else (("variant", k1), ("base", k0))):
+                    if restore:                     # a claimed launch: the claims (and all inputs) as recorded
+                        for a, x in zip(arrs, before):
+                            a.assign(x)
                     t0 = time.thread_time()
                     wp.launch(k, dim=dim, inputs=inputs, device=dev)
                     t[tag].append(1e3 * (time.thread_time() - t0))
