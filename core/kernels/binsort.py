@@ -201,17 +201,22 @@ def scan_local(
             n_busy += 1
             w1 = w
     if n_busy == 0:
-        for k in range(k0, k1):
+        k = wp.max(k0, 0)           # while loops from ≥ 0: no step-sign test, no index wrap (docs/sph.md)
+        while k < k1:
             start_out[env, k] = run
+            k += 1
     elif n_busy == 1:
-        for k in range(k0, k1):
+        k = wp.max(k0, 0)
+        while k < k1:
             start_out[env, k] = run
             c = counts_inout[env, w1, k]
             if c != 0:
                 counts_inout[env, w1, k] = wp.where(two_ended * (w1 % 2) != 0, run + c, run)
                 run += c
+            k += 1
     else:
-        for k in range(k0, k1):
+        k = wp.max(k0, 0)
+        while k < k1:
             start_out[env, k] = run
             for w in range(n_w):
                 if block_counts_in[env, w, b] != 0:
@@ -219,6 +224,7 @@ def scan_local(
                     if c != 0:
                         counts_inout[env, w, k] = wp.where(two_ended * (w % 2) != 0, run + c, run)
                         run += c
+            k += 1
     if b == block_in.shape[1] - 1:
         start_out[env, n_keys] = run
 

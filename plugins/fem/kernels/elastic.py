@@ -278,8 +278,11 @@ def corner_sum(env: int, i: int, v_start: wp.array(dtype=wp.int32), corner_in: w
     (vertex by vertex, each vertex's elements ascending; built at build time), so a vertex reads one
     contiguous range: no scatter (no race between workers, and the order of the sum is that of the
     elements), no branch and no index per corner."""
-    for q in range(v_start[i], v_start[i + 1]):
+    q = wp.max(v_start[i], 0)     # a while loop from ≥ 0: no step-sign test, no index wrap (docs/fem.md)
+    q_end = v_start[i + 1]
+    while q < q_end:
         acc = acc + corner_in[env, q]
+        q += 1
     return acc
 
 

@@ -169,20 +169,21 @@ def build_neighbors_at(
     n = int(0)
     for q in range(scan_count(dense)):
         rg = scan_range(env, ci, q, dense, dims, mask, start_in)
-        for k in range(rg[0], rg[1]):
+        k = wp.max(rg[0], 0)     # a while loop from ≥ 0: no step-sign test, no index wrap (docs/pbd.md)
+        k_end = rg[1]
+        while k < k_end:
             xj = spos_in[env, k]
             d = xi - xj
-            if wp.dot(d, d) >= reach2:
-                continue
-            j = sorted_in[env, k]
-            if j == i:
-                continue
-            if dense == 0:
-                if not in_scan_cell(dense, ci, q, cell_of(xj, lower, inv_cell, dims)):
-                    continue
-            if n < cap:
-                nbr_list_out[env, i * cap + n] = j
-            n += 1
+            if wp.dot(d, d) < reach2:
+                j = sorted_in[env, k]
+                ok = j != i
+                if ok and dense == 0:
+                    ok = in_scan_cell(dense, ci, q, cell_of(xj, lower, inv_cell, dims))
+                if ok:
+                    if n < cap:
+                        nbr_list_out[env, i * cap + n] = j
+                    n += 1
+            k += 1
     if n > cap:
         n = -1
     nbr_count_out[env, i] = n
@@ -413,13 +414,16 @@ def particle_gather_at(
     cnt = int(0)
     nn = nbr_count_in[env, i]
     if nn >= 0:
-        for t in range(nn):
-            f, c_, n_ = contact_pair(env, i, nbr_list_in[env, i * cap + t], xi, dxi, ki, gi, ri, wi, lam_i, h, reach2,
+        base = wp.max(i * cap, 0)     # ≥ 0, a while loop: no step-sign test, no index wrap
+        t = int(0)
+        while t < nn:
+            f, c_, n_ = contact_pair(env, i, nbr_list_in[env, base + t], xi, dxi, ki, gi, ri, wi, lam_i, h, reach2,
                                      kind, group, self_collide, rest_pos, radius, friction, mass, inv_mass0,
                                      free_in, pos_in, pos_prev_in, lam_in)
             acc_f += f
             acc_c += c_
             cnt += n_
+            t += 1
     else:
         ci = cell_ijk_in[env, i]
         for q in range(scan_count(dense)):
