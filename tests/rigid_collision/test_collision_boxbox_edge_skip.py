@@ -29,10 +29,12 @@ _SQ = "wp::add(one, wp::mul(T(64.0), ulp))"
 assert _SKIP in _BODY and _SQ in _BODY
 
 
-def _stub(env: int, k: int, pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any, margin: Any,
-          pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: wp.array(dtype=Any),
-          cand_normal_out: wp.array(dtype=Any), cand_dist_out: wp.array(dtype=Any),
-          cand_count_out: wp.array(dtype=wp.int32), cand_pool_out: wp.array(dtype=wp.int32)):
+# the Python signature of box_box_mujoco_native (wp.func_native takes it from a function)
+def _box_box_signature(env: int, k: int, pos1: Any, rot1: Any, size1: Any, pos2: Any, rot2: Any, size2: Any,
+                       margin: Any,
+                       pair_cand_out: wp.array2d(dtype=wp.vec2i), cand_pos_out: wp.array(dtype=Any),
+                       cand_normal_out: wp.array(dtype=Any), cand_dist_out: wp.array(dtype=Any),
+                       cand_count_out: wp.array(dtype=wp.int32), cand_pool_out: wp.array(dtype=wp.int32)):
     ...
 
 
@@ -40,9 +42,9 @@ _SWAP = "constexpr bool CLIP_SWAP = true;"
 assert _SWAP in _BODY
 # the body as before round 17b: no edge skip, the clipped polygon copied back after each clip
 _off = wp.func_native(_BODY.replace(_ON, "constexpr bool EDGE_SKIP = false;")
-                      .replace(_SWAP, "constexpr bool CLIP_SWAP = false;"))(_stub)
-_all = wp.func_native(_BODY.replace(_SKIP, "continue;"))(_stub)
-_loose = wp.func_native(_BODY.replace(_SQ, "T(0.25)"))(_stub)
+                      .replace(_SWAP, "constexpr bool CLIP_SWAP = false;"))(_box_box_signature)
+_all = wp.func_native(_BODY.replace(_SKIP, "continue;"))(_box_box_signature)
+_loose = wp.func_native(_BODY.replace(_SQ, "T(0.25)"))(_box_box_signature)
 
 
 @wp.kernel
