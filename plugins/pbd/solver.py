@@ -438,8 +438,17 @@ class PBDSolver(Solver):
         with ``per_item`` times the work per item splits sooner). ``local``: the stage reads and
         writes only its own items' rows (of the particle arrays over the shares of N, or of the
         multipliers), so it may follow a run of such stages (tagged ROWS) worker by worker with no
-        barrier (Solver.parallel's ``after``); ``tag`` alone: tagged, not following."""
+        barrier (Solver.parallel's ``after``); ``tag`` alone: tagged, not following.
+
+        A stage that fits in one share (one worker, or n < 2 grains) is launched here, on the
+        partition's own thread, as worker 0's share would be: it joins the serial graph with the
+        launches around it, so a run of small stages (the colours of a small cloth) costs no barrier
+        each (benchmarks/results/pbd.md, round 17c); the same launches in the same order."""
         grain = max(1, self.grain // per_item)
+        if part.workers == 1 or n < 2 * grain:
+            if n > 0:
+                fn(0, n)
+            return
 
         def stage(w):
             a, b = part.chunk(w, n, grain)

@@ -270,16 +270,20 @@ def test_volume_solve_restores_volume_and_conserves_momentum():
     np.testing.assert_allclose((mass[:, None] * (x1 - x0)).sum(0), 0.0, atol=4 * mass.max() * 6e-8)
 
 
+@pytest.mark.parametrize("grain", [1, 6], ids=["every-stage-split", "small-stages-serial"])
 @pytest.mark.parametrize("wide", [False, True], ids=["dense-keys", "hashed-keys"])
-def test_one_env_is_bit_identical_for_1_2_3_threads_with_every_stage_split(monkeypatch, wide):
+def test_one_env_is_bit_identical_for_1_2_3_threads_with_every_stage_split(monkeypatch, wide, grain):
     """The contract scene (cloth, sand, liquid, shape-matched ball) plus a tet-meshed elastic block,
     one env, stepped by 1, 2 and 3 worker threads with a share of one item per worker (so every
-    stage, constraint colour and body loop is split, unlike at the default grain): the same bits."""
+    stage, constraint colour and body loop is split, unlike at the default grain): the same bits.
+    Grain 6: the larger distance colours split, the smaller ones and the last bending colours fit
+    in one share and are launched on the partition's own thread, between split stages
+    (PBDSolver._rows, round 17c): the same bits too."""
     from polyphys.plugins.pbd import contract as pbd_contract
     from polyphys.plugins.pbd.solver import PBDSolver
     from scipy.spatial.transform import Rotation
 
-    monkeypatch.setattr(PBDSolver, "grain", 1)
+    monkeypatch.setattr(PBDSolver, "grain", grain)
     ents, opts, drive = pbd_contract.scene()
     if wide:
         opts = PBDOptions(iterations=2, lower_bound=(-40.0, -40.0, 0.0), upper_bound=(40.0, 40.0, 0.5))
@@ -297,6 +301,9 @@ def test_one_env_is_bit_identical_for_1_2_3_threads_with_every_stage_split(monke
         s = sc.solver("pbd")
         assert s.layout.partitions[0].workers == threads and s._grid.dense == (0 if wide else 1)
         assert s.n_dist and s.n_bend and s.n_lam > s.n_dist + s.n_bend and s.n_bodies and s.has_liquid
+        if grain > 1:       # both kinds of stage: split colours and one-share colours
+            sizes = np.diff(s._dcol)
+            assert (sizes >= 2 * grain).any() and (sizes < 2 * grain).any()
         drive(sc, np.random.default_rng(3))
         states = []
         for _ in range(3):
