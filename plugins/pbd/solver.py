@@ -457,6 +457,27 @@ class PBDSolver(Solver):
 
         self.parallel(part, stage, tag=ROWS if local else tag, after=ROWS if local else None)
 
+    def _colours(self, part, kernel, cols, per_item, inputs, outputs):
+        """The colours ``cols`` of one constraint kind with a ``*_range`` kernel (one thread per env
+        looping over a range of constraints, kernels/constraints.py): when every colour fits in one
+        share (one worker, or colours under 2 grains: a small cloth), one launch runs all colours in
+        order (the same updates in the same order as colour by colour); otherwise one stage per
+        colour, each worker looping over its share."""
+        import warp as wp
+
+        p, dev = self._parts[part.index], self.layout.device
+        sizes = np.diff(cols)
+        if not len(sizes) or cols[-1] == cols[0]:
+            return
+        L = lambda k0, k1: wp.launch(kernel, dim=p.n, inputs=[k0, k1, *inputs], outputs=outputs,  # noqa: E731
+                                     device=dev)
+        if part.workers == 1 or (sizes < 2 * max(1, self.grain // per_item)).all():
+            L(int(cols[0]), int(cols[-1]))
+            return
+        for c in range(len(sizes)):
+            a0 = int(cols[c])
+            self._rows(part, int(sizes[c]), lambda a, b, a0=a0: L(a0 + a, a0 + b), per_item)
+
     def substep_pre_coupling(self, f, part):
         import warp as wp
 
@@ -512,16 +533,10 @@ class PBDSolver(Solver):
             self.build_grid(part)
         lam_off_b, lam_off_t = self.n_dist, self.n_dist + self.n_bend
         for _ in range(o.iterations):
-            for c in range(len(self._dcol) - 1):
-                a0, b0 = int(self._dcol[c]), int(self._dcol[c + 1])
-                self._rows(part, b0 - a0, lambda a, b, a0=a0: L(
-                    C.solve_distance, b - a, [a0 + a, 0, m.d_i, m.d_j, m.d_rest, m.d_comp, m.inv_mass0, inv_h2, p.free],
-                    [p.pos, p.lam]))
-            for c in range(len(self._bcol) - 1):
-                a0, b0 = int(self._bcol[c]), int(self._bcol[c + 1])
-                self._rows(part, b0 - a0, lambda a, b, a0=a0: L(
-                    C.solve_bending, b - a, [a0 + a, lam_off_b, m.b_quad, m.b_rest, m.b_comp, m.inv_mass0, inv_h2,
-                                             p.free], [p.pos, p.lam]), 4)
+            self._colours(part, C.solve_distance_range, self._dcol, 1,
+                          [0, m.d_i, m.d_j, m.d_rest, m.d_comp, m.inv_mass0, inv_h2, p.free], [p.pos, p.lam])
+            self._colours(part, C.solve_bending_range, self._bcol, 4,
+                          [lam_off_b, m.b_quad, m.b_rest, m.b_comp, m.inv_mass0, inv_h2, p.free], [p.pos, p.lam])
             for c in range(len(self._tcol) - 1):
                 a0, b0 = int(self._tcol[c]), int(self._tcol[c + 1])
                 self._rows(part, b0 - a0, lambda a, b, a0=a0: L(
