@@ -526,7 +526,8 @@ class PBDSolver(Solver):
         self._rows(part, N, lambda a, b: L(I.predict_position, b - a, [h, a, p.vel], [p.pos, p.pos_prev, p.pos_pred]),
                    local=True)
         if self.n_lam:
-            self._rows(part, self.n_lam, lambda a, b: L(I.zero_lambda, b - a, [a], [p.lam]), local=True)
+            self._rows(part, self.n_lam, lambda a, b: wp.launch(I.zero_lambda, dim=p.n, inputs=[a, b], outputs=[p.lam],
+                                                                device=dev), local=True)
         grid = [p.cell_ijk, p.cell_start, p.sorted_idx]
         nbrs = [p.nbr_count, p.nbr_list]
         if self.has_contacts:

@@ -374,3 +374,15 @@ def test_range_kernels_equal_the_colour_launches_bit_for_bit():
         assert np.isnan(got[:, outside]).all()
         np.testing.assert_array_equal(got[:, ~outside].view(np.uint32), want_x[:, ~outside].view(np.uint32))
         np.testing.assert_array_equal(s.lam.numpy().view(np.uint32), want_l.view(np.uint32))
+
+
+def test_zero_lambda_clears_its_range_only():
+    """``zero_lambda`` (one thread per env looping over [k0, k1)): the range is zero in every env, the
+    multipliers outside it keep their (NaN) values."""
+    import warp as wp
+    from polyphys.plugins.pbd.kernels import integrate as I
+
+    lam = wp.full((3, 100), float("nan"), dtype=float, device="cpu")
+    wp.launch(I.zero_lambda, dim=3, inputs=[10, 60], outputs=[lam], device="cpu")
+    a = lam.numpy()
+    assert (a[:, 10:60] == 0.0).all() and np.isnan(a[:, :10]).all() and np.isnan(a[:, 60:]).all()
