@@ -485,7 +485,7 @@ class PBDSolver(Solver):
 
         p, m, lay = self._parts[part.index], self.model, self.layout
         self._rows(part, self.n_particles, lambda a, b: wp.launch(
-            predict_velocity, dim=(p.n, b - a), inputs=[m.inv_mass0, wp.vec3(*lay.gravity), float(lay.h), a, p.free],
+            predict_velocity, dim=p.n, inputs=[m.inv_mass0, wp.vec3(*lay.gravity), float(lay.h), a, b, p.free],
             outputs=[p.vel], device=lay.device), local=True)
 
     def build_grid(self, part) -> None:
@@ -523,7 +523,9 @@ class PBDSolver(Solver):
         inv_h2 = 1.0 / (h * h)
         L = lambda kernel, n, inputs, outputs: wp.launch(kernel, dim=(p.n, n), inputs=inputs,  # noqa: E731
                                                          outputs=outputs, device=dev)
-        self._rows(part, N, lambda a, b: L(I.predict_position, b - a, [h, a, p.vel], [p.pos, p.pos_prev, p.pos_pred]),
+        R = lambda kernel, inputs, outputs: wp.launch(kernel, dim=p.n, inputs=inputs, outputs=outputs,  # noqa: E731
+                                                      device=dev)     # a range kernel: one thread per env
+        self._rows(part, N, lambda a, b: R(I.predict_position, [h, a, b, p.vel], [p.pos, p.pos_prev, p.pos_pred]),
                    local=True)
         if self.n_lam:
             self._rows(part, self.n_lam, lambda a, b: wp.launch(I.zero_lambda, dim=p.n, inputs=[a, b], outputs=[p.lam],
@@ -563,20 +565,20 @@ class PBDSolver(Solver):
                               [p.free, p.pos, p.pos_prev, p.lam_fluid, *grid, *nbrs], [p.delta])
             # row-local, but it may not follow the stage before it worker by worker (the contact
             # gather reads every particle's position): tagged, not after
-            self._rows(part, N, lambda a, b: L(
-                I.apply_and_bound, b - a, [m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
-                                           m.sphere_r, o.boundary_friction, a, p.free, p.pos_prev, p.delta], [p.pos]),
+            self._rows(part, N, lambda a, b: R(
+                I.apply_and_bound, [m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
+                                    m.sphere_r, o.boundary_friction, a, b, p.free, p.pos_prev, p.delta], [p.pos]),
                        tag=ROWS)
         damp = max(0.0, 1.0 - o.damping * h)
         if self.has_liquid:
-            self._rows(part, N, lambda a, b: L(I.update_velocity, b - a, [1.0 / h, damp, a, p.pos, p.pos_pred, p.vel],
+            self._rows(part, N, lambda a, b: R(I.update_velocity, [1.0 / h, damp, a, b, p.pos, p.pos_pred, p.vel],
                                                [p.vel_tmp]), local=True)
             self._rows(part, N, lambda a, b: L(
                 NB.xsph_viscosity, b - a, [m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.dense, g.dims,
                                            g.mask, self.nbr_cap, a, p.pos, p.vel_tmp, *grid, *nbrs], [p.vel]),
                 4)
         else:
-            self._rows(part, N, lambda a, b: L(I.update_velocity, b - a, [1.0 / h, damp, a, p.pos, p.pos_pred, p.vel],
+            self._rows(part, N, lambda a, b: R(I.update_velocity, [1.0 / h, damp, a, b, p.pos, p.pos_pred, p.vel],
                                                [p.vel]), local=True)
 
     def on_reset(self, envs_idx):

@@ -386,3 +386,37 @@ def test_zero_lambda_clears_its_range_only():
     wp.launch(I.zero_lambda, dim=3, inputs=[10, 60], outputs=[lam], device="cpu")
     a = lam.numpy()
     assert (a[:, 10:60] == 0.0).all() and np.isnan(a[:, :10]).all() and np.isnan(a[:, 60:]).all()
+
+
+def test_particle_range_kernels_write_their_share_only():
+    """The particle stages (one thread per env looping over [i0, i1)): over a share, the particles in
+    it as over the whole range, every other particle's outputs left as they were (NaN)."""
+    import warp as wp
+    from polyphys.plugins.pbd.kernels import integrate as I
+
+    rng = np.random.default_rng(2)
+    n, a, b = 50, 7, 31
+    v = lambda: wp.array(rng.normal(size=(2, n, 3)).astype(np.float32), dtype=wp.vec3, device="cpu")  # noqa: E731
+    x, xp, vel = v(), v(), v()
+
+    def run(i0, i1, poison):
+        out = wp.array(np.full((2, n, 3), np.nan if poison else 0.0, np.float32), dtype=wp.vec3, device="cpu")
+        wp.launch(I.update_velocity, dim=2, inputs=[50.0, 0.99, i0, i1, x, xp, vel], outputs=[out], device="cpu")
+        return out.numpy().copy()
+
+    whole, share = run(0, n, False), run(a, b, True)
+    np.testing.assert_array_equal(share[:, a:b].view(np.uint32), whole[:, a:b].view(np.uint32))
+    assert np.isnan(share[:, :a]).all() and np.isnan(share[:, b:]).all()
+    ref = (vel.numpy() + (x.numpy() - xp.numpy()) * np.float32(50.0)) * np.float32(0.99)
+    np.testing.assert_allclose(whole, ref, rtol=1e-6)
+    pos = wp.array(np.full((2, n, 3), np.nan, np.float32), dtype=wp.vec3, device="cpu")
+    pos_in = x.numpy()
+    pos.numpy()[:, a:b] = pos_in[:, a:b]
+    prev = wp.array(np.full((2, n, 3), np.nan, np.float32), dtype=wp.vec3, device="cpu")
+    pred = wp.array(np.full((2, n, 3), np.nan, np.float32), dtype=wp.vec3, device="cpu")
+    wp.launch(I.predict_position, dim=2, inputs=[0.01, a, b, vel], outputs=[pos, prev, pred], device="cpu")
+    for arr in (pos, prev, pred):
+        got = arr.numpy()
+        assert np.isnan(got[:, :a]).all() and np.isnan(got[:, b:]).all() and np.isfinite(got[:, a:b]).all()
+    np.testing.assert_array_equal(prev.numpy()[:, a:b], pos_in[:, a:b])
+    np.testing.assert_array_equal(pred.numpy()[:, a:b], pos.numpy()[:, a:b])
