@@ -438,8 +438,17 @@ class PBDSolver(Solver):
         with ``per_item`` times the work per item splits sooner). ``local``: the stage reads and
         writes only its own items' rows (of the particle arrays over the shares of N, or of the
         multipliers), so it may follow a run of such stages (tagged ROWS) worker by worker with no
-        barrier (Solver.parallel's ``after``); ``tag`` alone: tagged, not following."""
+        barrier (Solver.parallel's ``after``); ``tag`` alone: tagged, not following.
+
+        A stage that fits in one share (one worker, or n < 2 grains) is launched here, on the
+        partition's own thread, as worker 0's share would be: it joins the serial graph with the
+        launches around it, so a run of small stages (the colours of a small cloth) costs no barrier
+        each (benchmarks/results/pbd.md, round 17c); the same launches in the same order."""
         grain = max(1, self.grain // per_item)
+        if part.workers == 1 or n < 2 * grain:
+            if n > 0:
+                fn(0, n)
+            return
 
         def stage(w):
             a, b = part.chunk(w, n, grain)
@@ -448,6 +457,27 @@ class PBDSolver(Solver):
 
         self.parallel(part, stage, tag=ROWS if local else tag, after=ROWS if local else None)
 
+    def _colours(self, part, kernel, cols, per_item, inputs, outputs):
+        """The colours ``cols`` of one constraint kind with a ``*_range`` kernel (one thread per env
+        looping over a range of constraints, kernels/constraints.py): when every colour fits in one
+        share (one worker, or colours under 2 grains: a small cloth), one launch runs all colours in
+        order (the same updates in the same order as colour by colour); otherwise one stage per
+        colour, each worker looping over its share."""
+        import warp as wp
+
+        p, dev = self._parts[part.index], self.layout.device
+        sizes = np.diff(cols)
+        if not len(sizes) or cols[-1] == cols[0]:
+            return
+        L = lambda k0, k1: wp.launch(kernel, dim=p.n, inputs=[k0, k1, *inputs], outputs=outputs,  # noqa: E731
+                                     device=dev)
+        if part.workers == 1 or (sizes < 2 * max(1, self.grain // per_item)).all():
+            L(int(cols[0]), int(cols[-1]))
+            return
+        for c in range(len(sizes)):
+            a0 = int(cols[c])
+            self._rows(part, int(sizes[c]), lambda a, b, a0=a0: L(a0 + a, a0 + b), per_item)
+
     def substep_pre_coupling(self, f, part):
         import warp as wp
 
@@ -455,7 +485,7 @@ class PBDSolver(Solver):
 
         p, m, lay = self._parts[part.index], self.model, self.layout
         self._rows(part, self.n_particles, lambda a, b: wp.launch(
-            predict_velocity, dim=(p.n, b - a), inputs=[m.inv_mass0, wp.vec3(*lay.gravity), float(lay.h), a, p.free],
+            predict_velocity, dim=p.n, inputs=[m.inv_mass0, wp.vec3(*lay.gravity), float(lay.h), a, b, p.free],
             outputs=[p.vel], device=lay.device), local=True)
 
     def build_grid(self, part) -> None:
@@ -493,26 +523,23 @@ class PBDSolver(Solver):
         inv_h2 = 1.0 / (h * h)
         L = lambda kernel, n, inputs, outputs: wp.launch(kernel, dim=(p.n, n), inputs=inputs,  # noqa: E731
                                                          outputs=outputs, device=dev)
-        self._rows(part, N, lambda a, b: L(I.predict_position, b - a, [h, a, p.vel], [p.pos, p.pos_prev, p.pos_pred]),
+        R = lambda kernel, inputs, outputs: wp.launch(kernel, dim=p.n, inputs=inputs, outputs=outputs,  # noqa: E731
+                                                      device=dev)     # a range kernel: one thread per env
+        self._rows(part, N, lambda a, b: R(I.predict_position, [h, a, b, p.vel], [p.pos, p.pos_prev, p.pos_pred]),
                    local=True)
         if self.n_lam:
-            self._rows(part, self.n_lam, lambda a, b: L(I.zero_lambda, b - a, [a], [p.lam]), local=True)
+            self._rows(part, self.n_lam, lambda a, b: wp.launch(I.zero_lambda, dim=p.n, inputs=[a, b], outputs=[p.lam],
+                                                                device=dev), local=True)
         grid = [p.cell_ijk, p.cell_start, p.sorted_idx]
         nbrs = [p.nbr_count, p.nbr_list]
         if self.has_contacts:
             self.build_grid(part)
         lam_off_b, lam_off_t = self.n_dist, self.n_dist + self.n_bend
         for _ in range(o.iterations):
-            for c in range(len(self._dcol) - 1):
-                a0, b0 = int(self._dcol[c]), int(self._dcol[c + 1])
-                self._rows(part, b0 - a0, lambda a, b, a0=a0: L(
-                    C.solve_distance, b - a, [a0 + a, 0, m.d_i, m.d_j, m.d_rest, m.d_comp, m.inv_mass0, inv_h2, p.free],
-                    [p.pos, p.lam]))
-            for c in range(len(self._bcol) - 1):
-                a0, b0 = int(self._bcol[c]), int(self._bcol[c + 1])
-                self._rows(part, b0 - a0, lambda a, b, a0=a0: L(
-                    C.solve_bending, b - a, [a0 + a, lam_off_b, m.b_quad, m.b_rest, m.b_comp, m.inv_mass0, inv_h2,
-                                             p.free], [p.pos, p.lam]), 4)
+            self._colours(part, C.solve_distance_range, self._dcol, 1,
+                          [0, m.d_i, m.d_j, m.d_rest, m.d_comp, m.inv_mass0, inv_h2, p.free], [p.pos, p.lam])
+            self._colours(part, C.solve_bending_range, self._bcol, 4,
+                          [lam_off_b, m.b_quad, m.b_rest, m.b_comp, m.inv_mass0, inv_h2, p.free], [p.pos, p.lam])
             for c in range(len(self._tcol) - 1):
                 a0, b0 = int(self._tcol[c]), int(self._tcol[c + 1])
                 self._rows(part, b0 - a0, lambda a, b, a0=a0: L(
@@ -538,20 +565,20 @@ class PBDSolver(Solver):
                               [p.free, p.pos, p.pos_prev, p.lam_fluid, *grid, *nbrs], [p.delta])
             # row-local, but it may not follow the stage before it worker by worker (the contact
             # gather reads every particle's position): tagged, not after
-            self._rows(part, N, lambda a, b: L(
-                I.apply_and_bound, b - a, [m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
-                                           m.sphere_r, o.boundary_friction, a, p.free, p.pos_prev, p.delta], [p.pos]),
+            self._rows(part, N, lambda a, b: R(
+                I.apply_and_bound, [m.inv_mass0, m.radius, g.lower, g.upper, m.plane_p, m.plane_n, m.sphere_c,
+                                    m.sphere_r, o.boundary_friction, a, b, p.free, p.pos_prev, p.delta], [p.pos]),
                        tag=ROWS)
         damp = max(0.0, 1.0 - o.damping * h)
         if self.has_liquid:
-            self._rows(part, N, lambda a, b: L(I.update_velocity, b - a, [1.0 / h, damp, a, p.pos, p.pos_pred, p.vel],
+            self._rows(part, N, lambda a, b: R(I.update_velocity, [1.0 / h, damp, a, b, p.pos, p.pos_pred, p.vel],
                                                [p.vel_tmp]), local=True)
             self._rows(part, N, lambda a, b: L(
                 NB.xsph_viscosity, b - a, [m.kind, m.mass, m.rest_density, m.viscosity, self.fluid_h, g.dense, g.dims,
                                            g.mask, self.nbr_cap, a, p.pos, p.vel_tmp, *grid, *nbrs], [p.vel]),
                 4)
         else:
-            self._rows(part, N, lambda a, b: L(I.update_velocity, b - a, [1.0 / h, damp, a, p.pos, p.pos_pred, p.vel],
+            self._rows(part, N, lambda a, b: R(I.update_velocity, [1.0 / h, damp, a, b, p.pos, p.pos_pred, p.vel],
                                                [p.vel]), local=True)
 
     def on_reset(self, envs_idx):

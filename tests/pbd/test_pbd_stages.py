@@ -270,16 +270,21 @@ def test_volume_solve_restores_volume_and_conserves_momentum():
     np.testing.assert_allclose((mass[:, None] * (x1 - x0)).sum(0), 0.0, atol=4 * mass.max() * 6e-8)
 
 
+@pytest.mark.parametrize("grain", [1, 6, 64], ids=["every-stage-split", "small-stages-serial", "all-colours-one-launch"])
 @pytest.mark.parametrize("wide", [False, True], ids=["dense-keys", "hashed-keys"])
-def test_one_env_is_bit_identical_for_1_2_3_threads_with_every_stage_split(monkeypatch, wide):
+def test_one_env_is_bit_identical_for_1_2_3_threads_with_every_stage_split(monkeypatch, wide, grain):
     """The contract scene (cloth, sand, liquid, shape-matched ball) plus a tet-meshed elastic block,
     one env, stepped by 1, 2 and 3 worker threads with a share of one item per worker (so every
-    stage, constraint colour and body loop is split, unlike at the default grain): the same bits."""
+    stage, constraint colour and body loop is split, unlike at the default grain): the same bits.
+    Grain 6: the larger distance colours split, the smaller ones fit in one share and are launched
+    on the partition's own thread, between split stages (PBDSolver._rows, round 17c); grain 64:
+    every colour fits in one share, so each constraint kind is one launch looping over all its
+    colours (PBDSolver._colours), as at one thread: the same bits too."""
     from polyphys.plugins.pbd import contract as pbd_contract
     from polyphys.plugins.pbd.solver import PBDSolver
     from scipy.spatial.transform import Rotation
 
-    monkeypatch.setattr(PBDSolver, "grain", 1)
+    monkeypatch.setattr(PBDSolver, "grain", grain)
     ents, opts, drive = pbd_contract.scene()
     if wide:
         opts = PBDOptions(iterations=2, lower_bound=(-40.0, -40.0, 0.0), upper_bound=(40.0, 40.0, 0.5))
@@ -297,6 +302,9 @@ def test_one_env_is_bit_identical_for_1_2_3_threads_with_every_stage_split(monke
         s = sc.solver("pbd")
         assert s.layout.partitions[0].workers == threads and s._grid.dense == (0 if wide else 1)
         assert s.n_dist and s.n_bend and s.n_lam > s.n_dist + s.n_bend and s.n_bodies and s.has_liquid
+        if grain == 6:      # both kinds of stage: split colours and one-share colours
+            sizes = np.diff(s._dcol)
+            assert (sizes >= 2 * grain).any() and (sizes < 2 * grain).any()
         drive(sc, np.random.default_rng(3))
         states = []
         for _ in range(3):
@@ -308,3 +316,107 @@ def test_one_env_is_bit_identical_for_1_2_3_threads_with_every_stage_split(monke
         for step, (a, b) in enumerate(zip(runs[0], states, strict=True)):
             for k in a:
                 np.testing.assert_array_equal(b[k], a[k], err_msg=f"{k}, step {step + 1}, cpu_threads={threads} vs 1")
+
+
+def test_range_kernels_equal_the_colour_launches_bit_for_bit():
+    """``solve_distance_range`` / ``solve_bending_range`` (one thread per env looping over a range:
+    all colours of a kind in one launch, or a worker's share of one colour) against the grid kernels
+    launched colour by colour, from the same perturbed cloth in two envs with nonzero multipliers:
+    the same position and multiplier bits; a share [a, b) of a colour leaves every particle outside
+    it alone (NaN there stays NaN)."""
+    import warp as wp
+    from polyphys.plugins.pbd import grid_cloth
+    from polyphys.plugins.pbd.kernels import constraints as C
+
+    sc = polyphys.Scene(sim=polyphys.SimOptions(dt=0.01, substeps=1),
+                        pbd=PBDOptions(iterations=1, lower_bound=(-1, -1, 0), upper_bound=(1, 1, 2)))
+    sc.add_entity(grid_cloth(size=(0.3, 0.3), res=(9, 9), pos=(0, 0, 1.0)),
+                  polyphys.materials.PBD.Cloth(stretch_compliance=1e-4, bending_compliance=0.01, self_collision=False,
+                                               tethers=False), pinned=[0, 8])
+    sc.build(n_envs=2)
+    s, m = sc.solver("pbd"), sc.solver("pbd").model
+    rng = np.random.default_rng(5)
+    x0 = s.pos.numpy() + rng.normal(scale=0.01, size=(*s.pos.shape, 3)).astype(np.float32)
+    l0 = rng.normal(scale=1e-3, size=s.lam.shape).astype(np.float32)
+    kinds = [(C.solve_distance, C.solve_distance_range, s._dcol, 0, [m.d_i, m.d_j, m.d_rest, m.d_comp]),
+             (C.solve_bending, C.solve_bending_range, s._bcol, s.n_dist, [m.b_quad, m.b_rest, m.b_comp])]
+    assert len(s._dcol) > 2 and len(s._bcol) > 2
+    tail = [m.inv_mass0, 1e4, s.free]
+    for grid_k, range_k, cols, off, model in kinds:
+        s.pos.assign(x0)
+        s.lam.assign(l0)
+        for c in range(len(cols) - 1):
+            wp.launch(grid_k, dim=(2, int(cols[c + 1] - cols[c])), inputs=[int(cols[c]), off, *model, *tail],
+                      outputs=[s.pos, s.lam], device="cpu")
+        ref_x, ref_l = s.pos.numpy().copy(), s.lam.numpy().copy()      # .numpy() of a CPU array is a view
+        assert (ref_l[:, off + cols[0]:off + cols[-1]] != l0[:, off + cols[0]:off + cols[-1]]).mean() > 0.9
+        s.pos.assign(x0)
+        s.lam.assign(l0)
+        wp.launch(range_k, dim=2, inputs=[int(cols[0]), int(cols[-1]), off, *model, *tail], outputs=[s.pos, s.lam],
+                  device="cpu")
+        np.testing.assert_array_equal(s.pos.numpy().view(np.uint32), ref_x.view(np.uint32))
+        np.testing.assert_array_equal(s.lam.numpy().view(np.uint32), ref_l.view(np.uint32))
+        # a share [a, b) of colour 0: its particles as the grid launch moves them, the rest untouched
+        a, b = int(cols[0]) + 1, int(cols[1]) - 1
+        ends = (np.stack([m.d_i.numpy(), m.d_j.numpy()], 1) if off == 0 else m.b_quad.numpy())[a:b].ravel()
+        s.pos.assign(x0)
+        s.lam.assign(l0)
+        wp.launch(grid_k, dim=(2, b - a), inputs=[a, off, *model, *tail], outputs=[s.pos, s.lam], device="cpu")
+        want_x, want_l = s.pos.numpy().copy(), s.lam.numpy().copy()
+        outside = np.ones(x0.shape[1], bool)
+        outside[ends] = False
+        poison = x0.copy()
+        poison[:, outside] = np.nan
+        s.pos.assign(poison)
+        s.lam.assign(l0)
+        wp.launch(range_k, dim=2, inputs=[a, b, off, *model, *tail], outputs=[s.pos, s.lam], device="cpu")
+        got = s.pos.numpy()
+        assert np.isnan(got[:, outside]).all()
+        np.testing.assert_array_equal(got[:, ~outside].view(np.uint32), want_x[:, ~outside].view(np.uint32))
+        np.testing.assert_array_equal(s.lam.numpy().view(np.uint32), want_l.view(np.uint32))
+
+
+def test_zero_lambda_clears_its_range_only():
+    """``zero_lambda`` (one thread per env looping over [k0, k1)): the range is zero in every env, the
+    multipliers outside it keep their (NaN) values."""
+    import warp as wp
+    from polyphys.plugins.pbd.kernels import integrate as I
+
+    lam = wp.full((3, 100), float("nan"), dtype=float, device="cpu")
+    wp.launch(I.zero_lambda, dim=3, inputs=[10, 60], outputs=[lam], device="cpu")
+    a = lam.numpy()
+    assert (a[:, 10:60] == 0.0).all() and np.isnan(a[:, :10]).all() and np.isnan(a[:, 60:]).all()
+
+
+def test_particle_range_kernels_write_their_share_only():
+    """The particle stages (one thread per env looping over [i0, i1)): over a share, the particles in
+    it as over the whole range, every other particle's outputs left as they were (NaN)."""
+    import warp as wp
+    from polyphys.plugins.pbd.kernels import integrate as I
+
+    rng = np.random.default_rng(2)
+    n, a, b = 50, 7, 31
+    v = lambda: wp.array(rng.normal(size=(2, n, 3)).astype(np.float32), dtype=wp.vec3, device="cpu")  # noqa: E731
+    x, xp, vel = v(), v(), v()
+
+    def run(i0, i1, poison):
+        out = wp.array(np.full((2, n, 3), np.nan if poison else 0.0, np.float32), dtype=wp.vec3, device="cpu")
+        wp.launch(I.update_velocity, dim=2, inputs=[50.0, 0.99, i0, i1, x, xp, vel], outputs=[out], device="cpu")
+        return out.numpy().copy()
+
+    whole, share = run(0, n, False), run(a, b, True)
+    np.testing.assert_array_equal(share[:, a:b].view(np.uint32), whole[:, a:b].view(np.uint32))
+    assert np.isnan(share[:, :a]).all() and np.isnan(share[:, b:]).all()
+    ref = (vel.numpy() + (x.numpy() - xp.numpy()) * np.float32(50.0)) * np.float32(0.99)
+    np.testing.assert_allclose(whole, ref, rtol=1e-6)
+    pos = wp.array(np.full((2, n, 3), np.nan, np.float32), dtype=wp.vec3, device="cpu")
+    pos_in = x.numpy()
+    pos.numpy()[:, a:b] = pos_in[:, a:b]
+    prev = wp.array(np.full((2, n, 3), np.nan, np.float32), dtype=wp.vec3, device="cpu")
+    pred = wp.array(np.full((2, n, 3), np.nan, np.float32), dtype=wp.vec3, device="cpu")
+    wp.launch(I.predict_position, dim=2, inputs=[0.01, a, b, vel], outputs=[pos, prev, pred], device="cpu")
+    for arr in (pos, prev, pred):
+        got = arr.numpy()
+        assert np.isnan(got[:, :a]).all() and np.isnan(got[:, b:]).all() and np.isfinite(got[:, a:b]).all()
+    np.testing.assert_array_equal(prev.numpy()[:, a:b], pos_in[:, a:b])
+    np.testing.assert_array_equal(pred.numpy()[:, a:b], pos.numpy()[:, a:b])
